@@ -1,0 +1,1 @@
+"""Speed benchmarks (not part of the test suite). Run ``python -m benchmarks [--filter TEXT] [--repeat N]``."""

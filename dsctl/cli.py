@@ -1,0 +1,133 @@
+"""Root of the dsctl command line: global options, command groups, and error-to-exit-code mapping."""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from dsctl import __version__
+from dsctl.commands import profiles
+from dsctl.commands._common import SETTINGS
+from dsctl.commands._planned import add_planned_group
+from dsctl.errors import DsctlError, ExitCode
+
+app = typer.Typer(
+    name="dsctl",
+    help="Plan, balance, check and launch DeepSeek-V3-style GPU training clusters.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["--help", "-h"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"dsctl {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show tracebacks for errors (also DSCTL_DEBUG=1).")
+    ] = False,
+    profiles_dir: Annotated[
+        Path | None,
+        typer.Option("--profiles-dir", help="Extra profiles folder; overrides built-ins of the same name. "
+                     "DSCTL_PROFILES may list more (os.pathsep-separated)."),
+    ] = None,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """Plan, balance, check and launch DeepSeek-V3-style GPU training clusters."""
+    SETTINGS.debug = debug or SETTINGS.debug
+    SETTINGS.profiles_dir = profiles_dir
+
+
+app.add_typer(profiles.app, name="profiles")
+
+_PLANNED = {
+    "topology": "multi-plane fat-tree wiring plans, topology cost comparison, cabling export, fabric verification",
+    "eplb": "expert-parallel load balancing from routing statistics",
+    "health": "GPU, NVLink and RDMA health through NVML and sysfs",
+    "storage": "3FS cluster sizing and chain tables",
+    "launch": "parallelism layouts, rank maps, pipeline schedules and job launch",
+    "model": "the arithmetic behind the paper's tables (KV cache, FLOPs, GPU hours, EP speed limit, memory)",
+    "trace": "compute/communication overlap from PyTorch profiler traces",
+}
+
+
+def _register_groups() -> None:
+    """Attach each command group; groups whose module is not written yet get a placeholder."""
+    import importlib
+
+    for name, summary in _PLANNED.items():
+        try:
+            module = importlib.import_module(f"dsctl.commands.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"dsctl.commands.{name}":
+                raise
+            add_planned_group(app, name, summary)
+            continue
+        module.register(app)
+
+
+_register_groups()
+
+
+def _is_click_exception(exc: BaseException) -> bool:
+    return hasattr(exc, "format_message") and hasattr(exc, "exit_code") and hasattr(exc, "show")
+
+
+def _print_error(message: str, hint: str | None = None) -> None:
+    sys.stderr.write(f"error: {message}\n")
+    if hint:
+        sys.stderr.write(f"hint: {hint}\n")
+    sys.stderr.flush()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console-script entry point. Returns the process exit code (see ``dsctl.errors.ExitCode``)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    SETTINGS.debug = os.environ.get("DSCTL_DEBUG", "") not in ("", "0") or "--debug" in args
+    command = typer.main.get_command(app)
+    try:
+        result: Any = command.main(args=args, prog_name="dsctl", standalone_mode=False)
+    except DsctlError as exc:
+        if SETTINGS.debug:
+            traceback.print_exc()
+        _print_error(exc.message, exc.hint)
+        return int(exc.exit_code)
+    except KeyboardInterrupt:
+        _print_error("interrupted")
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:
+        if _is_click_exception(exc):
+            ctx = getattr(exc, "ctx", None)
+            where = f" ({ctx.command_path})" if ctx is not None else ""
+            hint = f"run '{ctx.command_path} --help'" if ctx is not None else "run 'dsctl --help'"
+            message = exc.format_message().replace("\n", " ")  # type: ignore[attr-defined]
+            _print_error(f"{message}{where}", hint)
+            return int(getattr(exc, "exit_code", 2)) or int(ExitCode.BAD_INPUT)
+        if type(exc).__name__ == "Abort":
+            _print_error("aborted")
+            return 130
+        if SETTINGS.debug:
+            traceback.print_exc()
+        _print_error(f"internal error: {type(exc).__name__}: {exc}",
+                     "this is a bug in dsctl; rerun with --debug for the traceback and report it")
+        return int(ExitCode.INTERNAL)
+    return result if isinstance(result, int) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

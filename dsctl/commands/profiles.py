@@ -1,0 +1,71 @@
+"""dsctl profiles list|show|validate."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from dsctl.commands._common import FormatOpt, profile_store, show
+from dsctl.output import OutputFormat
+from dsctl.profiles.loader import validate_path
+from dsctl.profiles.schema import Profile
+
+app = typer.Typer(
+    name="profiles",
+    help="Built-in and user profiles: models, nodes, switches, storage servers.",
+    no_args_is_help=True,
+)
+
+
+@dataclass(frozen=True)
+class ProfileRow:
+    name: str
+    kind: str
+    source: str
+    description: str
+
+
+@dataclass(frozen=True)
+class ProfileListing:
+    profiles: list[ProfileRow] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ValidationReport:
+    path: str
+    valid: list[str]
+
+
+@app.command("list")
+def list_profiles(fmt: FormatOpt = OutputFormat.table) -> None:
+    """List every profile: built-in ones and those from --profiles-dir / DSCTL_PROFILES."""
+    store = profile_store()
+    rows = []
+    for entry in store.entries():
+        profile = store.get(entry.kind, entry.name)
+        rows.append(ProfileRow(entry.name, entry.kind.value, "built-in" if entry.builtin else str(entry.path),
+                               profile.description))
+    show(ProfileListing(rows), fmt, "profiles list")
+
+
+@app.command("show")
+def show_profile(
+    name: Annotated[str, typer.Argument(help="Profile name, e.g. deepseek-v3, h800-hgx, ib-ndr-64.")],
+    fmt: FormatOpt = OutputFormat.table,
+) -> None:
+    """Print every field of one profile, in base units (bytes, Gb/s, bytes/s)."""
+    profile: Profile = profile_store().find(name)
+    show(profile, fmt, "profiles show")
+
+
+@app.command("validate")
+def validate(
+    path: Annotated[Path, typer.Argument(help="A profile YAML file, or a folder of them.")],
+    fmt: FormatOpt = OutputFormat.table,
+) -> None:
+    """Check a profile file (or a folder of profiles) for syntax, types, units and ranges."""
+    profiles = validate_path(path)
+    show(ValidationReport(str(path), [p.name for p in profiles]), fmt, "profiles validate")

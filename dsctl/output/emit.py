@@ -1,0 +1,71 @@
+"""Print a result in the chosen format: one place for stdout, one for stderr."""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import Enum
+from typing import Any
+
+import yaml
+from rich.console import Console
+
+from dsctl import __version__
+from dsctl.output.data import SCHEMA_VERSION, to_data
+from dsctl.output.generic import generic_view
+from dsctl.output.registry import find_renderer
+
+
+class OutputFormat(str, Enum):
+    """Values of every command's ``--format`` option."""
+
+    table = "table"
+    json = "json"
+    yaml = "yaml"
+
+
+def stdout_console() -> Console:
+    # Created per call so that redirected sys.stdout (tests, pipes) is honoured.
+    return Console(file=sys.stdout, soft_wrap=False)
+
+
+def stderr_console() -> Console:
+    return Console(file=sys.stderr, soft_wrap=True)
+
+
+def envelope(result: Any, command: str, exit_code: int) -> Any:
+    """The data printed for ``--format json|yaml``: the result's data plus the ``dsctl`` header key."""
+    data = to_data(result)
+    if isinstance(data, dict):
+        header = {
+            "schema_version": SCHEMA_VERSION,
+            "command": command,
+            "dsctl_version": __version__,
+            "exit_code": exit_code,
+        }
+        return {"dsctl": header, **data}
+    return data
+
+
+def render_json(data: Any) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def emit(result: Any, fmt: OutputFormat, command: str) -> int:
+    """Print ``result`` to stdout in ``fmt`` and return the process exit code it carries.
+
+    A result may define ``exit_code`` (0 ok, 1 a check found a problem).
+    """
+    exit_code = int(getattr(result, "exit_code", 0))
+    if fmt is OutputFormat.json:
+        sys.stdout.write(render_json(envelope(result, command, exit_code)))
+    elif fmt is OutputFormat.yaml:
+        sys.stdout.write(yaml.safe_dump(envelope(result, command, exit_code), sort_keys=False, allow_unicode=True))
+    else:
+        console = stdout_console()
+        renderer = find_renderer(result)
+        parts = renderer(result) if renderer else generic_view(to_data(result))
+        for part in parts:
+            console.print(part)
+    sys.stdout.flush()
+    return exit_code

@@ -1,0 +1,29 @@
+"""Registry of human (table) renderers, one per result type."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+from rich.console import RenderableType
+
+Renderer = Callable[[Any], Iterable[RenderableType]]
+_RENDERERS: dict[type, Renderer] = {}
+T = TypeVar("T")
+
+
+def table_renderer(result_type: type) -> Callable[[Renderer], Renderer]:
+    """Register ``func(result) -> iterable of rich renderables`` as the table view of ``result_type``."""
+
+    def register(func: Renderer) -> Renderer:
+        _RENDERERS[result_type] = func
+        return func
+
+    return register
+
+
+def find_renderer(result: Any) -> Renderer | None:
+    for klass in type(result).__mro__:
+        if klass in _RENDERERS:
+            return _RENDERERS[klass]
+    return None

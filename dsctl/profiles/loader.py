@@ -1,0 +1,492 @@
+"""Find, read and validate YAML profiles.
+
+Search order (later wins for equal names): the built-in profiles shipped with dsctl, then each user
+directory from ``DSCTL_PROFILES`` (``os.pathsep``-separated), then ``--profiles-dir``. A directory holds
+``models/``, ``nodes/``, ``switches/`` and ``storage/`` sub-folders of ``*.yaml`` files; a YAML file placed
+directly in the directory names its kind with a top-level ``kind:`` key.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any, cast
+
+import yaml
+
+from dsctl.errors import ProfileError, one_of
+from dsctl.profiles.schema import (
+    AttentionSpec,
+    ModelProfile,
+    MoESpec,
+    NodeProfile,
+    Profile,
+    ProfileKind,
+    PublishedFigures,
+    StorageProfile,
+    SwitchProfile,
+)
+from dsctl.units import QuantityError, parse_bytes, parse_count, parse_rate_bits
+
+ENV_VAR = "DSCTL_PROFILES"
+_KIND_ALIASES = {
+    "model": ProfileKind.MODEL, "models": ProfileKind.MODEL,
+    "node": ProfileKind.NODE, "nodes": ProfileKind.NODE,
+    "switch": ProfileKind.SWITCH, "switches": ProfileKind.SWITCH,
+    "storage": ProfileKind.STORAGE,
+}
+
+
+def builtin_profiles_dir() -> Path:
+    """The shipped profiles: ``dsctl/_profile_data`` in an installed wheel, the repo's ``profiles/`` otherwise."""
+    packaged = Path(str(resources.files("dsctl"))) / "_profile_data"
+    if packaged.is_dir():
+        return packaged
+    return Path(__file__).resolve().parents[2] / "profiles"
+
+
+@dataclass(frozen=True)
+class ProfileEntry:
+    """Where a named profile comes from."""
+
+    name: str
+    kind: ProfileKind
+    path: Path
+    builtin: bool
+
+
+class _Doc:
+    """A mapping being validated, with its file and key path for error messages."""
+
+    def __init__(self, data: Any, file: Path, keypath: str) -> None:
+        self.file = file
+        self.keypath = keypath
+        if not isinstance(data, Mapping):
+            self.fail(f"expected a mapping of keys to values, got {_describe(data)}")
+        self.data: Mapping[str, Any] = data
+        self.used: set[str] = set()
+
+    def where(self, key: str | None = None) -> str:
+        path = ".".join(p for p in (self.keypath, key) if p)
+        return f"{self.file}: {path}" if path else str(self.file)
+
+    def fail(self, message: str, key: str | None = None, hint: str | None = None) -> None:
+        raise ProfileError(f"{self.where(key)}: {message}", hint=hint)
+
+    def _get(self, key: str, required: bool) -> Any:
+        self.used.add(key)
+        if key not in self.data:
+            if required:
+                self.fail("required key is missing", key)
+            return None
+        return self.data[key]
+
+    def str(self, key: str, default: str | None = None, choices: Sequence[str] | None = None) -> str:
+        value = self._get(key, default is None)
+        if value is None:
+            return default or ""
+        if not isinstance(value, str):
+            self.fail(f"expected a string, got {_describe(value)}", key)
+        if choices is not None and value not in choices:
+            self.fail(f"{value!r} is not valid; expected {one_of(list(choices))}", key)
+        return value
+
+    def int(self, key: str, minimum: int = 0, default: int | None = None) -> int:
+        value = self._get(key, default is None)
+        if value is None:
+            return int(default or 0)
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.fail(f"expected an integer >= {minimum}, got {_describe(value)}", key)
+        if value < minimum:
+            self.fail(f"expected an integer >= {minimum}, got {value}", key)
+        return int(value)
+
+    def number(self, key: str, minimum: float = 0.0, default: float | None = None) -> float:
+        value = self._get(key, default is None)
+        if value is None:
+            return float(default or 0.0)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            self.fail(f"expected a number >= {minimum:g}, got {_describe(value)}", key)
+        if not value >= minimum:  # also rejects NaN
+            self.fail(f"expected a number >= {minimum:g}, got {value}", key)
+        return float(value)
+
+    def count(self, key: str, default: float = 0.0) -> float:
+        value = self._get(key, False)
+        if value is None:
+            return default
+        try:
+            result = parse_count(value)
+        except QuantityError as exc:
+            self.fail(f"{exc}", key)
+        if result < 0:
+            self.fail(f"expected a count >= 0, got {value!r}", key)
+        return result
+
+    def bool(self, key: str, default: bool) -> bool:
+        value = self._get(key, False)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            self.fail(f"expected true or false, got {_describe(value)}", key)
+        return bool(value)
+
+    def bytes(self, key: str) -> int:
+        value = self._get(key, True)
+        try:
+            result = parse_bytes(value)
+        except QuantityError as exc:
+            self.fail(str(exc), key)
+        if result <= 0:
+            self.fail(f"expected a size > 0, got {value!r}", key)
+        return result
+
+    def rate_bits(self, key: str) -> float:
+        value = self._get(key, True)
+        try:
+            result = parse_rate_bits(value)
+        except QuantityError as exc:
+            self.fail(str(exc), key)
+        if result <= 0:
+            self.fail(f"expected a rate > 0, got {value!r}", key)
+        return result
+
+    def section(self, key: str) -> _Doc:
+        return _Doc(self._get(key, True), self.file, ".".join(p for p in (self.keypath, key) if p))
+
+    def optional_section(self, key: str) -> _Doc | None:
+        value = self._get(key, False)
+        if value is None:
+            return None
+        return _Doc(value, self.file, ".".join(p for p in (self.keypath, key) if p))
+
+    def finish(self) -> None:
+        unknown = [k for k in self.data if k not in self.used]
+        if unknown:
+            key = str(unknown[0])
+            close = difflib.get_close_matches(key, sorted(self.used), n=1)
+            hint = f"did you mean {close[0]!r}?" if close else f"valid keys here: {', '.join(sorted(self.used))}"
+            self.fail("unknown key", key, hint=hint)
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "nothing (null)"
+    if isinstance(value, bool):
+        return f"a boolean ({value})"
+    if isinstance(value, (int, float)):
+        return f"a number ({value})"
+    if isinstance(value, str):
+        return f"a string ({value!r})"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, Mapping):
+        return "a mapping"
+    return type(value).__name__
+
+
+def _build_model(doc: _Doc, name: str) -> ModelProfile:
+    att = doc.section("attention")
+    kind = att.str("kind", choices=("mla", "gqa", "mha"))
+    num_heads = att.int("num_heads", 1)
+    if kind == "mla":
+        attention = AttentionSpec(
+            kind=kind,
+            num_heads=num_heads,
+            num_kv_heads=num_heads,
+            head_dim=att.int("qk_nope_head_dim", 1) + att.int("qk_rope_head_dim", 1),
+            q_lora_rank=att.int("q_lora_rank", 0, default=0),
+            kv_lora_rank=att.int("kv_lora_rank", 1),
+            qk_nope_head_dim=att.int("qk_nope_head_dim", 1),
+            qk_rope_head_dim=att.int("qk_rope_head_dim", 1),
+            v_head_dim=att.int("v_head_dim", 1),
+        )
+    else:
+        num_kv_heads = att.int("num_kv_heads", 1, default=num_heads)
+        if num_heads % num_kv_heads:
+            att.fail(f"num_heads {num_heads} is not a multiple of num_kv_heads {num_kv_heads}", "num_kv_heads")
+        attention = AttentionSpec(kind=kind, num_heads=num_heads, num_kv_heads=num_kv_heads, head_dim=att.int("head_dim", 1))
+    att.finish()
+
+    moe = None
+    moe_doc = doc.optional_section("moe")
+    if moe_doc is not None:
+        moe = MoESpec(
+            num_routed_experts=moe_doc.int("num_routed_experts", 1),
+            num_shared_experts=moe_doc.int("num_shared_experts", 0, default=0),
+            num_experts_per_token=moe_doc.int("num_experts_per_token", 1),
+            moe_intermediate_size=moe_doc.int("moe_intermediate_size", 1),
+            num_expert_groups=moe_doc.int("num_expert_groups", 1, default=1),
+            num_limited_groups=moe_doc.int("num_limited_groups", 1, default=1),
+        )
+        if moe.num_routed_experts % moe.num_expert_groups:
+            moe_doc.fail(f"num_routed_experts {moe.num_routed_experts} is not divisible by num_expert_groups "
+                         f"{moe.num_expert_groups}", "num_expert_groups")
+        if moe.num_experts_per_token > moe.num_routed_experts:
+            moe_doc.fail("cannot exceed num_routed_experts", "num_experts_per_token")
+        if moe.num_limited_groups > moe.num_expert_groups:
+            moe_doc.fail("cannot exceed num_expert_groups", "num_limited_groups")
+        moe_doc.finish()
+
+    num_layers = doc.int("num_layers", 1)
+    num_dense_layers = doc.int("num_dense_layers", 0, default=num_layers if moe is None else 0)
+    if num_dense_layers > num_layers:
+        doc.fail(f"{num_dense_layers} exceeds num_layers {num_layers}", "num_dense_layers")
+    if moe is None and num_dense_layers != num_layers:
+        doc.fail("a model without a moe section is dense: num_dense_layers must equal num_layers", "num_dense_layers")
+
+    published = PublishedFigures()
+    pub = doc.optional_section("published")
+    if pub is not None:
+        published = PublishedFigures(
+            total_params=pub.count("total_params"),
+            active_params=pub.count("active_params"),
+            training_gflops_per_token=pub.number("training_gflops_per_token", 0.0, default=0.0),
+        )
+        pub.finish()
+
+    return ModelProfile(
+        name=name,
+        description=doc.str("description", default=""),
+        source=doc.str("source", default=""),
+        num_layers=num_layers,
+        num_dense_layers=num_dense_layers,
+        hidden_size=doc.int("hidden_size", 1),
+        vocab_size=doc.int("vocab_size", 1),
+        dense_intermediate_size=doc.int("dense_intermediate_size", 1),
+        attention=attention,
+        moe=moe,
+        num_mtp_modules=doc.int("num_mtp_modules", 0, default=0),
+        tie_word_embeddings=doc.bool("tie_word_embeddings", False),
+        published=published,
+        path=str(doc.file),
+    )
+
+
+def _build_node(doc: _Doc, name: str) -> NodeProfile:
+    gpu = doc.section("gpu")
+    nvlink = doc.section("nvlink")
+    nics = doc.section("compute_nics")
+    storage = doc.section("storage_nics")
+    profile = NodeProfile(
+        name=name,
+        description=doc.str("description", default=""),
+        gpu_model=gpu.str("model"),
+        num_gpus=gpu.int("count", 1),
+        hbm_bytes=gpu.bytes("hbm"),
+        bf16_tflops=gpu.number("bf16_dense_tflops", 1.0),
+        fp8_tflops=gpu.number("fp8_dense_tflops", 0.0, default=0.0),
+        nvlink_bytes_per_s=nvlink.rate_bits("bandwidth") / 8,
+        num_nvlinks_per_gpu=nvlink.int("links_per_gpu", 0),
+        num_compute_nics=nics.int("count", 0),
+        compute_nic_model=nics.str("model", default=""),
+        compute_nic_gbps=nics.rate_bits("rate") / 1e9,
+        compute_link_layer=nics.str("link_layer", choices=("infiniband", "ethernet")),
+        num_storage_nics=storage.int("count", 0),
+        storage_nic_gbps=storage.rate_bits("rate") / 1e9,
+        storage_link_layer=storage.str("link_layer", choices=("infiniband", "ethernet")),
+        path=str(doc.file),
+    )
+    for section in (gpu, nvlink, nics, storage):
+        section.finish()
+    return profile
+
+
+def _build_switch(doc: _Doc, name: str) -> SwitchProfile:
+    cost = doc.section("cost")
+    num_ports = doc.int("ports", 4)
+    if num_ports % 2:
+        doc.fail(f"a fat-tree switch needs an even port count, got {num_ports}", "ports")
+    profile = SwitchProfile(
+        name=name,
+        description=doc.str("description", default=""),
+        model=doc.str("model", default=""),
+        num_ports=num_ports,
+        port_gbps=doc.rate_bits("port_rate") / 1e9,
+        link_layer=doc.str("link_layer", choices=("infiniband", "ethernet")),
+        cost_usd=cost.number("switch_usd"),
+        link_cost_usd=cost.number("link_usd"),
+        endpoint_link_cost_usd=cost.number("endpoint_link_usd"),
+        path=str(doc.file),
+    )
+    cost.finish()
+    return profile
+
+
+def _build_storage(doc: _Doc, name: str) -> StorageProfile:
+    ssd = doc.section("ssd")
+    nics = doc.section("nics")
+    profile = StorageProfile(
+        name=name,
+        description=doc.str("description", default=""),
+        num_ssds=ssd.int("count", 1),
+        ssd_capacity_bytes=ssd.bytes("capacity"),
+        ssd_read_bytes_per_s=ssd.rate_bits("read") / 8,
+        ssd_write_bytes_per_s=ssd.rate_bits("write") / 8,
+        num_nics=nics.int("count", 1),
+        nic_gbps=nics.rate_bits("rate") / 1e9,
+        link_layer=nics.str("link_layer", choices=("infiniband", "ethernet")),
+        path=str(doc.file),
+    )
+    ssd.finish()
+    nics.finish()
+    return profile
+
+
+_BUILDERS = {
+    ProfileKind.MODEL: _build_model,
+    ProfileKind.NODE: _build_node,
+    ProfileKind.SWITCH: _build_switch,
+    ProfileKind.STORAGE: _build_storage,
+}
+
+
+def read_yaml(path: Path) -> Any:
+    """Parse one YAML file; syntax errors name the file, line and column."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ProfileError(f"{path}: no such file") from None
+    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
+        raise ProfileError(f"{path}: cannot read: {exc}") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        raise ProfileError(
+            f"{path}: {where}YAML syntax error: {exc.problem or exc.context}",
+            hint="check indentation and that every 'key: value' pair has a space after the colon",
+        ) from None
+    except yaml.YAMLError as exc:
+        raise ProfileError(f"{path}: YAML error: {exc}") from None
+
+
+def _kind_of(path: Path, data: Any) -> ProfileKind:
+    declared = data.get("kind") if isinstance(data, Mapping) else None
+    if declared is not None:
+        kind = _KIND_ALIASES.get(str(declared))
+        if kind is None:
+            raise ProfileError(f"{path}: kind: {declared!r} is not valid; expected model, node, switch or storage")
+        return kind
+    folder = _KIND_ALIASES.get(path.parent.name)
+    if folder is None:
+        raise ProfileError(
+            f"{path}: cannot tell the profile kind",
+            hint="put the file under models/, nodes/, switches/ or storage/, or add 'kind: model' (node, switch, storage)",
+        )
+    return folder
+
+
+def load_file(path: Path, kind: ProfileKind | None = None) -> Profile:
+    """Read and validate one profile file. Raises ``ProfileError`` naming the file and key path."""
+    data = read_yaml(path)
+    if data is None:
+        raise ProfileError(f"{path}: the file is empty")
+    kind = kind or _kind_of(path, data)
+    doc = _Doc(data, path, "")
+    doc.used.add("kind")
+    name = doc.str("name", default=path.stem)
+    if name != path.stem:
+        doc.fail(f"{name!r} differs from the file name {path.stem!r}", "name",
+                 hint=f"rename the file to {name}.yaml or drop the name key")
+    profile = _BUILDERS[kind](doc, name)
+    doc.finish()
+    return profile
+
+
+class ProfileStore:
+    """Every profile visible to this invocation, by kind and name."""
+
+    def __init__(self, user_dirs: Sequence[Path] = ()) -> None:
+        self.dirs: list[tuple[Path, bool]] = [(builtin_profiles_dir(), True)]
+        for directory in user_dirs:
+            if not directory.is_dir():
+                raise ProfileError(f"profiles directory {directory} does not exist or is not a directory")
+            self.dirs.append((directory, False))
+        self._entries: dict[ProfileKind, dict[str, ProfileEntry]] = {k: {} for k in ProfileKind}
+        for directory, builtin in self.dirs:
+            for path, kind in _scan(directory):
+                self._entries[kind][path.stem] = ProfileEntry(path.stem, kind, path, builtin)
+        self._cache: dict[tuple[ProfileKind, str], Profile] = {}
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str], profiles_dir: Path | None = None) -> ProfileStore:
+        dirs = [Path(p) for p in environ.get(ENV_VAR, "").split(os.pathsep) if p]
+        if profiles_dir is not None:
+            dirs.append(profiles_dir)
+        return cls(dirs)
+
+    def entries(self, kind: ProfileKind | None = None) -> list[ProfileEntry]:
+        kinds = [kind] if kind else list(ProfileKind)
+        return [e for k in kinds for _, e in sorted(self._entries[k].items())]
+
+    def names(self, kind: ProfileKind) -> list[str]:
+        return sorted(self._entries[kind])
+
+    def get(self, kind: ProfileKind, name: str) -> Profile:
+        entry = self._entries[kind].get(name)
+        if entry is None:
+            names = self.names(kind)
+            close = difflib.get_close_matches(name, names, n=1)
+            singular = {"models": "model", "nodes": "node", "switches": "switch", "storage": "storage"}[kind.value]
+            raise ProfileError(
+                f"unknown {singular} profile {name!r}; available: {', '.join(names) or '(none)'}",
+                hint=(f"did you mean {close[0]!r}? " if close else "")
+                + "add your own with --profiles-dir DIR or DSCTL_PROFILES",
+            )
+        key = (kind, name)
+        if key not in self._cache:
+            self._cache[key] = load_file(entry.path, kind)
+        return self._cache[key]
+
+    def find(self, name: str) -> Profile:
+        """Look a name up in every kind (for ``dsctl profiles show NAME``)."""
+        for kind in ProfileKind:
+            if name in self._entries[kind]:
+                return self.get(kind, name)
+        every = sorted({n for k in ProfileKind for n in self._entries[k]})
+        close = difflib.get_close_matches(name, every, n=1)
+        raise ProfileError(
+            f"unknown profile {name!r}; available: {', '.join(every)}",
+            hint=(f"did you mean {close[0]!r}? " if close else "") + "list them with: dsctl profiles list",
+        )
+
+    def model(self, name: str) -> ModelProfile:
+        return cast(ModelProfile, self.get(ProfileKind.MODEL, name))
+
+    def node(self, name: str) -> NodeProfile:
+        return cast(NodeProfile, self.get(ProfileKind.NODE, name))
+
+    def switch(self, name: str) -> SwitchProfile:
+        return cast(SwitchProfile, self.get(ProfileKind.SWITCH, name))
+
+    def storage(self, name: str) -> StorageProfile:
+        return cast(StorageProfile, self.get(ProfileKind.STORAGE, name))
+
+
+def _scan(directory: Path) -> Iterator[tuple[Path, ProfileKind]]:
+    for kind in ProfileKind:
+        sub = directory / kind.value
+        if sub.is_dir():
+            for path in sorted(sub.glob("*.yaml")) + sorted(sub.glob("*.yml")):
+                yield path, kind
+    for path in sorted(directory.glob("*.yaml")) + sorted(directory.glob("*.yml")):
+        yield path, _kind_of(path, read_yaml(path))
+
+
+def validate_path(path: Path) -> list[Profile]:
+    """Validate one profile file, or every profile under a directory. Raises on the first invalid file."""
+    if not path.exists():
+        raise ProfileError(f"{path}: no such file or directory")
+    if path.is_dir():
+        found = list(_scan(path))
+        if not found:
+            raise ProfileError(f"{path}: no *.yaml profiles found",
+                               hint="profiles live in models/, nodes/, switches/ or storage/ sub-folders")
+        return [load_file(p, k) for p, k in found]
+    return [load_file(path)]

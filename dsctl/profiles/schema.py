@@ -1,0 +1,178 @@
+"""Frozen dataclasses for every profile kind. No I/O here; ``loader.py`` builds them from YAML.
+
+Units are in the field names: ``_bytes``, ``_gbps`` (gigabits/s), ``_bytes_per_s``, ``_tflops``
+(dense tera-FLOP/s per GPU), ``_usd``; ``num_`` prefixes counts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Union
+
+
+class ProfileKind(str, Enum):
+    """The four profile kinds; the value is the sub-folder name under ``profiles/``."""
+
+    MODEL = "models"
+    NODE = "nodes"
+    SWITCH = "switches"
+    STORAGE = "storage"
+
+
+@dataclass(frozen=True)
+class AttentionSpec:
+    """Attention shape.
+
+    ``kind`` is ``mla`` (multi-head latent attention, DeepSeek-V2/V3), ``gqa`` (grouped-query) or ``mha``.
+    For MLA the KV cache holds ``kv_lora_rank + qk_rope_head_dim`` values per token and layer; for GQA/MHA it
+    holds ``2 * num_kv_heads * head_dim`` (K and V).
+    """
+
+    kind: str
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    q_lora_rank: int = 0  # 0 = queries are not low-rank compressed
+    kv_lora_rank: int = 0
+    qk_nope_head_dim: int = 0
+    qk_rope_head_dim: int = 0
+    v_head_dim: int = 0
+
+    @property
+    def is_mla(self) -> bool:
+        return self.kind == "mla"
+
+
+@dataclass(frozen=True)
+class MoESpec:
+    """Mixture-of-experts shape of one MoE layer."""
+
+    num_routed_experts: int
+    num_shared_experts: int
+    num_experts_per_token: int  # routed experts chosen per token (top-k)
+    moe_intermediate_size: int  # FFN width of one expert
+    num_expert_groups: int = 1  # experts are split into this many equal groups (node-limited routing)
+    num_limited_groups: int = 1  # a token may use experts from at most this many groups
+
+    @property
+    def experts_per_group(self) -> int:
+        return self.num_routed_experts // self.num_expert_groups
+
+
+@dataclass(frozen=True)
+class PublishedFigures:
+    """Figures the model's authors published, kept to check dsctl's arithmetic against. 0 = not published."""
+
+    total_params: float = 0.0
+    active_params: float = 0.0
+    training_gflops_per_token: float = 0.0
+
+
+@dataclass(frozen=True)
+class ModelProfile:
+    """Shapes of a transformer model, enough for KV-cache, parameter, FLOP and memory arithmetic.
+
+    ``num_dense_layers`` is the number of leading layers with a dense FFN (all layers for a dense model);
+    the remaining ``num_layers - num_dense_layers`` layers are MoE layers when ``moe`` is set.
+    """
+
+    name: str
+    description: str
+    source: str
+    num_layers: int
+    num_dense_layers: int
+    hidden_size: int
+    vocab_size: int
+    dense_intermediate_size: int
+    attention: AttentionSpec
+    moe: MoESpec | None
+    num_mtp_modules: int
+    tie_word_embeddings: bool
+    published: PublishedFigures
+    path: str = ""
+
+    kind = ProfileKind.MODEL
+
+    @property
+    def num_moe_layers(self) -> int:
+        return self.num_layers - self.num_dense_layers if self.moe else 0
+
+    @property
+    def is_moe(self) -> bool:
+        return self.moe is not None
+
+
+@dataclass(frozen=True)
+class NodeProfile:
+    """One GPU server (e.g. an 8-GPU HGX board) with its NICs.
+
+    ``nvlink_bytes_per_s`` is the per-GPU NVLink bandwidth as data sheets give it (both directions together:
+    400 GB/s on H800, 900 GB/s on H100/H200). Compute NIC *i* is paired with GPU *i* and sits on network plane *i*.
+    """
+
+    name: str
+    description: str
+    gpu_model: str
+    num_gpus: int
+    hbm_bytes: int
+    bf16_tflops: float
+    fp8_tflops: float
+    nvlink_bytes_per_s: float
+    num_nvlinks_per_gpu: int
+    num_compute_nics: int
+    compute_nic_model: str
+    compute_nic_gbps: float
+    compute_link_layer: str
+    num_storage_nics: int
+    storage_nic_gbps: float
+    storage_link_layer: str
+    path: str = ""
+
+    kind = ProfileKind.NODE
+
+
+@dataclass(frozen=True)
+class SwitchProfile:
+    """A network switch model and the cost assumptions used for topology costing.
+
+    Costs are the fitted reconstruction of the paper's Table 3 (see docs/topology.md), not vendor prices.
+    """
+
+    name: str
+    description: str
+    model: str
+    num_ports: int
+    port_gbps: float
+    link_layer: str
+    cost_usd: float
+    link_cost_usd: float  # one inter-switch link, optics included
+    endpoint_link_cost_usd: float  # one NIC-to-leaf cable, optics included
+    path: str = ""
+
+    kind = ProfileKind.SWITCH
+
+
+@dataclass(frozen=True)
+class StorageProfile:
+    """One 3FS storage server."""
+
+    name: str
+    description: str
+    num_ssds: int
+    ssd_capacity_bytes: int
+    ssd_read_bytes_per_s: float
+    ssd_write_bytes_per_s: float
+    num_nics: int
+    nic_gbps: float
+    link_layer: str
+    path: str = ""
+
+    kind = ProfileKind.STORAGE
+
+    @property
+    def raw_capacity_bytes(self) -> int:
+        return self.num_ssds * self.ssd_capacity_bytes
+
+
+Profile = Union[ModelProfile, NodeProfile, SwitchProfile, StorageProfile]
