@@ -81,7 +81,9 @@ class _Doc:
         self.used.add(key)
         if key not in self.data:
             if required:
-                self.fail("required key is missing", key)
+                close = difflib.get_close_matches(key, [str(k) for k in self.data], n=1)
+                hint = f"found {close[0]!r}: did you mean {key!r}?" if close else None
+                self.fail("required key is missing", key, hint=hint)
             return None
         return self.data[key]
 

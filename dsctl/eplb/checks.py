@@ -1,0 +1,169 @@
+"""Input validation for EPLB (rules V1-V11 of the reference spec) and the choice of policy.
+
+The reference (deepseek-ai/EPLB) uses bare ``assert`` statements, or no check at all. dsctl checks
+everything up front and reports every failing rule at once, naming the value and the rule.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from dsctl.errors import InputError
+
+POLICIES = ("auto", "hierarchical", "global")
+
+#: float32 represents every integer up to 2**24 exactly; larger integer loads get rounded (rule V11)
+FLOAT32_EXACT_INT = 2**24
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A checked layout and the policy that will run.
+
+    ``num_groups_eff``/``num_nodes_eff`` are (G', N'): the caller's groups and nodes for the hierarchical
+    policy, (1, 1) for the global one (the reference then ignores the caller's numbers).
+    """
+
+    num_layers: int
+    num_experts: int
+    num_replicas: int
+    num_groups: int
+    num_nodes: int
+    num_gpus: int
+    policy: str  # "hierarchical" | "global"
+    warnings: tuple[str, ...] = field(default=())
+
+    @property
+    def num_groups_eff(self) -> int:
+        return self.num_groups if self.policy == "hierarchical" else 1
+
+    @property
+    def num_nodes_eff(self) -> int:
+        return self.num_nodes if self.policy == "hierarchical" else 1
+
+    @property
+    def slots_per_gpu(self) -> int:
+        return self.num_replicas // self.num_gpus
+
+    @property
+    def gpus_per_node(self) -> int:
+        return self.num_gpus // self.num_nodes_eff
+
+    @property
+    def slots_per_node(self) -> int:
+        return self.num_replicas // self.num_nodes_eff
+
+    @property
+    def experts_per_node(self) -> int:
+        return self.num_experts // self.num_nodes_eff
+
+
+def _divmod_text(a: int, b: int) -> str:
+    q, r = divmod(a, b)
+    return f"{a} = {q} x {b} + {r}"
+
+
+def choose_policy(num_groups: int, num_nodes: int, policy: str = "auto") -> str:
+    """The policy that runs: ``auto`` -> hierarchical iff ``num_groups % num_nodes == 0`` (as the reference)."""
+    if policy not in POLICIES:
+        raise InputError(f"--policy {policy!r} is not valid: choose auto, hierarchical or global")
+    if policy != "auto":
+        return policy
+    if num_nodes >= 1 and num_groups >= 1 and num_groups % num_nodes == 0:
+        return "hierarchical"
+    return "global"
+
+
+def check_layout(
+    num_layers: int,
+    num_experts: int,
+    num_replicas: int,
+    num_groups: int,
+    num_nodes: int,
+    num_gpus: int,
+    policy: str = "auto",
+) -> Layout:
+    """Check rules V1 and V4-V10 for a weight of shape [num_layers, num_experts]; raise one InputError listing
+    every failure, or return the Layout with the policy that will run and any warnings (V10)."""
+    problems: list[str] = []
+    if num_layers < 1 or num_experts < 1:
+        problems.append(f"statistics must be a 2-D table of layers x experts with at least one of each, "
+                        f"got {num_layers} x {num_experts} (rule V1)")
+    if num_nodes < 1:
+        problems.append(f"--nodes must be >= 1, got {num_nodes} (rule V4)")
+    for name, value in (("--groups", num_groups), ("--gpus", num_gpus), ("--replicas", num_replicas)):
+        if value < 1:
+            problems.append(f"{name} must be >= 1, got {value} (rule V5)")
+    if problems:
+        raise InputError("; ".join(problems))
+
+    if policy not in POLICIES:
+        raise InputError(f"--policy {policy!r} is not valid: choose auto, hierarchical or global")
+    chosen = choose_policy(num_groups, num_nodes, policy)
+    warnings: list[str] = []
+    if chosen == "hierarchical":
+        if num_groups % num_nodes != 0:
+            problems.append(
+                f"hierarchical policy needs --groups {num_groups} to be a multiple of --nodes {num_nodes} "
+                f"({_divmod_text(num_groups, num_nodes)}); use --policy global or auto")
+        if num_experts % num_groups != 0:
+            problems.append(
+                f"hierarchical policy needs the {num_experts} experts to split into --groups {num_groups} equal groups "
+                f"({_divmod_text(num_experts, num_groups)}) (rule V6)")
+        if num_gpus % num_nodes != 0:
+            problems.append(
+                f"hierarchical policy needs --gpus {num_gpus} to be a multiple of --nodes {num_nodes} "
+                f"({_divmod_text(num_gpus, num_nodes)}) (rule V7)")
+    else:
+        if num_experts % num_groups != 0 or num_gpus % num_nodes != 0:
+            warnings.append(
+                f"global policy: --groups {num_groups} and --nodes {num_nodes} are ignored "
+                f"(experts {num_experts} % groups = {num_experts % num_groups}, "
+                f"gpus {num_gpus} % nodes = {num_gpus % num_nodes}) (rule V10)")
+    if num_replicas % num_gpus != 0:
+        problems.append(
+            f"--replicas {num_replicas} is not a multiple of --gpus {num_gpus}: "
+            f"{_divmod_text(num_replicas, num_gpus)} (rule V8)")
+    if num_replicas < num_experts:
+        problems.append(
+            f"--replicas {num_replicas} is smaller than the number of experts {num_experts}: "
+            f"every expert needs at least one slot (rule V9)")
+    if problems:
+        raise InputError("; ".join(problems), hint=f"policy that would run: {chosen}")
+    return Layout(num_layers, num_experts, num_replicas, num_groups, num_nodes, num_gpus, chosen, tuple(warnings))
+
+
+def check_weight(weight: np.ndarray, source: str = "statistics") -> tuple[np.ndarray, tuple[str, ...]]:
+    """Check rules V1-V3 (2-D, finite, non-negative) and V11 (integers above 2**24 lose precision in float32).
+
+    Returns the weight as float64 [L, E] and the warnings. ``source`` names the input in messages.
+    """
+    arr = np.asarray(weight)
+    if arr.ndim != 2 or arr.shape[0] < 1 or arr.shape[1] < 1:
+        raise InputError(f"{source}: expected a 2-D table of layers x experts with at least one of each, "
+                         f"got shape {tuple(arr.shape)} (rule V1)")
+    if arr.dtype.kind not in "biuf":
+        raise InputError(f"{source}: loads must be numbers, got dtype {arr.dtype} (rule V1)")
+    arr = arr.astype(np.float64)
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        layer, expert = (int(v) for v in np.argwhere(bad)[0])
+        raise InputError(f"{source}: load of layer {layer}, expert {expert} is {arr[layer, expert]}: "
+                         f"every load must be a finite number (rule V2)")
+    neg = arr < 0
+    if neg.any():
+        layer, expert = (int(v) for v in np.argwhere(neg)[0])
+        raise InputError(f"{source}: load of layer {layer}, expert {expert} is {arr[layer, expert]:g}: "
+                         f"loads must be >= 0 (rule V3)")
+    row_sums = arr.astype(np.float32).sum(axis=1, dtype=np.float64)
+    if not np.all(row_sums < float(np.finfo(np.float32).max) / 4):
+        raise InputError(f"{source}: loads are too large for float32 arithmetic (a layer sums to "
+                         f"{row_sums.max():.3g}); scale them down (rule V2)")
+    warnings: list[str] = []
+    big = arr > FLOAT32_EXACT_INT
+    if big.any() and np.all(arr == np.round(arr)):
+        warnings.append(f"{source}: {int(big.sum())} integer loads exceed 2^24 = {FLOAT32_EXACT_INT} and are rounded "
+                        f"to float32 as the reference does (rule V11)")
+    return arr, tuple(warnings)

@@ -1,0 +1,86 @@
+"""The layering rules of docs/architecture.md, checked by parsing every module's imports."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "dsctl"
+DOMAIN_PACKAGES = ["topology", "eplb", "health", "storage", "launch", "model", "trace"]
+FORBIDDEN_IN_DOMAIN = {"typer", "rich", "pynvml", "yaml", "click"}
+# The hardware seam: only the NVML backend may import pynvml (it is not a domain module).
+PYNVML_ALLOWED = {"health/backends/nvml.py"}
+
+
+def imported_modules(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def domain_files() -> list[Path]:
+    files = []
+    for package in DOMAIN_PACKAGES:
+        files.extend(sorted((PACKAGE / package).rglob("*.py")))
+    return [f for f in files if str(f.relative_to(PACKAGE)) not in PYNVML_ALLOWED and "backends" not in f.parts]
+
+
+@pytest.mark.parametrize("path", domain_files(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_domain_modules_do_not_import_ui_or_hardware_libraries(path: Path) -> None:
+    roots = {name.split(".")[0] for name in imported_modules(path)}
+    bad = roots & FORBIDDEN_IN_DOMAIN
+    assert not bad, f"{path.relative_to(PACKAGE)} imports {sorted(bad)}; domain code must stay pure"
+
+
+@pytest.mark.parametrize("path", domain_files(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_domain_modules_do_not_import_the_command_or_output_layers(path: Path) -> None:
+    layered = {n for n in imported_modules(path) if n.startswith(("dsctl.commands", "dsctl.output", "dsctl.cli"))}
+    assert not layered, f"{path.relative_to(PACKAGE)} imports {sorted(layered)}"
+
+
+def test_domain_modules_do_not_print_or_read_the_environment() -> None:
+    offenders = []
+    for path in domain_files():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in {"print", "input"}:
+                offenders.append(f"{path.name}:{node.lineno} calls {node.func.id}()")
+            if isinstance(node, ast.Attribute) and node.attr in {"environ", "getenv"}:
+                offenders.append(f"{path.name}:{node.lineno} reads os.{node.attr}")
+    assert not offenders, offenders
+
+
+def test_only_the_nvml_backend_imports_pynvml() -> None:
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = str(path.relative_to(PACKAGE))
+        if "pynvml" in {n.split(".")[0] for n in imported_modules(path)}:
+            assert rel in PYNVML_ALLOWED, f"{rel} imports pynvml"
+
+
+def test_yaml_is_imported_only_by_profiles_loader_and_output() -> None:
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE)
+        if "yaml" in {n.split(".")[0] for n in imported_modules(path)}:
+            assert rel.parts[0] in {"profiles", "output", "commands"}, f"{rel} imports yaml"
+
+
+def test_the_rule_checker_catches_a_violation(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text("import rich.table\nfrom yaml import safe_load\n")
+    assert {"rich.table", "yaml"} <= imported_modules(bad)
+
+
+def test_no_assert_statements_in_the_package() -> None:
+    offenders = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Assert):
+                offenders.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert not offenders, f"use explicit errors, not assert: {offenders}"

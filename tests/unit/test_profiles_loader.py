@@ -1,0 +1,169 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dsctl.errors import ProfileError
+from dsctl.profiles.loader import ProfileStore, builtin_profiles_dir, load_file, validate_path
+from dsctl.profiles.schema import ModelProfile, NodeProfile, ProfileKind
+from dsctl.units import GIB, QuantityError, parse_bytes, parse_count, parse_rate_bits
+
+EXPECTED = {
+    ProfileKind.MODEL: {"deepseek-v3", "deepseek-v2", "qwen2.5-72b", "llama3.1-405b"},
+    ProfileKind.NODE: {"h800-hgx", "h100-hgx", "h200-hgx"},
+    ProfileKind.SWITCH: {"ib-ndr-64"},
+    ProfileKind.STORAGE: {"3fs-reference"},
+}
+
+
+def test_every_required_builtin_profile_ships_and_validates() -> None:
+    store = ProfileStore()
+    for kind, names in EXPECTED.items():
+        assert names <= set(store.names(kind))
+        for name in store.names(kind):
+            assert store.get(kind, name).name == name
+
+
+def test_deepseek_v3_shapes_match_the_published_config() -> None:
+    v3 = ProfileStore().model("deepseek-v3")
+    assert (v3.num_layers, v3.num_dense_layers, v3.hidden_size, v3.vocab_size) == (61, 3, 7168, 129280)
+    assert v3.dense_intermediate_size == 18432
+    att = v3.attention
+    assert (att.kind, att.num_heads, att.kv_lora_rank, att.qk_rope_head_dim) == ("mla", 128, 512, 64)
+    assert (att.q_lora_rank, att.qk_nope_head_dim, att.v_head_dim) == (1536, 128, 128)
+    assert v3.moe is not None
+    moe = v3.moe
+    assert (moe.num_routed_experts, moe.num_shared_experts, moe.num_experts_per_token) == (256, 1, 8)
+    assert (moe.num_expert_groups, moe.num_limited_groups, moe.moe_intermediate_size) == (8, 4, 2048)
+    assert v3.num_mtp_modules == 1 and v3.num_moe_layers == 58
+    assert (v3.published.total_params, v3.published.active_params) == (671e9, 37e9)
+
+
+def test_node_profiles_carry_the_paper_hardware() -> None:
+    store = ProfileStore()
+    h800 = store.node("h800-hgx")
+    assert (h800.num_gpus, h800.hbm_bytes, h800.num_compute_nics, h800.compute_nic_gbps) == (8, 80 * GIB, 8, 400)
+    assert h800.nvlink_bytes_per_s == 400e9 and h800.compute_nic_model == "ConnectX-7"
+    assert (h800.num_storage_nics, h800.storage_nic_gbps, h800.storage_link_layer) == (1, 400, "ethernet")
+    h100 = store.node("h100-hgx")
+    assert (h100.nvlink_bytes_per_s, h100.num_nvlinks_per_gpu) == (900e9, 18)
+    assert store.node("h200-hgx").hbm_bytes == 141e9
+    switch = store.switch("ib-ndr-64")
+    assert (switch.num_ports, switch.port_gbps) == (64, 400)
+    storage = store.storage("3fs-reference")
+    assert (storage.num_ssds, storage.ssd_capacity_bytes, storage.num_nics, storage.nic_gbps) == (16, 14 * 1024**4, 2, 200)
+
+
+def _write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def test_user_profiles_override_builtins_of_the_same_name(tmp_path: Path) -> None:
+    source = (builtin_profiles_dir() / "nodes" / "h800-hgx.yaml").read_text()
+    _write(tmp_path / "nodes" / "h800-hgx.yaml", source.replace("hbm: 80 GiB", "hbm: 96 GiB"))
+    store = ProfileStore([tmp_path])
+    assert store.node("h800-hgx").hbm_bytes == 96 * GIB
+    entry = next(e for e in store.entries(ProfileKind.NODE) if e.name == "h800-hgx")
+    assert not entry.builtin
+
+
+def test_a_flat_user_folder_needs_a_kind_key(tmp_path: Path) -> None:
+    source = (builtin_profiles_dir() / "models" / "qwen2.5-72b.yaml").read_text()
+    _write(tmp_path / "my-model.yaml", "kind: model\n" + source.replace("name: qwen2.5-72b", "name: my-model"))
+    assert isinstance(ProfileStore([tmp_path]).model("my-model"), ModelProfile)
+
+
+def test_syntax_error_names_the_line(tmp_path: Path) -> None:
+    path = _write(tmp_path / "nodes" / "bad.yaml", "name: bad\ngpu:\n  count: 8\n  hbm: [80 GiB\n")
+    with pytest.raises(ProfileError) as err:
+        load_file(path)
+    assert "bad.yaml: line 5" in str(err.value) or "bad.yaml: line 4" in str(err.value)
+    assert "YAML syntax error" in str(err.value)
+
+
+def test_wrong_type_names_the_key_path(tmp_path: Path) -> None:
+    source = (builtin_profiles_dir() / "models" / "deepseek-v3.yaml").read_text()
+    path = _write(tmp_path / "models" / "deepseek-v3.yaml", source.replace("num_heads: 128", "num_heads: many"))
+    with pytest.raises(ProfileError, match=r"deepseek-v3.yaml: attention.num_heads: expected an integer >= 1, got a string"):
+        load_file(path)
+
+
+def test_missing_unit_and_unknown_key_are_reported(tmp_path: Path) -> None:
+    source = (builtin_profiles_dir() / "nodes" / "h100-hgx.yaml").read_text()
+    path = _write(tmp_path / "nodes" / "h100-hgx.yaml", source.replace("hbm: 80 GiB", "hbm: 80"))
+    with pytest.raises(ProfileError, match=r"gpu.hbm: 80 has no unit"):
+        load_file(path)
+    path.write_text(source.replace("links_per_gpu: 18", "link_per_gpu: 18"))
+    with pytest.raises(ProfileError) as err:
+        load_file(path)
+    assert "nvlink.links_per_gpu: required key is missing" in str(err.value)
+    assert "'link_per_gpu': did you mean 'links_per_gpu'" in (err.value.hint or "")
+    path.write_text(source.replace("links_per_gpu: 18", "links_per_gpu: 18\n  lanes: 4"))
+    with pytest.raises(ProfileError, match=r"nvlink.lanes: unknown key"):
+        load_file(path)
+
+
+def test_ranges_are_checked(tmp_path: Path) -> None:
+    source = (builtin_profiles_dir() / "switches" / "ib-ndr-64.yaml").read_text()
+    path = _write(tmp_path / "switches" / "odd.yaml", source.replace("name: ib-ndr-64", "name: odd").replace("ports: 64", "ports: 63"))
+    with pytest.raises(ProfileError, match="even port count"):
+        load_file(path)
+
+
+def test_unknown_profile_lists_the_available_names() -> None:
+    with pytest.raises(ProfileError) as err:
+        ProfileStore().model("deepseek-v4")
+    assert "deepseek-v3" in str(err.value) and "llama3.1-405b" in str(err.value)
+    assert "did you mean 'deepseek-v3'" in (err.value.hint or "")
+
+
+def test_validate_a_whole_folder() -> None:
+    names = {p.name for p in validate_path(builtin_profiles_dir())}
+    assert set().union(*EXPECTED.values()) <= names
+
+
+def test_missing_profiles_dir_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(ProfileError, match="does not exist"):
+        ProfileStore([tmp_path / "nope"])
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("80 GiB", 80 * 1024**3), ("141 GB", 141 * 10**9), ("14 TiB", 14 * 1024**4), ("512 B", 512), ("1.5 KiB", 1536)],
+)
+def test_parse_bytes(text: str, expected: int) -> None:
+    assert parse_bytes(text) == expected
+
+
+@pytest.mark.parametrize(("text", "bits"), [("400 Gb/s", 400e9), ("900 GB/s", 7200e9), ("200 Gbit/s", 200e9)])
+def test_parse_rate(text: str, bits: float) -> None:
+    assert parse_rate_bits(text) == bits
+
+
+@pytest.mark.parametrize(("text", "value"), [("14.8T", 14.8e12), ("180K", 180e3), ("37B", 37e9), ("2048", 2048.0)])
+def test_parse_count(text: str, value: float) -> None:
+    assert parse_count(text) == pytest.approx(value)
+
+
+@given(st.text(max_size=12))
+def test_quantity_parsers_never_raise_anything_but_quantity_error(text: str) -> None:
+    for parser in (parse_bytes, parse_rate_bits, parse_count):
+        try:
+            parser(text)
+        except QuantityError:
+            pass
+
+
+@given(st.integers(min_value=1, max_value=10**6), st.sampled_from(["B", "KiB", "MiB", "GiB", "TiB", "KB", "GB"]))
+def test_parse_bytes_round_trips_integers(value: int, unit: str) -> None:
+    factor = {"B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3, "TiB": 1024**4, "KB": 1000, "GB": 10**9}[unit]
+    assert parse_bytes(f"{value} {unit}") == value * factor
+
+
+def test_node_profile_type() -> None:
+    assert isinstance(ProfileStore().get(ProfileKind.NODE, "h800-hgx"), NodeProfile)
