@@ -51,7 +51,8 @@ def main(argv: list[str] | None = None) -> int:
         ok = case.target_s is None or median <= case.target_s
         failures += not ok
         target = f"{case.target_s:>9.3f}" if case.target_s is not None else f"{'-':>9}"
-        print(f"{case.name:<{width}}  {median:>10.4f}  {min(times):>10.4f}  {target}  {'yes' if ok else 'NO'}", flush=True)
+        verdict = "yes" if ok else "NO"
+        print(f"{case.name:<{width}}  {median:>10.4f}  {min(times):>10.4f}  {target}  {verdict}", flush=True)
     return 1 if failures else 0
 
 

@@ -42,13 +42,13 @@ def _split(text: str) -> tuple[float, str]:
 
 def parse_bytes(text: str | int | float) -> int:
     """Parse ``"80 GiB"``, ``"14 TiB"``, ``"70272 B"`` into bytes. Bare numbers are rejected."""
-    if isinstance(text, bool) or isinstance(text, (int, float)):
+    if isinstance(text, (bool, int, float)):
         raise QuantityError(f"{text!r} has no unit; write it like '80 GiB' or '141 GB'")
     value, unit = _split(text)
     factor = _BYTE_UNITS.get(unit.upper())
     if factor is None:
         raise QuantityError(f"unit {unit!r} in {text!r} is not a byte unit (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)")
-    return int(round(value * factor))
+    return round(value * factor)
 
 
 def parse_rate_bits(text: str | int | float) -> float:
@@ -56,7 +56,7 @@ def parse_rate_bits(text: str | int | float) -> float:
 
     Lower-case ``b`` means bits and upper-case ``B`` bytes, as on data sheets.
     """
-    if isinstance(text, bool) or isinstance(text, (int, float)):
+    if isinstance(text, (bool, int, float)):
         raise QuantityError(f"{text!r} has no unit; write it like '400 Gb/s' (bits) or '900 GB/s' (bytes)")
     value, unit = _split(text)
     if not unit.endswith("/s"):

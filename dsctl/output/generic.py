@@ -62,7 +62,9 @@ def generic_view(data: Any, title: str | None = None) -> Iterable[RenderableType
     yield from _emit(rows, tables, title)
 
 
-def _emit(rows: list[tuple[str, str]], tables: list[tuple[str, list[Any]]], title: str | None) -> Iterator[RenderableType]:
+def _emit(
+    rows: list[tuple[str, str]], tables: list[tuple[str, list[Any]]], title: str | None
+) -> Iterator[RenderableType]:
     if rows:
         table = Table(title=title, show_header=False, title_justify="left")
         table.add_column("key", style="bold")

@@ -11,17 +11,19 @@ from dsctl.profiles.schema import (
     NodeProfile,
     Profile,
     ProfileKind,
+    PublishedFigures,
     StorageProfile,
     SwitchProfile,
 )
 
 __all__ = [
     "AttentionSpec",
-    "ModelProfile",
     "MoESpec",
+    "ModelProfile",
     "NodeProfile",
     "Profile",
     "ProfileKind",
+    "PublishedFigures",
     "StorageProfile",
     "SwitchProfile",
 ]

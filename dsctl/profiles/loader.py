@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -87,7 +87,7 @@ class _Doc:
             return None
         return self.data[key]
 
-    def str(self, key: str, default: str | None = None, choices: Sequence[str] | None = None) -> str:
+    def text(self, key: str, default: str | None = None, choices: Sequence[str] | None = None) -> str:
         value = self._get(key, default is None)
         if value is None:
             return default or ""
@@ -97,7 +97,7 @@ class _Doc:
             self.fail(f"{value!r} is not valid; expected {one_of(list(choices))}", key)
         return value
 
-    def int(self, key: str, minimum: int = 0, default: int | None = None) -> int:
+    def integer(self, key: str, minimum: int = 0, default: int | None = None) -> int:
         value = self._get(key, default is None)
         if value is None:
             return int(default or 0)
@@ -129,7 +129,7 @@ class _Doc:
             self.fail(f"expected a count >= 0, got {value!r}", key)
         return result
 
-    def bool(self, key: str, default: bool) -> bool:
+    def flag(self, key: str, default: bool) -> bool:
         value = self._get(key, False)
         if value is None:
             return default
@@ -137,7 +137,7 @@ class _Doc:
             self.fail(f"expected true or false, got {_describe(value)}", key)
         return bool(value)
 
-    def bytes(self, key: str) -> int:
+    def size_bytes(self, key: str) -> int:
         value = self._get(key, True)
         try:
             result = parse_bytes(value)
@@ -193,37 +193,39 @@ def _describe(value: Any) -> str:
 
 def _build_model(doc: _Doc, name: str) -> ModelProfile:
     att = doc.section("attention")
-    kind = att.str("kind", choices=("mla", "gqa", "mha"))
-    num_heads = att.int("num_heads", 1)
+    kind = att.text("kind", choices=("mla", "gqa", "mha"))
+    num_heads = att.integer("num_heads", 1)
     if kind == "mla":
         attention = AttentionSpec(
             kind=kind,
             num_heads=num_heads,
             num_kv_heads=num_heads,
-            head_dim=att.int("qk_nope_head_dim", 1) + att.int("qk_rope_head_dim", 1),
-            q_lora_rank=att.int("q_lora_rank", 0, default=0),
-            kv_lora_rank=att.int("kv_lora_rank", 1),
-            qk_nope_head_dim=att.int("qk_nope_head_dim", 1),
-            qk_rope_head_dim=att.int("qk_rope_head_dim", 1),
-            v_head_dim=att.int("v_head_dim", 1),
+            head_dim=att.integer("qk_nope_head_dim", 1) + att.integer("qk_rope_head_dim", 1),
+            q_lora_rank=att.integer("q_lora_rank", 0, default=0),
+            kv_lora_rank=att.integer("kv_lora_rank", 1),
+            qk_nope_head_dim=att.integer("qk_nope_head_dim", 1),
+            qk_rope_head_dim=att.integer("qk_rope_head_dim", 1),
+            v_head_dim=att.integer("v_head_dim", 1),
         )
     else:
-        num_kv_heads = att.int("num_kv_heads", 1, default=num_heads)
+        num_kv_heads = att.integer("num_kv_heads", 1, default=num_heads)
         if num_heads % num_kv_heads:
             att.fail(f"num_heads {num_heads} is not a multiple of num_kv_heads {num_kv_heads}", "num_kv_heads")
-        attention = AttentionSpec(kind=kind, num_heads=num_heads, num_kv_heads=num_kv_heads, head_dim=att.int("head_dim", 1))
+        attention = AttentionSpec(
+            kind=kind, num_heads=num_heads, num_kv_heads=num_kv_heads, head_dim=att.integer("head_dim", 1)
+        )
     att.finish()
 
     moe = None
     moe_doc = doc.optional_section("moe")
     if moe_doc is not None:
         moe = MoESpec(
-            num_routed_experts=moe_doc.int("num_routed_experts", 1),
-            num_shared_experts=moe_doc.int("num_shared_experts", 0, default=0),
-            num_experts_per_token=moe_doc.int("num_experts_per_token", 1),
-            moe_intermediate_size=moe_doc.int("moe_intermediate_size", 1),
-            num_expert_groups=moe_doc.int("num_expert_groups", 1, default=1),
-            num_limited_groups=moe_doc.int("num_limited_groups", 1, default=1),
+            num_routed_experts=moe_doc.integer("num_routed_experts", 1),
+            num_shared_experts=moe_doc.integer("num_shared_experts", 0, default=0),
+            num_experts_per_token=moe_doc.integer("num_experts_per_token", 1),
+            moe_intermediate_size=moe_doc.integer("moe_intermediate_size", 1),
+            num_expert_groups=moe_doc.integer("num_expert_groups", 1, default=1),
+            num_limited_groups=moe_doc.integer("num_limited_groups", 1, default=1),
         )
         if moe.num_routed_experts % moe.num_expert_groups:
             moe_doc.fail(f"num_routed_experts {moe.num_routed_experts} is not divisible by num_expert_groups "
@@ -234,8 +236,8 @@ def _build_model(doc: _Doc, name: str) -> ModelProfile:
             moe_doc.fail("cannot exceed num_expert_groups", "num_limited_groups")
         moe_doc.finish()
 
-    num_layers = doc.int("num_layers", 1)
-    num_dense_layers = doc.int("num_dense_layers", 0, default=num_layers if moe is None else 0)
+    num_layers = doc.integer("num_layers", 1)
+    num_dense_layers = doc.integer("num_dense_layers", 0, default=num_layers if moe is None else 0)
     if num_dense_layers > num_layers:
         doc.fail(f"{num_dense_layers} exceeds num_layers {num_layers}", "num_dense_layers")
     if moe is None and num_dense_layers != num_layers:
@@ -253,17 +255,17 @@ def _build_model(doc: _Doc, name: str) -> ModelProfile:
 
     return ModelProfile(
         name=name,
-        description=doc.str("description", default=""),
-        source=doc.str("source", default=""),
+        description=doc.text("description", default=""),
+        source=doc.text("source", default=""),
         num_layers=num_layers,
         num_dense_layers=num_dense_layers,
-        hidden_size=doc.int("hidden_size", 1),
-        vocab_size=doc.int("vocab_size", 1),
-        dense_intermediate_size=doc.int("dense_intermediate_size", 1),
+        hidden_size=doc.integer("hidden_size", 1),
+        vocab_size=doc.integer("vocab_size", 1),
+        dense_intermediate_size=doc.integer("dense_intermediate_size", 1),
         attention=attention,
         moe=moe,
-        num_mtp_modules=doc.int("num_mtp_modules", 0, default=0),
-        tie_word_embeddings=doc.bool("tie_word_embeddings", False),
+        num_mtp_modules=doc.integer("num_mtp_modules", 0, default=0),
+        tie_word_embeddings=doc.flag("tie_word_embeddings", False),
         published=published,
         path=str(doc.file),
     )
@@ -276,21 +278,21 @@ def _build_node(doc: _Doc, name: str) -> NodeProfile:
     storage = doc.section("storage_nics")
     profile = NodeProfile(
         name=name,
-        description=doc.str("description", default=""),
-        gpu_model=gpu.str("model"),
-        num_gpus=gpu.int("count", 1),
-        hbm_bytes=gpu.bytes("hbm"),
+        description=doc.text("description", default=""),
+        gpu_model=gpu.text("model"),
+        num_gpus=gpu.integer("count", 1),
+        hbm_bytes=gpu.size_bytes("hbm"),
         bf16_tflops=gpu.number("bf16_dense_tflops", 1.0),
         fp8_tflops=gpu.number("fp8_dense_tflops", 0.0, default=0.0),
         nvlink_bytes_per_s=nvlink.rate_bits("bandwidth") / 8,
-        num_nvlinks_per_gpu=nvlink.int("links_per_gpu", 0),
-        num_compute_nics=nics.int("count", 0),
-        compute_nic_model=nics.str("model", default=""),
+        num_nvlinks_per_gpu=nvlink.integer("links_per_gpu", 0),
+        num_compute_nics=nics.integer("count", 0),
+        compute_nic_model=nics.text("model", default=""),
         compute_nic_gbps=nics.rate_bits("rate") / 1e9,
-        compute_link_layer=nics.str("link_layer", choices=("infiniband", "ethernet")),
-        num_storage_nics=storage.int("count", 0),
+        compute_link_layer=nics.text("link_layer", choices=("infiniband", "ethernet")),
+        num_storage_nics=storage.integer("count", 0),
         storage_nic_gbps=storage.rate_bits("rate") / 1e9,
-        storage_link_layer=storage.str("link_layer", choices=("infiniband", "ethernet")),
+        storage_link_layer=storage.text("link_layer", choices=("infiniband", "ethernet")),
         path=str(doc.file),
     )
     for section in (gpu, nvlink, nics, storage):
@@ -300,16 +302,16 @@ def _build_node(doc: _Doc, name: str) -> NodeProfile:
 
 def _build_switch(doc: _Doc, name: str) -> SwitchProfile:
     cost = doc.section("cost")
-    num_ports = doc.int("ports", 4)
+    num_ports = doc.integer("ports", 4)
     if num_ports % 2:
         doc.fail(f"a fat-tree switch needs an even port count, got {num_ports}", "ports")
     profile = SwitchProfile(
         name=name,
-        description=doc.str("description", default=""),
-        model=doc.str("model", default=""),
+        description=doc.text("description", default=""),
+        model=doc.text("model", default=""),
         num_ports=num_ports,
         port_gbps=doc.rate_bits("port_rate") / 1e9,
-        link_layer=doc.str("link_layer", choices=("infiniband", "ethernet")),
+        link_layer=doc.text("link_layer", choices=("infiniband", "ethernet")),
         cost_usd=cost.number("switch_usd"),
         link_cost_usd=cost.number("link_usd"),
         endpoint_link_cost_usd=cost.number("endpoint_link_usd"),
@@ -324,14 +326,14 @@ def _build_storage(doc: _Doc, name: str) -> StorageProfile:
     nics = doc.section("nics")
     profile = StorageProfile(
         name=name,
-        description=doc.str("description", default=""),
-        num_ssds=ssd.int("count", 1),
-        ssd_capacity_bytes=ssd.bytes("capacity"),
+        description=doc.text("description", default=""),
+        num_ssds=ssd.integer("count", 1),
+        ssd_capacity_bytes=ssd.size_bytes("capacity"),
         ssd_read_bytes_per_s=ssd.rate_bits("read") / 8,
         ssd_write_bytes_per_s=ssd.rate_bits("write") / 8,
-        num_nics=nics.int("count", 1),
+        num_nics=nics.integer("count", 1),
         nic_gbps=nics.rate_bits("rate") / 1e9,
-        link_layer=nics.str("link_layer", choices=("infiniband", "ethernet")),
+        link_layer=nics.text("link_layer", choices=("infiniband", "ethernet")),
         path=str(doc.file),
     )
     ssd.finish()
@@ -339,7 +341,7 @@ def _build_storage(doc: _Doc, name: str) -> StorageProfile:
     return profile
 
 
-_BUILDERS = {
+_BUILDERS: dict[ProfileKind, Callable[[_Doc, str], Profile]] = {
     ProfileKind.MODEL: _build_model,
     ProfileKind.NODE: _build_node,
     ProfileKind.SWITCH: _build_switch,
@@ -373,13 +375,16 @@ def _kind_of(path: Path, data: Any) -> ProfileKind:
     if declared is not None:
         kind = _KIND_ALIASES.get(str(declared))
         if kind is None:
-            raise ProfileError(f"{path}: kind: {declared!r} is not valid; expected model, node, switch or storage")
+            raise ProfileError(
+                f"{path}: kind: {declared!r} is not valid; expected model, node, switch or storage"
+            )
         return kind
     folder = _KIND_ALIASES.get(path.parent.name)
     if folder is None:
         raise ProfileError(
             f"{path}: cannot tell the profile kind",
-            hint="put the file under models/, nodes/, switches/ or storage/, or add 'kind: model' (node, switch, storage)",
+            hint="put the file under models/, nodes/, switches/ or storage/, "
+            "or add 'kind: model' (node, switch, storage)",
         )
     return folder
 
@@ -392,11 +397,11 @@ def load_file(path: Path, kind: ProfileKind | None = None) -> Profile:
     kind = kind or _kind_of(path, data)
     doc = _Doc(data, path, "")
     doc.used.add("kind")
-    name = doc.str("name", default=path.stem)
+    name = doc.text("name", default=path.stem)
     if name != path.stem:
         doc.fail(f"{name!r} differs from the file name {path.stem!r}", "name",
                  hint=f"rename the file to {name}.yaml or drop the name key")
-    profile = _BUILDERS[kind](doc, name)
+    profile: Profile = _BUILDERS[kind](doc, name)
     doc.finish()
     return profile
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import pytest
@@ -54,7 +55,8 @@ def test_node_profiles_carry_the_paper_hardware() -> None:
     switch = store.switch("ib-ndr-64")
     assert (switch.num_ports, switch.port_gbps) == (64, 400)
     storage = store.storage("3fs-reference")
-    assert (storage.num_ssds, storage.ssd_capacity_bytes, storage.num_nics, storage.nic_gbps) == (16, 14 * 1024**4, 2, 200)
+    assert (storage.num_ssds, storage.ssd_capacity_bytes) == (16, 14 * 1024**4)
+    assert (storage.num_nics, storage.nic_gbps) == (2, 200)
 
 
 def _write(path: Path, text: str) -> Path:
@@ -89,7 +91,8 @@ def test_syntax_error_names_the_line(tmp_path: Path) -> None:
 def test_wrong_type_names_the_key_path(tmp_path: Path) -> None:
     source = (builtin_profiles_dir() / "models" / "deepseek-v3.yaml").read_text()
     path = _write(tmp_path / "models" / "deepseek-v3.yaml", source.replace("num_heads: 128", "num_heads: many"))
-    with pytest.raises(ProfileError, match=r"deepseek-v3.yaml: attention.num_heads: expected an integer >= 1, got a string"):
+    expected = r"deepseek-v3.yaml: attention.num_heads: expected an integer >= 1, got a string"
+    with pytest.raises(ProfileError, match=expected):
         load_file(path)
 
 
@@ -110,7 +113,8 @@ def test_missing_unit_and_unknown_key_are_reported(tmp_path: Path) -> None:
 
 def test_ranges_are_checked(tmp_path: Path) -> None:
     source = (builtin_profiles_dir() / "switches" / "ib-ndr-64.yaml").read_text()
-    path = _write(tmp_path / "switches" / "odd.yaml", source.replace("name: ib-ndr-64", "name: odd").replace("ports: 64", "ports: 63"))
+    odd = source.replace("name: ib-ndr-64", "name: odd").replace("ports: 64", "ports: 63")
+    path = _write(tmp_path / "switches" / "odd.yaml", odd)
     with pytest.raises(ProfileError, match="even port count"):
         load_file(path)
 
@@ -153,10 +157,8 @@ def test_parse_count(text: str, value: float) -> None:
 @given(st.text(max_size=12))
 def test_quantity_parsers_never_raise_anything_but_quantity_error(text: str) -> None:
     for parser in (parse_bytes, parse_rate_bits, parse_count):
-        try:
+        with contextlib.suppress(QuantityError):
             parser(text)
-        except QuantityError:
-            pass
 
 
 @given(st.integers(min_value=1, max_value=10**6), st.sampled_from(["B", "KiB", "MiB", "GiB", "TiB", "KB", "GB"]))
