@@ -164,4 +164,4 @@ def bytes_per_routed_expert(model: ModelProfile, dtype_bytes: float) -> int:
     """
     if dtype_bytes <= 0:
         raise InputError(f"dtype_bytes must be positive, got {dtype_bytes}")
-    return int(round(count_parameters(model).routed_expert * dtype_bytes))
+    return round(count_parameters(model).routed_expert * dtype_bytes)

@@ -250,6 +250,8 @@ def _build_model(doc: _Doc, name: str) -> ModelProfile:
             total_params=pub.count("total_params"),
             active_params=pub.count("active_params"),
             training_gflops_per_token=pub.number("training_gflops_per_token", 0.0, default=0.0),
+            training_gpu_hours_per_trillion_tokens=pub.count("training_gpu_hours_per_trillion_tokens"),
+            training_source=pub.text("training_source", default=""),
         )
         pub.finish()
 

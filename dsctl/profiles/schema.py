@@ -67,6 +67,10 @@ class PublishedFigures:
     total_params: float = 0.0
     active_params: float = 0.0
     training_gflops_per_token: float = 0.0
+    #: measured training throughput restated as GPU hours per 1e12 trained tokens (DeepSeek-V3: 180K H800 hours)
+    training_gpu_hours_per_trillion_tokens: float = 0.0
+    #: where the published figures come from
+    training_source: str = ""
 
 
 @dataclass(frozen=True)

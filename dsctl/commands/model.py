@@ -1,0 +1,185 @@
+"""dsctl model kv-cache|flops|cost|ep-speed-limit|memory: the arithmetic behind the paper's tables."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+import dsctl.output.model  # noqa: F401  (registers the table renderers)
+from dsctl.commands._common import FormatOpt, profile_store, show
+from dsctl.errors import InputError
+from dsctl.model.cost import resolve_throughput, training_cost
+from dsctl.model.dtypes import dtype_bytes
+from dsctl.model.ep import ep_speed_limit, link_bandwidth_bytes_per_s
+from dsctl.model.flops import training_flops
+from dsctl.model.kvcache import kv_cache_report
+from dsctl.model.memory import memory_report
+from dsctl.output import OutputFormat
+from dsctl.units import QuantityError, parse_count
+
+app = typer.Typer(
+    name="model",
+    help="The arithmetic behind the paper's tables: KV cache, training FLOPs, GPU hours and cost, "
+    "EP speed limit, memory.",
+    no_args_is_help=True,
+)
+
+TABLE1_MODELS = ["deepseek-v3", "qwen2.5-72b", "llama3.1-405b"]
+ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Model profile name (see 'dsctl profiles list').")]
+
+
+def register(app_: typer.Typer) -> None:
+    """Attach the ``model`` group to the root app."""
+    app_.add_typer(app, name="model")
+
+
+def _count(text: str, option: str, *, integer: bool = False) -> float:
+    try:
+        value = parse_count(text)
+    except QuantityError as exc:
+        raise InputError(f"{option}: {exc}", hint=f"e.g. {option} 14.8T or {option} 4096") from None
+    if integer and not float(value).is_integer():
+        raise InputError(f"{option}: {text!r} is not a whole number")
+    return value
+
+
+@app.command("kv-cache")
+def kv_cache(
+    models: Annotated[
+        list[str] | None,
+        typer.Option("--model", "-m", help="Model profile; repeat for several (ratios are to the first). "
+                     "Default: the paper's Table 1 trio " + ", ".join(TABLE1_MODELS) + "."),
+    ] = None,
+    context: Annotated[
+        str, typer.Option("--context", help="Tokens per sequence, e.g. 4096 or 128K (= 128,000; 131072 for 2^17).")
+    ] = "4096",
+    dtype: Annotated[str, typer.Option("--dtype", help="Cache dtype: bf16, fp16, fp8 or fp32.")] = "bf16",
+    batch: Annotated[int, typer.Option("--batch", help="Number of sequences.")] = 1,
+    fmt: FormatOpt = OutputFormat.table,
+) -> None:
+    """KV-cache bytes per token, per sequence and per batch (Table 1: MLA vs GQA)."""
+    store = profile_store()
+    profiles = [store.model(name) for name in (models or TABLE1_MODELS)]
+    report = kv_cache_report(
+        profiles,
+        dtype=dtype.lower(),
+        dtype_bytes=dtype_bytes(dtype),
+        context_tokens=int(_count(context, "--context", integer=True)),
+        batch=batch,
+    )
+    show(report, fmt, "model kv-cache")
+
+
+@app.command("flops")
+def flops(
+    model: ModelOpt = "deepseek-v3",
+    seq_len: Annotated[int, typer.Option("--seq-len", help="Training sequence length in tokens.")] = 4096,
+    non_causal: Annotated[
+        bool, typer.Option("--non-causal", help="Count the full attention matrix (Megatron convention).")
+    ] = False,
+    fmt: FormatOpt = OutputFormat.table,
+) -> None:
+    """Training FLOPs per token, forward + backward (Table 2); causal attention counting by default."""
+    report = training_flops(profile_store().model(model), seq_len, causal=not non_causal)
+    show(report, fmt, "model flops")
+
+
+@app.command("cost")
+def cost(
+    tokens: Annotated[str, typer.Option("--tokens", help="Trained tokens, e.g. 14.8T.")],
+    model: ModelOpt = "deepseek-v3",
+    gpus: Annotated[int, typer.Option("--gpus", help="GPUs in the run (for days).")] = 2048,
+    gpu_tflops: Annotated[
+        float | None, typer.Option("--gpu-tflops", help="Dense BF16 peak per GPU; default 989 (H800) on the FLOP path.")
+    ] = None,
+    mfu: Annotated[
+        float | None, typer.Option("--mfu", help="Model FLOPs utilisation, 0-1; default 0.39 on the FLOP path.")
+    ] = None,
+    gflops_per_token: Annotated[
+        float | None,
+        typer.Option("--gflops-per-token", help="Training GFLOP per token; default the published figure, "
+                     "else 'dsctl model flops' at --seq-len."),
+    ] = None,
+    tokens_per_gpu_second: Annotated[
+        float | None, typer.Option("--tokens-per-gpu-second", help="Measured throughput; skips the FLOP path.")
+    ] = None,
+    seq_len: Annotated[int, typer.Option("--seq-len", help="Sequence length for computed FLOPs.")] = 4096,
+    gpu_hour_usd: Annotated[float, typer.Option("--gpu-hour-usd", help="Rental price per GPU hour.")] = 2.0,
+    extra_gpu_hours: Annotated[
+        list[str] | None,
+        typer.Option("--extra-gpu-hours", help="GPU hours of other stages, e.g. 119K; repeatable."),
+    ] = None,
+    fmt: FormatOpt = OutputFormat.table,
+) -> None:
+    """GPU hours, days and dollars of a training run (V3 tech report Table 1).
+
+    Throughput: --tokens-per-gpu-second if given; else the model's published measurement (deepseek-v3:
+    180K GPU hours per trillion tokens) unless a FLOP-path option is given; else
+    gpu-tflops x mfu / GFLOP per token.
+    """
+    profile = profile_store().model(model)
+    throughput = resolve_throughput(
+        profile,
+        tokens_per_gpu_second=tokens_per_gpu_second,
+        gflops_per_token=gflops_per_token,
+        gpu_tflops=gpu_tflops,
+        mfu=mfu,
+        seq_len=seq_len,
+    )
+    report = training_cost(
+        profile,
+        _count(tokens, "--tokens"),
+        throughput,
+        num_gpus=gpus,
+        gpu_hour_usd=gpu_hour_usd,
+        extra_gpu_hours=[_count(x, "--extra-gpu-hours") for x in extra_gpu_hours or []],
+    )
+    show(report, fmt, "model cost")
+
+
+@app.command("ep-speed-limit")
+def ep_speed_limit_command(
+    nic_gbps: Annotated[float, typer.Option("--nic-gbps", help="NIC line rate in Gb/s (400 = 50 GB/s).")] = 400.0,
+    bandwidth_gbytes: Annotated[
+        float | None, typer.Option("--bandwidth-gbytes", help="Link bandwidth in GB/s; overrides --nic-gbps.")
+    ] = None,
+    tokens_per_device: Annotated[int, typer.Option("--tokens-per-device", help="Tokens per device per step.")] = 32,
+    hidden: Annotated[int, typer.Option("--hidden", help="Hidden size (the paper rounds 7168 to 7000).")] = 7000,
+    experts_per_token: Annotated[
+        int, typer.Option("--experts-per-token", help="Destinations per token (8 routed + 1 shared).")
+    ] = 9,
+    dispatch_bytes: Annotated[float, typer.Option("--dispatch-bytes", help="Bytes per dispatched value (FP8).")] = 1.0,
+    combine_bytes: Annotated[float, typer.Option("--combine-bytes", help="Bytes per combined value (BF16).")] = 2.0,
+    layers: Annotated[int, typer.Option("--layers", help="Layers with EP all-to-all (58 = MoE layers only).")] = 61,
+    micro_batches: Annotated[
+        int, typer.Option("--micro-batches", help="Overlapped micro-batches (comm rounds per layer).")
+    ] = 2,
+    fmt: FormatOpt = OutputFormat.table,
+) -> None:
+    """Network-bound ceiling on EP decode speed (section 2.3.2): time per output token, tokens/s."""
+    report = ep_speed_limit(
+        bandwidth_bytes_per_s=link_bandwidth_bytes_per_s(nic_gbps, bandwidth_gbytes),
+        tokens_per_device=tokens_per_device,
+        hidden=hidden,
+        experts_per_token=experts_per_token,
+        dispatch_bytes=dispatch_bytes,
+        combine_bytes=combine_bytes,
+        layers=layers,
+        micro_batches=micro_batches,
+    )
+    show(report, fmt, "model ep-speed-limit")
+
+
+@app.command("memory")
+def memory(
+    model: ModelOpt = "deepseek-v3",
+    dtypes: Annotated[
+        list[str] | None,
+        typer.Option("--dtype", help="Weight dtype(s): fp32, bf16, fp16, fp8; repeatable. Default fp32, bf16, fp8."),
+    ] = None,
+    fmt: FormatOpt = OutputFormat.table,
+) -> None:
+    """Total and active parameters, weight bytes per dtype, bytes per routed expert."""
+    report = memory_report(profile_store().model(model), dtypes or ["fp32", "bf16", "fp8"])
+    show(report, fmt, "model memory")

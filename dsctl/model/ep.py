@@ -1,0 +1,99 @@
+"""Upper bound on expert-parallel decode speed set by the network (the paper's section 2.3.2).
+
+Each EP step sends every token's hidden state to ``experts_per_token`` devices (dispatch, ``dispatch_bytes``
+per value) and brings the results back (combine, ``combine_bytes`` per value)::
+
+    bytes_per_step = (dispatch_bytes + combine_bytes) * tokens_per_device * experts_per_token * hidden
+    comm_seconds_per_step = bytes_per_step / bandwidth_bytes_per_s
+    layer_seconds = micro_batches * comm_seconds_per_step   # dual micro-batch overlap, compute hidden
+    tpot_seconds = layers * layer_seconds;  tokens_per_second = 1 / tpot_seconds
+
+Network latency and GPU inefficiency at small batch are ignored, as in the paper, so this is a ceiling.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dsctl.errors import InputError
+
+
+@dataclass(frozen=True)
+class EPSpeedLimit:
+    """Inputs and the resulting ceiling. Bandwidth in bytes/s (``bandwidth_gbytes`` = 1e9 bytes/s)."""
+
+    bandwidth_bytes_per_s: float
+    bandwidth_gbytes: float
+    tokens_per_device: int
+    hidden: int
+    experts_per_token: int
+    dispatch_bytes: float
+    combine_bytes: float
+    layers: int
+    micro_batches: int
+    bytes_per_step: float
+    comm_seconds_per_step: float
+    layer_seconds: float
+    tpot_seconds: float
+    tokens_per_second: float
+
+
+def ep_speed_limit(
+    *,
+    bandwidth_bytes_per_s: float,
+    tokens_per_device: int = 32,
+    hidden: int = 7000,
+    experts_per_token: int = 9,
+    dispatch_bytes: float = 1.0,
+    combine_bytes: float = 2.0,
+    layers: int = 61,
+    micro_batches: int = 2,
+) -> EPSpeedLimit:
+    """Communication-bound time per output token (see the module docstring)."""
+    checks = [
+        (bandwidth_bytes_per_s, "--bandwidth-gbytes/--nic-gbps"),
+        (tokens_per_device, "--tokens-per-device"),
+        (hidden, "--hidden"),
+        (experts_per_token, "--experts-per-token"),
+        (layers, "--layers"),
+        (micro_batches, "--micro-batches"),
+    ]
+    for value, option in checks:
+        if not value > 0:
+            raise InputError(f"{option} must be positive, got {value:g}")
+    for value, option in ((dispatch_bytes, "--dispatch-bytes"), (combine_bytes, "--combine-bytes")):
+        if value < 0:
+            raise InputError(f"{option} cannot be negative, got {value:g}")
+    if dispatch_bytes + combine_bytes <= 0:
+        raise InputError("--dispatch-bytes and --combine-bytes cannot both be 0")
+    per_step = (dispatch_bytes + combine_bytes) * tokens_per_device * experts_per_token * hidden
+    comm_s = per_step / bandwidth_bytes_per_s
+    layer_s = micro_batches * comm_s
+    tpot_s = layers * layer_s
+    return EPSpeedLimit(
+        bandwidth_bytes_per_s=bandwidth_bytes_per_s,
+        bandwidth_gbytes=bandwidth_bytes_per_s / 1e9,
+        tokens_per_device=tokens_per_device,
+        hidden=hidden,
+        experts_per_token=experts_per_token,
+        dispatch_bytes=dispatch_bytes,
+        combine_bytes=combine_bytes,
+        layers=layers,
+        micro_batches=micro_batches,
+        bytes_per_step=per_step,
+        comm_seconds_per_step=comm_s,
+        layer_seconds=layer_s,
+        tpot_seconds=tpot_s,
+        tokens_per_second=1.0 / tpot_s,
+    )
+
+
+def link_bandwidth_bytes_per_s(nic_gbps: float, bandwidth_gbytes: float | None = None) -> float:
+    """Bytes/s of the EP link: ``bandwidth_gbytes * 1e9`` when given, else ``nic_gbps * 1e9 / 8``."""
+    if bandwidth_gbytes is not None:
+        if not bandwidth_gbytes > 0:
+            raise InputError(f"--bandwidth-gbytes must be positive, got {bandwidth_gbytes:g}")
+        return bandwidth_gbytes * 1e9
+    if not nic_gbps > 0:
+        raise InputError(f"--nic-gbps must be positive, got {nic_gbps:g}")
+    return nic_gbps * 1e9 / 8.0

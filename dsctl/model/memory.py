@@ -1,0 +1,79 @@
+"""Parameter totals and weight bytes of a model (launch memory, EPLB migration, checkpoint size).
+
+weight bytes = parameters * bytes per value of the dtype (``dsctl.model.dtypes``). FP8 figures exclude the
+block-scale tensors (one FP32 scale per 128x128 block, +0.02%) and assume every weight is FP8, whereas
+DeepSeek-V3's released FP8 checkpoint keeps embedding, head and norms in BF16.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from dsctl.model.dtypes import dtype_bytes
+from dsctl.model.params import count_parameters
+from dsctl.profiles.schema import ModelProfile
+
+
+@dataclass(frozen=True)
+class MemoryReport:
+    """Parameters and their bytes.
+
+    ``weight_bytes``, ``weight_bytes_with_mtp``, ``active_weight_bytes`` and ``bytes_per_routed_expert`` map
+    a dtype name to bytes. ``*_vs_published_pct`` compare with the profile's published figures (None if none).
+    """
+
+    model: str
+    total_params: int
+    active_params: int
+    mtp_params: int
+    total_params_with_mtp: int
+    embedding_params: int
+    head_params: int
+    attention_params_per_layer: int
+    routed_expert_params: int
+    num_routed_experts_total: int
+    routed_experts_params: int
+    published_total_params: float
+    published_active_params: float
+    total_vs_published_pct: float | None
+    active_vs_published_pct: float | None
+    weight_bytes: dict[str, int]
+    weight_bytes_with_mtp: dict[str, int]
+    active_weight_bytes: dict[str, int]
+    bytes_per_routed_expert: dict[str, int]
+
+
+def _pct(ours: float, published: float) -> float | None:
+    return (ours / published - 1.0) * 100.0 if published > 0 else None
+
+
+def memory_report(model: ModelProfile, dtypes: Sequence[str] = ("fp32", "bf16", "fp8")) -> MemoryReport:
+    """Parameter counts of ``model`` and their bytes in each of ``dtypes`` (names, validated)."""
+    counts = count_parameters(model)
+    sizes = {name.lower(): dtype_bytes(name) for name in dtypes}
+
+    def in_bytes(params: int) -> dict[str, int]:
+        return {name: round(params * size) for name, size in sizes.items()}
+
+    return MemoryReport(
+        model=model.name,
+        total_params=counts.total,
+        active_params=counts.active,
+        mtp_params=counts.mtp,
+        total_params_with_mtp=counts.total_with_mtp,
+        embedding_params=counts.embedding,
+        head_params=counts.head,
+        attention_params_per_layer=counts.attention,
+        routed_expert_params=counts.routed_expert,
+        num_routed_experts_total=counts.num_routed_experts_total,
+        routed_experts_params=counts.routed_experts,
+        published_total_params=model.published.total_params,
+        published_active_params=model.published.active_params,
+        total_vs_published_pct=_pct(counts.total, model.published.total_params),
+        active_vs_published_pct=_pct(counts.active, model.published.active_params),
+        weight_bytes=in_bytes(counts.total),
+        weight_bytes_with_mtp=in_bytes(counts.total_with_mtp),
+        active_weight_bytes=in_bytes(counts.active),
+        bytes_per_routed_expert=in_bytes(counts.routed_expert),
+    )

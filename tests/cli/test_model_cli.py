@@ -1,0 +1,130 @@
+"""dsctl model ...: exit codes, JSON keys and error messages through the real entry point."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+Cli = Callable[..., Any]
+
+
+def test_kv_cache_table1_default(cli: Cli) -> None:
+    r = cli("model", "kv-cache", "--format", "json")
+    assert r.exit_code == 0, r.stderr
+    data = r.json()
+    assert {"bytes_per_token", "bytes_per_sequence", "bytes_total", "models", "dsctl"} <= data.keys()
+    assert [m["bytes_per_token"] for m in data["models"]] == [70_272, 327_680, 516_096]
+    assert [round(m["ratio_to_first"], 2) for m in data["models"]] == [1.0, 4.66, 7.34]
+    assert data["bytes_per_token"] == 70_272
+
+
+def test_kv_cache_options(cli: Cli) -> None:
+    r = cli("model", "kv-cache", "-m", "qwen2.5-72b", "-m", "deepseek-v3", "--context", "128K",
+            "--dtype", "fp8", "--batch", "4", "-f", "json")
+    assert r.exit_code == 0, r.stderr
+    data = r.json()
+    assert data["context_tokens"] == 128_000 and data["batch"] == 4
+    assert data["bytes_per_token"] == 163_840
+    assert data["bytes_total"] == 163_840 * 128_000 * 4
+    assert round(data["models"][1]["ratio_to_first"], 4) == round(35_136 / 163_840, 4)
+
+
+def test_kv_cache_table_view(cli: Cli) -> None:
+    r = cli("model", "kv-cache")
+    assert r.exit_code == 0
+    assert "70,272" in r.stdout and "7.34x" in r.stdout
+
+
+def test_flops_json(cli: Cli) -> None:
+    r = cli("model", "flops", "--format", "json")
+    assert r.exit_code == 0, r.stderr
+    data = r.json()
+    assert data["flops_per_token"] == pytest.approx(250e9, rel=0.02)
+    assert data["causal"] is True and data["seq_len"] == 4096
+    r2 = cli("model", "flops", "-m", "llama3.1-405b", "--seq-len", "8192", "--non-causal", "-f", "json").json()
+    assert r2["causal"] is False and r2["flops_per_token"] > 2448e9
+
+
+def test_cost_reproduces_table1(cli: Cli) -> None:
+    r = cli("model", "cost", "--tokens", "14.8T", "--extra-gpu-hours", "119K", "--extra-gpu-hours", "5K",
+            "--format", "json")
+    assert r.exit_code == 0, r.stderr
+    data = r.json()
+    assert {"gpu_hours", "days", "cost_usd"} <= data.keys()
+    assert data["gpu_hours"] == pytest.approx(2_788_000)
+    assert data["cost_usd"] == pytest.approx(5_576_000)
+    assert data["train_gpu_hours"] == pytest.approx(2_664_000)
+    assert data["gpu_hours_per_trillion_tokens"] == pytest.approx(180_000)
+    assert round(data["days_per_trillion_tokens"], 1) == 3.7
+
+
+def test_cost_flops_path(cli: Cli) -> None:
+    data = cli("model", "cost", "--tokens", "1T", "--gpu-tflops", "989", "--mfu", "0.39", "-f", "json").json()
+    assert data["throughput_source"] == "flops"
+    assert data["gpu_hours"] == pytest.approx(180_000, rel=0.001)
+    data = cli("model", "cost", "--tokens", "1T", "--tokens-per-gpu-second", "1000", "--gpus", "1000",
+               "--gpu-hour-usd", "3", "-f", "json").json()
+    assert data["gpu_hours"] == pytest.approx(1e9 / 3600)
+    assert data["cost_usd"] == pytest.approx(3e9 / 3600)
+
+
+def test_ep_speed_limit(cli: Cli) -> None:
+    data = cli("model", "ep-speed-limit", "--format", "json").json()
+    assert {"comm_seconds_per_step", "tpot_seconds", "tokens_per_second"} <= data.keys()
+    assert data["comm_seconds_per_step"] == pytest.approx(120.96e-6)
+    assert round(data["tpot_seconds"] * 1e3, 2) == 14.76
+    assert int(data["tokens_per_second"]) == 67
+    fast = cli("model", "ep-speed-limit", "--bandwidth-gbytes", "900", "-f", "json").json()
+    assert fast["comm_seconds_per_step"] == pytest.approx(6.72e-6)
+    assert round(fast["tpot_seconds"] * 1e3, 2) == 0.82
+    assert fast["tokens_per_second"] == pytest.approx(1200, rel=0.02)
+    moe = cli("model", "ep-speed-limit", "--hidden", "7168", "--layers", "58", "-f", "json").json()
+    assert moe["hidden"] == 7168 and moe["layers"] == 58
+
+
+def test_memory(cli: Cli) -> None:
+    r = cli("model", "memory", "--format", "json")
+    assert r.exit_code == 0, r.stderr
+    data = r.json()
+    assert data["total_params"] == pytest.approx(671e9, rel=0.01)
+    assert data["active_params"] == pytest.approx(37e9, rel=0.015)
+    assert set(data["weight_bytes"]) == {"fp32", "bf16", "fp8"}
+    assert data["bytes_per_routed_expert"]["fp8"] == 44_040_192
+    one = cli("model", "memory", "-m", "qwen2.5-72b", "--dtype", "bf16", "-f", "json").json()
+    assert set(one["weight_bytes"]) == {"bf16"} and one["bytes_per_routed_expert"]["bf16"] == 0
+
+
+def test_every_command_has_a_table_view(cli: Cli) -> None:
+    for args in (("flops",), ("cost", "--tokens", "14.8T"), ("ep-speed-limit",), ("memory",)):
+        r = cli("model", *args)
+        assert r.exit_code == 0, (args, r.stderr)
+        assert r.stdout.strip()
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (("kv-cache", "-m", "gpt-9"), "gpt-9"),
+        (("kv-cache", "--dtype", "int3"), "--dtype"),
+        (("kv-cache", "--context", "lots"), "--context"),
+        (("kv-cache", "--context", "1.5"), "--context"),
+        (("kv-cache", "--batch", "0"), "--batch"),
+        (("flops", "--seq-len", "0"), "--seq-len"),
+        (("cost", "--tokens", "many"), "--tokens"),
+        (("cost",), "--tokens"),
+        (("cost", "--tokens", "1T", "--mfu", "2"), "--mfu"),
+        (("cost", "--tokens", "1T", "--tokens-per-gpu-second", "5", "--mfu", "0.3"), "cannot be combined"),
+        (("cost", "--tokens", "1T", "--extra-gpu-hours", "x"), "--extra-gpu-hours"),
+        (("ep-speed-limit", "--bandwidth-gbytes", "0"), "--bandwidth-gbytes"),
+        (("ep-speed-limit", "--layers", "0"), "--layers"),
+        (("memory", "--dtype", "int3"), "--dtype"),
+    ],
+)
+def test_bad_input_exits_2(cli: Cli, args: tuple[str, ...], needle: str) -> None:
+    r = cli("model", *args, "--format", "json")
+    assert r.exit_code == 2, r.stdout
+    assert needle in r.stderr
+    assert "Traceback" not in r.stderr
+    assert r.stdout == ""
