@@ -23,12 +23,19 @@ def atomic_write(path: Path, content: str | bytes) -> None:
         raise InputError(f"cannot write {path}: folder {parent} does not exist")
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
     try:
+        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600
         with os.fdopen(fd, "wb") as handle:
             handle.write(content.encode("utf-8") if isinstance(content, str) else content)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
 
 
 @contextmanager
@@ -44,6 +51,7 @@ def staged_directory(out_dir: Path) -> Iterator[Path]:
     if not parent.is_dir():
         raise InputError(f"cannot write into {out_dir}: folder {parent} does not exist")
     stage = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=parent))
+    stage.chmod(0o777 & ~_umask())  # mkdtemp makes 0700; the final folder should look like any other
     try:
         yield stage
         if not out_dir.exists():

@@ -1,0 +1,217 @@
+"""dsctl launch [OPTIONS] -- TRAIN_SCRIPT [ARGS...]  |  dsctl launch layout ...  |  dsctl launch schedule ...
+
+``launch`` is both a command (the plan / dry run) and a group. ``LaunchGroup`` treats the first positional
+argument as a subcommand only if it names one; everything after ``--`` is the training command.
+"""
+
+from __future__ import annotations
+
+from difflib import get_close_matches
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from typer.core import TyperGroup
+
+from dsctl.commands._common import FormatOpt, profile_store, show
+from dsctl.errors import InputError, NotImplementedYet, one_of
+from dsctl.launch.plan import DEFAULT_SEQ_LEN, LaunchRequest, layout_report, plan_launch
+from dsctl.output import OutputFormat, render_json
+from dsctl.output import launch as _renderers  # noqa: F401  (registers the table views)
+from dsctl.output.files import write_files
+
+TRAIN_COMMAND_KEY = "dsctl.launch.train_command"
+
+
+class LaunchGroup(TyperGroup):
+    """A group whose callback is also the ``launch`` command itself.
+
+    Arguments after the first ``--`` are the training command and never reach option parsing. Before it, a
+    positional argument is a subcommand if it names one, and an error otherwise (the training command must
+    follow ``--``).
+    """
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        args = list(args)
+        if not args and not ctx.resilient_parsing:
+            return super().parse_args(ctx, args)  # no_args_is_help: print the help
+        if "--" in args:
+            cut = args.index("--")
+            head, tail, has_sep = args[:cut], args[cut + 1:], True
+        else:
+            head, tail, has_sep = args, [], False
+        rest = super().parse_args(ctx, head)
+        protected = list(getattr(ctx, "_protected_args", []) or [])
+        if protected:
+            name = protected[0]
+            if self.get_command(ctx, name) is None:
+                close = get_close_matches(name, self.list_commands(ctx), n=1)
+                raise InputError(
+                    f"'{name}' is not a launch subcommand ({one_of(self.list_commands(ctx))}) and the training "
+                    f"command must follow '--'",
+                    hint=f"did you mean 'dsctl launch {close[0]}'?" if close
+                    else f"dsctl launch --nodes N [options] -- {name} ...",
+                )
+            if has_sep:
+                ctx.args = [*ctx.args, "--", *tail]
+            return list(ctx.args)
+        ctx.meta[TRAIN_COMMAND_KEY] = tuple(tail)
+        return rest
+
+
+class Schedule(str, Enum):
+    dualpipe = "dualpipe"
+    dualpipev = "dualpipev"
+    f1b1 = "1f1b"
+    zb1p = "zb1p"
+
+
+class Backend(str, Enum):
+    slurm = "slurm"
+    k8s = "k8s"
+    torchrun = "torchrun"
+
+
+app = typer.Typer(
+    name="launch",
+    cls=LaunchGroup,
+    no_args_is_help=True,
+    help="Plan a training launch: parallel layout, memory fit, rank map, pipeline schedule "
+         "(dsctl launch --nodes N \\[options] \\[--dry-run] \\[--out DIR] -- TRAIN_SCRIPT \\[ARGS...]).",
+)
+
+NodesOpt = Annotated[int | None, typer.Option("--nodes", "-n", help="Number of nodes (required).")]
+ModelOpt = Annotated[str, typer.Option("--model", help="Model profile.")]
+NodeProfileOpt = Annotated[str, typer.Option("--node-profile", help="Node profile (GPUs per node, HBM).")]
+PPOpt = Annotated[int | None, typer.Option("--pp", help="Pipeline ranks per pipeline [default: smallest that fits].")]
+EPOpt = Annotated[int | None, typer.Option("--ep", help="Expert parallelism [default: one expert group per node].")]
+TPOpt = Annotated[int | None, typer.Option("--tp", help="Tensor parallelism [default: 1].")]
+DPOpt = Annotated[str, typer.Option("--dp", help="Data parallelism: 'auto' = GPUs / (pp x tp), or a number.")]
+ScheduleOpt = Annotated[Schedule, typer.Option("--schedule", case_sensitive=False, help="Pipeline schedule.")]
+MicroOpt = Annotated[int | None, typer.Option("--micro-batches", help="Micro-batches per pipeline per step.")]
+GlobalOpt = Annotated[int | None, typer.Option("--global-batch", help="Sequences per step [default: 15360].")]
+SeqOpt = Annotated[int, typer.Option("--seq-len", help="Tokens per sequence.")]
+OutOpt = Annotated[Path | None, typer.Option("--out", help="Folder to write layout.json and ranks.csv into.")]
+
+
+def _dp(value: str) -> int | None:
+    if value.strip().lower() == "auto":
+        return None
+    try:
+        number = int(value)
+    except ValueError:
+        raise InputError(f"--dp {value!r} is not valid: use 'auto' or a whole number >= 1") from None
+    if number < 1:
+        raise InputError(f"--dp {number} is not valid: use 'auto' or a whole number >= 1")
+    return number
+
+
+def _request(nodes: int | None, pp: int | None, ep: int | None, tp: int | None, dp: str, schedule: Schedule,
+             micro_batches: int | None, global_batch: int | None, seq_len: int, **extra: Any) -> LaunchRequest:
+    if nodes is None:
+        raise InputError("--nodes is required: the number of nodes to plan for, e.g. --nodes 256")
+    return LaunchRequest(num_nodes=nodes, pp=pp, ep=ep, tp=tp, dp=_dp(dp), schedule=schedule.value,
+                         micro_batches=micro_batches, global_batch=global_batch, seq_len=seq_len, **extra)
+
+
+def _reject_group_options(ctx: typer.Context) -> None:
+    given = []
+    for name in ctx.params:
+        source = ctx.get_parameter_source(name)
+        if source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP"):
+            given.append(name)
+    if given:
+        flags = ", ".join("--" + name.replace("_", "-") for name in given)
+        raise InputError(f"options given before '{ctx.invoked_subcommand}' ({flags}) belong to the launch itself",
+                         hint=f"put them after the subcommand: dsctl launch {ctx.invoked_subcommand} [options]")
+
+
+@app.callback(invoke_without_command=True)
+def launch(
+    ctx: typer.Context,
+    nodes: NodesOpt = None,
+    model: ModelOpt = "deepseek-v3",
+    node_profile: NodeProfileOpt = "h800-hgx",
+    pp: PPOpt = None,
+    ep: EPOpt = None,
+    tp: TPOpt = None,
+    dp: DPOpt = "auto",
+    schedule: ScheduleOpt = Schedule.dualpipe,
+    micro_batches: MicroOpt = None,
+    global_batch: GlobalOpt = None,
+    seq_len: SeqOpt = DEFAULT_SEQ_LEN,
+    backend: Annotated[Backend | None, typer.Option("--backend", case_sensitive=False,
+                                                    help="Engine the run issue will target (recorded only).")] = None,
+    job_name: Annotated[str | None, typer.Option("--job-name", help="Job name (recorded only).")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan (the default until --submit exists).")]
+    = False,
+    submit: Annotated[bool, typer.Option("--submit", help="Submit the job [NOT BUILT YET: exits 2].")] = False,
+    out: OutOpt = None,
+    fmt: FormatOpt = OutputFormat.table,
+) -> None:
+    """Plan a training launch (layout, memory, rank map, schedule); subcommands: layout, schedule."""
+    if ctx.invoked_subcommand is not None:
+        _reject_group_options(ctx)
+        return
+    if dry_run and submit:
+        raise InputError("--dry-run and --submit exclude each other; give one")
+    if submit:
+        raise NotImplementedYet(
+            "--submit is not built yet: writing and submitting Slurm/Kubernetes/torchrun jobs is the "
+            "'dsctl launch (run)' work; nothing was submitted",
+            hint="use --dry-run (optionally with --out DIR) to get the plan, layout.json and ranks.csv",
+        )
+    train_command = tuple(ctx.meta.get(TRAIN_COMMAND_KEY, ()))
+    request = _request(nodes, pp, ep, tp, dp, schedule, micro_batches, global_batch, seq_len,
+                       backend=backend.value if backend else None, job_name=job_name, train_command=train_command)
+    store = profile_store()
+    plan = plan_launch(store.model(model), store.node(node_profile), request)
+    if out is not None:
+        write_files(out, {"layout.json": render_json(plan.layout_file()), "ranks.csv": plan.ranks.to_csv()})
+    show(plan, fmt, "launch")
+
+
+@app.command("layout")
+def layout(
+    nodes: NodesOpt = None,
+    model: ModelOpt = "deepseek-v3",
+    node_profile: NodeProfileOpt = "h800-hgx",
+    pp: PPOpt = None,
+    ep: EPOpt = None,
+    tp: TPOpt = None,
+    dp: DPOpt = "auto",
+    schedule: ScheduleOpt = Schedule.dualpipe,
+    micro_batches: MicroOpt = None,
+    global_batch: GlobalOpt = None,
+    seq_len: SeqOpt = DEFAULT_SEQ_LEN,
+    explain: Annotated[bool, typer.Option("--explain", help="List the process groups (ranks, nodes, planes).")]
+    = False,
+    out: OutOpt = None,
+    fmt: FormatOpt = OutputFormat.table,
+) -> None:
+    """Choose or check a parallel layout and its rank map; --explain prints the groups."""
+    request = _request(nodes, pp, ep, tp, dp, schedule, micro_batches, global_batch, seq_len)
+    store = profile_store()
+    plan = plan_launch(store.model(model), store.node(node_profile), request, simulate_schedule=False)
+    if out is not None:
+        write_files(out, {"layout.json": render_json(plan.layout_file()), "ranks.csv": plan.ranks.to_csv()})
+    show(layout_report(plan, explain), fmt, "launch layout")
+
+
+def _register_schedule() -> None:
+    try:
+        from dsctl.commands.launch_schedule import register_schedule
+    except ImportError as exc:
+        if exc.name not in ("dsctl.commands.launch_schedule", "dsctl.launch.schedule"):
+            raise
+        return
+    register_schedule(app)
+
+
+_register_schedule()
+
+
+def register(root: typer.Typer) -> None:
+    """Attach ``dsctl launch`` (the command and its group) to the root app."""
+    root.add_typer(app, name="launch")

@@ -1,0 +1,202 @@
+"""Parallel layouts: how many ways a training job is split along pipeline, expert, tensor and data parallelism.
+
+Conventions (Megatron-LM ``order="tp-cp-ep-dp-pp"``, context parallelism fixed at 1):
+
+- ``world_size = pp x dp x tp`` GPUs. **EP does not multiply the world size**: it is carved out of the
+  ``tp x dp`` ranks of one pipeline stage. Experts are never tensor-parallel (expert-TP = 1, as in DeepSeek-V3),
+  so every pipeline stage's ``tp x dp`` ranks split into ``expert_dp = tp x dp / ep`` expert-parallel groups of
+  ``ep`` ranks each, and every routed expert is replicated ``expert_dp`` times.
+- Optimizer states are sharded ZeRO-1 style over each parameter's data-parallel group (dense parameters over
+  ``dp``, routed-expert parameters over ``expert_dp``).
+- ``pp`` counts pipeline *ranks* (GPUs in one pipeline group). With ``dualpipev`` the model is cut into
+  ``2 x pp`` stages (two per rank); with every other schedule into ``pp`` stages.
+
+Every check raises :class:`~dsctl.errors.InputError` whose message shows the arithmetic that failed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from dsctl.errors import InputError, one_of
+
+#: schedules the planner knows, in the order they are offered
+SCHEDULES: tuple[str, ...] = ("dualpipe", "dualpipev", "1f1b", "zb1p")
+
+#: schedules that hold two stages' weights per rank (and PP+1 micro-batch activations in flight)
+DUAL_SCHEDULES: frozenset[str] = frozenset({"dualpipe", "dualpipev"})
+
+
+@dataclass(frozen=True)
+class ParallelLayout:
+    """One parallel layout of ``num_nodes x gpus_per_node`` GPUs.
+
+    ``pp``, ``ep``, ``tp``, ``dp`` are the degrees (group sizes) of pipeline, expert, tensor and data
+    parallelism; ``schedule`` is the pipeline schedule; ``zero_stage`` is always 1 (optimizer states sharded
+    over data-parallel ranks, parameters and gradients replicated).
+    """
+
+    num_nodes: int
+    gpus_per_node: int
+    pp: int
+    ep: int
+    tp: int
+    dp: int
+    schedule: str = "dualpipe"
+    zero_stage: int = 1
+
+    @property
+    def world_size(self) -> int:
+        """Number of GPUs (ranks)."""
+        return self.num_nodes * self.gpus_per_node
+
+    @property
+    def expert_dp(self) -> int:
+        """Replicas of each routed expert = number of EP groups per pipeline stage (``tp x dp / ep``)."""
+        return self.tp * self.dp // self.ep
+
+    @property
+    def stage_ranks(self) -> int:
+        """Ranks per pipeline stage (``tp x dp``)."""
+        return self.tp * self.dp
+
+    @property
+    def num_stages(self) -> int:
+        """Model stages: ``2 x pp`` under DualPipeV (two per rank), else ``pp``."""
+        return 2 * self.pp if self.schedule == "dualpipev" else self.pp
+
+    def degrees(self) -> dict[str, int]:
+        """``{"pp", "ep", "tp", "dp"}`` as plain ints (the JSON shape of a layout)."""
+        return {"pp": int(self.pp), "ep": int(self.ep), "tp": int(self.tp), "dp": int(self.dp)}
+
+    def to_data(self) -> dict[str, Any]:
+        return self.degrees()
+
+    def describe(self) -> str:
+        """``PP16 EP64 TP1 DP128`` (the way DeepSeek writes it)."""
+        return f"PP{self.pp} EP{self.ep} TP{self.tp} DP{self.dp}"
+
+
+def divisors(n: int) -> list[int]:
+    """All positive divisors of ``n`` in increasing order."""
+    small, large = [], []
+    i = 1
+    while i * i <= n:
+        if n % i == 0:
+            small.append(i)
+            if i != n // i:
+                large.append(n // i)
+        i += 1
+    return small + large[::-1]
+
+
+def _positive(name: str, value: int | None) -> None:
+    if value is not None and value < 1:
+        raise InputError(f"--{name} {value} is not valid: it must be a whole number >= 1")
+
+
+def check_schedule_name(schedule: str) -> str:
+    """Return ``schedule`` lower-cased, or raise naming the valid schedules."""
+    name = schedule.lower()
+    if name not in SCHEDULES:
+        raise InputError(f"--schedule {schedule!r} is not known; valid schedules: {one_of(list(SCHEDULES))}")
+    return name
+
+
+def resolve_dp(num_nodes: int, gpus_per_node: int, pp: int, tp: int, dp: int | None) -> int:
+    """Data-parallel degree: ``world / (pp x tp)`` when ``dp`` is None (``--dp auto``), else ``dp`` checked.
+
+    Raises InputError with the arithmetic when the degrees do not multiply to the world size.
+    """
+    world = num_nodes * gpus_per_node
+    where = f"{num_nodes} nodes x {gpus_per_node} GPUs"
+    if dp is None:
+        if world % (pp * tp):
+            raise InputError(
+                f"pp {pp} x tp {tp} = {pp * tp} does not divide world size {world} ({where}), so dp cannot be whole",
+                hint=f"choose pp x tp among the divisors of {world}",
+            )
+        return world // (pp * tp)
+    if pp * dp * tp != world:
+        raise InputError(
+            f"pp {pp} x dp {dp} x tp {tp} = {pp * dp * tp} != world size {world} ({where})",
+            hint=f"leave --dp out (auto) to get dp = {world} / (pp x tp)" if world % (pp * tp) == 0 else None,
+        )
+    return dp
+
+
+def validate_layout(layout: ParallelLayout, *, num_layers: int, num_routed_experts: int,
+                    num_micro_batches: int | None = None) -> None:
+    """Check every constraint of ``layout`` for a model; raise InputError with the arithmetic on the first failure.
+
+    ``num_layers`` are the model's transformer layers (MTP modules excluded); ``num_routed_experts`` is 0 for a
+    dense model. ``num_micro_batches`` (per pipeline per step) is checked against the schedule when given.
+    """
+    for name in ("pp", "ep", "tp", "dp"):
+        _positive(name, getattr(layout, name))
+    if layout.num_nodes < 1:
+        raise InputError(f"--nodes {layout.num_nodes} is not valid: it must be a whole number >= 1")
+    gpn, world = layout.gpus_per_node, layout.world_size
+    resolve_dp(layout.num_nodes, gpn, layout.pp, layout.tp, layout.dp)
+    if layout.tp > gpn or gpn % layout.tp:
+        raise InputError(
+            f"tp {layout.tp} must divide the {gpn} GPUs of a node (tensor parallelism stays on NVLink)",
+            hint=f"valid tp: {one_of([str(d) for d in divisors(gpn)])}",
+        )
+    stage_ranks = layout.stage_ranks
+    if stage_ranks % layout.ep:
+        raise InputError(
+            f"ep {layout.ep} does not divide the tp {layout.tp} x dp {layout.dp} = {stage_ranks} ranks of a "
+            f"pipeline stage (EP is carved out of them; it does not multiply the world size {world})",
+            hint=f"valid ep here: {one_of([str(d) for d in divisors(stage_ranks)][:12])}",
+        )
+    if gpn % layout.ep and layout.ep % gpn:
+        raise InputError(
+            f"ep {layout.ep} neither divides nor is a multiple of the {gpn} GPUs of a node, so EP groups "
+            f"would straddle nodes unevenly and miss network planes",
+            hint=f"use ep = {gpn} x k (k nodes per EP group) or a divisor of {gpn}",
+        )
+    if num_routed_experts:
+        if num_routed_experts % layout.ep:
+            raise InputError(
+                f"{num_routed_experts} routed experts % ep {layout.ep} = {num_routed_experts % layout.ep}: "
+                f"experts must split evenly over the EP group",
+                hint=f"valid ep: {one_of([str(d) for d in divisors(num_routed_experts)])}",
+            )
+    elif layout.ep != 1:
+        raise InputError(f"ep {layout.ep} needs a mixture-of-experts model; this model is dense, use ep 1")
+    stages = layout.num_stages
+    if stages > num_layers:
+        raise InputError(
+            f"{stages} pipeline stages > {num_layers} transformer layers: every stage needs at least one layer"
+            + (f" (dualpipev cuts the model into 2 x pp {layout.pp} = {stages} stages)"
+               if layout.schedule == "dualpipev" else ""),
+        )
+    check_schedule_layout(layout.schedule, layout.pp, num_micro_batches)
+
+
+def check_schedule_layout(schedule: str, pp: int, num_micro_batches: int | None) -> None:
+    """Pipeline-schedule requirements in launch terms (``pp`` = pipeline ranks, M = micro-batches per step).
+
+    - dualpipe: pp even; M even and M >= 2 x pp (each direction gets M/2).
+    - dualpipev: 2 x pp stages; M >= 2 x pp (the number of stages).
+    - 1f1b, zb1p: M >= pp, so that every stage reaches its steady state.
+    """
+    name = check_schedule_name(schedule)
+    m = num_micro_batches
+    if name == "dualpipe":
+        if pp % 2:
+            raise InputError(f"dualpipe needs an even pp (rank r pairs with rank pp-1-r); got pp {pp}",
+                             hint="use --schedule dualpipev, 1f1b or zb1p for an odd pp")
+        if m is not None and (m % 2 or m < 2 * pp):
+            raise InputError(
+                f"dualpipe needs an even number of micro-batches >= 2 x pp = {2 * pp}; got --micro-batches {m}",
+            )
+    elif name == "dualpipev":
+        if m is not None and m < 2 * pp:
+            raise InputError(
+                f"dualpipev needs micro-batches >= its {2 * pp} stages (2 x pp {pp}); got --micro-batches {m}",
+            )
+    elif m is not None and m < pp:
+        raise InputError(f"{name} needs micro-batches >= pp {pp}; got --micro-batches {m}")

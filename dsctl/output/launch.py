@@ -1,0 +1,152 @@
+"""Table views of ``dsctl launch`` (the plan) and ``dsctl launch layout``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import numpy as np
+from rich.console import RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from dsctl.launch.memory import MemoryEstimate, RankMemory
+from dsctl.launch.plan import LaunchPlan, LayoutReport
+from dsctl.launch.rankmap import RankMapSummary, compact_ranks
+from dsctl.output.registry import table_renderer
+from dsctl.units import GIB, human_bytes
+
+_EXPLAIN_ROWS = 4
+
+
+def _params(n: int) -> str:
+    return f"{n / 1e9:.2f}B" if n >= 1e8 else f"{n / 1e6:.1f}M"
+
+
+def _gib(n: float) -> str:
+    return f"{n / GIB:.1f}"
+
+
+def _layout_table(plan: LaunchPlan | LayoutReport) -> Table:
+    table = Table(title=f"Layout: {plan.model} on {plan.num_nodes:,} x {plan.node_profile} "
+                        f"({plan.world_size:,} GPUs)", title_justify="left")
+    for col in ("PP", "EP", "TP", "DP", "expert-DP", "ZeRO", "schedule", "stages"):
+        table.add_column(col, justify="right")
+    lay = plan.layout
+    table.add_row(str(lay.pp), str(lay.ep), str(lay.tp), str(lay.dp), str(plan.expert_dp), str(plan.zero_stage),
+                  plan.schedule, str(plan.num_stages))
+    return table
+
+
+def _bullets(title: str, lines: Iterable[str]) -> Text:
+    text = Text(title + "\n", style="bold")
+    for line in lines:
+        text.append(f"  - {line}\n", style="")
+    return text
+
+
+def _stage_table(stages: Iterable[dict[str, Any]]) -> Table:
+    table = Table(title="Stages", title_justify="left")
+    for col in ("stage", "contents", "pp ranks", "params/GPU", "routed/GPU"):
+        table.add_column(col, justify="left" if col == "contents" else "right")
+    for s in stages:
+        table.add_row(str(s["stage"]), s["contents"], ", ".join(str(r) for r in s["pp_ranks"]),
+                      _params(s["params_per_gpu"]), _params(s["routed_expert_params_per_gpu"]))
+    return table
+
+
+def _memory_key(row: RankMemory) -> tuple[int, ...]:
+    return (row.params, row.weights_bytes, row.gradients_bytes, row.optimizer_bytes, row.activations_bytes)
+
+
+def _memory_table(memory: MemoryEstimate) -> Iterator[RenderableType]:
+    table = Table(title=f"Memory per GPU in GiB (HBM {_gib(memory.hbm_bytes)}, "
+                        f"{memory.tokens_per_micro_batch:,} tokens per micro-batch)", title_justify="left")
+    for col in ("pp ranks", "stages", "params", "weights", "grads", "optim", "activations", "reserve", "total",
+                "free"):
+        table.add_column(col, justify="right")
+    groups: list[list[RankMemory]] = []
+    for row in memory.per_rank:
+        if groups and _memory_key(groups[-1][-1]) == _memory_key(row):
+            groups[-1].append(row)
+        else:
+            groups.append([row])
+    for group in groups:
+        row = group[0]
+        ranks = compact_ranks([r.pp_rank for r in group])
+        stages = "+".join(str(s) for s in row.stages) + (" .." if len(group) > 1 else "")
+        style = "red" if row.headroom_bytes < 0 else ""
+        table.add_row(ranks, stages, _params(row.params), _gib(row.weights_bytes), _gib(row.gradients_bytes),
+                      _gib(row.optimizer_bytes), f"{row.activation_chunks}x{_gib(row.activation_chunk_bytes)}",
+                      _gib(row.reserve_bytes), _gib(row.total_bytes), _gib(row.headroom_bytes), style=style)
+    yield table
+    worst = memory.worst
+    if memory.fits:
+        yield Text(f"fits: worst pipeline rank {worst.pp_rank} uses {human_bytes(worst.total_bytes)} of "
+                   f"{human_bytes(memory.hbm_bytes)} ({human_bytes(memory.headroom_bytes)} headroom)", style="green")
+    else:
+        yield Text(f"DOES NOT FIT: pipeline rank {worst.pp_rank} needs {human_bytes(worst.total_bytes)} > "
+                   f"{human_bytes(memory.hbm_bytes)} (short by {human_bytes(-memory.headroom_bytes)})",
+                   style="bold red")
+
+
+def _rank_table(summary: RankMapSummary) -> Table:
+    table = Table(title=f"Rank map ({summary.world_size:,} ranks, order {summary.order})", title_justify="left")
+    for col in ("group", "groups x size", "nodes/group", "planes/group", "first group (ranks)", "its nodes"):
+        table.add_column(col, justify="left" if col.startswith(("first", "its", "group")) else "right")
+    for g in summary.groups:
+        nodes = (str(g.min_nodes_per_group) if g.min_nodes_per_group == g.max_nodes_per_group
+                 else f"{g.min_nodes_per_group}-{g.max_nodes_per_group}")
+        planes = (str(g.min_planes_per_group) if g.min_planes_per_group == g.max_planes_per_group
+                  else f"{g.min_planes_per_group}-{g.max_planes_per_group}")
+        table.add_row(g.kind, f"{g.num_groups:,} x {g.group_size:,}", nodes, planes, g.first_group,
+                      g.first_group_nodes)
+    return table
+
+
+@table_renderer(LaunchPlan)
+def _render_plan(plan: LaunchPlan) -> Iterator[RenderableType]:
+    yield _layout_table(plan)
+    yield _bullets("Why this layout", plan.choices)
+    b = plan.batch
+    yield Text(f"batch: {b.global_batch:,} sequences x {b.seq_len:,} tokens per step = dp {plan.layout.dp} x "
+               f"{b.micro_batches} micro-batches x {b.micro_batch_size} sequence(s)")
+    yield _stage_table(plan.stages)
+    yield from _memory_table(plan.memory)
+    yield _rank_table(plan.rank_map)
+    fig = plan.schedule_figures
+    if fig is not None:
+        formula = f" (README formula {fig.bubble_formula:g})" if fig.bubble_formula is not None else ""
+        yield Text(f"schedule {fig.schedule}: {fig.num_stages} stages on {fig.num_ranks} ranks, {fig.micro_batches} "
+                   f"micro-batches; at F=1, B=2, W=1, F&B=3: step {fig.makespan:g} units, bubble {fig.bubble:g}"
+                   f"{formula} = {fig.bubble_fraction:.1%} of the step; peak activations {fig.peak_activations} "
+                   f"chunks; parameters {fig.params_per_rank}")
+    command = " ".join(plan.train_command) if plan.train_command else "(none)"
+    yield Text(f"training command: {command}" + (f"   backend: {plan.backend}" if plan.backend else "")
+               + (f"   job: {plan.job_name}" if plan.job_name else ""))
+    if plan.notes:
+        yield _bullets("Notes", plan.notes)
+
+
+@table_renderer(LayoutReport)
+def _render_layout(report: LayoutReport) -> Iterator[RenderableType]:
+    yield _layout_table(report)
+    yield _bullets("Why this layout", report.choices)
+    yield _stage_table(report.stages)
+    verdict = "fits" if report.memory_fits else "DOES NOT FIT"
+    yield Text(f"memory: {verdict} (worst GPU {human_bytes(report.max_memory_bytes)} of "
+               f"{human_bytes(report.hbm_bytes)}; details: dsctl launch --dry-run)")
+    yield _rank_table(report.rank_map)
+    node = report.ranks.node
+    plane = report.ranks.plane
+    for listing in report.groups:
+        table = Table(title=f"{listing.kind} groups: {listing.num_groups:,} x {listing.group_size:,} - "
+                            f"{listing.meaning}", title_justify="left")
+        for col in ("#", "ranks", "nodes", "planes"):
+            table.add_column(col, justify="right" if col == "#" else "left")
+        for i, ranks in enumerate(listing.ranks[:_EXPLAIN_ROWS]):
+            table.add_row(str(i), compact_ranks(ranks), compact_ranks(np.unique(node[ranks])),
+                          compact_ranks(np.unique(plane[ranks])))
+        if listing.num_groups > _EXPLAIN_ROWS:
+            table.add_row("...", f"{listing.num_groups - _EXPLAIN_ROWS:,} more (all in --format json)", "", "")
+        yield table

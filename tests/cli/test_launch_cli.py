@@ -1,0 +1,137 @@
+"""dsctl launch (plan / dry run) and dsctl launch layout through the real entry point."""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+Cli = Callable[..., Any]
+
+
+def test_launch_default_plan_json(cli: Cli) -> None:
+    res = cli("launch", "--nodes", "256", "--format", "json", "--dry-run", "--", "train.py", "--lr", "3e-4")
+    assert res.exit_code == 0, res.stderr
+    data = res.json()
+    assert data["layout"] == {"pp": 16, "ep": 64, "tp": 1, "dp": 128}
+    assert all(type(v) is int for v in data["layout"].values())
+    assert data["train_command"] == ["train.py", "--lr", "3e-4"]
+    assert data["schedule"] == "dualpipe" and data["zero_stage"] == 1 and data["expert_dp"] == 2
+    assert data["memory"]["fits"] is True
+    assert data["rank_map"]["groups"]["ep"]["max_nodes_per_group"] == 8
+    assert data["batch"]["global_batch"] == 15360
+    fig = data["schedule_figures"]
+    if fig is not None:  # the simulator lives in dsctl.launch.schedule
+        assert fig["bubble"] == fig["bubble_formula"] == 14.0  # (PP/2 - 1)(F&B + B - 3W) = 7 x 2
+        assert fig["peak_activations"] == 17
+
+
+def test_training_script_named_like_a_subcommand(cli: Cli) -> None:
+    res = cli("launch", "--nodes", "256", "-f", "json", "--", "layout", "--pp", "3")
+    assert res.exit_code == 0, res.stderr
+    assert res.json()["train_command"] == ["layout", "--pp", "3"]
+
+
+def test_launch_table_output(cli: Cli) -> None:
+    res = cli("launch", "--nodes", "256", "--", "train.py")
+    assert res.exit_code == 0, res.stderr
+    for text in ("Why this layout", "Memory per GPU", "Rank map", "fits:", "training command: train.py"):
+        assert text in res.stdout
+
+
+def test_training_command_needs_double_dash(cli: Cli) -> None:
+    res = cli("launch", "--nodes", "256", "train.py")
+    assert res.exit_code == 2
+    assert "'train.py' is not a launch subcommand" in res.stderr and "'--'" in res.stderr
+    assert res.stdout == ""
+
+
+def test_submit_is_not_built_yet(cli: Cli) -> None:
+    res = cli("launch", "--nodes", "256", "--submit", "--", "train.py")
+    assert res.exit_code == 2
+    assert "--submit is not built yet" in res.stderr and res.stdout == ""
+    res = cli("launch", "--nodes", "256", "--submit", "--dry-run", "--", "train.py")
+    assert res.exit_code == 2 and "exclude each other" in res.stderr
+
+
+def test_impossible_layout_explained(cli: Cli) -> None:
+    res = cli("launch", "--nodes", "256", "--pp", "16", "--dp", "24", "--", "t.py")
+    assert res.exit_code == 2
+    assert "pp 16 x dp 24 x tp 1 = 384 != world size 2048" in res.stderr
+    assert "Traceback" not in res.stderr
+
+
+def test_bad_inputs(cli: Cli) -> None:
+    cases = [
+        (("--nodes", "256", "--ep", "80", "--pp", "16"), "ep 80"),
+        (("--nodes", "256", "--pp", "7"), "dualpipe needs an even pp"),
+        (("--nodes", "256", "--micro-batches", "30", "--pp", "16"), "micro-batches >= 2 x pp = 32"),
+        (("--nodes", "256", "--model", "nope"), "nope"),
+        (("--nodes", "256", "--dp", "lots"), "--dp 'lots'"),
+        (("--pp", "16",), "--nodes is required"),
+        (("--nodes", "0",), "--nodes 0"),
+    ]
+    for args, text in cases:
+        res = cli("launch", *args, "--", "t.py")
+        assert res.exit_code == 2, (args, res.stdout)
+        assert text in res.stderr, (args, res.stderr)
+
+
+def test_does_not_fit_exits_1(cli: Cli) -> None:
+    res = cli("launch", "--nodes", "256", "--pp", "8", "-f", "json", "--", "t.py")
+    assert res.exit_code == 1
+    data = res.json()
+    assert data["memory"]["fits"] is False and data["dsctl"]["exit_code"] == 1
+
+
+def test_out_writes_layout_and_ranks(cli: Cli, tmp_path: Path) -> None:
+    out = tmp_path / "plan"
+    res = cli("launch", "--nodes", "256", "--dry-run", "--out", str(out), "--", "train.py")
+    assert res.exit_code == 0, res.stderr
+    layout = json.loads((out / "layout.json").read_text())
+    assert layout["layout"] == {"pp": 16, "ep": 64, "tp": 1, "dp": 128}
+    assert layout["train_command"] == ["train.py"]
+    with (out / "ranks.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == 2048
+    assert rows[63] == {"rank": "63", "node": "7", "local_gpu": "7", "plane": "7", "pp": "0", "dp": "63",
+                        "tp": "0", "ep": "63", "edp": "0", "stages": "0;15"}
+
+
+def test_bad_input_writes_nothing(cli: Cli, tmp_path: Path) -> None:
+    out = tmp_path / "plan"
+    res = cli("launch", "--nodes", "256", "--pp", "3", "--out", str(out), "--", "t.py")
+    assert res.exit_code == 2 and not out.exists()
+
+
+def test_layout_subcommand_explain(cli: Cli) -> None:
+    res = cli("launch", "layout", "--nodes", "256", "--explain", "-f", "json")
+    assert res.exit_code == 0, res.stderr
+    data = res.json()
+    assert data["layout"] == {"pp": 16, "ep": 64, "tp": 1, "dp": 128}
+    groups = {g["kind"]: g for g in data["groups"]}
+    assert groups["ep"]["ranks"][0] == list(range(64))
+    assert groups["pp"]["ranks"][1] == list(range(1, 2048, 128))
+    table = cli("launch", "layout", "--nodes", "16", "--explain")
+    assert table.exit_code == 0
+    assert "ep groups" in table.stdout and "pp groups" in table.stdout
+
+
+def test_layout_subcommand_other_schedule(cli: Cli) -> None:
+    res = cli("launch", "layout", "--nodes", "256", "--schedule", "dualpipev", "--pp", "8", "-f", "json")
+    assert res.exit_code == 0, res.stderr
+    data = res.json()
+    assert data["num_stages"] == 16 and data["layout"]["dp"] == 256
+
+
+def test_group_options_before_subcommand_rejected(cli: Cli) -> None:
+    res = cli("launch", "--nodes", "256", "layout")
+    assert res.exit_code == 2 and "put them after the subcommand" in res.stderr
+
+
+def test_launch_help_lists_subcommands(cli: Cli) -> None:
+    res = cli("launch", "--help")
+    assert res.exit_code == 0
+    assert "layout" in res.stdout and "--nodes" in res.stdout
