@@ -1,0 +1,53 @@
+"""dsctl launch schedule: simulate a pipeline schedule (DualPipe, DualPipeV, 1F1B, ZB1P)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+import dsctl.output.launch_schedule  # noqa: F401  (registers the table renderer)
+from dsctl.commands._common import FormatOpt, show
+from dsctl.errors import InputError
+from dsctl.launch.schedule import OpCosts, simulate, timeline_svg
+from dsctl.output import OutputFormat, stderr_console
+from dsctl.output.files import atomic_write
+
+
+def schedule(
+    schedule_name: Annotated[
+        str, typer.Option("--schedule", "-s", help="dualpipe, dualpipev, 1f1b or zb1p.")
+    ] = "dualpipe",
+    pp: Annotated[
+        int, typer.Option("--pp", help="Pipeline stages (DualPipe: ranks; DualPipeV: stages on PP/2 ranks).")
+    ] = 8,
+    micro_batches: Annotated[
+        int, typer.Option("--micro-batches", help="Micro-batches per step (DualPipe: both directions).")
+    ] = 20,
+    f: Annotated[float, typer.Option("--f", help="Forward cost of one chunk (any time unit).")] = 1.0,
+    b: Annotated[float, typer.Option("--b", help="Full backward cost (input + weight gradient).")] = 2.0,
+    w: Annotated[float, typer.Option("--w", help="Weight-gradient part of the backward (I = B - W).")] = 1.0,
+    fb: Annotated[
+        float | None, typer.Option("--fb", help="Overlapped forward+backward cost; default F+B.")
+    ] = None,
+    comm_model: Annotated[
+        str, typer.Option("--comm-model", help="ideal (README figures) or batched (the DualPipe code's "
+                          "batched p2p; dualpipe/dualpipev only).")
+    ] = "ideal",
+    svg: Annotated[Path | None, typer.Option("--svg", help="Also write the timeline as an SVG file.")] = None,
+    fmt: FormatOpt = OutputFormat.table,
+) -> None:
+    """Per-rank op order, timeline, bubble against the README formula, and peak activations of a schedule."""
+    if svg is not None and svg.is_dir():
+        raise InputError(f"--svg {svg} is a folder; give a file name such as {svg / 'timeline.svg'}")
+    result = simulate(schedule_name, pp, micro_batches, OpCosts(f=f, b=b, w=w, fb=fb), comm_model)
+    if svg is not None:
+        atomic_write(svg, timeline_svg(result))
+        stderr_console().print(f"wrote {svg}")
+    show(result, fmt, "launch schedule")
+
+
+def register_schedule(launch_app: typer.Typer) -> None:
+    """Add the ``schedule`` command to the ``launch`` group."""
+    launch_app.command("schedule")(schedule)

@@ -1,0 +1,1 @@
+"""Training-launch planning: parallel layout, stage split, memory fit, rank map and pipeline schedules."""

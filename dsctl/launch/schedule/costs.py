@@ -1,0 +1,61 @@
+"""Op durations used by the schedule simulator, in arbitrary time units (README figures: one cell = 1)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from dsctl.errors import InputError
+
+
+@dataclass(frozen=True)
+class OpCosts:
+    """Durations of one chunk's work on one rank (same unit for all, e.g. milliseconds or figure cells).
+
+    - ``f``: forward of one micro-batch through one stage;
+    - ``b``: full backward (input gradient + weight gradient);
+    - ``w``: weight-gradient part alone; the input-gradient part is ``i = b - w``;
+    - ``fb``: one forward and one full backward overlapped as one op; ``None`` means ``f + b`` (no overlap gain).
+    """
+
+    f: float = 1.0
+    b: float = 2.0
+    w: float = 1.0
+    fb: float | None = None
+
+    @property
+    def i(self) -> float:
+        """Input-gradient-only backward: ``b - w``."""
+        return self.b - self.w
+
+    @property
+    def fb_cost(self) -> float:
+        """Duration of an overlapped forward+backward op (``fb`` or ``f + b``)."""
+        return self.f + self.b if self.fb is None else self.fb
+
+    def duration(self, kind: str) -> float:
+        """Duration of an op of ``kind`` (F, B, I, W or FB)."""
+        if kind == "F":
+            return self.f
+        if kind == "B":
+            return self.b
+        if kind == "I":
+            return self.i
+        if kind == "W":
+            return self.w
+        return self.fb_cost
+
+    def validate(self) -> None:
+        """Raise ``InputError`` naming the option (--f, --b, --w, --fb) whose value is impossible."""
+        for option, value in (("--f", self.f), ("--b", self.b), ("--w", self.w), ("--fb", self.fb)):
+            if value is None:
+                continue
+            if not math.isfinite(value) or value < 0:
+                raise InputError(f"{option} {value}: op costs must be finite and >= 0")
+        if self.f <= 0 or self.b <= 0:
+            raise InputError(f"--f {self.f} --b {self.b}: forward and backward costs must be > 0")
+        if self.w > self.b:
+            raise InputError(f"--w {self.w} > --b {self.b}: the weight-gradient part W is a part of the full "
+                             "backward B, so 0 <= W <= B (input-gradient part I = B - W)")
+        if self.fb is not None and self.fb <= 0:
+            raise InputError(f"--fb {self.fb}: an overlapped forward+backward must take > 0")

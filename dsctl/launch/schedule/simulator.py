@@ -1,0 +1,146 @@
+"""Event simulation of per-rank programs: when each op starts and ends.
+
+Two timing models (dualpipe-facts.md §5):
+
+- ``ideal``: each rank runs its ops in order; an op starts at max(rank free, end of the ops it needs). Sends
+  never block and take no time. This is the model of the DualPipe README figures and formulas.
+- ``commit`` (the CLI's ``batched``): the reference code's p2p pattern. Before every compute op the rank issues
+  its queued sends and receives as one batch and waits until every receive in it has had its matching send
+  issued; a send is issued at the sender's next commit.
+
+Both run in O(number of ops + instructions): a rank that has to wait is parked on the one data item it waits
+for and woken when that item is produced (ideal) or sent (commit).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dsctl.launch.schedule.costs import OpCosts
+from dsctl.launch.schedule.geometry import Geometry
+from dsctl.launch.schedule.ops import Op
+from dsctl.launch.schedule.program import COMMIT, OP, RECV, SEND, RankProgram
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Start and end time of every op, per rank (same order as the programs' ops)."""
+
+    starts: list[list[float]]
+    ends: list[list[float]]
+
+
+def _op_deps(geometry: Geometry, rank: int, op: Op) -> tuple[list[int], list[int]]:
+    """(data items ``op`` needs, data items it produces) as ``Geometry.key`` ids."""
+    needs: list[int] = []
+    makes: list[int] = []
+    last = geometry.num_stages - 1
+    if op.fwd is not None and op.kind in ("F", "FB"):
+        d, m = op.fwd
+        chain, s = geometry.chain(d, m), geometry.stage(rank, d)
+        if s > 0:
+            needs.append(geometry.key(False, chain, s - 1))
+        makes.append(geometry.key(False, chain, s))
+    if op.bwd is not None and op.kind in ("B", "I", "FB"):
+        d, m = op.bwd
+        chain, s = geometry.chain(d, m), geometry.stage(rank, d)
+        needs.append(geometry.key(True, chain, s + 1) if s < last else geometry.key(False, chain, s))
+        makes.append(geometry.key(True, chain, s))
+    return needs, makes
+
+
+def _deadlock(kind: str, programs: list[RankProgram], positions: list[int]) -> RuntimeError:
+    stuck = [f"rank {p.rank} at step {pos}" for p, pos in zip(programs, positions, strict=True)
+             if pos < (len(p.instructions) if kind == "commit" else len(p.ops))]
+    return RuntimeError(f"schedule deadlocks under the {kind} model ({', '.join(stuck)}); generator bug")
+
+
+def simulate_ideal(programs: list[RankProgram], costs: OpCosts) -> Timing:
+    """Ideal model: start = max(rank free, dependency ends)."""
+    geometry = programs[0].geometry
+    done = [-1.0] * geometry.num_keys
+    deps = [[_op_deps(geometry, p.rank, op) for op in p.ops] for p in programs]
+    durations = {kind: costs.duration(kind) for kind in ("F", "B", "I", "W", "FB")}
+    starts: list[list[float]] = [[] for _ in programs]
+    ends: list[list[float]] = [[] for _ in programs]
+    clock = [0.0] * len(programs)
+    position = [0] * len(programs)
+    waiting: dict[int, list[int]] = {}
+    ready = list(range(len(programs)))
+    while ready:
+        r = ready.pop()
+        ops, rank_deps = programs[r].ops, deps[r]
+        while position[r] < len(ops):
+            i = position[r]
+            needs, makes = rank_deps[i]
+            start = clock[r]
+            blocked = False
+            for key in needs:
+                t = done[key]
+                if t < 0:
+                    waiting.setdefault(key, []).append(r)
+                    blocked = True
+                    break
+                start = max(start, t)
+            if blocked:
+                break
+            end = start + durations[ops[i].kind]
+            starts[r].append(start)
+            ends[r].append(end)
+            clock[r] = end
+            position[r] = i + 1
+            for key in makes:
+                done[key] = end
+                ready.extend(waiting.pop(key, ()))
+    if any(position[r] < len(p.ops) for r, p in enumerate(programs)):
+        raise _deadlock("ideal", programs, position)
+    return Timing(starts, ends)
+
+
+def simulate_commit(programs: list[RankProgram], costs: OpCosts) -> Timing:
+    """Batched-p2p model of the reference code (needs programs with instructions)."""
+    geometry = programs[0].geometry
+    sent = [-1.0] * geometry.num_keys
+    durations = {kind: costs.duration(kind) for kind in ("F", "B", "I", "W", "FB")}
+    num_ranks = len(programs)
+    starts: list[list[float]] = [[] for _ in programs]
+    ends: list[list[float]] = [[] for _ in programs]
+    clock = [0.0] * num_ranks
+    position = [0] * num_ranks
+    sends: list[list[int]] = [[] for _ in programs]
+    recvs: list[list[int]] = [[] for _ in programs]
+    issued = [False] * num_ranks  # the current batch's sends are out; waiting on its receives
+    waiting: dict[int, list[int]] = {}
+    ready = list(range(num_ranks))
+    while ready:
+        r = ready.pop()
+        program = programs[r].instructions
+        while position[r] < len(program):
+            code, value = program[position[r]]
+            if code == RECV:
+                recvs[r].append(value)
+            elif code == SEND:
+                sends[r].append(value)
+            elif code == COMMIT:
+                if not issued[r]:
+                    for key in sends[r]:
+                        sent[key] = clock[r]
+                        ready.extend(waiting.pop(key, ()))
+                    sends[r].clear()
+                    issued[r] = True
+                missing = next((key for key in recvs[r] if sent[key] < 0), None)
+                if missing is not None:
+                    waiting.setdefault(missing, []).append(r)
+                    break
+                clock[r] = max([clock[r], *(sent[key] for key in recvs[r])])
+                recvs[r].clear()
+                issued[r] = False
+            elif code == OP:
+                start = clock[r]
+                clock[r] = start + durations[programs[r].ops[value].kind]
+                starts[r].append(start)
+                ends[r].append(clock[r])
+            position[r] += 1
+    if any(position[r] < len(p.instructions) for r, p in enumerate(programs)):
+        raise _deadlock("commit", programs, position)
+    return Timing(starts, ends)
