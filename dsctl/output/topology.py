@@ -1,0 +1,104 @@
+"""Table views of dsctl topology results."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from rich.console import RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from dsctl.output.registry import table_renderer
+from dsctl.topology.api import PlanResult
+from dsctl.topology.sizing import Comparison
+from dsctl.topology.verify import VerifyResult
+
+MAX_FINDING_ROWS = 60
+
+
+def _tbps(gbps: float) -> str:
+    return f"{gbps / 1000:,.1f} Tb/s"
+
+
+def _usd(value: float) -> str:
+    return f"${value / 1e6:,.2f}M" if abs(value) >= 1e6 else f"${value:,.0f}"
+
+
+@table_renderer(PlanResult)
+def _plan(result: PlanResult) -> Iterable[RenderableType]:
+    s = result.summary
+    table = Table(title=f"{s.kind} plan: {s.num_nodes:,} x {s.node_profile} ({s.num_gpus:,} GPUs), "
+                  f"{s.radix}-port {s.switch_profile}", show_header=False, title_justify="left")
+    table.add_column("item", style="bold")
+    table.add_column("value")
+    tiers = f"{s.leaves_per_plane:,} leaves, {s.spines_per_plane:,} spines"
+    if s.cores_per_plane:
+        tiers += f", {s.cores_per_plane:,} cores in {s.pods_per_plane:,} pods"
+    rows = [
+        ("planes", f"{s.num_planes} ({s.rails_per_plane} NIC(s) per node per plane)"),
+        ("per plane", tiers),
+        ("switches", f"{s.num_switches:,}"),
+        ("cables node-leaf", f"{s.cables.node_leaf:,}"),
+        ("cables leaf-spine", f"{s.cables.leaf_spine:,}"),
+    ]
+    if s.cables.spine_core:
+        rows.append(("cables spine-core", f"{s.cables.spine_core:,}"))
+    rows += [
+        ("cables total / optics", f"{s.cables.total:,} / {s.cables.num_transceivers:,} transceivers"),
+        ("cost", f"{_usd(s.cost.total_usd)} (switches {_usd(s.cost.switches_usd)}, links "
+                 f"{_usd(s.cost.inter_switch_links_usd)}, NIC cables {_usd(s.cost.endpoint_links_usd)}); "
+                 f"${s.cost.per_gpu_usd:,.0f} per GPU"),
+        ("bisection", f"{_tbps(s.bisection_gbps_per_plane)} per plane, {_tbps(s.bisection_gbps_total)} total"),
+        ("max switch hops", str(s.max_switch_hops)),
+        ("oversubscription", "non-blocking" if s.oversubscription == 1 else f"{s.oversubscription:g}:1"),
+        ("unused switch ports", f"{s.unused_ports.total:,} (leaf NIC side {s.unused_ports.leaf_down:,}, leaf up "
+                                f"{s.unused_ports.leaf_up:,}, spine {s.unused_ports.spine:,}"
+                                + (f", core {s.unused_ports.core:,})" if s.cores_per_plane else ")")),
+        ("growth", s.growth),
+    ]
+    for note in s.notes:
+        rows.append(("note", note))
+    for key, value in rows:
+        table.add_row(key, value)
+    yield table
+    if result.files:
+        yield Text(f"wrote {len(result.files)} files to {result.out_dir}: "
+                   + ", ".join(f.rsplit('/', 1)[-1] for f in result.files))
+
+
+@table_renderer(Comparison)
+def _compare(result: Comparison) -> Iterable[RenderableType]:
+    table = Table(title=f"Topologies with {result.radix}-port switches (${result.switch_usd:,.0f} per switch, "
+                  f"${result.link_usd:,.0f} per switch-to-switch link)", title_justify="left")
+    for col in ("topology", "endpoints", "switches", "links", "cost (M$)", "cost/endpoint (k$)"):
+        table.add_column(col, justify="left" if col == "topology" else "right")
+    for row in result:
+        table.add_row(row.name, f"{row.endpoints:,}", f"{row.switches:,}", f"{row.links:,}",
+                      f"{row.cost_usd / 1e6:,.2f}", f"{row.cost_per_endpoint_usd / 1e3:,.2f}")
+    yield table
+    yield Text("links = switch-to-switch links; cost = switches x switch cost + links x link cost "
+               "(NIC cables excluded, as in the paper). SF is formula-sized (q need not be a prime power).",
+               style="dim")
+
+
+@table_renderer(VerifyResult)
+def _verify(result: VerifyResult) -> Iterable[RenderableType]:
+    ok = result.exit_code == 0
+    head = (f"{result.matched_cables:,} of {result.expected_cables:,} planned cables found "
+            f"({result.observed_format}, {result.observed_cables:,} observed links)")
+    yield Text(("OK: " if ok else "MISMATCH: ") + head, style="green" if ok else "bold red")
+    if ok:
+        return
+    counts = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in result.counts.items() if v)
+    yield Text(counts)
+    table = Table(title="findings", title_justify="left")
+    for col in ("kind", "plane", "a end", "b end", "expected", "line"):
+        table.add_column(col)
+    for f in result.findings[:MAX_FINDING_ROWS]:
+        table.add_row(f.kind, f.plane, f"{f.a_device} {f.a_port}", f"{f.b_device} {f.b_port}", f.expected,
+                      "" if f.line is None else str(f.line))
+    yield table
+    if len(result.findings) > MAX_FINDING_ROWS:
+        yield Text(f"... {len(result.findings) - MAX_FINDING_ROWS} more; use --format json for all of them")
+    if result.unmatched_devices:
+        yield Text("devices not in the plan: " + ", ".join(result.unmatched_devices[:20]))

@@ -1,0 +1,107 @@
+"""Entry points the command layer calls: build a spec from profiles, plan + files, verify from texts."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from dsctl.errors import InputError
+from dsctl.profiles.schema import NodeProfile, SwitchProfile
+from dsctl.topology.export import cabling_csv, plan_json, slurm_topology, switches_csv
+from dsctl.topology.graphics import topology_dot, topology_svg
+from dsctl.topology.naming import NameTemplates
+from dsctl.topology.observed import parse_observed
+from dsctl.topology.plan import KINDS, Plan, PlanSpec, build_plan, default_planes, default_templates
+from dsctl.topology.sizing import Comparison, compare_topologies
+from dsctl.topology.summary import PlanSummary, summarize
+from dsctl.topology.verify import VerifyResult, load_plan_json, verify
+
+PLAN_FILES = ("cabling.csv", "switches.csv", "plan.json", "topology.dot", "topology.conf", "topology.svg")
+
+
+def nodes_for(num_nodes: int | None, num_gpus: int | None, node: NodeProfile) -> int:
+    """Node count from ``--nodes`` or ``--gpus`` (exactly one; GPUs must fill whole nodes)."""
+    if (num_nodes is None) == (num_gpus is None):
+        raise InputError("give exactly one of --nodes N or --gpus G")
+    if num_nodes is not None:
+        if num_nodes <= 0:
+            raise InputError(f"--nodes must be at least 1, got {num_nodes}")
+        return num_nodes
+    gpus = int(num_gpus or 0)
+    per = node.num_gpus
+    if gpus <= 0:
+        raise InputError(f"--gpus must be at least 1, got {gpus}")
+    if gpus % per:
+        low, high = gpus // per * per, math.ceil(gpus / per) * per
+        raise InputError(f"--gpus {gpus} does not fill whole {node.name} nodes of {per} GPUs; "
+                         f"use {low or per} or {high}")
+    return gpus // per
+
+
+def make_spec(kind: str, num_nodes: int, node: NodeProfile, switch: SwitchProfile, *, planes: int | None = None,
+              radix: int | None = None, oversubscription: float = 1.0,
+              names: dict[str, str | None] | None = None) -> PlanSpec:
+    """A PlanSpec from profiles and options; ``names`` overrides templates (keys node, nic, leaf, spine, core)."""
+    kind = kind.lower()
+    if kind not in KINDS:
+        raise InputError(f"--kind {kind!r} is not a topology kind; use one of {', '.join(KINDS)}")
+    templates = default_templates(kind)
+    overrides = {k: v for k, v in (names or {}).items() if v is not None}
+    if overrides:
+        templates = dataclasses.replace(templates, **overrides)
+    return PlanSpec(
+        kind=kind, num_nodes=num_nodes, num_nics_per_node=node.num_compute_nics, num_gpus_per_node=node.num_gpus,
+        num_planes=planes if planes is not None else default_planes(kind, node.num_compute_nics),
+        radix=radix if radix is not None else switch.num_ports, port_gbps=min(switch.port_gbps,
+                                                                              node.compute_nic_gbps),
+        switch_usd=switch.cost_usd, link_usd=switch.link_cost_usd, endpoint_link_usd=switch.endpoint_link_cost_usd,
+        oversubscription=oversubscription, templates=templates, node_profile=node.name,
+        switch_profile=switch.name)
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    """What ``dsctl topology plan`` prints: the summary, plus the folder and files written (if any)."""
+
+    summary: PlanSummary
+    out_dir: str | None = None
+    files: list[str] = field(default_factory=list)
+
+    def to_data(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self.summary), "out_dir": self.out_dir, "files": self.files}
+
+
+def plan_files(plan: Plan, summary: PlanSummary) -> dict[str, str]:
+    """Every output file of a plan, by file name (see PLAN_FILES)."""
+    return {
+        "cabling.csv": cabling_csv(plan),
+        "switches.csv": switches_csv(plan),
+        "plan.json": plan_json(plan, dataclasses.asdict(summary)),
+        "topology.dot": topology_dot(plan, summary),
+        "topology.conf": slurm_topology(plan, summary),
+        "topology.svg": topology_svg(plan, summary),
+    }
+
+
+def plan_with_files(spec: PlanSpec, with_files: bool) -> tuple[PlanSummary, dict[str, str]]:
+    """Build the plan; also render its files when ``with_files``."""
+    plan = build_plan(spec)
+    summary = summarize(plan)
+    return summary, (plan_files(plan, summary) if with_files else {})
+
+
+def compare(radix: int, switch_usd: float, link_usd: float, num_planes: int = 8) -> Comparison:
+    return compare_topologies(radix, switch_usd, link_usd, num_planes)
+
+
+def verify_texts(plan_text: str, observed_text: str, plan_name: str, observed_name: str) -> VerifyResult:
+    """Parse both inputs (InputError with the file and line on malformed text) and compare them."""
+    expected = load_plan_json(plan_text, plan_name)
+    observed = parse_observed(observed_text, observed_name)
+    return verify(expected, observed, plan_name, observed_name)
+
+
+__all__ = ["PLAN_FILES", "NameTemplates", "PlanResult", "compare", "make_spec", "nodes_for", "plan_files",
+           "plan_with_files", "verify_texts"]

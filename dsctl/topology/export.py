@@ -1,0 +1,139 @@
+"""Text exports of a plan: cabling.csv, switches.csv, plan.json and Slurm's topology.conf.
+
+Pure functions from a ``Plan`` to strings; the command layer writes them (all-or-nothing).
+
+plan.json schema (``"schema": "dsctl.topology.plan/1"``):
+
+- ``spec``: the inputs (kind, nodes, NICs per node, planes, radix, port rate, oversubscription, unit costs,
+  name templates, profile names).
+- ``summary``: the same object ``dsctl topology plan --format json`` prints (without the ``dsctl`` header).
+- ``nics``: NIC names by NIC index; ``nic_plane``: plane of each NIC index.
+- ``device_columns`` / ``devices``: one row per device ``[name, tier, plane, pod, ports]``; tier is node,
+  leaf, spine or core; plane and pod are 0-based, -1 where they do not apply.
+- ``cable_columns`` / ``cables``: one row per cable ``[plane, kind, a_device, a_port, b_device, b_port]``;
+  the a end is the lower tier; a node's port is its NIC name, a switch port a number 1..radix.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+
+from dsctl.topology.naming import compress_hostlist
+from dsctl.topology.plan import CABLE_KINDS, TIER_NAMES, Plan
+from dsctl.topology.summary import PlanSummary
+
+PLAN_SCHEMA = "dsctl.topology.plan/1"
+CABLE_COLUMNS = ("plane", "kind", "a_device", "a_port", "b_device", "b_port")
+DEVICE_COLUMNS = ("name", "tier", "plane", "pod", "ports")
+
+
+def _cable_columns(plan: Plan) -> tuple[list[int], list[str], list[str], list[str], list[str], list[int]]:
+    names = np.array(plan.device_names, dtype=object)
+    nics = np.array(plan.nic_names, dtype=object)
+    is_node = plan.device_tier[plan.a_dev] == 0
+    a_port = np.where(is_node, nics[np.where(is_node, plan.a_port, 0)], plan.a_port.astype(object))
+    kinds = np.array(CABLE_KINDS, dtype=object)[plan.cable_kind]
+    return (plan.cable_plane.tolist(), kinds.tolist(), names[plan.a_dev].tolist(), a_port.tolist(),
+            names[plan.b_dev].tolist(), plan.b_port.tolist())
+
+
+def cabling_csv(plan: Plan) -> str:
+    """One row per cable: ``cable,plane,kind,a_device,a_port,b_device,b_port`` (cable numbered from 1)."""
+    cols = _cable_columns(plan)
+    lines = [f"{i},{p},{k},{a},{ap},{b},{bp}" for i, (p, k, a, ap, b, bp) in enumerate(zip(*cols, strict=True), 1)]
+    return "cable," + ",".join(CABLE_COLUMNS) + "\n" + "\n".join(lines) + ("\n" if lines else "")
+
+
+def switches_csv(plan: Plan) -> str:
+    """One row per switch: ``name,tier,plane,pod,ports,down_used,up_used,free``."""
+    down, up = plan.ports_used()
+    idx = np.flatnonzero(plan.device_tier > 0)
+    free = plan.device_ports[idx].astype(np.int64) - down[idx] - up[idx]
+    tiers = np.array(TIER_NAMES, dtype=object)[plan.device_tier[idx]]
+    rows = zip([plan.device_names[i] for i in idx.tolist()], tiers.tolist(), plan.device_plane[idx].tolist(),
+               plan.device_pod[idx].tolist(), plan.device_ports[idx].tolist(), down[idx].tolist(),
+               up[idx].tolist(), free.tolist(), strict=True)
+    lines = [f"{n},{t},{pl},{po + 1 if po >= 0 else ''},{pt},{d},{u},{f}" for n, t, pl, po, pt, d, u, f in rows]
+    return "name,tier,plane,pod,ports,down_used,up_used,free\n" + "\n".join(lines) + ("\n" if lines else "")
+
+
+def spec_data(plan: Plan) -> dict[str, Any]:
+    s = plan.spec
+    return {
+        "kind": s.kind, "num_nodes": s.num_nodes, "num_nics_per_node": s.num_nics_per_node,
+        "num_gpus_per_node": s.num_gpus_per_node, "num_planes": s.num_planes, "radix": s.radix,
+        "port_gbps": s.port_gbps, "oversubscription": s.oversubscription, "switch_usd": s.switch_usd,
+        "link_usd": s.link_usd, "endpoint_link_usd": s.endpoint_link_usd, "node_profile": s.node_profile,
+        "switch_profile": s.switch_profile,
+        "templates": {"node": s.templates.node, "nic": s.templates.nic, "leaf": s.templates.leaf,
+                      "spine": s.templates.spine, "core": s.templates.core},
+    }
+
+
+def plan_json(plan: Plan, summary_data: dict[str, Any]) -> str:
+    """The whole plan as JSON (schema in the module docstring). ``summary_data`` is ``to_data(summary)``."""
+    tiers = np.array(TIER_NAMES, dtype=object)[plan.device_tier]
+    devices = [list(r) for r in zip(plan.device_names, tiers.tolist(), plan.device_plane.tolist(),
+                                    plan.device_pod.tolist(), plan.device_ports.tolist(), strict=True)]
+    cables = [list(r) for r in zip(*_cable_columns(plan), strict=True)]
+    doc = {
+        "schema": PLAN_SCHEMA,
+        "spec": spec_data(plan),
+        "summary": summary_data,
+        "nics": plan.nic_names,
+        "nic_plane": plan.nic_plane.tolist(),
+        "device_columns": list(DEVICE_COLUMNS),
+        "devices": devices,
+        "cable_columns": list(CABLE_COLUMNS),
+        "cables": cables,
+    }
+    text = json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
+    # one device / cable per line keeps the file greppable and diffable
+    return text.replace(",[", ",\n[").replace("[[", "[\n[") + "\n"
+
+
+def _groups(keys: np.ndarray, values: np.ndarray) -> list[tuple[int, list[int]]]:
+    """(key, values in input order) for each distinct key, keys ascending."""
+    order = np.argsort(keys, kind="stable")
+    k, v = keys[order], values[order]
+    cuts = np.flatnonzero(np.diff(k)) + 1
+    return [(int(ks[0]), vs.tolist()) for ks, vs in zip(np.split(k, cuts), np.split(v, cuts), strict=True)
+            if len(ks)]
+
+
+def slurm_topology(plan: Plan, summary: PlanSummary) -> str:
+    """topology.conf for Slurm's topology/tree plugin, from plane 0.
+
+    Slurm models one tree; every plane of these kinds places nodes identically, so plane 0 stands for all.
+    Each node is listed under the leaf of its first NIC in plane 0; spines list the leaves they are
+    cabled to, cores the spines.
+    """
+    spec = plan.spec
+    p0 = plan.cable_plane == 0
+    node_cab = np.flatnonzero(p0 & (plan.cable_kind == 0))
+    # first cable of each node in plane 0 (lowest NIC index)
+    order = node_cab[np.lexsort((plan.a_port[node_cab], plan.a_dev[node_cab]))]
+    first = order[np.r_[True, plan.a_dev[order][1:] != plan.a_dev[order][:-1]]] if len(order) else order
+    leaf_of_node = plan.b_dev[first]
+    lines = [
+        "# Slurm topology.conf (TopologyPlugin=topology/tree) generated by dsctl topology plan",
+        f"# kind={spec.kind} nodes={spec.num_nodes} planes={spec.num_planes} radix={spec.radix}",
+        "# Plane 0 is written out; the other planes place every node on the same leaf numbers.",
+    ]
+    names = plan.device_names
+    for leaf, nodes in _groups(leaf_of_node, plan.a_dev[first]):
+        lines.append(f"SwitchName={names[leaf]} Nodes={compress_hostlist(names[n] for n in nodes)}")
+    listed = np.unique(leaf_of_node)
+    for kind in (1, 2):
+        cab = np.flatnonzero(p0 & (plan.cable_kind == kind))
+        if not len(cab):
+            continue
+        pairs = np.unique(np.stack([plan.b_dev[cab], plan.a_dev[cab]], axis=1), axis=0)
+        pairs = pairs[np.isin(pairs[:, 1], listed)]
+        for upper, children in _groups(pairs[:, 0], pairs[:, 1]):
+            lines.append(f"SwitchName={names[upper]} Switches={compress_hostlist(names[c] for c in children)}")
+        listed = np.unique(pairs[:, 0])
+    return "\n".join(lines) + "\n"

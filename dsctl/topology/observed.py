@@ -1,0 +1,234 @@
+"""What was actually cabled: parsers for ibnetdiscover output and links CSV, and a writer for the former.
+
+All functions take and return text; the command layer reads the files.
+
+ibnetdiscover (infiniband-diags / rdma-core) prints one block per node::
+
+    vendid=0x2c9
+    switchguid=0x...(...)
+    Switch  64 "S-<guid>"   # "<NodeDescription>" enhanced port 0 lid 3 lmc 0
+    [1]     "H-<guid>"[1](<portguid>)   # "<peer NodeDescription>" lid 5 4xNDR
+    [33]    "S-<guid>"[1]               # "<peer NodeDescription>" lid 9 4xNDR
+
+    caguid=0x...
+    Ca      1 "H-<guid>"    # "node0001 mlx5_0"
+    [1](<portguid>)  "S-<guid>"[1]   # lid 5 lmc 0 "<peer NodeDescription>" lid 3 4xNDR
+
+Devices are named by NodeDescription. A CA's description is "<hostname> <ibdev>" (the Linux default), so
+its end is device <hostname>, port <ibdev> (``<ibdev>/<n>`` for HCA port n > 1). A switch's end is its
+description and the port number. Each link appears twice (once from each end) and is counted once.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from dsctl.errors import InputError
+
+
+@dataclass(frozen=True)
+class ObservedEnd:
+    """One end of an observed cable: ``device`` name, ``port`` label, raw ``desc`` and ``guid`` if known.
+
+    ``is_switch`` is True/False from ibnetdiscover, None from a CSV (decided by the plan).
+    """
+
+    device: str
+    port: str
+    desc: str = ""
+    guid: str = ""
+    is_switch: bool | None = None
+
+
+@dataclass(frozen=True)
+class ObservedLink:
+    """A cable seen in the fabric, with the 1-based line of the file it was read from."""
+
+    a: ObservedEnd
+    b: ObservedEnd
+    line: int
+
+
+@dataclass(frozen=True)
+class ObservedFabric:
+    """Every cable of an observed fabric; ``source_format`` is ``ibnetdiscover`` or ``csv``."""
+
+    links: list[ObservedLink]
+    source_format: str
+
+
+_HEADER = re.compile(r'^(Switch|Ca|Rt)\s+(\d+)\s+"([SHR])-([0-9a-fA-F]+)"\s*(?:#\s*"(.*?)"(.*))?$')
+_PORT = re.compile(
+    r'^\[(\d+)\](?:\(([0-9a-fA-F]+)\))?(?:\[ext \d+\])?\s+"([SHR])-([0-9a-fA-F]+)"\[(\d+)\](?:\[ext \d+\])?'
+    r'\s*(?:\(([0-9a-fA-F]+)\))?\s*(?:#(.*))?$')
+_KEYVAL = re.compile(r"^(vendid|devid|sysimgguid|switchguid|caguid|rtguid)=\S*", re.IGNORECASE)
+_QUOTED = re.compile(r'"(.*?)"')
+_PLAIN = ("Non-Chassis Nodes", "Chassis ", "Hostname:")
+
+
+def _end(node_type: str, guid: str, desc: str, port: int) -> ObservedEnd:
+    if node_type == "S":
+        return ObservedEnd(desc or f"S-{guid}", str(port), desc, guid, True)
+    tokens = desc.split()
+    device = tokens[0] if tokens else f"H-{guid}"
+    ibdev = tokens[1] if len(tokens) > 1 else "port"
+    label = ibdev if port == 1 else f"{ibdev}/{port}"
+    return ObservedEnd(device, label, desc, guid, False)
+
+
+def parse_ibnetdiscover(text: str, source: str = "OBSERVED") -> ObservedFabric:
+    """Parse ibnetdiscover's default topology output. Raises InputError naming the line of a malformed entry."""
+    # pass 1: node headers (descriptions by GUID) and raw port lines
+    descs: dict[str, str] = {}
+    raw: list[tuple[int, str, str, int, str, str, int, str]] = []
+    current: tuple[str, str] | None = None
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#") or _KEYVAL.match(stripped) or stripped.startswith(_PLAIN):
+            continue
+        header = _HEADER.match(stripped)
+        if header:
+            node_type = header.group(3)
+            guid = header.group(4).lower()
+            descs[f"{node_type}-{guid}"] = header.group(5) or ""
+            current = (node_type, guid)
+            continue
+        port = _PORT.match(stripped)
+        if port:
+            if current is None:
+                raise InputError(f"{source} line {number}: port line before any 'Switch' or 'Ca' line: "
+                                 f"{stripped[:80]!r}")
+            comment = port.group(7) or ""
+            quoted = _QUOTED.search(comment)
+            raw.append((number, current[0], current[1], int(port.group(1)), port.group(3), port.group(4).lower(),
+                        int(port.group(5)), quoted.group(1) if quoted else ""))
+            continue
+        raise InputError(
+            f"{source} line {number} is not ibnetdiscover output: {stripped[:80]!r}",
+            hint="expected 'Switch N \"S-<guid>\" # \"desc\" ...', 'Ca N \"H-<guid>\" # \"desc\"', "
+                 "'[port] \"S-<guid>\"[port] ...' or a links CSV with header a_device,a_port,b_device,b_port")
+    if not descs:
+        raise InputError(f"{source} has no 'Switch' or 'Ca' blocks; is it ibnetdiscover output?")
+    links: list[ObservedLink] = []
+    seen: set[tuple[tuple[str, int], tuple[str, int]]] = set()
+    for number, my_type, my_guid, my_port, peer_type, peer_guid, peer_port, peer_desc in raw:
+        a_key, b_key = (f"{my_type}-{my_guid}", my_port), (f"{peer_type}-{peer_guid}", peer_port)
+        key = (a_key, b_key) if a_key <= b_key else (b_key, a_key)
+        if key in seen:
+            continue
+        seen.add(key)
+        a = _end(my_type, my_guid, descs.get(a_key[0], ""), my_port)
+        b = _end(peer_type, peer_guid, descs.get(b_key[0], peer_desc), peer_port)
+        links.append(ObservedLink(a, b, number))
+    return ObservedFabric(links, "ibnetdiscover")
+
+
+LINK_COLUMNS = ("a_device", "a_port", "b_device", "b_port")
+
+
+def parse_links_csv(text: str, source: str = "OBSERVED") -> ObservedFabric:
+    """Parse a links CSV: header with a_device,a_port,b_device,b_port (other columns are ignored).
+
+    ``dsctl topology plan``'s cabling.csv has this shape, so a plan verifies against its own cabling.
+    Lines starting with '#' are skipped.
+    """
+    lines = text.splitlines()
+    numbered = [(i, line) for i, line in enumerate(lines, 1) if line.strip() and not line.lstrip().startswith("#")]
+    if not numbered:
+        raise InputError(f"{source} is empty")
+    header_no, header_line = numbered[0]
+    header = [h.strip().lower() for h in next(csv.reader([header_line]))]
+    missing = [c for c in LINK_COLUMNS if c not in header]
+    if missing:
+        raise InputError(f"{source} line {header_no}: the links CSV header lacks {', '.join(missing)}",
+                         hint="the header must name a_device,a_port,b_device,b_port")
+    col = [header.index(c) for c in LINK_COLUMNS]
+    links: list[ObservedLink] = []
+    for number, line in numbered[1:]:
+        row = next(csv.reader([line]))
+        if len(row) != len(header):
+            raise InputError(f"{source} line {number} has {len(row)} fields, the header has {len(header)}")
+        a_dev, a_port, b_dev, b_port = (row[c].strip() for c in col)
+        if not (a_dev and a_port and b_dev and b_port):
+            raise InputError(f"{source} line {number}: a_device, a_port, b_device and b_port must all be set")
+        links.append(ObservedLink(ObservedEnd(a_dev, a_port, a_dev), ObservedEnd(b_dev, b_port, b_dev), number))
+    return ObservedFabric(links, "csv")
+
+
+def parse_observed(text: str, source: str = "OBSERVED") -> ObservedFabric:
+    """Detect the format (links CSV if the first data line names a_device and b_device) and parse it."""
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        lowered = stripped.lower()
+        if "a_device" in lowered and "b_device" in lowered:
+            return parse_links_csv(text, source)
+        break
+    return parse_ibnetdiscover(text, source)
+
+
+def _guid(kind: str, index: int) -> str:
+    base = 0x0002C90300000000 if kind == "H" else 0xB83FD20300000000
+    return f"{base + index:016x}"
+
+
+def render_ibnetdiscover(links: Iterable[tuple[str, str, str, str]], switch_radix: Mapping[str, int]) -> str:
+    """ibnetdiscover-format text for ``links`` (a_device, a_port, b_device, b_port).
+
+    A device named in ``switch_radix`` is a switch (ports are numbers); any other device is a host whose
+    port label is an ibdev name, rendered as a one-port CA described "<host> <ibdev>". GUIDs are synthetic
+    and deterministic. Used to write test fixtures and to show what a correct fabric looks like.
+    """
+    ports: dict[str, dict[int, tuple[str, str, int]]] = {}
+    desc_of: dict[str, str] = {}
+    guid_of: dict[str, str] = {}
+    lid_of: dict[str, int] = {}
+
+    def node_id(device: str, port: str) -> tuple[str, int]:
+        if device in switch_radix:
+            key = f"S:{device}"
+            if key not in guid_of:
+                guid_of[key] = "S-" + _guid("S", len(guid_of) + 1)
+                desc_of[key] = device
+            return key, int(port)
+        key = f"H:{device} {port}"
+        if key not in guid_of:
+            guid_of[key] = "H-" + _guid("H", len(guid_of) + 1)
+            desc_of[key] = f"{device} {port}"
+        return key, 1
+
+    for a_dev, a_port, b_dev, b_port in links:
+        a_key, a_num = node_id(a_dev, a_port)
+        b_key, b_num = node_id(b_dev, b_port)
+        ports.setdefault(a_key, {})[a_num] = (b_key, b_dev, b_num)
+        ports.setdefault(b_key, {})[b_num] = (a_key, a_dev, a_num)
+    for i, key in enumerate(sorted(guid_of), 1):
+        lid_of[key] = i
+    out = ["#", "# Topology file: generated by dsctl (synthetic ibnetdiscover format)", "#",
+           "# Initiated from node " + (guid_of[sorted(guid_of)[0]][2:] if guid_of else "0" * 16), ""]
+    for key in sorted(k for k in guid_of if k.startswith("S:")):
+        guid = guid_of[key]
+        out += ["vendid=0x2c9", "devid=0xd2f0", f"sysimgguid=0x{guid[2:].lstrip('0')}",
+                f"switchguid=0x{guid[2:].lstrip('0')}({guid[2:].lstrip('0')})",
+                f'Switch\t{switch_radix[desc_of[key]]} "{guid}"\t\t# "{desc_of[key]}" enhanced port 0 '
+                f"lid {lid_of[key]} lmc 0"]
+        for num in sorted(ports.get(key, {})):
+            peer, _, peer_port = ports[key][num]
+            pguid = guid_of[peer]
+            portguid = f"({pguid[2:].lstrip('0')})" if peer.startswith("H:") else ""
+            out.append(f'[{num}]\t"{pguid}"[{peer_port}]{portguid}\t\t# "{desc_of[peer]}" lid {lid_of[peer]} 4xNDR')
+        out.append("")
+    for key in sorted(k for k in guid_of if k.startswith("H:")):
+        guid = guid_of[key]
+        out += ["vendid=0x2c9", "devid=0x1021", f"sysimgguid=0x{guid[2:].lstrip('0')}",
+                f"caguid=0x{guid[2:].lstrip('0')}", f'Ca\t1 "{guid}"\t\t# "{desc_of[key]}"']
+        for num in sorted(ports.get(key, {})):
+            peer, _, peer_port = ports[key][num]
+            out.append(f'[{num}]({guid[2:].lstrip("0")}) \t"{guid_of[peer]}"[{peer_port}]\t\t# lid {lid_of[key]} '
+                       f'lmc 0 "{desc_of[peer]}" lid {lid_of[peer]} 4xNDR')
+        out.append("")
+    return "\n".join(out)

@@ -1,0 +1,124 @@
+"""dsctl topology plan|compare|verify through the real entry point: exit codes, JSON shape, messages, files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "topology"
+KEYS = {"name", "endpoints", "switches", "links", "cost_usd", "cost_per_endpoint_usd"}
+
+
+def test_compare_json_is_a_bare_list_with_exact_keys(cli) -> None:
+    res = cli("topology", "compare", "--format", "json")
+    assert res.exit_code == 0, res.stderr
+    data = res.json()
+    assert isinstance(data, list) and [d["name"] for d in data] == ["FT2", "MPFT", "FT3", "SF", "DF"]
+    assert all(set(d) == KEYS for d in data)
+    by = {d["name"]: d for d in data}
+    assert (by["MPFT"]["endpoints"], by["MPFT"]["switches"], by["MPFT"]["links"]) == (16384, 768, 16384)
+    assert round(by["FT3"]["cost_usd"] / 1e6) == 491
+    assert round(by["FT2"]["cost_per_endpoint_usd"] / 1e3, 2) == 4.39
+
+
+def test_compare_table_and_cost_overrides(cli) -> None:
+    res = cli("topology", "compare")
+    assert res.exit_code == 0 and "MPFT" in res.stdout and "71.92" in res.stdout
+    res = cli("topology", "compare", "--radix", "32", "--switch-cost", "1000", "--link-cost", "0", "-f", "json")
+    ft2 = res.json()[0]
+    assert (ft2["endpoints"], ft2["switches"], ft2["cost_usd"]) == (512, 48, 48000)
+
+
+@pytest.mark.parametrize("radix", ["63", "6"])
+def test_compare_rejects_unbuildable_radix(cli, radix: str) -> None:
+    res = cli("topology", "compare", "--radix", radix)
+    assert res.exit_code == 2 and "--radix" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_plan_summary_json(cli) -> None:
+    res = cli("topology", "plan", "--gpus", "16384", "-f", "json")
+    assert res.exit_code == 0, res.stderr
+    d = res.json()
+    assert d["dsctl"]["command"] == "topology plan"
+    assert (d["num_nodes"], d["num_planes"], d["leaves_per_plane"], d["spines_per_plane"]) == (2048, 8, 64, 32)
+    assert d["num_switches"] == 768 and d["cables"]["total"] == 32768
+    assert d["max_switch_hops"] == 3 and d["max_nodes"] == 2048
+    assert d["files"] == [] and d["out_dir"] is None
+
+
+def test_plan_table(cli) -> None:
+    res = cli("topology", "plan", "--nodes", "100")
+    assert res.exit_code == 0 and "max switch hops" in res.stdout and "growth" in res.stdout
+
+
+def test_plan_out_writes_every_file_and_counts_agree(cli, tmp_path: Path) -> None:
+    out = tmp_path / "fabric"
+    res = cli("topology", "plan", "--nodes", "100", "--out", str(out), "-f", "json")
+    assert res.exit_code == 0, res.stderr
+    names = sorted(p.name for p in out.iterdir())
+    assert names == ["cabling.csv", "plan.json", "switches.csv", "topology.conf", "topology.dot", "topology.svg"]
+    summary = res.json()
+    cabling = (out / "cabling.csv").read_text().splitlines()
+    plan = json.loads((out / "plan.json").read_text())
+    assert len(cabling) - 1 == len(plan["cables"]) == summary["cables"]["total"] == 1600
+    assert plan["summary"]["num_switches"] == summary["num_switches"]
+    assert (out / "topology.svg").read_text().startswith("<svg")
+    assert (out / "topology.dot").read_text().startswith("graph fabric {")
+    assert "SwitchName=p0-leaf01 Nodes=node[0001-0032]" in (out / "topology.conf").read_text()
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["--nodes", "0"], "--nodes"),
+    (["--nodes", "3000"], "at most 2,048"),
+    (["--nodes", "300", "--kind", "mrft"], "at most 256"),
+    (["--gpus", "100"], "--gpus 100"),
+    (["--nodes", "4", "--gpus", "32"], "exactly one"),
+    ([], "exactly one"),
+    (["--nodes", "4", "--radix", "63"], "odd"),
+    (["--nodes", "4", "--node-profile", "nope"], "nope"),
+    (["--nodes", "4", "--switch", "nope"], "nope"),
+    (["--nodes", "4", "--kind", "torus"], "--kind"),
+    (["--nodes", "4", "--leaf-name", "leaf{x}"], "--leaf-name"),
+])
+def test_plan_bad_input_exits_2(cli, tmp_path: Path, args: list[str], needle: str) -> None:
+    out = tmp_path / "never"
+    res = cli("topology", "plan", *args, "--out", str(out))
+    assert res.exit_code == 2, res.stdout
+    assert needle in res.stderr and "Traceback" not in res.stderr
+    assert not out.exists()
+
+
+def test_too_many_nodes_suggests_a_kind(cli) -> None:
+    res = cli("topology", "plan", "--nodes", "3000")
+    assert "ft3" in res.stderr
+
+
+def test_verify_perfect_and_miswired(cli, tmp_path: Path) -> None:
+    out = tmp_path / "plan"
+    assert cli("topology", "plan", "--nodes", "10", "--radix", "8", "--out", str(out)).exit_code == 0
+    ok = cli("topology", "verify", str(out), str(DATA / "perfect.ibnet"), "-f", "json")
+    assert ok.exit_code == 0, ok.stderr
+    assert ok.json()["findings"] == []
+    bad = cli("topology", "verify", str(out), str(DATA / "miswired.ibnet"), "-f", "json")
+    assert bad.exit_code == 1
+    data = bad.json()
+    assert data["dsctl"]["exit_code"] == 1
+    assert data["counts"] == {"missing": 2, "extra": 1, "swapped": 2, "cross_plane": 2, "unmatched_device": 1}
+    assert {"a_device", "a_port", "b_device", "b_port", "kind", "line"} <= set(data["findings"][0])
+    table = cli("topology", "verify", str(out), str(DATA / "miswired.ibnet"))
+    assert table.exit_code == 1 and "MISMATCH" in table.stdout and "cross_plane" in table.stdout
+    own = cli("topology", "verify", str(out / "plan.json"), str(out / "cabling.csv"))
+    assert own.exit_code == 0 and "OK" in own.stdout
+
+
+def test_verify_bad_input_exits_2(cli, tmp_path: Path) -> None:
+    out = tmp_path / "plan"
+    cli("topology", "plan", "--nodes", "10", "--radix", "8", "--out", str(out))
+    res = cli("topology", "verify", str(out), str(DATA / "malformed.ibnet"))
+    assert res.exit_code == 2 and "line 41" in res.stderr
+    res = cli("topology", "verify", str(tmp_path), str(DATA / "perfect.ibnet"))
+    assert res.exit_code == 2 and "plan.json" in res.stderr
+    res = cli("topology", "verify", str(out), str(tmp_path / "absent.txt"))
+    assert res.exit_code == 2 and "does not exist" in res.stderr
