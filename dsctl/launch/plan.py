@@ -255,6 +255,14 @@ def plan_launch(model: ModelProfile, node: NodeProfile, request: LaunchRequest,
     world = request.num_nodes * gpn
     tp = request.tp if request.tp is not None else 1
     choices: list[str] = []
+    if request.ep is not None and model.moe is not None and model.moe.num_routed_experts % request.ep:
+        experts = model.moe.num_routed_experts
+        valid = [str(d) for d in divisors(experts)]
+        raise InputError(
+            f"ep {request.ep} does not divide the {experts} routed experts of {model.name} "
+            f"({experts} = {experts // request.ep} x {request.ep} + {experts % request.ep})",
+            hint=f"valid ep for this model: {', '.join(valid)}",
+        )
     candidates = pp_candidates(request, model, gpn, tp)
     if not candidates:
         raise InputError(

@@ -135,3 +135,9 @@ def test_launch_help_lists_subcommands(cli: Cli) -> None:
     res = cli("launch", "--help")
     assert res.exit_code == 0
     assert "layout" in res.stdout and "--nodes" in res.stdout
+
+
+def test_ep_that_does_not_divide_the_experts_is_named_in_auto_mode(cli) -> None:
+    result = cli("launch", "--nodes", "256", "--ep", "7", "--", "t.py")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert "ep 7 does not divide the 256 routed experts of deepseek-v3 (256 = 36 x 7 + 4)" in result.stderr
