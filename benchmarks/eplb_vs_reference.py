@@ -30,7 +30,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dsctl.eplb.reference import rebalance_reference  # noqa: E402
+from dsctl.eplb.reference import rebalance_reference
 
 NUM_LAYERS, NUM_EXPERTS, NUM_GROUPS = 58, 256, 8
 #: (name, replicas, nodes, gpus, policy)
@@ -101,7 +101,8 @@ def timed(func: Callable[[], Any], repeats: int) -> tuple[float, float]:
 
 def compare(ref: ModuleType, seeds: int, repeats: int) -> int:
     failures = 0
-    print(f"{NUM_LAYERS} layers x {NUM_EXPERTS} experts, {NUM_GROUPS} groups; Zipf(1.0) loads with 10% lognormal jitter")
+    print(f"{NUM_LAYERS} layers x {NUM_EXPERTS} experts, {NUM_GROUPS} groups; "
+          "Zipf(1.0) loads with 10% lognormal jitter")
     print(f"{'layout':36} {'float exact':>12} {'int logcnt+loads':>17} {'ref best/med s':>16} "
           f"{'dsctl best/med ms':>18} {'speed-up':>9}")
     for name, replicas, nodes, gpus, policy in LAYOUTS:
@@ -122,8 +123,9 @@ def compare(ref: ModuleType, seeds: int, repeats: int) -> int:
                 int_ok += 1
         failures += (seeds - float_ok) + (seeds - int_ok)
         w = synthetic_loads(np.random.default_rng(1234), integer=False).astype(np.float32)
-        ref_best, ref_med = timed(lambda: run_reference(ref, w, replicas, nodes, gpus, policy), repeats)
-        our_best, our_med = timed(lambda: rebalance_reference(w, replicas, NUM_GROUPS, nodes, gpus, policy), repeats)
+        args = (w, replicas, nodes, gpus, policy)
+        ref_best, ref_med = timed(lambda a=args: run_reference(ref, *a), repeats)
+        our_best, our_med = timed(lambda a=args: rebalance_reference(a[0], a[1], NUM_GROUPS, *a[2:]), repeats)
         print(f"{name:36} {f'{float_ok}/{seeds}':>12} {f'{int_ok}/{seeds}':>17} "
               f"{f'{ref_best:.3f}/{ref_med:.3f}':>16} {f'{our_best * 1e3:.2f}/{our_med * 1e3:.2f}':>18} "
               f"{ref_best / our_best:>8.0f}x")
@@ -143,7 +145,8 @@ def write_golden(ref: ModuleType, path: Path) -> None:
         import torch
 
         g, n = (groups, nodes) if policy == "hierarchical" else (1, 1)
-        p2l, l2p, cnt = (t.numpy().tolist() for t in ref.rebalance_experts(torch.from_numpy(loads), replicas, g, n, gpus))
+        outputs = ref.rebalance_experts(torch.from_numpy(loads), replicas, g, n, gpus)
+        p2l, l2p, cnt = (t.numpy().tolist() for t in outputs)
         cases.append({"name": name, "weight": loads.tolist(), "num_replicas": replicas, "num_groups": groups,
                       "num_nodes": nodes, "num_gpus": gpus, "policy": policy, "integer": integer,
                       "phy2log": p2l, "log2phy": l2p, "logcnt": cnt})

@@ -161,9 +161,10 @@ def placement_from_ranks(phy2log: np.ndarray, rank: np.ndarray, logcnt: np.ndarr
     num_layers, num_slots = phy2log.shape
     num_experts = logcnt.shape[1]
     width = int(logcnt.max())
-    log2phy = np.full((num_layers, num_experts, width), -1, dtype=np.int64)
-    layer_idx = np.repeat(np.arange(num_layers), num_slots)
-    log2phy[layer_idx, phy2log.ravel(), rank.ravel()] = np.tile(np.arange(num_slots), num_layers)
+    log2phy = np.full(num_layers * num_experts * width, -1, dtype=np.int64)
+    flat = ((np.arange(num_layers)[:, None] * num_experts + phy2log) * width + rank).ravel()
+    log2phy[flat] = np.tile(np.arange(num_slots, dtype=np.int64), num_layers)
+    log2phy = log2phy.reshape(num_layers, num_experts, width)
     return Placement(phy2log=phy2log.astype(np.int64), log2phy=log2phy, logcnt=logcnt.astype(np.int64))
 
 

@@ -3,8 +3,9 @@
 The one input that matters is throughput: trained tokens per GPU-second. It comes from, in order:
 
 1. ``tokens_per_gpu_second`` given by the user (a measured figure) -> source ``given``;
-2. the model's published measurement (the profile's ``published.training_gpu_hours_per_trillion_tokens``; for deepseek-v3 the tech report's
-   180K H800 GPU hours per trillion tokens) when no FLOP-path input is given -> source ``measured``;
+2. the model's published measurement (the profile's ``published.training_gpu_hours_per_trillion_tokens``;
+   for deepseek-v3 the tech report's 180K H800 GPU hours per trillion tokens) when no FLOP-path input is
+   given -> source ``measured``;
 3. the FLOP path: ``gpu_tflops * 1e12 * mfu / flops_per_token`` with 989 TFLOPS (H800 dense BF16) and
    MFU 0.39 (Table 4's causal 38.94%) by default; FLOPs per token are the given ``gflops_per_token``, else the
    profile's published Table 2 figure, else ``dsctl.model.flops`` at ``seq_len`` -> source ``flops``.

@@ -1,0 +1,143 @@
+"""dsctl eplb rebalance|simulate: expert placement from routing statistics (DeepSeek's EPLB and better)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+import dsctl.output.eplb  # noqa: F401  (registers the table renderers)
+from dsctl.commands._common import FormatOpt, profile_store, show
+from dsctl.eplb.export import parse_placement, sglang_expert_location, sglang_server_args
+from dsctl.eplb.rebalance import expert_size_bytes, rebalance
+from dsctl.eplb.simulate import simulate
+from dsctl.eplb.stats import sum_stats
+from dsctl.errors import InputError
+from dsctl.output import OutputFormat, render_json, stderr_console
+from dsctl.output.emit import envelope
+from dsctl.output.files import atomic_write
+from dsctl.profiles.schema import ModelProfile
+
+app = typer.Typer(
+    name="eplb",
+    help="Expert-parallel load balancing: replicate hot experts and place replicas on GPUs from routing statistics.",
+    no_args_is_help=True,
+)
+
+
+def register(app_: typer.Typer) -> None:
+    """Attach the ``eplb`` group to the root app."""
+    app_.add_typer(app, name="eplb")
+
+
+def _read(path: Path, what: str) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"{what} {path}: file not found") from None
+    except IsADirectoryError:
+        raise InputError(f"{what} {path}: is a folder, expected a file") from None
+    except OSError as exc:
+        raise InputError(f"{what} {path}: cannot read ({exc.strerror})") from None
+
+
+def _model(name: str | None) -> ModelProfile | None:
+    if name is None:
+        return None
+    model = profile_store().model(name)
+    if model.moe is None:
+        raise InputError(f"--model {name} has no MoE layers; EPLB needs a mixture-of-experts model")
+    return model
+
+
+def _check_out_dirs(*paths: Path | None) -> None:
+    for path in paths:
+        if path is not None and not (path.parent if str(path.parent) else Path(".")).is_dir():
+            raise InputError(f"cannot write {path}: folder {path.parent} does not exist")
+
+
+StatsArg = Annotated[list[Path], typer.Argument(
+    help="Routing statistics, layers x experts: .json (2-D list or {\"load\": ...}), .csv (one row per layer) "
+    "or .npy; several are summed.")]
+
+
+@app.command("rebalance")
+def rebalance_cmd(
+    stats: StatsArg,
+    replicas: Annotated[int, typer.Option("--replicas", "-r",
+                                          help="Physical expert slots per layer (experts + redundant).")],
+    gpus: Annotated[int, typer.Option("--gpus", "-g", help="GPUs in the expert-parallel group (slots split evenly).")],
+    nodes: Annotated[int, typer.Option("--nodes", "-n", help="Nodes (fast intra-node links) the GPUs span.")],
+    groups: Annotated[int | None, typer.Option("--groups", help="Expert groups (default: the model's, else 1).")] \
+    = None,
+    model: Annotated[str | None, typer.Option("--model", "-m", help="Model profile supplying experts and groups, "
+                                              "e.g. deepseek-v3.")] = None,
+    policy: Annotated[str, typer.Option("--policy", help="auto (hierarchical iff groups % nodes == 0), "
+                                         "hierarchical or global.")] = "auto",
+    algorithm: Annotated[str, typer.Option("--algorithm", help="reference (DeepSeek's EPLB, exact) or balanced.")]
+    = "reference",
+    previous: Annotated[Path | None, typer.Option("--previous", help="Current placement (dsctl or SGLang JSON): "
+                                                  "move as few replicas as possible.")] = None,
+    tolerance: Annotated[float, typer.Option("--tolerance", help="With --previous: allowed loss of balancedness "
+                                             "against the unconstrained plan (fraction).")] = 0.01,
+    bytes_per_param: Annotated[float, typer.Option("--bytes-per-param", help="Expert weight bytes per parameter for "
+                                                   "bytes moved (1 = FP8, 2 = BF16).")] = 1.0,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the placement JSON (phy2log, log2phy, logcnt, "
+                                             "metrics) to this file.")] = None,
+    sglang_out: Annotated[Path | None, typer.Option("--sglang-out", help="Write SGLang's --init-expert-location "
+                                                    "JSON to this file.")] = None,
+    fmt: FormatOpt = OutputFormat.table,
+) -> None:
+    """Plan expert replicas and their GPUs from routing statistics; report balancedness before/after."""
+    profile = _model(model)
+    moe = profile.moe if profile is not None else None
+    weight = sum_stats([(str(p), _read(p, "statistics file")) for p in stats])
+    if moe is not None and weight.shape[1] != moe.num_routed_experts:
+        raise InputError(f"statistics have {weight.shape[1]} experts per layer but --model {model} has "
+                         f"{moe.num_routed_experts} routed experts")
+    dense = 0
+    if profile is not None and weight.shape[0] == profile.num_layers - profile.num_dense_layers:
+        dense = profile.num_dense_layers
+    previous_placement = None
+    if previous is not None:
+        text = _read(previous, "--previous").decode("utf-8", errors="replace")
+        previous_placement = parse_placement(str(previous), text, weight.shape[1]).placement
+    _check_out_dirs(out, sglang_out)
+    result = rebalance(
+        weight, num_replicas=replicas, num_gpus=gpus, num_nodes=nodes,
+        num_groups=groups if groups is not None else (moe.num_expert_groups if moe is not None else 1),
+        policy=policy, algorithm=algorithm, previous=previous_placement, tolerance=tolerance,
+        expert_bytes=expert_size_bytes(profile, bytes_per_param) if profile is not None else None,
+        sources=tuple(str(p) for p in stats), num_dense_layers=dense,
+    )
+    if out is not None:
+        atomic_write(out, render_json(envelope(result, "eplb rebalance", 0)))
+    if sglang_out is not None:
+        atomic_write(sglang_out, json.dumps(sglang_expert_location(result.placement, dense)) + "\n")
+    show(result, fmt, "eplb rebalance")
+    err = stderr_console()
+    if out is not None:
+        err.print(f"wrote {out}")
+    if sglang_out is not None:
+        err.print(f"wrote {sglang_out}; SGLang: {sglang_server_args(result.layout, str(sglang_out))}")
+
+
+@app.command("simulate")
+def simulate_cmd(
+    stats: Annotated[Path, typer.Argument(help="Routing statistics to replay (.json, .csv or .npy).")],
+    placement: Annotated[Path, typer.Argument(help="Placement JSON: dsctl's --out file or SGLang's "
+                                              "--init-expert-location file.")],
+    more_stats: Annotated[list[Path] | None, typer.Option("--stats", help="More statistics files, summed with STATS.")]
+    = None,
+    gpus: Annotated[int | None, typer.Option("--gpus", "-g", help="GPUs the placement spans (needed for SGLang "
+                                             "files; default: the file's).")] = None,
+    fmt: FormatOpt = OutputFormat.table,
+) -> None:
+    """Per-GPU loads and balancedness an existing placement yields on (other) statistics."""
+    files = [stats, *(more_stats or [])]
+    weight = sum_stats([(str(p), _read(p, "statistics file")) for p in files])
+    text = _read(placement, "placement").decode("utf-8", errors="replace")
+    loaded = parse_placement(str(placement), text, weight.shape[1])
+    show(simulate(weight, loaded, gpus, tuple(str(p) for p in files)), fmt, "eplb simulate")

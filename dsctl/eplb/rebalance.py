@@ -1,0 +1,108 @@
+"""``dsctl eplb rebalance`` as one domain call: check the input, run the chosen algorithm, measure the result.
+
+Algorithms: ``reference`` (DeepSeek's EPLB, exact; dsctl.eplb.reference), ``balanced`` (dsctl.eplb.balanced),
+and migration-aware planning from a previous placement (dsctl.eplb.migration).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from typing import Any
+
+import numpy as np
+
+from dsctl.eplb.checks import Layout, check_layout, check_weight
+from dsctl.eplb.export import MigrationSummary, RebalanceResult
+from dsctl.eplb.metrics import placement_metrics
+from dsctl.eplb.placement import Placement
+from dsctl.eplb.reference import rebalance_layout
+from dsctl.errors import InputError
+from dsctl.profiles.schema import ModelProfile
+
+ALGORITHMS = ("reference", "balanced")
+
+
+def expert_size_bytes(model: ModelProfile, bytes_per_param: float = 1.0) -> int | None:
+    """Bytes of one routed expert's weights: 3 matrices (gate, up, down) of hidden x moe_intermediate parameters.
+
+    ``bytes_per_param`` 1.0 = FP8 (DeepSeek-V3 as served; block scales add < 0.1%), 2.0 = BF16. None for dense models.
+    """
+    if model.moe is None:
+        return None
+    return round(3 * model.hidden_size * model.moe.moe_intermediate_size * bytes_per_param)
+
+
+def _optional_module(name: str, option: str) -> Any:
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name != name:
+            raise
+        raise InputError(f"{option} is not available in this build of dsctl ({name} is missing)") from None
+
+
+def _run_algorithm(weight: np.ndarray, layout: Layout, algorithm: str) -> Placement:
+    if algorithm == "reference":
+        return rebalance_layout(weight, layout)
+    module = _optional_module("dsctl.eplb.balanced", "--algorithm balanced")
+    placement: Placement = module.rebalance_balanced(weight, layout.num_replicas, layout.num_groups, layout.num_nodes,
+                                                     layout.num_gpus, layout.policy)
+    return placement
+
+
+def _check_previous(previous: Placement, layout: Layout) -> None:
+    expected = (layout.num_layers, layout.num_replicas)
+    if tuple(previous.phy2log.shape) != expected:
+        raise InputError(f"--previous placement is {previous.phy2log.shape[0]} layers x "
+                         f"{previous.phy2log.shape[1]} slots, "
+                         f"but the statistics and --replicas give {expected[0]} layers x {expected[1]} slots")
+    if previous.num_experts != layout.num_experts:
+        raise InputError(f"--previous placement has {previous.num_experts} experts, "
+                         f"the statistics have {layout.num_experts}")
+
+
+def rebalance(
+    weight: np.ndarray,
+    *,
+    num_replicas: int,
+    num_gpus: int,
+    num_nodes: int,
+    num_groups: int,
+    policy: str = "auto",
+    algorithm: str = "reference",
+    previous: Placement | None = None,
+    tolerance: float = 0.01,
+    expert_bytes: int | None = None,
+    sources: tuple[str, ...] = (),
+    num_dense_layers: int = 0,
+) -> RebalanceResult:
+    """Plan a placement for ``weight`` [L, E] (summed routing statistics) and measure it before/after.
+
+    Raises InputError for any bad input (rules V1-V11, unknown algorithm, mismatching previous placement).
+    """
+    if algorithm not in ALGORITHMS:
+        raise InputError(f"--algorithm {algorithm!r} is not valid: choose reference or balanced")
+    if not 0.0 <= tolerance < 1.0:
+        raise InputError(f"--tolerance {tolerance} must be in [0, 1) (a fraction: 0.01 = 1% of the balancedness)")
+    checked, weight_warnings = check_weight(weight, "statistics")
+    layout = check_layout(checked.shape[0], checked.shape[1], num_replicas, num_groups, num_nodes, num_gpus, policy)
+    migration = None
+    if previous is None:
+        placement = _run_algorithm(checked, layout, algorithm)
+    else:
+        _check_previous(previous, layout)
+        module = _optional_module("dsctl.eplb.migration", "--previous")
+        result = module.rebalance_with_previous(checked, previous, layout.num_replicas, layout.num_groups,
+                                                layout.num_nodes, layout.num_gpus, layout.policy, tolerance, algorithm)
+        placement = result.placement
+        moved = int(result.replicas_moved)
+        details: dict[str, Any] = {}
+        if dataclasses.is_dataclass(result):
+            details = {f.name: getattr(result, f.name) for f in dataclasses.fields(result)
+                       if f.name not in ("placement", "replicas_moved")}
+        migration = MigrationSummary(moved, None if expert_bytes is None else moved * expert_bytes,
+                                     expert_bytes, tolerance, details)
+    metrics = placement_metrics(checked, placement, layout)
+    return RebalanceResult(placement, metrics, layout, algorithm, sources,
+                           weight_warnings + layout.warnings, migration, num_dense_layers)

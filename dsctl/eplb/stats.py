@@ -1,0 +1,183 @@
+"""Parse routing statistics (per-layer, per-logical-expert load) from file contents.
+
+Accepted formats (chosen by file suffix, or sniffed when the suffix says nothing):
+- JSON: a bare 2-D list ``[[...], ...]`` (layers x experts), or an object whose ``"load"`` key holds one;
+- CSV: one row per layer, comma-separated; blank lines and lines starting with ``#`` are skipped, and a
+  first row made only of non-numbers is taken as a header;
+- ``.npy``: a 2-D numeric array (no pickles).
+A 1-D list or array is one layer. Several files (a window of snapshots) are summed element by element.
+
+Pure functions over text/bytes: the command layer reads the files.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from dsctl.errors import InputError
+
+FORMATS = ("json", "csv", "npy")
+_NPY_MAGIC = b"\x93NUMPY"
+
+
+def detect_format(name: str, content: bytes) -> str:
+    """``json``, ``csv`` or ``npy`` from the suffix of ``name``, else from the first bytes of ``content``."""
+    lower = name.lower()
+    for fmt in FORMATS:
+        if lower.endswith("." + fmt):
+            return fmt
+    if content.startswith(_NPY_MAGIC):
+        return "npy"
+    head = content.lstrip()[:1]
+    return "json" if head in (b"[", b"{") else "csv"
+
+
+def _cell_value(name: str, row: int, col: int, cell: object) -> float:
+    if isinstance(cell, bool) or not isinstance(cell, (int, float)):
+        raise InputError(f"{name}: layer row {row}, column {col}: {cell!r} is not a number",
+                         hint="loads must be non-negative finite numbers (token counts or floats)")
+    value = float(cell)
+    _check_value(name, row, col, value, repr(cell))
+    return value
+
+
+def _check_value(name: str, row: int, col: int, value: float, shown: str) -> None:
+    if not math.isfinite(value):
+        raise InputError(f"{name}: layer row {row}, column {col}: {shown} is not finite; loads must be finite numbers")
+    if value < 0:
+        raise InputError(f"{name}: layer row {row}, column {col}: {shown} is negative; loads must be >= 0")
+
+
+def _rows_to_array(name: str, rows: Sequence[Sequence[float]]) -> np.ndarray:
+    if not rows:
+        raise InputError(f"{name}: no load rows found (empty statistics)",
+                         hint="expected one row per MoE layer, one number per logical expert")
+    width = len(rows[0])
+    if width == 0:
+        raise InputError(f"{name}: layer row 0 is empty; expected one number per logical expert")
+    for index, row in enumerate(rows):
+        if len(row) != width:
+            raise InputError(f"{name}: layer row {index} has {len(row)} values but row 0 has {width} "
+                             f"(ragged rows: every layer needs one value per expert)")
+    return np.asarray(rows, dtype=np.float64).reshape(len(rows), width)
+
+
+def parse_json(name: str, text: str) -> np.ndarray:
+    """JSON bare 2-D list, or ``{"load": 2-D list}`` -> float64 [L, E]."""
+    if not text.strip():
+        raise InputError(f"{name}: file is empty; expected a JSON 2-D list of loads (layers x experts)")
+    try:
+        data = json.loads(text, parse_constant=lambda token: token)  # keep NaN/Infinity as text to report them
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{name}: not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+    if isinstance(data, dict):
+        if "load" not in data:
+            keys = ", ".join(sorted(map(str, data))) or "none"
+            raise InputError(f"{name}: JSON object has no \"load\" key (keys: {keys})",
+                             hint='give a bare 2-D list, or {"load": [[...], ...]}')
+        data = data["load"]
+    if not isinstance(data, list):
+        raise InputError(f"{name}: expected a 2-D list of loads (layers x experts), got a JSON {type(data).__name__}")
+    if data and not isinstance(data[0], list):
+        data = [data]  # a single layer
+    rows: list[list[float]] = []
+    for r, row in enumerate(data):
+        if not isinstance(row, list):
+            raise InputError(f"{name}: layer row {r} is a {type(row).__name__}, expected a list of numbers")
+        values = []
+        for c, cell in enumerate(row):
+            if isinstance(cell, str) and cell in ("NaN", "Infinity", "-Infinity"):
+                raise InputError(f"{name}: layer row {r}, column {c}: {cell} is not finite; "
+                                 f"loads must be finite numbers")
+            values.append(_cell_value(name, r, c, cell))
+        rows.append(values)
+    return _rows_to_array(name, rows)
+
+
+def _parse_number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def parse_csv(name: str, text: str) -> np.ndarray:
+    """CSV, one row per layer -> float64 [L, E]. An all-text first row is a header."""
+    lines = [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    if not lines:
+        raise InputError(f"{name}: file is empty; expected one CSV row of loads per MoE layer")
+    table = list(csv.reader(lines))
+    if table and all(_parse_number(cell.strip()) is None for cell in table[0]):
+        table = table[1:]  # header
+        offset = 1
+    else:
+        offset = 0
+    rows: list[list[float]] = []
+    for r, cells in enumerate(table):
+        if cells and cells[-1].strip() == "":
+            cells = cells[:-1]  # trailing comma
+        values = []
+        for c, cell in enumerate(cells):
+            value = _parse_number(cell.strip())
+            if value is None:
+                raise InputError(f"{name}: layer row {r} (line {r + offset + 1} of data), column {c}: "
+                                 f"{cell.strip()!r} is not a number")
+            _check_value(name, r, c, value, cell.strip())
+            values.append(value)
+        rows.append(values)
+    return _rows_to_array(name, rows)
+
+
+def parse_npy(name: str, content: bytes) -> np.ndarray:
+    """``.npy`` bytes (numeric, 1-D or 2-D, no pickles) -> float64 [L, E]."""
+    if not content:
+        raise InputError(f"{name}: file is empty; expected a .npy array of loads (layers x experts)")
+    try:
+        arr = np.load(io.BytesIO(content), allow_pickle=False)
+    except (ValueError, OSError, EOFError) as exc:
+        raise InputError(f"{name}: not a readable .npy array ({exc})") from None
+    if not isinstance(arr, np.ndarray) or arr.dtype.kind not in "biuf":
+        raise InputError(f"{name}: .npy array must be numeric, got dtype {getattr(arr, 'dtype', '?')}")
+    if arr.ndim == 1:
+        arr = arr[None, :]
+    if arr.ndim != 2 or arr.size == 0:
+        raise InputError(f"{name}: expected a 2-D array (layers x experts), got shape {tuple(arr.shape)}")
+    arr = arr.astype(np.float64)
+    bad = ~np.isfinite(arr) | (arr < 0)
+    if bad.any():
+        r, c = (int(v) for v in np.argwhere(bad)[0])
+        _check_value(name, r, c, float(arr[r, c]), repr(float(arr[r, c])))
+    return arr
+
+
+def parse_stats(name: str, content: bytes) -> np.ndarray:
+    """One statistics file's contents -> float64 [L, E] loads; ``name`` is used in messages and for the format."""
+    fmt = detect_format(name, content)
+    if fmt == "npy":
+        return parse_npy(name, content)
+    try:
+        text = content.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise InputError(f"{name}: not UTF-8 text; expected JSON, CSV or .npy statistics") from None
+    return parse_json(name, text) if fmt == "json" else parse_csv(name, text)
+
+
+def sum_stats(named: Sequence[tuple[str, bytes]]) -> np.ndarray:
+    """Parse several files and sum them (a window of snapshots); every file must have the same shape."""
+    if not named:
+        raise InputError("no statistics files given")
+    first_name = named[0][0]
+    total = parse_stats(first_name, named[0][1]).copy()
+    for name, content in named[1:]:
+        arr = parse_stats(name, content)
+        if arr.shape != total.shape:
+            raise InputError(f"{name}: shape {arr.shape[0]} layers x {arr.shape[1]} experts differs from "
+                             f"{first_name} ({total.shape[0]} x {total.shape[1]}); summed files must match")
+        total += arr
+    return total

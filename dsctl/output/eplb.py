@@ -1,0 +1,115 @@
+"""Table (human) views of ``dsctl eplb`` results: balancedness per layer and a per-GPU load bar chart."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+import numpy as np
+from rich.console import RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from dsctl.eplb.checks import Layout
+from dsctl.eplb.export import RebalanceResult
+from dsctl.eplb.metrics import PlacementMetrics
+from dsctl.eplb.simulate import SimulationResult
+from dsctl.output.generic import format_scalar
+from dsctl.output.registry import table_renderer
+
+#: show every layer up to this many; beyond, a summary and the worst layers
+MAX_LAYER_ROWS = 16
+BAR_WIDTH = 40
+
+
+def _layout_line(layout: Layout) -> str:
+    nodes = f"{layout.num_nodes} node{'s' if layout.num_nodes != 1 else ''}"
+    return (f"{layout.num_layers} layers x {layout.num_experts} experts -> {layout.num_replicas} slots on "
+            f"{layout.num_gpus} GPUs / {nodes} ({layout.slots_per_gpu} per GPU), policy {layout.policy}")
+
+
+def _layer_table(metrics: PlacementMetrics, layers: Iterable[int], title: str) -> Table:
+    bound = metrics.balancedness_bound
+    table = Table(title=title, title_justify="left")
+    for name in ("layer", "before", "after", "bound", "max GPU load", "mean GPU load", "lower bound"):
+        table.add_column(name, justify="right")
+    for i in layers:
+        table.add_row(str(i), f"{metrics.before.balancedness[i]:.4f}", f"{metrics.after.balancedness[i]:.4f}",
+                      f"{bound[i]:.4f}", format_scalar(float(metrics.after.max_gpu_load[i])),
+                      format_scalar(float(metrics.after.mean_gpu_load[i])),
+                      format_scalar(float(metrics.lower_bound_gpu_load[i])))
+    return table
+
+
+def _summary_table(metrics: PlacementMetrics) -> Table:
+    bound = metrics.balancedness_bound
+    table = Table(title=f"Balancedness (mean / max GPU load) over {metrics.num_layers} layers", title_justify="left")
+    for name in ("", "before", "after", "bound"):
+        table.add_column(name, justify="right" if name else "left")
+    rows = (("mean", np.mean), ("worst", np.min), ("best", np.max))
+    for label, func in rows:
+        table.add_row(label, f"{func(metrics.before.balancedness):.4f}", f"{func(metrics.after.balancedness):.4f}",
+                      f"{func(bound):.4f}")
+    return table
+
+
+def balancedness_views(metrics: PlacementMetrics) -> Iterator[RenderableType]:
+    """Per-layer table for few layers; otherwise the summary and the five worst layers."""
+    if metrics.num_layers <= MAX_LAYER_ROWS:
+        yield _layer_table(metrics, range(metrics.num_layers), "Balancedness (mean / max GPU load) per layer")
+        return
+    yield _summary_table(metrics)
+    worst = np.argsort(metrics.after.balancedness, kind="stable")[:5]
+    yield _layer_table(metrics, (int(i) for i in worst), "Worst layers after placement")
+
+
+def load_chart(metrics: PlacementMetrics, layer: int) -> Table:
+    """Bar chart of the layer's per-GPU loads after placement; '|' marks the mean."""
+    loads = metrics.after.gpu_loads[layer]
+    peak = float(loads.max()) or 1.0
+    mean = float(metrics.after.mean_gpu_load[layer])
+    mean_col = min(BAR_WIDTH - 1, round(mean / peak * BAR_WIDTH))
+    table = Table(title=f"Per-GPU load, worst layer {layer} (balancedness {metrics.after.balancedness[layer]:.4f}; "
+                        f"| = mean {format_scalar(mean)})", title_justify="left", show_edge=False, box=None)
+    table.add_column("GPU", justify="right")
+    table.add_column("load", justify="right")
+    table.add_column("", no_wrap=True)
+    for gpu, load in enumerate(loads):
+        filled = round(float(load) / peak * BAR_WIDTH)
+        cells = ["#" if c < filled else " " for c in range(BAR_WIDTH)]
+        if cells[mean_col] == " ":
+            cells[mean_col] = "|"
+        style = "bold red" if float(load) >= peak else ""
+        table.add_row(str(gpu), format_scalar(round(float(load), 2)), Text("".join(cells), style=style))
+    return table
+
+
+def _warnings(warnings: Iterable[str]) -> Iterator[RenderableType]:
+    for warning in warnings:
+        yield Text(f"warning: {warning}", style="yellow")
+
+
+@table_renderer(RebalanceResult)
+def _render_rebalance(result: RebalanceResult) -> Iterator[RenderableType]:
+    yield Text(f"EPLB rebalance ({result.algorithm}): {_layout_line(result.layout)}", style="bold")
+    yield from _warnings(result.warnings)
+    yield from balancedness_views(result.metrics)
+    summary = result.metrics.summary()
+    yield Text(f"mean balancedness {summary['mean_balancedness_before']:.4f} -> "
+               f"{summary['mean_balancedness_after']:.4f} "
+               f"(bound {summary['mean_balancedness_bound']:.4f}, {summary['bound_kind']}); "
+               f"max replicas per expert {result.placement.log2phy.shape[2]}")
+    if result.migration is not None:
+        moved = result.migration
+        size = "n/a (give --model)" if moved.bytes_moved is None else f"{moved.bytes_moved / 1e9:,.2f} GB"
+        yield Text(f"migration: {moved.replicas_moved:,} replicas moved, {size} (tolerance {moved.tolerance:.2%})")
+    yield load_chart(result.metrics, result.metrics.worst_layer)
+
+
+@table_renderer(SimulationResult)
+def _render_simulation(result: SimulationResult) -> Iterator[RenderableType]:
+    yield Text(f"EPLB simulate: placement {result.placement_source} ({result.placement_kind}) on "
+               f"{', '.join(result.sources) or 'statistics'}", style="bold")
+    yield Text(_layout_line(result.layout))
+    yield from _warnings(result.warnings)
+    yield from balancedness_views(result.metrics)
+    yield load_chart(result.metrics, result.metrics.worst_layer)

@@ -1,0 +1,168 @@
+"""dsctl eplb rebalance|simulate through the real entry point: exit codes, JSON keys, files, error messages."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+README = [[90, 132, 40, 61, 104, 165, 39, 4, 73, 56, 183, 86], [20, 107, 104, 64, 19, 197, 187, 157, 172, 86, 16, 27]]
+README_ARGS = ("-r", "16", "-g", "8", "-n", "2", "--groups", "4")
+
+
+@pytest.fixture
+def readme(tmp_path: Path) -> Path:
+    path = tmp_path / "stats.json"
+    path.write_text(json.dumps({"load": README}))
+    return path
+
+
+@pytest.fixture
+def v3_stats(tmp_path: Path) -> Path:
+    rng = np.random.default_rng(5)
+    w = np.round(1e5 / np.arange(1, 257) * rng.lognormal(0, 0.3, (6, 256)))
+    path = tmp_path / "v3.npy"
+    np.save(path, np.stack([rng.permutation(r) for r in w]))
+    return path
+
+
+def test_readme_example_json(cli: Callable, readme: Path) -> None:
+    res = cli("eplb", "rebalance", readme, *README_ARGS, "--format", "json")
+    assert res.exit_code == 0, res.stderr
+    data = res.json()
+    assert {"dsctl", "phy2log", "log2phy", "logcnt", "metrics"} <= set(data)
+    assert data["phy2log"][0] == [5, 6, 5, 7, 8, 4, 3, 4, 10, 9, 10, 2, 0, 1, 11, 1]
+    assert data["logcnt"][1] == [1, 2, 1, 1, 1, 2, 2, 1, 2, 1, 1, 1]
+    assert data["log2phy"][1][8] == [6, 3]
+    layers = data["metrics"]["layers"]
+    assert [round(layer["after"]["balancedness"], 4) for layer in layers] == [0.8277, 0.8050]
+    assert layers[0]["after"]["max_gpu_load"] == 156.0 and len(layers[0]["after"]["gpu_loads"]) == 8
+    assert data["layout"]["policy"] == "hierarchical"
+
+
+def test_table_output_has_balancedness_and_chart(cli: Callable, readme: Path) -> None:
+    res = cli("eplb", "rebalance", readme, *README_ARGS)
+    assert res.exit_code == 0
+    assert "0.8277" in res.stdout and "0.8050" in res.stdout and "worst layer 1" in res.stdout
+
+
+def test_model_out_and_sglang_export(cli: Callable, v3_stats: Path, tmp_path: Path) -> None:
+    out, sg = tmp_path / "plan.json", tmp_path / "sglang.json"
+    res = cli("eplb", "rebalance", v3_stats, "-r", "288", "-g", "32", "-n", "4", "--model", "deepseek-v3",
+              "--out", out, "--sglang-out", sg)
+    assert res.exit_code == 0, res.stderr
+    plan = json.loads(out.read_text())
+    assert len(plan["phy2log"]) == 6 and len(plan["phy2log"][0]) == 288
+    assert plan["layout"]["num_groups"] == 8 and plan["layout"]["policy"] == "hierarchical"
+    sglang = json.loads(sg.read_text())
+    assert list(sglang) == ["physical_to_logical_map"]
+    assert sglang["physical_to_logical_map"] == plan["phy2log"]  # 6 layers != 58 MoE layers: no dense padding
+    assert "--ep-num-redundant-experts 32" in res.stderr
+    sim = cli("eplb", "simulate", v3_stats, out, "--format", "json")
+    assert sim.exit_code == 0, sim.stderr
+    after = [layer["after"]["balancedness"] for layer in sim.json()["metrics"]["layers"]]
+    assert after == [layer["after"]["balancedness"] for layer in plan["metrics"]["layers"]]
+    sim2 = cli("eplb", "simulate", v3_stats, sg, "--gpus", "32", "--format", "json")
+    assert sim2.exit_code == 0 and sim2.json()["placement_kind"] == "sglang"
+
+
+def test_sglang_export_pads_dense_layers(cli: Callable, tmp_path: Path) -> None:
+    stats = tmp_path / "s.npy"
+    np.save(stats, np.random.default_rng(0).random((58, 256)))
+    sg = tmp_path / "sg.json"
+    res = cli("eplb", "rebalance", stats, "-r", "256", "-g", "32", "-n", "4", "-m", "deepseek-v3", "--sglang-out", sg,
+              "--format", "json")
+    assert res.exit_code == 0
+    rows = json.loads(sg.read_text())["physical_to_logical_map"]
+    assert len(rows) == 61 and rows[0] == list(range(256))
+    sim = cli("eplb", "simulate", stats, sg, "-g", "32", "--format", "json")
+    assert sim.exit_code == 0 and any("skipped 3 leading layers" in w for w in sim.json()["warnings"])
+
+
+def test_several_stats_files_are_summed(cli: Callable, tmp_path: Path) -> None:
+    a, b = tmp_path / "a.csv", tmp_path / "b.json"
+    a.write_text("\n".join(",".join(str(v // 2) for v in row) for row in README))
+    b.write_text(json.dumps([[v - v // 2 for v in row] for row in README]))
+    res = cli("eplb", "rebalance", a, b, *README_ARGS, "-f", "json")
+    assert res.exit_code == 0 and res.json()["phy2log"][1] == [7, 10, 6, 8, 6, 11, 8, 9, 2, 4, 5, 1, 5, 0, 3, 1]
+
+
+@pytest.mark.parametrize(("content", "args", "needle"), [
+    ("[[1, 2], [3]]", README_ARGS, "layer row 1 has 1 values but row 0 has 2"),
+    ("[[1, NaN]]", README_ARGS, "NaN is not finite"),
+    ("[[1, -1]]", README_ARGS, "-1 is negative"),
+    ('[[1, "a"]]', README_ARGS, "is not a number"),
+    ("", README_ARGS, "file is empty"),
+    (json.dumps(README), ("-r", "18", "-g", "8", "-n", "2", "--groups", "4"), "not a multiple of --gpus 8"),
+    (json.dumps(README), ("-r", "8", "-g", "8", "-n", "2", "--groups", "4"), "smaller than the number of experts 12"),
+    (json.dumps(README), ("-r", "16", "-g", "8", "-n", "3", "--groups", "6", "--policy", "hierarchical"),
+     "multiple of --nodes 3"),
+    (json.dumps(README), ("-r", "16", "-g", "6", "-n", "4", "--groups", "4"), "--gpus 6 to be a multiple of --nodes 4"),
+    (json.dumps(README), ("-r", "16", "-g", "8", "-n", "2", "--groups", "8"), "12 experts to split into --groups 8"),
+    (json.dumps(README), ("-r", "16", "-g", "8", "-n", "0"), "--nodes must be >= 1"),
+    (json.dumps(README), (*README_ARGS, "--policy", "fast"), "--policy 'fast' is not valid"),
+    (json.dumps(README), (*README_ARGS, "--algorithm", "magic"), "--algorithm 'magic' is not valid"),
+    (json.dumps(README), (*README_ARGS, "--tolerance", "2"), "--tolerance 2.0 must be in [0, 1)"),
+    (json.dumps(README), (*README_ARGS, "-m", "deepseek-v3"), "statistics have 12 experts per layer"),
+    (json.dumps(README), (*README_ARGS, "-m", "llama3.1-405b"), "has no MoE layers"),
+])
+def test_bad_input_exits_2_with_a_message(
+    cli: Callable, tmp_path: Path, content: str, args: tuple, needle: str
+) -> None:
+    stats = tmp_path / "stats.json"
+    stats.write_text(content)
+    out = tmp_path / "out.json"
+    res = cli("eplb", "rebalance", stats, *args, "--out", out)
+    assert res.exit_code == 2
+    assert needle in res.stderr and "Traceback" not in res.stderr
+    assert not out.exists()
+
+
+def test_missing_files_and_folders(cli: Callable, readme: Path, tmp_path: Path) -> None:
+    res = cli("eplb", "rebalance", tmp_path / "nope.json", *README_ARGS)
+    assert res.exit_code == 2 and "nope.json: file not found" in res.stderr
+    res = cli("eplb", "rebalance", readme, *README_ARGS, "--out", tmp_path / "no" / "x.json")
+    assert res.exit_code == 2 and "does not exist" in res.stderr
+
+
+def test_simulate_errors(cli: Callable, readme: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "p.json"
+    bad.write_text('{"physical_to_logical_map": [[0, 1, 2]]}')
+    res = cli("eplb", "simulate", readme, bad, "-g", "1")
+    assert res.exit_code == 2 and "has no slot for expert 3" in res.stderr
+    bad.write_text('{"something": 1}')
+    res = cli("eplb", "simulate", readme, bad)
+    assert res.exit_code == 2 and 'no "phy2log" or "physical_to_logical_map" key' in res.stderr
+    bad.write_text(json.dumps({"physical_to_logical_map": [[*list(range(12)), 0, 1, 2, 3]] * 2}))
+    res = cli("eplb", "simulate", readme, bad)
+    assert res.exit_code == 2 and "pass --gpus" in res.stderr
+    res = cli("eplb", "simulate", readme, bad, "-g", "5")
+    assert res.exit_code == 2 and "split evenly" in res.stderr
+    res = cli("eplb", "simulate", readme, bad, "-g", "8", "-f", "json")
+    assert res.exit_code == 0 and len(res.json()["metrics"]["layers"]) == 2
+
+
+@pytest.mark.skipif(importlib.util.find_spec("dsctl.eplb.migration") is None, reason="migration not built yet")
+def test_previous_reports_replicas_moved(cli: Callable, readme: Path, tmp_path: Path) -> None:
+    plan = tmp_path / "plan.json"
+    assert cli("eplb", "rebalance", readme, *README_ARGS, "--out", plan).exit_code == 0
+    res = cli("eplb", "rebalance", readme, *README_ARGS, "--previous", plan, "-f", "json")
+    assert res.exit_code == 0, res.stderr
+    assert res.json()["migration"]["replicas_moved"] == 0
+
+
+def test_balanced_is_never_worse_than_reference(cli: Callable, v3_stats: Path) -> None:
+    args = (v3_stats, "-r", "288", "-g", "32", "-n", "4", "-m", "deepseek-v3", "-f", "json")
+    ref = cli("eplb", "rebalance", *args)
+    bal = cli("eplb", "rebalance", *args, "--algorithm", "balanced")
+    if importlib.util.find_spec("dsctl.eplb.balanced") is None:
+        assert bal.exit_code == 2 and "not available" in bal.stderr
+        return
+    assert bal.exit_code == 0, bal.stderr
+    ref_max = [layer["after"]["max_gpu_load"] for layer in ref.json()["metrics"]["layers"]]
+    bal_max = [layer["after"]["max_gpu_load"] for layer in bal.json()["metrics"]["layers"]]
+    assert all(b <= r * (1 + 1e-9) for b, r in zip(bal_max, ref_max, strict=True))
