@@ -15,6 +15,7 @@ import typer
 from typer.core import TyperGroup
 
 from dsctl.commands._common import FormatOpt, profile_store, show
+from dsctl.commands.launch_schedule import register_schedule
 from dsctl.errors import InputError, NotImplementedYet, one_of
 from dsctl.launch.plan import DEFAULT_SEQ_LEN, LaunchRequest, layout_report, plan_launch
 from dsctl.output import OutputFormat, render_json
@@ -199,17 +200,7 @@ def layout(
     show(layout_report(plan, explain), fmt, "launch layout")
 
 
-def _register_schedule() -> None:
-    try:
-        from dsctl.commands.launch_schedule import register_schedule
-    except ImportError as exc:
-        if exc.name not in ("dsctl.commands.launch_schedule", "dsctl.launch.schedule"):
-            raise
-        return
-    register_schedule(app)
-
-
-_register_schedule()
+register_schedule(app)
 
 
 def register(root: typer.Typer) -> None:

@@ -7,48 +7,39 @@ and migration-aware planning from a previous placement (dsctl.eplb.migration).
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from typing import Any
 
 import numpy as np
 
+from dsctl.eplb.balanced import rebalance_balanced
 from dsctl.eplb.checks import Layout, check_layout, check_weight
 from dsctl.eplb.export import MigrationSummary, RebalanceResult
 from dsctl.eplb.metrics import placement_metrics
+from dsctl.eplb.migration import rebalance_with_previous
 from dsctl.eplb.placement import Placement
 from dsctl.eplb.reference import rebalance_layout
 from dsctl.errors import InputError
+from dsctl.model.params import bytes_per_routed_expert
 from dsctl.profiles.schema import ModelProfile
 
 ALGORITHMS = ("reference", "balanced")
 
 
 def expert_size_bytes(model: ModelProfile, bytes_per_param: float = 1.0) -> int | None:
-    """Bytes of one routed expert's weights: 3 matrices (gate, up, down) of hidden x moe_intermediate parameters.
+    """Bytes of one routed expert's weights, or None for a dense model.
 
-    ``bytes_per_param`` 1.0 = FP8 (DeepSeek-V3 as served; block scales add < 0.1%), 2.0 = BF16. None for dense models.
+    ``bytes_per_param`` 1.0 = FP8 (DeepSeek-V3 as served; block scales add < 0.1%), 2.0 = BF16.
     """
     if model.moe is None:
         return None
-    return round(3 * model.hidden_size * model.moe.moe_intermediate_size * bytes_per_param)
-
-
-def _optional_module(name: str, option: str) -> Any:
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name != name:
-            raise
-        raise InputError(f"{option} is not available in this build of dsctl ({name} is missing)") from None
+    return bytes_per_routed_expert(model, bytes_per_param)
 
 
 def _run_algorithm(weight: np.ndarray, layout: Layout, algorithm: str) -> Placement:
     if algorithm == "reference":
         return rebalance_layout(weight, layout)
-    module = _optional_module("dsctl.eplb.balanced", "--algorithm balanced")
-    placement: Placement = module.rebalance_balanced(weight, layout.num_replicas, layout.num_groups, layout.num_nodes,
-                                                     layout.num_gpus, layout.policy)
-    return placement
+    return rebalance_balanced(weight, layout.num_replicas, layout.num_groups, layout.num_nodes,
+                              layout.num_gpus, layout.policy)
 
 
 def _check_previous(previous: Placement, layout: Layout) -> None:
@@ -92,15 +83,12 @@ def rebalance(
         placement = _run_algorithm(checked, layout, algorithm)
     else:
         _check_previous(previous, layout)
-        module = _optional_module("dsctl.eplb.migration", "--previous")
-        result = module.rebalance_with_previous(checked, previous, layout.num_replicas, layout.num_groups,
+        result = rebalance_with_previous(checked, previous, layout.num_replicas, layout.num_groups,
                                                 layout.num_nodes, layout.num_gpus, layout.policy, tolerance, algorithm)
         placement = result.placement
         moved = int(result.replicas_moved)
-        details: dict[str, Any] = {}
-        if dataclasses.is_dataclass(result):
-            details = {f.name: getattr(result, f.name) for f in dataclasses.fields(result)
-                       if f.name not in ("placement", "replicas_moved")}
+        details: dict[str, Any] = {f.name: getattr(result, f.name) for f in dataclasses.fields(result)
+                                   if f.name not in ("placement", "replicas_moved")}
         migration = MigrationSummary(moved, None if expert_bytes is None else moved * expert_bytes,
                                      expert_bytes, tolerance, details)
     metrics = placement_metrics(checked, placement, layout)

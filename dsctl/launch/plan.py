@@ -32,6 +32,7 @@ from dsctl.launch.layout import (
 )
 from dsctl.launch.memory import MemoryAssumptions, MemoryEstimate, estimate_memory
 from dsctl.launch.rankmap import RankMap, RankMapSummary, build_rank_map, stages_of_rank
+from dsctl.launch.schedule import OpCosts, simulate
 from dsctl.launch.stages import Stage, split_stages
 from dsctl.model.params import count_parameters
 from dsctl.profiles.schema import ModelProfile, NodeProfile
@@ -298,7 +299,7 @@ def plan_launch(model: ModelProfile, node: NodeProfile, request: LaunchRequest,
     rank_map = build_rank_map(layout)
     figures = _schedule_figures(layout, batch) if simulate_schedule else None
     if figures is None and simulate_schedule:
-        notes.append("schedule figures unavailable: the schedule simulator (dsctl.launch.schedule) is not installed")
+        notes.append(f"no schedule figures: {layout.schedule} needs at least 2 pipeline stages")
     if not memory.fits:
         notes.append(f"does not fit: pipeline rank {memory.worst_pp_rank} needs "
                      f"{memory.max_total_bytes / GIB:.1f} GiB > {node.hbm_bytes / GIB:.1f} GiB HBM "
@@ -391,10 +392,6 @@ def _schedule_figures(layout: ParallelLayout, batch: BatchPlan) -> ScheduleFigur
     (dualpipe-facts.md section 6), so the simulation runs at that count and the makespan is extended by the
     extra micro-batches' busy time.
     """
-    try:
-        from dsctl.launch.schedule import OpCosts, simulate
-    except ImportError:
-        return None
     stages = layout.num_stages
     if stages < 2 and layout.schedule in DUAL_SCHEDULES:
         return None
