@@ -134,17 +134,20 @@ def topology_svg(plan: Plan, summary: PlanSummary) -> str:
              f'<text x="20" y="42" fill="#555">{summary.num_nodes:,} nodes, {summary.num_switches:,} switches and '
              f'{summary.cables.total:,} cables in all; max {summary.max_switch_hops} switch hops; '
              'every plane has this shape.</text>',
-             '<text x="20" y="58" fill="#555">Blue leaf: every NIC port used; amber: partly used. '
-             'Line width: parallel cables between a leaf and a spine (label xN).</text>']
+             f'<text x="20" y="58" fill="#555">Blue leaf: every NIC port used; amber: partly used. '
+             f'{_multiplicity_note(counts)}</text>']
     max_c = int(counts.max()) if len(counts) else 1
+    uniform = len(counts) == 0 or int(counts.min()) == max_c
+    wide = box_w >= 72
+    box_h = 40 if wide else 64
     for (a, b), c in zip(pairs.tolist(), counts.tolist(), strict=True):
         if a in leaf_x and b in spine_x:
             w = 0.6 + 2.4 * c / max_c
             x1, x2 = leaf_x[a] + box_w / 2, spine_x[b] + box_w / 2
             parts.append(f'<line x1="{x1:.1f}" y1="{y_leaf}" x2="{x2:.1f}" '
-                         f'y2="{y_spine + 40}" stroke="#7a8fa6" stroke-opacity="0.35" stroke-width="{w:.2f}"/>')
-            if len(pairs) <= 64 and c > 1:
-                xm, ym = x1 + (x2 - x1) * 0.25, y_leaf - (y_leaf - y_spine - 40) * 0.25
+                         f'y2="{y_spine + box_h}" stroke="#7a8fa6" stroke-opacity="0.35" stroke-width="{w:.2f}"/>')
+            if not uniform and len(pairs) <= 32:
+                xm, ym = x1 + (x2 - x1) * 0.2, y_leaf - (y_leaf - y_spine - box_h) * 0.2
                 parts.append(f'<text x="{xm:.1f}" y="{ym:.1f}" font-size="9" fill="#445">x{c}</text>')
     if len(cores):
         core_groups = len(spines)
@@ -156,25 +159,45 @@ def topology_svg(plan: Plan, summary: PlanSummary) -> str:
             parts.append(f'<line x1="{x + box_w / 2:.1f}" y1="{y_spine}" x2="{x + box_w / 2:.1f}" y2="{y_core + 26}" '
                          'stroke="#b07a2a" stroke-opacity="0.5"/>')
     for d, x in spine_x.items():
-        parts.append(f'<rect x="{x:.1f}" y="{y_spine}" width="{box_w}" height="40" rx="3" fill="#e2d4f7" '
+        parts.append(f'<rect x="{x:.1f}" y="{y_spine}" width="{box_w}" height="{box_h}" rx="3" fill="#e2d4f7" '
                      f'stroke="#6b4fa0"><title>{escape(names[d])}: {int(down[d])} down, {int(up[d])} up of '
                      f'{plan.spec.radix} ports</title></rect>')
-        parts.append(_vertical_label(x + box_w / 2, y_spine - 4, names[d]))
+        parts.append(_box_label(x, y_spine, box_w, box_h, names[d], wide))
     labels = _leaf_labels(plan, node_cab)
     full = plan.spec.leaf_down_ports
     for d, x in leaf_x.items():
         fill = "#cfe3ff" if down[d] >= full or int(down[d]) == 0 else "#ffd98a"
-        parts.append(f'<rect x="{x:.1f}" y="{y_leaf}" width="{box_w}" height="40" rx="3" fill="{fill}" '
+        parts.append(f'<rect x="{x:.1f}" y="{y_leaf}" width="{box_w}" height="{box_h}" rx="3" fill="{fill}" '
                      f'stroke="#3a6ea5"><title>{escape(names[d])}: {int(down[d])} NIC ports, {int(up[d])} uplinks, '
                      f'{plan.spec.radix - int(down[d]) - int(up[d])} free</title></rect>')
-        parts.append(f'<line x1="{x + box_w / 2:.1f}" y1="{y_leaf + 40}" x2="{x + box_w / 2:.1f}" y2="{y_nodes}" '
-                     'stroke="#999"/>')
+        parts.append(_box_label(x, y_leaf, box_w, box_h, names[d], wide))
+        parts.append(f'<line x1="{x + box_w / 2:.1f}" y1="{y_leaf + box_h}" x2="{x + box_w / 2:.1f}" '
+                     f'y2="{y_nodes}" stroke="#999"/>')
         parts.append(f'<rect x="{x:.1f}" y="{y_nodes}" width="{box_w}" height="18" fill="#eeeeee" stroke="#999">'
                      f'<title>{escape(labels.get(d, ""))}</title></rect>')
-        parts.append(_vertical_label(x + box_w / 2, y_leaf - 4, names[d]))
         parts.append(_vertical_label(x + box_w / 2, y_nodes + 22, labels.get(d, ""), below=True))
     parts.append("</svg>")
     return "\n".join(parts) + "\n"
+
+
+def _multiplicity_note(counts: np.ndarray) -> str:
+    """Legend text for the leaf-spine lines: one sentence when every pair has the same number of cables."""
+    if len(counts) == 0:
+        return ""
+    low, high = int(counts.min()), int(counts.max())
+    if low == high:
+        return f"Every leaf-spine pair is joined by {low} parallel cable{'s' if low > 1 else ''}."
+    return f"Line width: parallel cables between a leaf and a spine ({low} to {high}, label xN)."
+
+
+def _box_label(x: float, y: float, width: float, height: float, text: str, horizontal: bool) -> str:
+    """A switch name inside its box: horizontal in wide boxes, rotated in narrow ones."""
+    cx, cy = x + width / 2, y + height / 2
+    if horizontal:
+        return (f'<text x="{cx:.1f}" y="{cy + 3:.1f}" text-anchor="middle" font-size="10" '
+                f'fill="#222">{escape(text)}</text>')
+    return (f'<text x="{cx + 3:.1f}" y="{cy:.1f}" text-anchor="middle" transform="rotate(-90 {cx + 3:.1f} {cy:.1f})" '
+            f'font-size="9" fill="#222">{escape(text)}</text>')
 
 
 def _vertical_label(x: float, y: float, text: str, below: bool = False) -> str:
