@@ -111,6 +111,13 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except Exception as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":
+            # A group given without a subcommand: its help is the answer, not an error. Rich help has
+            # already been printed while the exception was built; plain help is the exception's message.
+            text = exc.format_message()  # type: ignore[attr-defined]
+            if text.strip():
+                sys.stdout.write(text + "\n")
+            return 0
         if _is_click_exception(exc):
             ctx = getattr(exc, "ctx", None)
             where = f" ({ctx.command_path})" if ctx is not None else ""

@@ -45,7 +45,7 @@ def records_table(records: list[dict[str, Any]], title: str | None = None) -> Ta
                 columns.append(key)
     table = Table(title=title, title_justify="left")
     for column in columns:
-        table.add_column(column)
+        table.add_column(column, overflow="fold")
     for record in records:
         table.add_row(*(format_scalar(record.get(c)) for c in columns))
     return table
@@ -67,8 +67,8 @@ def _emit(
 ) -> Iterator[RenderableType]:
     if rows:
         table = Table(title=title, show_header=False, title_justify="left")
-        table.add_column("key", style="bold")
-        table.add_column("value")
+        table.add_column("key", style="bold", overflow="fold")
+        table.add_column("value", overflow="fold")
         for key, value in rows:
             table.add_row(key, value)
         yield table

@@ -9,6 +9,7 @@ directly in the directory names its kind with a top-level ``kind:`` key.
 from __future__ import annotations
 
 import difflib
+import math
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -30,9 +31,12 @@ from dsctl.profiles.schema import (
     StorageProfile,
     SwitchProfile,
 )
-from dsctl.units import QuantityError, parse_bytes, parse_count, parse_rate_bits
+from dsctl.units import QuantityError, human_bytes, parse_bytes, parse_count, parse_rate_bits
 
 ENV_VAR = "DSCTL_PROFILES"
+_SINGULAR = {
+    ProfileKind.MODEL: "model", ProfileKind.NODE: "node", ProfileKind.SWITCH: "switch", ProfileKind.STORAGE: "storage",
+}
 _KIND_ALIASES = {
     "model": ProfileKind.MODEL, "models": ProfileKind.MODEL,
     "node": ProfileKind.NODE, "nodes": ProfileKind.NODE,
@@ -57,6 +61,12 @@ class ProfileEntry:
     kind: ProfileKind
     path: Path
     builtin: bool
+
+
+#: sanity limits: far above any real hardware, low enough to catch unit slips (GiB written as TiB ...)
+_MAX_INT = 10**7
+_MAX_BYTES = 1024**5  # 1 PiB
+_MAX_RATE_BITS = 8e15  # 1 PB/s
 
 
 class _Doc:
@@ -97,14 +107,14 @@ class _Doc:
             self.fail(f"{value!r} is not valid; expected {one_of(list(choices))}", key)
         return value
 
-    def integer(self, key: str, minimum: int = 0, default: int | None = None) -> int:
+    def integer(self, key: str, minimum: int = 0, default: int | None = None, maximum: int = _MAX_INT) -> int:
         value = self._get(key, default is None)
         if value is None:
             return int(default or 0)
         if isinstance(value, bool) or not isinstance(value, int):
             self.fail(f"expected an integer >= {minimum}, got {_describe(value)}", key)
-        if value < minimum:
-            self.fail(f"expected an integer >= {minimum}, got {value}", key)
+        if not minimum <= value <= maximum:
+            self.fail(f"expected an integer from {minimum} to {maximum:,}, got {value:,}", key)
         return int(value)
 
     def number(self, key: str, minimum: float = 0.0, default: float | None = None) -> float:
@@ -113,8 +123,8 @@ class _Doc:
             return float(default or 0.0)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             self.fail(f"expected a number >= {minimum:g}, got {_describe(value)}", key)
-        if not value >= minimum:  # also rejects NaN
-            self.fail(f"expected a number >= {minimum:g}, got {value}", key)
+        if not minimum <= value < math.inf:  # also rejects NaN
+            self.fail(f"expected a finite number >= {minimum:g}, got {value}", key)
         return float(value)
 
     def count(self, key: str, default: float = 0.0) -> float:
@@ -137,24 +147,24 @@ class _Doc:
             self.fail(f"expected true or false, got {_describe(value)}", key)
         return bool(value)
 
-    def size_bytes(self, key: str) -> int:
+    def size_bytes(self, key: str, maximum: int = _MAX_BYTES) -> int:
         value = self._get(key, True)
         try:
             result = parse_bytes(value)
         except QuantityError as exc:
             self.fail(str(exc), key)
-        if result <= 0:
-            self.fail(f"expected a size > 0, got {value!r}", key)
+        if not 0 < result <= maximum:
+            self.fail(f"expected a size > 0 and <= {human_bytes(maximum)}, got {value!r}", key)
         return result
 
-    def rate_bits(self, key: str) -> float:
+    def rate_bits(self, key: str, maximum_bits: float = _MAX_RATE_BITS) -> float:
         value = self._get(key, True)
         try:
             result = parse_rate_bits(value)
         except QuantityError as exc:
             self.fail(str(exc), key)
-        if result <= 0:
-            self.fail(f"expected a rate > 0, got {value!r}", key)
+        if not 0 < result <= maximum_bits:
+            self.fail(f"expected a rate > 0 and <= {maximum_bits / 8e12:g} TB/s, got {value!r}", key)
         return result
 
     def section(self, key: str) -> _Doc:
@@ -173,6 +183,11 @@ class _Doc:
             close = difflib.get_close_matches(key, sorted(self.used), n=1)
             hint = f"did you mean {close[0]!r}?" if close else f"valid keys here: {', '.join(sorted(self.used))}"
             self.fail("unknown key", key, hint=hint)
+
+
+def _short(value: str, limit: int = 60) -> str:
+    """``repr`` of a user-supplied name, cut so that a huge value never floods the error line."""
+    return repr(value) if len(value) <= limit else repr(value[:limit]) + f"... ({len(value):,} characters)"
 
 
 def _describe(value: Any) -> str:
@@ -282,7 +297,7 @@ def _build_node(doc: _Doc, name: str) -> NodeProfile:
         name=name,
         description=doc.text("description", default=""),
         gpu_model=gpu.text("model"),
-        num_gpus=gpu.integer("count", 1),
+        num_gpus=gpu.integer("count", 1, maximum=64),
         hbm_bytes=gpu.size_bytes("hbm"),
         bf16_tflops=gpu.number("bf16_dense_tflops", 1.0),
         fp8_tflops=gpu.number("fp8_dense_tflops", 0.0, default=0.0),
@@ -299,6 +314,10 @@ def _build_node(doc: _Doc, name: str) -> NodeProfile:
     )
     for section in (gpu, nvlink, nics, storage):
         section.finish()
+    gpus, nic_count = profile.num_gpus, profile.num_compute_nics
+    if nic_count and not (gpus % nic_count == 0 or nic_count % gpus == 0):
+        nics.fail(f"{nic_count} compute NICs do not pair with {gpus} GPUs: one count must divide the other "
+                  "(NIC i serves GPU i, or each NIC serves a fixed group of GPUs)", "count")
     return profile
 
 
@@ -437,14 +456,25 @@ class ProfileStore:
     def names(self, kind: ProfileKind) -> list[str]:
         return sorted(self._entries[kind])
 
+    def kind_of(self, name: str) -> ProfileKind | None:
+        """The kind of profile ``name`` is (first match in model, node, switch, storage order), or None."""
+        return next((kind for kind in ProfileKind if name in self._entries[kind]), None)
+
     def get(self, kind: ProfileKind, name: str) -> Profile:
         entry = self._entries[kind].get(name)
         if entry is None:
             names = self.names(kind)
+            wanted = _SINGULAR[kind]
+            other = self.kind_of(name)
+            if other is not None:
+                raise ProfileError(
+                    f"{name!r} is a {_SINGULAR[other]} profile, not a {wanted} profile; "
+                    f"{wanted} profiles: {', '.join(names) or '(none)'}",
+                    hint="list every profile with: dsctl profiles list",
+                )
             close = difflib.get_close_matches(name, names, n=1)
-            singular = {"models": "model", "nodes": "node", "switches": "switch", "storage": "storage"}[kind.value]
             raise ProfileError(
-                f"unknown {singular} profile {name!r}; available: {', '.join(names) or '(none)'}",
+                f"unknown {wanted} profile {_short(name)}; available: {', '.join(names) or '(none)'}",
                 hint=(f"did you mean {close[0]!r}? " if close else "")
                 + "add your own with --profiles-dir DIR or DSCTL_PROFILES",
             )
@@ -461,7 +491,7 @@ class ProfileStore:
         every = sorted({n for k in ProfileKind for n in self._entries[k]})
         close = difflib.get_close_matches(name, every, n=1)
         raise ProfileError(
-            f"unknown profile {name!r}; available: {', '.join(every)}",
+            f"unknown profile {_short(name)}; available: {', '.join(every)}",
             hint=(f"did you mean {close[0]!r}? " if close else "") + "list them with: dsctl profiles list",
         )
 

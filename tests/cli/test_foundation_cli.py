@@ -114,3 +114,14 @@ def test_python_dash_m_entry_point() -> None:
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["num_ports"] == 64
+
+
+def test_a_group_without_subcommand_prints_its_help(cli) -> None:
+    result = cli("profiles")
+    assert result.exit_code == 0 and result.stderr == ""
+    assert result.stdout.count("Usage: dsctl profiles") == 1 and "validate" in result.stdout
+
+
+def test_wrong_profile_kind_is_named(cli) -> None:
+    result = cli("profiles", "show", "x" * 500)
+    assert result.exit_code == 2 and len(result.stderr.splitlines()[0]) < 400 and "(500 characters)" in result.stderr

@@ -169,3 +169,23 @@ def test_parse_bytes_round_trips_integers(value: int, unit: str) -> None:
 
 def test_node_profile_type() -> None:
     assert isinstance(ProfileStore().get(ProfileKind.NODE, "h800-hgx"), NodeProfile)
+
+
+def test_a_name_of_another_kind_is_named() -> None:
+    expected = "'h800-hgx' is a node profile, not a switch profile; switch profiles: ib-ndr-64"
+    with pytest.raises(ProfileError, match=expected):
+        ProfileStore().switch("h800-hgx")
+    assert ProfileStore().kind_of("ib-ndr-64") is ProfileKind.SWITCH and ProfileStore().kind_of("nope") is None
+
+
+def test_upper_bounds_and_nic_pairing(tmp_path: Path) -> None:
+    source = (builtin_profiles_dir() / "nodes" / "h800-hgx.yaml").read_text()
+    path = _write(tmp_path / "nodes" / "h800-hgx.yaml", source.replace("hbm: 80 GiB", "hbm: 1e30 GiB"))
+    with pytest.raises(ProfileError, match=r"gpu.hbm: expected a size > 0 and <= 1.0 PiB"):
+        load_file(path)
+    path.write_text(source.replace("count: 8\n  hbm", "count: 6\n  hbm"))
+    with pytest.raises(ProfileError, match=r"compute_nics\.count: 8 compute NICs do not pair with 6 GPUs"):
+        load_file(path)
+    path.write_text(source.replace("bf16_dense_tflops: 989", "bf16_dense_tflops: .inf"))
+    with pytest.raises(ProfileError, match="expected a finite number"):
+        load_file(path)
