@@ -37,7 +37,8 @@ def plan(
     radix: Annotated[int | None, typer.Option("--radix", help="Ports per switch (default: from --switch).")] = None,
     oversubscription: Annotated[float, typer.Option("--oversubscription", help="Leaf down:up ratio R "
                                                     "(1 = non-blocking; two-tier kinds).")] = 1.0,
-    node_name: Annotated[str | None, typer.Option("--node-name", help="Node name template, e.g. node{n:04d}.")] = None,
+    node_name: Annotated[str | None, typer.Option("--node-name", help="Node name template, e.g. node{n:04d} "
+                                                  "(names fit a 64-byte InfiniBand node description).")] = None,
     nic_name: Annotated[str | None, typer.Option("--nic-name", help="NIC name template, e.g. mlx5_{nic}.")] = None,
     leaf_name: Annotated[str | None, typer.Option("--leaf-name", help="Leaf name template, "
                                                   "e.g. p{plane}-leaf{leaf:02d}.")] = None,

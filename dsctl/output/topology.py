@@ -29,8 +29,8 @@ def _plan(result: PlanResult) -> Iterable[RenderableType]:
     s = result.summary
     table = Table(title=f"{s.kind} plan: {s.num_nodes:,} x {s.node_profile} ({s.num_gpus:,} GPUs), "
                   f"{s.radix}-port {s.switch_profile}", show_header=False, title_justify="left")
-    table.add_column("item", style="bold")
-    table.add_column("value")
+    table.add_column("item", style="bold", no_wrap=True)
+    table.add_column("value", overflow="fold")
     tiers = f"{s.leaves_per_plane:,} leaves, {s.spines_per_plane:,} spines"
     if s.cores_per_plane:
         tiers += f", {s.cores_per_plane:,} cores in {s.pods_per_plane:,} pods"
@@ -81,6 +81,11 @@ def _compare(result: Comparison) -> Iterable[RenderableType]:
                style="dim")
 
 
+def _end(device: str, port: str) -> str:
+    """A cable end as a person reads it: ``p0-leaf01 port 3`` on a switch, ``node0001 mlx5_0`` on a node."""
+    return f"{device} port {port}" if port.isascii() and port.isdigit() else f"{device} {port}"
+
+
 @table_renderer(VerifyResult)
 def _verify(result: VerifyResult) -> Iterable[RenderableType]:
     ok = result.exit_code == 0
@@ -91,14 +96,24 @@ def _verify(result: VerifyResult) -> Iterable[RenderableType]:
         return
     counts = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in result.counts.items() if v)
     yield Text(counts)
+    # four columns so that 80 terminal columns suffice: the three short ones never wrap, and the cable
+    # column holds both ends as found plus, dimmed underneath, what the plan has at those ports
     table = Table(title="findings", title_justify="left")
-    for col in ("kind", "plane", "a end", "b end", "expected", "line"):
-        table.add_column(col)
+    table.add_column("kind", no_wrap=True)
+    table.add_column("plane", no_wrap=True)
+    table.add_column("line", justify="right", no_wrap=True)
+    table.add_column("cable", overflow="fold")
     for f in result.findings[:MAX_FINDING_ROWS]:
-        table.add_row(f.kind, f.plane, f"{f.a_device} {f.a_port}", f"{f.b_device} {f.b_port}", f.expected,
-                      "" if f.line is None else str(f.line))
+        cell = Text(f"{_end(f.a_device, f.a_port)} <-> {_end(f.b_device, f.b_port)}")
+        if f.expected:
+            for part in f.expected.removeprefix("plan: ").split("; "):
+                cell.append("\nplan: " + part, style="dim")
+        if f.kind == "unmatched_device":
+            cell.append("\n" + f.message, style="dim")
+        table.add_row(f.kind, f.plane, "" if f.line is None else str(f.line), cell)
     yield table
     if len(result.findings) > MAX_FINDING_ROWS:
         yield Text(f"... {len(result.findings) - MAX_FINDING_ROWS} more; use --format json for all of them")
+    yield Text("cable: as found (missing: as planned); plan: what the plan has at those ports", style="dim")
     if result.unmatched_devices:
         yield Text("devices not in the plan: " + ", ".join(result.unmatched_devices[:20]))

@@ -10,6 +10,12 @@ Templates are Python format strings. Fields (numbering conventions are part of t
 - core:  ``{plane}``, ``{core}`` 1-based (three-tier only)
 
 Switch ports are numbered 1..radix, as printed on the switch face plate and shown by ibnetdiscover.
+
+Length: a name must fit an InfiniBand NodeDescription, a 64-byte field (IBA spec, NodeDescription
+attribute). A switch's description is its name, so switch names are at most 64 bytes (UTF-8); a host
+CA's description is "<hostname> <ibdev>" (the Linux default), so a node name, a space and its longest NIC
+name together are at most 64 bytes; otherwise the fabric would truncate them and ``verify`` could not
+match the devices. A template itself is at most 128 characters and a field width in it at most 64.
 """
 
 from __future__ import annotations
@@ -43,41 +49,116 @@ _FIELDS = {
 }
 _OPTION = {"node": "--node-name", "nic": "--nic-name", "leaf": "--leaf-name", "spine": "--spine-name",
            "core": "--core-name"}
+#: bytes in an InfiniBand NodeDescription (the IBA NodeDescription attribute is 64 octets)
+MAX_NAME_BYTES = 64
+#: characters in a name template (format specs make a template a little longer than its names)
+MAX_TEMPLATE_CHARS = 2 * MAX_NAME_BYTES
+_WIDTH = re.compile(r"(\d+)")
+_FORBIDDEN = re.compile(r'[\s,"\[\]]')
+
+
+def short_repr(value: object, limit: int = 40) -> str:
+    """``repr`` of a user-supplied value cut to ``limit`` characters, so a huge value never floods a message."""
+    text = value if isinstance(value, str) else repr(value)
+    if len(text) <= limit:
+        return repr(text) if isinstance(value, str) else text
+    shown = repr(text[:limit]) if isinstance(value, str) else text[:limit]
+    return f"{shown}... ({len(text):,} characters)"
+
+
+def _check_spec_widths(text: str, option: str, parsed: list[tuple[str, str | None, str | None, str | None]]) -> None:
+    """Reject nested fields and field widths/precisions above MAX_NAME_BYTES before anything is formatted."""
+    for _, name, spec, _ in parsed:
+        if name is None or not spec:
+            continue
+        if "{" in spec or "}" in spec:
+            raise InputError(f"{option} {short_repr(text)}: a field's format may not contain another field")
+        widths = [int(w) for w in _WIDTH.findall(spec)]
+        if widths and max(widths) > MAX_NAME_BYTES:
+            raise InputError(f"{option} {short_repr(text)}: field width {max(widths):,} is above the "
+                             f"{MAX_NAME_BYTES}-byte limit of an InfiniBand node description",
+                             hint="use a zero-padded width such as {n:04d}")
 
 
 def check_templates(templates: NameTemplates) -> NameTemplates:
-    """Raise InputError naming the option if a template uses an unknown field or is not a format string."""
+    """Raise InputError naming the option if a template uses an unknown field, is not a format string, is
+    longer than MAX_TEMPLATE_CHARS, or has a field width above MAX_NAME_BYTES (checked before formatting)."""
     for kind, allowed in _FIELDS.items():
         text = getattr(templates, kind)
         option = _OPTION[kind]
+        shown = short_repr(text)
+        if len(text) > MAX_TEMPLATE_CHARS:
+            raise InputError(f"{option} {shown} is too long: a name template has at most {MAX_TEMPLATE_CHARS} "
+                             f"characters (names at most {MAX_NAME_BYTES} bytes, as InfiniBand node "
+                             "descriptions allow)")
         try:
-            fields = {f for _, f, _, _ in string.Formatter().parse(text) if f is not None}
+            parsed = list(string.Formatter().parse(text))
         except ValueError as exc:
-            raise InputError(f"{option} {text!r} is not a valid name template: {exc}") from exc
+            raise InputError(f"{option} {shown} is not a valid name template: {exc}") from exc
+        fields = {f for _, f, _, _ in parsed if f is not None}
         bad = {f.split(".")[0].split("[")[0] for f in fields} - allowed
         if bad or "" in fields:
+            unknown = ", ".join(short_repr(b, 20) for b in sorted(bad)) or "{}"
             raise InputError(
-                f"{option} {text!r} uses unknown field(s) {sorted(bad or {'{}'})}",
+                f"{option} {shown} uses unknown field(s) {unknown}",
                 hint=f"a {kind} name may use {', '.join('{' + f + '}' for f in sorted(allowed))}",
             )
+        _check_spec_widths(text, option, parsed)
         try:
             sample = text.format(**{f: 1 for f in allowed})
-        except (ValueError, TypeError, IndexError, KeyError) as exc:
-            raise InputError(f"{option} {text!r} cannot be formatted with whole numbers: {exc}") from exc
+        except (ValueError, TypeError, IndexError, KeyError, AttributeError) as exc:
+            raise InputError(f"{option} {shown} cannot be formatted with whole numbers: "
+                             f"{short_repr(str(exc), 60)}") from exc
         if not sample or any(c.isspace() for c in sample) or any(c in sample for c in ',"[]'):
-            raise InputError(f"{option} {text!r} gives {sample!r}; names must be non-empty with no spaces, "
-                             "commas, quotes or brackets")
+            raise InputError(f"{option} {shown} gives {short_repr(sample)}; names must be non-empty with no "
+                             "spaces, commas, quotes or brackets")
+        check_name_length([sample], option)
     return templates
 
 
+def check_name_length(names: Sequence[str], option: str, limit: int = MAX_NAME_BYTES) -> None:
+    """Raise InputError naming ``option`` if a name is longer than ``limit`` bytes (UTF-8)."""
+    longest = max(names, key=lambda n: len(n.encode()), default="")
+    size = len(longest.encode())
+    if size > limit:
+        shown = repr(longest[:40]) + ("..." if len(longest) > 40 else "")
+        raise InputError(f"{option} gives a {size}-byte name {shown}; names are at most {limit} bytes, "
+                         "as an InfiniBand node description allows", hint="use a shorter template")
+
+
+def check_host_descriptions(node_names: Sequence[str], nic_names: Sequence[str]) -> None:
+    """Raise InputError if "<node> <nic>" (a host CA's node description) can exceed MAX_NAME_BYTES."""
+    if not node_names or not nic_names:
+        return
+    node = max(node_names, key=lambda n: len(n.encode()))
+    nic = max(nic_names, key=lambda n: len(n.encode()))
+    size = len(node.encode()) + 1 + len(nic.encode())
+    if size > MAX_NAME_BYTES:
+        desc = node + " " + nic
+        shown = repr(desc[:40]) + ("..." if len(desc) > 40 else "")
+        raise InputError(f"--node-name/--nic-name give a {size}-byte host description {shown}; "
+                         f"\"<node> <nic>\" must fit the {MAX_NAME_BYTES}-byte InfiniBand node description",
+                         hint="shorten the node or NIC name template")
+
+
 def format_names(template: str, option: str, **columns: Any) -> list[str]:
-    """Format ``template`` once per row of the equally long integer sequences/arrays ``columns``."""
+    """Format ``template`` once per row of the equally long integer sequences/arrays ``columns``.
+
+    Raises InputError naming ``option`` if a name breaks the rules of ``check_templates`` (length, no spaces,
+    commas, quotes or brackets); larger numbers can make names longer than the checked sample.
+    """
     keys = list(columns)
     rows = zip(*(list(columns[k]) for k in keys), strict=True)
     try:
-        return [template.format(**dict(zip(keys, map(int, row), strict=True))) for row in rows]
-    except (ValueError, KeyError, IndexError, TypeError) as exc:
-        raise InputError(f"{option} {template!r} cannot be used: {exc}") from exc
+        names = [template.format(**dict(zip(keys, map(int, row), strict=True))) for row in rows]
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
+        raise InputError(f"{option} {short_repr(template)} cannot be used: {short_repr(str(exc), 60)}") from exc
+    bad = _FORBIDDEN.search("\x00".join(names))
+    if bad:
+        raise InputError(f"{option} {short_repr(template)} gives a name with {bad.group()!r}; names must have no "
+                         "spaces, commas, quotes or brackets")
+    check_name_length(names, option)
+    return names
 
 
 def require_unique(names: Sequence[str], what: str) -> None:
@@ -85,7 +166,7 @@ def require_unique(names: Sequence[str], what: str) -> None:
     if len(set(names)) != len(names):
         seen: set[str] = set()
         dup = next(n for n in names if n in seen or seen.add(n))  # type: ignore[func-returns-value]
-        raise InputError(f"the name templates give two devices the same name {dup!r} ({what})",
+        raise InputError(f"the name templates give two devices the same name {short_repr(dup)} ({what})",
                          hint="include every field of that device kind in its template, e.g. {plane} and {leaf}")
 
 

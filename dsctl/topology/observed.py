@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from dsctl.errors import InputError
+from dsctl.topology.naming import short_repr
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,7 @@ def parse_ibnetdiscover(text: str, source: str = "OBSERVED") -> ObservedFabric:
     """Parse ibnetdiscover's default topology output. Raises InputError naming the line of a malformed entry."""
     # pass 1: node headers (descriptions by GUID) and raw port lines
     descs: dict[str, str] = {}
+    num_ports: dict[str, int] = {}
     raw: list[tuple[int, str, str, int, str, str, int, str]] = []
     current: tuple[str, str] | None = None
     for number, line in enumerate(text.splitlines(), 1):
@@ -94,6 +96,7 @@ def parse_ibnetdiscover(text: str, source: str = "OBSERVED") -> ObservedFabric:
             node_type = header.group(3)
             guid = header.group(4).lower()
             descs[f"{node_type}-{guid}"] = header.group(5) or ""
+            num_ports[f"{node_type}-{guid}"] = int(header.group(2))
             current = (node_type, guid)
             continue
         port = _PORT.match(stripped)
@@ -116,6 +119,12 @@ def parse_ibnetdiscover(text: str, source: str = "OBSERVED") -> ObservedFabric:
     seen: set[tuple[tuple[str, int], tuple[str, int]]] = set()
     for number, my_type, my_guid, my_port, peer_type, peer_guid, peer_port, peer_desc in raw:
         a_key, b_key = (f"{my_type}-{my_guid}", my_port), (f"{peer_type}-{peer_guid}", peer_port)
+        for node_id, port_no in (a_key, b_key):
+            limit = num_ports.get(node_id)
+            if limit is not None and not 1 <= port_no <= limit:
+                who = short_repr(descs[node_id] or node_id)
+                raise InputError(f"{source} line {number}: port {port_no} of {who} is outside 1..{limit} "
+                                 f"(its 'Switch'/'Ca' line gives {limit} ports)")
         key = (a_key, b_key) if a_key <= b_key else (b_key, a_key)
         if key in seen:
             continue
@@ -133,7 +142,9 @@ def parse_links_csv(text: str, source: str = "OBSERVED") -> ObservedFabric:
     """Parse a links CSV: header with a_device,a_port,b_device,b_port (other columns are ignored).
 
     ``dsctl topology plan``'s cabling.csv has this shape, so a plan verifies against its own cabling.
-    Lines starting with '#' are skipped.
+    Lines starting with '#' are skipped. Each row is one physical cable, so a cable listed twice (in either
+    direction) or a port on two rows is malformed input (InputError naming both lines), not a finding.
+    Port values are checked against the plan by ``verify.check_csv_ports``.
     """
     lines = text.splitlines()
     numbered = [(i, line) for i, line in enumerate(lines, 1) if line.strip() and not line.lstrip().startswith("#")]
@@ -147,6 +158,8 @@ def parse_links_csv(text: str, source: str = "OBSERVED") -> ObservedFabric:
                          hint="the header must name a_device,a_port,b_device,b_port")
     col = [header.index(c) for c in LINK_COLUMNS]
     links: list[ObservedLink] = []
+    cable_line: dict[tuple[tuple[str, str], tuple[str, str]], int] = {}
+    port_line: dict[tuple[str, str], int] = {}
     for number, line in numbered[1:]:
         row = next(csv.reader([line]))
         if len(row) != len(header):
@@ -154,8 +167,25 @@ def parse_links_csv(text: str, source: str = "OBSERVED") -> ObservedFabric:
         a_dev, a_port, b_dev, b_port = (row[c].strip() for c in col)
         if not (a_dev and a_port and b_dev and b_port):
             raise InputError(f"{source} line {number}: a_device, a_port, b_device and b_port must all be set")
+        a_end, b_end = (a_dev, a_port), (b_dev, b_port)
+        key = (a_end, b_end) if a_end <= b_end else (b_end, a_end)
+        if key in cable_line:
+            raise InputError(f"{source} line {number} repeats the cable of line {cable_line[key]} "
+                             f"({_show(a_end)} <-> {_show(b_end)})",
+                             hint="list each cable once: a port holds one cable")
+        for end in (a_end, b_end):
+            if end in port_line:
+                raise InputError(f"{source} line {number}: {_show(end)} already has the cable of line "
+                                 f"{port_line[end]}", hint="a port holds one cable; fix one of the two lines")
+            port_line[end] = number
+        cable_line[key] = number
         links.append(ObservedLink(ObservedEnd(a_dev, a_port, a_dev), ObservedEnd(b_dev, b_port, b_dev), number))
     return ObservedFabric(links, "csv")
+
+
+def _show(end: tuple[str, str]) -> str:
+    text = f"{end[0]} port {end[1]}" if end[1].isascii() and end[1].isdigit() else f"{end[0]} {end[1]}"
+    return text if len(text) <= 60 else text[:60] + "..."
 
 
 def parse_observed(text: str, source: str = "OBSERVED") -> ObservedFabric:

@@ -24,7 +24,14 @@ import numpy as np
 
 from dsctl.errors import InputError, one_of
 from dsctl.topology.fabric import PlaneLayout, build_three_tier, build_two_tier
-from dsctl.topology.naming import NameTemplates, check_templates, format_names, require_unique
+from dsctl.topology.naming import (
+    NameTemplates,
+    check_host_descriptions,
+    check_templates,
+    format_names,
+    require_unique,
+    short_repr,
+)
 from dsctl.topology.sizing import check_radix
 
 KINDS = ("mpft", "mrft", "ft2", "ft3")
@@ -103,7 +110,7 @@ def default_planes(kind: str, nics: int) -> int:
 def check_spec(spec: PlanSpec) -> PlanSpec:
     """Validate a spec; every problem is an InputError naming the option."""
     if spec.kind not in KINDS:
-        raise InputError(f"--kind {spec.kind!r} is not a topology kind; use {one_of(KINDS)}")
+        raise InputError(f"--kind {short_repr(spec.kind)} is not a topology kind; use {one_of(KINDS)}")
     check_radix(spec.radix, "--radix")
     if spec.num_nodes <= 0:
         raise InputError(f"--nodes must be at least 1, got {spec.num_nodes}")
@@ -200,6 +207,7 @@ def build_plan(spec: PlanSpec) -> Plan:
     t = spec.templates
     node_names = format_names(t.node, "--node-name", n=np.arange(1, n_nodes + 1))
     nic_names = format_names(t.nic, "--nic-name", nic=np.arange(spec.num_nics_per_node))
+    check_host_descriptions(node_names, nic_names)
     plane_col = np.repeat(np.arange(planes), width)
     tier_local = np.concatenate([np.full(n_leaf, 1), np.full(n_spine, 2), np.full(n_core, 3)]).astype(np.int8)
     pod_local = np.concatenate([layout.leaf_pod, layout.spine_pod, np.full(n_core, -1)]).astype(np.int16)

@@ -122,3 +122,80 @@ def test_verify_bad_input_exits_2(cli, tmp_path: Path) -> None:
     assert res.exit_code == 2 and "plan.json" in res.stderr
     res = cli("topology", "verify", str(out), str(tmp_path / "absent.txt"))
     assert res.exit_code == 2 and "does not exist" in res.stderr
+
+
+@pytest.fixture
+def small_plan(cli, tmp_path: Path) -> Path:
+    out = tmp_path / "plan"
+    assert cli("topology", "plan", "--nodes", "10", "--radix", "8", "--out", str(out)).exit_code == 0
+    return out
+
+
+@pytest.mark.parametrize(("port", "needle"), [("abc", "b_port 'abc'"), ("-1", "b_port '-1'")])
+def test_verify_csv_bad_switch_port_exits_2(cli, small_plan: Path, tmp_path: Path, port: str, needle: str) -> None:
+    lines = (small_plan / "cabling.csv").read_text().splitlines()
+    lines[1] = lines[1].rsplit(",", 1)[0] + "," + port
+    links = tmp_path / "links.csv"
+    links.write_text("\n".join(lines) + "\n")
+    res = cli("topology", "verify", str(small_plan), str(links))
+    assert res.exit_code == 2 and res.stdout == ""
+    assert f"{links} line 2: {needle} of switch 'p0-leaf01' is not a port number 1..8" in res.stderr
+
+
+def test_verify_csv_duplicate_cable_exits_2(cli, small_plan: Path, tmp_path: Path) -> None:
+    lines = (small_plan / "cabling.csv").read_text().splitlines()
+    links = tmp_path / "links.csv"
+    links.write_text("\n".join([*lines, lines[1]]) + "\n")
+    res = cli("topology", "verify", str(small_plan), str(links))
+    assert res.exit_code == 2
+    assert f"{links} line {len(lines) + 1} repeats the cable of line 2" in res.stderr
+
+
+def test_verify_plan_json_null_port_exits_2(cli, small_plan: Path) -> None:
+    plan = json.loads((small_plan / "plan.json").read_text())
+    plan["cables"][0][5] = None
+    (small_plan / "plan.json").write_text(json.dumps(plan))
+    res = cli("topology", "verify", str(small_plan), str(small_plan / "cabling.csv"))
+    assert res.exit_code == 2 and "None" not in res.stdout + res.stderr
+    assert "cables[0][5] (b_port) must be a whole number 1..8" in res.stderr and "got null" in res.stderr
+
+
+def test_plan_huge_name_template_is_not_echoed(cli) -> None:
+    res = cli("topology", "plan", "--nodes", "4", "--node-name", "{n:>1000000}")
+    assert res.exit_code == 2 and "--node-name" in res.stderr and "64-byte" in res.stderr
+    assert len(res.stderr) < 400
+    res = cli("topology", "plan", "--nodes", "4", "--node-name", "n" * 1_000_000)
+    assert res.exit_code == 2 and "characters" in res.stderr and len(res.stderr) < 400
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["plan", "--nodes", "4", "--switch", "h800-hgx"], "'h800-hgx' is a node profile, not a switch profile; "
+                                                       "switch profiles: ib-ndr-64"),
+    (["plan", "--nodes", "4", "--node-profile", "ib-ndr-64"], "'ib-ndr-64' is a switch profile, not a node profile"),
+    (["compare", "--switch", "deepseek-v3"], "'deepseek-v3' is a model profile, not a switch profile"),
+])
+def test_profile_of_another_kind_is_named(cli, args: list[str], message: str) -> None:
+    res = cli("topology", *args)
+    assert res.exit_code == 2 and message in res.stderr
+
+
+def _assert_readable(text: str) -> None:
+    assert "…" not in text
+    assert max(len(line) for line in text.splitlines()) <= 80
+
+
+def test_tables_are_readable_at_80_columns(cli, small_plan: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    res = cli("topology", "verify", str(small_plan), str(DATA / "miswired.ibnet"))
+    assert res.exit_code == 1
+    _assert_readable(res.stdout)
+    for kind in ("unmatched_device", "cross_plane", "swapped", "missing", "extra"):
+        assert f"│ {kind} " in res.stdout
+    assert "node0007 mlx5_4 <-> p3-leaf02 port 3" in res.stdout
+    assert "plan: node0007 mlx5_4 <-> p4-leaf02 port 3" in res.stdout
+    for args in (["--nodes", "16"], ["--nodes", "3000", "--kind", "ft3"], ["--nodes", "200", "--kind", "ft2",
+                                                                             "--oversubscription", "3"]):
+        res = cli("topology", "plan", *args)
+        assert res.exit_code == 0
+        _assert_readable(res.stdout)
+        assert "│ unused switch ports   │" in res.stdout and "│ cables total / optics │" in res.stdout

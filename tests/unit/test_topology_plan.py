@@ -237,3 +237,24 @@ def test_hostlist_compression() -> None:
 def test_default_templates_are_valid() -> None:
     from dsctl.topology.naming import check_templates
     assert check_templates(NameTemplates()) == NameTemplates()
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    ({"node": "{n:>1000000}"}, r"--node-name '\{n:>1000000\}': field width 1,000,000 is above the 64-byte"),
+    ({"node": "{n:>99999999999999}"}, "field width"),
+    ({"node": "x" * 1_000_000 + "{n}"}, r"--node-name 'x{40}'\.\.\. \(1,000,003 characters\) is too long"),
+    ({"leaf": "p{plane}-leaf{leaf:{leaf}}"}, "--leaf-name .* may not contain another field"),
+    ({"spine": "s{plane}-" + "y" * 60 + "{spine}"}, "--spine-name gives a 6[0-9]-byte name"),
+    ({"node": "n{n:,}"}, "--node-name 'n{n:,}' gives a name with ','"),
+    ({"node": "h" * 58 + "{n}"}, "--node-name/--nic-name give a 6[0-9]-byte host description"),
+    ({"node": "{" + "q" * 100_000 + "}"}, "too long"),
+])
+def test_name_templates_are_limited_and_never_echoed_whole(kwargs: dict, match: str) -> None:
+    with pytest.raises(InputError, match=match) as err:
+        build_plan(spec("mpft", 1200, **kwargs))
+    assert len(str(err.value)) < 300 and len(err.value.hint or "") < 200
+
+
+def test_names_of_64_bytes_are_accepted() -> None:
+    plan = build_plan(spec("mpft", 16, node="h" * 53 + "{n:04d}", leaf="L" * 60 + "{plane}-{leaf:02d}"))
+    assert max(len(n) for n in plan.device_names) == 64  # "<node> mlx5_7" is 57 + 1 + 6 = 64 bytes

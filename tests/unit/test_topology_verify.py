@@ -203,3 +203,100 @@ def test_any_single_removed_or_moved_cable_is_reported(data: st.DataObject) -> N
 def test_findings_dataclass_is_serialisable() -> None:
     result = run("miswired.ibnet")
     assert dataclasses.asdict(result)["counts"]["swapped"] == 2
+
+
+PERFECT_CSV = (DATA / "perfect.csv").read_text()
+
+
+def _csv_with(line3: str | None = None, extra: str = "") -> str:
+    """perfect.csv (header on line 2, first cable on line 3) with line 3 replaced and/or a row appended."""
+    lines = PERFECT_CSV.splitlines()
+    if line3 is not None:
+        lines[2] = line3
+    return "\n".join(lines) + "\n" + extra
+
+
+@pytest.mark.parametrize(("line3", "match"), [
+    ("node0001,mlx5_0,p0-leaf01,abc",
+     r"OBSERVED line 3: b_port 'abc' of switch 'p0-leaf01' is not a port number 1\.\.8"),
+    ("node0001,mlx5_0,p0-leaf01,-1", r"line 3: b_port '-1' .* 1\.\.8"),
+    ("node0001,mlx5_0,p0-leaf01,0", r"line 3: b_port '0' .* 1\.\.8"),
+    ("node0001,mlx5_0,p0-leaf01,9", r"line 3: b_port '9' .* 1\.\.8"),
+    ("node0001,mlx5_0,p0-leaf01,1.0", r"line 3: b_port '1\.0'"),
+    ("p0-leaf01,x,node0001,mlx5_0", r"line 3: a_port 'x' of switch 'p0-leaf01'"),
+    ("node0001,-1,p0-leaf01,1", r"line 3: a_port '-1' is not a port: ports are numbered from 1"),
+    ("node0099,mlx5_0,sw99,-3", r"line 3: b_port '-3' is not a port"),
+])
+def test_links_csv_bad_switch_port_is_malformed_input(line3: str, match: str) -> None:
+    with pytest.raises(InputError, match=match) as err:
+        verify_texts(PLAN_JSON, _csv_with(line3), "plan.json", "OBSERVED")
+    assert "1..radix" in (err.value.hint or "") or "from 1" in str(err.value)
+
+
+def test_links_csv_unknown_text_port_of_unknown_device_is_still_a_finding() -> None:
+    result = verify_texts(PLAN_JSON, _csv_with("node0001,mlx5_0,sw99,abc"), "plan.json", "OBSERVED")
+    assert result.counts["unmatched_device"] == 1 and result.exit_code == 1
+
+
+@pytest.mark.parametrize(("extra", "match"), [
+    ("node0001,mlx5_0,p0-leaf01,1\n", r"line 163 repeats the cable of line 3 \(node0001 mlx5_0 <-> p0-leaf01 port 1\)"),
+    ("p0-leaf01,1,node0001,mlx5_0\n", r"line \d+ repeats the cable of line 3"),
+    ("node0099,mlx5_0,p0-leaf01,1\n", r"line \d+: p0-leaf01 port 1 already has the cable of line 3"),
+])
+def test_links_csv_duplicate_cable_or_port_is_malformed_input(extra: str, match: str) -> None:
+    with pytest.raises(InputError, match=match):
+        parse_links_csv(_csv_with(extra=extra), "OBSERVED")
+
+
+def _plan_doc_with(path: tuple[str | int, ...], value: object) -> str:
+    import json
+    doc = json.loads(PLAN_JSON)
+    target = doc
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    return json.dumps(doc)
+
+
+@pytest.mark.parametrize(("path", "value", "match"), [
+    (("cables", 0, 5), None, r"cables\[0\]\[5\] \(b_port\) must be a whole number 1\.\.8 \(a port of p0-leaf01\), "
+                             r"got null"),
+    (("cables", 0, 5), "1", r"cables\[0\]\[5\] \(b_port\) .* got '1'"),
+    (("cables", 0, 5), 9, r"cables\[0\]\[5\] \(b_port\) .* 1\.\.8 .* got 9"),
+    (("cables", 0, 5), True, r"got true"),
+    (("cables", 0, 3), None, r"cables\[0\]\[3\] \(a_port\) must be a NIC name listed in nics"),
+    (("cables", 0, 2), "node9999", r"cables\[0\]\[2\] \(a_device\) must be a device listed in devices"),
+    (("cables", 0, 2), None, r"cables\[0\]\[2\] \(a_device\) must be a non-empty name, got null"),
+    (("cables", 0, 0), -1, r"cables\[0\]\[0\] \(plane\)"),
+    (("cables", 0, 1), "node-core", r"cables\[0\]\[1\] \(kind\) must be one of"),
+    (("cables", 0), [0, "node-leaf"], r"cables\[0\] must be an array of 6 values"),
+    (("cables",), None, r"cables must be an array, got null"),
+    (("devices", 0, 0), None, r"devices\[0\]\[0\] \(name\) must be a non-empty name"),
+    (("devices", 1, 0), "node0001", r"devices\[1\]\[0\] \(name\) must be a name not used by an earlier device"),
+    (("devices", 0, 1), "router", r"devices\[0\]\[1\] \(tier\)"),
+    (("devices", 0, 4), 0, r"devices\[0\]\[4\] \(ports\)"),
+    (("nics", 0), None, r"nics\[0\] must be a non-empty name"),
+    (("nic_plane",), [0, 1], r"nic_plane must be an array of 8 planes"),
+    (("nic_plane", 2), "2", r"nic_plane\[2\] must be a whole number"),
+    (("cable_columns",), ["a"], r"cable_columns must be"),
+])
+def test_plan_json_fields_are_validated_by_key(path: tuple, value: object, match: str) -> None:
+    with pytest.raises(InputError, match=match) as err:
+        load_plan_json(_plan_doc_with(path, value), "x/plan.json")
+    assert str(err.value).startswith("x/plan.json: ") and len(str(err.value)) < 200
+
+
+def test_plan_json_error_never_echoes_a_huge_value() -> None:
+    with pytest.raises(InputError, match=r"\(1,000,000 characters\)") as err:
+        load_plan_json(_plan_doc_with(("cables", 0, 3), "m" * 1_000_000), "plan.json")
+    assert len(str(err.value)) < 200
+
+
+def test_ibnetdiscover_port_outside_the_header_count_is_malformed() -> None:
+    text = ('Switch 8 "S-01" # "sw" enhanced port 0 lid 1 lmc 0\n'
+            '[9] "H-02"[1](2)\t# "n1 mlx5_0" lid 2 4xNDR\n'
+            'Ca 1 "H-02" # "n1 mlx5_0"\n')
+    with pytest.raises(InputError, match=r"line 2: port 9 of 'sw' is outside 1\.\.8"):
+        parse_ibnetdiscover(text, "OBSERVED")
+    with pytest.raises(InputError, match=r"line 2: port 2 of 'n1 mlx5_0' is outside 1\.\.1"):
+        parse_ibnetdiscover(text.replace("[9]", "[1]").replace('"H-02"[1]', '"H-02"[2]'), "OBSERVED")
