@@ -42,7 +42,16 @@ class LaunchGroup(TyperGroup):
             head, tail, has_sep = args[:cut], args[cut + 1:], True
         else:
             head, tail, has_sep = args, [], False
-        rest = super().parse_args(ctx, head)
+        if head:
+            rest = super().parse_args(ctx, head)
+        else:
+            # 'dsctl launch -- train.py': options are missing, not the whole command line, so the launch itself
+            # runs and reports what is required (--nodes) instead of printing the help
+            self.no_args_is_help = False
+            try:
+                rest = super().parse_args(ctx, head)
+            finally:
+                self.no_args_is_help = True
         protected = list(getattr(ctx, "_protected_args", []) or [])
         if protected:
             name = protected[0]

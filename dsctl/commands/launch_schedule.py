@@ -10,7 +10,7 @@ import typer
 import dsctl.output.launch_schedule  # noqa: F401  (registers the table renderer)
 from dsctl.commands._common import FormatOpt, show
 from dsctl.errors import InputError
-from dsctl.launch.schedule import OpCosts, simulate, timeline_svg
+from dsctl.launch.schedule import MAX_SVG_OPS, OpCosts, check_svg_size, min_ops, simulate, timeline_svg
 from dsctl.output import OutputFormat, stderr_console
 from dsctl.output.files import atomic_write
 
@@ -35,12 +35,15 @@ def schedule(
         str, typer.Option("--comm-model", help="ideal (README figures) or batched (the DualPipe code's "
                           "batched p2p; dualpipe/dualpipev only).")
     ] = "ideal",
-    svg: Annotated[Path | None, typer.Option("--svg", help="Also write the timeline as an SVG file.")] = None,
+    svg: Annotated[Path | None, typer.Option("--svg", help="Also write the timeline as an SVG file (at most "
+                                             f"{MAX_SVG_OPS:,} ops).")] = None,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Per-rank op order, timeline, bubble against the README formula, and peak activations of a schedule."""
     if svg is not None and svg.is_dir():
         raise InputError(f"--svg {svg} is a folder; give a file name such as {svg / 'timeline.svg'}")
+    if svg is not None:
+        check_svg_size(min_ops(pp, micro_batches), exact=False)  # before a long simulation
     result = simulate(schedule_name, pp, micro_batches, OpCosts(f=f, b=b, w=w, fb=fb), comm_model)
     if svg is not None:
         atomic_write(svg, timeline_svg(result))

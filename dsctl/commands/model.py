@@ -9,6 +9,7 @@ import typer
 import dsctl.output.model  # noqa: F401  (registers the table renderers)
 from dsctl.commands._common import FormatOpt, profile_store, show
 from dsctl.errors import InputError
+from dsctl.model.checks import require_number
 from dsctl.model.cost import resolve_throughput, training_cost
 from dsctl.model.dtypes import dtype_bytes
 from dsctl.model.ep import ep_speed_limit, link_bandwidth_bytes_per_s
@@ -39,6 +40,7 @@ def _count(text: str, option: str, *, integer: bool = False) -> float:
         value = parse_count(text)
     except QuantityError as exc:
         raise InputError(f"{option}: {exc}", hint=f"e.g. {option} 14.8T or {option} 4096") from None
+    require_number(value, option, text=text)
     if integer and not float(value).is_integer():
         raise InputError(f"{option}: {text!r} is not a whole number")
     return value

@@ -176,27 +176,32 @@ def validate_layout(layout: ParallelLayout, *, num_layers: int, num_routed_exper
     check_schedule_layout(layout.schedule, layout.pp, num_micro_batches)
 
 
-def check_schedule_layout(schedule: str, pp: int, num_micro_batches: int | None) -> None:
+def min_micro_batches(schedule: str, pp: int) -> int:
+    """Fewest micro-batches per step the schedule accepts: 2 x pp for DualPipe(V), pp otherwise."""
+    return 2 * pp if schedule in DUAL_SCHEDULES else pp
+
+
+def check_schedule_layout(schedule: str, pp: int, num_micro_batches: int | None, source: str | None = None) -> None:
     """Pipeline-schedule requirements in launch terms (``pp`` = pipeline ranks, M = micro-batches per step).
 
     - dualpipe: pp even; M even and M >= 2 x pp (each direction gets M/2).
     - dualpipev: 2 x pp stages; M >= 2 x pp (the number of stages).
     - 1f1b, zb1p: M >= pp, so that every stage reaches its steady state.
+
+    ``source`` says where M came from in the error message (default ``--micro-batches M``), e.g.
+    ``30 micro-batches (--global-batch 3840 / dp 128)``.
     """
     name = check_schedule_name(schedule)
     m = num_micro_batches
+    got = source or f"--micro-batches {m}"
     if name == "dualpipe":
         if pp % 2:
             raise InputError(f"dualpipe needs an even pp (rank r pairs with rank pp-1-r); got pp {pp}",
                              hint="use --schedule dualpipev, 1f1b or zb1p for an odd pp")
         if m is not None and (m % 2 or m < 2 * pp):
-            raise InputError(
-                f"dualpipe needs an even number of micro-batches >= 2 x pp = {2 * pp}; got --micro-batches {m}",
-            )
+            raise InputError(f"dualpipe needs an even number of micro-batches >= 2 x pp = {2 * pp}; got {got}")
     elif name == "dualpipev":
         if m is not None and m < 2 * pp:
-            raise InputError(
-                f"dualpipev needs micro-batches >= its {2 * pp} stages (2 x pp {pp}); got --micro-batches {m}",
-            )
+            raise InputError(f"dualpipev needs micro-batches >= its {2 * pp} stages (2 x pp {pp}); got {got}")
     elif m is not None and m < pp:
-        raise InputError(f"{name} needs micro-batches >= pp {pp}; got --micro-batches {m}")
+        raise InputError(f"{name} needs micro-batches >= pp {pp}; got {got}")

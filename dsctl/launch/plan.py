@@ -27,12 +27,20 @@ from dsctl.launch.layout import (
     check_schedule_layout,
     check_schedule_name,
     divisors,
+    min_micro_batches,
     resolve_dp,
     validate_layout,
 )
 from dsctl.launch.memory import MemoryAssumptions, MemoryEstimate, estimate_memory
 from dsctl.launch.rankmap import RankMap, RankMapSummary, build_rank_map, stages_of_rank
 from dsctl.launch.schedule import OpCosts, simulate
+from dsctl.launch.search import (
+    PPCandidate,
+    batch_suggestion,
+    missed_fit_notes,
+    no_layout_error,
+    rejection_lines,
+)
 from dsctl.launch.stages import Stage, split_stages
 from dsctl.model.params import count_parameters
 from dsctl.profiles.schema import ModelProfile, NodeProfile
@@ -171,11 +179,6 @@ def pp_candidates(request: LaunchRequest, model: ModelProfile, gpus_per_node: in
     return out
 
 
-def min_micro_batches(schedule: str, pp: int) -> int:
-    """Fewest micro-batches per step the schedule accepts: 2 x pp for DualPipe(V), pp otherwise."""
-    return 2 * pp if schedule in DUAL_SCHEDULES else pp
-
-
 def resolve_batch(request: LaunchRequest, dp: int, pp: int) -> tuple[BatchPlan, list[str]]:
     """Rule 5: global batch, micro-batches per pipeline and micro-batch size; notes on any rounding."""
     notes: list[str] = []
@@ -204,37 +207,86 @@ def resolve_batch(request: LaunchRequest, dp: int, pp: int) -> tuple[BatchPlan, 
     b = request.global_batch
     if b < 1:
         raise InputError(f"--global-batch {b} is not valid: it must be a whole number of sequences >= 1")
+    fix = batch_suggestion(request.schedule, pp, dp, b, request.micro_batches)
     if b % dp:
         raise InputError(f"--global-batch {b} % dp {dp} = {b % dp}: every data-parallel replica needs the same "
-                         f"number of sequences", hint=f"use a multiple of {dp}, e.g. {dp * max(1, b // dp)}")
+                         f"number of sequences", hint=f"use a multiple of {dp}" + (f", e.g. {fix}" if fix else ""))
     per_replica = b // dp
     if request.micro_batches is None:
         return BatchPlan(b, per_replica, 1, request.seq_len), notes
     m = request.micro_batches
     if per_replica % m:
         raise InputError(f"--global-batch {b} / dp {dp} = {per_replica} sequences per replica is not a multiple of "
-                         f"--micro-batches {m}")
+                         f"--micro-batches {m}", hint=f"e.g. {fix}" if fix else None)
     return BatchPlan(b, m, per_replica // m, request.seq_len), notes
 
 
 # --------------------------------------------------------------------------------------------- the plan
 
 
-def _candidate(request: LaunchRequest, model: ModelProfile, node: NodeProfile, counts: Any, pp: int, tp: int,
-               assumptions: MemoryAssumptions) -> tuple[ParallelLayout, BatchPlan, tuple[Stage, ...],
-                                                        MemoryEstimate, list[str]]:
+def _layout_for(request: LaunchRequest, model: ModelProfile, node: NodeProfile, pp: int, tp: int) -> ParallelLayout:
+    """The layout with pipeline degree ``pp``, its structure checked (the batch rules are checked by the caller)."""
     gpn = node.num_gpus
     dp = resolve_dp(request.num_nodes, gpn, pp, tp, request.dp)
     ep = request.ep if request.ep is not None else default_ep(model, gpn, tp * dp)
     layout = ParallelLayout(request.num_nodes, gpn, pp, ep, tp, dp, request.schedule)
-    batch, notes = resolve_batch(request, dp, pp)
     validate_layout(layout, num_layers=model.num_layers,
-                    num_routed_experts=model.moe.num_routed_experts if model.moe else 0,
-                    num_micro_batches=batch.micro_batches)
+                    num_routed_experts=model.moe.num_routed_experts if model.moe else 0)
+    return layout
+
+
+def _micro_batch_source(request: LaunchRequest, dp: int, batch: BatchPlan) -> str | None:
+    """How the micro-batch count came about, for schedule-rule errors (None: given as --micro-batches)."""
+    if request.micro_batches is not None:
+        return None
+    if request.global_batch is not None:
+        return f"{batch.micro_batches} micro-batches (--global-batch {request.global_batch} / dp {dp})"
+    return f"{batch.micro_batches} micro-batches (default global batch)"
+
+
+def _candidate(request: LaunchRequest, model: ModelProfile, node: NodeProfile, counts: Any, pp: int, tp: int,
+               assumptions: MemoryAssumptions) -> tuple[ParallelLayout, BatchPlan, tuple[Stage, ...],
+                                                        MemoryEstimate, list[str]]:
+    layout = _layout_for(request, model, node, pp, tp)
+    try:
+        if request.micro_batches is not None:
+            check_schedule_layout(layout.schedule, pp, request.micro_batches)
+        batch, notes = resolve_batch(request, layout.dp, pp)
+        check_schedule_layout(layout.schedule, pp, batch.micro_batches,
+                              source=_micro_batch_source(request, layout.dp, batch))
+    except InputError as exc:
+        if exc.hint:
+            raise
+        fix = batch_suggestion(layout.schedule, pp, layout.dp, request.global_batch, request.micro_batches)
+        raise InputError(exc.message, hint=f"use {fix}" if fix else None) from None
     stages = split_stages(model, counts, layout.num_stages)
     memory = estimate_memory(model, layout, stages, node.hbm_bytes, batch.tokens_per_micro_batch,
                              batch.micro_batches, assumptions)
     return layout, batch, stages, memory, notes
+
+
+def _rejected(request: LaunchRequest, model: ModelProfile, node: NodeProfile, counts: Any, pp: int, tp: int,
+              assumptions: MemoryAssumptions, error: InputError) -> PPCandidate:
+    """A candidate that broke ``error``'s rule, with the memory it would need if the rule were lifted: the
+    requested batch where it resolves over this dp, else the default batch."""
+    world = request.num_nodes * node.num_gpus
+    try:
+        layout = _layout_for(request, model, node, pp, tp)
+    except InputError:
+        return PPCandidate(pp, world // (pp * tp), f"pp {pp}", error.message, error.hint)
+    batch = None
+    for attempt in (request, replace(request, global_batch=None, micro_batches=None)):
+        try:
+            batch = resolve_batch(attempt, layout.dp, pp)[0]
+            break
+        except InputError:
+            continue
+    memory = None
+    if batch is not None:
+        stages = split_stages(model, counts, layout.num_stages)
+        memory = estimate_memory(model, layout, stages, node.hbm_bytes, batch.tokens_per_micro_batch,
+                                 batch.micro_batches, assumptions)
+    return PPCandidate(pp, layout.dp, layout.describe(), error.message, error.hint, memory)
 
 
 def plan_launch(model: ModelProfile, node: NodeProfile, request: LaunchRequest,
@@ -244,10 +296,11 @@ def plan_launch(model: ModelProfile, node: NodeProfile, request: LaunchRequest,
         raise InputError(f"--nodes {request.num_nodes} is not valid: it must be a whole number >= 1")
     schedule = check_schedule_name(request.schedule)
     request = replace(request, schedule=schedule)
-    for name in ("pp", "ep", "tp", "dp"):
+    for name in ("pp", "ep", "tp", "dp", "micro_batches", "global_batch", "seq_len"):
         value = getattr(request, name)
         if value is not None and value < 1:
-            raise InputError(f"--{name} {value} is not valid: it must be a whole number >= 1")
+            flag = "--" + name.replace("_", "-")
+            raise InputError(f"{flag} {value} is not valid: it must be a whole number >= 1")
     if request.pp is not None:
         check_schedule_layout(schedule, request.pp, None)
     assumptions = assumptions or MemoryAssumptions()
@@ -273,8 +326,7 @@ def plan_launch(model: ModelProfile, node: NodeProfile, request: LaunchRequest,
             + (", pp even)" if schedule == "dualpipe" else ")"),
             hint="give --pp explicitly, or choose another --schedule / --ep",
         )
-    tried: list[tuple[int, MemoryEstimate]] = []
-    first_error: InputError | None = None
+    considered: list[PPCandidate] = []
     chosen = None
     for pp in candidates:
         try:
@@ -282,20 +334,23 @@ def plan_launch(model: ModelProfile, node: NodeProfile, request: LaunchRequest,
         except InputError as exc:
             if len(candidates) == 1:
                 raise
-            first_error = first_error or exc
+            considered.append(_rejected(request, model, node, counts, pp, tp, assumptions, exc))
             continue
-        tried.append((pp, result[3]))
+        considered.append(PPCandidate(pp, result[0].dp, result[0].describe(), memory=result[3]))
         if result[3].fits or len(candidates) == 1:
             chosen = result
             break
     if chosen is None:
-        if not tried:
-            raise first_error or InputError("no valid layout found")
-        best_pp = max(tried, key=lambda t: t[1].headroom_bytes)[0]
-        chosen = _candidate(request, model, node, counts, best_pp, tp, assumptions)
+        usable = [c for c in considered if c.error is None and c.memory is not None]
+        if not usable:
+            raise no_layout_error(considered, request.num_nodes, schedule, request.global_batch,
+                                  request.micro_batches)
+        best = max(usable, key=lambda c: c.memory.headroom_bytes if c.memory else 0)
+        chosen = _candidate(request, model, node, counts, best.pp, tp, assumptions)
     layout, batch, stages, memory, notes = chosen
 
-    choices.extend(_explain(request, model, layout, memory, tried))
+    choices.extend(_explain(request, model, layout, memory, considered))
+    notes.extend(missed_fit_notes(considered, memory.fits, schedule, request.global_batch, request.micro_batches))
     rank_map = build_rank_map(layout)
     figures = _schedule_figures(layout, batch) if simulate_schedule else None
     if figures is None and simulate_schedule:
@@ -335,7 +390,7 @@ def _gib(n: float) -> str:
 
 
 def _explain(request: LaunchRequest, model: ModelProfile, layout: ParallelLayout, memory: MemoryEstimate,
-             tried: list[tuple[int, MemoryEstimate]]) -> list[str]:
+             considered: list[PPCandidate]) -> list[str]:
     out = []
     world = layout.world_size
     if request.tp is None:
@@ -362,12 +417,14 @@ def _explain(request: LaunchRequest, model: ModelProfile, layout: ParallelLayout
     if request.pp is not None or request.dp is not None:
         out.append(f"pp {layout.pp}: " + ("given" if request.pp is not None else f"from dp {request.dp}"))
     else:
-        rejected = [f"pp {pp} needs {_gib(m.max_total_bytes)}" for pp, m in tried if pp != layout.pp]
         kind = "even " if layout.schedule == "dualpipe" else ""
-        verdict = "fits" if memory.fits else "comes closest to fitting; none fits"
-        out.append(f"pp {layout.pp}: the smallest valid {kind}pp that {verdict} in {_gib(memory.hbm_bytes)} per GPU "
-                   f"(worst rank {_gib(memory.max_total_bytes)})"
-                   + (f"; rejected: {', '.join(rejected)}" if rejected and memory.fits else ""))
+        if memory.fits:
+            out.append(f"pp {layout.pp}: the smallest valid {kind}pp that fits in {_gib(memory.hbm_bytes)} per GPU "
+                       f"(worst rank {_gib(memory.max_total_bytes)})")
+        else:
+            out.append(f"pp {layout.pp}: no valid {kind}pp fits in {_gib(memory.hbm_bytes)} per GPU; this one comes "
+                       f"closest (worst rank {_gib(memory.max_total_bytes)})")
+        out.extend(rejection_lines(considered, layout.pp))
     out.append(f"dp {layout.dp} = {world} GPUs / (pp {layout.pp} x tp {layout.tp}); expert-dp {layout.expert_dp} = "
                f"tp {layout.tp} x dp {layout.dp} / ep {layout.ep} replicas of each expert; ZeRO-1 shards optimizer "
                f"states over dp (dense) and expert-dp (experts)")
@@ -439,7 +496,8 @@ class GroupListing:
 @dataclass(frozen=True)
 class LayoutReport:
     """``dsctl launch layout``: the layout, why it was chosen, the stage split, the rank map and (``--explain``)
-    every group. ``memory_fits`` / ``max_memory_bytes`` summarise the memory check (details in ``dsctl launch``)."""
+    every group. ``memory_fits`` / ``max_memory_bytes`` summarise the memory check (details in ``dsctl launch``);
+    ``exit_code`` is 1 when the layout does not fit in memory, as for ``dsctl launch``."""
 
     model: str
     node_profile: str
@@ -459,6 +517,7 @@ class LayoutReport:
     hbm_bytes: int
     rank_map: RankMapSummary
     groups: tuple[GroupListing, ...]
+    exit_code: int
     ranks: RankMap = field(repr=False, metadata={"output": False})
 
 
@@ -479,5 +538,5 @@ def layout_report(plan: LaunchPlan, explain: bool) -> LayoutReport:
         schedule=plan.schedule, num_stages=plan.num_stages, micro_batches=plan.batch.micro_batches,
         stages=plan.stages, choices=plan.choices, memory_fits=plan.memory.fits,
         max_memory_bytes=plan.memory.max_total_bytes, hbm_bytes=plan.memory.hbm_bytes, rank_map=plan.rank_map,
-        groups=groups, ranks=plan.ranks,
+        groups=groups, exit_code=plan.exit_code, ranks=plan.ranks,
     )

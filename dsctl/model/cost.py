@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from dsctl.errors import InputError
+from dsctl.model.checks import require_finite_results, require_number
 from dsctl.model.flops import training_flops
 from dsctl.profiles.schema import ModelProfile
 
@@ -45,11 +46,6 @@ class Throughput:
     mfu: float | None = None
 
 
-def _positive(value: float | None, option: str) -> None:
-    if value is not None and not value > 0:
-        raise InputError(f"{option} must be positive, got {value:g}")
-
-
 def resolve_throughput(
     model: ModelProfile,
     *,
@@ -60,10 +56,11 @@ def resolve_throughput(
     seq_len: int = 4096,
 ) -> Throughput:
     """Pick the throughput as the module docstring describes."""
-    _positive(tokens_per_gpu_second, "--tokens-per-gpu-second")
-    _positive(gflops_per_token, "--gflops-per-token")
-    _positive(gpu_tflops, "--gpu-tflops")
-    _positive(mfu, "--mfu")
+    require_number(tokens_per_gpu_second, "--tokens-per-gpu-second", positive=True)
+    require_number(gflops_per_token, "--gflops-per-token", positive=True)
+    require_number(gpu_tflops, "--gpu-tflops", positive=True)
+    require_number(mfu, "--mfu", positive=True)
+    require_number(seq_len, "--seq-len", positive=True)
     if mfu is not None and mfu > 1:
         raise InputError(f"--mfu is a fraction of peak between 0 and 1, got {mfu:g}")
     flop_inputs = [gflops_per_token, gpu_tflops, mfu]
@@ -88,6 +85,8 @@ def resolve_throughput(
     else:
         flops, what = training_flops(model, seq_len).flops_per_token, f"computed at seq-len {seq_len}"
     tps = tflops * 1e12 * frac / flops
+    require_finite_results({"tokens per GPU-second": tps}, ["--gpu-tflops", "--mfu", "--gflops-per-token"],
+                           positive=["tokens per GPU-second"])
     note = f"{tflops:g} TFLOPS x MFU {frac:g} / {flops / 1e9:.4g} GFLOP per token ({what})"
     return Throughput(tps, "flops", note, flops, tflops, frac)
 
@@ -132,18 +131,22 @@ def training_cost(
     extra_gpu_hours: Sequence[float] = (),
 ) -> CostReport:
     """GPU hours, days and cost of training ``model`` on ``tokens`` tokens at ``throughput``."""
-    if not tokens > 0:
-        raise InputError(f"--tokens must be positive, got {tokens:g}")
-    if num_gpus < 1:
-        raise InputError(f"--gpus must be at least 1, got {num_gpus}")
-    if gpu_hour_usd < 0:
-        raise InputError(f"--gpu-hour-usd cannot be negative, got {gpu_hour_usd:g}")
+    require_number(tokens, "--tokens", positive=True)
+    require_number(num_gpus, "--gpus", positive=True)
+    require_number(gpu_hour_usd, "--gpu-hour-usd", non_negative=True)
     for extra in extra_gpu_hours:
-        if extra < 0:
-            raise InputError(f"--extra-gpu-hours cannot be negative, got {extra:g}")
+        require_number(extra, "--extra-gpu-hours", non_negative=True)
+    require_number(throughput.tokens_per_gpu_second, "--tokens-per-gpu-second", positive=True)
     per_trillion = TRILLION / throughput.tokens_per_gpu_second / SECONDS_PER_HOUR
     train_hours = tokens / throughput.tokens_per_gpu_second / SECONDS_PER_HOUR
     total_hours = train_hours + sum(extra_gpu_hours)
+    days = total_hours / num_gpus / 24.0
+    cost_usd = total_hours * gpu_hour_usd
+    require_finite_results(
+        {"GPU hours per trillion tokens": per_trillion, "GPU hours": total_hours, "days": days, "cost": cost_usd},
+        ["--tokens", "--tokens-per-gpu-second (or the FLOP-path options)", "--extra-gpu-hours", "--gpus",
+         "--gpu-hour-usd"],
+    )
     return CostReport(
         model=model.name,
         tokens=tokens,
@@ -162,6 +165,6 @@ def training_cost(
         train_cost_usd=train_hours * gpu_hour_usd,
         extra_gpu_hours=tuple(float(x) for x in extra_gpu_hours),
         gpu_hours=total_hours,
-        days=total_hours / num_gpus / 24.0,
-        cost_usd=total_hours * gpu_hour_usd,
+        days=days,
+        cost_usd=cost_usd,
     )

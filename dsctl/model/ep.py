@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dsctl.errors import InputError
+from dsctl.model.checks import require_finite_results, require_number
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ def ep_speed_limit(
     micro_batches: int = 2,
 ) -> EPSpeedLimit:
     """Communication-bound time per output token (see the module docstring)."""
-    checks = [
+    positives = [
         (bandwidth_bytes_per_s, "--bandwidth-gbytes/--nic-gbps"),
         (tokens_per_device, "--tokens-per-device"),
         (hidden, "--hidden"),
@@ -58,18 +59,22 @@ def ep_speed_limit(
         (layers, "--layers"),
         (micro_batches, "--micro-batches"),
     ]
-    for value, option in checks:
-        if not value > 0:
-            raise InputError(f"{option} must be positive, got {value:g}")
+    for value, option in positives:
+        require_number(value, option, positive=True)
     for value, option in ((dispatch_bytes, "--dispatch-bytes"), (combine_bytes, "--combine-bytes")):
-        if value < 0:
-            raise InputError(f"{option} cannot be negative, got {value:g}")
+        require_number(value, option, non_negative=True)
     if dispatch_bytes + combine_bytes <= 0:
         raise InputError("--dispatch-bytes and --combine-bytes cannot both be 0")
-    per_step = (dispatch_bytes + combine_bytes) * tokens_per_device * experts_per_token * hidden
+    options = ["--nic-gbps/--bandwidth-gbytes", "--tokens-per-device", "--hidden", "--experts-per-token",
+               "--dispatch-bytes", "--combine-bytes", "--layers", "--micro-batches"]
+    per_step = (dispatch_bytes + combine_bytes) * float(tokens_per_device) * float(experts_per_token) * float(hidden)
     comm_s = per_step / bandwidth_bytes_per_s
     layer_s = micro_batches * comm_s
     tpot_s = layers * layer_s
+    require_finite_results({"bytes per step": per_step, "time per output token": tpot_s}, options,
+                           positive=["bytes per step", "time per output token"])
+    tokens_per_s = 1.0 / tpot_s
+    require_finite_results({"tokens per second": tokens_per_s}, options)
     return EPSpeedLimit(
         bandwidth_bytes_per_s=bandwidth_bytes_per_s,
         bandwidth_gbytes=bandwidth_bytes_per_s / 1e9,
@@ -84,16 +89,20 @@ def ep_speed_limit(
         comm_seconds_per_step=comm_s,
         layer_seconds=layer_s,
         tpot_seconds=tpot_s,
-        tokens_per_second=1.0 / tpot_s,
+        tokens_per_second=tokens_per_s,
     )
 
 
 def link_bandwidth_bytes_per_s(nic_gbps: float, bandwidth_gbytes: float | None = None) -> float:
     """Bytes/s of the EP link: ``bandwidth_gbytes * 1e9`` when given, else ``nic_gbps * 1e9 / 8``."""
     if bandwidth_gbytes is not None:
-        if not bandwidth_gbytes > 0:
-            raise InputError(f"--bandwidth-gbytes must be positive, got {bandwidth_gbytes:g}")
-        return bandwidth_gbytes * 1e9
-    if not nic_gbps > 0:
-        raise InputError(f"--nic-gbps must be positive, got {nic_gbps:g}")
-    return nic_gbps * 1e9 / 8.0
+        require_number(bandwidth_gbytes, "--bandwidth-gbytes", positive=True)
+        bytes_per_s = bandwidth_gbytes * 1e9
+        option = "--bandwidth-gbytes"
+    else:
+        require_number(nic_gbps, "--nic-gbps", positive=True)
+        bytes_per_s = nic_gbps * 1e9 / 8.0
+        option = "--nic-gbps"
+    require_finite_results({"link bandwidth in bytes/s": bytes_per_s}, [option],
+                           positive=["link bandwidth in bytes/s"])
+    return bytes_per_s

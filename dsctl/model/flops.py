@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dsctl.errors import InputError
+from dsctl.model.checks import require_finite_results, require_number
 from dsctl.model.params import count_parameters
 from dsctl.profiles.schema import ModelProfile
 
@@ -72,6 +73,7 @@ def training_flops(model: ModelProfile, seq_len: int = 4096, causal: bool = True
     """Forward + backward FLOPs of one trained token at sequence length ``seq_len`` (tokens)."""
     if seq_len < 1:
         raise InputError(f"--seq-len must be at least 1 token, got {seq_len}")
+    require_number(seq_len, "--seq-len", positive=True)
     d_qk, d_v = attention_head_dims(model)
     n_mm = matmul_params_per_token(model)
     attended = seq_len / 2 if causal else float(seq_len)
@@ -79,6 +81,7 @@ def training_flops(model: ModelProfile, seq_len: int = 4096, causal: bool = True
     matmul_forward = 2.0 * n_mm
     forward = matmul_forward + attn_forward
     total = TRAINING_MULTIPLIER * forward
+    require_finite_results({"FLOPs per token": total}, ["--seq-len"])
     published = model.published.training_gflops_per_token * 1e9
     return FlopsReport(
         model=model.name,

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from dsctl.errors import InputError
+from dsctl.model.checks import require_finite_results, require_number
 from dsctl.profiles.schema import ModelProfile
 
 
@@ -76,6 +77,9 @@ def kv_cache_report(
         raise InputError(f"--context must be at least 1 token, got {context_tokens}")
     if batch < 1:
         raise InputError(f"--batch must be at least 1, got {batch}")
+    require_number(context_tokens, "--context", positive=True)
+    require_number(batch, "--batch", positive=True)
+    require_number(dtype_bytes, "--dtype bytes per value", positive=True)
     rows = []
     first = kv_bytes_per_token(models[0], dtype_bytes)
     for model in models:
@@ -92,6 +96,8 @@ def kv_cache_report(
                 ratio_to_first=per_token / first if first else 0.0,
             )
         )
+    require_finite_results({f"KV-cache bytes of {row.model}": row.bytes_total for row in rows},
+                           ["--context", "--batch"])
     head = rows[0]
     return KVCacheReport(
         dtype=dtype,

@@ -60,11 +60,15 @@ def _memory_key(row: RankMemory) -> tuple[int, ...]:
 
 
 def _memory_table(memory: MemoryEstimate) -> Iterator[RenderableType]:
-    table = Table(title=f"Memory per GPU in GiB (HBM {_gib(memory.hbm_bytes)}, "
-                        f"{memory.tokens_per_micro_batch:,} tokens per micro-batch)", title_justify="left")
-    for col in ("pp ranks", "stages", "params", "weights", "grads", "optim", "activations", "reserve", "total",
-                "free"):
-        table.add_column(col, justify="right")
+    reserves = sorted({row.reserve_bytes for row in memory.per_rank})
+    uniform = len(reserves) == 1
+    reserve = f"; reserve {_gib(reserves[0])} in total" if uniform else ""
+    table = Table(title=f"Memory per GPU, GiB (HBM {_gib(memory.hbm_bytes)}{reserve})", title_justify="left")
+    columns = ["ranks", "stages", "params", "weights", "grads", "optim", "act", "total", "free"]
+    if not uniform:
+        columns.insert(7, "rsv")
+    for col in columns:
+        table.add_column(col, justify="right", no_wrap=True)
     groups: list[list[RankMemory]] = []
     for row in memory.per_rank:
         if groups and _memory_key(groups[-1][-1]) == _memory_key(row):
@@ -74,12 +78,20 @@ def _memory_table(memory: MemoryEstimate) -> Iterator[RenderableType]:
     for group in groups:
         row = group[0]
         ranks = compact_ranks([r.pp_rank for r in group])
-        stages = "+".join(str(s) for s in row.stages) + (" .." if len(group) > 1 else "")
+        stages = "+".join(str(s) for s in row.stages) + (".." if len(group) > 1 else "")
         style = "red" if row.headroom_bytes < 0 else ""
-        table.add_row(ranks, stages, _params(row.params), _gib(row.weights_bytes), _gib(row.gradients_bytes),
-                      _gib(row.optimizer_bytes), f"{row.activation_chunks}x{_gib(row.activation_chunk_bytes)}",
-                      _gib(row.reserve_bytes), _gib(row.total_bytes), _gib(row.headroom_bytes), style=style)
+        cells = [ranks, stages, _params(row.params), _gib(row.weights_bytes), _gib(row.gradients_bytes),
+                 _gib(row.optimizer_bytes), f"{row.activation_chunks}x{_gib(row.activation_chunk_bytes)}",
+                 _gib(row.total_bytes), _gib(row.headroom_bytes)]
+        if not uniform:
+            cells.insert(7, _gib(row.reserve_bytes))
+        table.add_row(*cells, style=style)
     yield table
+    legend = (f"act = micro-batches in flight x GiB each ({memory.tokens_per_micro_batch:,} tokens per "
+              "micro-batch)")
+    if any(len(group) > 1 for group in groups):
+        legend += "; 'a+b..' = the first rank's stages, the row's other ranks follow the same pattern"
+    yield Text(legend, style="dim")
     worst = memory.worst
     if memory.fits:
         yield Text(f"fits: worst pipeline rank {worst.pp_rank} uses {human_bytes(worst.total_bytes)} of "
@@ -91,8 +103,9 @@ def _memory_table(memory: MemoryEstimate) -> Iterator[RenderableType]:
 
 
 def _rank_table(summary: RankMapSummary) -> Table:
-    table = Table(title=f"Rank map ({summary.world_size:,} ranks, order {summary.order})", title_justify="left")
-    for col in ("group", "groups x size", "nodes/group", "planes/group", "first group (ranks)", "its nodes"):
+    table = Table(title=f"Rank map ({summary.world_size:,} ranks, order {summary.order}); nodes and planes "
+                        "per group", title_justify="left")
+    for col in ("group", "count x size", "nodes", "planes", "first group", "its nodes"):
         table.add_column(col, justify="left" if col.startswith(("first", "its", "group")) else "right")
     for g in summary.groups:
         nodes = (str(g.min_nodes_per_group) if g.min_nodes_per_group == g.max_nodes_per_group

@@ -14,6 +14,8 @@ from dsctl.output.generic import format_scalar
 from dsctl.output.registry import table_renderer
 
 _MAX_COLUMNS = 160
+#: the table view lists each rank's op order only up to this many ops in all (JSON/YAML always list every op)
+MAX_TABLE_OPS = 1_000
 #: ASCII timeline characters per op kind, (direction 0, direction 1)
 _CHARS = {"F": "Ff", "B": "Bb", "I": "Ii", "W": "Ww"}
 _STYLES = {"F": "dark_orange", "B": "green", "I": "green3", "W": "blue", "#": "bold magenta"}
@@ -103,6 +105,11 @@ def _render(result: ScheduleResult) -> Iterable[RenderableType]:
 
     yield _Timeline(result)
 
+    num_ops = sum(result.num_ops_per_rank)
+    if num_ops > MAX_TABLE_OPS:
+        yield Text(f"op order per rank: not shown for {num_ops:,} ops (the table lists up to {MAX_TABLE_OPS:,}); "
+                   "--format json lists every op and its start and end")
+        return
     order = Table(title="op order per rank", title_justify="left")
     order.add_column("rank", justify="right", no_wrap=True)
     order.add_column("ops in execution order")

@@ -8,6 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 Cli = Callable[..., Any]
 
 
@@ -115,7 +117,7 @@ def test_layout_subcommand_explain(cli: Cli) -> None:
     assert groups["ep"]["ranks"][0] == list(range(64))
     assert groups["pp"]["ranks"][1] == list(range(1, 2048, 128))
     table = cli("launch", "layout", "--nodes", "16", "--explain")
-    assert table.exit_code == 0
+    assert table.exit_code == 1  # 16 nodes cannot hold DeepSeek-V3: the layout is shown, the check fails
     assert "ep groups" in table.stdout and "pp groups" in table.stdout
 
 
@@ -141,3 +143,90 @@ def test_ep_that_does_not_divide_the_experts_is_named_in_auto_mode(cli) -> None:
     result = cli("launch", "--nodes", "256", "--ep", "7", "--", "t.py")
     assert result.exit_code == 2 and result.stdout == ""
     assert "ep 7 does not divide the 256 routed experts of deepseek-v3 (256 = 36 x 7 + 4)" in result.stderr
+
+
+def test_auto_pp_error_names_the_layout_dsctl_would_choose(cli: Cli) -> None:
+    """3840 sequences fail on DP 128 (30 micro-batches < DualPipe's 2 x 16), not on dp 1024 (pp 2)."""
+    res = cli("launch", "--nodes", "256", "--global-batch", "3840", "--", "t.py")
+    assert res.exit_code == 2 and res.stdout == ""
+    first = res.stderr.splitlines()[0]
+    assert "PP16 EP64 TP1 DP128, the layout dsctl would choose" in first
+    assert "2 x pp = 32; got 30 micro-batches (--global-batch 3840 / dp 128)" in first
+    assert "dp 1024" not in first
+    assert "use --global-batch 4096" in res.stderr
+    assert "pp 2: does not fit" in res.stderr and "pp 32: dualpipe needs" in res.stderr
+
+
+def test_auto_pp_error_for_indivisible_batch_and_too_few_micro_batches(cli: Cli) -> None:
+    res = cli("launch", "--nodes", "256", "--global-batch", "1000", "--", "t.py")
+    assert res.exit_code == 2
+    first = res.stderr.splitlines()[0]
+    assert "DP128" in first and "--global-batch 1000 % dp 128 = 104" in first and "dp 1024" not in first
+    res = cli("launch", "--nodes", "256", "--global-batch", "15360", "--micro-batches", "7", "--", "t.py")
+    assert res.exit_code == 2
+    first = res.stderr.splitlines()[0]
+    assert "DP128" in first and "2 x pp = 32; got --micro-batches 7" in first and "dp 1024" not in first
+    assert "--micro-batches 32" in res.stderr
+
+
+def test_auto_pp_explains_every_rejected_candidate(cli: Cli) -> None:
+    res = cli("launch", "--nodes", "256", "--micro-batches", "30", "-f", "json", "--", "t.py")
+    assert res.exit_code == 1
+    data = res.json()
+    assert data["layout"]["pp"] == 8 and data["memory"]["fits"] is False
+    choices = data["choices"]
+    assert any(c.startswith("pp 8: no valid even pp fits") for c in choices)
+    pp16 = [c for c in choices if c.startswith("pp 16 rejected:")]
+    assert pp16 and "2 x pp = 32; got --micro-batches 30" in pp16[0]
+    assert any(c.startswith("pp 2 rejected: does not fit") for c in choices)
+    table = cli("launch", "--nodes", "256", "--micro-batches", "30", "--", "t.py")
+    assert table.exit_code == 1
+    assert "pp 16 rejected" in table.stdout and "DOES NOT FIT" in table.stdout
+
+
+def test_layout_subcommand_exits_1_when_it_does_not_fit_like_launch(cli: Cli) -> None:
+    layout = cli("launch", "layout", "--nodes", "48", "--pp", "16")
+    plan = cli("launch", "--nodes", "48", "--pp", "16", "--", "t.py")
+    assert layout.exit_code == plan.exit_code == 1
+    assert "DOES NOT FIT" in layout.stdout
+    data = cli("launch", "layout", "--nodes", "48", "--pp", "16", "-f", "json").json()
+    assert data["memory_fits"] is False and data["exit_code"] == 1 and data["dsctl"]["exit_code"] == 1
+    assert cli("launch", "layout", "--nodes", "256").exit_code == 0
+
+
+def test_train_command_without_nodes_is_an_error_not_the_help(cli: Cli) -> None:
+    for args in (("--", "train.py"), ("--", "train.py", "--lr", "1"), ("--",)):
+        res = cli("launch", *args)
+        assert res.exit_code == 2, args
+        assert res.stdout == ""
+        assert res.stderr.startswith("error: --nodes is required"), res.stderr
+
+
+def test_memory_table_is_readable_at_80_columns(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    for args in (("--nodes", "256"), ("--nodes", "64", "--schedule", "1f1b", "--pp", "16"),
+                 ("--nodes", "256", "--schedule", "dualpipev", "--pp", "8")):
+        res = cli("launch", *args, "--", "t.py")
+        assert res.exit_code == 0, res.stderr
+        lines = res.stdout.splitlines()
+        start = next(i for i, line in enumerate(lines) if line.startswith("Memory per GPU"))
+        end = next(i for i in range(start, len(lines)) if lines[i].startswith("└"))
+        table = lines[start:end + 1]
+        assert all(len(line) <= 80 for line in table)
+        assert not any("…" in line for line in table), "\n".join(table)
+        header = next(line for line in table if "ranks" in line)
+        for name in ("stages", "params", "weights", "grads", "optim", "act", "total", "free"):
+            assert name in header
+        rank_map = [line for line in lines if line.startswith("┃ group")]
+        assert rank_map and "…" not in rank_map[0]
+
+
+def test_explicit_pp_batch_errors_carry_a_fix(cli: Cli) -> None:
+    res = cli("launch", "--nodes", "256", "--pp", "16", "--global-batch", "3840", "--", "t.py")
+    assert res.exit_code == 2
+    assert "got 30 micro-batches (--global-batch 3840 / dp 128)" in res.stderr
+    assert "hint: use --global-batch 4096" in res.stderr
+    res = cli("launch", "--nodes", "256", "--pp", "16", "--micro-batches", "30", "--", "t.py")
+    assert res.exit_code == 2 and "hint: use --micro-batches 32" in res.stderr
+    res = cli("launch", "--nodes", "256", "--micro-batches", "0", "--", "t.py")
+    assert res.exit_code == 2 and "--micro-batches 0 is not valid" in res.stderr

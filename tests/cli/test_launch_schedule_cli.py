@@ -110,3 +110,22 @@ def test_svg_pointing_at_a_folder(cli, tmp_path: Path) -> None:
     result = cli("launch", "schedule", "--svg", str(tmp_path))
     assert result.exit_code == 2 and "is a folder" in result.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_svg_too_large_is_refused_before_simulating(cli, tmp_path: Path) -> None:
+    target = tmp_path / "f.svg"
+    result = cli("launch", "schedule", "--pp", "100", "--micro-batches", "10000", "--svg", str(target))
+    assert result.exit_code == 2 and result.stdout == ""
+    assert "--svg" in result.stderr and "at least 1,000,000 ops" in result.stderr and "20,000" in result.stderr
+    assert not target.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_table_lists_op_order_only_for_small_schedules(cli) -> None:
+    small = cli("launch", "schedule", "--pp", "8", "--micro-batches", "20")
+    assert "op order per rank" in small.stdout and "F0.0" in small.stdout
+    big = cli("launch", "schedule", "--pp", "8", "--micro-batches", "200")
+    assert big.exit_code == 0
+    assert "op order per rank: not shown for 1,722 ops" in big.stdout and "--format json" in big.stdout
+    assert "F1.99" not in big.stdout
+    data = cli("launch", "schedule", "--pp", "8", "--micro-batches", "200", "-f", "json").json()
+    assert sum(len(ops) for ops in data["ops"]) == 1722

@@ -128,3 +128,53 @@ def test_bad_input_exits_2(cli: Cli, args: tuple[str, ...], needle: str) -> None
     assert needle in r.stderr
     assert "Traceback" not in r.stderr
     assert r.stdout == ""
+
+
+HUGE_INT = "9" * 400
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (("ep-speed-limit", "--nic-gbps", "inf"), "--nic-gbps"),
+        (("ep-speed-limit", "--nic-gbps", "nan"), "--nic-gbps"),
+        (("ep-speed-limit", "--bandwidth-gbytes", "1e400"), "--bandwidth-gbytes"),
+        (("ep-speed-limit", "--bandwidth-gbytes", "1e300"), "--bandwidth-gbytes"),
+        (("ep-speed-limit", "--dispatch-bytes", "nan"), "--dispatch-bytes"),
+        (("ep-speed-limit", "--combine-bytes", "inf"), "--combine-bytes"),
+        (("ep-speed-limit", "--combine-bytes", "-1"), "--combine-bytes"),
+        (("ep-speed-limit", "--hidden", HUGE_INT), "--hidden"),
+        (("ep-speed-limit", "--dispatch-bytes", "1e-300", "--combine-bytes", "0", "--bandwidth-gbytes", "1e290"),
+         "--dispatch-bytes"),
+        (("cost", "--tokens", "14.8T", "--gpu-hour-usd", "nan"), "--gpu-hour-usd"),
+        (("cost", "--tokens", "14.8T", "--gpu-hour-usd", "inf"), "--gpu-hour-usd"),
+        (("cost", "--tokens", "1e400"), "--tokens"),
+        (("cost", "--tokens", "1e30", "--tokens-per-gpu-second", "1e-300"), "--tokens-per-gpu-second"),
+        (("cost", "--tokens", "14.8T", "--tokens-per-gpu-second", "inf"), "--tokens-per-gpu-second"),
+        (("cost", "--tokens", "14.8T", "--gpu-tflops", "1e300"), "--gpu-tflops"),
+        (("cost", "--tokens", "14.8T", "--mfu", "nan"), "--mfu"),
+        (("cost", "--tokens", "14.8T", "--gflops-per-token", "inf"), "--gflops-per-token"),
+        (("cost", "--tokens", "14.8T", "--extra-gpu-hours", "1e999K"), "--extra-gpu-hours"),
+        (("cost", "--tokens", "14.8T", "--gpus", "0"), "--gpus"),
+        (("cost", "--tokens", "14.8T", "--seq-len", "-5"), "--seq-len"),
+        (("kv-cache", "--context", "1e400"), "--context"),
+        (("kv-cache", "--batch", HUGE_INT), "--batch"),
+        (("flops", "--seq-len", HUGE_INT), "--seq-len"),
+    ],
+)
+def test_non_finite_inputs_and_overflowing_results_exit_2(cli: Cli, args: tuple[str, ...], needle: str) -> None:
+    for fmt in ("json", "table"):
+        r = cli("model", *args, "--format", fmt)
+        assert r.exit_code == 2, (args, r.stdout, r.stderr)
+        assert needle in r.stderr
+        assert "Traceback" not in r.stderr and "internal error" not in r.stderr
+        assert r.stdout == ""
+
+
+def test_large_but_finite_inputs_still_work(cli: Cli) -> None:
+    r = cli("model", "ep-speed-limit", "--bandwidth-gbytes", "1e200", "-f", "json")
+    assert r.exit_code == 0, r.stderr
+    assert 0 < r.json()["tokens_per_second"] < float("inf")
+    r = cli("model", "cost", "--tokens", "1e30", "-f", "json")
+    assert r.exit_code == 0, r.stderr
+    assert r.json()["cost_usd"] > 0

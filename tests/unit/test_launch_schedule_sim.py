@@ -246,3 +246,17 @@ def test_svg_draws_every_op(schedule: str) -> None:
     # one rect per plain op, three (F part, B part, frame) per overlapped op, plus background and legend
     cells = [r for r in root.iter(f"{ns}rect") if r.get("height") == "22"]
     assert len(cells) == num_ops + 2 * num_fb
+
+
+def test_svg_size_cap() -> None:
+    from dsctl.launch.schedule import MAX_SVG_OPS, check_svg_size, min_ops
+
+    check_svg_size(MAX_SVG_OPS)
+    with pytest.raises(InputError, match="--svg: the timeline has 20,001 ops"):
+        check_svg_size(MAX_SVG_OPS + 1)
+    result = simulate("dualpipe", 8, 200)
+    assert sum(result.num_ops_per_rank) >= min_ops(8, 200)
+    result = simulate("1f1b", 4, 3000)
+    assert sum(result.num_ops_per_rank) > MAX_SVG_OPS
+    with pytest.raises(InputError, match="--svg"):
+        timeline_svg(result)

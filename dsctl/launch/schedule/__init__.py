@@ -9,15 +9,18 @@ from dsctl.launch.schedule.api import COMM_MODELS, ScheduleResult, schedule_ops,
 from dsctl.launch.schedule.costs import OpCosts
 from dsctl.launch.schedule.ops import Op, parse_op
 from dsctl.launch.schedule.params import SCHEDULES, check_schedule_params
-from dsctl.launch.schedule.svg import timeline_svg
+from dsctl.launch.schedule.svg import MAX_SVG_OPS, check_svg_size, min_ops, timeline_svg
 
 __all__ = [
     "COMM_MODELS",
+    "MAX_SVG_OPS",
     "SCHEDULES",
     "Op",
     "OpCosts",
     "ScheduleResult",
     "check_schedule_params",
+    "check_svg_size",
+    "min_ops",
     "parse_op",
     "schedule_ops",
     "simulate",

@@ -4,6 +4,10 @@ Rows are ranks (devices), time runs left to right. Orange = forward, green = ful
 input-gradient backward I (lighter), blue = weight-gradient W; an overlapped F&B is one framed cell split
 into its forward and backward parts. Cells carry the micro-batch number: black for direction (leg) 0, white on a
 darker shade for direction (leg) 1.
+
+An SVG holds one cell (about 190 bytes) per op, so timelines of more than :data:`MAX_SVG_OPS` ops are refused
+(``--pp 100 --micro-batches 10000`` would be a million ops, 200 MB, too many to see); ``--format json`` still
+lists every op.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 from xml.sax.saxutils import escape
 
+from dsctl.errors import InputError
 from dsctl.launch.schedule.ops import parse_op
 
 if TYPE_CHECKING:
@@ -27,6 +32,26 @@ _LABEL_W = 78
 _ROW_H = 26
 _TOP = 58
 _MAX_WIDTH_PX = 2400
+
+#: most ops an SVG timeline draws (about 4 MB); every op is one cell
+MAX_SVG_OPS = 20_000
+
+
+def min_ops(num_stages: int, num_micro_batches: int) -> int:
+    """A lower bound on a schedule's op count: every micro-batch's forward visits every stage, one op each."""
+    return max(0, num_stages) * max(0, num_micro_batches)
+
+
+def check_svg_size(num_ops: int, exact: bool = True) -> None:
+    """Raise InputError naming ``--svg`` if a timeline of ``num_ops`` ops (or at least that many) is too large."""
+    if num_ops > MAX_SVG_OPS:
+        count = f"{num_ops:,} ops" if exact else f"at least {num_ops:,} ops (--pp x --micro-batches)"
+        raise InputError(
+            f"--svg: the timeline has {count}, more than the {MAX_SVG_OPS:,} an SVG draws (one cell per op, "
+            f"about {num_ops * 190 / 1e6:,.0f} MB and unreadable)",
+            hint="lower --pp or --micro-batches for the drawing (the bubble no longer changes beyond a few x pp "
+                 "micro-batches), or drop --svg; --format json lists every op",
+        )
 
 
 def _fmt(value: float) -> str:
@@ -45,7 +70,8 @@ def _cell(x: float, y: float, width: float, kind: str, d: int, m: int, frame: bo
 
 
 def timeline_svg(result: ScheduleResult) -> str:
-    """A standalone SVG document (UTF-8 text) of ``result.timeline``."""
+    """A standalone SVG document (UTF-8 text) of ``result.timeline``; InputError above :data:`MAX_SVG_OPS` ops."""
+    check_svg_size(sum(len(row) for row in result.timeline))
     makespan = max(result.makespan, 1e-9)
     scale = max(2.0, min(24.0, (_MAX_WIDTH_PX - _LABEL_W) / makespan))
     width = _LABEL_W + makespan * scale + 20
