@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -10,7 +11,7 @@ import typer
 
 import dsctl.output.eplb  # noqa: F401  (registers the table renderers)
 from dsctl.commands._common import FormatOpt, profile_store, show
-from dsctl.eplb.export import parse_placement, sglang_expert_location, sglang_server_args
+from dsctl.eplb.export import read_placement, sglang_expert_location, sglang_server_args
 from dsctl.eplb.rebalance import expert_size_bytes, rebalance
 from dsctl.eplb.simulate import simulate
 from dsctl.eplb.stats import sum_stats
@@ -52,10 +53,45 @@ def _model(name: str | None) -> ModelProfile | None:
     return model
 
 
-def _check_out_dirs(*paths: Path | None) -> None:
-    for path in paths:
-        if path is not None and not (path.parent if str(path.parent) else Path(".")).is_dir():
-            raise InputError(f"cannot write {path}: folder {path.parent} does not exist")
+def _check_outputs(outputs: dict[str, Path | None]) -> None:
+    """Validate every output file path before anything is computed or written (all-or-nothing output).
+
+    ``outputs`` maps the option name to its path (None = not given). Raises InputError naming the option.
+    """
+    seen: dict[Path, str] = {}
+    for option, path in outputs.items():
+        if path is None:
+            continue
+        parent = path.parent if str(path.parent) else Path(".")
+        if path.is_dir():
+            example = path / ("sglang.json" if option == "--sglang-out" else "plan.json")
+            raise InputError(f"{option} {path}: is a folder; give a file path, e.g. {example}")
+        if path.exists() and not path.is_file():
+            raise InputError(f"{option} {path}: exists and is not a regular file")
+        if not parent.is_dir():
+            what = "is not a folder" if parent.exists() else "does not exist"
+            raise InputError(f"{option} {path}: cannot write there, folder {parent} {what}")
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise InputError(f"{option} {path}: cannot write there, folder {parent} is not writable")
+        key = path.resolve()
+        if key in seen:
+            raise InputError(f"{option} {path}: same file as {seen[key]}; give two different files")
+        seen[key] = option
+
+
+def _write_all(contents: list[tuple[Path, str]]) -> None:
+    """Write each file atomically; if one fails, remove the files this call created before it."""
+    created: list[Path] = []
+    try:
+        for path, content in contents:
+            existed = path.exists()
+            atomic_write(path, content)
+            if not existed:
+                created.append(path)
+    except BaseException:
+        for path in created:
+            path.unlink(missing_ok=True)
+        raise
 
 
 StatsArg = Annotated[list[Path], typer.Argument(
@@ -80,8 +116,9 @@ def rebalance_cmd(
     = "reference",
     previous: Annotated[Path | None, typer.Option("--previous", help="Current placement (dsctl or SGLang JSON): "
                                                   "move as few replicas as possible.")] = None,
-    tolerance: Annotated[float, typer.Option("--tolerance", help="With --previous: allowed loss of balancedness "
-                                             "against the unconstrained plan (fraction).")] = 0.01,
+    tolerance: Annotated[float | None, typer.Option("--tolerance", help="With --previous: allowed loss of "
+                                                    "balancedness against the unconstrained plan (fraction; "
+                                                    "default 0.01).")] = None,
     bytes_per_param: Annotated[float, typer.Option("--bytes-per-param", help="Expert weight bytes per parameter for "
                                                    "bytes moved (1 = FP8, 2 = BF16).")] = 1.0,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the placement JSON (phy2log, log2phy, logcnt, "
@@ -91,6 +128,7 @@ def rebalance_cmd(
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Plan expert replicas and their GPUs from routing statistics; report balancedness before/after."""
+    _check_outputs({"--out": out, "--sglang-out": sglang_out})
     profile = _model(model)
     moe = profile.moe if profile is not None else None
     weight = sum_stats([(str(p), _read(p, "statistics file")) for p in stats])
@@ -103,8 +141,7 @@ def rebalance_cmd(
     previous_placement = None
     if previous is not None:
         text = _read(previous, "--previous").decode("utf-8", errors="replace")
-        previous_placement = parse_placement(str(previous), text, weight.shape[1]).placement
-    _check_out_dirs(out, sglang_out)
+        previous_placement = read_placement(f"--previous {previous}", text, *weight.shape)
     result = rebalance(
         weight, num_replicas=replicas, num_gpus=gpus, num_nodes=nodes,
         num_groups=groups if groups is not None else (moe.num_expert_groups if moe is not None else 1),
@@ -112,10 +149,12 @@ def rebalance_cmd(
         expert_bytes=expert_size_bytes(profile, bytes_per_param) if profile is not None else None,
         sources=tuple(str(p) for p in stats), num_dense_layers=dense,
     )
+    contents: list[tuple[Path, str]] = []  # render everything before writing anything
     if out is not None:
-        atomic_write(out, render_json(envelope(result, "eplb rebalance", 0)))
+        contents.append((out, render_json(envelope(result, "eplb rebalance", 0))))
     if sglang_out is not None:
-        atomic_write(sglang_out, json.dumps(sglang_expert_location(result.placement, dense)) + "\n")
+        contents.append((sglang_out, json.dumps(sglang_expert_location(result.placement, dense)) + "\n"))
+    _write_all(contents)
     show(result, fmt, "eplb rebalance")
     err = stderr_console()
     if out is not None:
@@ -139,5 +178,5 @@ def simulate_cmd(
     files = [stats, *(more_stats or [])]
     weight = sum_stats([(str(p), _read(p, "statistics file")) for p in files])
     text = _read(placement, "placement").decode("utf-8", errors="replace")
-    loaded = parse_placement(str(placement), text, weight.shape[1])
+    loaded = read_placement(str(placement), text, *weight.shape)
     show(simulate(weight, loaded, gpus, tuple(str(p) for p in files)), fmt, "eplb simulate")

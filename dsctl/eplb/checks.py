@@ -16,6 +16,11 @@ POLICIES = ("auto", "hierarchical", "global")
 
 #: float32 represents every integer up to 2**24 exactly; larger integer loads get rounded (rule V11)
 FLOAT32_EXACT_INT = 2**24
+#: rule V12: at most this many physical slots per layer, whatever the expert count
+MAX_SLOTS_PER_LAYER = 65_536
+#: rule V12: at most this many slots per logical expert on average (deployments use 1.1-2: DeepSeek-V3 288 or 320
+#: slots for 256 experts); beyond it time and memory grow with no use (log2phy is [L, E, max replicas])
+MAX_SLOTS_PER_EXPERT = 16
 
 
 @dataclass(frozen=True)
@@ -76,6 +81,11 @@ def choose_policy(num_groups: int, num_nodes: int, policy: str = "auto") -> str:
     return "global"
 
 
+def max_slots_per_layer(num_experts: int) -> int:
+    """Rule V12: the most physical slots per layer accepted for ``num_experts`` logical experts."""
+    return min(MAX_SLOTS_PER_LAYER, MAX_SLOTS_PER_EXPERT * num_experts)
+
+
 def check_layout(
     num_layers: int,
     num_experts: int,
@@ -85,7 +95,7 @@ def check_layout(
     num_gpus: int,
     policy: str = "auto",
 ) -> Layout:
-    """Check rules V1 and V4-V10 for a weight of shape [num_layers, num_experts]; raise one InputError listing
+    """Check rules V1, V4-V10 and V12 for a weight of shape [num_layers, num_experts]; raise one InputError listing
     every failure, or return the Layout with the policy that will run and any warnings (V10)."""
     problems: list[str] = []
     if num_layers < 1 or num_experts < 1:
@@ -130,6 +140,11 @@ def check_layout(
         problems.append(
             f"--replicas {num_replicas} is smaller than the number of experts {num_experts}: "
             f"every expert needs at least one slot (rule V9)")
+    limit = max_slots_per_layer(num_experts)
+    if num_replicas > limit:
+        problems.append(
+            f"--replicas {num_replicas} is above the limit of {limit} slots per layer for {num_experts} experts: "
+            f"at most {MAX_SLOTS_PER_EXPERT} slots per expert and at most {MAX_SLOTS_PER_LAYER} per layer (rule V12)")
     if problems:
         raise InputError("; ".join(problems), hint=f"policy that would run: {chosen}")
     return Layout(num_layers, num_experts, num_replicas, num_groups, num_nodes, num_gpus, chosen, tuple(warnings))
@@ -144,8 +159,8 @@ def check_weight(weight: np.ndarray, source: str = "statistics") -> tuple[np.nda
     if arr.ndim != 2 or arr.shape[0] < 1 or arr.shape[1] < 1:
         raise InputError(f"{source}: expected a 2-D table of layers x experts with at least one of each, "
                          f"got shape {tuple(arr.shape)} (rule V1)")
-    if arr.dtype.kind not in "biuf":
-        raise InputError(f"{source}: loads must be numbers, got dtype {arr.dtype} (rule V1)")
+    if arr.dtype.kind not in "iuf":
+        raise InputError(f"{source}: loads must be integers or floats, got dtype {arr.dtype} (rule V1)")
     arr = arr.astype(np.float64)
     bad = ~np.isfinite(arr)
     if bad.any():

@@ -179,3 +179,21 @@ def drop_trivial_leading_layers(loaded: LoadedPlacement, num_layers: int) -> Loa
     placement = placement_from_phy2log(phy2log[extra:], loaded.placement.num_experts)
     return LoadedPlacement(placement, loaded.source, loaded.kind, loaded.num_gpus, loaded.num_nodes,
                            loaded.num_groups, loaded.policy, extra)
+
+
+def read_placement(name: str, text: str, num_layers: int, num_experts: int) -> LoadedPlacement:
+    """The one reader of placement files, for ``simulate`` and ``rebalance --previous`` alike.
+
+    Parses a dsctl or SGLang file (``parse_placement``) against the statistics' ``num_experts`` E and matches it to
+    their ``num_layers`` L MoE layers: leading rows holding the trivial map (the dense layers of an SGLang file,
+    e.g. 3 + 58 = 61 rows for DeepSeek-V3) are dropped; any other layer-count mismatch is an InputError.
+    """
+    return drop_trivial_leading_layers(parse_placement(name, text, num_experts), num_layers)
+
+
+def placement_warnings(loaded: LoadedPlacement) -> tuple[str, ...]:
+    """Warnings about how a placement file was read (dense layers dropped)."""
+    if not loaded.dropped_leading_layers:
+        return ()
+    return (f"{loaded.source}: skipped {loaded.dropped_leading_layers} leading layers holding the trivial "
+            f"map (dense layers of an SGLang file)",)

@@ -13,7 +13,7 @@ import numpy as np
 
 from dsctl.eplb.balanced import rebalance_balanced
 from dsctl.eplb.checks import Layout, check_layout, check_weight
-from dsctl.eplb.export import MigrationSummary, RebalanceResult
+from dsctl.eplb.export import LoadedPlacement, MigrationSummary, RebalanceResult, placement_warnings
 from dsctl.eplb.metrics import placement_metrics
 from dsctl.eplb.migration import rebalance_with_previous
 from dsctl.eplb.placement import Placement
@@ -23,6 +23,8 @@ from dsctl.model.params import bytes_per_routed_expert
 from dsctl.profiles.schema import ModelProfile
 
 ALGORITHMS = ("reference", "balanced")
+#: --tolerance when none is given: the plan may lose 1% of the unconstrained balancedness to move fewer replicas
+DEFAULT_TOLERANCE = 0.01
 
 
 def expert_size_bytes(model: ModelProfile, bytes_per_param: float = 1.0) -> int | None:
@@ -45,7 +47,7 @@ def _run_algorithm(weight: np.ndarray, layout: Layout, algorithm: str) -> Placem
 def _check_previous(previous: Placement, layout: Layout) -> None:
     expected = (layout.num_layers, layout.num_replicas)
     if tuple(previous.phy2log.shape) != expected:
-        raise InputError(f"--previous placement is {previous.phy2log.shape[0]} layers x "
+        raise InputError(f"--previous placement is {previous.phy2log.shape[0]} MoE layers x "
                          f"{previous.phy2log.shape[1]} slots, "
                          f"but the statistics and --replicas give {expected[0]} layers x {expected[1]} slots")
     if previous.num_experts != layout.num_experts:
@@ -62,20 +64,34 @@ def rebalance(
     num_groups: int,
     policy: str = "auto",
     algorithm: str = "reference",
-    previous: Placement | None = None,
-    tolerance: float = 0.01,
+    previous: Placement | LoadedPlacement | None = None,
+    tolerance: float | None = None,
     expert_bytes: int | None = None,
     sources: tuple[str, ...] = (),
     num_dense_layers: int = 0,
 ) -> RebalanceResult:
     """Plan a placement for ``weight`` [L, E] (summed routing statistics) and measure it before/after.
 
-    Raises InputError for any bad input (rules V1-V11, unknown algorithm, mismatching previous placement).
+    ``previous`` is the current placement (read by ``export.read_placement``, the reader ``simulate`` uses too);
+    ``tolerance`` (None = ``DEFAULT_TOLERANCE``) only applies with it: a value other than the default without
+    ``previous`` is an InputError, the default given explicitly only a warning.
+    Raises InputError for any bad input (rules V1-V12, unknown algorithm, mismatching previous placement).
     """
     if algorithm not in ALGORITHMS:
         raise InputError(f"--algorithm {algorithm!r} is not valid: choose reference or balanced")
-    if not 0.0 <= tolerance < 1.0:
-        raise InputError(f"--tolerance {tolerance} must be in [0, 1) (a fraction: 0.01 = 1% of the balancedness)")
+    extra_warnings: tuple[str, ...] = ()
+    if tolerance is not None:
+        if not 0.0 <= tolerance < 1.0:
+            raise InputError(f"--tolerance {tolerance} must be in [0, 1) (a fraction: 0.01 = 1% of the balancedness)")
+        if previous is None:
+            if tolerance != DEFAULT_TOLERANCE:
+                raise InputError(f"--tolerance {tolerance} only applies with --previous (migration-aware planning)",
+                                 hint="drop --tolerance, or give the current placement with --previous FILE")
+            extra_warnings += ("--tolerance only applies with --previous; ignored",)
+    tolerance = DEFAULT_TOLERANCE if tolerance is None else tolerance
+    if isinstance(previous, LoadedPlacement):
+        extra_warnings += placement_warnings(previous)
+        previous = previous.placement
     checked, weight_warnings = check_weight(weight, "statistics")
     layout = check_layout(checked.shape[0], checked.shape[1], num_replicas, num_groups, num_nodes, num_gpus, policy)
     migration = None
@@ -93,4 +109,4 @@ def rebalance(
                                      expert_bytes, tolerance, details)
     metrics = placement_metrics(checked, placement, layout)
     return RebalanceResult(placement, metrics, layout, algorithm, sources,
-                           weight_warnings + layout.warnings, migration, num_dense_layers)
+                           weight_warnings + layout.warnings + extra_warnings, migration, num_dense_layers)

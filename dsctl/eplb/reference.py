@@ -25,6 +25,27 @@ from dsctl.eplb.placement import Placement
 _INF32 = np.float32(np.inf)
 
 
+def _row_offsets(rows: int, width: int) -> np.ndarray:
+    return (np.arange(rows, dtype=np.int64) * width)[:, None]
+
+
+def take_rows(values: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """``values[r, index[r, j]]`` for 2-D arrays: ``np.take_along_axis(values, index, axis=1)`` by one flat gather
+    (about half the time at these sizes: no broadcast index arrays)."""
+    rows, width = values.shape
+    return np.ascontiguousarray(values).reshape(-1)[index + _row_offsets(rows, width)]
+
+
+def put_rows(out: np.ndarray, index: np.ndarray, values: np.ndarray) -> None:
+    """``out[r, index[r, j]] = values[r, j]`` for 2-D arrays: ``np.put_along_axis(out, index, values, axis=1)``,
+    by one flat scatter when ``out`` is C-contiguous."""
+    if not out.flags.c_contiguous:
+        np.put_along_axis(out, index, values, axis=1)
+        return
+    rows, width = out.shape
+    out.reshape(-1)[(index + _row_offsets(rows, width)).reshape(-1)] = np.asarray(values).reshape(-1)
+
+
 def pack_balanced(values: np.ndarray, num_bins: int) -> tuple[np.ndarray, np.ndarray]:
     """Greedy balanced packing of each row's n items into ``num_bins`` bins of exactly n / num_bins items.
 
@@ -40,30 +61,29 @@ def pack_balanced(values: np.ndarray, num_bins: int) -> tuple[np.ndarray, np.nda
         return (np.broadcast_to(np.arange(num_items, dtype=np.int64), (rows, num_items)).copy(),
                 np.zeros((rows, num_items), dtype=np.int64))
     order = np.argsort(-values, axis=1, kind="stable")
-    sorted_values = np.take_along_axis(values, order, axis=1)
-    totals = np.zeros(rows * num_bins, dtype=np.float32)
-    keys = np.zeros((rows, num_bins), dtype=np.float32)  # running total, +inf once the bin is full
+    columns = np.ascontiguousarray(take_rows(values, order).T)  # [n, rows], item t of each row
+    # keys: the bin's float32 running total while it has room, +inf once full (so argmin skips it)
+    keys = np.zeros((rows, num_bins), dtype=np.float32)
     keys_flat = keys.reshape(-1)
     counts = np.zeros(rows * num_bins, dtype=np.int64)
     bin_sorted = np.empty((num_items, rows), dtype=np.int64)
     pos_sorted = np.empty((num_items, rows), dtype=np.int64)
     row_base = np.arange(rows, dtype=np.int64) * num_bins
-    columns = np.ascontiguousarray(sorted_values.T)
-    for t in range(num_items):
+    last_position = capacity - 1
+    for t in range(num_items):  # as few numpy calls per item as possible: this loop is the hot path
         chosen = keys.argmin(axis=1)  # first minimum = lowest bin index on equal totals
-        flat = row_base + chosen
-        count = counts[flat]
         bin_sorted[t] = chosen
+        flat = chosen + row_base
+        count = counts[flat]
         pos_sorted[t] = count
-        new_total = totals[flat] + columns[t]  # float32 + float32
-        totals[flat] = new_total
-        count += 1
-        counts[flat] = count
-        keys_flat[flat] = np.where(count == capacity, _INF32, new_total)
+        counts[flat] = count + 1
+        new_total = keys_flat[flat] + columns[t]  # float32 + float32; the chosen bin is never full
+        new_total[count == last_position] = _INF32
+        keys_flat[flat] = new_total
     bin_index = np.empty((rows, num_items), dtype=np.int64)
     position = np.empty((rows, num_items), dtype=np.int64)
-    np.put_along_axis(bin_index, order, bin_sorted.T, axis=1)
-    np.put_along_axis(position, order, pos_sorted.T, axis=1)
+    put_rows(bin_index, order, bin_sorted.T)
+    put_rows(position, order, pos_sorted.T)
     return bin_index, position
 
 
@@ -107,7 +127,7 @@ def min_max_replica_load(weight: np.ndarray, num_slots: int) -> np.ndarray:
 
 def _inverse_permutation(perm: np.ndarray) -> np.ndarray:
     inverse = np.empty_like(perm)
-    np.put_along_axis(inverse, perm, np.broadcast_to(np.arange(perm.shape[1]), perm.shape), axis=1)
+    put_rows(inverse, perm, np.broadcast_to(np.arange(perm.shape[1]), perm.shape))
     return inverse
 
 
@@ -131,25 +151,25 @@ def rebalance_layout(weight: np.ndarray, layout: Layout) -> Placement:
     mlog2log = _inverse_permutation(log2mlog)
 
     # Step 2: replicate experts inside each node; rows = (layer, node).
-    node_weight = np.take_along_axis(w32, mlog2log, axis=1).reshape(num_layers * nodes, experts_per_node)
+    node_weight = take_rows(w32, mlog2log).reshape(num_layers * nodes, experts_per_node)
     phy2mlog, phy_rank, mlog_count = replicate_experts(node_weight, slots_per_node)
 
     # Step 3: pack the node's replicas onto its GPUs, slots_per_gpu each.
     per_replica = node_weight / mlog_count.astype(np.float32)
-    replica_load = np.take_along_axis(per_replica, phy2mlog, axis=1)
+    replica_load = take_rows(per_replica, phy2mlog)
     gpu, pos = pack_balanced(replica_load, gpus_per_node)
     slot_of = gpu * slots_per_gpu + pos  # node-local slot of each replica
     slot_mlog = np.empty_like(phy2mlog)
     slot_rank = np.empty_like(phy_rank)
-    np.put_along_axis(slot_mlog, slot_of, phy2mlog, axis=1)
-    np.put_along_axis(slot_rank, slot_of, phy_rank, axis=1)
+    put_rows(slot_mlog, slot_of, phy2mlog)
+    put_rows(slot_rank, slot_of, phy_rank)
 
     # Assembly: back to logical ids, layer-wide slot numbers.
     node_offset = (np.arange(nodes, dtype=np.int64) * experts_per_node)[None, :, None]
     slot_mlog_global = (slot_mlog.reshape(num_layers, nodes, slots_per_node) + node_offset).reshape(num_layers, -1)
-    phy2log = np.take_along_axis(mlog2log, slot_mlog_global, axis=1)
+    phy2log = take_rows(mlog2log, slot_mlog_global)
     rank = slot_rank.reshape(num_layers, -1)
-    logcnt = np.take_along_axis(mlog_count.reshape(num_layers, num_experts), log2mlog, axis=1)
+    logcnt = take_rows(mlog_count.reshape(num_layers, num_experts), log2mlog)
     return placement_from_ranks(phy2log, rank, logcnt)
 
 

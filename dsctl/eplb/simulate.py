@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from dsctl.eplb.checks import Layout, check_weight
-from dsctl.eplb.export import LoadedPlacement, drop_trivial_leading_layers, layout_data
+from dsctl.eplb.export import LoadedPlacement, drop_trivial_leading_layers, layout_data, placement_warnings
 from dsctl.eplb.metrics import PlacementMetrics, placement_metrics
 from dsctl.errors import InputError
 
@@ -37,8 +37,10 @@ def simulate(
 ) -> SimulationResult:
     """Per-GPU loads of ``loaded``'s placement under ``weight`` [L, E].
 
-    ``num_gpus`` overrides the file's; one of the two is needed (an SGLang file does not record it). The lower bound
-    uses the file's policy, groups and nodes when it records them, else the policy-free global bound.
+    ``loaded`` comes from ``read_placement`` (the reader ``rebalance --previous`` uses too); a placement with
+    extra leading trivial layers is matched here as well. ``num_gpus`` overrides the file's; one of the two is
+    needed (an SGLang file does not record it). The lower bound uses the file's policy, groups and nodes when it
+    records them, else the policy-free global bound.
     """
     checked, warnings = check_weight(weight, "statistics")
     num_layers, num_experts = checked.shape
@@ -50,9 +52,11 @@ def simulate(
     if gpus is None:
         raise InputError(f"{loaded.source}: the file does not say how many GPUs it spans; pass --gpus")
     num_slots = loaded.placement.num_slots
-    if gpus < 1 or num_slots % gpus != 0:
+    if gpus < 1:
+        raise InputError(f"--gpus must be >= 1, got {gpus}")
+    if num_slots % gpus != 0:
         raise InputError(f"--gpus {gpus}: the placement's {num_slots} slots per layer must split evenly over the GPUs "
-                         f"({num_slots} = {num_slots // max(gpus, 1)} x {gpus} + {num_slots % max(gpus, 1)})")
+                         f"({num_slots} = {num_slots // gpus} x {gpus} + {num_slots % gpus})")
     hierarchical = (loaded.policy == "hierarchical" and loaded.num_nodes is not None and loaded.num_groups is not None
                     and loaded.num_groups % loaded.num_nodes == 0 and num_experts % loaded.num_groups == 0
                     and gpus % loaded.num_nodes == 0)
@@ -61,7 +65,5 @@ def simulate(
                     loaded.num_nodes if hierarchical and loaded.num_nodes else 1,
                     gpus, "hierarchical" if hierarchical else "global")
     metrics = placement_metrics(checked, loaded.placement, layout)
-    if loaded.dropped_leading_layers:
-        warnings += (f"{loaded.source}: skipped {loaded.dropped_leading_layers} leading layers holding the trivial "
-                     f"map (dense layers of an SGLang file)",)
+    warnings += placement_warnings(loaded)
     return SimulationResult(metrics, layout, loaded.source, loaded.kind, sources, warnings)

@@ -2,10 +2,12 @@
 
 Accepted formats (chosen by file suffix, or sniffed when the suffix says nothing):
 - JSON: a bare 2-D list ``[[...], ...]`` (layers x experts), or an object whose ``"load"`` key holds one;
-- CSV: one row per layer, comma-separated; blank lines and lines starting with ``#`` are skipped, and a
-  first row made only of non-numbers is taken as a header;
-- ``.npy``: a 2-D numeric array (no pickles).
-A 1-D list or array is one layer. Several files (a window of snapshots) are summed element by element.
+- CSV: one row per layer, values separated by commas (or, in a file without any comma, by spaces/tabs); blank
+  lines and lines starting with ``#`` are skipped, and a first row whose cells are all words (each holds a
+  letter and is not a number) is taken as a header;
+- ``.npy``: a 2-D integer or floating-point array (no pickles, no booleans).
+Every format must give a 2-D table [layers, experts] (rule V1); a 1-D list or array is rejected with the shape
+found and the shape wanted. Several files (a window of snapshots) are summed element by element.
 
 Pure functions over text/bytes: the command layer reads the files.
 """
@@ -84,8 +86,10 @@ def parse_json(name: str, text: str) -> np.ndarray:
         data = data["load"]
     if not isinstance(data, list):
         raise InputError(f"{name}: expected a 2-D list of loads (layers x experts), got a JSON {type(data).__name__}")
-    if data and not isinstance(data[0], list):
-        data = [data]  # a single layer
+    if data and not any(isinstance(row, list) for row in data):
+        raise InputError(f"{name}: found a 1-D list of {len(data)} values; statistics must be 2-D "
+                         f"[layers, experts] (rule V1)",
+                         hint="write one inner list per MoE layer, e.g. [[1, 2, 3]] for a single layer")
     rows: list[list[float]] = []
     for r, row in enumerate(data):
         if not isinstance(row, list):
@@ -107,47 +111,72 @@ def _parse_number(text: str) -> float | None:
         return None
 
 
+#: characters that separate values in other "CSV" dialects; named in the message when a cell holds one
+_OTHER_DELIMITERS = (";", "|", ":")
+
+
+def _is_header(cells: Sequence[str]) -> bool:
+    """A header row: every cell is a word (holds a letter and is not a number, so ``nan``/``inf`` are data)."""
+    return bool(cells) and all(_parse_number(cell) is None and any(ch.isalpha() for ch in cell) for cell in cells)
+
+
 def parse_csv(name: str, text: str) -> np.ndarray:
-    """CSV, one row per layer -> float64 [L, E]. An all-text first row is a header."""
-    lines = [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    """CSV, one row per layer -> float64 [L, E].
+
+    Values are comma-separated; a file without any comma may separate them with spaces or tabs instead.
+    A first row made only of words is a header; any other cell that is not a number is an error naming its line.
+    """
+    lines = [(number, line) for number, line in enumerate(text.splitlines(), start=1)
+             if line.strip() and not line.lstrip().startswith("#")]
     if not lines:
         raise InputError(f"{name}: file is empty; expected one CSV row of loads per MoE layer")
-    table = list(csv.reader(lines))
-    if table and all(_parse_number(cell.strip()) is None for cell in table[0]):
-        table = table[1:]  # header
-        offset = 1
+    if any("," in line for _, line in lines):
+        table = [(number, [cell.strip() for cell in cells])
+                 for number, cells in zip((n for n, _ in lines), csv.reader(line for _, line in lines), strict=True)]
+        delimiter = "comma"
     else:
-        offset = 0
+        table = [(number, line.split()) for number, line in lines]
+        delimiter = "whitespace"
+    if _is_header(table[0][1]):
+        table = table[1:]
     rows: list[list[float]] = []
-    for r, cells in enumerate(table):
-        if cells and cells[-1].strip() == "":
+    for r, (line_number, cells) in enumerate(table):
+        if delimiter == "comma" and cells and cells[-1] == "":
             cells = cells[:-1]  # trailing comma
         values = []
         for c, cell in enumerate(cells):
-            value = _parse_number(cell.strip())
+            value = _parse_number(cell)
             if value is None:
-                raise InputError(f"{name}: layer row {r} (line {r + offset + 1} of data), column {c}: "
-                                 f"{cell.strip()!r} is not a number")
-            _check_value(name, r, c, value, cell.strip())
+                found = next((d for d in _OTHER_DELIMITERS if d in cell), None)
+                if found is not None:
+                    raise InputError(f"{name}: line {line_number}: values are separated by {found!r}; "
+                                     f"separate them with commas (or spaces)",
+                                     hint="one row per MoE layer, e.g. 12,7,0,3")
+                raise InputError(f"{name}: layer row {r} (line {line_number}), column {c}: {cell!r} is not a number")
+            _check_value(name, r, c, value, cell)
             values.append(value)
         rows.append(values)
     return _rows_to_array(name, rows)
 
 
 def parse_npy(name: str, content: bytes) -> np.ndarray:
-    """``.npy`` bytes (numeric, 1-D or 2-D, no pickles) -> float64 [L, E]."""
+    """``.npy`` bytes (2-D, integer or floating point, no pickles) -> float64 [L, E]."""
     if not content:
         raise InputError(f"{name}: file is empty; expected a .npy array of loads (layers x experts)")
+    if not content.startswith(_NPY_MAGIC):
+        raise InputError(f"{name}: not a .npy array file (it does not start with the NumPy header)",
+                         hint="save the array with numpy.save, or name a text file .csv or .json")
     try:
         arr = np.load(io.BytesIO(content), allow_pickle=False)
     except (ValueError, OSError, EOFError) as exc:
         raise InputError(f"{name}: not a readable .npy array ({exc})") from None
-    if not isinstance(arr, np.ndarray) or arr.dtype.kind not in "biuf":
-        raise InputError(f"{name}: .npy array must be numeric, got dtype {getattr(arr, 'dtype', '?')}")
-    if arr.ndim == 1:
-        arr = arr[None, :]
+    if not isinstance(arr, np.ndarray) or arr.dtype.kind not in "iuf":
+        raise InputError(f"{name}: .npy array must hold integers or floats, got dtype "
+                         f"{getattr(arr, 'dtype', '?')}")
     if arr.ndim != 2 or arr.size == 0:
-        raise InputError(f"{name}: expected a 2-D array (layers x experts), got shape {tuple(arr.shape)}")
+        raise InputError(f"{name}: found an array of shape {tuple(arr.shape)}; statistics must be 2-D "
+                         f"[layers, experts] with at least one of each (rule V1)",
+                         hint="a single layer is shape (1, experts): numpy.save(path, loads[None, :])")
     arr = arr.astype(np.float64)
     bad = ~np.isfinite(arr) | (arr < 0)
     if bad.any():

@@ -166,3 +166,116 @@ def test_balanced_is_never_worse_than_reference(cli: Callable, v3_stats: Path) -
     ref_max = [layer["after"]["max_gpu_load"] for layer in ref.json()["metrics"]["layers"]]
     bal_max = [layer["after"]["max_gpu_load"] for layer in bal.json()["metrics"]["layers"]]
     assert all(b <= r * (1 + 1e-9) for b, r in zip(bal_max, ref_max, strict=True))
+
+
+@pytest.mark.parametrize(("options", "bad_option", "needle"), [
+    (("--out", "{dir}"), "--out", "is a folder"),
+    (("--sglang-out", "{dir}"), "--sglang-out", "is a folder"),
+    (("--out", "{good}", "--sglang-out", "{dir}"), "--sglang-out", "is a folder"),
+    (("--out", "{dir}", "--sglang-out", "{good}"), "--out", "is a folder"),
+    (("--out", "{good}", "--sglang-out", "{missing}/s.json"), "--sglang-out", "does not exist"),
+    (("--out", "{good}", "--sglang-out", "{good}"), "--sglang-out", "same file as --out"),
+])
+def test_bad_output_paths_exit_2_and_write_nothing(
+    cli: Callable, readme: Path, tmp_path: Path, options: tuple[str, ...], bad_option: str, needle: str
+) -> None:
+    folder, good = tmp_path / "folder", tmp_path / "good.json"
+    folder.mkdir()
+    args = [o.format(dir=folder, good=good, missing=tmp_path / "missing") for o in options]
+    res = cli("eplb", "rebalance", readme, *README_ARGS, *args)
+    assert res.exit_code == 2, res.stderr
+    assert "internal error" not in res.stderr and "Traceback" not in res.stderr
+    assert res.stderr.startswith(f"error: {bad_option} ") and needle in res.stderr
+    assert not good.exists() and list(folder.iterdir()) == [] and not (tmp_path / "missing").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["folder", "stats.json"]  # no temp files left either
+
+
+def test_huge_replicas_are_rejected_fast(cli: Callable, readme: Path) -> None:
+    res = cli("eplb", "rebalance", readme, "-r", "100000000", "-g", "8", "-n", "2", "--groups", "4")
+    assert res.exit_code == 2
+    assert "--replicas 100000000 is above the limit of 192 slots per layer for 12 experts" in res.stderr
+    assert "rule V12" in res.stderr
+
+
+def test_previous_reads_sglang_file_with_dense_rows_like_simulate(
+    cli: Callable, readme: Path, tmp_path: Path
+) -> None:
+    sg = tmp_path / "sg.json"
+    assert cli("eplb", "rebalance", readme, *README_ARGS, "--sglang-out", sg).exit_code == 0
+    rows = json.loads(sg.read_text())["physical_to_logical_map"]
+    trivial = [s % 12 for s in range(16)]
+    sg.write_text(json.dumps({"physical_to_logical_map": [trivial] * 3 + rows}))  # 3 dense + 2 MoE layers
+    sim = cli("eplb", "simulate", readme, sg, "-g", "8", "-f", "json")
+    assert sim.exit_code == 0, sim.stderr
+    res = cli("eplb", "rebalance", readme, *README_ARGS, "--previous", sg, "-f", "json")
+    assert res.exit_code == 0, res.stderr
+    assert res.json()["migration"]["replicas_moved"] == 0
+    assert any("skipped 3 leading layers" in w for w in res.json()["warnings"])
+    sg.write_text(json.dumps({"physical_to_logical_map": [[*trivial[1:], 0]] * 3 + rows}))  # not trivial rows
+    for args in (("simulate", readme, sg, "-g", "8"), ("rebalance", readme, *README_ARGS, "--previous", sg)):
+        res = cli("eplb", *args)
+        assert res.exit_code == 2 and "placement has 5 layers but the statistics have 2" in res.stderr
+
+
+def test_simulate_gpus_zero(cli: Callable, readme: Path, tmp_path: Path) -> None:
+    plan = tmp_path / "plan.json"
+    assert cli("eplb", "rebalance", readme, *README_ARGS, "--out", plan).exit_code == 0
+    res = cli("eplb", "simulate", readme, plan, "--gpus", "0")
+    assert res.exit_code == 2 and "--gpus must be >= 1, got 0" in res.stderr and " x 0 " not in res.stderr
+
+
+def test_tolerance_without_previous(cli: Callable, readme: Path) -> None:
+    res = cli("eplb", "rebalance", readme, *README_ARGS, "--tolerance", "0.05")
+    assert res.exit_code == 2 and "--tolerance 0.05 only applies with --previous" in res.stderr
+    res = cli("eplb", "rebalance", readme, *README_ARGS, "--tolerance", "0.01", "-f", "json")
+    assert res.exit_code == 0 and "--tolerance only applies with --previous; ignored" in res.json()["warnings"]
+
+
+def _npy_bytes(arr: np.ndarray) -> bytes:
+    import io
+    buf = io.BytesIO()
+    np.save(buf, arr)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize(("name", "content", "needle"), [
+    ("one.json", b"[1, 2, 3]", "found a 1-D list of 3 values; statistics must be 2-D [layers, experts]"),
+    ("one.npy", _npy_bytes(np.arange(12.0)), "found an array of shape (12,); statistics must be 2-D"),
+    ("bool.npy", _npy_bytes(np.ones((2, 12), dtype=bool)), "must hold integers or floats, got dtype bool"),
+    ("text.npy", b"1,2,3\n", "not a .npy array file"),
+    ("semi.csv", b"1;2;3\n4;5;6\n", "line 1: values are separated by ';'; separate them with commas"),
+])
+def test_statistics_shape_and_format_errors(
+    cli: Callable, tmp_path: Path, name: str, content: bytes, needle: str
+) -> None:
+    path = tmp_path / name
+    path.write_bytes(content)
+    res = cli("eplb", "rebalance", path, *README_ARGS)
+    assert res.exit_code == 2 and needle in res.stderr, res.stderr
+    assert "pickled" not in res.stderr
+
+
+def test_whitespace_separated_statistics(cli: Callable, tmp_path: Path) -> None:
+    path = tmp_path / "stats.txt"
+    path.write_text("\n".join(" ".join(str(v) for v in row) for row in README) + "\n")
+    res = cli("eplb", "rebalance", path, *README_ARGS, "-f", "json")
+    assert res.exit_code == 0, res.stderr
+    assert res.json()["phy2log"][0] == [5, 6, 5, 7, 8, 4, 3, 4, 10, 9, 10, 2, 0, 1, 11, 1]
+
+
+def test_a_failing_second_write_removes_the_first_file(
+    cli: Callable, readme: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import dsctl.commands.eplb as eplb_commands
+
+    real_write = eplb_commands.atomic_write
+
+    def failing_write(path: Path, content: str | bytes) -> None:
+        if Path(path).name == "sg.json":
+            raise OSError(28, "No space left on device")
+        real_write(path, content)
+
+    monkeypatch.setattr(eplb_commands, "atomic_write", failing_write)
+    out, sg = tmp_path / "plan.json", tmp_path / "sg.json"
+    res = cli("eplb", "rebalance", readme, *README_ARGS, "--out", out, "--sglang-out", sg)
+    assert res.exit_code != 0 and not out.exists() and not sg.exists()

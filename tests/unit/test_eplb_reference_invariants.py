@@ -107,7 +107,8 @@ def test_global_policy_ignores_groups_and_nodes_with_a_warning() -> None:
     (np.array([[1.0, -2.0]]), "layer 0, expert 1 is -2: loads must be >= 0 (rule V3)"),
     (np.array([1.0, 2.0]), "rule V1"),
     (np.zeros((0, 4)), "rule V1"),
-    (np.array([["a", "b"]]), "must be numbers"),
+    (np.array([["a", "b"]]), "must be integers or floats"),
+    (np.array([[True, False]]), "must be integers or floats, got dtype bool"),
     (np.array([[3e38, 3e38]]), "too large for float32"),
 ])
 def test_weight_rules(weight: np.ndarray, needle: str) -> None:

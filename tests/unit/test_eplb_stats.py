@@ -23,12 +23,32 @@ def _npy(arr: np.ndarray) -> bytes:
 def test_json_bare_list_and_load_key() -> None:
     assert parse_stats("a.json", b"[[1, 2], [3, 4.5]]").tolist() == [[1, 2], [3, 4.5]]
     assert parse_stats("a.json", b'{"load": [[1, 2]], "step": 7}').tolist() == [[1, 2]]
-    assert parse_stats("a.json", b"[1, 2, 3]").shape == (1, 3)  # one layer
+    assert parse_stats("a.json", b"[[1, 2, 3]]").shape == (1, 3)  # one layer
+
+
+@pytest.mark.parametrize(("name", "content", "needle"), [
+    ("a.json", b"[1, 2, 3]", "a.json: found a 1-D list of 3 values; statistics must be 2-D [layers, experts]"),
+    ("a.json", b'{"load": [4, 5]}', "found a 1-D list of 2 values"),
+    ("a.npy", None, "a.npy: found an array of shape (3,); statistics must be 2-D [layers, experts]"),
+])
+def test_one_dimensional_statistics_are_rejected_with_shapes(name: str, content: bytes | None, needle: str) -> None:
+    with pytest.raises(InputError) as err:
+        parse_stats(name, content if content is not None else _npy(np.array([1.0, 2.0, 3.0])))
+    assert needle in err.value.message and "rule V1" in err.value.message
 
 
 def test_csv_with_header_comments_and_trailing_comma() -> None:
     text = b"# window 1\ne0,e1,e2\n1,2,3,\n\n4,5,6\n"
     assert parse_stats("s.csv", text).tolist() == [[1, 2, 3], [4, 5, 6]]
+
+
+def test_whitespace_separated_rows_and_numeric_first_rows() -> None:
+    assert parse_stats("s.txt", b"1 2 3\n4\t5 6\n").tolist() == [[1, 2, 3], [4, 5, 6]]
+    assert parse_stats("s.csv", b"e0 e1\n1 2\n").tolist() == [[1, 2]]  # a header of words
+    # numeric-looking first rows are data, never a header (nan is a number: reported, not dropped)
+    assert parse_stats("s.csv", b"1, 2\n3, 4\n").tolist() == [[1, 2], [3, 4]]
+    with pytest.raises(InputError, match="layer row 0, column 0: nan is not finite"):
+        parse_stats("s.csv", b"nan,inf\n1,2\n")
 
 
 def test_npy_and_format_sniffing() -> None:
@@ -60,7 +80,13 @@ def test_mismatching_shapes_name_both_files() -> None:
     ("neg.csv", b"1,2\n-3,4\n", "neg.csv: layer row 1, column 0: -3 is negative"),
     ("t.json", b'[[1, "x"]]', "t.json: layer row 0, column 1: 'x' is not a number"),
     ("b.json", b"[[1, true]]", "b.json: layer row 0, column 1: True is not a number"),
-    ("t.csv", b"1,2\n3,abc\n", "t.csv: layer row 1 (line 2 of data), column 1: 'abc' is not a number"),
+    ("t.csv", b"1,2\n3,abc\n", "t.csv: layer row 1 (line 2), column 1: 'abc' is not a number"),
+    ("t2.csv", b"# c\n\n1,2\n3,abc\n", "t2.csv: layer row 1 (line 4), column 1: 'abc' is not a number"),
+    ("semi.csv", b"1;2;3\n4;5;6\n", "semi.csv: line 1: values are separated by ';'; separate them with commas"),
+    ("hsemi.csv", b"a;b;c\n4;5;6\n", "hsemi.csv: line 2: values are separated by ';'"),
+    ("pipe.csv", b"1|2\n", "separated by '|'"),
+    ("bool.npy", None, "bool.npy: .npy array must hold integers or floats, got dtype bool"),
+    ("text.npy", b"1,2,3\n", "text.npy: not a .npy array file"),
     ("e.json", b"", "e.json: file is empty"),
     ("e.json", b"[]", "e.json: no load rows found"),
     ("e.csv", b"\n# nothing\n", "e.csv: file is empty"),
@@ -69,15 +95,16 @@ def test_mismatching_shapes_name_both_files() -> None:
     ("k.json", b'{"loads": [[1]]}', 'k.json: JSON object has no "load" key (keys: loads)'),
     ("s.json", b'"hello"', "expected a 2-D list"),
     ("bad.json", b"[[1, 2]", "bad.json: not valid JSON"),
-    ("bad.npy", b"not numpy at all", "bad.npy: not a readable .npy array"),
+    ("bad.npy", b"not numpy at all", "bad.npy: not a .npy array file"),
+    ("trunc.npy", b"\x93NUMPY\x01\x00", "trunc.npy: not a readable .npy array"),
     ("n.npy", None, "n.npy: layer row 1, column 0: nan is not finite"),
-    ("3d.npy", None, "expected a 2-D array"),
+    ("3d.npy", None, "found an array of shape (2, 2, 2); statistics must be 2-D"),
     ("z.json", b"[[]]", "layer row 0 is empty"),
 ])
 def test_bad_input_names_file_and_row(name: str, content: bytes | None, needle: str) -> None:
     if content is None:
-        arr = np.array([[1.0], [np.nan]]) if name == "n.npy" else np.zeros((2, 2, 2))
-        content = _npy(arr)
+        arrays = {"n.npy": np.array([[1.0], [np.nan]]), "bool.npy": np.ones((2, 3), dtype=bool)}
+        content = _npy(arrays.get(name, np.zeros((2, 2, 2))))
     with pytest.raises(InputError) as err:
         parse_stats(name, content)
     assert needle in err.value.message
