@@ -13,7 +13,6 @@ SGLang passes the object's keys as keyword arguments, so the file holds that one
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +22,7 @@ from dsctl.eplb.checks import Layout
 from dsctl.eplb.metrics import PlacementMetrics
 from dsctl.eplb.placement import Placement, placement_from_phy2log
 from dsctl.errors import InputError
+from dsctl.textjson import load_json
 
 
 def layout_data(layout: Layout) -> dict[str, Any]:
@@ -125,10 +125,7 @@ def parse_placement(name: str, text: str, num_experts: int | None = None) -> Loa
     ``num_experts`` E (from the statistics) sets the expert count; otherwise max id + 1. Replica ranks follow
     slot order. Every expert 0..E-1 must appear at least once per layer.
     """
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{name}: not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+    data = load_json(text, name)
     if not isinstance(data, dict):
         raise InputError(f"{name}: expected a JSON object with \"phy2log\" (dsctl) "
                          f"or \"physical_to_logical_map\" (SGLang)")

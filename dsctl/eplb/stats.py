@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 from collections.abc import Sequence
 
 import numpy as np
 
 from dsctl.errors import InputError
+from dsctl.textjson import load_json
 
 FORMATS = ("json", "csv", "npy")
 _NPY_MAGIC = b"\x93NUMPY"
@@ -74,10 +74,7 @@ def parse_json(name: str, text: str) -> np.ndarray:
     """JSON bare 2-D list, or ``{"load": 2-D list}`` -> float64 [L, E]."""
     if not text.strip():
         raise InputError(f"{name}: file is empty; expected a JSON 2-D list of loads (layers x experts)")
-    try:
-        data = json.loads(text, parse_constant=lambda token: token)  # keep NaN/Infinity as text to report them
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{name}: not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+    data = load_json(text, name, parse_constant=lambda token: token)  # keep NaN/Infinity as text to report them
     if isinstance(data, dict):
         if "load" not in data:
             keys = ", ".join(sorted(map(str, data))) or "none"

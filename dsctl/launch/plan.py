@@ -46,6 +46,9 @@ from dsctl.model.params import count_parameters
 from dsctl.profiles.schema import ModelProfile, NodeProfile
 from dsctl.units import GIB
 
+#: largest cluster dsctl plans: 131,072 nodes (about a million GPUs); keeps the rank map well inside memory
+MAX_NODES = 131_072
+
 #: DeepSeek-V3's final global batch, in sequences
 DEFAULT_GLOBAL_BATCH = 15_360
 DEFAULT_SEQ_LEN = 4_096
@@ -292,8 +295,9 @@ def _rejected(request: LaunchRequest, model: ModelProfile, node: NodeProfile, co
 def plan_launch(model: ModelProfile, node: NodeProfile, request: LaunchRequest,
                 assumptions: MemoryAssumptions | None = None, simulate_schedule: bool = True) -> LaunchPlan:
     """Choose (or check) the layout for ``request`` and build the full plan; raises InputError on bad input."""
-    if request.num_nodes < 1:
-        raise InputError(f"--nodes {request.num_nodes} is not valid: it must be a whole number >= 1")
+    if not 1 <= request.num_nodes <= MAX_NODES:
+        raise InputError(f"--nodes {request.num_nodes:,} is not valid: it must be a whole number from 1 to "
+                         f"{MAX_NODES:,} (dsctl's planning limit)")
     schedule = check_schedule_name(request.schedule)
     request = replace(request, schedule=schedule)
     for name in ("pp", "ep", "tp", "dp", "micro_batches", "global_batch", "seq_len"):

@@ -389,6 +389,10 @@ def read_yaml(path: Path) -> Any:
         ) from None
     except yaml.YAMLError as exc:
         raise ProfileError(f"{path}: YAML error: {exc}") from None
+    except RecursionError:
+        raise ProfileError(f"{path}: YAML nested too deeply (thousands of levels); this is not a profile") from None
+    except ValueError as exc:  # e.g. an integer of more than 4,300 digits
+        raise ProfileError(f"{path}: unreadable YAML value: {str(exc).split(';')[0]}") from None
 
 
 def _kind_of(path: Path, data: Any) -> ProfileKind:

@@ -61,9 +61,9 @@ class ObservedFabric:
     source_format: str
 
 
-_HEADER = re.compile(r'^(Switch|Ca|Rt)\s+(\d+)\s+"([SHR])-([0-9a-fA-F]+)"\s*(?:#\s*"(.*?)"(.*))?$')
+_HEADER = re.compile(r'^(Switch|Ca|Rt)\s+(\d{1,9})\s+"([SHR])-([0-9a-fA-F]+)"\s*(?:#\s*"(.*?)"(.*))?$')
 _PORT = re.compile(
-    r'^\[(\d+)\](?:\(([0-9a-fA-F]+)\))?(?:\[ext \d+\])?\s+"([SHR])-([0-9a-fA-F]+)"\[(\d+)\](?:\[ext \d+\])?'
+    r'^\[(\d{1,9})\](?:\(([0-9a-fA-F]+)\))?(?:\[ext \d+\])?\s+"([SHR])-([0-9a-fA-F]+)"\[(\d{1,9})\](?:\[ext \d+\])?'
     r'\s*(?:\(([0-9a-fA-F]+)\))?\s*(?:#(.*))?$')
 _KEYVAL = re.compile(r"^(vendid|devid|sysimgguid|switchguid|caguid|rtguid)=\S*", re.IGNORECASE)
 _QUOTED = re.compile(r'"(.*?)"')

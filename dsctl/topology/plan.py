@@ -103,6 +103,10 @@ def max_nodes(kind: str, radix: int, nics: int, planes: int, oversubscription: f
     return radix * down // rails
 
 
+#: largest fabric dsctl plans in one go (4M NIC endpoints): bounds the cable tables and the memory they take
+MAX_ENDPOINTS = 4 * 1024 * 1024
+
+
 def default_planes(kind: str, nics: int) -> int:
     return nics if kind == "mpft" else 1
 
@@ -114,6 +118,13 @@ def check_spec(spec: PlanSpec) -> PlanSpec:
     check_radix(spec.radix, "--radix")
     if spec.num_nodes <= 0:
         raise InputError(f"--nodes must be at least 1, got {spec.num_nodes}")
+    if spec.num_nodes * spec.num_nics_per_node > MAX_ENDPOINTS:
+        raise InputError(
+            f"--nodes {spec.num_nodes:,} x {spec.num_nics_per_node} NICs = "
+            f"{spec.num_nodes * spec.num_nics_per_node:,} endpoints is above dsctl's planning limit of "
+            f"{MAX_ENDPOINTS:,} endpoints (the cable table would not fit in memory)",
+            hint="plan one pod or one plane at a time",
+        )
     if spec.num_nics_per_node < 1:
         raise InputError(f"node profile {spec.node_profile!r} has no compute NICs to cable")
     if spec.num_planes < 1 or spec.num_nics_per_node % spec.num_planes:

@@ -15,11 +15,11 @@ reported again as ``missing``; the finding's ``expected`` text says what the pla
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 
 from dsctl.errors import InputError
+from dsctl.textjson import load_json
 from dsctl.topology.export import CABLE_COLUMNS, DEVICE_COLUMNS, PLAN_SCHEMA
 from dsctl.topology.naming import short_repr
 from dsctl.topology.observed import ObservedEnd, ObservedFabric
@@ -139,10 +139,7 @@ def load_plan_json(text: str, source: str = "plan.json") -> ExpectedFabric:
     null or out of range: device names non-empty and unique, tiers node/leaf/spine/core, NIC names listed in
     ``nics``, switch ports whole numbers 1..the switch's ports, cables between listed devices.
     """
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{source} is not valid JSON (line {exc.lineno}: {exc.msg})") from exc
+    doc = load_json(text, source)
     if not isinstance(doc, dict) or doc.get("schema") != PLAN_SCHEMA:
         raise InputError(f"{source} is not a dsctl topology plan (expected \"schema\": \"{PLAN_SCHEMA}\")",
                          hint="write one with 'dsctl topology plan --out DIR'")
