@@ -4,15 +4,27 @@ from __future__ import annotations
 
 import io
 import json
+import os
 from collections.abc import Callable
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from dsctl.cli import main
 from dsctl.commands._common import SETTINGS
+
+# No per-example deadline (CI machines are shared and slow); in CI the examples are derandomized so that a run is
+# reproducible from the commit alone. Locally each run explores new examples.
+settings.register_profile(
+    "dsctl",
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    derandomize=os.environ.get("CI", "") not in ("", "0", "false"),
+)
+settings.load_profile("dsctl")
 
 
 @dataclass
