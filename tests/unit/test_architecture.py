@@ -12,6 +12,7 @@ DOMAIN_PACKAGES = ["topology", "eplb", "health", "storage", "launch", "model", "
 FORBIDDEN_IN_DOMAIN = {"typer", "rich", "pynvml", "yaml", "click"}
 # The hardware seam: only the NVML backend may import pynvml (it is not a domain module).
 PYNVML_ALLOWED = {"health/backends/nvml.py"}
+FILE_METHODS = {"read_text", "read_bytes", "write_text", "write_bytes"}
 
 
 def imported_modules(path: Path) -> set[str]:
@@ -45,7 +46,7 @@ def test_domain_modules_do_not_import_the_command_or_output_layers(path: Path) -
     assert not layered, f"{path.relative_to(PACKAGE)} imports {sorted(layered)}"
 
 
-def test_domain_modules_do_not_print_or_read_the_environment() -> None:
+def test_domain_modules_do_not_print_read_the_environment_or_touch_files() -> None:
     offenders = []
     for path in domain_files():
         tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -54,6 +55,10 @@ def test_domain_modules_do_not_print_or_read_the_environment() -> None:
                 offenders.append(f"{path.name}:{node.lineno} calls {node.func.id}()")
             if isinstance(node, ast.Attribute) and node.attr in {"environ", "getenv"}:
                 offenders.append(f"{path.name}:{node.lineno} reads os.{node.attr}")
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "open":
+                offenders.append(f"{path.name}:{node.lineno} opens a file (the command layer reads files)")
+            if isinstance(node, ast.Attribute) and node.attr in FILE_METHODS:
+                offenders.append(f"{path.name}:{node.lineno} does file I/O ({node.attr})")
     assert not offenders, offenders
 
 
