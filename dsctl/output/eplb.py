@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 import numpy as np
-from rich.console import RenderableType
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -62,14 +62,15 @@ def balancedness_views(metrics: PlacementMetrics) -> Iterator[RenderableType]:
     yield _layer_table(metrics, (int(i) for i in worst), "Worst layers after placement")
 
 
-def load_chart(metrics: PlacementMetrics, layer: int) -> Table:
+def load_chart(metrics: PlacementMetrics, layer: int) -> RenderableType:
     """Bar chart of the layer's per-GPU loads after placement; '|' marks the mean."""
     loads = metrics.after.gpu_loads[layer]
     peak = float(loads.max()) or 1.0
     mean = float(metrics.after.mean_gpu_load[layer])
     mean_col = min(BAR_WIDTH - 1, round(mean / peak * BAR_WIDTH))
-    table = Table(title=f"Per-GPU load, worst layer {layer} (balancedness {metrics.after.balancedness[layer]:.4f}; "
-                        f"| = mean {format_scalar(mean)})", title_justify="left", show_edge=False, box=None)
+    title = Text(f"Per-GPU load, worst layer {layer} (balancedness {metrics.after.balancedness[layer]:.4f}; "
+                 f"| = mean {format_scalar(mean)})", style="italic")
+    table = Table(show_edge=False, box=None)
     table.add_column("GPU", justify="right")
     table.add_column("load", justify="right")
     table.add_column("", no_wrap=True)
@@ -80,7 +81,7 @@ def load_chart(metrics: PlacementMetrics, layer: int) -> Table:
             cells[mean_col] = "|"
         style = "bold red" if float(load) >= peak else ""
         table.add_row(str(gpu), format_scalar(round(float(load), 2)), Text("".join(cells), style=style))
-    return table
+    return Group(title, table)
 
 
 def _warnings(warnings: Iterable[str]) -> Iterator[RenderableType]:
