@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from eplb_asserts import assert_hierarchical, assert_valid
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -12,26 +13,6 @@ from dsctl.eplb.migration import MigrationResult, rebalance_with_previous, relab
 from dsctl.eplb.placement import Placement, balancedness, gpu_loads, placement_from_phy2log
 from dsctl.eplb.reference import rebalance_reference
 from dsctl.errors import InputError
-
-
-def assert_valid(p: Placement, num_experts: int, num_replicas: int) -> None:
-    assert np.all(p.logcnt >= 1)
-    assert np.all(p.logcnt.sum(axis=1) == num_replicas)
-    for layer in range(p.phy2log.shape[0]):
-        assert np.array_equal(np.bincount(p.phy2log[layer], minlength=num_experts), p.logcnt[layer])
-        for e in range(num_experts):
-            row = p.log2phy[layer, e]
-            assert sorted(row[: p.logcnt[layer, e]].tolist()) == np.flatnonzero(p.phy2log[layer] == e).tolist()
-            assert np.all(row[p.logcnt[layer, e] :] == -1)
-
-
-def assert_hierarchical(p: Placement, num_groups: int, num_nodes: int) -> None:
-    layers, num_slots = p.phy2log.shape
-    group_size = p.logcnt.shape[1] // num_groups
-    node_of_slot = np.arange(num_slots) // (num_slots // num_nodes)
-    for layer in range(layers):
-        for g in range(num_groups):
-            assert len(set(node_of_slot[p.phy2log[layer] // group_size == g].tolist())) == 1
 
 
 def assert_result(r: MigrationResult, previous: Placement, weight: np.ndarray, num_gpus: int) -> None:

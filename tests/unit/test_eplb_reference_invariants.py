@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from eplb_asserts import assert_hierarchical, assert_valid
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -39,25 +40,9 @@ def layouts(draw: st.DrawFn) -> tuple[np.ndarray, int, int, int, int, str]:
 def test_structural_invariants(case: tuple[np.ndarray, int, int, int, int, str]) -> None:
     weight, replicas, groups, nodes, gpus, policy = case
     p = rebalance_reference(weight, replicas, groups, nodes, gpus, policy)
-    layers, experts = weight.shape
-    assert p.phy2log.shape == (layers, replicas)
-    assert np.all(p.logcnt >= 1)
-    assert np.all(p.logcnt.sum(axis=1) == replicas)
-    assert p.log2phy.shape == (layers, experts, int(p.logcnt.max()))
-    for layer in range(layers):
-        for e in range(experts):
-            slots = sorted(np.flatnonzero(p.phy2log[layer] == e).tolist())
-            row = p.log2phy[layer, e]
-            assert sorted(row[: p.logcnt[layer, e]].tolist()) == slots
-            assert np.all(row[p.logcnt[layer, e]:] == -1)
+    assert_valid(p, weight.shape[1], replicas)
     if choose_policy(groups, nodes, policy) == "hierarchical":
-        slots_per_node = replicas // nodes
-        group_size = experts // groups
-        node_of_slot = np.arange(replicas) // slots_per_node
-        for layer in range(layers):
-            group_of_slot = p.phy2log[layer] // group_size
-            for g in range(groups):
-                assert len(set(node_of_slot[group_of_slot == g].tolist())) == 1  # group and replicas on one node
+        assert_hierarchical(p, groups, nodes)
 
 
 @pytest.mark.parametrize(("args", "needle"), [
