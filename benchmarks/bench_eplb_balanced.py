@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 
 from benchmarks.case import Case
-from benchmarks.eplb_quality import LAYOUTS, NUM_GROUPS, synthetic_loads
+from benchmarks.eplb_layouts import LAYOUTS, NUM_GROUPS
+from benchmarks.eplb_quality import synthetic_loads
 from dsctl.eplb.balanced import rebalance_balanced
 from dsctl.eplb.migration import rebalance_with_previous
 

@@ -22,20 +22,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.eplb_layouts import LAYOUTS, NUM_EXPERTS, NUM_GROUPS, NUM_LAYERS
 from dsctl.eplb.balanced import rebalance_balanced
 from dsctl.eplb.balanced_bounds import global_lower_bound, hierarchical_lower_bound
 from dsctl.eplb.migration import rebalance_with_previous
 from dsctl.eplb.placement import Placement, balancedness, gpu_loads
 from dsctl.eplb.reference import rebalance_reference
 
-NUM_LAYERS, NUM_EXPERTS, NUM_GROUPS = 58, 256, 8
-#: (label, replicas, nodes, gpus, policy)
-LAYOUTS = [
-    ("hier 288 / 4x8", 288, 4, 32, "hierarchical"),
-    ("hier 320 / 8x8", 320, 8, 64, "hierarchical"),
-    ("global 288 / 32", 288, 4, 32, "global"),
-    ("global 320 / 64", 320, 8, 64, "global"),
-]
 SHAPES = [("zipf 0.5", "zipf", 0.5), ("zipf 0.8", "zipf", 0.8), ("zipf 1.0", "zipf", 1.0),
           ("zipf 1.2", "zipf", 1.2), ("lognormal 0.6", "lognormal", 0.6)]
 

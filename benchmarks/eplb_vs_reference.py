@@ -30,16 +30,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.eplb_layouts import LAYOUTS, NUM_EXPERTS, NUM_GROUPS, NUM_LAYERS
 from dsctl.eplb.reference import rebalance_reference
-
-NUM_LAYERS, NUM_EXPERTS, NUM_GROUPS = 58, 256, 8
-#: (name, replicas, nodes, gpus, policy)
-LAYOUTS = [
-    ("hier 288 slots, 4 nodes x 8 GPUs", 288, 4, 32, "hierarchical"),
-    ("hier 320 slots, 8 nodes x 8 GPUs", 320, 8, 64, "hierarchical"),
-    ("global 288 slots, 32 GPUs", 288, 4, 32, "global"),
-    ("global 320 slots, 64 GPUs", 320, 8, 64, "global"),
-]
 
 
 def load_reference(path: str | None) -> tuple[ModuleType | None, str]:

@@ -1,8 +1,9 @@
-"""Structural checks of an EPLB placement shared by the reference, balanced and migration tests."""
+"""EPLB placement invariants and small hypothesis layouts shared by the reference, balanced and migration tests."""
 
 from __future__ import annotations
 
 import numpy as np
+from hypothesis import strategies as st
 
 from dsctl.eplb.placement import Placement
 
@@ -32,3 +33,20 @@ def assert_hierarchical(p: Placement, num_groups: int, num_nodes: int) -> None:
         group_of_slot = p.phy2log[layer] // group_size
         for g in range(num_groups):
             assert len(set(node_of_slot[group_of_slot == g].tolist())) == 1
+
+
+def draw_shape(draw: st.DrawFn, node_choices: tuple[int, ...] = (1, 2, 4)) -> tuple[int, int, int, int, int, int]:
+    """A small valid EPLB layout for hypothesis: (layers, experts, replicas, groups, nodes, gpus).
+
+    Groups divide evenly over nodes and experts over groups; replicas are a multiple of GPUs and >= experts.
+    """
+    nodes = draw(st.sampled_from(node_choices))
+    groups = nodes * draw(st.integers(1, 3))
+    experts = groups * draw(st.integers(1, 4))
+    gpus = nodes * draw(st.integers(1, 3))
+    per_gpu = draw(st.integers(1, 4))
+    replicas = gpus * per_gpu
+    if replicas < experts:
+        replicas = gpus * -(-experts // gpus) * per_gpu
+    layers = draw(st.integers(1, 3))
+    return layers, experts, replicas, groups, nodes, gpus

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from eplb_asserts import assert_hierarchical, assert_valid
+from eplb_asserts import assert_hierarchical, assert_valid, draw_shape
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -27,15 +27,7 @@ def assert_result(r: MigrationResult, previous: Placement, weight: np.ndarray, n
 
 @st.composite
 def drift_cases(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, int, int, int, int, str, float]:
-    nodes = draw(st.sampled_from([1, 2]))
-    groups = nodes * draw(st.integers(1, 3))
-    experts = groups * draw(st.integers(1, 4))
-    gpus = nodes * draw(st.integers(1, 3))
-    per_gpu = draw(st.integers(1, 4))
-    replicas = gpus * per_gpu
-    if replicas < experts:
-        replicas = gpus * -(-experts // gpus) * per_gpu
-    layers = draw(st.integers(1, 3))
+    layers, experts, replicas, groups, nodes, gpus = draw_shape(draw, node_choices=(1, 2))
     rng = np.random.default_rng(draw(st.integers(0, 2**16)))
     old = rng.lognormal(0, 1.0, (layers, experts))
     drift = draw(st.sampled_from([0.0, 0.1, 0.5]))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from eplb_asserts import assert_hierarchical, assert_valid
+from eplb_asserts import assert_hierarchical, assert_valid, draw_shape
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -15,15 +15,7 @@ from dsctl.errors import InputError
 
 @st.composite
 def layouts(draw: st.DrawFn) -> tuple[np.ndarray, int, int, int, int, str]:
-    nodes = draw(st.sampled_from([1, 2, 4]))
-    groups = nodes * draw(st.integers(1, 3))
-    experts = groups * draw(st.integers(1, 4))
-    gpus = nodes * draw(st.integers(1, 3))
-    per_gpu = draw(st.integers(1, 4))
-    replicas = gpus * per_gpu
-    if replicas < experts:
-        replicas = gpus * -(-experts // gpus) * per_gpu
-    layers = draw(st.integers(1, 3))
+    layers, experts, replicas, groups, nodes, gpus = draw_shape(draw)
     integer = draw(st.booleans())
     seed = draw(st.integers(0, 2**16))
     rng = np.random.default_rng(seed)
