@@ -3,7 +3,7 @@
 Convention (reproduces DeepSeek-V3's 250 GFLOP/token at sequence length 4096 to 0.2%):
 
 - **Matmul FLOPs**: 2 FLOPs per multiply-add for every weight a token touches in a matrix product:
-  ``2 * N_mm`` forward, where ``N_mm`` = active parameters minus the embedding table (a lookup) and minus
+  ``2 * N_mm`` forward, where ``N_mm`` = active parameters minus the embedding row (a lookup) and minus
   the RMSNorm weights (elementwise). It includes the output head and the MoE router.
 - **Attention FLOPs**: scores ``Q K^T`` and ``P V`` per layer, ``2 * n_heads * (d_qk + d_v) * S`` forward per
   token for the full matrix; the **causal** convention (FlashAttention's, the one behind the paper's
@@ -30,7 +30,7 @@ TRAINING_MULTIPLIER = 3
 class FlopsReport:
     """Training FLOPs per token of one model.
 
-    - ``matmul_params``: parameters in matrix products one token touches (active minus embedding and norms).
+    - ``matmul_params``: parameters in matrix products one token touches (active minus embedding row and norms).
     - ``matmul_flops_per_token`` / ``attention_flops_per_token``: training (forward + backward) FLOPs.
     - ``flops_per_token``: their sum; ``forward_flops_per_token`` is one third of it.
     - ``published_flops_per_token`` and ``error_pct`` (ours vs published, in percent); 0 / None if unpublished.
@@ -58,15 +58,16 @@ def attention_head_dims(model: ModelProfile) -> tuple[int, int]:
 
 
 def matmul_params_per_token(model: ModelProfile) -> int:
-    """Active parameters used in matrix products: active - embedding - final norm - 2 norms per layer.
+    """Active parameters used in matrix products: active - embedding row - final norm - 2 norms per layer.
 
-    MLA's two low-rank RMSNorms (``q_lora_rank`` and ``kv_lora_rank`` weights) are also elementwise and are
-    subtracted too.
+    The embedding row is a lookup, not a product. MLA's two low-rank RMSNorms (``q_lora_rank`` and
+    ``kv_lora_rank`` weights) are also elementwise and are subtracted too.
     """
     counts = count_parameters(model)
     a = model.attention
     norms = 2 * model.hidden_size + (a.q_lora_rank + a.kv_lora_rank if a.is_mla else 0)
-    return counts.active - counts.embedding - counts.final_norm - norms * model.num_layers
+    embedding_row = model.hidden_size
+    return counts.active - embedding_row - counts.final_norm - norms * model.num_layers
 
 
 def training_flops(model: ModelProfile, seq_len: int = 4096, causal: bool = True) -> FlopsReport:

@@ -19,6 +19,9 @@ from dsctl.profiles.schema import ModelProfile
 class MemoryReport:
     """Parameters and their bytes.
 
+    ``active_params`` counts one embedding row per token (``dsctl.model.params``);
+    ``active_params_with_embedding_table`` counts the whole table, as Mixtral-style figures do.
+
     ``weight_bytes``, ``weight_bytes_with_mtp``, ``active_weight_bytes`` and ``bytes_per_routed_expert`` map
     a dtype name to bytes. ``*_vs_published_pct`` compare with the profile's published figures (None if none).
     """
@@ -26,6 +29,7 @@ class MemoryReport:
     model: str
     total_params: int
     active_params: int
+    active_params_with_embedding_table: int
     mtp_params: int
     total_params_with_mtp: int
     embedding_params: int
@@ -60,6 +64,7 @@ def memory_report(model: ModelProfile, dtypes: Sequence[str] = ("fp32", "bf16", 
         model=model.name,
         total_params=counts.total,
         active_params=counts.active,
+        active_params_with_embedding_table=counts.active_with_embedding_table,
         mtp_params=counts.mtp,
         total_params_with_mtp=counts.total_with_mtp,
         embedding_params=counts.embedding,

@@ -14,10 +14,12 @@ Every count is a number of parameters (weights), not bytes; multiply by the byte
 - **FFN**: gated (SwiGLU) with three matrices, ``3*h*i``. A MoE layer holds ``num_routed_experts`` routed
   experts and ``num_shared_experts`` shared experts of width ``moe_intermediate_size`` plus a router
   ``num_routed_experts*h``.
-- **Active** (what one token touches): attention, norms, dense FFN, or in a MoE layer the router, the shared
-  experts and ``num_experts_per_token`` routed experts; plus the whole embedding table, final norm and head
-  (DeepSeek's convention: README_WEIGHTS counts its 36.7B active including 0.9B embedding and 0.9B head).
-  deepseek-v3 counts 671.03B total and 37.55B active; docs/model.md discusses the gap to 37B / 36.7B.
+- **Active** (what one token reads): one embedding row (``hidden_size``; the lookup reads nothing else),
+  attention, norms, dense FFN, or in a MoE layer the router, the shared experts and ``num_experts_per_token``
+  routed experts; plus the final norm and the whole head (every logit is computed). This convention matches
+  DeepSeek's published figures best: V3 36.63B (README_WEIGHTS 36.7B, paper "37B"), V2 20.85B ("21B"),
+  V2-Lite 2.45B ("2.4B"); counting the whole embedding table instead gives 37.55B, 21.38B and 2.66B
+  (``active_with_embedding_table``, the convention of Mixtral's "12.9B"). docs/model.md has the comparison.
 - **MTP** (multi-token prediction, DeepSeek-V3): each module has two RMSNorms (``2h``), a projection
   ``eh_proj`` ``2h*h``, one transformer layer of the MoE kind (dense when the model is dense) and a final
   RMSNorm ``h``; it shares the main model's embedding and head, so ``mtp`` excludes them.
@@ -45,7 +47,9 @@ class ParameterCounts:
     - ``routed_expert``: one routed expert of one MoE layer (0 for a dense model).
     - ``mtp``: MTP modules without the shared embedding and head (0 if none); ``mtp_stored`` with them, as in
       the published checkpoint.
-    - ``total``: main model = embedding + layers + final norm + head, MTP excluded. ``active`` likewise per token.
+    - ``total``: main model = embedding + layers + final norm + head, MTP excluded.
+    - ``active``: per token = one embedding row + active layers + final norm + head, MTP excluded.
+    - ``active_with_embedding_table``: ``active`` with the whole embedding table instead of one row.
     - ``total_with_mtp``: ``total + mtp``.
     """
 
@@ -61,6 +65,7 @@ class ParameterCounts:
     mtp_stored: int
     total: int
     active: int
+    active_with_embedding_table: int
     total_with_mtp: int
 
     @property
@@ -138,7 +143,8 @@ def count_parameters(model: ModelProfile) -> ParameterCounts:
     mtp = model.num_mtp_modules * mtp_module
     mtp_stored = mtp + model.num_mtp_modules * (embedding + model.vocab_size * h) if mtp else 0
     total = embedding + sum(per_layer) + h + head
-    active = embedding + sum(per_layer_active) + h + head
+    embedding_row = h
+    active = embedding_row + sum(per_layer_active) + h + head
     num_routed = model.num_moe_layers * model.moe.num_routed_experts if model.moe is not None else 0
     return ParameterCounts(
         embedding=embedding,
@@ -153,6 +159,7 @@ def count_parameters(model: ModelProfile) -> ParameterCounts:
         mtp_stored=mtp_stored,
         total=total,
         active=active,
+        active_with_embedding_table=active - embedding_row + embedding,
         total_with_mtp=total + mtp,
     )
 

@@ -17,7 +17,8 @@ from dsctl.units import human_bytes, human_count, human_usd
 
 
 def _kv_table(title: str, rows: list[tuple[str, str]]) -> Table:
-    table = Table(title=title, show_header=False, title_justify="left")
+    # wide enough for its title, so that the title does not wrap above a narrow two-column table
+    table = Table(title=title, show_header=False, title_justify="left", min_width=len(title))
     table.add_column("key", style="bold")
     table.add_column("value", justify="right")
     for key, value in rows:
@@ -105,6 +106,7 @@ def _memory(result: MemoryReport) -> Iterable[RenderableType]:
         [
             ("total (main model)", f"{human_count(result.total_params)}{vs(result.total_vs_published_pct)}"),
             ("active per token", f"{human_count(result.active_params)}{vs(result.active_vs_published_pct)}"),
+            ("active, whole embedding table", human_count(result.active_params_with_embedding_table)),
             ("MTP modules", human_count(result.mtp_params)),
             ("total with MTP", human_count(result.total_params_with_mtp)),
             ("embedding / head", f"{human_count(result.embedding_params)} / {human_count(result.head_params)}"),

@@ -29,8 +29,8 @@ def test_profiles_list_shows_every_builtin(cli) -> None:
     result = cli("profiles", "list", "--format", "json")
     assert result.exit_code == 0
     names = {row["name"] for row in result.json()["profiles"]}
-    assert {"deepseek-v3", "deepseek-v2", "qwen2.5-72b", "llama3.1-405b", "h800-hgx", "h100-hgx", "h200-hgx",
-            "ib-ndr-64", "3fs-reference"} <= names
+    assert {"deepseek-v3", "deepseek-v2", "deepseek-v2-lite", "qwen2.5-72b", "llama3.1-405b", "h800-hgx",
+            "h100-hgx", "h200-hgx", "ib-ndr-64", "3fs-reference"} <= names
     table = cli("profiles", "list")
     assert table.exit_code == 0 and "deepseek-v3" in table.stdout and "3fs-reference" in table.stdout
 

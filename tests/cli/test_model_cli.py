@@ -89,7 +89,10 @@ def test_memory(cli: Cli) -> None:
     assert r.exit_code == 0, r.stderr
     data = r.json()
     assert data["total_params"] == pytest.approx(671e9, rel=0.01)
-    assert data["active_params"] == pytest.approx(37e9, rel=0.015)
+    assert data["active_params"] == pytest.approx(36.7e9, rel=0.005)
+    assert round(data["active_params"] / 1e9) == 37
+    assert data["active_vs_published_pct"] == pytest.approx(-0.20, abs=0.01)
+    assert data["active_params_with_embedding_table"] == 37_552_282_624
     assert set(data["weight_bytes"]) == {"fp32", "bf16", "fp8"}
     assert data["bytes_per_routed_expert"]["fp8"] == 44_040_192
     one = cli("model", "memory", "-m", "qwen2.5-72b", "--dtype", "bf16", "-f", "json").json()

@@ -31,6 +31,7 @@ def test_table1_ratios() -> None:
 def test_mla_formula_and_v2() -> None:
     assert kv_bytes_per_token(TABLE1[0], 2) == (512 + 64) * 61 * 2
     assert kv_bytes_per_token(STORE.model("deepseek-v2"), 2) == (512 + 64) * 60 * 2
+    assert kv_bytes_per_token(STORE.model("deepseek-v2-lite"), 2) == (512 + 64) * 27 * 2 == 31_104
 
 
 def test_sequence_and_batch_and_fp8() -> None:

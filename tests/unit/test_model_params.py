@@ -17,6 +17,7 @@ from dsctl.profiles.schema import ModelProfile
 STORE = ProfileStore()
 V3 = STORE.model("deepseek-v3")
 V2 = STORE.model("deepseek-v2")
+V2_LITE = STORE.model("deepseek-v2-lite")
 QWEN = STORE.model("qwen2.5-72b")
 LLAMA = STORE.model("llama3.1-405b")
 
@@ -31,14 +32,16 @@ def test_v3_total_is_671b_within_1pct() -> None:
     assert counts.total == 671_026_404_352  # 0.004% above 671B
 
 
-def test_v3_active_against_37b() -> None:
-    # architecture count: 37.55B (embedding + 61 layers with 8 routed + 1 shared expert + head).
-    # The published 37B looks truncated (as V2's 21.38B -> "21B"); README_WEIGHTS' 36.7B is 2.3% lower
-    # and does not follow from the config (see docs/model.md). Within 1.5% of 37B.
+def test_v3_active_is_36_7b_and_rounds_to_37b() -> None:
+    # One embedding row per token (a lookup reads one row) + 61 layers (8 routed + 1 shared expert) + head.
+    # DeepSeek's precise figure is README_WEIGHTS' 36.7B; the paper's "37B" is that figure rounded.
     counts = count_parameters(V3)
-    assert counts.active == 37_552_282_624
-    assert rel(counts.active, 37e9) < 0.015
-    assert rel(counts.active, 36.7e9) < 0.025
+    assert counts.active == 36_625_610_752
+    assert rel(counts.active, 36.7e9) < 0.005  # -0.20%
+    assert round(counts.active / 1e9) == 37
+    # the whole-table convention lands 2.3% above 36.7B and rounds to 38B: DeepSeek does not use it
+    assert counts.active_with_embedding_table == counts.active - 7168 + counts.embedding == 37_552_282_624
+    assert round(counts.active_with_embedding_table / 1e9) == 38
 
 
 def test_v3_embedding_and_head_are_0_9b() -> None:
@@ -70,26 +73,37 @@ def test_v3_layers() -> None:
     # a dense layer (18432 = 9 x 2048) is as wide per token as 8 routed + 1 shared experts
     assert counts.per_layer_active[3] - counts.per_layer_active[0] == 256 * 7168  # the router
     assert counts.total == counts.embedding + sum(counts.per_layer) + counts.final_norm + counts.head
-    assert counts.active == counts.embedding + sum(counts.per_layer_active) + counts.final_norm + counts.head
+    assert counts.active == 7168 + sum(counts.per_layer_active) + counts.final_norm + counts.head
 
 
 def test_v2_236b_21b() -> None:
     counts = count_parameters(V2)
     assert rel(counts.total, 236e9) < 0.01  # 235.74B
-    assert rel(counts.active, 21e9) < 0.02  # 21.38B; published figure truncated
+    assert rel(counts.active, 21e9) < 0.01  # 20.85B (21.38B counting the whole embedding table: +1.8%)
     assert counts.mtp == 0 and counts.total_with_mtp == counts.total
+
+
+def test_v2_lite_15_7b_2_4b() -> None:
+    counts = count_parameters(V2_LITE)
+    assert rel(counts.total, 15.7e9) < 0.001  # 15.706B
+    # one embedding row: 2.45B, +2.1% vs the published 2.4B; the whole-table convention is 11% off (2.66B),
+    # the evidence that DeepSeek's "activated" figures count one row
+    assert rel(counts.active, 2.4e9) < 0.025
+    assert rel(counts.active_with_embedding_table, 2.4e9) > 0.10
+    assert counts.attention == 2048 * 16 * 192 + 2048 * 576 + 512 + 512 * 16 * 256 + 16 * 128 * 2048  # no q LoRA
 
 
 def test_qwen_72_7b() -> None:
     counts = count_parameters(QWEN)
     assert rel(counts.total, 72.7e9) < 0.001  # 72.705B (QKV biases, 0.8M, not modelled)
-    assert counts.active == counts.total and counts.routed_expert == 0
+    assert counts.active == counts.total - counts.embedding + 8192 and counts.routed_expert == 0
+    assert counts.active_with_embedding_table == counts.total
 
 
 def test_llama_405b() -> None:
     counts = count_parameters(LLAMA)
     assert rel(counts.total, 405e9) < 0.01  # 405.85B
-    assert counts.active == counts.total
+    assert counts.active_with_embedding_table == counts.total
     assert bytes_per_routed_expert(LLAMA, 2) == 0
 
 

@@ -13,7 +13,7 @@ from dsctl.profiles.schema import ModelProfile, NodeProfile, ProfileKind
 from dsctl.units import GIB, QuantityError, parse_bytes, parse_count, parse_rate_bits
 
 EXPECTED = {
-    ProfileKind.MODEL: {"deepseek-v3", "deepseek-v2", "qwen2.5-72b", "llama3.1-405b"},
+    ProfileKind.MODEL: {"deepseek-v3", "deepseek-v2", "deepseek-v2-lite", "qwen2.5-72b", "llama3.1-405b"},
     ProfileKind.NODE: {"h800-hgx", "h100-hgx", "h200-hgx"},
     ProfileKind.SWITCH: {"ib-ndr-64"},
     ProfileKind.STORAGE: {"3fs-reference"},
@@ -40,7 +40,7 @@ def test_deepseek_v3_shapes_match_the_published_config() -> None:
     assert (moe.num_routed_experts, moe.num_shared_experts, moe.num_experts_per_token) == (256, 1, 8)
     assert (moe.num_expert_groups, moe.num_limited_groups, moe.moe_intermediate_size) == (8, 4, 2048)
     assert v3.num_mtp_modules == 1 and v3.num_moe_layers == 58
-    assert (v3.published.total_params, v3.published.active_params) == (671e9, 37e9)
+    assert (v3.published.total_params, v3.published.active_params) == (671e9, 36.7e9)
 
 
 def test_node_profiles_carry_the_paper_hardware() -> None:
