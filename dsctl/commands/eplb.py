@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 import dsctl.output.eplb  # noqa: F401  (registers the table renderers)
-from dsctl.commands._common import FormatOpt, profile_store, show
+from dsctl.commands._common import FormatOpt, profile_store, read_input, show
 from dsctl.eplb.export import read_placement, sglang_expert_location, sglang_server_args
 from dsctl.eplb.rebalance import expert_size_bytes, rebalance
 from dsctl.eplb.simulate import simulate
@@ -31,17 +31,6 @@ app = typer.Typer(
 def register(app_: typer.Typer) -> None:
     """Attach the ``eplb`` group to the root app."""
     app_.add_typer(app, name="eplb")
-
-
-def _read(path: Path, what: str) -> bytes:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"{what} {path}: file not found") from None
-    except IsADirectoryError:
-        raise InputError(f"{what} {path}: is a folder, expected a file") from None
-    except OSError as exc:
-        raise InputError(f"{what} {path}: cannot read ({exc.strerror})") from None
 
 
 def _model(name: str | None) -> ModelProfile | None:
@@ -131,7 +120,7 @@ def rebalance_cmd(
     _check_outputs({"--out": out, "--sglang-out": sglang_out})
     profile = _model(model)
     moe = profile.moe if profile is not None else None
-    weight = sum_stats([(str(p), _read(p, "statistics file")) for p in stats])
+    weight = sum_stats([(str(p), read_input(p, "statistics file")) for p in stats])
     if moe is not None and weight.shape[1] != moe.num_routed_experts:
         raise InputError(f"statistics have {weight.shape[1]} experts per layer but --model {model} has "
                          f"{moe.num_routed_experts} routed experts")
@@ -140,7 +129,7 @@ def rebalance_cmd(
         dense = profile.num_dense_layers
     previous_placement = None
     if previous is not None:
-        text = _read(previous, "--previous").decode("utf-8", errors="replace")
+        text = read_input(previous, "--previous").decode("utf-8", errors="replace")
         previous_placement = read_placement(f"--previous {previous}", text, *weight.shape)
     result = rebalance(
         weight, num_replicas=replicas, num_gpus=gpus, num_nodes=nodes,
@@ -176,7 +165,7 @@ def simulate_cmd(
 ) -> None:
     """Per-GPU loads and balancedness an existing placement yields on (other) statistics."""
     files = [stats, *(more_stats or [])]
-    weight = sum_stats([(str(p), _read(p, "statistics file")) for p in files])
-    text = _read(placement, "placement").decode("utf-8", errors="replace")
+    weight = sum_stats([(str(p), read_input(p, "statistics file")) for p in files])
+    text = read_input(placement, "placement").decode("utf-8", errors="replace")
     loaded = read_placement(str(placement), text, *weight.shape)
     show(simulate(weight, loaded, gpus, tuple(str(p) for p in files)), fmt, "eplb simulate")

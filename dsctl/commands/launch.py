@@ -1,5 +1,7 @@
 """dsctl launch [OPTIONS] -- TRAIN_SCRIPT [ARGS...]  |  dsctl launch layout ...  |  dsctl launch schedule ...
 
+With ``--backend`` (and ``--out`` or ``--submit``) the launch also writes and runs its job: see launch_run.py.
+
 ``launch`` is both a command (the plan / dry run) and a group. ``LaunchGroup`` treats the first positional
 argument as a subcommand only if it names one; everything after ``--`` is the training command.
 """
@@ -14,12 +16,15 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
+from dsctl.commands import launch_run
 from dsctl.commands._common import FormatOpt, profile_store, show
 from dsctl.commands.launch_schedule import register_schedule
-from dsctl.errors import InputError, NotImplementedYet, one_of
+from dsctl.errors import InputError, one_of
+from dsctl.launch.engines.spec import DEFAULT_JOB_NAME, DEFAULT_PORT, JobOptions
 from dsctl.launch.plan import DEFAULT_SEQ_LEN, LaunchRequest, layout_report, plan_launch
 from dsctl.output import OutputFormat, render_json
 from dsctl.output import launch as _renderers  # noqa: F401  (registers the table views)
+from dsctl.output import launch_run as _run_renderers  # noqa: F401  (registers the --submit view)
 from dsctl.output.files import write_files
 
 TRAIN_COMMAND_KEY = "dsctl.launch.train_command"
@@ -79,28 +84,30 @@ class Schedule(str, Enum):
 
 class Backend(str, Enum):
     slurm = "slurm"
-    k8s = "k8s"
     torchrun = "torchrun"
+    kubernetes = "kubernetes"
+    k8s = "k8s"  # alias of kubernetes
 
 
 app = typer.Typer(
     name="launch",
     cls=LaunchGroup,
     no_args_is_help=True,
-    help="Plan a training launch: parallel layout, memory fit, rank map, pipeline schedule "
-         "(dsctl launch --nodes N \\[options] \\[--dry-run] \\[--out DIR] -- TRAIN_SCRIPT \\[ARGS...]).",
+    help="Plan a training launch (parallel layout, memory fit, rank map, pipeline schedule) and write or submit "
+         "its job for Slurm, torchrun or Kubernetes (dsctl launch --nodes N \\[options] \\[--backend B] "
+         "\\[--out DIR] \\[--submit] -- TRAIN_SCRIPT \\[ARGS...]).",
 )
 
 NodesOpt = Annotated[int | None, typer.Option("--nodes", "-n", help="Number of nodes (required).")]
 ModelOpt = Annotated[str, typer.Option("--model", help="Model profile.")]
 NodeProfileOpt = Annotated[str, typer.Option("--node-profile", help="Node profile (GPUs per node, HBM).")]
-PPOpt = Annotated[int | None, typer.Option("--pp", help="Pipeline ranks per pipeline [default: smallest that fits].")]
-EPOpt = Annotated[int | None, typer.Option("--ep", help="Expert parallelism [default: one expert group per node].")]
-TPOpt = Annotated[int | None, typer.Option("--tp", help="Tensor parallelism [default: 1].")]
+PPOpt = Annotated[int | None, typer.Option("--pp", help="Pipeline ranks per pipeline \\[default: smallest that fits].")]
+EPOpt = Annotated[int | None, typer.Option("--ep", help="Expert parallelism \\[default: one expert group per node].")]
+TPOpt = Annotated[int | None, typer.Option("--tp", help="Tensor parallelism \\[default: 1].")]
 DPOpt = Annotated[str, typer.Option("--dp", help="Data parallelism: 'auto' = GPUs / (pp x tp), or a number.")]
 ScheduleOpt = Annotated[Schedule, typer.Option("--schedule", case_sensitive=False, help="Pipeline schedule.")]
 MicroOpt = Annotated[int | None, typer.Option("--micro-batches", help="Micro-batches per pipeline per step.")]
-GlobalOpt = Annotated[int | None, typer.Option("--global-batch", help="Sequences per step [default: 15360].")]
+GlobalOpt = Annotated[int | None, typer.Option("--global-batch", help="Sequences per step \\[default: 15360].")]
 SeqOpt = Annotated[int, typer.Option("--seq-len", help="Tokens per sequence.")]
 OutOpt = Annotated[Path | None, typer.Option("--out", help="Folder to write layout.json and ranks.csv into.")]
 
@@ -151,35 +158,77 @@ def launch(
     micro_batches: MicroOpt = None,
     global_batch: GlobalOpt = None,
     seq_len: SeqOpt = DEFAULT_SEQ_LEN,
-    backend: Annotated[Backend | None, typer.Option("--backend", case_sensitive=False,
-                                                    help="Engine the run issue will target (recorded only).")] = None,
-    job_name: Annotated[str | None, typer.Option("--job-name", help="Job name (recorded only).")] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan (the default until --submit exists).")]
+    backend: Annotated[Backend | None, typer.Option(
+        "--backend", case_sensitive=False,
+        help="Job engine: with --out also write its job file (job.sbatch, torchrun.sh, jobset.yaml); "
+             "with --submit run it. k8s = kubernetes.")] = None,
+    job_name: Annotated[str | None, typer.Option(
+        "--job-name", help="Job name (Slurm job, JobSet, log file) \\[default: dsctl-train].")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; submit nothing (the default).")]
     = False,
-    submit: Annotated[bool, typer.Option("--submit", help="Submit the job [NOT BUILT YET: exits 2].")] = False,
-    out: OutOpt = None,
+    submit: Annotated[bool, typer.Option(
+        "--submit", help="Write the job files (into --out, default ./JOB_NAME) and run them: sbatch, local "
+                         "torchrun, or kubectl apply.")] = False,
+    out: Annotated[Path | None, typer.Option(
+        "--out", help="Folder for layout.json, ranks.csv and, with --backend, the job file.")] = None,
+    wait: Annotated[bool, typer.Option("--wait", help="Slurm: wait for the job's end and report its state.")]
+    = False,
+    wait_timeout: Annotated[float, typer.Option("--wait-timeout", min=1, help="Seconds --wait waits at most.")]
+    = 86_400.0,
+    test_only: Annotated[bool, typer.Option(
+        "--test-only", help="Slurm: ask sbatch --test-only whether the job would be accepted; queue nothing.")]
+    = False,
+    force: Annotated[bool, typer.Option("--force", help="Submit even if the plan does not fit in GPU memory.")]
+    = False,
+    port: Annotated[int, typer.Option("--port", help="Rendezvous TCP port on the first node.")] = DEFAULT_PORT,
+    cpus_per_task: Annotated[int | None, typer.Option(
+        "--cpus-per-task", help="Slurm CPUs per node's torchrun agent \\[default: one per GPU].")] = None,
+    partition: Annotated[str | None, typer.Option("--partition", help="Slurm partition.")] = None,
+    time_limit: Annotated[str | None, typer.Option("--time", help="Slurm time limit, e.g. 2-00:00:00.")] = None,
+    hosts: Annotated[str | None, typer.Option(
+        "--hosts", help="torchrun: comma-separated hosts in node-rank order (first = rendezvous).")] = None,
+    image: Annotated[str | None, typer.Option("--image", help="Kubernetes: container image.")] = None,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
-    """Plan a training launch (layout, memory, rank map, schedule); subcommands: layout, schedule."""
+    """Plan a training launch (layout, memory, rank map, schedule), write its job files, submit it."""
     if ctx.invoked_subcommand is not None:
         _reject_group_options(ctx)
         return
     if dry_run and submit:
         raise InputError("--dry-run and --submit exclude each other; give one")
-    if submit:
-        raise NotImplementedYet(
-            "--submit is not built yet: writing and submitting Slurm/Kubernetes/torchrun jobs is the "
-            "'dsctl launch (run)' work; nothing was submitted",
-            hint="use --dry-run (optionally with --out DIR) to get the plan, layout.json and ranks.csv",
-        )
+    for flag, given in (("--wait", wait), ("--test-only", test_only), ("--force", force)):
+        if given and not submit:
+            raise InputError(f"{flag} applies to --submit only")
+    engine = launch_run.normal_backend(backend.value) if backend else None
+    launch_run.check_option_backend(engine, {"--hosts": hosts is not None, "--image": image is not None,
+                                             "--partition": partition is not None, "--time": time_limit is not None,
+                                             "--cpus-per-task": cpus_per_task is not None})
+    options = JobOptions(job_name=job_name or DEFAULT_JOB_NAME, port=port, cpus_per_task=cpus_per_task,
+                         partition=partition, time_limit=time_limit, image=image, hosts=_hosts(hosts))
     train_command = tuple(ctx.meta.get(TRAIN_COMMAND_KEY, ()))
     request = _request(nodes, pp, ep, tp, dp, schedule, micro_batches, global_batch, seq_len,
-                       backend=backend.value if backend else None, job_name=job_name, train_command=train_command)
+                       backend=engine, job_name=job_name, train_command=train_command)
     store = profile_store()
     plan = plan_launch(store.model(model), store.node(node_profile), request)
+    if submit:
+        show(launch_run.submit(plan, engine, options, out, wait=wait, wait_timeout_s=wait_timeout,
+                               test_only=test_only, force=force), fmt, "launch")
+        return
     if out is not None:
-        write_files(out, {"layout.json": render_json(plan.layout_file()), "ranks.csv": plan.ranks.to_csv()})
+        names = launch_run.write_plan_and_job(plan, engine, options, out)
+        if engine is not None:
+            typer.echo(f"wrote {', '.join(names)} to {out}", err=True)
     show(plan, fmt, "launch")
+
+
+def _hosts(text: str | None) -> tuple[str, ...]:
+    if text is None:
+        return ()
+    hosts = tuple(h.strip() for h in text.split(","))
+    if not all(hosts):
+        raise InputError(f"--hosts {text!r} has an empty entry: give host names separated by commas, e.g. "
+                         "--hosts gpu001,gpu002")
+    return hosts
 
 
 @app.command("layout")

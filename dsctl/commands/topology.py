@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from dsctl.commands._common import FormatOpt, profile_store, show
+from dsctl.commands._common import FormatOpt, profile_store, read_text_input, show
 from dsctl.errors import InputError
 from dsctl.output import OutputFormat
 from dsctl.output import topology as _renderers  # noqa: F401  (registers the table views)
@@ -87,17 +87,6 @@ def compare(
     show(result, fmt, "topology compare")
 
 
-def _read(path: Path, what: str) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError as exc:
-        raise InputError(f"{what} {path} does not exist") from exc
-    except IsADirectoryError as exc:
-        raise InputError(f"{what} {path} is a folder; give a file") from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read {what} {path}: {exc}") from exc
-
-
 @app.command("verify")
 def verify(
     plan_dir: Annotated[Path, typer.Argument(help="Folder written by 'topology plan --out' (or its plan.json).")],
@@ -109,6 +98,6 @@ def verify(
     plan_file = plan_dir / "plan.json" if plan_dir.is_dir() else plan_dir
     if plan_dir.is_dir() and not plan_file.exists():
         raise InputError(f"PLAN_DIR {plan_dir} has no plan.json", hint="write one with 'dsctl topology plan --out DIR'")
-    result = api.verify_texts(_read(plan_file, "PLAN_DIR"), _read(observed, "OBSERVED"), str(plan_file),
-                              str(observed))
+    result = api.verify_texts(read_text_input(plan_file, "PLAN_DIR"), read_text_input(observed, "OBSERVED"),
+                              str(plan_file), str(observed))
     show(result, fmt, "topology verify")

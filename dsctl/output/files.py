@@ -15,20 +15,34 @@ from pathlib import Path
 from dsctl.errors import InputError
 
 
-def atomic_write(path: Path, content: str | bytes) -> None:
-    """Write ``content`` to ``path`` via a temporary sibling and ``os.replace``."""
+def _refused(option: str | None, path: Path, exc: OSError) -> InputError:
+    """An OS refusal (read-only or pseudo file system, no space, no permission) is bad output input: exit 2."""
+    where = f"{option} {path}" if option else str(path)
+    return InputError(f"{where}: cannot write ({exc.strerror or exc})")
+
+
+def atomic_write(path: Path, content: str | bytes, option: str | None = None) -> None:
+    """Write ``content`` to ``path`` via a temporary sibling and ``os.replace``.
+
+    ``option`` (e.g. ``"--svg"``) names the path in error messages; an OS refusal raises ``InputError``.
+    """
     path = Path(path)
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
         raise InputError(f"cannot write {path}: folder {parent} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
+    except OSError as exc:
+        raise _refused(option, path, exc) from None
     try:
         os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600
         with os.fdopen(fd, "wb") as handle:
             handle.write(content.encode("utf-8") if isinstance(content, str) else content)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise _refused(option, path, exc) from None
         raise
 
 
@@ -66,11 +80,17 @@ def staged_directory(out_dir: Path) -> Iterator[Path]:
         shutil.rmtree(stage, ignore_errors=True)
 
 
-def write_files(out_dir: Path, files: Mapping[str, str | bytes]) -> list[Path]:
-    """Write several files into ``out_dir`` all-or-nothing; returns their final paths."""
-    with staged_directory(out_dir) as stage:
-        for name, content in files.items():
-            target = stage / name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(content.encode("utf-8") if isinstance(content, str) else content)
+def write_files(out_dir: Path, files: Mapping[str, str | bytes], option: str = "--out") -> list[Path]:
+    """Write several files into ``out_dir`` all-or-nothing; returns their final paths.
+
+    An OS refusal (read-only or pseudo file system, no space) raises ``InputError`` naming ``option``.
+    """
+    try:
+        with staged_directory(out_dir) as stage:
+            for name, content in files.items():
+                target = stage / name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(content.encode("utf-8") if isinstance(content, str) else content)
+    except OSError as exc:
+        raise _refused(option, Path(out_dir), exc) from None
     return [Path(out_dir) / name for name in files]

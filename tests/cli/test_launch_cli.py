@@ -50,10 +50,10 @@ def test_training_command_needs_double_dash(cli: Cli) -> None:
     assert res.stdout == ""
 
 
-def test_submit_is_not_built_yet(cli: Cli) -> None:
+def test_submit_needs_a_backend(cli: Cli) -> None:
     res = cli("launch", "--nodes", "256", "--submit", "--", "train.py")
     assert res.exit_code == 2
-    assert "--submit is not built yet" in res.stderr and res.stdout == ""
+    assert "--submit needs --backend" in res.stderr and res.stdout == ""
     res = cli("launch", "--nodes", "256", "--submit", "--dry-run", "--", "train.py")
     assert res.exit_code == 2 and "exclude each other" in res.stderr
 
@@ -230,3 +230,8 @@ def test_explicit_pp_batch_errors_carry_a_fix(cli: Cli) -> None:
     assert res.exit_code == 2 and "hint: use --micro-batches 32" in res.stderr
     res = cli("launch", "--nodes", "256", "--micro-batches", "0", "--", "t.py")
     assert res.exit_code == 2 and "--micro-batches 0 is not valid" in res.stderr
+
+
+def test_plan_out_on_a_file_system_that_refuses_writes_exits_2(cli) -> None:
+    res = cli("launch", "--nodes", "256", "--out", "/proc/dsctl-plan", "--", "train.py")
+    assert res.exit_code == 2 and "--out /proc/dsctl-plan: cannot write" in res.stderr

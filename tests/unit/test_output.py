@@ -72,3 +72,12 @@ def test_atomic_write_into_missing_folder_is_an_input_error(tmp_path: Path) -> N
         atomic_write(tmp_path / "missing" / "f.json", "{}")
     atomic_write(tmp_path / "f.json", "{}")
     assert (tmp_path / "f.json").read_text() == "{}" and len(list(tmp_path.iterdir())) == 1
+
+
+def test_an_os_refusal_to_write_is_an_input_error_naming_the_option(tmp_path: Path) -> None:
+    # /proc refuses new files even to root: the error is exit 2 with the option and path, never exit 4
+    with pytest.raises(InputError, match=r"^--svg /proc/x\.svg: cannot write"):
+        atomic_write(Path("/proc/x.svg"), "<svg/>", option="--svg")
+    with pytest.raises(InputError, match=r"^--out /proc/dsctl-out: cannot write"):
+        write_files(Path("/proc/dsctl-out"), {"a.txt": "a"})
+    assert not Path("/proc/dsctl-out").exists()

@@ -1,0 +1,39 @@
+"""dsctl storage: chain tables with every output file (the sheet's section-5 sizes and 180 x 16), and sizing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchmarks.case import Case
+from dsctl.profiles.loader import ProfileStore
+from dsctl.storage.api import generate_chains
+from dsctl.storage.chaintable import IdScheme
+from dsctl.storage.sizing import SizingInputs, size
+
+
+def _chains(v: int, disks: int, k: int, r: int | None) -> Case:
+    def run(_: Any) -> int:
+        return generate_chains(v, disks, k, r, 1, IdScheme(), with_svg=True).balance.num_targets
+
+    label = f"r={r}" if r is not None else "auto r"
+    return Case(f"storage: chains {v} nodes x {disks} SSDs, k={k}, {label}, files + svg", lambda: None, run,
+                target_s=5.0 if v >= 100 else 2.0)
+
+
+def _size(_: Any) -> float:
+    ref = ProfileStore().storage("3fs-reference")
+    return size(ref, SizingInputs(num_nodes=180, num_clients=500, client_nic_bytes_per_s=25e9,
+                                  dataset_bytes=1e16, checkpoint_bytes=2e13, checkpoint_budget_s=60)).read.bytes_per_s
+
+
+CASES = [
+    _chains(180, 16, 3, None),
+    _chains(50, 16, 3, None),
+    _chains(25, 16, 3, 12),
+    _chains(15, 16, 3, 7),
+    _chains(12, 16, 3, 6),
+    _chains(10, 16, 3, 6),
+    _chains(9, 16, 3, 4),
+    _chains(5, 16, 3, 6),
+    Case("storage: size 180 nodes with every target", lambda: None, _size, target_s=0.05),
+]

@@ -1,0 +1,183 @@
+"""dsctl health check|record|show: GPU, NVLink and RDMA health through NVML and sysfs, live or from a record."""
+
+from __future__ import annotations
+
+import socket
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+import yaml
+
+from dsctl.commands._common import FormatOpt, profile_store, read_input, read_text_input, show
+from dsctl.errors import InputError
+from dsctl.health import api, inventory
+from dsctl.health.backends.base import GpuBackend, RdmaSource
+from dsctl.health.backends.host import read_host_facts
+from dsctl.health.backends.nvml import backend_from_record, live_backend
+from dsctl.health.backends.sysfs import SysfsReader, render_sysfs, write_counters
+from dsctl.health.fixture import normalize
+from dsctl.health.model import HostFacts, NodeSnapshot
+from dsctl.health.record import snapshot_record
+from dsctl.health.sample import sample_node
+from dsctl.output import OutputFormat
+from dsctl.output import health as _renderers  # noqa: F401  (registers the table views)
+from dsctl.output.files import atomic_write
+
+app = typer.Typer(
+    name="health",
+    help="GPU, NVLink and RDMA health through NVML and sysfs (live, or replayed from a recorded node).",
+    no_args_is_help=True,
+)
+
+NodeOpt = Annotated[str | None, typer.Option("--node", help="Node profile with the expected counts "
+                                             "(default: chosen from the GPU SKU, e.g. h800-hgx).")]
+SysfsOpt = Annotated[Path | None, typer.Option("--sysfs-root", help="Read sysfs under this folder instead of /.")]
+IntervalOpt = Annotated[float | None, typer.Option("--interval", help="Seconds between the two counter samples "
+                                                   "(default 10 live; a record carries its own).")]
+RecordOpt = Annotated[Path | None, typer.Option("--from-record", help="Replay a recorded (or hand-written) "
+                                                "fake-node YAML instead of reading this machine.")]
+
+
+MAX_INTERVAL_S = 3600.0  # counters are sampled twice this far apart; longer is a typo (the command would just wait)
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="health")
+
+
+def load_record(path: Path) -> dict[str, Any]:
+    """Parse a fake-node YAML file into a dict (validated later by the fake and the renderer)."""
+    text = read_text_input(path, "--from-record", hint="give a YAML file written by dsctl health record")
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        raise InputError(f"--from-record {path}:{where} is not valid YAML") from None
+    if not isinstance(data, dict):
+        raise InputError(f"--from-record {path}: expected a mapping of fake-node keys (see docs/health.md)")
+    return data
+
+
+@dataclass
+class Sources:
+    gpus: GpuBackend | None
+    rdma: RdmaSource | None
+    wait: Callable[[float], None]
+    interval_s: float
+    hostname: str
+    host: HostFacts | None
+
+
+@contextmanager
+def open_sources(from_record: Path | None, sysfs_root: Path | None, interval_s: float | None,
+                 areas: tuple[str, ...]) -> Iterator[Sources]:
+    """Live NVML + sysfs, or a record replayed through the real adapter over the fake NVML module and a sysfs
+    tree rendered into a temporary folder (removed afterwards)."""
+    want_gpus = bool({"gpu", "nvlink"} & set(areas))
+    if from_record is not None and sysfs_root is not None:
+        raise InputError("--sysfs-root and --from-record exclude each other",
+                         hint="a record carries its own sysfs view; drop --sysfs-root")
+    if from_record is not None and interval_s is not None:
+        raise InputError("--interval does not apply to --from-record",
+                         hint="the record carries the interval its two counter samples were taken apart (interval_s)")
+    if from_record is not None:
+        data = load_record(from_record)
+        node = normalize(data, str(from_record))
+        backend, fake = backend_from_record(data, source=str(from_record))
+        with tempfile.TemporaryDirectory(prefix="dsctl-health-") as tmp:
+            render_sysfs(node, Path(tmp))
+
+            def advance(_: float) -> None:
+                fake.advance()
+                write_counters(node, Path(tmp), "t1")
+
+            yield Sources(backend if want_gpus else None, SysfsReader(tmp), advance,
+                          float(node["interval_s"]), node["hostname"],
+                          HostFacts(**node["host"]) if node["host"] is not None else None)
+        return
+    root = sysfs_root if sysfs_root is not None else Path("/")
+    if sysfs_root is not None and not sysfs_root.is_dir():
+        raise InputError(f"--sysfs-root {sysfs_root}: not a folder")
+    yield Sources(live_backend() if want_gpus else None, SysfsReader(root), time.sleep,
+                  10.0 if interval_s is None else interval_s, socket.gethostname(), read_host_facts())
+
+
+def take_snapshot(from_record: Path | None, sysfs_root: Path | None, interval_s: float | None,
+                  areas: tuple[str, ...]) -> NodeSnapshot:
+    if interval_s is not None and not 0 < interval_s <= MAX_INTERVAL_S:  # also rejects nan
+        raise InputError(f"--interval must be a number of seconds in (0, {MAX_INTERVAL_S:g}], got {interval_s:g}")
+    with open_sources(from_record, sysfs_root, interval_s, areas) as src:
+        return sample_node(src.gpus, src.rdma, src.interval_s, src.wait, hostname=src.hostname, host=src.host)
+
+
+@app.command("check")
+def check(
+    node: NodeOpt = None,
+    sysfs_root: SysfsOpt = None,
+    interval: IntervalOpt = None,
+    from_record: RecordOpt = None,
+    only: Annotated[str | None, typer.Option("--only", help="Comma list of areas: gpu, nvlink, rdma.")] = None,
+    fail_on: Annotated[str, typer.Option("--fail-on", help="Exit 1 on findings at or above: crit or warn.")] = "crit",
+    kernel_log: Annotated[Path | None, typer.Option("--kernel-log", help="Text of journalctl -k / dmesg to scan "
+                                                    "for Xids (G22).")] = None,
+    fmt: FormatOpt = OutputFormat.table,
+) -> None:
+    """Run every health check; exit 0 healthy, 1 on a finding at/above --fail-on, 2 bad input, 3 no NVML."""
+    areas = api.parse_only(only)
+    threshold = api.parse_fail_on(fail_on)
+    log_text = None
+    if kernel_log is not None:
+        log_text = read_input(kernel_log, "--kernel-log").decode("utf-8", errors="replace")
+    profile = profile_store().node(node) if node else None
+    snap = take_snapshot(from_record, sysfs_root, interval, areas)
+    exp = api.choose_expectations(snap, profile, profile_store().node)
+    show(api.run_checks(snap, exp, areas=areas, fail_on=threshold, kernel_log=log_text), fmt, "health check")
+
+
+@dataclass(frozen=True)
+class RecordResult:
+    """What ``dsctl health record`` wrote."""
+
+    path: str
+    hostname: str
+    num_gpus: int
+    num_nics: int
+    interval_s: float
+
+
+@app.command("record")
+def record(
+    out: Annotated[Path, typer.Option("--out", "-o", help="Fake-node YAML to write (atomically).")],
+    sysfs_root: SysfsOpt = None,
+    interval: IntervalOpt = None,
+    from_record: RecordOpt = None,
+    fmt: FormatOpt = OutputFormat.table,
+) -> None:
+    """Sample this node (NVML + sysfs, counters twice) into a fake-node YAML that --from-record replays."""
+    if out.is_dir():
+        raise InputError(f"--out {out}: is a folder; give a file name such as {out / 'node.yaml'}")
+    snap = take_snapshot(from_record, sysfs_root, interval, api.AREAS)
+    data = snapshot_record(snap)
+    text = "# dsctl health record: replay with dsctl health check --from-record FILE\n" + yaml.safe_dump(
+        data, sort_keys=False, default_flow_style=None, width=120)
+    atomic_write(out, text, option="--out")
+    show(RecordResult(str(out), snap.hostname, len(snap.gpus), len(snap.nics), snap.interval_s), fmt,
+         "health record")
+
+
+@app.command("show")
+def show_inventory(
+    sysfs_root: SysfsOpt = None,
+    from_record: RecordOpt = None,
+    fmt: FormatOpt = OutputFormat.table,
+) -> None:
+    """Inventory: GPUs, NVLinks, RDMA NICs and the GPU<->NIC pairing (nearest NIC and its PCIe level)."""
+    snap = take_snapshot(from_record, sysfs_root, 0.001 if from_record is None else None, api.AREAS)
+    show(inventory.build(snap), fmt, "health show")

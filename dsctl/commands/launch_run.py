@@ -1,0 +1,161 @@
+"""The engine half of ``dsctl launch``: write job files for ``--backend`` and run them with ``--submit``.
+
+Thin glue: the renderers in ``dsctl.launch.engines`` make the text, ``dsctl.output.files`` writes it (all or
+nothing), ``dsctl.runners`` starts sbatch / torchrun / kubectl.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import yaml
+
+from dsctl.errors import DsctlError, ExitCode, InputError
+from dsctl.launch.engines import kubernetes, slurm, torchrun
+from dsctl.launch.engines.result import LaunchRun
+from dsctl.launch.engines.spec import JobOptions, JobSpec, job_spec
+from dsctl.launch.plan import LaunchPlan
+from dsctl.output import render_json
+from dsctl.output.files import write_files
+from dsctl.runners import process
+from dsctl.runners import slurm as slurm_runner
+
+#: the job file each backend writes next to layout.json and ranks.csv
+JOB_FILE = {"slurm": "job.sbatch", "torchrun": "torchrun.sh", "kubernetes": "jobset.yaml"}
+
+TORCHRUN_HINT = "install PyTorch in this environment (pip install torch), or use --out DIR and run torchrun.sh"
+KUBECTL_HINT = ("dsctl does not apply manifests without kubectl; write them with --out DIR (no --submit) and "
+                "apply DIR/jobset.yaml where a cluster is reachable (the JobSet controller must be installed)")
+
+
+class NotSubmitted(DsctlError):
+    """The plan ran and said the job would fail (it does not fit in memory). Exit code 1."""
+
+    exit_code = ExitCode.CHECK_FAILED
+
+
+def normal_backend(name: str) -> str:
+    """``k8s`` is an alias of ``kubernetes``."""
+    return "kubernetes" if name == "k8s" else name
+
+
+#: engine options and the backend each belongs to
+OPTION_BACKEND = {"--hosts": "torchrun", "--image": "kubernetes", "--partition": "slurm", "--time": "slurm",
+                  "--cpus-per-task": "slurm"}
+
+
+def check_option_backend(backend: str | None, given: dict[str, bool]) -> None:
+    """Reject an engine option given for another backend (or none), instead of ignoring it."""
+    for flag, owner in OPTION_BACKEND.items():
+        if given.get(flag) and backend != owner:
+            raise InputError(f"{flag} applies to --backend {owner}" + (f", not {backend}" if backend else ""),
+                             hint=f"add --backend {owner}, or drop {flag}")
+
+
+def plan_files(plan: LaunchPlan) -> dict[str, str]:
+    """``layout.json`` and ``ranks.csv`` (the planning half's files)."""
+    return {"layout.json": render_json(plan.layout_file()), "ranks.csv": plan.ranks.to_csv()}
+
+
+def job_files(spec: JobSpec, options: JobOptions, backend: str) -> dict[str, str]:
+    """The backend's job file, rendered from ``spec``."""
+    if backend == "slurm":
+        return {JOB_FILE[backend]: slurm.render_sbatch(spec, options)}
+    if backend == "torchrun":
+        return {JOB_FILE[backend]: torchrun.render_script(spec, options)}
+    docs = kubernetes.manifests(spec, options)
+    return {JOB_FILE[backend]: yaml.safe_dump_all(docs, sort_keys=False, default_flow_style=False)}
+
+
+def _write(out: Path, files: dict[str, str]) -> None:
+    """All-or-nothing folder output (an OS refusal is a bad --out, exit 2: see write_files)."""
+    write_files(out, files)
+
+
+def write_plan_and_job(plan: LaunchPlan, backend: str | None, options: JobOptions, out: Path) -> list[str]:
+    """``--out`` without ``--submit``: the plan files plus, with ``--backend``, the job file; returns the names."""
+    files = plan_files(plan)
+    if backend is not None:
+        files.update(job_files(job_spec(plan, options, backend), options, backend))
+    _write(out, files)
+    return sorted(files)
+
+
+def submit(plan: LaunchPlan, backend: str | None, options: JobOptions, out: Path | None, *, wait: bool,
+           wait_timeout_s: float, test_only: bool, force: bool) -> LaunchRun:
+    """``--submit``: check everything, write the files, run the engine; nothing is written if a check fails."""
+    if backend is None:
+        raise InputError("--submit needs --backend slurm, torchrun or kubernetes",
+                         hint="e.g. dsctl launch --nodes 4 --backend slurm --submit -- train.py")
+    if test_only and backend != "slurm":
+        raise InputError(f"--test-only asks Slurm whether it would accept the job; it does not apply to "
+                         f"--backend {backend}")
+    if wait and backend != "slurm":
+        raise InputError(f"--wait applies to --backend slurm (torchrun runs in the foreground; kubernetes is "
+                         f"applied only); drop it for --backend {backend}")
+    if backend == "torchrun" and (plan.num_nodes != 1 or options.hosts):
+        raise InputError(f"--submit with --backend torchrun runs one node on this host; the plan has "
+                         f"--nodes {plan.num_nodes}",
+                         hint="use --out DIR without --submit and run 'bash DIR/torchrun.sh RANK' on each host, "
+                              "or --backend slurm")
+    out_dir = (out if out is not None else Path(options.job_name)).absolute()
+    if backend == "slurm":
+        options = replace(options, log_path=str(out_dir / f"{options.job_name}-%j.out"))
+    spec = job_spec(plan, options, backend)
+    files = {**plan_files(plan), **job_files(spec, options, backend)}
+    executable = {"slurm": ("sbatch", slurm_runner.SBATCH_HINT), "torchrun": ("torchrun", TORCHRUN_HINT),
+                  "kubernetes": ("kubectl", KUBECTL_HINT)}[backend]
+    found = process.require(*executable)
+    if plan.exit_code and not force:
+        raise NotSubmitted(f"the plan does not fit in GPU memory ({plan.layout.describe()}); nothing was submitted",
+                           hint="see the plan with --dry-run; --force submits anyway")
+    _write(out_dir, files)
+    job_path = out_dir / JOB_FILE[backend]
+    base = LaunchRun(backend=backend, job_name=spec.job_name, layout=plan.layout.describe(),
+                     world_size=plan.world_size, out_dir=str(out_dir), files=tuple(sorted(files)), command=(),
+                     state="")
+    started = time.monotonic()
+    if backend == "slurm":
+        return _slurm(base, job_path, wait=wait, wait_timeout_s=wait_timeout_s, test_only=test_only,
+                      started=started)
+    if backend == "torchrun":
+        argv = (found, *torchrun.node_commands(spec, options)[0].argv[1:])
+        code = process.relay(argv, env=dict(spec.env))
+        return replace(base, command=argv, state="EXITED", job_exit_code=code,
+                         elapsed_s=round(time.monotonic() - started, 1), exit_code=code)
+    argv = (found, "apply", "-f", str(job_path))
+    done = process.capture(argv, timeout_s=300)
+    if done.returncode != 0:
+        raise slurm_runner.SubmitRejected(
+            f"kubectl apply failed ({done.returncode}): {_last(done.stderr or done.stdout)}",
+            hint=f"the manifests are in {job_path}; check 'kubectl config current-context' and the JobSet CRD")
+    return replace(base, command=argv, state="APPLIED", message=_last(done.stdout))
+
+
+def _slurm(base: LaunchRun, job_path: Path, *, wait: bool, wait_timeout_s: float, test_only: bool,
+           started: float) -> LaunchRun:
+    cwd = Path.cwd()
+    if test_only:
+        answer = slurm_runner.would_accept(job_path, cwd=cwd)
+        return replace(base, command=("sbatch", "--test-only", str(job_path)),
+                         state="ACCEPTED", message=answer)
+    job_id = slurm_runner.submit(job_path, cwd=cwd)
+    command = ("sbatch", "--parsable", str(job_path))
+    if not wait:
+        status = slurm_runner.status(job_id)
+        return replace(base, command=command, state="SUBMITTED", job_id=job_id,
+                         log_path=status.log_path)
+    status = slurm_runner.wait(job_id, timeout_s=wait_timeout_s)
+    ok = status.state == "COMPLETED"
+    message = None if status.final else f"still {status.state} after --wait-timeout {wait_timeout_s:g} s"
+    return replace(base, command=command, state=status.state, job_id=job_id,
+                     job_exit_code=status.exit_code, log_path=status.log_path,
+                     elapsed_s=round(time.monotonic() - started, 1), message=message,
+                     exit_code=0 if ok else int(ExitCode.CHECK_FAILED))
+
+
+def _last(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else "(no output)"

@@ -1,0 +1,160 @@
+"""Run the checks over a snapshot and build the report the ``dsctl health`` commands print."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from dsctl.errors import InputError, one_of
+from dsctl.health.checks_gpu import GPU_CHECKS
+from dsctl.health.checks_rdma import RDMA_CHECKS, compute_nics
+from dsctl.health.expectations import Expectations, expectations_for, find_sku
+from dsctl.health.model import SEVERITY_ORDER, Finding, NodeSnapshot, Severity, Unavailable
+from dsctl.health.xid import XID_CHECK_ID, xid_findings
+from dsctl.profiles.schema import NodeProfile
+
+AREAS = ("gpu", "nvlink", "rdma")
+FAIL_ON = {"crit": Severity.CRIT, "warn": Severity.WARN}
+
+#: checks that need at least one NVLink / one compute RDMA port; SKIP (not OK) without
+LINK_CHECKS = frozenset({"G7", "G8", "G10"})
+PORT_CHECKS = frozenset({"R2", "R3", "R4", "R5", "R6", "R7", "R8", "R9", "R10"})
+
+CheckFn = Callable[[NodeSnapshot, Expectations], list[Finding]]
+
+
+def all_checks() -> list[tuple[str, str, CheckFn]]:
+    """(id, title, function) for every check, in report order."""
+    return [*GPU_CHECKS, *RDMA_CHECKS]
+
+
+def parse_only(text: str | None) -> tuple[str, ...]:
+    """``--only gpu,nvlink`` -> ("gpu", "nvlink"); None/empty means every area."""
+    if not text:
+        return AREAS
+    parts = tuple(p.strip().lower() for p in text.split(",") if p.strip())
+    bad = [p for p in parts if p not in AREAS]
+    if bad or not parts:
+        shown = ", ".join(bad) if bad else repr(text)
+        raise InputError(f"--only: unknown area {shown}",
+                         hint=f"use a comma list of {one_of(AREAS)}")
+    return parts
+
+
+def parse_fail_on(text: str) -> Severity:
+    key = text.strip().lower()
+    if key not in FAIL_ON:
+        raise InputError(f"--fail-on: {text!r} is not valid", hint=f"use {one_of(list(FAIL_ON))}")
+    return FAIL_ON[key]
+
+
+def choose_expectations(snap: NodeSnapshot, profile: NodeProfile | None,
+                        lookup: Callable[[str], NodeProfile]) -> Expectations:
+    """Targets from ``--node`` if given, else from the node profile named by the detected SKU's table row, else
+    from the SKU row alone (counts then unchecked)."""
+    live = [g for g in snap.gpus if g.lost is None]
+    sku = None
+    if live:
+        first = live[0]
+        sku = find_sku(first.name if isinstance(first.name, str) else None,
+                       first.pci_device_id if isinstance(first.pci_device_id, int) else None)
+    if profile is None and sku is not None and sku.node_profile is not None:
+        profile = lookup(sku.node_profile)
+    return expectations_for(profile, sku)
+
+
+def _area(check_id: str) -> str:
+    return Finding(check_id, Severity.OK, "", "", "", "").area
+
+
+def _collapse_skips(findings: list[Finding]) -> list[Finding]:
+    """One SKIP line per (check, message) with the subjects joined, instead of eight identical lines."""
+    out: list[Finding] = []
+    groups: dict[tuple[str, str], list[Finding]] = {}
+    for f in findings:
+        if f.severity is Severity.SKIP:
+            groups.setdefault((f.check, f.message), []).append(f)
+        else:
+            out.append(f)
+    for (check, message), items in groups.items():
+        subjects = ", ".join(i.subject for i in items)
+        out.append(Finding(check, Severity.SKIP, subjects, items[0].observed, items[0].expected, message))
+    return out
+
+
+@dataclass(frozen=True)
+class HealthReport:
+    """Result of ``dsctl health check``: findings worst first, a count per severity, and what was checked."""
+
+    node: dict[str, Any]
+    findings: tuple[Finding, ...]
+    summary: dict[str, int]
+    fail_on: str
+    exit_code: int = field(default=0, metadata={"output": False})
+
+    def to_data(self) -> dict[str, Any]:
+        return {
+            "node": self.node,
+            "summary": self.summary,
+            "fail_on": self.fail_on,
+            "findings": [
+                {"check": f.check, "severity": f.severity.value, "area": f.area, "subject": f.subject,
+                 "observed": f.observed, "expected": f.expected, "message": f.message, "remedy": f.remedy}
+                for f in self.findings
+            ],
+        }
+
+
+def run_checks(snap: NodeSnapshot, exp: Expectations, *, areas: Iterable[str] = AREAS,
+               fail_on: Severity = Severity.CRIT, kernel_log: str | None = None) -> HealthReport:
+    """Every check of the selected areas; a check with no findings contributes one OK line.
+
+    ``kernel_log`` (text of ``journalctl -k`` / ``dmesg``) adds G22 (Xid history). Exit code 1 when any finding is
+    at or above ``fail_on``.
+    """
+    selected = set(areas)
+    findings: list[Finding] = []
+    sampled_gpus = not (isinstance(snap.device_count, Unavailable) and snap.device_count.code == "NOT_SAMPLED")
+    checks = [c for c in all_checks() if _area(c[0]) in selected and (c[0].startswith("R") or sampled_gpus)]
+    has_links = any(g.links for g in snap.gpus if g.lost is None)
+    has_ports = bool(compute_nics(snap, exp))
+    for check_id, title, fn in checks:
+        if check_id in LINK_CHECKS and not has_links:
+            findings.append(Finding(check_id, Severity.SKIP, "node", "no NVLink", "-", f"{title}: no NVLinks"))
+            continue
+        if check_id in PORT_CHECKS and not has_ports:
+            findings.append(Finding(check_id, Severity.SKIP, "node", "no compute NIC", "-",
+                                    f"{title}: no compute RDMA ports"))
+            continue
+        got = fn(snap, exp)
+        if not got:
+            got = [Finding(check_id, Severity.OK, "node", "ok", "-", f"{title}: ok")]
+        elif all(f.severity is Severity.SKIP for f in got) and check_id.startswith("G"):
+            live = [g for g in snap.gpus if g.lost is None]
+            if len(got) < len(live):  # some GPUs were checked and passed
+                got.append(Finding(check_id, Severity.OK, "node", "ok", "-", f"{title}: ok where supported"))
+        findings.extend(got)
+    if kernel_log is not None and "gpu" in selected:
+        got = xid_findings(kernel_log, snap)
+        findings.extend(got or [Finding(XID_CHECK_ID, Severity.OK, "node", "no Xid", "-", "Xid history: none")])
+    findings = _collapse_skips(findings)
+    order = {c[0]: i for i, c in enumerate(all_checks())}
+    findings.sort(key=lambda f: (f.severity.rank, order.get(f.check, 99), f.subject))
+    summary = {s.value.lower(): sum(1 for f in findings if f.severity is s) for s in SEVERITY_ORDER}
+    failed = any(f.severity.rank <= fail_on.rank for f in findings)
+    gpus = [g for g in snap.gpus if g.lost is None]
+    node = {
+        "hostname": snap.hostname,
+        "driver_version": snap.driver_version if isinstance(snap.driver_version, str) else None,
+        "num_gpus": snap.device_count if isinstance(snap.device_count, int) else None,
+        "gpu_name": str(gpus[0].name) if gpus else None,
+        "num_nics": len(snap.nics),
+        "interval_s": snap.interval_s,
+        "expectations": exp.source,
+        "areas": sorted(selected),
+        "host": dataclasses.asdict(snap.host) if snap.host is not None else None,
+    }
+    return HealthReport(node=node, findings=tuple(findings), summary=summary, fail_on=fail_on.value.lower(),
+                        exit_code=1 if failed else 0)

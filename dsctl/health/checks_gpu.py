@@ -1,0 +1,426 @@
+"""GPU and NVLink checks (G1-G21) over a :class:`NodeSnapshot`. Each returns findings for problems and SKIPs only;
+the runner adds one OK line per check that found nothing. Thresholds cite DCGM/NVSentinel (docs/health.md)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from dsctl.health.expectations import PCIE_REPLAYS_PER_LANE_PER_MIN, Expectations, find_sku
+from dsctl.health.model import NVLINK_COUNTERS, Finding, Gpu, NodeSnapshot, Severity, Unavailable, ok
+
+CRIT, WARN, INFO, SKIP = Severity.CRIT, Severity.WARN, Severity.INFO, Severity.SKIP
+
+NVLINK_DEVICE_TYPE_SWITCH = 2
+FABRIC_STATES = {0: "NOT_SUPPORTED", 1: "NOT_STARTED", 2: "IN_PROGRESS", 3: "COMPLETED"}
+#: fabric health mask fields (shift, width, values that are bad) from nvml.h NVML_GPU_FABRIC_HEALTH_MASK_*
+FABRIC_HEALTH_FIELDS = {
+    "DEGRADED_BW": (0, 0x3, {1}),
+    "ROUTE_RECOVERY": (2, 0x3, {1}),
+    "ROUTE_UNHEALTHY": (4, 0x3, {1}),
+    "ACCESS_TIMEOUT_RECOVERY": (6, 0x3, {1}),
+    "INCORRECT_CONFIGURATION": (8, 0xF, {2, 3, 4, 5, 6, 7, 8}),
+}
+RECOVERY_ACTIONS = {0: "NONE", 1: "GPU_RESET", 2: "NODE_REBOOT", 3: "DRAIN_P2P", 4: "DRAIN_AND_RESET",
+                    5: "RECOVER_IMEX_DOMAIN", 6: "BUS_RESET", 7: "SYSTEM_REBOOT"}
+REASON_SW_THERMAL, REASON_HW_THERMAL = 0x20, 0x40
+REASON_HW_SLOWDOWN, REASON_POWER_BRAKE = 0x8, 0x80
+THERMAL_MARGIN_C = 5
+NVLINK_CRC_CRIT_PER_S = 100.0  # DCGM_LIMIT_MAX_NVLINK_CRC_ERROR
+REMAP_UNC_WARN = 512  # DCGM: uncorrectable remapped rows >= 512
+
+
+def _live(snap: NodeSnapshot) -> list[Gpu]:
+    return [g for g in snap.gpus if g.lost is None and not _lost(g)]
+
+
+def _lost(gpu: Gpu) -> bool:
+    return gpu.lost is not None or (isinstance(gpu.name, Unavailable) and gpu.name.kind == "gpu_lost")
+
+
+def _sub(gpu: Gpu) -> str:
+    return f"gpu{gpu.index}"
+
+
+def _skip(check: str, gpu: Gpu, value: Unavailable, what: str) -> Finding:
+    return Finding(check, SKIP, _sub(gpu), str(value), "-", f"{what} not readable ({value.code} from {value.source})")
+
+
+def g1_nvml(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
+    if isinstance(snap.driver_version, Unavailable):
+        sev = WARN if snap.driver_version.kind == "no_permission" else CRIT
+        return [Finding("G1", sev, "node", str(snap.driver_version), "driver version readable",
+                        f"NVML answered {snap.driver_version.code} for the driver version",
+                        "run as root or check /dev/nvidia* permissions")]
+    return []
+
+
+def g2_count(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
+    out = []
+    count = snap.device_count
+    if isinstance(count, Unavailable):
+        return [Finding("G2", CRIT, "node", str(count), "GPU count", f"nvmlDeviceGetCount failed: {count.code}",
+                        "check the driver with nvidia-smi")]
+    if exp.num_gpus is not None and count < exp.num_gpus:
+        out.append(Finding("G2", CRIT, "node", f"{count} GPUs", f"{exp.num_gpus} GPUs",
+                           f"NVML sees {count} of {exp.num_gpus} GPUs (a GPU fell off the bus or was not enumerated)",
+                           "check dmesg for Xid 79, reseat or RMA the GPU, then reboot"))
+    if snap.pci_gpus and len(snap.pci_gpus) > count:
+        out.append(Finding("G2", CRIT, "node", f"{count} in NVML", f"{len(snap.pci_gpus)} on PCI",
+                           f"{len(snap.pci_gpus)} NVIDIA GPUs on the PCI bus but NVML enumerates {count}",
+                           "a GPU is present but not usable: check dmesg for NVRM errors"))
+    return out
+
+
+def g3_reachable(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
+    out = []
+    for gpu in snap.gpus:
+        if _lost(gpu):
+            why = gpu.lost if gpu.lost is not None else gpu.name
+            out.append(Finding("G3", CRIT, _sub(gpu), str(why), "reachable",
+                               f"GPU {gpu.index} does not answer NVML ({getattr(why, 'code', '?')}): Xid 79 class",
+                               "drain the node; GPU reset or reboot; RMA if it recurs"))
+    return out
+
+
+def g4_sku(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
+    live = _live(snap)
+    names = sorted({str(g.name) for g in live})
+    ids = sorted({f"0x{g.pci_device_id:08X}" for g in live if isinstance(g.pci_device_id, int)})
+    out = []
+    if len(names) > 1 or len(ids) > 1:
+        out.append(Finding("G4", WARN, "node", ", ".join(names + ids), "one SKU",
+                           "GPUs of different SKUs in one node", "check the node's bill of materials"))
+    if live and find_sku(str(live[0].name), live[0].pci_device_id if isinstance(live[0].pci_device_id, int)
+                         else None) is None:
+        out.append(Finding("G4", INFO, "node", names[0] if names else "?", "a SKU in the table",
+                           "unknown GPU SKU: PCIe and power expectations are not checked",
+                           "add the SKU to dsctl/health/expectations.py GPU_SKUS"))
+    return out
+
+
+def g5_persistence(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
+    out = []
+    for gpu in _live(snap):
+        mode = gpu.persistence_mode
+        if isinstance(mode, Unavailable):
+            out.append(_skip("G5", gpu, mode, "persistence mode"))
+        elif mode != 1:
+            out.append(Finding("G5", WARN, _sub(gpu), "off", "on", "persistence mode is off",
+                               "nvidia-smi -pm 1 (or enable nvidia-persistenced)"))
+    return out
+
+
+def g6_nvlink_active(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
+    out = []
+    expected = exp.num_nvlinks_per_gpu
+    for gpu in _live(snap):
+        if isinstance(gpu.num_links, Unavailable) or gpu.num_links == 0:
+            if expected:
+                out.append(Finding("G6", CRIT, _sub(gpu), str(gpu.num_links), f"{expected} active links",
+                                   "NVLink is not reported on a GPU that should have it",
+                                   "check MIG mode, the driver and nvidia-smi nvlink -s"))
+            else:
+                out.append(Finding("G6", SKIP, _sub(gpu), "no NVLink", "-", "no NVLink on this SKU"))
+            continue
+        active = [link.link for link in gpu.links if link.active is True]
+        down = [link.link for link in gpu.links if link.active is not True]
+        if expected is not None and len(active) < expected:
+            shown = ", ".join(str(i) for i in down[:6]) + (", ..." if len(down) > 6 else "")
+            out.append(Finding("G6", CRIT, _sub(gpu), f"{len(active)} active", f"{expected} active",
+                               f"{expected - len(active)} NVLink(s) down (inactive: {shown})",
+                               "drain; reset the GPU; reseat/replace the baseboard or NVSwitch tray if it persists"))
+    return out
+
+
+def g7_nvlink_peers(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
+    out = []
+    sets: dict[int, frozenset[str]] = {}
+    for gpu in _live(snap):
+        active = [link for link in gpu.links if link.active is True]
+        if not active:
+            continue
+        bad = [link.link for link in active if isinstance(link.remote_type, int)
+               and link.remote_type != NVLINK_DEVICE_TYPE_SWITCH]
+        if bad:
+            out.append(Finding("G7", WARN, _sub(gpu), f"links {bad} not to a switch", "NVSwitch peers",
+                               "NVLink peer is not an NVSwitch", "check nvidia-smi nvlink -R"))
+        sets[gpu.index] = frozenset(str(link.remote_bus_id) for link in active if ok(link.remote_bus_id))
+    if sets:
+        common = max(set(sets.values()), key=lambda s: sum(1 for v in sets.values() if v == s))
+        for index, remotes in sorted(sets.items()):
+            if remotes != common:
+                out.append(Finding("G7", WARN, f"gpu{index}", ", ".join(sorted(remotes)), ", ".join(sorted(common)),
+                                   "this GPU reaches a different NVSwitch set than its peers",
+                                   "check nvidia-smi nvlink -R and the fabric manager log"))
+    return out
+
+
+def g8_nvlink_errors(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
+    out = []
+    for gpu in _live(snap):
+        unreadable = [link for link in gpu.links if link.active is True and not (
+            isinstance(link.errors_t0, dict) and isinstance(link.errors_t1, dict))]
+        if unreadable:
+            first = unreadable[0]
+            why = first.errors_t0 if isinstance(first.errors_t0, Unavailable) else first.errors_t1
+            out.append(_skip("G8", gpu, why, "NVLink DL error counters"))  # type: ignore[arg-type]
+        for link in gpu.links:
+            t0, t1 = link.errors_t0, link.errors_t1
+            if not isinstance(t0, dict) or not isinstance(t1, dict):
+                continue
+            delta = {k: t1.get(k, 0) - t0.get(k, 0) for k in NVLINK_COUNTERS}
+            hard = delta["replay"] + delta["recovery"]
+            crc = delta["crc_flit"] + delta["crc_data"]
+            crc_per_s = crc / snap.interval_s
+            subject = f"gpu{gpu.index} link {link.link}"
+            if hard >= 1:
+                out.append(Finding("G8", CRIT, subject, f"+{delta['replay']} replay, +{delta['recovery']} recovery",
+                                   "0 in the window", f"NVLink DL replay/recovery errors grew in {snap.interval_s:g} s",
+                                   "drain; reset the GPU; replace the link hardware if it recurs"))
+            elif crc_per_s >= NVLINK_CRC_CRIT_PER_S:
+                out.append(Finding("G8", CRIT, subject, f"{crc_per_s:.0f} CRC/s", "< 100/s",
+                                   "NVLink CRC error rate at or above DCGM's 100/s limit",
+                                   "drain; reseat/replace the link hardware"))
+            elif crc >= 1:
+                out.append(Finding("G8", WARN, subject, f"+{crc} CRC", "0 in the window",
+                                   f"NVLink CRC errors grew by {crc} in {snap.interval_s:g} s", "watch the rate"))
+    return out
+
+
+def g9_fabric(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
+    out = []
+    for gpu in _live(snap):
+        fabric = gpu.fabric
+        if isinstance(fabric, Unavailable) or fabric.state == 0:
+            if isinstance(fabric, Unavailable) and fabric.kind != "unsupported":
+                out.append(Finding("G9", WARN, _sub(gpu), str(fabric), "readable", "fabric state unreadable"))
+            else:
+                out.append(Finding("G9", SKIP, _sub(gpu), "not supported", "-", "no NVSwitch fabric on this GPU"))
+            continue
+        state = FABRIC_STATES.get(fabric.state, str(fabric.state))
+        if fabric.state == 1:
+            out.append(Finding("G9", CRIT, _sub(gpu), state, "COMPLETED", "fabric not started: CUDA fails with 802",
+                               "systemctl start nvidia-fabricmanager (same version as the driver)"))
+        elif fabric.state == 2:
+            out.append(Finding("G9", WARN, _sub(gpu), state, "COMPLETED", "fabric training still in progress",
+                               "wait and re-check; see the fabric manager log"))
+        elif fabric.status != 0:
+            out.append(Finding("G9", CRIT, _sub(gpu), f"{state}, status {fabric.status}", "status 0 (SUCCESS)",
+                               "fabric registration failed", "check nvidia-fabricmanager logs; reset the GPU"))
+        bad = [name for name, (shift, mask, values) in FABRIC_HEALTH_FIELDS.items()
+               if ((fabric.health_mask >> shift) & mask) in values]
+        if bad:
+            out.append(Finding("G9", CRIT, _sub(gpu), ", ".join(bad), "clean health mask",
+                               "fabric health mask reports a fault", "drain; check NVSwitch and fabric manager"))
+    return out
+
+
+def g10_p2p(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
+    out = []
+    for gpu in _live(snap):
+        bad = sorted(peer for peer, status in gpu.p2p_nvlink.items() if isinstance(status, int) and status != 0)
+        if bad:
+            out.append(Finding("G10", WARN, _sub(gpu), f"no NVLink P2P to gpu{', gpu'.join(map(str, bad))}",
+                               "P2P OK to every peer", "NVLink peer-to-peer is not available to some peers",
+                               "check the fabric manager and nvidia-smi topo -p2p n"))
+    return out
+
+
+def g11_pcie_width(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
+    out = []
+    for gpu in _live(snap):
+        pcie = gpu.pcie
+        if isinstance(pcie, Unavailable) or not isinstance(pcie.width, int):
+            continue
+        target = pcie.max_width if isinstance(pcie.max_width, int) else exp.pcie_width
+        if exp.pcie_width is not None and target is not None:
+            target = max(target, exp.pcie_width)
+        if target is not None and pcie.width < target:
+            out.append(Finding("G11", CRIT, _sub(gpu), f"x{pcie.width}", f"x{target}",
+                               f"PCIe link trained at x{pcie.width}: host bandwidth cut",
+                               "reseat the GPU/riser; check the slot and cable; RMA if it persists"))
+    return out
+
+
+def g12_pcie_gen(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
+    out = []
+    for gpu in _live(snap):
+        pcie = gpu.pcie
+        if isinstance(pcie, Unavailable) or not isinstance(pcie.gen, int):
+            continue
+        if isinstance(pcie.max_gen, int) and isinstance(pcie.gpu_max_gen, int) and pcie.max_gen < pcie.gpu_max_gen:
+            out.append(Finding("G12", WARN, _sub(gpu), f"host max Gen{pcie.max_gen}", f"Gen{pcie.gpu_max_gen}",
+                               "PCIe host-limited: the slot/CPU caps the GPU's generation",
+                               "check BIOS PCIe settings and the riser"))
+        elif isinstance(pcie.max_gen, int) and pcie.gen < pcie.max_gen:
+            out.append(Finding("G12", WARN, _sub(gpu), f"Gen{pcie.gen}", f"Gen{pcie.max_gen}",
+                               "PCIe link below its max generation (some GPUs down-clock at idle)",
+                               "re-check under load (P0); reseat if it stays low"))
+    return out
+
+
+def g13_pcie_replays(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
+    out = []
+    for gpu in _live(snap):
+        t0, t1, pcie = gpu.pcie_replay_t0, gpu.pcie_replay_t1, gpu.pcie
+        if not isinstance(t0, int) or not isinstance(t1, int) or isinstance(pcie, Unavailable):
+            continue
+        gen = pcie.gen if isinstance(pcie.gen, int) else 5
+        width = pcie.width if isinstance(pcie.width, int) else 16
+        limit = math.ceil(PCIE_REPLAYS_PER_LANE_PER_MIN.get(gen, 1.92) * width)
+        per_min = (t1 - t0) / snap.interval_s * 60.0
+        if per_min > limit:
+            out.append(Finding("G13", WARN, _sub(gpu), f"{per_min:.0f} replays/min", f"<= {limit}/min",
+                               "PCIe replay rate above DCGM's limit for this link",
+                               "reseat; check the riser/cable; watch for AER errors"))
+    return out
+
+
+def g14_ecc_mode(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
+    out = []
+    for gpu in _live(snap):
+        ecc = gpu.ecc
+        if isinstance(ecc, Unavailable) or isinstance(ecc.mode_current, Unavailable):
+            why = ecc if isinstance(ecc, Unavailable) else ecc.mode_current
+            out.append(_skip("G14", gpu, why, "ECC mode"))  # type: ignore[arg-type]
+            continue
+        if ecc.mode_current != 1:
+            out.append(Finding("G14", WARN, _sub(gpu), "disabled", "enabled", "ECC is disabled",
+                               "nvidia-smi -e 1, then reset the GPU"))
+        elif isinstance(ecc.mode_pending, int) and ecc.mode_pending != ecc.mode_current:
+            out.append(Finding("G14", WARN, _sub(gpu), "change pending", "enabled", "ECC mode change pending a reset",
+                               "reset the GPU"))
+    return out
+
+
+def g15_ecc_errors(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
+    out = []
+    for gpu in _live(snap):
+        ecc = gpu.ecc
+        if isinstance(ecc, Unavailable):
+            continue
+        vol = sum(v for v in (ecc.volatile_dram, ecc.volatile_sram) if isinstance(v, int))
+        agg = sum(v for v in (ecc.aggregate_dram, ecc.aggregate_sram) if isinstance(v, int))
+        if vol > 0:
+            out.append(Finding("G15", CRIT, _sub(gpu), f"{vol} volatile uncorrected", "0",
+                               "uncorrectable ECC errors since driver load (DCGM: FAIL)",
+                               "drain; reset the GPU; check row remapping; RMA if it recurs"))
+        elif ecc.sram_threshold_exceeded == 1:
+            out.append(Finding("G15", CRIT, _sub(gpu), "SRAM threshold exceeded", "not exceeded",
+                               "SRAM ECC error threshold exceeded", "drain and RMA the GPU"))
+        elif agg > 0:
+            out.append(Finding("G15", WARN, _sub(gpu), f"{agg} aggregate uncorrected", "0",
+                               "uncorrectable ECC errors in the GPU's lifetime", "watch; RMA if the count grows"))
+    return out
+
+
+def g16_row_remap(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
+    out = []
+    for gpu in _live(snap):
+        rows = gpu.remapped_rows
+        if isinstance(rows, Unavailable):
+            out.append(_skip("G16", gpu, rows, "row remapping (Ampere+, not under MIG)"))
+            continue
+        hist = rows.histogram if isinstance(rows.histogram, dict) else {}
+        if rows.failure:
+            out.append(Finding("G16", CRIT, _sub(gpu), "remap failure", "no failure",
+                               "row remapping failed (Xid 64): memory cannot be repaired", "drain and RMA the GPU"))
+        elif rows.pending:
+            out.append(Finding("G16", WARN, _sub(gpu), "remap pending", "none pending",
+                               "a row remap is pending (Xid 63): takes effect after a GPU reset",
+                               "drain, then reset the GPU (nvidia-smi -r) or reboot"))
+        elif rows.uncorrectable >= REMAP_UNC_WARN:
+            out.append(Finding("G16", WARN, _sub(gpu), f"{rows.uncorrectable} uncorrectable rows",
+                               f"< {REMAP_UNC_WARN}",
+                               "many rows remapped for uncorrectable errors", "plan an RMA"))
+        elif hist.get("none", 0) > 0 or hist.get("low", 0) > 0:
+            out.append(Finding("G16", WARN, _sub(gpu), f"{hist.get('none', 0)} banks none, {hist.get('low', 0)} low",
+                               "0", "memory banks running out of spare rows", "plan an RMA"))
+    return out
+
+
+def g18_recovery(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
+    out = []
+    for gpu in _live(snap):
+        action = gpu.recovery_action
+        if isinstance(action, Unavailable) or action == 0:
+            continue
+        name = RECOVERY_ACTIONS.get(action, str(action))
+        sev = WARN if action == 3 else CRIT
+        out.append(Finding("G18", sev, _sub(gpu), name, "NONE", f"the driver asks for GPU recovery action {name}",
+                           "drain the node and perform the requested action"))
+    return out
+
+
+def g19_thermal(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
+    out = []
+    for gpu in _live(snap):
+        th = gpu.thermal
+        reasons = gpu.clocks_event_reasons
+        if isinstance(reasons, int) and reasons & (REASON_SW_THERMAL | REASON_HW_THERMAL):
+            out.append(Finding("G19", WARN, _sub(gpu), f"clock event reasons 0x{reasons:x}", "no thermal slowdown",
+                               "GPU is thermally slowing down", "check airflow, fans and inlet temperature"))
+        elif (not isinstance(th, Unavailable) and isinstance(th.gpu_c, int) and isinstance(th.slowdown_c, int)
+              and th.gpu_c >= th.slowdown_c - THERMAL_MARGIN_C):
+            out.append(Finding("G19", WARN, _sub(gpu), f"{th.gpu_c} C", f"< {th.slowdown_c - THERMAL_MARGIN_C} C",
+                               f"within {THERMAL_MARGIN_C} C of the slowdown threshold ({th.slowdown_c} C)",
+                               "check airflow and fans"))
+    return out
+
+
+def g20_power(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
+    out = []
+    for gpu in _live(snap):
+        pw = gpu.power
+        reasons = gpu.clocks_event_reasons
+        if isinstance(pw, Unavailable) or isinstance(pw.usage_mw, Unavailable):
+            out.append(Finding("G20", WARN, _sub(gpu), "unreadable", "readable", "power draw cannot be read (DCGM)",
+                               "check the driver and board"))
+            continue
+        default = pw.default_limit_mw if isinstance(pw.default_limit_mw, int) else None
+        if exp.default_power_w is not None:
+            default = max(default or 0, int(exp.default_power_w * 1000))
+        if isinstance(pw.limit_mw, int) and default and pw.limit_mw < default:
+            out.append(Finding("G20", WARN, _sub(gpu), f"{pw.limit_mw / 1000:.0f} W limit", f"{default / 1000:.0f} W",
+                               "power limit capped below the default", "nvidia-smi -pl to restore the default"))
+        if isinstance(reasons, int) and reasons & REASON_POWER_BRAKE:
+            out.append(Finding("G20", CRIT, _sub(gpu), "HW power brake", "none", "hardware power brake asserted",
+                               "check the PSUs and the node's power-brake signal"))
+        elif isinstance(reasons, int) and reasons & REASON_HW_SLOWDOWN:
+            out.append(Finding("G20", WARN, _sub(gpu), "HW slowdown", "none", "hardware slowdown asserted",
+                               "check power and cooling"))
+    return out
+
+
+def g21_inforom(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
+    out = []
+    for gpu in _live(snap):
+        if gpu.inforom_valid is False:
+            out.append(Finding("G21", WARN, _sub(gpu), "corrupted", "valid", "InfoROM is corrupted (DCGM WARN)",
+                               "flash the InfoROM or RMA"))
+    return out
+
+
+GPU_CHECKS: list[tuple[str, str, Callable[[NodeSnapshot, Expectations], list[Finding]]]] = [
+    ("G1", "NVML usable", g1_nvml),
+    ("G2", "GPU count", g2_count),
+    ("G3", "GPUs reachable", g3_reachable),
+    ("G4", "one SKU", g4_sku),
+    ("G5", "persistence mode", g5_persistence),
+    ("G6", "NVLinks active", g6_nvlink_active),
+    ("G7", "NVLink peers", g7_nvlink_peers),
+    ("G8", "NVLink errors", g8_nvlink_errors),
+    ("G9", "NVSwitch fabric", g9_fabric),
+    ("G10", "NVLink P2P", g10_p2p),
+    ("G11", "PCIe width", g11_pcie_width),
+    ("G12", "PCIe generation", g12_pcie_gen),
+    ("G13", "PCIe replays", g13_pcie_replays),
+    ("G14", "ECC mode", g14_ecc_mode),
+    ("G15", "ECC errors", g15_ecc_errors),
+    ("G16", "row remapping", g16_row_remap),
+    ("G18", "recovery action", g18_recovery),
+    ("G19", "thermal", g19_thermal),
+    ("G20", "power", g20_power),
+    ("G21", "InfoROM", g21_inforom),
+]

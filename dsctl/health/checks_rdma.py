@@ -1,0 +1,249 @@
+"""RDMA checks (R1-R10) over the sysfs part of a :class:`NodeSnapshot`. Counter thresholds are NVSentinel defaults,
+always on deltas between the two samples, never absolute values."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from dsctl.health.expectations import Expectations
+from dsctl.health.model import Finding, IbPort, Nic, NodeSnapshot, PciDevice, Severity, Unavailable
+
+CRIT, WARN, INFO, SKIP = Severity.CRIT, Severity.WARN, Severity.INFO, Severity.SKIP
+
+RATE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*Gb/sec\s*\((\d+)X\s*([A-Z0-9]+)\)")
+SPEED_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*GT/s")
+#: delta > 0 in the window -> CRIT (NVSentinel fatal counters)
+FATAL_COUNTERS = ("link_downed", "excessive_buffer_overrun_errors", "local_link_integrity_errors",
+                  "rnr_nak_retry_err")
+#: (counter, limit, per seconds, label) -> WARN above the rate
+DEGRADATION_LIMITS = (
+    ("link_error_recovery", 5.0, 60.0, "/min"),
+    ("port_rcv_errors", 10.0, 1.0, "/s"),
+    ("port_xmit_discards", 100.0, 1.0, "/s"),
+    ("local_ack_timeout_err", 1.0, 1.0, "/s"),
+    ("roce_slow_restart", 10.0, 1.0, "/s"),
+)
+SYMBOL_ERROR_CRIT_PER_H = 120.0  # IBTA BER 1e-12 bound
+AFFINITY_LEVELS = ["PIX", "PXB", "PHB", "NODE", "SYS"]
+
+
+def parse_rate(text: str) -> tuple[float, int, str] | None:
+    """``"400 Gb/sec (4X NDR)"`` -> (400.0, 4, "NDR"); None if the kernel string does not match."""
+    m = RATE_RE.match(text)
+    return (float(m.group(1)), int(m.group(2)), m.group(3)) if m else None
+
+
+def parse_gt_s(text: str) -> float | None:
+    """``"32.0 GT/s PCIe"`` or ``"32 GT/s"`` -> 32.0."""
+    m = SPEED_RE.match(text)
+    return float(m.group(1)) if m else None
+
+
+def state_code(text: object) -> int | None:
+    """``"4: ACTIVE"`` -> 4."""
+    if not isinstance(text, str) or ":" not in text:
+        return None
+    head = text.split(":", 1)[0].strip()
+    return int(head) if head.isdigit() else None
+
+
+def _is_compute(nic: Nic, exp: Expectations) -> bool:
+    layer = (exp.compute_link_layer or "infiniband").lower()
+    return any(isinstance(p.link_layer, str) and p.link_layer.lower() == layer for p in nic.ports) or (
+        not nic.ports and layer == "infiniband")
+
+
+def compute_nics(snap: NodeSnapshot, exp: Expectations) -> list[Nic]:
+    """NICs whose link layer is the profile's compute link layer (InfiniBand by default)."""
+    return [n for n in snap.nics if _is_compute(n, exp)]
+
+
+def _ports(snap: NodeSnapshot, exp: Expectations) -> list[IbPort]:
+    return [p for n in compute_nics(snap, exp) for p in n.ports]
+
+
+def _psub(port: IbPort) -> str:
+    return f"{port.device}/{port.port}"
+
+
+def r1_nic_count(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
+    nics = [n for n in compute_nics(snap, exp) if not isinstance(n.pci, Unavailable)]
+    if exp.num_compute_nics is None:
+        return [Finding("R1", SKIP, "node", f"{len(nics)} compute NICs", "-", "no node profile: NIC count not checked")]
+    if len(nics) < exp.num_compute_nics:
+        return [Finding("R1", CRIT, "node", f"{len(nics)} compute NICs", f"{exp.num_compute_nics}",
+                        f"{exp.num_compute_nics - len(nics)} compute NIC(s) missing from /sys/class/infiniband",
+                        "check mst status / lspci; reseat or replace the HCA; reload mlx5_core")]
+    return []
+
+
+def r2_port_state(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
+    out = []
+    for port in _ports(snap, exp):
+        state, phys = state_code(port.state), state_code(port.phys_state)
+        if state == 4 and phys == 5:
+            continue
+        shown = f"{port.state} / {port.phys_state}"
+        if state == 1 or phys in (1, 3) or state is None or phys is None:
+            out.append(Finding("R2", CRIT, _psub(port), shown, "4: ACTIVE / 5: LinkUp", "RDMA port is down",
+                               "check the cable/transceiver and the switch port; ibstat"))
+        else:
+            out.append(Finding("R2", WARN, _psub(port), shown, "4: ACTIVE / 5: LinkUp",
+                               "RDMA port not active yet (waiting for the SM, or training)",
+                               "check the subnet manager; re-check in a minute"))
+    return out
+
+
+def r3_rate(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
+    out = []
+    for port in _ports(snap, exp):
+        if state_code(port.state) != 4 or not isinstance(port.rate, str):
+            continue
+        parsed = parse_rate(port.rate)
+        if parsed is None:
+            out.append(Finding("R3", WARN, _psub(port), port.rate, "e.g. 400 Gb/sec (4X NDR)", "unparsable rate"))
+            continue
+        if exp.compute_nic_gbps is not None and parsed[0] < exp.compute_nic_gbps:
+            out.append(Finding("R3", CRIT, _psub(port), port.rate, f"{exp.compute_nic_gbps:g} Gb/sec",
+                               "port trained below the expected rate: this node straggles every collective",
+                               "check the cable/transceiver type and the switch port speed"))
+    return out
+
+
+def r4_lid(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
+    out = []
+    for port in _ports(snap, exp):
+        if not (isinstance(port.link_layer, str) and port.link_layer == "InfiniBand") or state_code(port.state) != 4:
+            continue
+        for name, value in (("lid", port.lid), ("sm_lid", port.sm_lid)):
+            if isinstance(value, str) and int(value, 16) == 0:
+                out.append(Finding("R4", WARN, _psub(port), f"{name} {value}", "non-zero",
+                                   f"{name} is 0: no subnet manager assigned it", "check the subnet manager"))
+    return out
+
+
+def _delta(port: IbPort, name: str) -> int | None:
+    if name not in port.counters_t0 or name not in port.counters_t1:
+        return None
+    return port.counters_t1[name] - port.counters_t0[name]
+
+
+def r5_fatal_counters(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
+    out = []
+    for port in _ports(snap, exp):
+        grew = {n: d for n in FATAL_COUNTERS if (d := _delta(port, n)) is not None and d > 0}
+        if grew:
+            out.append(Finding("R5", CRIT, _psub(port), ", ".join(f"{k} +{v}" for k, v in grew.items()), "+0",
+                               f"fatal link counters grew in {snap.interval_s:g} s",
+                               "drain; check the cable/transceiver; swap the port"))
+    return out
+
+
+def r6_degradation(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
+    out = []
+    for port in _ports(snap, exp):
+        sym = _delta(port, "symbol_error")
+        if sym is not None and sym > 0:
+            per_h = sym / snap.interval_s * 3600.0
+            if per_h > SYMBOL_ERROR_CRIT_PER_H:
+                out.append(Finding("R6", CRIT, _psub(port), f"symbol_error +{sym} ({sym / snap.interval_s:.1f}/s)",
+                                   f"<= {SYMBOL_ERROR_CRIT_PER_H:g}/h",
+                                   "symbol error rate above the IBTA 1e-12 BER bound",
+                                   "clean/replace the cable or transceiver"))
+                continue
+        for name, limit, per_s, label in DEGRADATION_LIMITS:
+            d = _delta(port, name)
+            if d is None:
+                continue
+            rate = d / snap.interval_s * per_s
+            if rate > limit:
+                out.append(Finding("R6", WARN, _psub(port), f"{name} {rate:.1f}{label}", f"<= {limit:g}{label}",
+                                   f"{name} rate above the NVSentinel limit", "watch; check the link"))
+    return out
+
+
+def r7_nic_pcie(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
+    out = []
+    for nic in compute_nics(snap, exp):
+        width, top_width = nic.pcie_width, nic.pcie_max_width
+        if isinstance(width, int) and isinstance(top_width, int) and width < top_width:
+            out.append(Finding("R7", CRIT, nic.name, f"x{nic.pcie_width}", f"x{nic.pcie_max_width}",
+                               "NIC PCIe link narrower than its maximum", "reseat the HCA"))
+        cur = parse_gt_s(nic.pcie_speed) if isinstance(nic.pcie_speed, str) else None
+        top = parse_gt_s(nic.pcie_max_speed) if isinstance(nic.pcie_max_speed, str) else None
+        if cur is not None and top is not None and cur < top:
+            out.append(Finding("R7", WARN, nic.name, f"{cur:g} GT/s", f"{top:g} GT/s",
+                               "NIC PCIe link below its maximum speed", "check BIOS PCIe settings; reseat"))
+    return out
+
+
+def r8_firmware(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
+    versions: dict[str, list[str]] = {}
+    for nic in compute_nics(snap, exp):
+        if isinstance(nic.fw_ver, str):
+            versions.setdefault(nic.fw_ver, []).append(nic.name)
+    if len(versions) > 1:
+        shown = "; ".join(f"{v}: {', '.join(names)}" for v, names in sorted(versions.items()))
+        return [Finding("R8", WARN, "node", shown, "one firmware version", "compute NICs run mixed firmware",
+                        "flash every HCA to the same firmware (mlxfwmanager)")]
+    return []
+
+
+def affinity(gpu: PciDevice, nic: PciDevice) -> str:
+    """nvidia-smi topo style level between two PCI functions from their sysfs bridge chains:
+    PIX (at most one bridge each below a shared switch), PXB (more bridges), PHB (only the root port/complex
+    shared), NODE (different root complex, same NUMA node), SYS (different NUMA node)."""
+    shared = 0
+    for a, b in zip(gpu.chain, nic.chain, strict=False):
+        if a != b:
+            break
+        shared += 1
+    if shared == 0:
+        return "NODE" if gpu.numa_node == nic.numa_node and gpu.numa_node >= 0 else "SYS"
+    if shared <= 2:  # pciDDDD:BB and at most the root port
+        return "PHB"
+    below = max(len(gpu.chain) - shared, len(nic.chain) - shared)
+    return "PIX" if below <= 1 else "PXB"
+
+
+def r9_affinity(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
+    out = []
+    by_bdf = {d.bdf: d for d in snap.pci_gpus}
+    nics = [(n.name, n.pci) for n in compute_nics(snap, exp) if isinstance(n.pci, PciDevice)]
+    if not nics:
+        return []
+    for gpu in snap.gpus:
+        if gpu.lost is not None or not isinstance(gpu.bus_id, str) or gpu.bus_id not in by_bdf:
+            continue
+        dev = by_bdf[gpu.bus_id]
+        levels = sorted((AFFINITY_LEVELS.index(affinity(dev, pci)), name) for name, pci in nics)
+        best, name = AFFINITY_LEVELS[levels[0][0]], levels[0][1]
+        if levels[0][0] > AFFINITY_LEVELS.index("PXB"):
+            out.append(Finding("R9", WARN, f"gpu{gpu.index}", f"nearest NIC {name} at {best}", "a NIC at PIX/PXB",
+                               "no compute NIC under this GPU's PCIe switch: GPUDirect RDMA crosses the CPU",
+                               "check NIC slot placement and NUMA; compare nvidia-smi topo -m"))
+    return out
+
+
+def r10_peermem(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
+    if not compute_nics(snap, exp) or not snap.gpus:
+        return []
+    if not snap.nvidia_peermem:
+        return [Finding("R10", WARN, "node", "nvidia_peermem not loaded", "loaded (or DMA-BUF configured)",
+                        "GPUDirect RDMA peer-memory module is not loaded", "modprobe nvidia_peermem")]
+    return []
+
+
+RDMA_CHECKS: list[tuple[str, str, Callable[[NodeSnapshot, Expectations], list[Finding]]]] = [
+    ("R1", "compute NIC count", r1_nic_count),
+    ("R2", "port state", r2_port_state),
+    ("R3", "port rate", r3_rate),
+    ("R4", "LID / SM", r4_lid),
+    ("R5", "fatal link counters", r5_fatal_counters),
+    ("R6", "degradation counters", r6_degradation),
+    ("R7", "NIC PCIe link", r7_nic_pcie),
+    ("R8", "NIC firmware", r8_firmware),
+    ("R9", "GPU-NIC affinity", r9_affinity),
+    ("R10", "GPUDirect RDMA", r10_peermem),
+]

@@ -1,0 +1,163 @@
+"""Engine options, the job facts a renderer needs, and the ``DSCTL_*`` environment that carries the layout.
+
+The layout reaches the training script as environment variables (strings), so that it can build its process
+groups without reading dsctl's files:
+
+=====================  ============================================================================
+variable               meaning
+=====================  ============================================================================
+``DSCTL_PP``           pipeline-parallel degree (pipeline ranks)
+``DSCTL_EP``           expert-parallel degree (ranks per EP group)
+``DSCTL_TP``           tensor-parallel degree
+``DSCTL_DP``           dense data-parallel degree
+``DSCTL_EDP``          expert data-parallel degree (``tp x dp / ep`` replicas of each routed expert)
+``DSCTL_RANK_ORDER``   ``tp-cp-ep-dp-pp``: Megatron's order string, fastest-varying dimension first
+``DSCTL_NUM_NODES``    nodes in the job
+``DSCTL_GPUS_PER_NODE``  workers per node (torchrun ``--nproc-per-node``)
+``DSCTL_SCHEDULE``     pipeline schedule (dualpipe, dualpipev, 1f1b, zb1p)
+``DSCTL_NUM_STAGES``   model stages (2 x pp under DualPipeV)
+``DSCTL_ZERO_STAGE``   ZeRO stage (1)
+``DSCTL_GLOBAL_BATCH`` sequences per step
+``DSCTL_MICRO_BATCHES``  micro-batches per pipeline per step
+``DSCTL_MICRO_BATCH_SIZE``  sequences per micro-batch
+``DSCTL_SEQ_LEN``      tokens per sequence
+``DSCTL_MODEL``        model profile name
+``DSCTL_JOB_NAME``     job name
+=====================  ============================================================================
+
+Rank arithmetic the variables imply (``docs/launch.md`` section 4): ``rank = node x gpus_per_node + local_gpu``;
+dense view ``rank = tp_rank + tp x (dp_rank + dp x pp_rank)``; expert view
+``rank = ep_rank + ep x (edp_rank + edp x pp_rank)``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from dsctl.errors import InputError
+from dsctl.launch.plan import LaunchPlan
+
+#: torchrun's default rendezvous port
+DEFAULT_PORT = 29_500
+
+#: job name when ``--job-name`` is not given
+DEFAULT_JOB_NAME = "dsctl-train"
+
+#: the backends ``--backend`` accepts (``k8s`` is an alias of ``kubernetes``)
+BACKENDS: tuple[str, ...] = ("slurm", "torchrun", "kubernetes")
+
+_SLURM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
+#: a DNS-1123 label short enough that ``<name>-node-<i>-<j>`` pod names stay within 63 characters
+_K8S_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$")
+_SLURM_TIME = re.compile(r"^(\d+|\d+:\d{2}(:\d{2})?|\d+-\d+(:\d{2}(:\d{2})?)?)$")
+_HOST = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.:-]{0,252})$")
+
+
+@dataclass(frozen=True)
+class JobOptions:
+    """Engine options from the command line (everything the plan itself does not decide).
+
+    ``port`` is the rendezvous TCP port on the first node; ``cpus_per_task`` the CPUs Slurm gives each node's
+    torchrun agent (``None``: one per worker); ``hosts`` the hosts of a ``torchrun`` launch in node order (the
+    first is the rendezvous host); ``log_path`` the Slurm ``--output`` pattern (``None``: ``<job>-%j.out`` in the
+    submission folder).
+    """
+
+    job_name: str = DEFAULT_JOB_NAME
+    port: int = DEFAULT_PORT
+    cpus_per_task: int | None = None
+    partition: str | None = None
+    time_limit: str | None = None
+    image: str | None = None
+    hosts: tuple[str, ...] = ()
+    log_path: str | None = None
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """The facts every renderer uses, taken from a :class:`LaunchPlan` and checked once."""
+
+    job_name: str
+    num_nodes: int
+    gpus_per_node: int
+    train_command: tuple[str, ...]
+    env: tuple[tuple[str, str], ...]
+    port: int
+    summary: str
+
+    @property
+    def world_size(self) -> int:
+        """Workers (ranks) in the job."""
+        return self.num_nodes * self.gpus_per_node
+
+
+def layout_env(plan: LaunchPlan, job_name: str) -> tuple[tuple[str, str], ...]:
+    """The ``DSCTL_*`` variables of a plan as ``(name, value)`` pairs, in a fixed order (see the module doc)."""
+    lay = plan.layout
+    batch = plan.batch
+    pairs = {
+        "DSCTL_PP": lay.pp, "DSCTL_EP": lay.ep, "DSCTL_TP": lay.tp, "DSCTL_DP": lay.dp,
+        "DSCTL_EDP": plan.expert_dp, "DSCTL_RANK_ORDER": plan.rank_map.order.split(" ")[0],
+        "DSCTL_NUM_NODES": plan.num_nodes, "DSCTL_GPUS_PER_NODE": plan.gpus_per_node,
+        "DSCTL_SCHEDULE": plan.schedule, "DSCTL_NUM_STAGES": plan.num_stages, "DSCTL_ZERO_STAGE": plan.zero_stage,
+        "DSCTL_GLOBAL_BATCH": batch.global_batch, "DSCTL_MICRO_BATCHES": batch.micro_batches,
+        "DSCTL_MICRO_BATCH_SIZE": batch.micro_batch_size, "DSCTL_SEQ_LEN": batch.seq_len,
+        "DSCTL_MODEL": plan.model, "DSCTL_JOB_NAME": job_name,
+    }
+    return tuple((name, str(value)) for name, value in pairs.items())
+
+
+def check_job_name(name: str, backend: str) -> str:
+    """Return ``name`` if ``backend`` accepts it as a job name, else raise InputError naming ``--job-name``."""
+    if backend == "kubernetes":
+        if not _K8S_NAME.match(name):
+            raise InputError(
+                f"--job-name {name!r} is not valid for Kubernetes: use 1-40 lowercase letters, digits or '-', "
+                "starting and ending with a letter or digit (it names the JobSet, its Service and its pods)",
+                hint="e.g. --job-name v3-pretrain")
+    elif not _SLURM_NAME.match(name):
+        raise InputError(f"--job-name {name!r} is not valid: use 1-63 letters, digits, '.', '_' or '-', "
+                         "starting with a letter or digit", hint="e.g. --job-name v3-pretrain")
+    return name
+
+
+def check_options(options: JobOptions, backend: str, num_nodes: int) -> None:
+    """Check the engine options that do not depend on the plan; InputError names the option."""
+    if backend not in BACKENDS:
+        raise InputError(f"--backend {backend!r} is not valid: use slurm, torchrun or kubernetes")
+    check_job_name(options.job_name, backend)
+    if not 1 <= options.port <= 65_535:
+        raise InputError(f"--port {options.port} is not a TCP port: use 1-65535 (torchrun's default is 29500)")
+    if options.cpus_per_task is not None and options.cpus_per_task < 1:
+        raise InputError(f"--cpus-per-task {options.cpus_per_task} is not valid: use a whole number >= 1")
+    if options.time_limit is not None and not _SLURM_TIME.match(options.time_limit):
+        raise InputError(f"--time {options.time_limit!r} is not a Slurm time limit: use MINUTES, HH:MM:SS, "
+                         "D-HH or D-HH:MM:SS", hint="e.g. --time 2-00:00:00 for two days")
+    if options.partition is not None and not _SLURM_NAME.match(options.partition):
+        raise InputError(f"--partition {options.partition!r} is not a valid partition name")
+    for host in options.hosts:
+        if not _HOST.match(host):
+            raise InputError(f"--hosts: {host!r} is not a host name or address")
+    if options.hosts and len(options.hosts) != num_nodes:
+        raise InputError(f"--hosts lists {len(options.hosts)} host(s) but the plan has --nodes {num_nodes}: "
+                         "give one host per node, the rendezvous host first")
+    if len(set(options.hosts)) != len(options.hosts):
+        raise InputError("--hosts lists a host twice: give each node once, in node-rank order")
+
+
+def job_spec(plan: LaunchPlan, options: JobOptions, backend: str) -> JobSpec:
+    """Check ``options`` against ``plan`` for ``backend`` and collect what the renderers need.
+
+    Raises InputError when the training command (after ``--``) is missing or an option is invalid.
+    """
+    check_options(options, backend, plan.num_nodes)
+    if not plan.train_command:
+        raise InputError(f"--backend {backend} needs the training command after '--' to write a job",
+                         hint="dsctl launch --nodes N --backend slurm --out job/ -- train.py --config v3.yaml")
+    return JobSpec(
+        job_name=options.job_name, num_nodes=plan.num_nodes, gpus_per_node=plan.gpus_per_node,
+        train_command=tuple(plan.train_command), env=layout_env(plan, options.job_name), port=options.port,
+        summary=f"{plan.model} on {plan.num_nodes} x {plan.node_profile}, {plan.layout.describe()} "
+                f"(expert-DP {plan.expert_dp}), {plan.schedule}, {plan.world_size} ranks",
+    )

@@ -1,0 +1,123 @@
+"""Table views of dsctl storage results."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from rich.console import RenderableType
+from rich.table import Table
+
+from dsctl.output.registry import table_renderer
+from dsctl.storage.api import ChainsResult, CheckResult
+from dsctl.storage.balance import Balance, Spread
+from dsctl.storage.sizing import SizingResult
+from dsctl.units import human_bytes
+
+MAX_PROBLEM_ROWS = 40
+_NAMES = {"ssd": "SSDs", "storage_nic": "storage NICs", "client_nic": "client NICs"}
+
+
+def _rate(bytes_per_s: float) -> str:
+    return f"{human_bytes(bytes_per_s, digits=2)}/s ({bytes_per_s * 8 / 1e9:,.0f} Gb/s)"
+
+
+def _kv(title: str) -> Table:
+    table = Table(title=title, show_header=False, title_justify="left")
+    table.add_column("item", style="bold", no_wrap=True)
+    table.add_column("value", overflow="fold")
+    return table
+
+
+@table_renderer(SizingResult)
+def _size(result: SizingResult) -> Iterable[RenderableType]:
+    r = result
+    table = _kv(f"3FS sizing: {r.num_nodes} x {r.profile}, replication {r.replication}, "
+                f"{r.targets_per_ssd} targets per SSD")
+    clients = f"{r.num_clients:,}" if r.num_clients else "not given (client side not modelled)"
+    table.add_row("clients", clients)
+    table.add_row("raw capacity", human_bytes(r.raw_capacity_bytes))
+    table.add_row("usable capacity", f"{human_bytes(r.usable_capacity_bytes)} (fill {r.fill:g}, / {r.replication})")
+    table.add_row("chains", f"{r.num_chains:,}" + (f" ({r.unused_targets} target slots unused)"
+                                                   if r.unused_targets else ""))
+    for label, ceiling in (("read ceiling", r.read), ("write ceiling", r.write),
+                           ("read, one node down", r.degraded_read)):
+        table.add_row(label, f"{_rate(ceiling.bytes_per_s)}, bound by {_NAMES.get(ceiling.bound_by, ceiling.bound_by)}")
+    table.add_row("per storage node", f"read {_rate(r.per_node_read_bytes_per_s)}, "
+                                      f"write {_rate(r.per_node_write_bytes_per_s)}")
+    yield table
+    if r.targets:
+        checks = Table(title="targets", title_justify="left")
+        for column in ("target", "required", "this cluster", "met", "smallest node count"):
+            checks.add_column(column)
+        for t in r.targets:
+            fmt = {"bytes": human_bytes, "bytes/s": lambda x: _rate(x), "s": lambda x: f"{x:,.1f} s"}[t.unit]
+            checks.add_row(t.name, fmt(t.required), fmt(t.available), "yes" if t.met else "[red]NO[/red]",
+                           f"{t.min_nodes:,}" if t.min_nodes is not None else "n/a")
+        yield checks
+        if r.min_nodes_for_targets is not None:
+            yield f"smallest node count meeting every target: {r.min_nodes_for_targets:,}"
+    for note in r.notes:
+        yield f"note: {note}"
+
+
+def _spread(s: Spread) -> str:
+    return f"{s.max:g} / {s.min:g} / {s.ideal:.2f}"
+
+
+def _hist(hist: dict[int, int]) -> str:
+    return ", ".join(f"{k}:{v}" for k, v in hist.items())
+
+
+def _balance_rows(table: Table, b: Balance) -> None:
+    table.add_row("chains / targets", f"{b.num_chains:,} / {b.num_targets:,}")
+    table.add_row("ideal pair-share per disk", f"{b.ideal_pair_share_per_disk:.2f}")
+    table.add_row("pair-share, one disk index", _hist(b.pair_share_disk0))
+    table.add_row("pair-share, all disks", _hist(b.pair_share_total))
+    table.add_row("redirect max/min/ideal", _spread(b.redirect))
+    table.add_row("sync source max/min/ideal", _spread(b.sync_source))
+    table.add_row("head max/min/ideal", _spread(b.head))
+    table.add_row("tail max/min/ideal", _spread(b.tail))
+
+
+@table_renderer(ChainsResult)
+def _chains(result: ChainsResult) -> Iterable[RenderableType]:
+    r = result
+    table = _kv(f"chain table {r.chain_table_id}: {r.num_nodes} nodes ({r.first_node_id}..{r.last_node_id}) x "
+                f"{r.ssds_per_node} SSDs, replication {r.replication}, {r.targets_per_ssd} targets per SSD")
+    table.add_row("construction", f"{r.method}, {'rotated' if r.rotated else 'ascending node order'}; "
+                                  f"{r.chains_per_disk:,} chains per disk index")
+    _balance_rows(table, r.balance)
+    yield table
+    for note in r.notes:
+        yield f"note: {note}"
+    if r.files:
+        yield "wrote " + ", ".join(r.files)
+        yield "upload (admin_cli prefix omitted):"
+        for i, step in enumerate(r.upload):
+            yield f"  {i}. {step}"
+    else:
+        yield "no files written (give --out DIR)"
+
+
+@table_renderer(CheckResult)
+def _check(result: CheckResult) -> Iterable[RenderableType]:
+    r = result
+    title = (f"chain table {r.source}: {r.num_nodes} node{'s' if r.num_nodes != 1 else ''} "
+             f"({r.first_node_id}..{r.last_node_id}), nodes from {r.node_source}")
+    if r.balance is not None:
+        table = _kv(title)
+        _balance_rows(table, r.balance)
+        yield table
+    else:
+        yield title
+        yield ("balance not measured: " + ("fix the problems below first" if r.problems
+                                           else "it needs chains over at least 2 nodes"))
+    if r.problems:
+        problems = Table(title=f"{len(r.problems)} problems", title_justify="left")
+        problems.add_column("chain id")
+        problems.add_column("problem")
+        for p in r.problems[:MAX_PROBLEM_ROWS]:
+            problems.add_row(str(p.chain_id), p.problem)
+        yield problems
+    else:
+        yield "no problems: every chain has the same length and its targets on distinct nodes"

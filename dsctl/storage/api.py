@@ -1,0 +1,182 @@
+"""Entry points of ``dsctl storage``: input parsing helpers and the chains / check-chains results."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from dsctl.errors import InputError
+from dsctl.storage.balance import Balance, measure
+from dsctl.storage.chaintable import IdScheme, check_ids, parse_table, render_files
+from dsctl.storage.graphics import pair_share_svg
+from dsctl.storage.layout import build_layout
+from dsctl.storage.sizing import auto_targets_per_ssd
+from dsctl.units import QuantityError, parse_bytes
+
+MAX_CHAIN_NODES = 2_000
+MAX_TARGETS_TOTAL = 2_000_000
+_RATE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?\d+)?)\s*([KMGT]?)(i?)([Bb])(?:/s|ps)\s*$")
+
+
+def parse_size(text: str, option: str) -> float:
+    """Bytes from ``"10 PiB"``, ``"2.5TB"``; InputError naming ``option`` otherwise (must be > 0, < 1 ZB)."""
+    try:
+        value = parse_bytes(text)
+    except QuantityError as exc:
+        raise InputError(f"{option} {text!r}: {exc}") from exc
+    if not 0 < value < 1e21:
+        raise InputError(f"{option} {text!r} must be more than 0 bytes and less than 1 ZB")
+    return float(value)
+
+
+def parse_rate(text: str, option: str) -> float:
+    """Bytes per second from ``"20 GiB/s"``, ``"25 GB/s"`` or ``"200 Gb/s"`` (lower-case b = bits)."""
+    match = _RATE.match(text)
+    if not match:
+        raise InputError(f"{option} {text!r} is not a rate; write it like '20 GiB/s', '25 GB/s' or '200 Gb/s'")
+    number, prefix, binary, unit = match.groups()
+    scale = (1024 if binary else 1000) ** " KMGT".index(prefix or " ")
+    value = float(number) * scale / (8 if unit == "b" else 1)
+    if not 0 < value < 1e18:
+        raise InputError(f"{option} {text!r} must be positive and below 1 EB/s")
+    return value
+
+
+@dataclass(frozen=True)
+class ChainsResult:
+    """A generated chain table and its balance."""
+
+    num_nodes: int
+    ssds_per_node: int
+    replication: int
+    targets_per_ssd: int
+    chains_per_disk: int
+    chain_table_id: int
+    first_node_id: int
+    last_node_id: int
+    method: str
+    rotated: bool
+    balance: Balance
+    notes: list[str]
+    upload: list[str]
+    out_dir: str | None
+    files: list[str]
+    files_text: dict[str, str] = field(repr=False, metadata={"output": False})
+
+
+def upload_steps(table_id: int) -> list[str]:
+    """The deploy guide's upload sequence (admin_cli prefix left out), for the files written here."""
+    return [
+        f"init-cluster --mgmtd mgmtd_main.toml {table_id} 1048576 16   (once, before mgmtd starts)",
+        "admin_cli ... < create_target_cmd.txt",
+        '"upload-chains generated_chains.csv"  (add --set-preferred-target-order to keep the rotated order)',
+        f'"upload-chain-table --desc dsctl {table_id} generated_chain_table.csv"',
+        '"list-chains" and "list-chain-tables" to check',
+    ]
+
+
+def generate_chains(num_nodes: int, ssds_per_node: int, replication: int, targets_per_ssd: int | None,
+                    chain_table_id: int, scheme: IdScheme, chunk_sizes: tuple[str, ...] = (),
+                    rotate: bool = True, with_svg: bool = False) -> ChainsResult:
+    """Build, measure and render dsctl's chain table (see ``dsctl.storage.layout``)."""
+    if not 2 <= num_nodes <= MAX_CHAIN_NODES:
+        raise InputError(f"--nodes {num_nodes} must be 2..{MAX_CHAIN_NODES} (3FS chains need at least 2 storage "
+                         "nodes for replication)")
+    if ssds_per_node < 1:
+        raise InputError(f"--ssds-per-node {ssds_per_node} must be at least 1")
+    if not 2 <= replication <= num_nodes:
+        raise InputError(f"--replication {replication} must be 2..--nodes ({num_nodes}): every replica of a chain "
+                         "sits on a different node")
+    if not 1 <= chain_table_id <= 4_294_967_295:
+        raise InputError(f"--chain-table-id {chain_table_id} must be 1..4294967295 (0 is invalid in 3FS)")
+    r = targets_per_ssd if targets_per_ssd is not None else auto_targets_per_ssd(num_nodes, replication)
+    if r < 1:
+        raise InputError(f"--targets-per-ssd {r} must be at least 1")
+    b = num_nodes * r // replication
+    if b < 1:
+        raise InputError(f"--nodes {num_nodes} x --targets-per-ssd {r} is fewer than one chain of "
+                         f"{replication}; raise --targets-per-ssd")
+    check_ids(scheme, num_nodes, ssds_per_node, r, b)
+    if num_nodes * r * ssds_per_node > MAX_TARGETS_TOTAL:
+        raise InputError(f"{num_nodes * r * ssds_per_node:,} targets is more than dsctl writes "
+                         f"({MAX_TARGETS_TOTAL:,}); lower --targets-per-ssd or --ssds-per-node")
+    layout, method = build_layout(num_nodes, ssds_per_node, replication, r, rotate=rotate)
+    notes = []
+    needed = -(-(num_nodes - 1) // (replication - 1))
+    if r < needed:
+        notes.append(f"{r} targets per SSD cannot give every node pair a shared chain on one disk index (needs "
+                     f"{needed}" + ("; a target id allows at most 99)" if needed > 99 else ")"))
+    if (num_nodes * r) % replication:
+        notes.append(f"{(num_nodes * r) % replication} target slot(s) per disk index unused: nodes x targets-per-ssd "
+                     f"is not a multiple of replication {replication}")
+    balance = measure(layout.nodes, layout.disk, num_nodes)
+    files = render_files(layout, scheme, chunk_sizes)
+    if with_svg:
+        files["pair_share.svg"] = pair_share_svg(balance.pair_share_matrix, scheme.first_node_id,
+                                                 f"{num_nodes} nodes x {ssds_per_node} SSDs, replication "
+                                                 f"{replication}, {r} targets per SSD")
+    return ChainsResult(num_nodes, ssds_per_node, replication, r, b, chain_table_id, scheme.first_node_id,
+                        scheme.first_node_id + num_nodes - 1, method, rotate, balance,
+                        notes, upload_steps(chain_table_id), None, [], files)
+
+
+@dataclass(frozen=True)
+class ChainProblem:
+    chain_id: int
+    problem: str
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """Balance of an existing chain table and the problems found in it."""
+
+    source: str
+    node_source: str
+    num_nodes: int
+    first_node_id: int
+    last_node_id: int
+    problems: list[ChainProblem]
+    balance: Balance | None
+    exit_code: int = field(default=0, metadata={"output": False})
+
+
+def check_chains(chains_text: str, where: str, create_text: str | None = None) -> CheckResult:
+    """Read ``generated_chains.csv`` text and report balance; exit code 1 on a structural problem."""
+    table = parse_table(chains_text, where, create_text)
+    problems: list[ChainProblem] = []
+    widths = {len(row) for row in table.targets}
+    if len(widths) > 1:
+        common = max(widths, key=lambda w: sum(len(row) == w for row in table.targets))
+        for cid, row in zip(table.chain_ids, table.targets, strict=True):
+            if len(row) != common:
+                problems.append(ChainProblem(cid, f"{len(row)} targets, most chains have {common}"))
+    seen: dict[int, int] = {}
+    for cid, row in zip(table.chain_ids, table.targets, strict=True):
+        nodes = [table.target_node[t] for t in row]
+        if len(set(nodes)) != len(nodes):
+            dup = sorted({n for n in nodes if nodes.count(n) > 1})
+            problems.append(ChainProblem(cid, f"two targets on node {dup[0]}"))
+        for t in sorted(set(row)):
+            if row.count(t) > 1:
+                problems.append(ChainProblem(cid, f"target {t} listed {row.count(t)} times in this chain"))
+            if t in seen:
+                problems.append(ChainProblem(cid, f"target {t} also in chain {seen[t]}"))
+            seen[t] = cid
+    counts = Counter(table.chain_ids)
+    for cid in sorted(c for c, n in counts.items() if n > 1):
+        problems.append(ChainProblem(cid, f"chain id appears {counts[cid]} times"))
+    node_ids = sorted({table.target_node[t] for row in table.targets for t in row})
+    balance = None
+    if len(widths) == 1 and not problems:
+        index = {n: i for i, n in enumerate(node_ids)}
+        members = np.array([[index[table.target_node[t]] for t in row] for row in table.targets], dtype=np.int64)
+        disks = sorted({table.target_disk[t] for row in table.targets for t in row})
+        disk_index = {d: i for i, d in enumerate(disks)}
+        disk = np.array([disk_index[table.target_disk[row[0]]] for row in table.targets], dtype=np.int64)
+        if len(node_ids) >= 2:
+            balance = measure(members, disk, len(node_ids))
+    return CheckResult(where, table.node_source, len(node_ids), node_ids[0] if node_ids else 0,
+                       node_ids[-1] if node_ids else 0, problems, balance, 1 if problems else 0)

@@ -1,0 +1,203 @@
+"""3FS chain-table files: the upstream ``gen_chain_table.py`` id mapping and file formats (sheet section 2).
+
+Ids (decimal digit concatenation; ``disk`` and ``t`` 0-based, written +1):
+
+- ``target_id = ((target_prefix * 1_000_000 + node_id) * 1_000 + disk + 1) * 100 + t + 1``
+  where ``t`` numbers a node's chains on that disk index in ascending chain index;
+- ``chain_id  = (chain_prefix * 1_000 + disk + 1) * 100_000 + chain_index`` (chain_index 1..b).
+
+Files: ``generated_chains.csv``, ``generated_chain_table.csv``, ``create_target_cmd.txt`` and
+``remove_target_cmd.txt``, byte-for-byte in the upstream layout (``\\n`` line endings, no spaces).
+This module also parses ``generated_chains.csv`` / ``create_target_cmd.txt`` back (``check-chains``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from dsctl.errors import InputError
+from dsctl.storage.layout import Layout
+
+UINT32_MAX = 4_294_967_295
+MAX_NODE_ID = 999_999
+MAX_DISKS = 999
+MAX_TARGETS_PER_DISK = 99
+MAX_CHAINS_PER_DISK = 99_999
+MAX_PREFIX = 99
+_SIZE = re.compile(r"^\d+(B|KB|MB|GB|TB|K|M|G|T)?$")
+
+
+@dataclass(frozen=True)
+class IdScheme:
+    """Id prefixes and the first storage node id (node index ``i`` has id ``first_node_id + i``)."""
+
+    first_node_id: int = 10001
+    target_prefix: int = 1
+    chain_prefix: int = 9
+
+
+def check_ids(scheme: IdScheme, num_nodes: int, num_disks: int, targets_per_ssd: int, chains_per_disk: int) -> None:
+    """Raise InputError (naming the option) when an id would not fit its digits or 3FS's integer types."""
+    if not 0 <= scheme.target_prefix <= MAX_PREFIX:
+        raise InputError(f"--target-id-prefix {scheme.target_prefix} must be 0..{MAX_PREFIX}")
+    if not 1 <= scheme.chain_prefix <= MAX_PREFIX:
+        raise InputError(f"--chain-id-prefix {scheme.chain_prefix} must be 1..{MAX_PREFIX}")
+    if scheme.first_node_id < 1 or scheme.first_node_id + num_nodes - 1 > MAX_NODE_ID:
+        raise InputError(f"--first-node-id {scheme.first_node_id} with --nodes {num_nodes}: node ids must be "
+                         f"1..{MAX_NODE_ID} (6 digits in a target id)")
+    if num_disks > MAX_DISKS:
+        raise InputError(f"--ssds-per-node {num_disks} is too many: a target id has 3 digits for the disk (max "
+                         f"{MAX_DISKS})")
+    if targets_per_ssd > MAX_TARGETS_PER_DISK:
+        raise InputError(f"--targets-per-ssd {targets_per_ssd} is too many: a target id has 2 digits for it (max "
+                         f"{MAX_TARGETS_PER_DISK})")
+    if chains_per_disk > MAX_CHAINS_PER_DISK:
+        raise InputError(f"{chains_per_disk} chains per disk index do not fit the 5 chain-index digits of a chain "
+                         f"id (max {MAX_CHAINS_PER_DISK}); lower --nodes or --targets-per-ssd")
+    top = chain_id(scheme, num_disks - 1, chains_per_disk)
+    if top > UINT32_MAX:
+        raise InputError(f"--chain-id-prefix {scheme.chain_prefix} gives chain id {top} above the uint32 maximum "
+                         f"{UINT32_MAX}; use a prefix of 42 or less")
+
+
+def chain_id(scheme: IdScheme, disk: int, index: int) -> int:
+    """Chain id of 1-based ``index`` on 0-based ``disk``."""
+    return (scheme.chain_prefix * 1_000 + disk + 1) * 100_000 + index
+
+
+def target_ids(layout: Layout, scheme: IdScheme) -> np.ndarray:
+    """Target id of every chain member, shape (C, k) aligned with ``layout.nodes``.
+
+    ``t`` = rank of the chain among the node's chains on the same disk index, by chain index.
+    """
+    count, k = layout.nodes.shape
+    flat_node = layout.nodes.ravel()
+    flat_disk = np.repeat(layout.disk, k)
+    flat_index = np.repeat(layout.index, k)
+    order = np.lexsort((flat_index, flat_node, flat_disk))
+    key = flat_disk[order] * (layout.num_nodes + 1) + flat_node[order]
+    starts = np.r_[0, np.flatnonzero(np.diff(key)) + 1]
+    run_start = np.repeat(starts, np.diff(np.r_[starts, len(key)]))
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order)) - run_start
+    node_id = flat_node + scheme.first_node_id
+    tid = ((scheme.target_prefix * 1_000_000 + node_id) * 1_000 + flat_disk + 1) * 100 + rank + 1
+    return tid.reshape(count, k)
+
+
+def chain_ids(layout: Layout, scheme: IdScheme) -> np.ndarray:
+    """Chain id of every chain, shape (C,)."""
+    return (scheme.chain_prefix * 1_000 + layout.disk + 1) * 100_000 + layout.index
+
+
+def render_files(layout: Layout, scheme: IdScheme, chunk_sizes: tuple[str, ...] = ()) -> dict[str, str]:
+    """The four upstream files as ``{name: text}``. Rows are sorted by chain id, members head -> tail."""
+    cids = chain_ids(layout, scheme)
+    order = np.argsort(cids, kind="stable")
+    k = layout.nodes.shape[1]
+    cid_list = cids[order].tolist()
+    tid_rows = target_ids(layout, scheme)[order]
+    flat_tid = tid_rows.ravel().tolist()
+    flat_node = (layout.nodes[order] + scheme.first_node_id).ravel().tolist()
+    flat_disk = np.repeat(layout.disk[order], k).tolist()
+    flat_cid = np.repeat(cids[order], k).tolist()
+    header = "ChainId," + ",".join(["TargetId"] * k) + "\n"
+    chain_rows = [f"{cid},{','.join(map(str, row))}\n" for cid, row in zip(cid_list, tid_rows.tolist(), strict=True)]
+    chunk = f"--chunk-size {' '.join(chunk_sizes)}" if chunk_sizes else ""
+    creates = [f"create-target --node-id {n} --disk-index {d} --target-id {t} --chain-id {c} {chunk} "
+               "--use-new-chunk-engine\n" for n, d, t, c in zip(flat_node, flat_disk, flat_tid, flat_cid, strict=True)]
+    removes = [f"offline-target --node-id {n} --target-id {t}\nremove-target --node-id {n} --target-id {t}\n"
+               for n, t in zip(flat_node, flat_tid, strict=True)]
+    return {
+        "generated_chains.csv": header + "".join(chain_rows),
+        "generated_chain_table.csv": "ChainId\n" + "".join(f"{c}\n" for c in cid_list),
+        "create_target_cmd.txt": "".join(creates),
+        "remove_target_cmd.txt": "".join(removes),
+    }
+
+
+def check_chunk_sizes(values: list[str]) -> tuple[str, ...]:
+    """Validate admin_cli size strings (integer + optional B, KB, MB, GB, TB, K, M, G, T; binary units)."""
+    for value in values:
+        if not _SIZE.match(value):
+            raise InputError(f"--chunk-size {value!r} is not an admin_cli size; write an integer with an optional "
+                             "unit B, KB, MB, GB, TB, K, M, G or T (binary), e.g. 1MB")
+    return tuple(values)
+
+
+@dataclass(frozen=True)
+class ParsedTable:
+    """Chains read back from a file: ids and member target ids (head -> tail), with node/disk per target."""
+
+    chain_ids: list[int]
+    targets: list[list[int]]
+    target_node: dict[int, int]
+    target_disk: dict[int, int]
+    node_source: str  # "create_target_cmd.txt" or "target-id digits"
+
+
+def decode_target(tid: int) -> tuple[int, int]:
+    """(node_id, 0-based disk index) from a target id built with the upstream mapping."""
+    return (tid // 100_000) % 1_000_000, (tid // 100) % 1_000 - 1
+
+
+def parse_chains_csv(text: str, where: str) -> tuple[list[int], list[list[int]]]:
+    """Parse ``generated_chains.csv`` (admin_cli's rules: ChainId then TargetId columns, positive ids)."""
+    lines = [line.strip() for line in text.splitlines()]
+    lines = [line for line in lines if line]
+    if not lines:
+        raise InputError(f"{where} is empty; expected a header 'ChainId,TargetId,...'")
+    header = [h.strip() for h in lines[0].split(",")]
+    if header[0] != "ChainId" or len(header) < 2 or any(h != "TargetId" for h in header[1:]):
+        raise InputError(f"{where} line 1: header must be 'ChainId' followed by 'TargetId' columns, got {lines[0]!r}")
+    cids: list[int] = []
+    rows: list[list[int]] = []
+    for number, line in enumerate(lines[1:], start=2):
+        cells = [c.strip() for c in line.split(",")]
+        try:
+            values = [int(c) for c in cells]
+        except ValueError as exc:
+            raise InputError(f"{where} line {number}: every cell must be an integer id, got {line!r}") from exc
+        if any(x <= 0 or x > 2**64 - 1 for x in values) or values[0] > UINT32_MAX:
+            raise InputError(f"{where} line {number}: ids must be positive (chain ids at most {UINT32_MAX})")
+        cids.append(values[0])
+        rows.append([t for t in values[1:]])
+    if not rows:
+        raise InputError(f"{where} has a header but no chains")
+    return cids, rows
+
+
+_CREATE = re.compile(r"create-target\s+--node-id\s+(\d+)\s+--disk-index\s+(\d+)\s+--target-id\s+(\d+)")
+
+
+def parse_create_targets(text: str) -> tuple[dict[int, int], dict[int, int]]:
+    """Target -> node id and target -> disk index from ``create_target_cmd.txt`` lines."""
+    nodes: dict[int, int] = {}
+    disks: dict[int, int] = {}
+    for line in text.splitlines():
+        match = _CREATE.search(line)
+        if match:
+            node, disk, tid = (int(g) for g in match.groups())
+            nodes[tid] = node
+            disks[tid] = disk
+    return nodes, disks
+
+
+def parse_table(chains_text: str, where: str, create_text: str | None = None) -> ParsedTable:
+    """Chains plus a node/disk for each target (from ``create_text`` when given, else the id digits)."""
+    cids, rows = parse_chains_csv(chains_text, where)
+    if create_text is not None:
+        nodes, disks = parse_create_targets(create_text)
+        missing = sorted({t for row in rows for t in row} - nodes.keys())
+        if missing:
+            raise InputError(f"create_target_cmd.txt has no create-target line for target {missing[0]} "
+                             f"({len(missing)} targets missing)")
+        return ParsedTable(cids, rows, nodes, disks, "create_target_cmd.txt")
+    nodes, disks = {}, {}
+    for row in rows:
+        for t in row:
+            nodes[t], disks[t] = decode_target(t)
+    return ParsedTable(cids, rows, nodes, disks, "target-id digits")

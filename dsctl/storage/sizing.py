@@ -1,0 +1,208 @@
+"""3FS cluster sizing (reference sheet section 4).
+
+**These formulas are the sheet's model, derived from the 3FS design (CRAQ: write-all, read-any), not
+formulas published by 3FS.** All rates are bytes per second; ``eff`` is one efficiency factor applied
+to every resource (the published 180-node read test ran at ~81% of storage NIC line rate).
+
+- usable capacity  = (targets used / targets) * raw * fill / replication
+- read ceiling     = min(sum SSD read, sum storage NIC, sum client NIC) * eff      (every replica serves reads)
+- write ceiling    = min(sum SSD write / r, sum storage NIC ingress / r, sum client NIC) * eff
+  (each client byte is written on ``r`` SSDs and enters ``r`` storage NICs)
+- degraded read    = with one node down its read share moves to its chain peers; each survivor takes
+  ``1/(v-1)`` more (perfectly balanced chain table), so the storage-side ceiling is
+  ``per-node ceiling * v / (1 + 1/(v-1))``, client side unchanged.
+- checkpoint time  = checkpoint bytes / write ceiling.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from dsctl.errors import InputError
+from dsctl.profiles.schema import NodeProfile, StorageProfile
+
+MAX_NODES = 100_000
+
+
+@dataclass(frozen=True)
+class SizingInputs:
+    """Operator inputs (bytes, bytes/s, seconds)."""
+
+    num_nodes: int
+    replication: int = 3
+    targets_per_ssd: int | None = None
+    num_clients: int | None = None
+    client_nic_bytes_per_s: float = 0.0  # per client node, all storage NICs together
+    fill: float = 0.95
+    efficiency: float = 0.81
+    dataset_bytes: float | None = None
+    checkpoint_bytes: float | None = None
+    checkpoint_budget_s: float | None = None
+    read_per_client_bytes_per_s: float | None = None
+
+
+@dataclass(frozen=True)
+class Ceiling:
+    """An aggregate rate and the resource that binds it."""
+
+    bytes_per_s: float
+    bound_by: str
+    candidates: dict[str, float]
+
+
+@dataclass(frozen=True)
+class Target:
+    """One stated target and whether this cluster meets it."""
+
+    name: str
+    required: float
+    available: float
+    unit: str
+    met: bool
+    min_nodes: int | None
+
+
+@dataclass(frozen=True)
+class SizingResult:
+    profile: str
+    num_nodes: int
+    replication: int
+    targets_per_ssd: int
+    num_chains: int
+    unused_targets: int
+    efficiency: float
+    fill: float
+    num_clients: int | None
+    raw_capacity_bytes: float
+    usable_capacity_bytes: float
+    read: Ceiling
+    write: Ceiling
+    degraded_read: Ceiling
+    per_node_read_bytes_per_s: float
+    per_node_write_bytes_per_s: float
+    targets: list[Target]
+    min_nodes_for_targets: int | None
+    notes: list[str]
+    exit_code: int = field(default=0, metadata={"output": False})
+
+
+def client_nic_bytes_per_s(node: NodeProfile) -> float:
+    """All storage NICs of one client node together, bytes per second."""
+    return node.num_storage_nics * node.storage_nic_gbps * 1e9 / 8
+
+
+MAX_AUTO_TARGETS_PER_SSD = 99  # two digits of a target id
+
+
+def auto_targets_per_ssd(num_nodes: int, replication: int, minimum: int = 1) -> int:
+    """The upstream tool's automatic r: smallest r >= minimum with v*r divisible by k and r(k-1) >= v-1.
+
+    Above 99 (a target id has two digits for it; upstream asserts r < 100) the largest r <= 99 with v*r
+    divisible by k is used instead (then not every node pair can share a chain).
+    """
+    r = max(1, minimum)
+    while (num_nodes * r) % replication or r * (replication - 1) < num_nodes - 1:
+        r += 1
+    if r > MAX_AUTO_TARGETS_PER_SSD:
+        r = MAX_AUTO_TARGETS_PER_SSD
+        while r > 1 and (num_nodes * r) % replication:
+            r -= 1
+    return r
+
+
+def _validate(p: StorageProfile, s: SizingInputs) -> None:
+    if not 2 <= s.num_nodes <= MAX_NODES:
+        raise InputError(f"--nodes {s.num_nodes} must be 2..{MAX_NODES} (3FS replication needs 2 storage nodes)")
+    if s.replication < 2 or s.replication > s.num_nodes:
+        raise InputError(f"--replication {s.replication} must be 2..--nodes ({s.num_nodes}): a chain needs at "
+                         "least two replicas, each on a distinct node")
+    if s.targets_per_ssd is not None and not 1 <= s.targets_per_ssd <= 99:
+        raise InputError(f"--targets-per-ssd {s.targets_per_ssd} must be 1..99")
+    if s.num_clients is not None and not 1 <= s.num_clients <= 10_000_000:
+        raise InputError(f"--clients {s.num_clients} must be 1..10,000,000")
+    if not 0 < s.fill <= 1:
+        raise InputError(f"--fill {s.fill} must be in (0, 1]; 3FS refuses new chunks at 0.98")
+    if not 0 < s.efficiency <= 1:
+        raise InputError(f"--efficiency {s.efficiency} must be in (0, 1]")
+    if (s.checkpoint_bytes is None) != (s.checkpoint_budget_s is None):
+        raise InputError("--checkpoint and --checkpoint-seconds go together; give both or neither")
+    if s.checkpoint_budget_s is not None and not 0 < s.checkpoint_budget_s < 1e9:
+        raise InputError(f"--checkpoint-seconds {s.checkpoint_budget_s} must be a positive number of seconds")
+    if s.read_per_client_bytes_per_s is not None and s.num_clients is None:
+        raise InputError("--read-per-client needs --clients (how many client nodes read at that rate)")
+    if p.num_ssds < 1 or p.ssd_capacity_bytes <= 0:
+        raise InputError(f"storage profile {p.name} has no SSD capacity")
+
+
+def _ceiling(candidates: dict[str, float]) -> Ceiling:
+    name = min(candidates, key=lambda key: candidates[key])
+    return Ceiling(candidates[name], name, candidates)
+
+
+def size(p: StorageProfile, s: SizingInputs) -> SizingResult:
+    """Capacity, read/write ceilings and target checks for ``s.num_nodes`` nodes of profile ``p``."""
+    _validate(p, s)
+    v, k, eff = s.num_nodes, s.replication, s.efficiency
+    r = s.targets_per_ssd if s.targets_per_ssd is not None else auto_targets_per_ssd(v, k)
+    unused = ((v * r) % k) * p.num_ssds
+    total_targets = v * r * p.num_ssds
+    raw = float(v * p.raw_capacity_bytes)
+    usable = raw * (total_targets - unused) / total_targets * s.fill / k
+    nic_bytes_per_s = p.num_nics * p.nic_gbps * 1e9 / 8
+    node_read = min(p.num_ssds * p.ssd_read_bytes_per_s, nic_bytes_per_s) * eff
+    node_write = min(p.num_ssds * p.ssd_write_bytes_per_s, nic_bytes_per_s) * eff / k
+    client_total = (s.num_clients * s.client_nic_bytes_per_s * eff) if s.num_clients else None
+    read_c = {"ssd": v * p.num_ssds * p.ssd_read_bytes_per_s * eff, "storage_nic": v * nic_bytes_per_s * eff}
+    write_c = {"ssd": v * p.num_ssds * p.ssd_write_bytes_per_s * eff / k, "storage_nic": v * nic_bytes_per_s * eff / k}
+    redirect = 1 + 1 / (v - 1)
+    degraded_c = {"ssd": read_c["ssd"] / redirect, "storage_nic": read_c["storage_nic"] / redirect}
+    if client_total is not None:
+        read_c["client_nic"] = write_c["client_nic"] = degraded_c["client_nic"] = client_total
+    read, write, degraded = _ceiling(read_c), _ceiling(write_c), _ceiling(degraded_c)
+    notes = ["formulas are the reference sheet's model (CRAQ write-all/read-any), not published by 3FS",
+             f"efficiency {eff:g} applied to SSD, storage NIC and client NIC rates"]
+    if unused:
+        notes.append(f"{unused} target slots unused: nodes x targets-per-ssd ({v}x{r}) is not a multiple of "
+                     f"replication {k}")
+    targets = _targets(p, s, read, write, usable, node_read, node_write, client_total)
+    return SizingResult(
+        profile=p.name, num_nodes=v, replication=k, targets_per_ssd=r,
+        num_chains=(v * r // k) * p.num_ssds, unused_targets=unused, efficiency=eff, fill=s.fill,
+        num_clients=s.num_clients, raw_capacity_bytes=raw, usable_capacity_bytes=usable, read=read, write=write,
+        degraded_read=degraded, per_node_read_bytes_per_s=node_read, per_node_write_bytes_per_s=node_write,
+        targets=targets, min_nodes_for_targets=max((t.min_nodes for t in targets if t.min_nodes), default=None),
+        notes=notes, exit_code=0 if all(t.met for t in targets) else 1,
+    )
+
+
+def _min_nodes(required: float, per_node: float, s: SizingInputs) -> int:
+    return max(s.replication, math.ceil(required / per_node - 1e-9), 1)
+
+
+def _targets(p: StorageProfile, s: SizingInputs, read: Ceiling, write: Ceiling, usable: float,
+             node_read: float, node_write: float, client_total: float | None) -> list[Target]:
+    out: list[Target] = []
+    usable_per_node = usable / s.num_nodes
+    if s.dataset_bytes is not None:
+        out.append(Target("dataset", s.dataset_bytes, usable, "bytes", s.dataset_bytes <= usable,
+                          _min_nodes(s.dataset_bytes, usable_per_node, s)))
+    if s.checkpoint_bytes is not None and s.checkpoint_budget_s is not None:
+        need = s.checkpoint_bytes / s.checkpoint_budget_s
+        if client_total is not None and need > client_total:
+            raise InputError(f"--checkpoint-seconds {s.checkpoint_budget_s:g} cannot be met by any number of "
+                             f"storage nodes: {s.num_clients} clients can send at most {client_total / 1e9:,.1f} GB/s; "
+                             "allow more time or more --clients")
+        seconds = s.checkpoint_bytes / write.bytes_per_s
+        out.append(Target("checkpoint_seconds", s.checkpoint_budget_s, seconds, "s", seconds <= s.checkpoint_budget_s,
+                          _min_nodes(need, node_write, s)))
+    if s.read_per_client_bytes_per_s is not None and s.num_clients is not None:
+        per_client_max = s.client_nic_bytes_per_s * s.efficiency
+        if s.read_per_client_bytes_per_s > per_client_max:
+            raise InputError(f"--read-per-client {s.read_per_client_bytes_per_s / 2**30:,.2f} GiB/s cannot be met: "
+                             f"one client NIC gives at most {per_client_max / 2**30:,.2f} GiB/s at efficiency "
+                             f"{s.efficiency:g}")
+        need = s.read_per_client_bytes_per_s * s.num_clients
+        out.append(Target("read_aggregate", need, read.bytes_per_s, "bytes/s", need <= read.bytes_per_s,
+                          _min_nodes(need, node_read, s)))
+    return out

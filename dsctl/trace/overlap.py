@@ -1,0 +1,371 @@
+"""Compute/communication overlap of profiled ranks: busy times, exposed communication, per-collective breakdown.
+
+For each rank (trace file) and device, inside each analysed window (a ``ProfilerStep#N``, or the whole trace):
+
+- ``compute_busy_us`` = |∪ compute events|, ``comm_busy_us`` = |∪ communication events|
+- ``overlapped_us`` = |∪ compute ∩ ∪ comm| (communication hidden under compute)
+- ``exposed_comm_us`` = ``comm_busy_us - overlapped_us`` (communication nothing else runs under)
+- ``idle_us`` = ``wall_us - |∪ compute ∪ ∪ comm|``
+- ``overlap_ratio`` = ``overlapped_us / comm_busy_us`` (None without communication)
+
+Sums over several windows add each window's figures. Events are device kernels/copies when the trace has any
+(communication = names matching the patterns of :mod:`dsctl.trace.classify`, compute = every other kernel;
+non-communication memcpy/memset count as neither); otherwise host ``cpu_op`` events (compute) and host
+collective ops/annotations (communication), which the result says in ``basis`` and ``notes``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dsctl.errors import InputError, one_of
+from dsctl.trace.classify import classify_names, collective_label
+from dsctl.trace.intervals import Coverage, FloatArray, clip, coverage, covered_lengths, subtract, union
+from dsctl.trace.parse import EventTable, TraceData
+
+
+@dataclass(frozen=True)
+class OverlapMetrics:
+    """Time split of one window (or a sum of windows), all in microseconds; see the module docstring."""
+
+    wall_us: float
+    compute_busy_us: float
+    comm_busy_us: float
+    overlapped_us: float
+    exposed_comm_us: float
+    compute_only_us: float
+    idle_us: float
+    #: overlapped / comm busy; None when there is no communication
+    overlap_ratio: float | None
+    #: exposed communication / wall time; None for an empty window
+    exposed_comm_fraction: float | None
+
+    @staticmethod
+    def from_sums(wall: float, compute: float, comm: float, both: float, idle: float) -> OverlapMetrics:
+        """Metrics from window, compute, comm, overlapped and idle sums (µs), rounded to the trace's ns."""
+        wall, compute, comm, both, idle = (round(x, 3) for x in (wall, compute, comm, both, idle))
+        return OverlapMetrics(
+            wall_us=wall, compute_busy_us=compute, comm_busy_us=comm, overlapped_us=both,
+            exposed_comm_us=round(max(0.0, comm - both), 3), compute_only_us=round(max(0.0, compute - both), 3),
+            idle_us=idle,
+            overlap_ratio=both / comm if comm > 0 else None,
+            exposed_comm_fraction=max(0.0, comm - both) / wall if wall > 0 else None,
+        )
+
+
+@dataclass(frozen=True)
+class CollectiveStat:
+    """One collective label: ``count`` events, their summed durations and exposed parts (µs) in the windows."""
+
+    name: str
+    count: int
+    total_us: float
+    exposed_us: float
+    mean_us: float
+
+
+@dataclass(frozen=True)
+class StreamStat:
+    """One GPU stream (or host thread): what runs on it and its busy time (µs, union of its events)."""
+
+    stream: int
+    kind: str
+    num_events: int
+    busy_us: float
+
+
+@dataclass(frozen=True)
+class StepOverlap:
+    """Metrics of one ``ProfilerStep#N`` window (``step`` None = the whole trace); ``start_us`` is relative to the
+    trace's first event."""
+
+    step: int | None
+    start_us: float
+    metrics: OverlapMetrics
+
+    def to_data(self) -> dict[str, object]:
+        return {"step": self.step, "start_us": self.start_us, **vars(self.metrics)}
+
+
+@dataclass(frozen=True)
+class Lanes:
+    """Canonical interval sets (trace µs) of one rank for drawing: compute, comm, and exposed comm, plus the
+    analysed windows ``(start, end)`` (one per step)."""
+
+    origin_us: float
+    end_us: float
+    compute: tuple[FloatArray, FloatArray]
+    comm: tuple[FloatArray, FloatArray]
+    exposed: tuple[FloatArray, FloatArray]
+    windows: tuple[tuple[float, float], ...] = ()
+
+
+@dataclass(frozen=True)
+class RankOverlap:
+    """Overlap figures of one rank's device (one trace file may hold several devices)."""
+
+    source: str
+    rank: int
+    device: str
+    basis: str
+    steps: list[int]
+    metrics: OverlapMetrics
+    collectives: list[CollectiveStat]
+    streams: list[StreamStat]
+    per_step: list[StepOverlap]
+    num_events: int
+    notes: list[str]
+    lanes: Lanes = field(metadata={"output": False})
+
+    def to_data(self) -> dict[str, object]:
+        """The dataclass fields with the metrics flattened in (``wall_us`` ... at the rank's top level)."""
+        data: dict[str, object] = {}
+        for f in fields(self):
+            if f.name == "metrics":
+                data.update(vars(self.metrics))
+            elif f.metadata.get("output", True):
+                data[f.name] = getattr(self, f.name)
+        return data
+
+
+@dataclass(frozen=True)
+class OverlapResult:
+    """``dsctl trace overlap``: one row per rank/device, the worst rank, and how events were classified."""
+
+    steps: str
+    comm_patterns: list[str]
+    ranks: list[RankOverlap]
+    worst_rank: dict[str, object] | None
+    notes: list[str]
+
+
+def _launch_times(table: EventTable, trace: TraceData) -> FloatArray:
+    """When each device event was launched on the host (its correlated runtime call), else its own start."""
+    t = table.start_us.copy()
+    if trace.launch_correlation.size == 0 or table.size == 0:
+        return t
+    order = np.argsort(trace.launch_correlation, kind="stable")
+    corr_sorted = trace.launch_correlation[order]
+    pos = np.searchsorted(corr_sorted, table.correlation)
+    pos_ok = np.minimum(pos, corr_sorted.size - 1)
+    found = (table.correlation >= 0) & (pos < corr_sorted.size) & (corr_sorted[pos_ok] == table.correlation)
+    t[found] = trace.launch_start_us[order][pos_ok[found]]
+    return t
+
+
+def _step_of(times: FloatArray, trace: TraceData) -> NDArray[np.int64]:
+    """Index into ``trace.steps`` of the step window holding each time, -1 outside every step."""
+    starts = np.array([s.start_us for s in trace.steps])
+    ends = np.array([s.end_us for s in trace.steps])
+    idx = np.searchsorted(starts, times, side="right") - 1
+    ok = (idx >= 0) & (times <= ends[np.maximum(idx, 0)])
+    return np.where(ok, idx, -1).astype(np.int64)
+
+
+def _select_steps(trace: TraceData, step: int | None) -> list[int]:
+    """Indices into ``trace.steps`` to analyse (all of them unless ``step`` names one)."""
+    if step is None:
+        return list(range(len(trace.steps)))
+    if not trace.steps:
+        raise InputError(f"--step {step}: {trace.source} has no ProfilerStep#N annotations; drop --step to analyse "
+                         "the whole trace")
+    for i, s in enumerate(trace.steps):
+        if s.number == step:
+            return [i]
+    numbers = [str(s.number) for s in trace.steps]
+    raise InputError(f"--step {step}: {trace.source} has no ProfilerStep#{step}; steps present: "
+                     f"{one_of(numbers[:20])}{' ...' if len(numbers) > 20 else ''}")
+
+
+@dataclass
+class _Acc:
+    """Accumulates one device's selected events across windows."""
+
+    coverages: list[Coverage] = field(default_factory=list)
+    per_step: list[StepOverlap] = field(default_factory=list)
+    starts: list[FloatArray] = field(default_factory=list)
+    ends: list[FloatArray] = field(default_factory=list)
+    codes: list[NDArray[np.int64]] = field(default_factory=list)  # collective label code per event
+    exposed_parts: list[FloatArray] = field(default_factory=list)
+    comm_mask: list[NDArray[np.bool_]] = field(default_factory=list)
+    compute_lane: list[tuple[FloatArray, FloatArray]] = field(default_factory=list)
+    comm_lane: list[tuple[FloatArray, FloatArray]] = field(default_factory=list)
+    windows: list[tuple[float, float]] = field(default_factory=list)
+
+
+def _window(acc: _Acc, s: FloatArray, e: FloatArray, codes: NDArray[np.int64], comm: NDArray[np.bool_],
+            compute: NDArray[np.bool_], lo: float, hi: float, number: int | None) -> None:
+    """Analyse one window [lo, hi] of one device; ``comm``/``compute`` are masks over the events s, e and their
+    collective label ``codes``."""
+    cov = coverage((s[compute], e[compute]), (s[comm], e[comm]), lo, hi)
+    acc.coverages.append(cov)
+    acc.per_step.append(StepOverlap(number, lo, OverlapMetrics.from_sums(
+        cov.window_us, cov.a_us, cov.b_us, cov.both_us, cov.neither_us)))
+    cs, ce = clip(s, e, lo, hi)
+    compute_u = union(cs[compute], ce[compute])
+    comm_u = union(cs[comm], ce[comm])
+    acc.compute_lane.append(compute_u)
+    acc.comm_lane.append(comm_u)
+    acc.windows.append((lo, hi))
+    covered = covered_lengths(cs[comm], ce[comm], compute_u)
+    acc.exposed_parts.append((ce[comm] - cs[comm]) - covered)
+    acc.starts.append(cs)
+    acc.ends.append(ce)
+    acc.codes.append(codes)
+    acc.comm_mask.append(comm)
+
+
+def _collectives(acc: _Acc, labels: list[str]) -> list[CollectiveStat]:
+    s, e = np.concatenate(acc.starts), np.concatenate(acc.ends)
+    comm = np.concatenate(acc.comm_mask)
+    if not comm.any():
+        return []
+    lab = np.concatenate(acc.codes)[comm]
+    dur = (e - s)[comm]
+    exposed = np.concatenate(acc.exposed_parts)
+    n = len(labels)
+    count = np.bincount(lab, minlength=n)
+    tot = np.bincount(lab, weights=dur, minlength=n)
+    exp = np.bincount(lab, weights=exposed, minlength=n)
+    rows = [CollectiveStat(labels[i], int(count[i]), round(float(tot[i]), 3), round(float(exp[i]), 3),
+                           round(float(tot[i] / count[i]), 3))
+            for i in np.flatnonzero(count)]
+    return sorted(rows, key=lambda r: (-r.exposed_us, -r.total_us, r.name))
+
+
+def _streams(acc: _Acc, streams: NDArray[np.int64]) -> list[StreamStat]:
+    s, e = np.concatenate(acc.starts), np.concatenate(acc.ends)
+    comm = np.concatenate(acc.comm_mask)
+    rows = []
+    for sid in np.unique(streams):
+        on = streams == sid
+        num_comm = int(np.count_nonzero(comm[on]))
+        kind = "comm" if num_comm == int(on.sum()) else ("compute" if num_comm == 0 else "mixed")
+        us, ue = union(s[on], e[on])
+        rows.append(StreamStat(int(sid), kind, int(on.sum()), round(float(np.sum(ue - us)), 3)))
+    return rows
+
+
+def _device_groups(trace: TraceData) -> tuple[EventTable, str, list[tuple[str, NDArray[np.bool_]]]]:
+    if trace.gpu.size:
+        table = trace.gpu
+        return table, "gpu_kernels", [(f"gpu{d}", table.device == d) for d in np.unique(table.device)]
+    if trace.cpu.size:
+        return trace.cpu, "cpu_ops", [("cpu", np.ones(trace.cpu.size, dtype=bool))]
+    bad = {k: v for k, v in trace.skipped.items() if k in ("bad_ts", "negative_dur")}
+    why = ("; skipped " + ", ".join(f"{v:,} with {k.replace('_', ' ')}" for k, v in sorted(bad.items()))
+           + " (ts must be a finite number, dur a finite non-negative one)") if bad else ""
+    raise InputError(f"{trace.source}: no GPU kernels, copies or CPU ops (cat kernel, gpu_memcpy, cpu_op) among "
+                     f"{trace.num_events:,} events{why}; nothing to analyse")
+
+
+def analyse_trace(trace: TraceData, rank: int, regex: re.Pattern[str], step: int | None,
+                  all_steps: bool) -> list[RankOverlap]:
+    """Overlap of one parsed trace, one :class:`RankOverlap` per device (``rank`` is used if the file has none)."""
+    table, basis, groups = _device_groups(trace)
+    is_comm_name = classify_names(table.names, regex)
+    labels: list[str] = []
+    label_index: dict[str, int] = {}
+
+    def code_of(label: str) -> int:
+        if label not in label_index:
+            label_index[label] = len(labels)
+            labels.append(label)
+        return label_index[label]
+
+    # one label per event: its "Collective name" argument if it has one (NCCL may reuse a kernel name for several
+    # collectives), else the label derived from its name
+    by_name = np.array([code_of(collective_label(name)) for name in table.names], dtype=np.int64)
+    event_label = by_name[table.name_code] if table.size else np.zeros(0, dtype=np.int64)
+    for i, coll in table.collective.items():
+        event_label[i] = code_of(coll)
+    comm_all = is_comm_name[table.name_code]
+    compute_all = ~comm_all
+    notes: list[str] = []
+    if basis == "gpu_kernels":
+        compute_all &= np.fromiter((n.lower().startswith(("memcpy", "memset")) is False for n in table.names),
+                                   dtype=bool, count=len(table.names))[table.name_code]
+        when = _launch_times(table, trace)
+    else:
+        compute_all &= ~table.annotation
+        when = table.start_us
+        notes.append("no GPU kernels in this trace: compute = host CPU ops (cat cpu_op), communication = host "
+                     "collective ops/annotations matching the patterns; all host threads share one lane")
+    selected = _select_steps(trace, step)
+    step_idx = _step_of(when, trace) if trace.steps else np.zeros(table.size, dtype=np.int64)
+    if not trace.steps:
+        notes.append("no ProfilerStep#N annotations: the window is the whole trace")
+    odd = {k: v for k, v in trace.skipped.items() if k != "other_phase"}
+    if odd:
+        notes.append("unusable events: " + ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in odd.items())
+                     + " (missing dur counts as zero length; the others are skipped)")
+    rows = []
+    for device, on_device in groups:
+        acc = _Acc()
+        for k in selected if trace.steps else [0]:
+            sel = on_device & (step_idx == k)
+            s, e = table.start_us[sel], table.end_us[sel]
+            number = trace.steps[k].number if trace.steps else None
+            if basis == "cpu_ops" and trace.steps:
+                lo, hi = trace.steps[k].start_us, trace.steps[k].end_us
+            elif s.size:
+                lo, hi = float(s.min()), float(e.max())
+            else:
+                continue
+            _window(acc, s, e, event_label[sel], comm_all[sel], compute_all[sel], lo, hi, number)
+        if not acc.coverages:
+            continue
+        sums = [sum(getattr(c, f) for c in acc.coverages) for f in ("window_us", "a_us", "b_us", "both_us",
+                                                                     "neither_us")]
+        compute_u = union(np.concatenate([c[0] for c in acc.compute_lane]),
+                          np.concatenate([c[1] for c in acc.compute_lane]))
+        comm_u = union(np.concatenate([c[0] for c in acc.comm_lane]), np.concatenate([c[1] for c in acc.comm_lane]))
+        lanes = Lanes(min(w[0] for w in acc.windows), max(w[1] for w in acc.windows), compute_u, comm_u,
+                      subtract(comm_u, compute_u), tuple(acc.windows))
+        streams_sel = np.concatenate([table.stream[on_device & (step_idx == k)]
+                                      for k in (selected if trace.steps else [0])])
+        rows.append(RankOverlap(
+            source=trace.source, rank=trace.rank if trace.rank is not None else rank, device=device, basis=basis,
+            steps=[s.number for i, s in enumerate(trace.steps) if i in selected],
+            metrics=OverlapMetrics.from_sums(*sums),
+            collectives=_collectives(acc, labels),
+            streams=_streams(acc, streams_sel),
+            per_step=acc.per_step if all_steps else [],
+            num_events=int(sum(c.size for c in acc.codes)),
+            notes=list(notes),
+            lanes=lanes,
+        ))
+    if not rows:
+        raise InputError(f"{trace.source}: no events fall inside the analysed steps "
+                         f"({', '.join(str(s.number) for s in trace.steps)})")
+    return rows
+
+
+def analyse(traces: Sequence[TraceData], regex: re.Pattern[str], patterns: Sequence[str], step: int | None = None,
+            all_steps: bool = False) -> OverlapResult:
+    """Overlap of every trace (one per rank); the worst rank is the one with the most exposed communication."""
+    if step is not None and all_steps:
+        raise InputError("--step and --all-steps exclude each other; give one")
+    ranks: list[RankOverlap] = []
+    for i, trace in enumerate(traces):
+        ranks.extend(analyse_trace(trace, i, regex, step, all_steps))
+    notes: list[str] = []
+    seen: dict[tuple[int, str], str] = {}
+    for row in ranks:
+        key = (row.rank, row.device)
+        if key in seen and seen[key] != row.source:
+            notes.append(f"rank {row.rank} {row.device} appears in both {seen[key]} and {row.source}")
+        seen.setdefault(key, row.source)
+    worst = None
+    if len(ranks) > 1:
+        top = max(ranks, key=lambda r: r.metrics.exposed_comm_us)
+        worst = {"rank": top.rank, "device": top.device, "source": top.source,
+                 "exposed_comm_us": top.metrics.exposed_comm_us, "overlap_ratio": top.metrics.overlap_ratio,
+                 "exposed_comm_fraction": top.metrics.exposed_comm_fraction}
+    return OverlapResult(steps="all" if step is None else str(step), comm_patterns=list(patterns), ranks=ranks,
+                         worst_rank=worst, notes=notes)

@@ -1,0 +1,341 @@
+"""Read a PyTorch profiler (Kineto) Chrome trace from bytes into numpy arrays.
+
+Accepted: ``export_chrome_trace`` JSON (``{"traceEvents": [...], "distributedInfo": {...}, ...}``), the same
+gzipped (``.json.gz``; detected by content, not by name), or a bare JSON list of events. Only complete events
+(``"ph": "X"``) are used; every other phase (``B``/``E``, instant, counter, flow, metadata) is ignored. A
+missing ``dur`` counts as zero; events without a numeric ``ts`` or with a negative ``dur`` are skipped and counted.
+Times stay in the trace's unit, microseconds.
+"""
+
+from __future__ import annotations
+
+import gzip
+import math
+import re
+import zlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dsctl.errors import InputError
+from dsctl.textjson import load_json
+
+#: categories of device-side events (Kineto spells them lower case; old versions capitalised them)
+GPU_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset"})
+#: categories of host-side events used when a trace has no device events
+CPU_CATEGORIES = frozenset({"cpu_op", "user_annotation"})
+#: host-side launch calls whose ``correlation`` ties a kernel to the step that launched it
+LAUNCH_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver", "runtime", "driver"})
+_STEP = re.compile(r"^ProfilerStep#(\d+)$")
+
+
+@dataclass(frozen=True)
+class EventTable:
+    """Complete events of one kind, column-wise; all arrays have shape ``(n,)``.
+
+    ``start_us``/``end_us`` in trace microseconds; ``name_code`` indexes ``names``; ``device`` is the GPU index
+    (``args.device``, else ``pid``) or -1 on the host; ``stream`` is ``args.stream`` (else ``tid``);
+    ``correlation`` is ``args.correlation`` (-1 if absent); ``collective`` maps an event's index to its
+    ``"Collective name"`` argument (only events that have one); ``annotation`` marks ``user_annotation`` regions
+    (host side; they never count as compute).
+    """
+
+    start_us: NDArray[np.float64]
+    end_us: NDArray[np.float64]
+    name_code: NDArray[np.int64]
+    names: tuple[str, ...]
+    device: NDArray[np.int64]
+    stream: NDArray[np.int64]
+    correlation: NDArray[np.int64]
+    collective: dict[int, str]
+    annotation: NDArray[np.bool_]
+
+    @property
+    def size(self) -> int:
+        return int(self.start_us.size)
+
+
+@dataclass(frozen=True)
+class Step:
+    """A ``ProfilerStep#N`` annotation: host-side window ``[start_us, end_us]``."""
+
+    number: int
+    start_us: float
+    end_us: float
+
+
+@dataclass(frozen=True)
+class TraceData:
+    """One parsed trace file (one rank): device events, host events, launches and step annotations."""
+
+    source: str
+    rank: int | None
+    world_size: int | None
+    backend: str | None
+    gpu: EventTable
+    cpu: EventTable
+    #: (ts of the host launch call, its correlation id), shape (n,) each
+    launch_start_us: NDArray[np.float64]
+    launch_correlation: NDArray[np.int64]
+    steps: tuple[Step, ...]
+    num_events: int
+    #: trace timestamp (µs) subtracted from every time above, so that times start near 0 (float64 precision)
+    origin_us: float = 0.0
+    skipped: dict[str, int] = field(default_factory=dict)
+
+
+def decode(data: bytes, source: str) -> Any:
+    """Bytes of a (possibly gzipped) JSON file -> the JSON value; every failure is an InputError naming ``source``."""
+    if data[:2] == b"\x1f\x8b":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise InputError(f"{source}: looks gzipped but cannot be decompressed ({exc})") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{source}: not a text JSON trace (byte {exc.start} is not UTF-8)") from None
+    if not text.strip():
+        raise InputError(f"{source}: empty file; expected a PyTorch profiler Chrome trace (JSON)")
+    return load_json(text, source)
+
+
+def _int(value: Any, default: int) -> int:
+    if isinstance(value, bool):
+        return default
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit() and len(value) < 20:
+        return int(value)
+    return default
+
+
+def _number(value: Any) -> float | None:
+    """A finite JSON number (or numeric string) as float, else None."""
+    if type(value) is str:
+        try:
+            value = float(value)
+        except ValueError:
+            return None
+    if type(value) not in (float, int):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+#: event kinds the parser keeps (0 = ignored)
+_IGNORED, _GPU, _CPU, _ANNOTATION, _LAUNCH = 0, 1, 2, 3, 4
+
+
+def _kind(cat: str) -> int:
+    low = cat.lower()
+    if low in GPU_CATEGORIES:
+        return _GPU
+    if low in LAUNCH_CATEGORIES:
+        return _LAUNCH
+    if low == "user_annotation":
+        return _ANNOTATION
+    return _CPU if low in CPU_CATEGORIES else _IGNORED
+
+
+class _Columns:
+    """Column builder for an EventTable (plain lists, turned into arrays once)."""
+
+    def __init__(self) -> None:
+        self.start: list[float] = []
+        self.dur: list[float] = []
+        self.name: list[int] = []
+        self.index: dict[str, int] = {}
+        self.device: list[int] = []
+        self.stream: list[int] = []
+        self.corr: list[int] = []
+        self.coll: dict[int, str] = {}
+        self.annotation: list[bool] = []
+
+    def drop_non_finite(self) -> int:
+        """Remove events whose ts or dur is NaN/infinite (JSON's NaN, Infinity); returns how many went."""
+        start = np.asarray(self.start, dtype=np.float64)
+        with np.errstate(over="ignore", invalid="ignore"):  # 1e308 + 1e308 is inf: dropped, not warned about
+            ok = np.isfinite(start) & np.isfinite(start + np.asarray(self.dur, dtype=np.float64))
+        if ok.all():
+            return 0
+        keep = np.flatnonzero(ok)
+        new_index = {int(old): new for new, old in enumerate(keep.tolist())}
+        for name in ("start", "dur", "name", "device", "stream", "corr", "annotation"):
+            values = getattr(self, name)
+            if values:
+                setattr(self, name, [values[i] for i in keep.tolist()])
+        self.coll = {new_index[i]: c for i, c in self.coll.items() if i in new_index}
+        return int(ok.size - keep.size)
+
+    def first_start(self) -> float | None:
+        return float(min(self.start)) if self.start else None
+
+    def table(self, origin_us: float) -> EventTable:
+        start = np.asarray(self.start, dtype=np.float64) - origin_us
+        return EventTable(
+            start_us=start,
+            end_us=start + np.asarray(self.dur, dtype=np.float64),
+            name_code=np.asarray(self.name, dtype=np.int64),
+            names=tuple(self.index),
+            device=np.asarray(self.device, dtype=np.int64),
+            stream=np.asarray(self.stream, dtype=np.int64),
+            correlation=np.asarray(self.corr, dtype=np.int64),
+            collective=self.coll,
+            annotation=np.asarray(self.annotation, dtype=bool) if self.annotation else np.zeros(start.size, bool),
+        )
+
+
+def _events(value: Any, source: str) -> tuple[list[Any], dict[str, Any]]:
+    if isinstance(value, list):
+        return value, {}
+    if isinstance(value, dict):
+        events = value.get("traceEvents")
+        if events is None:
+            keys = ", ".join(sorted(str(k) for k in list(value)[:8])) or "none"
+            raise InputError(f"{source}: not a Chrome trace: no \"traceEvents\" key (top-level keys: {keys})",
+                             hint="give the JSON written by torch.profiler's export_chrome_trace (or .json.gz)")
+        if not isinstance(events, list):
+            raise InputError(f"{source}: not a Chrome trace: \"traceEvents\" is a {type(events).__name__}, "
+                             "expected a list of events")
+        return events, value
+    raise InputError(f"{source}: not a Chrome trace: the JSON is a {type(value).__name__}, expected an object "
+                     "with \"traceEvents\" or a list of events")
+
+
+def parse_trace(value: Any, source: str) -> TraceData:
+    """Turn a decoded trace (see :func:`decode`) into column arrays.
+
+    Raises InputError naming ``source`` when it is not a Chrome trace or holds no complete (``"ph": "X"``) events.
+    """
+    events, meta = _events(value, source)
+    gpu, cpu = _Columns(), _Columns()
+    launch_ts: list[float] = []
+    launch_corr: list[int] = []
+    raw_steps: list[tuple[int, float, float]] = []  # (N, ts, dur)
+    skipped = {"not_an_object": 0, "other_phase": 0, "bad_ts": 0, "negative_dur": 0, "missing_dur": 0}
+    num_complete = 0
+    kind_of: dict[str, int] = {}
+    empty: dict[str, Any] = {}
+    # bound methods of the hot columns (attribute look-ups cost as much as the appends)
+    g_start, g_dur, g_name, g_dev = gpu.start.append, gpu.dur.append, gpu.name.append, gpu.device.append
+    g_stream, g_corr, g_index, g_coll = gpu.stream.append, gpu.corr.append, gpu.index, gpu.coll
+    l_ts, l_corr = launch_ts.append, launch_corr.append
+    for ev in events:  # the one per-event Python loop: keep it lean (type() checks, no helper calls when typical)
+        if type(ev) is not dict:
+            skipped["not_an_object"] += 1
+            continue
+        if ev.get("ph") != "X":
+            skipped["other_phase"] += 1
+            continue
+        num_complete += 1
+        cat = ev.get("cat")
+        if type(cat) is not str:
+            continue
+        kind = kind_of.get(cat)
+        if kind is None:
+            kind = kind_of[cat] = _kind(cat)
+        if not kind:
+            continue
+        ts = ev.get("ts")
+        if type(ts) is not float and type(ts) is not int:
+            ts = _number(ts)
+            if ts is None:
+                skipped["bad_ts"] += 1
+                continue
+        dur = ev.get("dur")
+        if type(dur) is not float and type(dur) is not int:
+            skipped["missing_dur"] += 1
+            dur = 0.0
+        elif dur < 0:
+            skipped["negative_dur"] += 1
+            continue
+        args = ev.get("args")
+        if type(args) is not dict:
+            args = empty
+        if kind == _LAUNCH:
+            l_ts(ts)
+            corr = args.get("correlation")
+            l_corr(corr if type(corr) is int else _int(corr, -1))
+            continue
+        name = ev.get("name")
+        if type(name) is not str:
+            name = str(name)
+        if kind == _GPU:
+            device = args.get("device")
+            g_dev(device if type(device) is int else _int(device, _int(ev.get("pid"), 0)))
+            stream = args.get("stream")
+            g_stream(stream if type(stream) is int else _int(stream, _int(ev.get("tid"), 0)))
+            corr = args.get("correlation")
+            g_corr(corr if type(corr) is int else _int(corr, -1))
+            coll = args.get("Collective name")
+            if coll is not None and type(coll) is str:
+                g_coll[len(gpu.start)] = coll
+            code = g_index.get(name)
+            if code is None:
+                code = g_index[name] = len(g_index)
+            g_name(code)
+            g_start(ts)
+            g_dur(dur)
+            continue
+        if kind == _ANNOTATION:
+            match = _STEP.match(name)
+            if match:
+                raw_steps.append((int(match.group(1)), ts, dur))
+                continue
+        cols = cpu
+        cols.device.append(-1)
+        cols.stream.append(_int(ev.get("tid"), 0))
+        cols.corr.append(-1)
+        cols.annotation.append(kind == _ANNOTATION)
+        cols.start.append(ts)
+        cols.dur.append(dur)
+        code = cols.index.get(name)
+        if code is None:
+            code = cols.index[name] = len(cols.index)
+        cols.name.append(code)
+    if num_complete == 0:
+        raise InputError(f"{source}: no complete (\"ph\": \"X\") events with a timestamp among {len(events):,} "
+                         "trace events; nothing to analyse",
+                         hint="record with torch.profiler and export_chrome_trace; complete events carry ts and dur")
+    skipped["bad_ts"] += gpu.drop_non_finite() + cpu.drop_non_finite()
+    raw_steps = [st for st in raw_steps if math.isfinite(st[1] + st[2])]
+    launches = np.asarray(launch_ts, dtype=np.float64)
+    launch_ok = np.isfinite(launches)
+    starts = [x for x in (gpu.first_start(), cpu.first_start(), min((st[1] for st in raw_steps), default=None),
+                          float(launches[launch_ok].min()) if launch_ok.any() else None) if x is not None]
+    origin = float(min(starts)) if starts else 0.0
+    steps = [Step(n, ts - origin, ts - origin + dur) for n, ts, dur in raw_steps]
+    info = meta.get("distributedInfo")
+    info = info if isinstance(info, dict) else {}
+    rank = _int(info.get("rank"), -1)
+    world = _int(info.get("world_size"), -1)
+    backend = info.get("backend")
+    return TraceData(
+        source=source,
+        rank=rank if rank >= 0 else None,
+        world_size=world if world > 0 else None,
+        backend=backend if isinstance(backend, str) else None,
+        gpu=gpu.table(origin),
+        cpu=cpu.table(origin),
+        launch_start_us=launches[launch_ok] - origin,
+        launch_correlation=np.asarray(launch_corr, dtype=np.int64)[launch_ok],
+        steps=tuple(sorted(_dedupe_steps(steps), key=lambda s: s.start_us)),
+        num_events=len(events),
+        origin_us=origin,
+        skipped={k: v for k, v in skipped.items() if v},
+    )
+
+
+def _dedupe_steps(steps: list[Step]) -> list[Step]:
+    """One window per step number (a repeated number keeps its widest window)."""
+    by_number: dict[int, Step] = {}
+    for step in steps:
+        old = by_number.get(step.number)
+        if old is None or step.end_us - step.start_us > old.end_us - old.start_us:
+            by_number[step.number] = step
+    return list(by_number.values())

@@ -1,0 +1,162 @@
+"""dsctl trace overlap through the real entry point: exit codes, JSON keys, SVG output, error lines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import trace_builder as tb  # tests/trace_builder.py (tests/ is on sys.path via its conftest)
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "trace"
+GLOO = [DATA / "gloo_rank0.json.gz", DATA / "gloo_rank1.json.gz"]
+RANK_KEYS = {"source", "rank", "device", "basis", "steps", "wall_us", "compute_busy_us", "comm_busy_us",
+             "overlapped_us", "exposed_comm_us", "compute_only_us", "idle_us", "overlap_ratio",
+             "exposed_comm_fraction", "collectives", "streams", "per_step", "num_events", "notes"}
+
+
+def _write(tmp_path: Path, name: str, doc: object, gz: bool = False) -> Path:
+    path = tmp_path / name
+    path.write_bytes(tb.encode(doc, gz=gz))
+    return path
+
+
+def _bad(result, *needles: str) -> None:
+    assert result.exit_code == 2, result.stderr
+    assert result.stdout == ""
+    first = result.stderr.splitlines()[0]
+    assert first.startswith("error: ") and "Traceback" not in result.stderr
+    for needle in needles:
+        assert needle in first, first
+
+
+def test_json_keys_for_the_recorded_gloo_ranks(cli) -> None:
+    result = cli("trace", "overlap", *GLOO, "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    data = result.json()
+    assert data["dsctl"]["command"] == "trace overlap"
+    assert set(data) == {"dsctl", "steps", "comm_patterns", "ranks", "worst_rank", "notes"}
+    assert [r["rank"] for r in data["ranks"]] == [0, 1]
+    assert set(data["ranks"][0]) == RANK_KEYS
+    assert set(data["ranks"][0]["collectives"][0]) == {"name", "count", "total_us", "exposed_us", "mean_us"}
+    assert set(data["worst_rank"]) == {"rank", "device", "source", "exposed_comm_us", "overlap_ratio",
+                                       "exposed_comm_fraction"}
+
+
+def test_table_output_and_svg(cli, tmp_path: Path) -> None:
+    svg = tmp_path / "overlap.svg"
+    result = cli("trace", "overlap", *GLOO, "--svg", svg, "--all-steps")
+    assert result.exit_code == 0, result.stderr
+    assert "Compute / communication overlap" in result.stdout and "worst rank" in result.stdout
+    assert "gloo:all_reduce" in result.stdout and "per step" in result.stdout
+    assert "no GPU kernels" in result.stdout
+    text = svg.read_text()
+    assert text.startswith("<svg") and text.count("exposed communication") >= 3 and "rank 1 cpu" in text
+    assert text.count("ProfilerStep#") == 6  # a step marker per step and rank
+    assert f"wrote {svg}" in result.stderr
+
+
+def test_synthetic_gpu_trace_hidden_vs_exposed(cli, tmp_path: Path) -> None:
+    hidden = _write(tmp_path, "r0.json.gz", tb.trace([tb.compute(0, 100), tb.nccl(20, 40)], rank=0), gz=True)
+    exposed = _write(tmp_path, "r1.json", tb.trace([tb.compute(0, 50), tb.nccl(50, 30), tb.compute(80, 20)], rank=1))
+    data = cli("trace", "overlap", hidden, exposed, "-f", "json").json()
+    r0, r1 = data["ranks"]
+    assert (r0["exposed_comm_us"], r0["overlap_ratio"]) == (0, 1.0)
+    assert (r1["exposed_comm_us"], r1["overlap_ratio"]) == (30, 0.0)
+    assert data["worst_rank"]["rank"] == 1
+
+
+def test_step_selection_and_comm_patterns(cli, tmp_path: Path) -> None:
+    doc = tb.trace([tb.step(1, 0, 50), tb.step(2, 50, 50), tb.compute(0, 40), tb.kernel("my_a2a", 10, 20),
+                    tb.compute(50, 10), tb.nccl(60, 20)])
+    path = _write(tmp_path, "t.json", doc)
+    data = cli("trace", "overlap", path, "--step", "2", "-f", "json").json()
+    assert data["steps"] == "2" and data["ranks"][0]["steps"] == [2]
+    assert data["ranks"][0]["exposed_comm_us"] == 20
+    data = cli("trace", "overlap", path, "--step", "1", "--add-comm-pattern", "^my_a2a", "-f", "json").json()
+    assert data["ranks"][0]["comm_busy_us"] == 20 and data["ranks"][0]["overlapped_us"] == 20
+    assert data["comm_patterns"][-1] == "^my_a2a"
+    data = cli("trace", "overlap", path, "--comm-pattern", "^my_a2a", "-f", "json").json()
+    assert data["comm_patterns"] == ["^my_a2a"]
+    assert data["ranks"][0]["comm_busy_us"] == 20  # the NCCL kernel is compute now
+
+
+def test_bad_inputs_exit_2_naming_the_file_or_option(cli, tmp_path: Path) -> None:
+    good = _write(tmp_path, "good.json", tb.trace([tb.compute(0, 10)]))
+    notjson = tmp_path / "notjson.json"
+    notjson.write_text("hello")
+    _bad(cli("trace", "overlap", notjson), str(notjson), "not valid JSON")
+    _bad(cli("trace", "overlap", _write(tmp_path, "empty.json", {"traceEvents": []})), "empty.json", "no complete")
+    _bad(cli("trace", "overlap", _write(tmp_path, "other.json", {"a": 1})), "other.json", "not a Chrome trace")
+    _bad(cli("trace", "overlap", tmp_path / "missing.json"), "missing.json", "file not found")
+    _bad(cli("trace", "overlap", tmp_path), "is a folder")
+    _bad(cli("trace", "overlap", good, "--comm-pattern", "(["), "--comm-pattern", "regular expression")
+    _bad(cli("trace", "overlap", good, "--step", "3"), "--step 3", "good.json")
+    _bad(cli("trace", "overlap", good, "--step", "1", "--all-steps"), "--step and --all-steps")
+    _bad(cli("trace", "overlap", good, "--svg", tmp_path / "nowhere" / "x.svg"), "--svg", "does not exist")
+
+
+def test_deeply_nested_json_is_bad_input(cli, tmp_path: Path) -> None:
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    _bad(cli("trace", "overlap", path), "deep.json")
+
+
+def test_no_partial_svg_on_error(cli, tmp_path: Path) -> None:
+    svg = tmp_path / "x.svg"
+    bad = _write(tmp_path, "bad.json", {"traceEvents": []})
+    _bad(cli("trace", "overlap", bad, "--svg", svg))
+    assert not svg.exists()
+
+
+def test_many_ranks_show_details_for_the_worst_only(cli, tmp_path: Path) -> None:
+    paths = []
+    for rank in range(6):
+        comm = tb.nccl(50, 10 * (rank + 1))  # rank 5 has the most exposed communication
+        paths.append(_write(tmp_path, f"r{rank}.json", tb.trace([tb.compute(0, 50), comm], rank=rank)))
+    result = cli("trace", "overlap", *paths)
+    assert result.exit_code == 0, result.stderr
+    assert "worst rank: 5" in result.stdout and "details below for the worst rank only" in result.stdout
+    assert "rank 5 gpu0: communication by collective" in result.stdout
+    assert "rank 0 gpu0: communication by collective" not in result.stdout
+
+
+def test_yaml_and_duplicate_rank_note(cli, tmp_path: Path) -> None:
+    a = _write(tmp_path, "a.json", tb.trace([tb.compute(0, 10)], rank=0))
+    b = _write(tmp_path, "b.json", tb.trace([tb.compute(0, 10)], rank=0))
+    result = cli("trace", "overlap", a, b, "-f", "yaml")
+    assert result.exit_code == 0, result.stderr
+    assert "exposed_comm_us: 0.0" in result.stdout and "overlap_ratio: null" in result.stdout
+    assert "rank 0 gpu0 appears in both" in result.stdout
+    table = cli("trace", "overlap", a)
+    assert "n/a" in table.stdout  # no communication: no overlap ratio
+
+
+def test_tables_keep_every_number_and_name_whole_at_80_columns(cli, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    out = cli("trace", "overlap", *map(str, GLOO), "--all-steps").stdout
+    for number in ("106.248", "106.566", "36.066", "58.8%", "33.8%", "31.275"):
+        assert number in out
+    assert "…" not in out and max(len(line) for line in out.splitlines()) <= 80
+    ep = _write(tmp_path, "ep.json", tb.ep_step(overlapped=True))
+    out = cli("trace", "overlap", str(ep)).stdout
+    assert "…" not in out and "deep_ep::intranode" in out
+
+
+def test_event_with_overflowing_times_is_skipped_without_a_numpy_warning(cli, tmp_path: Path, recwarn) -> None:
+    path = _write(tmp_path, "huge.json", tb.trace([tb.compute(1e308, 1e308)]))
+    result = cli("trace", "overlap", str(path))
+    _bad(result, "skipped 1 with bad ts")
+    assert "encountered" not in result.stderr
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+
+
+def test_negative_durations_are_named_when_nothing_is_left(cli, tmp_path: Path) -> None:
+    _bad(cli("trace", "overlap", str(_write(tmp_path, "neg.json", tb.trace([tb.compute(5.0, -1.0)])))),
+         "skipped 1 with negative dur")
+
+
+def test_empty_comm_pattern_is_refused(cli) -> None:
+    _bad(cli("trace", "overlap", str(GLOO[0]), "--comm-pattern", ""), "--comm-pattern ''", "matches every event")
+
+
+def test_svg_on_an_unwritable_file_system_exits_2(cli) -> None:
+    _bad(cli("trace", "overlap", str(GLOO[0]), "--svg", "/proc/overlap.svg"), "--svg /proc/overlap.svg", "cannot write")

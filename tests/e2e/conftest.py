@@ -1,0 +1,128 @@
+"""End-to-end fixtures: a real single-host Slurm cluster (tests/ci/slurm_up.sh) and real torchrun.
+
+When slurm-wlm or torch is missing these tests SKIP with the reason locally, and FAIL when CI=true, so that CI
+cannot pass without running them (.ci/run installs both).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+CI_DIR = Path(__file__).resolve().parents[1] / "ci"
+LAYOUT_CHECK = CI_DIR / "layout_check.py"
+#: emulated nodes; 256 so that a DeepSeek-V3-sized script can be accepted and run with a light payload
+SLURM_NODES = int(os.environ.get("DSCTL_E2E_SLURM_NODES", "256"))
+SLURM_DIR = os.environ.get("SLURM_CI_DIR", "/tmp/dsctl-slurm")
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").lower() not in ("", "0", "false")
+
+
+def need(ok: bool, reason: str) -> None:
+    """Skip (locally) or fail (CI=true) when a real component is missing."""
+    if ok:
+        return
+    if in_ci():
+        pytest.fail(f"CI=true but {reason}: .ci/run must install it", pytrace=False)
+    pytest.skip(reason)
+
+
+def env_bin() -> Path:
+    """The folder of this interpreter's scripts (torchrun of the same environment)."""
+    return Path(sys.executable).parent
+
+
+@pytest.fixture(scope="session")
+def torch_ready() -> Path:
+    """Path of torchrun next to this Python, with torch importable."""
+    torchrun = env_bin() / "torchrun"
+    need(importlib.util.find_spec("torch") is not None and torchrun.exists(),
+         "torch is not installed in this environment (pip install torch==2.13.0)")
+    return torchrun
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster() -> Iterator[int]:
+    """Start munge + slurmctld + SLURM_NODES slurmd (8 fake GPUs, 8 CPUs each) for the session; stop at the end."""
+    need(shutil.which("slurmctld") is not None and shutil.which("sbatch") is not None,
+         "Slurm is not installed (apt-get install slurm-wlm munge)")
+    env = {**os.environ, "SLURM_CI_NODES": str(SLURM_NODES), "SLURM_CI_GPUS": "8", "SLURM_CI_CPUS": "8",
+           "SLURM_CI_DIR": SLURM_DIR}
+    with _machine_lock(Path(SLURM_DIR + ".lock")):
+        subprocess.run(["bash", str(CI_DIR / "slurm_down.sh")], env=env, capture_output=True, check=False)
+        up = subprocess.run(["bash", str(CI_DIR / "slurm_up.sh")], env=env, capture_output=True, text=True,
+                            check=False, timeout=300)
+        if up.returncode != 0:
+            pytest.fail(f"tests/ci/slurm_up.sh failed ({up.returncode}):\n{up.stdout[-2000:]}\n"
+                        f"{up.stderr[-2000:]}", pytrace=False)
+        try:
+            yield SLURM_NODES
+        finally:
+            subprocess.run(["bash", str(CI_DIR / "slurm_down.sh")], env=env, capture_output=True, check=False,
+                           timeout=300)
+
+
+@contextmanager
+def _machine_lock(path: Path, timeout_s: float = 900.0) -> Iterator[None]:
+    """One test session at a time owns the machine's Slurm (/etc/slurm/slurm.conf, the daemons): wait for it."""
+    with path.open("a") as handle:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    pytest.fail(f"another test session held {path} for {timeout_s:.0f} s", pytrace=False)
+                time.sleep(1.0)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@pytest.fixture
+def job_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Put this environment's scripts (torchrun) first on PATH: sbatch passes PATH on to every task."""
+    monkeypatch.setenv("PATH", f"{env_bin()}{os.pathsep}{os.environ.get('PATH', '')}")
+
+
+def cpu_node_profile(folder: Path, gpus: int) -> Path:
+    """A profiles folder with node profile ``cpu{gpus}``: ``gpus`` workers per node, HBM large enough to fit."""
+    nodes = folder / "nodes"
+    nodes.mkdir(parents=True, exist_ok=True)
+    (nodes / f"cpu{gpus}.yaml").write_text(
+        f"name: cpu{gpus}\n"
+        "description: CPU stand-in for end-to-end tests (one gloo worker per 'GPU')\n"
+        f"gpu: {{model: none, count: {gpus}, hbm: 4096 GiB, bf16_dense_tflops: 1, fp8_dense_tflops: 2}}\n"
+        "nvlink: {bandwidth: 1 GB/s, links_per_gpu: 1}\n"
+        f"compute_nics: {{count: {gpus}, model: loopback, rate: 1 Gb/s, link_layer: ethernet}}\n"
+        "storage_nics: {count: 1, rate: 1 Gb/s, link_layer: ethernet}\n")
+    return folder
+
+
+@pytest.fixture(scope="session")
+def cpu_profiles(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Profiles folder with node profiles cpu2 and cpu4 (for ``--profiles-dir``)."""
+    folder = tmp_path_factory.mktemp("profiles")
+    cpu_node_profile(folder, 2)
+    cpu_node_profile(folder, 4)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def layout_check() -> Path:
+    """The torchrun payload that checks the rank layout (tests/ci/layout_check.py)."""
+    return LAYOUT_CHECK

@@ -1,0 +1,103 @@
+"""The Slurm batch script renderer: exact directives, env lines, srun/torchrun line; bash accepts it."""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+from functools import cache
+
+import pytest
+
+from dsctl.errors import InputError
+from dsctl.launch.engines.slurm import render_sbatch, sbatch_directives
+from dsctl.launch.engines.spec import JobOptions, job_spec, layout_env
+from dsctl.launch.plan import LaunchPlan, LaunchRequest, plan_launch
+from dsctl.profiles.loader import ProfileStore
+
+
+@cache
+def v3_plan(nodes: int = 256, train: tuple[str, ...] = ("train.py", "--config", "v3.yaml")) -> LaunchPlan:
+    store = ProfileStore.from_environment({}, None)
+    return plan_launch(store.model("deepseek-v3"), store.node("h800-hgx"),
+                       LaunchRequest(num_nodes=nodes, train_command=train), simulate_schedule=False)
+
+
+def script(options: JobOptions | None = None, train: tuple[str, ...] = ("train.py", "--config", "v3.yaml")) -> str:
+    options = options or JobOptions(job_name="v3")
+    return render_sbatch(job_spec(v3_plan(256, train), options, "slurm"), options)
+
+
+def test_directives_for_deepseek_v3_on_256_nodes() -> None:
+    spec = job_spec(v3_plan(), JobOptions(job_name="v3"), "slurm")
+    assert sbatch_directives(spec, JobOptions(job_name="v3")) == [
+        "#SBATCH --job-name=v3", "#SBATCH --nodes=256", "#SBATCH --ntasks-per-node=1",
+        "#SBATCH --gpus-per-node=8", "#SBATCH --cpus-per-task=8", "#SBATCH --output=v3-%j.out"]
+    text = script()
+    lines = text.splitlines()
+    assert lines[0] == "#!/bin/bash"
+    # every #SBATCH line comes before the first command (sbatch stops reading them there)
+    first_command = next(i for i, line in enumerate(lines) if line and not line.startswith("#"))
+    assert lines[first_command] == "set -euo pipefail"
+    assert all(i < first_command for i, line in enumerate(lines) if line.startswith("#SBATCH"))
+
+
+def test_optional_directives() -> None:
+    options = JobOptions(job_name="v3", cpus_per_task=96, partition="train", time_limit="2-00:00:00",
+                         log_path="/logs/v3-%j.out")
+    text = script(options)
+    for line in ("#SBATCH --cpus-per-task=96", "#SBATCH --partition=train", "#SBATCH --time=2-00:00:00",
+                 "#SBATCH --output=/logs/v3-%j.out"):
+        assert line in text.splitlines()
+
+
+def test_layout_is_exported() -> None:
+    text = script().splitlines()
+    for line in ("export DSCTL_PP=16", "export DSCTL_EP=64", "export DSCTL_TP=1", "export DSCTL_DP=128",
+                 "export DSCTL_EDP=2", "export DSCTL_RANK_ORDER=tp-cp-ep-dp-pp", "export DSCTL_NUM_NODES=256",
+                 "export DSCTL_GPUS_PER_NODE=8", "export DSCTL_SCHEDULE=dualpipe", "export DSCTL_NUM_STAGES=16",
+                 "export DSCTL_MICRO_BATCHES=120", "export DSCTL_GLOBAL_BATCH=15360", "export DSCTL_SEQ_LEN=4096"):
+        assert line in text
+    env = dict(layout_env(v3_plan(), "v3"))
+    assert int(env["DSCTL_PP"]) * int(env["DSCTL_TP"]) * int(env["DSCTL_DP"]) == 2048
+    assert int(env["DSCTL_EDP"]) == int(env["DSCTL_TP"]) * int(env["DSCTL_DP"]) // int(env["DSCTL_EP"])
+
+
+def test_one_torchrun_agent_per_node_with_static_rendezvous() -> None:
+    last = script().splitlines()[-1]
+    assert last == ("srun --kill-on-bad-exit=1 bash -c 'exec torchrun --nnodes 256 --nproc-per-node 8 "
+                    "--node-rank \"$SLURM_NODEID\" --master-addr \"$MASTER_ADDR\" --master-port 29500 "
+                    "train.py --config v3.yaml'")
+    text = script()
+    assert 'head=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n1)' in text
+    assert 'export MASTER_ADDR="$head_addr" MASTER_PORT=29500' in text
+
+
+def test_training_arguments_survive_quoting() -> None:
+    train = ("train.py", "--name", "it's a run", "--glob", "*.yaml", "--var", "$HOME")
+    last = script(train=train).splitlines()[-1]
+    inner = shlex.split(last)[-1]  # what bash -c receives
+    assert shlex.split(inner)[-len(train):] == list(train)
+
+
+def test_bash_parses_the_script(tmp_path) -> None:
+    path = tmp_path / "job.sbatch"
+    path.write_text(script(train=("train.py", "--name", "it's")))
+    done = subprocess.run(["bash", "-n", str(path)], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize(("options", "words"), [
+    (JobOptions(job_name="bad name"), "--job-name 'bad name'"),
+    (JobOptions(port=70000), "--port 70000"),
+    (JobOptions(time_limit="two days"), "--time 'two days'"),
+    (JobOptions(cpus_per_task=0), "--cpus-per-task 0"),
+    (JobOptions(partition="a b"), "--partition 'a b'"),
+])
+def test_bad_options_name_the_option(options: JobOptions, words: str) -> None:
+    with pytest.raises(InputError, match=words.replace("'", ".").replace("$", r"\$")):
+        job_spec(v3_plan(), options, "slurm")
+
+
+def test_training_command_is_required() -> None:
+    with pytest.raises(InputError, match="training command after '--'"):
+        job_spec(v3_plan(256, ()), JobOptions(), "slurm")

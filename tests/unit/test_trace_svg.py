@@ -1,0 +1,42 @@
+"""dsctl.trace.svg: lanes per rank, exposed communication drawn, size bounded by pixels rather than events."""
+
+from __future__ import annotations
+
+import re
+import xml.dom.minidom
+
+import numpy as np
+
+from dsctl.trace.classify import DEFAULT_PATTERNS, compile_patterns
+from dsctl.trace.overlap import analyse
+from dsctl.trace.parse import parse_trace
+from dsctl.trace.svg import EXPOSED, timeline_svg
+
+
+def _events(n: int, seed: int = 3) -> list[dict[str, object]]:
+    rng = np.random.default_rng(seed)
+    starts = np.cumsum(rng.uniform(1, 20, n))
+    events: list[dict[str, object]] = []
+    for i, t in enumerate(starts.tolist()):
+        name = "ncclDevKernel_AllReduce_RING_LL" if i % 3 == 0 else "gemm_kernel"
+        events.append({"ph": "X", "cat": "kernel", "name": name, "ts": t, "dur": float(rng.uniform(1, 15)),
+                       "args": {"device": 0, "stream": 20 if i % 3 == 0 else 7}})
+    return events
+
+
+def test_svg_is_valid_xml_with_one_row_per_rank_and_exposed_comm() -> None:
+    traces = [parse_trace({"traceEvents": _events(300, seed)}, f"r{seed}.json") for seed in (1, 2)]
+    result = analyse(traces, compile_patterns(DEFAULT_PATTERNS), DEFAULT_PATTERNS)
+    text = timeline_svg(result)
+    xml.dom.minidom.parseString(text)  # well-formed
+    assert "rank 0 gpu0" in text and "rank 1 gpu0" in text
+    assert f'fill="{EXPOSED}"' in text
+
+
+def test_svg_size_is_bounded_by_pixels_not_events() -> None:
+    trace = parse_trace({"traceEvents": _events(60_000)}, "big.json")
+    result = analyse([trace], compile_patterns(DEFAULT_PATTERNS), DEFAULT_PATTERNS)
+    text = timeline_svg(result)
+    rects = len(re.findall(r"<rect ", text))
+    assert rects < 3 * 1000 + 20  # three kinds of lanes, at most about one rectangle per pixel each
+    assert len(text) < 600_000
