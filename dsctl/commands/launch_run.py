@@ -102,7 +102,12 @@ def submit(plan: LaunchPlan, backend: str | None, options: JobOptions, out: Path
                               "or --backend slurm")
     out_dir = (out if out is not None else Path(options.job_name)).absolute()
     if backend == "slurm":
-        options = replace(options, log_path=str(out_dir / f"{options.job_name}-%j.out"))
+        if any(c in str(out_dir) for c in "\n\r"):
+            raise InputError(f"--out {str(out_dir)!r}: a folder name with a line break cannot be written into an "
+                             "#SBATCH line; choose another folder")
+        # Slurm expands %j, %x, ... in --output: a literal '%' of the folder is written '%%'
+        folder = str(out_dir).replace("%", "%%")
+        options = replace(options, log_path=f"{folder}/{options.job_name}-%j.out")
     spec = job_spec(plan, options, backend)
     files = {**plan_files(plan), **job_files(spec, options, backend)}
     executable = {"slurm": ("sbatch", slurm_runner.SBATCH_HINT), "torchrun": ("torchrun", TORCHRUN_HINT),

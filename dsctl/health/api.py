@@ -9,7 +9,7 @@ from typing import Any
 
 from dsctl.errors import InputError, one_of
 from dsctl.health.checks_gpu import GPU_CHECKS
-from dsctl.health.checks_rdma import RDMA_CHECKS, compute_nics
+from dsctl.health.checks_rdma import RDMA_CHECKS, compute_nics, roce_ports
 from dsctl.health.expectations import Expectations, expectations_for, find_sku
 from dsctl.health.model import SEVERITY_ORDER, Finding, NodeSnapshot, Severity, Unavailable
 from dsctl.health.xid import XID_CHECK_ID, xid_findings
@@ -20,7 +20,9 @@ FAIL_ON = {"crit": Severity.CRIT, "warn": Severity.WARN}
 
 #: checks that need at least one NVLink / one compute RDMA port; SKIP (not OK) without
 LINK_CHECKS = frozenset({"G7", "G8", "G10"})
-PORT_CHECKS = frozenset({"R2", "R3", "R4", "R5", "R6", "R7", "R8", "R9", "R10"})
+PORT_CHECKS = frozenset({"R2", "R3", "R4", "R5", "R6", "R7", "R8", "R9", "R10", "R11"})
+#: RoCE-only checks: left out (not even OK) unless a compute port is Ethernet or the profile's compute NICs are
+ROCE_CHECKS = frozenset({"R11"})
 
 CheckFn = Callable[[NodeSnapshot, Expectations], list[Finding]]
 
@@ -54,15 +56,16 @@ def choose_expectations(snap: NodeSnapshot, profile: NodeProfile | None,
                         lookup: Callable[[str], NodeProfile]) -> Expectations:
     """Targets from ``--node`` if given, else from the node profile named by the detected SKU's table row, else
     from the SKU row alone (counts then unchecked)."""
-    live = [g for g in snap.gpus if g.lost is None]
+    live = [g for g in snap.gpus if g.lost is None and isinstance(g.name, str)]
     sku = None
+    name = None
     if live:
         first = live[0]
-        sku = find_sku(first.name if isinstance(first.name, str) else None,
-                       first.pci_device_id if isinstance(first.pci_device_id, int) else None)
+        name = str(first.name)
+        sku = find_sku(name, first.pci_device_id if isinstance(first.pci_device_id, int) else None)
     if profile is None and sku is not None and sku.node_profile is not None:
         profile = lookup(sku.node_profile)
-    return expectations_for(profile, sku)
+    return expectations_for(profile, sku, name)
 
 
 def _area(check_id: str) -> str:
@@ -120,7 +123,10 @@ def run_checks(snap: NodeSnapshot, exp: Expectations, *, areas: Iterable[str] = 
     checks = [c for c in all_checks() if _area(c[0]) in selected and (c[0].startswith("R") or sampled_gpus)]
     has_links = any(g.links for g in snap.gpus if g.lost is None)
     has_ports = bool(compute_nics(snap, exp))
+    roce = bool(roce_ports(snap, exp)) or (exp.compute_link_layer or "").lower() == "ethernet"
     for check_id, title, fn in checks:
+        if check_id in ROCE_CHECKS and not roce:
+            continue
         if check_id in LINK_CHECKS and not has_links:
             findings.append(Finding(check_id, Severity.SKIP, "node", "no NVLink", "-", f"{title}: no NVLinks"))
             continue

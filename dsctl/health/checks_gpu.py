@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from dsctl.health.expectations import PCIE_REPLAYS_PER_LANE_PER_MIN, Expectations, find_sku
+from dsctl.health.expectations import PCIE_REPLAYS_PER_LANE_PER_MIN, Expectations, ProfileMismatch, find_sku
 from dsctl.health.model import NVLINK_COUNTERS, Finding, Gpu, NodeSnapshot, Severity, Unavailable, ok
 
 CRIT, WARN, INFO, SKIP = Severity.CRIT, Severity.WARN, Severity.INFO, Severity.SKIP
@@ -64,7 +64,7 @@ def g2_count(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
     if exp.num_gpus is not None and count < exp.num_gpus:
         out.append(Finding("G2", CRIT, "node", f"{count} GPUs", f"{exp.num_gpus} GPUs",
                            f"NVML sees {count} of {exp.num_gpus} GPUs (a GPU fell off the bus or was not enumerated)",
-                           "check dmesg for Xid 79, reseat or RMA the GPU, then reboot"))
+                           exp.profile_remedy("check dmesg for Xid 79, reseat or RMA the GPU, then reboot")))
     if snap.pci_gpus and len(snap.pci_gpus) > count:
         out.append(Finding("G2", CRIT, "node", f"{count} in NVML", f"{len(snap.pci_gpus)} on PCI",
                            f"{len(snap.pci_gpus)} NVIDIA GPUs on the PCI bus but NVML enumerates {count}",
@@ -96,7 +96,27 @@ def g4_sku(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
         out.append(Finding("G4", INFO, "node", names[0] if names else "?", "a SKU in the table",
                            "unknown GPU SKU: PCIe and power expectations are not checked",
                            "add the SKU to dsctl/health/expectations.py GPU_SKUS"))
+    if exp.mismatch is not None:
+        out.append(_profile_mismatch(exp.mismatch))
     return out
+
+
+def _profile_mismatch(m: ProfileMismatch) -> Finding:
+    """G4 WARN: the node profile describes other GPUs than the node has."""
+    if m.detected_sku is not None:
+        links = (f"NVLinks checked against the detected SKU ({m.used_nvlinks} per GPU), not the profile "
+                 f"({m.profile_nvlinks})" if m.used_nvlinks != m.profile_nvlinks
+                 else f"both expect {m.used_nvlinks} NVLinks per GPU")
+        message = f"node profile {m.profile} is for {m.profile_sku} GPUs but this node has {m.detected_sku}: {links}"
+    else:
+        message = (f"node profile {m.profile} is for {m.profile_sku} GPUs but this node has {m.detected_name} "
+                   "(not in the SKU table): counts are still checked against the profile")
+    if m.suggested_profile is not None:
+        remedy = f"check with --node {m.suggested_profile}, or omit --node to choose the profile from the GPU SKU"
+    else:
+        remedy = f"omit --node, or write a node profile for {m.detected_name} (dsctl profiles)"
+    return Finding("G4", WARN, "node", m.detected, f"{m.profile_gpu_model} (node profile {m.profile})",
+                   message, remedy)
 
 
 def g5_persistence(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
@@ -119,7 +139,7 @@ def g6_nvlink_active(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
             if expected:
                 out.append(Finding("G6", CRIT, _sub(gpu), str(gpu.num_links), f"{expected} active links",
                                    "NVLink is not reported on a GPU that should have it",
-                                   "check MIG mode, the driver and nvidia-smi nvlink -s"))
+                                   exp.profile_remedy("check MIG mode, the driver and nvidia-smi nvlink -s")))
             else:
                 out.append(Finding("G6", SKIP, _sub(gpu), "no NVLink", "-", "no NVLink on this SKU"))
             continue
@@ -129,7 +149,8 @@ def g6_nvlink_active(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
             shown = ", ".join(str(i) for i in down[:6]) + (", ..." if len(down) > 6 else "")
             out.append(Finding("G6", CRIT, _sub(gpu), f"{len(active)} active", f"{expected} active",
                                f"{expected - len(active)} NVLink(s) down (inactive: {shown})",
-                               "drain; reset the GPU; reseat/replace the baseboard or NVSwitch tray if it persists"))
+                               exp.profile_remedy("drain; reset the GPU; reseat/replace the baseboard or NVSwitch "
+                                                  "tray if it persists")))
     return out
 
 

@@ -1,4 +1,4 @@
-"""RDMA checks (R1-R10) over the sysfs part of a :class:`NodeSnapshot`. Counter thresholds are NVSentinel defaults,
+"""RDMA checks (R1-R11) over the sysfs part of a :class:`NodeSnapshot`. Counter thresholds are NVSentinel defaults,
 always on deltas between the two samples, never absolute values."""
 
 from __future__ import annotations
@@ -74,7 +74,8 @@ def r1_nic_count(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
     if len(nics) < exp.num_compute_nics:
         return [Finding("R1", CRIT, "node", f"{len(nics)} compute NICs", f"{exp.num_compute_nics}",
                         f"{exp.num_compute_nics - len(nics)} compute NIC(s) missing from /sys/class/infiniband",
-                        "check mst status / lspci; reseat or replace the HCA; reload mlx5_core")]
+                        exp.profile_remedy("check mst status / lspci; reseat or replace the HCA; "
+                                           "reload mlx5_core"))]
     return []
 
 
@@ -107,7 +108,7 @@ def r3_rate(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
         if exp.compute_nic_gbps is not None and parsed[0] < exp.compute_nic_gbps:
             out.append(Finding("R3", CRIT, _psub(port), port.rate, f"{exp.compute_nic_gbps:g} Gb/sec",
                                "port trained below the expected rate: this node straggles every collective",
-                               "check the cable/transceiver type and the switch port speed"))
+                               exp.profile_remedy("check the cable/transceiver type and the switch port speed")))
     return out
 
 
@@ -235,6 +236,53 @@ def r10_peermem(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
     return []
 
 
+ROCE_V2 = "RoCE v2"
+#: netdev operstates that cannot carry traffic -> CRIT; any other non-"up" state (unknown, dormant, testing) -> WARN
+OPERSTATE_DOWN = frozenset({"down", "lowerlayerdown", "notpresent"})
+
+
+def roce_ports(snap: NodeSnapshot, exp: Expectations) -> list[IbPort]:
+    """Compute ports whose link layer is Ethernet (RoCE)."""
+    return [p for p in _ports(snap, exp) if isinstance(p.link_layer, str) and p.link_layer == "Ethernet"]
+
+
+def r11_roce(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
+    """RoCE ports: a ``RoCE v2`` GID must exist (no v2 GID -> CRIT: RoCE v2 traffic, which NCCL uses over a routed
+    fabric, cannot be addressed), and the netdev those GIDs name must be ``up`` (down -> CRIT, other states or a
+    netdev missing from /sys/class/net -> WARN)."""
+    out = []
+    for port in roce_ports(snap, exp):
+        v2 = [g for g in port.gids if isinstance(g.type, str) and g.type.strip() == ROCE_V2]
+        if not v2:
+            types = sorted({g.type for g in port.gids if isinstance(g.type, str)})
+            shown = (f"{len(port.gids)} GIDs, types: {', '.join(types) or 'unreadable'}" if port.gids
+                     else "no non-zero GID")
+            out.append(Finding("R11", CRIT, _psub(port), shown, f"a {ROCE_V2} GID",
+                               "RoCE port has no RoCE v2 GID: RoCE v2 (routable) traffic cannot use it",
+                               "check the HCA's RoCE mode (firmware and driver: RoCE v2 off?) and the netdev's "
+                               "addresses (ip addr); NCCL_IB_GID_INDEX must name a RoCE v2 GID"))
+        named = v2 or list(port.gids)
+        ndevs = sorted({g.ndev for g in named if isinstance(g.ndev, str)})
+        if named and not ndevs:
+            out.append(Finding("R11", WARN, _psub(port), "no netdev in gid_attrs/ndevs", "a netdev",
+                               "the port's GIDs name no netdev: its link cannot be checked",
+                               "check the mlx5 netdev (ip link) and the RDMA device's net/ folder"))
+        for dev in ndevs:
+            state = port.netdev_operstate.get(dev, Unavailable("missing", "MISSING", f"/sys/class/net/{dev}"))
+            if state == "up":
+                continue
+            if isinstance(state, Unavailable):
+                out.append(Finding("R11", WARN, f"{_psub(port)} {dev}", str(state), "operstate up",
+                                   f"netdev {dev} named by the GID table has no /sys/class/net entry",
+                                   "check the netdev (ip link show); reload mlx5_core"))
+                continue
+            sev = CRIT if state.strip().lower() in OPERSTATE_DOWN else WARN
+            out.append(Finding("R11", sev, f"{_psub(port)} {dev}", f"operstate {state}", "operstate up",
+                               f"RoCE netdev {dev} is not up", f"ip link set {dev} up; check the cable and the "
+                               "switch port"))
+    return out
+
+
 RDMA_CHECKS: list[tuple[str, str, Callable[[NodeSnapshot, Expectations], list[Finding]]]] = [
     ("R1", "compute NIC count", r1_nic_count),
     ("R2", "port state", r2_port_state),
@@ -246,4 +294,5 @@ RDMA_CHECKS: list[tuple[str, str, Callable[[NodeSnapshot, Expectations], list[Fi
     ("R8", "NIC firmware", r8_firmware),
     ("R9", "GPU-NIC affinity", r9_affinity),
     ("R10", "GPUDirect RDMA", r10_peermem),
+    ("R11", "RoCE GID and netdev", r11_roce),
 ]

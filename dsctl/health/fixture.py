@@ -48,7 +48,9 @@ NIC_KEYS: dict[str, Any] = {
     "lid": None, "sm_lid": None,
     "pcie": {"current_link_speed": None, "max_link_speed": None, "current_link_width": None, "max_link_width": None},
     "counters_t0": ANY, "counters_t1": ANY, "hw_counters_t0": ANY, "hw_counters_t1": ANY, "missing": None,
+    "gids": None, "netdevs": ANY,
 }
+GID_KEYS = ("index", "gid", "type", "ndev")
 TOP_KEYS: dict[str, Any] = {
     "schema": None, "hostname": None, "driver_version": None, "device_count": None, "interval_s": None,
     "gpu_defaults": GPU_KEYS, "gpus": None, "infiniband": {"defaults": NIC_KEYS, "devices": None},
@@ -147,6 +149,7 @@ def normalize(data: Any, source: str = "fixture") -> dict[str, Any]:
         if not isinstance(nic["bdf"], str) or not BDF.fullmatch(nic["bdf"]):
             raise InputError(f"{source}: infiniband.devices[{i}].bdf {nic['bdf']!r} is not a PCI address",
                              hint="use the Linux form domain:bus:device.function, e.g. 0000:18:00.0")
+        _check_gids(nic.get("gids"), f"infiniband.devices[{i}].gids", source)
         nics.append(nic)
     interval = data.get("interval_s", 10.0)
     if (not isinstance(interval, (int, float)) or isinstance(interval, bool) or not math.isfinite(interval)
@@ -165,6 +168,22 @@ def normalize(data: Any, source: str = "fixture") -> dict[str, Any]:
         "nvidia_peermem": bool(data.get("nvidia_peermem", True)),
         "host": _host(data, source),
     }
+
+
+def _check_gids(gids: Any, where: str, source: str) -> None:
+    """``gids``: a list of ``{index: int >= 0, gid: str, type: str, ndev: str}`` (type and ndev optional)."""
+    if gids is None:
+        return
+    if not isinstance(gids, list):
+        raise InputError(f"{source}: {where} must be a list of {{index, gid, type, ndev}} mappings")
+    for j, gid in enumerate(gids):
+        if not isinstance(gid, Mapping) or set(gid) - set(GID_KEYS):
+            raise InputError(f"{source}: {where}[{j}] must be a mapping with keys {', '.join(GID_KEYS)}")
+        index = gid.get("index")
+        if not isinstance(index, int) or isinstance(index, bool) or index < 0 or not isinstance(gid.get("gid"), str):
+            raise InputError(f"{source}: {where}[{j}] needs index (an integer >= 0) and gid (a string)",
+                             hint="e.g. {index: 3, gid: '0000:0000:0000:0000:0000:ffff:0a00:0011', type: RoCE v2, "
+                                  "ndev: ens1np0}")
 
 
 def per_link(value: Any, link: int, what: str, source: str) -> Any:

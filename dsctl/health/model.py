@@ -162,10 +162,24 @@ class PciDevice:
 
 
 @dataclass(frozen=True)
+class RoceGid:
+    """One non-zero entry of an Ethernet (RoCE) port's GID table: ``ports/<n>/gids/<index>`` (``fe80:0000:...`` or
+    ``0000:...:ffff:0a00:0011`` for IPv4 10.0.0.17), its type from ``gid_attrs/types/<index>`` (``RoCE v2`` or
+    ``IB/RoCE v1``) and the netdev from ``gid_attrs/ndevs/<index>``."""
+
+    index: int
+    gid: str
+    type: Reading[str]
+    ndev: Reading[str]
+
+
+@dataclass(frozen=True)
 class IbPort:
     """One RDMA port from /sys/class/infiniband/<dev>/ports/<n>: raw kernel strings plus counters at t0/t1.
 
     ``counters_*`` merge ``counters/`` and ``hw_counters/`` (hw ones keep their own names); missing files are absent.
+    Ethernet (RoCE) ports also carry their non-zero GIDs and the ``/sys/class/net/<dev>/operstate`` of every netdev
+    those GIDs name (``up``, ``down``...); both stay empty on InfiniBand ports, which are not read for them.
     """
 
     device: str
@@ -178,6 +192,8 @@ class IbPort:
     sm_lid: Reading[str]
     counters_t0: dict[str, int]
     counters_t1: dict[str, int]
+    gids: tuple[RoceGid, ...] = ()
+    netdev_operstate: dict[str, Reading[str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -181,6 +181,13 @@ def nic_record(nic: Nic) -> dict[str, Any]:
                 missing.append(key)
             else:
                 data[key] = value
+        if port.gids:
+            data["gids"] = [{"index": g.index, "gid": g.gid,
+                             **{k: v for k, v in (("type", g.type), ("ndev", g.ndev)) if isinstance(v, str)}}
+                            for g in port.gids]
+        netdevs = {dev: state for dev, state in sorted(port.netdev_operstate.items()) if isinstance(state, str)}
+        if netdevs:
+            data["netdevs"] = netdevs
         for phase in ("t0", "t1"):
             counters = getattr(port, f"counters_{phase}")
             data[f"counters_{phase}"] = {k: v for k, v in sorted(counters.items()) if k not in HW_COUNTERS}

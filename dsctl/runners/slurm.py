@@ -19,6 +19,7 @@ FINAL_STATES = frozenset({"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_F
 
 _JOB_ID = re.compile(r"^(\d+)(;\S+)?$")
 _FIELD = re.compile(r"(\w+)=(\S*)")
+_STDOUT = re.compile(r"(?:^|\s)StdOut=(.*?)(?=\s+[A-Za-z][\w:/]*=|\s*$)", re.MULTILINE)
 
 
 class SubmitRejected(DsctlError):
@@ -60,7 +61,9 @@ def parse_job(job_id: str, text: str) -> JobStatus:
         status, _, signal = raw.partition(":")
         if status.isdigit():
             exit_code = int(status) or (128 + int(signal) if signal.isdigit() and int(signal) else 0)
-    log = fields.get("StdOut") or None
+    # a path may hold spaces: StdOut runs to the next " Key=" field (scontrol -o prints one line of Key=value)
+    path = _STDOUT.search(text)
+    log = path.group(1).strip() or None if path else None
     return JobStatus(job_id, state, exit_code, log)
 
 

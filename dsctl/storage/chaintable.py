@@ -59,8 +59,12 @@ def check_ids(scheme: IdScheme, num_nodes: int, num_disks: int, targets_per_ssd:
                          f"id (max {MAX_CHAINS_PER_DISK}); lower --nodes or --targets-per-ssd")
     top = chain_id(scheme, num_disks - 1, chains_per_disk)
     if top > UINT32_MAX:
+        # largest prefix p with (p * 1000 + num_disks) * 100_000 + chains_per_disk <= UINT32_MAX
+        best = ((UINT32_MAX - chains_per_disk) // 100_000 - num_disks) // 1_000
+        advice = (f"use a prefix of {best} or less" if best >= 1 else
+                  f"no prefix fits with {num_disks} disk indexes; lower --ssds-per-node")
         raise InputError(f"--chain-id-prefix {scheme.chain_prefix} gives chain id {top} above the uint32 maximum "
-                         f"{UINT32_MAX}; use a prefix of 42 or less")
+                         f"{UINT32_MAX}; {advice}")
 
 
 def chain_id(scheme: IdScheme, disk: int, index: int) -> int:

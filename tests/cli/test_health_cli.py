@@ -243,3 +243,25 @@ def test_record_out_that_is_a_folder_exits_2(cli: Cli, tmp_path: Path) -> None:
 def test_record_on_an_unwritable_file_system_exits_2(cli: Cli) -> None:
     r = cli("health", "record", "--from-record", rec("hgx_h800_healthy"), "--out", "/proc/node.yaml")
     assert r.exit_code == 2 and "--out /proc/node.yaml: cannot write" in r.stderr
+
+
+def test_mismatched_node_profile_is_a_warn_naming_both_models(cli: Cli) -> None:
+    args = ("health", "check", "--from-record", rec("hgx_h800_healthy"), "--node", "h100-hgx")
+    r = cli(*args, "--format", "json")
+    assert r.exit_code == 0, r.stderr
+    found = [(f["check"], f["severity"]) for f in r.json()["findings"] if f["severity"] != "OK"]
+    assert found == [("G4", "WARN")]
+    g4 = r.json()["findings"][0]
+    assert "H800-SXM" in g4["observed"] and "NVIDIA H100 80GB HBM3" in g4["expected"]
+    assert cli(*args, "--fail-on", "warn").exit_code == 1
+
+
+def test_roce_fixture_under_a_roce_profile_fires_r11(cli: Cli) -> None:
+    r = cli("--profiles-dir", str(DATA / "profiles"), "health", "check", "--from-record", rec("roce_no_v2_gid"),
+            "--node", "h800-roce", "--format", "json")
+    assert r.exit_code == 1, r.stderr
+    data = r.json()
+    assert data["node"]["expectations"] == "node profile h800-roce + SKU H800-SXM"
+    found = [(f["check"], f["severity"], f["subject"]) for f in data["findings"] if f["severity"] != "OK"]
+    assert found == [("R11", "CRIT", "mlx5_4/1")]
+    assert data["findings"][0]["observed"] == "2 GIDs, types: IB/RoCE v1"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -115,6 +116,17 @@ def test_slurm_submit_and_wait(cli: Cli, tmp_path: Path, monkeypatch: pytest.Mon
     assert data["log_path"] == "/runs/x-4242.out" and data["out_dir"] == str(out)
     assert (tmp_path / "bin" / "sbatch.args").read_text().split() == ["--parsable", str(out / "job.sbatch")]
     assert f"#SBATCH --output={out}/dsctl-train-%j.out" in (out / "job.sbatch").read_text()
+
+
+def test_slurm_submit_from_an_odd_folder(cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a space must not cut the #SBATCH --output path; a literal '%' must not become a Slurm pattern
+    fake_bin(tmp_path, monkeypatch, {"sbatch": "echo 5", "scontrol": 'echo "JobId=5 JobState=PENDING StdOut=/l"'})
+    out = tmp_path / "my runs" / "100%"
+    out.parent.mkdir()
+    res = cli(*V2_LITE_1, "--backend", "slurm", "--submit", "--out", out, "-f", "json", "--", "t.py")
+    assert res.exit_code == 0, res.stderr
+    line = next(x for x in (out / "job.sbatch").read_text().splitlines() if x.startswith("#SBATCH --output="))
+    assert shlex.split(line)[1:] == [f"--output={tmp_path}/my runs/100%%/dsctl-train-%j.out"]
 
 
 def test_slurm_failed_job_is_exit_1(cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

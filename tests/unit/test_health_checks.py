@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from dsctl.health import api
 from dsctl.health.checks_gpu import g8_nvlink_errors, g9_fabric, g13_pcie_replays, g18_recovery, g20_power
 from dsctl.health.checks_rdma import affinity, parse_gt_s, parse_rate, r6_degradation, state_code
-from dsctl.health.expectations import Expectations, find_sku
+from dsctl.health.expectations import Expectations, expectations_for, find_sku, sku_for_profile
 from dsctl.health.model import Fabric, Gpu, IbPort, Nic, NodeSnapshot, NvLink, PciDevice, Pcie, Power, Severity
 from dsctl.health.xid import parse_xids, xid_findings, xid_severity
 
@@ -151,3 +151,38 @@ def test_fail_on_warn_and_only_parsing() -> None:
     assert all(f.area in ("gpu", "nvlink") for f in report.findings)
     assert api.parse_only("gpu, rdma") == ("gpu", "rdma")
     assert api.parse_only(None) == api.AREAS
+
+
+def test_profiles_map_to_their_sku_rows() -> None:
+    from dsctl.commands._common import profile_store
+    store = profile_store()
+    assert {n: getattr(sku_for_profile(store.node(n)), "key", None) for n in ("h800-hgx", "h100-hgx", "h200-hgx")} \
+        == {"h800-hgx": "H800-SXM", "h100-hgx": "H100-SXM", "h200-hgx": "H200-SXM"}
+    custom = dataclasses.replace(store.node("h800-hgx"), name="my-box", gpu_model="NVIDIA L40S")
+    assert sku_for_profile(custom) is find_sku("NVIDIA L40S", None)
+    odd = dataclasses.replace(store.node("h800-hgx"), name="my-box", gpu_model="Some Accelerator")
+    assert sku_for_profile(odd) is None
+    assert expectations_for(odd, find_sku("NVIDIA H100 80GB HBM3", None), "NVIDIA H100 80GB HBM3").mismatch is None
+
+
+def test_unknown_gpus_under_a_known_profile_keep_its_counts_and_hint() -> None:
+    from dsctl.commands._common import profile_store
+    from dsctl.health.checks_gpu import g4_sku, g6_nvlink_active
+    exp = expectations_for(profile_store().node("h100-hgx"), None, "NVIDIA A100-SXM4-80GB")
+    assert exp.mismatch is not None and exp.mismatch.detected_sku is None
+    assert exp.num_nvlinks_per_gpu == 18
+    links = tuple(NvLink(i, i < 12, 4, 2, "0000:05:00.0", ZERO, ZERO) for i in range(12))
+    gpu = Gpu(index=0, name="NVIDIA A100-SXM4-80GB", pci_device_id=0x20B210DE, links=links, num_links=12)
+    node = snap((gpu,))
+    g6 = g6_nvlink_active(node, exp)
+    assert [(f.severity, f.observed) for f in g6] == [(Severity.CRIT, "12 active")]
+    assert "node profile is wrong: h100-hgx describes NVIDIA H100 80GB HBM3" in g6[0].remedy
+    g4 = {f.severity: f for f in g4_sku(node, exp)}
+    assert set(g4) == {Severity.INFO, Severity.WARN}
+    assert "not in the SKU table" in g4[Severity.WARN].message
+
+
+def test_no_mismatch_without_a_gpu_name() -> None:
+    from dsctl.commands._common import profile_store
+    exp = expectations_for(profile_store().node("h100-hgx"), None, None)
+    assert exp.mismatch is None and exp.num_nvlinks_per_gpu == 18

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dsctl.commands._common import profile_store
 from dsctl.commands.health import take_snapshot
 from dsctl.health import api
 from dsctl.health.model import Finding, NodeSnapshot, Severity
 from dsctl.health.record import snapshot_record
+from dsctl.profiles.loader import ENV_VAR, ProfileStore
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "health"
 ALL_AREAS = ("gpu", "nvlink", "rdma")
@@ -25,8 +25,12 @@ def replay(name: str) -> NodeSnapshot:
     return take_snapshot(DATA / f"{name}.yaml", None, None, ALL_AREAS)
 
 
+#: fixtures checked against a node profile of tests/data/health/profiles rather than the one the SKU picks
+FIXTURE_NODE = {"roce_no_v2_gid": "h800-roce"}
+
+
 def report_for(snap: NodeSnapshot, node: str | None = None) -> api.HealthReport:
-    store = profile_store()
+    store = ProfileStore.from_environment({ENV_VAR: str(DATA / "profiles")})
     exp = api.choose_expectations(snap, store.node(node) if node else None, store.node)
     return api.run_checks(snap, exp)
 
@@ -50,15 +54,17 @@ EXPECTED = {
     "ib_rate_hdr_downgrade": [("R3", "CRIT", "mlx5_5/1")],
     "ib_symbol_error_burst": [("R6", "CRIT", "mlx5_1/1")],
     "nic_wrong_numa": [("R9", "WARN", "gpu2")],
+    "roce_no_v2_gid": [("R11", "CRIT", "mlx5_4/1")],
 }
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_fixture_fires_exactly_its_finding(name: str) -> None:
-    report = report_for(replay(name))
+    report = report_for(replay(name), FIXTURE_NODE.get(name))
     assert problems(report) == EXPECTED[name]
     worst = EXPECTED[name][0][1]
     assert report.exit_code == (1 if worst == "CRIT" else 0)
+    assert ("R11" in {f.check for f in report.findings}) is (name in FIXTURE_NODE)  # RoCE only
 
 
 @pytest.mark.parametrize("name", ["hgx_h100_healthy", "hgx_h800_healthy"])
@@ -77,10 +83,51 @@ def test_h800_expectations_come_from_the_profile_and_sku_table() -> None:
     assert sum(1 for link in snap.gpus[0].links if link.active is True) == 8
 
 
-def test_h800_node_checked_against_the_h100_profile_fails_on_links() -> None:
-    report = report_for(replay("hgx_h800_healthy"), node="h100-hgx")
-    assert {(c, s) for c, s, _ in problems(report)} == {("G6", "CRIT")}
-    assert len(problems(report)) == 8
+@pytest.mark.parametrize(("name", "node", "detected", "profile_model", "links"), [
+    ("hgx_h800_healthy", "h100-hgx", "NVIDIA H800 80GB HBM3 (H800-SXM)", "NVIDIA H100 80GB HBM3", "(8 per GPU)"),
+    ("hgx_h100_healthy", "h800-hgx", "NVIDIA H100 80GB HBM3 (H100-SXM)", "NVIDIA H800 SXM5", "(18 per GPU)"),
+])
+def test_mismatched_profile_is_one_g4_warn_not_links_down(name: str, node: str, detected: str, profile_model: str,
+                                                          links: str) -> None:
+    report = report_for(replay(name), node=node)
+    assert problems(report) == [("G4", "WARN", "node")]
+    g4 = report.findings[0]
+    assert (g4.observed, g4.expected) == (detected, f"{profile_model} (node profile {node})")
+    assert f"node profile {node} is for" in g4.message and links in g4.message
+    assert "--node h" in g4.remedy
+    assert "does not match the GPUs" in report.node["expectations"]
+    assert report.exit_code == 0
+    assert report.summary == {"crit": 0, "warn": 1, "info": 0, "skip": 0, "ok": 29}
+
+
+def test_mismatched_profile_still_finds_a_real_link_down() -> None:
+    """An H100 with one link down, checked against the H800 profile (8 links): the SKU's 18 still apply."""
+    report = report_for(replay("nvlink_link_down"), node="h800-hgx")
+    assert problems(report) == [("G6", "CRIT", "gpu3"), ("G4", "WARN", "node")]
+    g6 = report.findings[0]
+    assert g6.expected == "18 active" and "node profile is wrong" in g6.remedy
+
+
+def test_same_link_count_mismatch_says_so() -> None:
+    report = report_for(replay("hgx_h100_healthy"), node="h200-hgx")
+    assert problems(report) == [("G4", "WARN", "node")]
+    assert "both expect 18 NVLinks per GPU" in report.findings[0].message
+
+
+def test_mismatched_profile_adds_its_hint_to_count_findings() -> None:
+    report = report_for(replay("pcie_l40s_no_nvlink"), node="h800-hgx")
+    assert problems(report) == [("G2", "CRIT", "node"), ("R1", "CRIT", "node"), ("G4", "WARN", "node")]
+    hint = "or the node profile is wrong: h800-hgx describes NVIDIA H800 SXM5, the GPUs are NVIDIA L40S (L40S)"
+    assert all(hint in f.remedy for f in report.findings[:2])
+    g4 = report.findings[2]
+    assert "0 per GPU" in g4.message and g4.remedy.startswith("omit --node")
+    assert {f.check for f in report.findings if f.severity is Severity.SKIP} >= {"G6", "G7", "G8", "G10"}
+
+
+def test_matching_profile_has_no_hint() -> None:
+    report = report_for(replay("nvlink_link_down"), node="h100-hgx")
+    assert problems(report) == [("G6", "CRIT", "gpu3")]
+    assert "profile" not in report.findings[0].remedy
 
 
 def test_l40s_not_supported_paths_are_skips_not_failures() -> None:
@@ -114,7 +161,7 @@ def test_rate_checks_use_the_second_sample() -> None:
 
 
 @pytest.mark.parametrize("name", ["hgx_h800_healthy", "xid79_gpu_lost", "pcie_l40s_no_nvlink", "ib_port_down",
-                                  "nvlink_replay_growth"])
+                                  "nvlink_replay_growth", "roce_no_v2_gid"])
 def test_record_round_trips(name: str, tmp_path: Path) -> None:
     first = replay(name)
     path = tmp_path / "node.yaml"
@@ -128,7 +175,8 @@ def test_record_round_trips(name: str, tmp_path: Path) -> None:
     def key(fs: tuple[Finding, ...]) -> list[tuple[str, str, str, str]]:
         return [(f.check, f.severity.value, f.subject, f.observed) for f in fs]
 
-    assert key(report_for(again).findings) == key(report_for(first).findings)
+    node = FIXTURE_NODE.get(name)
+    assert key(report_for(again, node).findings) == key(report_for(first, node).findings)
 
 
 def test_every_fixture_file_is_covered() -> None:
@@ -145,3 +193,63 @@ def test_gpu_missing_from_nvml_but_on_pci_is_crit(tmp_path: Path) -> None:
     g2 = [(f.severity.value, f.observed, f.expected) for f in report.findings if f.check == "G2"]
     assert g2 == [("CRIT", "7 GPUs", "8 GPUs"), ("CRIT", "7 in NVML", "8 on PCI")]
     assert {f.check for f in report.findings if f.severity is Severity.CRIT} == {"G2"}
+
+
+def roce_variant(tmp_path: Path, device: int, **changes: object) -> NodeSnapshot:
+    """roce_no_v2_gid with mlx5_4 given back its RoCE v2 GIDs, then ``changes`` applied to NIC ``device``."""
+    data = yaml.safe_load((DATA / "roce_no_v2_gid.yaml").read_text(encoding="utf-8"))
+    healthy = yaml.safe_load((DATA / "roce_no_v2_gid.yaml").read_text(encoding="utf-8"))["infiniband"]["devices"][3]
+    gids = [{**g, "ndev": "ens5np0", "gid": g["gid"].replace(":fe03:", ":fe04:").replace(":0a03:", ":0a04:")}
+            for g in healthy["gids"]]
+    data["infiniband"]["devices"][4]["gids"] = gids
+    data["infiniband"]["devices"][device].update(changes)
+    path = tmp_path / "roce.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return take_snapshot(path, None, None, ALL_AREAS)
+
+
+def test_healthy_roce_node_passes_r11(tmp_path: Path) -> None:
+    snap = roce_variant(tmp_path, 0)
+    port = next(n for n in snap.nics if n.name == "mlx5_4").ports[0]
+    assert [(g.index, g.type) for g in port.gids] == [(0, "IB/RoCE v1"), (1, "RoCE v2"), (2, "IB/RoCE v1"),
+                                                      (3, "RoCE v2")]
+    assert port.netdev_operstate == {"ens5np0": "up"}
+    report = report_for(snap, "h800-roce")
+    assert problems(report) == []
+    assert ("R11", Severity.OK) in {(f.check, f.severity) for f in report.findings}
+    assert report.summary == {"crit": 0, "warn": 0, "info": 0, "skip": 0, "ok": 31}
+
+
+@pytest.mark.parametrize(("netdevs", "expected"), [
+    ({"ens3np0": "down"}, [("R11", "CRIT", "mlx5_2/1 ens3np0")]),
+    ({"ens3np0": "dormant"}, [("R11", "WARN", "mlx5_2/1 ens3np0")]),
+    ({}, [("R11", "WARN", "mlx5_2/1 ens3np0")]),
+])
+def test_roce_netdev_must_be_up(tmp_path: Path, netdevs: dict[str, str],
+                                expected: list[tuple[str, str, str]]) -> None:
+    report = report_for(roce_variant(tmp_path, 2, netdevs=netdevs), "h800-roce")
+    assert problems(report) == expected
+    if not netdevs:
+        assert report.findings[0].observed == "n/a (missing)"
+        assert "/sys/class/net" in report.findings[0].message
+
+
+def test_roce_gids_without_a_netdev_warn(tmp_path: Path) -> None:
+    data = yaml.safe_load((DATA / "roce_no_v2_gid.yaml").read_text(encoding="utf-8"))
+    gids = [{k: v for k, v in g.items() if k != "ndev"} for g in data["infiniband"]["devices"][1]["gids"]]
+    report = report_for(roce_variant(tmp_path, 1, gids=gids, netdevs={}), "h800-roce")
+    assert problems(report) == [("R11", "WARN", "mlx5_1/1")]
+
+
+def test_roce_port_without_any_gid_is_crit(tmp_path: Path) -> None:
+    report = report_for(roce_variant(tmp_path, 6, gids=[], netdevs={}), "h800-roce")
+    assert problems(report) == [("R11", "CRIT", "mlx5_6/1")]
+    assert report.findings[0].observed == "no non-zero GID"
+
+
+def test_roce_profile_on_an_ib_node_checks_only_its_ethernet_port() -> None:
+    report = report_for(replay("hgx_h800_healthy"), "h800-roce")
+    # only the storage NIC mlx5_8 is Ethernet (so it counts as compute), and its fixture carries no GID table
+    crit = [p for p in problems(report) if p[1] == "CRIT"]
+    assert crit == [("R1", "CRIT", "node"), ("R11", "CRIT", "mlx5_8/1")]
+    assert next(f for f in report.findings if f.check == "R11").observed == "no non-zero GID"

@@ -5,10 +5,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
 import yaml
 
+from dsctl.errors import InputError
 from dsctl.health.backends.sysfs import SysfsReader, render_sysfs, write_counters
 from dsctl.health.fixture import normalize
+from dsctl.health.model import Unavailable
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "health"
 
@@ -67,3 +70,43 @@ def test_no_pma_counter_and_missing_files_are_not_supported(tmp_path: Path) -> N
 def test_empty_root_has_nothing(tmp_path: Path) -> None:
     reader = SysfsReader(tmp_path)
     assert reader.nics() == () and reader.pci_gpus() == () and reader.nvidia_peermem() is False
+
+
+def test_roce_gid_table_and_netdev_are_rendered_and_read(tmp_path: Path) -> None:
+    data = node("roce_no_v2_gid")
+    render_sysfs(data, tmp_path)
+    port = tmp_path / "sys/class/infiniband/mlx5_0/ports/1"
+    assert (port / "gids/3").read_text() == "0000:0000:0000:0000:0000:ffff:0a00:0011\n"
+    assert (port / "gid_attrs/types/3").read_text() == "RoCE v2\n"
+    assert (port / "gid_attrs/ndevs/3").read_text() == "ens1np0\n"
+    assert (tmp_path / "sys/class/net/ens1np0/operstate").read_text() == "up\n"
+    # unused table entries read as zeros and their attributes fail: skipped, as on a real port
+    (port / "gids/4").write_text("0000:0000:0000:0000:0000:0000:0000:0000\n")
+    (port / "gids/5").write_text("fe80:0000:0000:0000:0000:0000:0000:0099\n")  # no type/ndev files
+    nic = SysfsReader(tmp_path).nics()[0]
+    gids = nic.ports[0].gids
+    assert [g.index for g in gids] == [0, 1, 2, 3, 5]
+    assert gids[4].type == Unavailable("missing", "MISSING", "/sys/class/infiniband/mlx5_0/ports/1/gid_attrs/types/5")
+    assert nic.ports[0].netdev_operstate == {"ens1np0": "up"}
+
+
+def test_infiniband_ports_are_not_read_for_gids(tmp_path: Path) -> None:
+    data = node()
+    data["nics"][0]["gids"] = [{"index": 0, "gid": "fe80:0000:0000:0000:0000:0000:0000:0001", "type": "IB/RoCE v1"}]
+    render_sysfs(data, tmp_path)
+    port = SysfsReader(tmp_path).nics()[0].ports[0]
+    assert port.link_layer == "InfiniBand" and port.gids == () and port.netdev_operstate == {}
+
+
+@pytest.mark.parametrize(("gids", "needle"), [
+    ("fe80::1", "must be a list"),
+    ([{"index": 1, "gid": "fe80::1", "kind": "RoCE v2"}], "must be a mapping with keys index, gid, type, ndev"),
+    ([{"index": -1, "gid": "fe80::1"}], "needs index (an integer >= 0) and gid"),
+    ([{"index": 1}], "needs index (an integer >= 0) and gid"),
+])
+def test_bad_gid_entries_name_the_device(gids: object, needle: str) -> None:
+    raw = yaml.safe_load((DATA / "roce_no_v2_gid.yaml").read_text(encoding="utf-8"))
+    raw["infiniband"]["devices"][2]["gids"] = gids
+    with pytest.raises(InputError) as err:
+        normalize(raw, "roce.yaml")
+    assert "roce.yaml: infiniband.devices[2].gids" in str(err.value) and needle in str(err.value)

@@ -64,12 +64,45 @@ def test_layout_is_exported() -> None:
 
 def test_one_torchrun_agent_per_node_with_static_rendezvous() -> None:
     last = script().splitlines()[-1]
-    assert last == ("srun --kill-on-bad-exit=1 bash -c 'exec torchrun --nnodes 256 --nproc-per-node 8 "
+    assert last == ("srun --kill-on-bad-exit=1 --cpus-per-task=8 "
+                    "bash -c 'exec torchrun --nnodes 256 --nproc-per-node 8 "
                     "--node-rank \"$SLURM_NODEID\" --master-addr \"$MASTER_ADDR\" --master-port 29500 "
                     "train.py --config v3.yaml'")
     text = script()
-    assert 'head=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n1)' in text
+    assert 'head=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | awk \'NR==1\')' in text
     assert 'export MASTER_ADDR="$head_addr" MASTER_PORT=29500' in text
+
+
+def test_srun_asks_for_the_cpus_of_the_job() -> None:
+    # srun of Slurm 22.05-23.02 does not inherit --cpus-per-task from sbatch: without it the agent and its
+    # workers are bound to one CPU
+    assert script().splitlines()[-1].startswith("srun --kill-on-bad-exit=1 --cpus-per-task=8 bash -c ")
+    last = script(JobOptions(job_name="v3", cpus_per_task=96)).splitlines()[-1]
+    assert shlex.split(last)[:3] == ["srun", "--kill-on-bad-exit=1", "--cpus-per-task=96"]
+
+
+def test_head_node_of_a_long_node_list(tmp_path) -> None:
+    # 'scontrol show hostnames | head -n1' under pipefail: head exits after one line, scontrol dies of SIGPIPE
+    # (141) on a long list and set -e ends the job before srun
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "scontrol"
+    fake.write_text("#!/bin/bash\nfor i in $(seq 1 20000); do echo \"gpu-node-with-a-long-name-$i\"; done\n")
+    fake.chmod(0o755)
+    line = next(x for x in script().splitlines() if x.startswith("head="))
+    done = subprocess.run(["bash", "-c", f"set -euo pipefail; {line}; echo \"$head\""], capture_output=True,
+                          text=True, check=False, env={"PATH": f"{bin_dir}:/usr/bin:/bin", "SLURM_JOB_NODELIST": "x"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "gpu-node-with-a-long-name-1\n"
+
+
+def test_log_path_with_spaces_is_one_sbatch_argument() -> None:
+    # sbatch splits #SBATCH lines at whitespace and honours double quotes (as a POSIX shell would)
+    line = next(x for x in script(JobOptions(job_name="v3", log_path='/home/me/my runs/a"b/v3-%j.out')).splitlines()
+                if x.startswith("#SBATCH --output="))
+    assert shlex.split(line)[1:] == ['--output=/home/me/my runs/a"b/v3-%j.out']
+    plain = next(x for x in script().splitlines() if x.startswith("#SBATCH --output="))
+    assert plain == "#SBATCH --output=v3-%j.out"
 
 
 def test_training_arguments_survive_quoting() -> None:

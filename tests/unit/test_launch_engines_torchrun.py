@@ -87,6 +87,9 @@ def test_scontrol_job_line() -> None:
     status = parse_job("7", line)
     assert (status.state, status.exit_code, status.log_path, status.final) == ("FAILED", 1, "/runs/v3/v3-7.out",
                                                                                 True)
+    spaced = parse_job("7", "JobId=7 JobState=RUNNING StdErr=/my runs/e.out StdIn=/dev/null "
+                            "StdOut=/my runs/v3 x/v3-7.out Power= TresPerNode=gres:gpu:8")
+    assert spaced.log_path == "/my runs/v3 x/v3-7.out"
     running = parse_job("8", "JobId=8 JobState=RUNNING ExitCode=0:0 StdOut=/x")
     assert not running.final and running.exit_code == 0
     killed = parse_job("9", "JobId=9 JobState=CANCELLED ExitCode=0:15")

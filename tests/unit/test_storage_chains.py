@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from dsctl.errors import InputError
 from dsctl.storage.api import check_chains, generate_chains
 from dsctl.storage.balance import measure
-from dsctl.storage.chaintable import IdScheme, chain_id, render_files, target_ids
+from dsctl.storage.chaintable import UINT32_MAX, IdScheme, chain_id, check_ids, render_files, target_ids
 from dsctl.storage.design import build_design, pair_share_matrix, sum_squares_lower_bound
 from dsctl.storage.graphics import pair_share_svg
 from dsctl.storage.layout import ascending_layout, build_layout
@@ -94,6 +94,16 @@ def test_rotation_balances_resync_head_and_tail(v: int, k: int, r: int) -> None:
     ideal = 16 * r / (v - 1)
     assert b.sync_source.min >= ideal - 1.5 and b.sync_source.max <= ideal + 1.5
     assert b.head.max - b.head.min <= 2 and b.tail.max - b.tail.min <= 2
+
+
+@pytest.mark.parametrize(("disks", "chains"), [(1, 10), (999, 10), (500, 99_999)])
+def test_uint32_advice_names_a_prefix_that_fits(disks: int, chains: int) -> None:
+    # the advised prefix must itself fit: with many disk indexes 42 overflows too
+    with pytest.raises(InputError, match="--chain-id-prefix 43") as info:
+        check_ids(IdScheme(chain_prefix=43), 5, disks, 6, chains)
+    advised = int(info.value.message.split("use a prefix of ")[1].split()[0])
+    assert chain_id(IdScheme(chain_prefix=advised), disks - 1, chains) <= UINT32_MAX
+    assert chain_id(IdScheme(chain_prefix=advised + 1), disks - 1, chains) > UINT32_MAX
 
 
 def test_id_examples_of_the_sheet() -> None:

@@ -4,7 +4,8 @@ writes a fake node's sysfs tree in exactly the kernel formats (``4: ACTIVE``, ``
 Paths read: ``sys/bus/pci/devices/<bdf>`` (symlink into ``sys/devices/pciDDDD:BB/...``; files ``vendor``, ``class``,
 ``numa_node``, ``current_link_speed``, ``max_link_speed``, ``current_link_width``, ``max_link_width``),
 ``sys/class/infiniband/<dev>/{hca_type,fw_ver,device}``, ``.../ports/<n>/{state,phys_state,rate,link_layer,lid,
-sm_lid,counters/*,hw_counters/*}`` and ``sys/module/nvidia_peermem``.
+sm_lid,counters/*,hw_counters/*}``, on Ethernet (RoCE) ports also ``gids/<i>``, ``gid_attrs/{types,ndevs}/<i>`` and
+``sys/class/net/<ndev>/operstate``, and ``sys/module/nvidia_peermem``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from dsctl.health.model import IbPort, Nic, PciDevice, Reading, Unavailable
+from dsctl.health.model import IbPort, Nic, PciDevice, Reading, RoceGid, Unavailable
 
 NVIDIA_VENDOR = 0x10DE
 
@@ -102,16 +103,41 @@ class SysfsReader:
         ports_dir = path / "ports"
         if ports_dir.is_dir():
             for port_dir in sorted(ports_dir.iterdir(), key=lambda p: int(p.name) if p.name.isdigit() else 0):
+                layer = _read(port_dir / "link_layer")
+                gids = self._gids(port_dir) if layer == "Ethernet" else ()
+                ndevs = sorted({g.ndev for g in gids if isinstance(g.ndev, str)})
                 ports.append(IbPort(
                     device=path.name, port=int(port_dir.name) if port_dir.name.isdigit() else 0,
                     state=_read(port_dir / "state"), phys_state=_read(port_dir / "phys_state"),
-                    rate=_read(port_dir / "rate"), link_layer=_read(port_dir / "link_layer"),
+                    rate=_read(port_dir / "rate"), link_layer=layer,
                     lid=_read(port_dir / "lid"), sm_lid=_read(port_dir / "sm_lid"),
-                    counters_t0=self._port_counters(port_dir), counters_t1={}))
+                    counters_t0=self._port_counters(port_dir), counters_t1={}, gids=gids,
+                    netdev_operstate={dev: self._sys_read(f"class/net/{dev}/operstate") for dev in ndevs}))
         return Nic(name=path.name, hca_type=_read(path / "hca_type"), fw_ver=_read(path / "fw_ver"), pci=pci,
                    pcie_speed=_read(device / "current_link_speed"), pcie_max_speed=_read(device / "max_link_speed"),
                    pcie_width=_read_int(device / "current_link_width"),
                    pcie_max_width=_read_int(device / "max_link_width"), ports=tuple(ports))
+
+    def _sys_read(self, rel: str) -> Reading[str]:
+        """``<root>/sys/<rel>``; a failure names ``/sys/<rel>`` (not the root), so a replayed record compares equal."""
+        value = _read(self.root / "sys" / rel)
+        return Unavailable(value.kind, value.code, f"/sys/{rel}") if isinstance(value, Unavailable) else value
+
+    def _gids(self, port_dir: Path) -> tuple[RoceGid, ...]:
+        """Non-zero GID table entries with their type and netdev. Unused entries read as all zeros (their
+        ``gid_attrs`` files fail with EINVAL), so they are skipped."""
+        folder = port_dir / "gids"
+        if not folder.is_dir():
+            return ()
+        rel = f"class/infiniband/{port_dir.parent.parent.name}/ports/{port_dir.name}/gid_attrs"
+        out = []
+        for entry in sorted((e for e in folder.iterdir() if e.name.isdigit()), key=lambda e: int(e.name)):
+            gid = _read(entry)
+            if isinstance(gid, Unavailable) or not gid.replace(":", "").strip("0"):
+                continue
+            out.append(RoceGid(int(entry.name), gid, self._sys_read(f"{rel}/types/{entry.name}"),
+                               self._sys_read(f"{rel}/ndevs/{entry.name}")))
+        return tuple(out)
 
     @staticmethod
     def _port_counters(port_dir: Path) -> dict[str, int]:
@@ -194,6 +220,14 @@ def render_sysfs(node: Mapping[str, Any], root: Path) -> None:
         for key in ("state", "phys_state", "rate", "link_layer", "lid", "sm_lid"):
             if key in nic and key not in missing:
                 _write(port / key, str(nic[key]))
+        for gid in nic.get("gids") or []:
+            index = str(gid["index"])
+            _write(port / "gids" / index, str(gid["gid"]))
+            for key, folder in (("type", "types"), ("ndev", "ndevs")):
+                if key in gid:
+                    _write(port / "gid_attrs" / folder / index, str(gid[key]))
+        for netdev, operstate in (nic.get("netdevs") or {}).items():
+            _write(root / "sys" / "class" / "net" / str(netdev) / "operstate", str(operstate))
     write_counters(node, root, "t0")
     if node.get("nvidia_peermem"):
         (root / "sys" / "module" / "nvidia_peermem").mkdir(parents=True, exist_ok=True)

@@ -6,9 +6,13 @@ Shape of the script (``launch-facts.md``, "torchrun under srun"):
 - ``set -euo pipefail`` (a batch job's exit status is its last command's; without it a failed step can end
   COMPLETED);
 - the layout exported as ``DSCTL_*`` variables (``srun`` passes the batch environment to every task);
-- the head node is the first of ``scontrol show hostnames "$SLURM_JOB_NODELIST"``, resolved with ``getent hosts``
-  and, where the name does not resolve (emulated nodes), through ``scontrol show node``'s ``NodeAddr``;
-- ``srun --kill-on-bad-exit=1 bash -c '... torchrun --node-rank "$SLURM_NODEID" ...'``: single quotes, so that
+- the head node is the first of ``scontrol show hostnames "$SLURM_JOB_NODELIST"`` (taken with ``awk 'NR==1'``,
+  which reads the whole list: ``head -n1`` exits early, scontrol then dies of SIGPIPE on a long node list and
+  ``pipefail`` ends the job), resolved with ``getent hosts`` and, where the name does not resolve (emulated
+  nodes), through ``scontrol show node``'s ``NodeAddr``;
+- ``srun --kill-on-bad-exit=1 --cpus-per-task=C bash -c '... torchrun --node-rank "$SLURM_NODEID" ...'``: the
+  explicit ``--cpus-per-task`` because srun of Slurm 22.05-23.02 does not inherit it from sbatch (the torchrun
+  agent and all its workers would be bound to one CPU); single quotes, so that
   ``SLURM_NODEID`` expands inside each task. Static rendezvous honours ``--node-rank``, so node ``i`` of the
   allocation holds ranks ``[G i, G i + G)``, the block order the rank map assumes; c10d would not keep it.
 """
@@ -27,12 +31,28 @@ def torchrun_args(spec: JobSpec, node_rank: str, master_addr: str) -> list[str]:
             *spec.train_command]
 
 
+def cpus_per_task(spec: JobSpec, options: JobOptions) -> int:
+    """CPUs for each node's torchrun agent and its workers (``--cpus-per-task``; default one per worker)."""
+    return options.cpus_per_task if options.cpus_per_task is not None else spec.gpus_per_node
+
+
+def directive_value(value: str) -> str:
+    """``value`` as sbatch reads it from an ``#SBATCH`` line: double-quoted when it holds whitespace.
+
+    sbatch splits ``#SBATCH`` lines at whitespace and honours double quotes and backslash escapes, so a log path
+    such as ``/home/me/my runs/job-%j.out`` must be quoted or it is cut at the space.
+    """
+    if not any(c.isspace() or c in '"\\' for c in value):
+        return value
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def sbatch_directives(spec: JobSpec, options: JobOptions) -> list[str]:
     """The ``#SBATCH`` lines, in a fixed order."""
-    cpus = options.cpus_per_task if options.cpus_per_task is not None else spec.gpus_per_node
     log = options.log_path if options.log_path is not None else f"{spec.job_name}-%j.out"
     lines = [f"--job-name={spec.job_name}", f"--nodes={spec.num_nodes}", "--ntasks-per-node=1",
-             f"--gpus-per-node={spec.gpus_per_node}", f"--cpus-per-task={cpus}", f"--output={log}"]
+             f"--gpus-per-node={spec.gpus_per_node}", f"--cpus-per-task={cpus_per_task(spec, options)}",
+             f"--output={directive_value(log)}"]
     if options.partition:
         lines.append(f"--partition={options.partition}")
     if options.time_limit:
@@ -57,7 +77,7 @@ def render_sbatch(spec: JobSpec, options: JobOptions) -> str:
         *(f"export {name}={shlex.quote(value)}" for name, value in spec.env),
         "",
         "# rendezvous on the first node of the allocation (emulated node names may not resolve: use NodeAddr)",
-        'head=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n1)',
+        'head=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | awk \'NR==1\')',
         "head_addr=$(getent hosts \"$head\" | awk '{print $1; exit}' || true)",
         "[ -n \"$head_addr\" ] || head_addr=$(scontrol show node \"$head\" -o "
         "| sed -n 's/.* NodeAddr=\\([^ ]*\\).*/\\1/p')",
@@ -65,6 +85,7 @@ def render_sbatch(spec: JobSpec, options: JobOptions) -> str:
         'echo "dsctl: job $SLURM_JOB_ID, $SLURM_JOB_NUM_NODES nodes ($SLURM_JOB_NODELIST), '
         'rendezvous $MASTER_ADDR:$MASTER_PORT"',
         "",
-        f"srun --kill-on-bad-exit=1 bash -c {shlex.quote('exec ' + inner)}",
+        f"srun --kill-on-bad-exit=1 --cpus-per-task={cpus_per_task(spec, options)} "
+        f"bash -c {shlex.quote('exec ' + inner)}",
     ]
     return "\n".join(lines) + "\n"

@@ -119,6 +119,30 @@ def l40s() -> dict[str, Any]:
     }
 
 
+def roce_gids(i: int, v2: bool = True) -> list[dict[str, Any]]:
+    """GID table of a RoCE port as mlx5 fills it: the link-local GID and the IPv4-mapped one (10.<i>.0.17), each as
+    a RoCE v1 and a RoCE v2 entry (v2 ones left out when ``v2`` is False)."""
+    ndev = f"ens{i + 1}np0"
+    out = []
+    for index, gid in ((0, f"fe80:0000:0000:0000:ba3f:d2ff:fe{i:02x}:1a2b"),
+                       (2, f"0000:0000:0000:0000:0000:ffff:0a{i:02x}:0011")):
+        out.append({"index": index, "gid": gid, "type": "IB/RoCE v1", "ndev": ndev})
+        if v2:
+            out.append({"index": index + 1, "gid": gid, "type": "RoCE v2", "ndev": ndev})
+    return out
+
+
+def roce(base: dict[str, Any]) -> dict[str, Any]:
+    """The same node with RoCE (Ethernet) compute NICs: no LIDs, a GID table per port and an up netdev each.
+    Check it with the RoCE node profile in profiles/ (``--profiles-dir tests/data/health/profiles --node
+    h800-roce``); the built-in HGX profiles expect InfiniBand compute NICs."""
+    data = copy.deepcopy(base)
+    data["infiniband"]["defaults"].update(link_layer="Ethernet", lid="0x0", sm_lid="0x0")
+    for i, dev in enumerate(data["infiniband"]["devices"]):
+        dev.update(lid="0x0", sm_lid="0x0", gids=roce_gids(i), netdevs={f"ens{i + 1}np0": "up"})
+    return data
+
+
 def variants() -> dict[str, dict[str, Any]]:
     out = {"hgx_h100_healthy": hgx("h100"), "hgx_h800_healthy": hgx("h800"), "pcie_l40s_no_nvlink": l40s()}
 
@@ -156,6 +180,10 @@ def variants() -> dict[str, dict[str, Any]]:
     d["infiniband"]["devices"][1]["counters_t1"] = {"symbol_error": 500}
     d = make("nic_wrong_numa", "hgx_h800_healthy", "mlx5_2 sits on the other socket -> R9 WARN gpu2")
     d["infiniband"]["devices"][2].update(numa_node=1, bdf="0000:c2:00.0", pci_path="pci0000:c0/0000:c0:01.0")
+    d = make("roce_no_v2_gid", "hgx_h800_healthy",
+             "RoCE node (profile h800-roce): mlx5_4 has RoCE v1 GIDs only -> R11 CRIT mlx5_4/1")
+    d["infiniband"] = roce(d)["infiniband"]
+    d["infiniband"]["devices"][4]["gids"] = roce_gids(4, v2=False)
     return out
 
 
