@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -105,8 +104,9 @@ def open_sources(from_record: Path | None, sysfs_root: Path | None, interval_s: 
     root = sysfs_root if sysfs_root is not None else Path("/")
     if sysfs_root is not None and not sysfs_root.is_dir():
         raise InputError(f"--sysfs-root {sysfs_root}: not a folder")
+    host = read_host_facts()
     yield Sources(live_backend() if want_gpus else None, SysfsReader(root), time.sleep,
-                  10.0 if interval_s is None else interval_s, socket.gethostname(), read_host_facts())
+                  10.0 if interval_s is None else interval_s, host.hostname or "unknown-host", host)
 
 
 def take_snapshot(from_record: Path | None, sysfs_root: Path | None, interval_s: float | None,

@@ -69,17 +69,12 @@ def job_files(spec: JobSpec, options: JobOptions, backend: str) -> dict[str, str
     return {JOB_FILE[backend]: yaml.safe_dump_all(docs, sort_keys=False, default_flow_style=False)}
 
 
-def _write(out: Path, files: dict[str, str]) -> None:
-    """All-or-nothing folder output (an OS refusal is a bad --out, exit 2: see write_files)."""
-    write_files(out, files)
-
-
 def write_plan_and_job(plan: LaunchPlan, backend: str | None, options: JobOptions, out: Path) -> list[str]:
     """``--out`` without ``--submit``: the plan files plus, with ``--backend``, the job file; returns the names."""
     files = plan_files(plan)
     if backend is not None:
         files.update(job_files(job_spec(plan, options, backend), options, backend))
-    _write(out, files)
+    write_files(out, files)  # all or nothing; an OS refusal is exit 2 naming --out
     return sorted(files)
 
 
@@ -116,7 +111,7 @@ def submit(plan: LaunchPlan, backend: str | None, options: JobOptions, out: Path
     if plan.exit_code and not force:
         raise NotSubmitted(f"the plan does not fit in GPU memory ({plan.layout.describe()}); nothing was submitted",
                            hint="see the plan with --dry-run; --force submits anyway")
-    _write(out_dir, files)
+    write_files(out_dir, files)
     job_path = out_dir / JOB_FILE[backend]
     base = LaunchRun(backend=backend, job_name=spec.job_name, layout=plan.layout.describe(),
                      world_size=plan.world_size, out_dir=str(out_dir), files=tuple(sorted(files)), command=(),

@@ -110,6 +110,20 @@ def _cyclic_base_blocks(v: int, k: int, count: int, short_classes: list[int], rn
     def block_classes(block: list[int]) -> list[int]:
         return [_class_of(block[j] - block[i], v) for i in range(k) for j in range(i + 1, k)]
 
+    def cost_of(classes: set[int], group_counts: list[int]) -> int:
+        """Cost of these difference classes over all groups, plus within this block's group when there are several."""
+        cost = sum(class_cost(c, cover[c], groups) for c in classes)
+        return cost + sum(class_cost(c, group_counts[c], 1) for c in classes) if groups > 1 else cost
+
+    def move(remove: list[int], add: list[int], group_counts: list[int]) -> None:
+        """Take ``remove``'s classes out of the covers and put ``add``'s in (total and this group's)."""
+        for c in remove:
+            cover[c] -= 1
+            group_counts[c] -= 1
+        for c in add:
+            cover[c] += 1
+            group_counts[c] += 1
+
     blocks: list[list[int]] = []
     for j in range(total_blocks):
         block = [0, *rng.sample(range(1, v), k - 1)]
@@ -153,31 +167,16 @@ def _cyclic_base_blocks(v: int, k: int, count: int, short_classes: list[int], rn
         trial[pos] = new
         new_classes = block_classes(trial)
         touched = set(old_classes) | set(new_classes)
-        before = sum(class_cost(c, cover[c], groups) for c in touched)
-        if groups > 1:
-            before += sum(class_cost(c, gc[c], 1) for c in touched)
-        for c in old_classes:
-            cover[c] -= 1
-            gc[c] -= 1
-        for c in new_classes:
-            cover[c] += 1
-            gc[c] += 1
-        after = sum(class_cost(c, cover[c], groups) for c in touched)
-        if groups > 1:
-            after += sum(class_cost(c, gc[c], 1) for c in touched)
-        delta = after - before
+        before = cost_of(touched, gc)
+        move(old_classes, new_classes, gc)
+        delta = cost_of(touched, gc) - before
         if delta <= 0 or rng.random() < math.exp(-delta / temperature):
             blocks[j] = trial
             total_cost += delta
             if total_cost < best_cost:
                 best_cost, best = total_cost, [b[:] for b in blocks]
         else:
-            for c in new_classes:
-                cover[c] -= 1
-                gc[c] -= 1
-            for c in old_classes:
-                cover[c] += 1
-                gc[c] += 1
+            move(new_classes, old_classes, gc)
         if step % 1000 == 999:
             temperature *= 0.7
     return best, best_cost, target
