@@ -4,6 +4,7 @@
 #   SLURM_CI_NODES=4 (default) | 1 (node named `hostname -s`) | 256 ...
 #   SLURM_CI_CPUS=2  CPUs each node advertises (may exceed the real core count)
 #   SLURM_CI_GPUS=0  fake GPU gres per node (e.g. 8) so `--gpus-per-node=8` scripts are accepted
+#   SLURM_CI_EXTRA_CONF  extra slurm.conf lines (newline-separated), e.g. HealthCheckProgram=... or TopologyPlugin=...
 #   SLURM_CI_DIR     state, spool, logs, pid files (default /tmp/dsctl-slurm)
 set -euo pipefail
 NODES=${SLURM_CI_NODES:-4}
@@ -11,6 +12,7 @@ DIR=${SLURM_CI_DIR:-/tmp/dsctl-slurm}
 CONF=${SLURM_CONF:-/etc/slurm/slurm.conf}          # default path: every client finds it without env vars
 CPUS=${SLURM_CI_CPUS:-2}
 GPUS=${SLURM_CI_GPUS:-0}
+EXTRA_CONF=${SLURM_CI_EXTRA_CONF:-}
 t0=$(date +%s)
 
 # 1. packages (slurm-wlm pulls slurmctld, slurmd, slurm-client, slurm-wlm-basic-plugins, munge)
@@ -69,6 +71,7 @@ SelectTypeParameters=CR_Core
 ReturnToService=2
 SlurmdParameters=config_overrides
 ${GRES_TYPES}
+${EXTRA_CONF}
 SlurmctldTimeout=30
 SlurmdTimeout=30
 $NODELINE
