@@ -334,3 +334,26 @@ def _srun_message(stderr: str) -> str:
 def _last_line(text: str) -> str:
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
     return lines[-1][:200] if lines else ""
+
+
+def drain_node(node: str, reason: str) -> str | None:
+    """``scontrol update NodeName=NODE State=DRAIN Reason=REASON``; ``None`` when done, else scontrol's error."""
+    if not valid_node_name(node):
+        raise InputError(f"{node!r} is not a node name")
+    scontrol = require("scontrol", SRUN_HINT)
+    done = capture([scontrol, "update", f"NodeName={node}", "State=DRAIN", f"Reason={reason}"], timeout_s=30.0)
+    if done.returncode == 0:
+        return None
+    return _last_line(done.stderr or done.stdout) or f"scontrol exited {done.returncode}"
+
+
+def node_drain_state(node: str) -> tuple[bool, str]:
+    """(drain flag set, reason) of ``node`` from ``scontrol show node -o``; (False, '') when unknown."""
+    scontrol = require("scontrol", SRUN_HINT)
+    done = capture([scontrol, "show", "node", "-o", node], timeout_s=30.0)
+    if done.returncode != 0:
+        return False, ""
+    state = re.search(r"(?:^|\s)State=(\S+)", done.stdout)
+    reason = re.search(r"(?:^|\s)Reason=(.*?)(?=\s+[A-Za-z][\w:/]*=|\s*$)", done.stdout)
+    flags = state.group(1).split("+") if state else []
+    return "DRAIN" in flags or "DRAINED" in flags, (reason.group(1).strip() if reason else "")
