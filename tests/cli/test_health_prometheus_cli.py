@@ -126,3 +126,14 @@ def test_fleet_exposition_escapes_label_values() -> None:
     assert samples(fams, "dsctl_health_fleet_nodes")[(("status", "unreachable"),)] == 1
     assert samples(fams, "dsctl_health_fleet_run_duration_seconds") == {(): 3.5}
     assert samples(fams, "dsctl_health_nvlink_active_links") == {(("gpu", "3"), ("node", "n1")): 17.0}
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--interval", "5", "--from-record", "r/{node}.yaml"], "--interval does not apply to --from-record"),
+    (["--interval", "200"], "--interval 200 must be positive and below --timeout 120"),
+    (["--timeout", "0"], "--timeout and --launch-timeout must be seconds"),
+    (["--only", "disk"], "--only: unknown area"),
+])
+def test_fleet_rejects_bad_options_before_touching_slurm(cli: Cli, args: list[str], message: str) -> None:
+    r = cli("health", "fleet", "--nodes", "n[1-4]", *args)
+    assert r.exit_code == 2 and message in r.stderr, r.stderr
