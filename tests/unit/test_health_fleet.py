@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -91,3 +92,18 @@ def test_gauges_come_back_from_json_and_bad_entries_are_dropped() -> None:
     ]}
     assert node_gauges(doc) == (Gauge("nvlink_active_links", (("gpu", "3"),), 17.0),)
     assert fleet_gauges([NodeInput("n1", doc), NodeInput("n2", None, "x")]) == {"n1": node_gauges(doc)}
+
+
+def test_table_view_lists_problems_and_drain_commands(capsys: pytest.CaptureFixture[str],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from dsctl.output import OutputFormat, emit
+    from dsctl.output import health_fleet as _view  # noqa: F401  (registers the table view)
+
+    monkeypatch.setenv("COLUMNS", "150")
+    items = [NodeInput("n1", report()), NodeInput("n2", report(finding("G6", "CRIT", "gpu3", "link 7 down"))),
+             NodeInput("n3", None, "no answer within 30 s (killed on the node)")]
+    assert emit(aggregate(items, timeout_s=30, wall_s=4.2), OutputFormat.table, "health fleet") == 1
+    out = capsys.readouterr().out
+    assert "fleet of 3 nodes: 1 healthy, 0 warn, 1 crit, 1 unreachable (per-node timeout 30 s, run 4.2 s)" in out
+    assert "scontrol update NodeName=n2 State=DRAIN 'Reason=dsctl G6 crit gpu3 link 7 down'" in out
+    assert "no answer within 30 s" in out and "FAIL: 1 crit, 1 unreachable" in out
