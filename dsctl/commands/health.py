@@ -18,6 +18,7 @@ from dsctl.commands.health_fleet import (
     HealthFormat,
     HealthFormatOpt,
     TextfileOpt,
+    add_commands,
     drain_self,
     emit_health,
     record_path,
@@ -56,8 +57,6 @@ MAX_INTERVAL_S = 3600.0  # counters are sampled twice this far apart; longer is 
 
 
 def register(root: typer.Typer) -> None:
-    from dsctl.commands.health_fleet import add_commands
-
     add_commands(app)
     root.add_typer(app, name="health")
 
