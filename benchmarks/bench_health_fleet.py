@@ -15,7 +15,7 @@ from benchmarks.bench_health import _record, _sample
 from benchmarks.case import Case
 from dsctl.health import api
 from dsctl.health.expectations import GPU_SKUS, expectations_for
-from dsctl.health.fleet import NodeInput, aggregate, fleet_gauges
+from dsctl.health.fleet import NodeInput, aggregate, fleet_metrics
 from dsctl.output.prometheus import render_fleet
 from dsctl.profiles.loader import ProfileStore
 
@@ -50,7 +50,7 @@ def _items() -> list[NodeInput]:
 
 def _prometheus(items: list[NodeInput]) -> int:
     report = aggregate(items)
-    return len(render_fleet(report, 0.0, fleet_gauges(items)))
+    return len(render_fleet(report, 0.0, fleet_metrics(items)))
 
 
 CASES = [

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from dsctl.health.metrics import Gauge
+from dsctl.health.metrics import Sample
 
 STATUSES = ("healthy", "warn", "crit", "unreachable")
 #: severities listed in the fleet's findings table (INFO/SKIP/OK stay in the per-node reports)
@@ -180,10 +180,10 @@ def with_drain_results(report: FleetReport, results: Mapping[str, str | None]) -
     return replace(report, drain=done, drained=True)
 
 
-def node_gauges(report: Mapping[str, Any]) -> tuple[Gauge, ...]:
-    """The ``gauges`` list of one node's JSON report as :class:`Gauge` values (malformed entries skipped)."""
-    out: list[Gauge] = []
-    raw = report.get("gauges")
+def node_metrics(report: Mapping[str, Any]) -> tuple[Sample, ...]:
+    """The ``metrics`` list of one node's JSON report as :class:`Sample` values (malformed entries skipped)."""
+    out: list[Sample] = []
+    raw = report.get("metrics")
     for item in raw if isinstance(raw, list) else []:
         if not isinstance(item, dict):
             continue
@@ -192,10 +192,10 @@ def node_gauges(report: Mapping[str, Any]) -> tuple[Gauge, ...]:
                 and isinstance(value, int | float) and not isinstance(value, bool)
                 and all(isinstance(k, str) and LABEL_NAME.fullmatch(k) and k != "node" and isinstance(v, str)
                         for k, v in labels.items())):
-            out.append(Gauge(name, tuple(labels.items()), float(value)))
+            out.append(Sample(name, tuple(labels.items()), float(value)))
     return tuple(out)
 
 
-def fleet_gauges(items: Iterable[NodeInput]) -> dict[str, tuple[Gauge, ...]]:
-    """node -> its gauges, for the nodes that answered."""
-    return {i.node: node_gauges(i.report) for i in items if i.report is not None}
+def fleet_metrics(items: Iterable[NodeInput]) -> dict[str, tuple[Sample, ...]]:
+    """node -> its metric samples, for the nodes that answered."""
+    return {i.node: node_metrics(i.report) for i in items if i.report is not None}

@@ -12,7 +12,7 @@ from typing import Any
 
 from dsctl.health.api import HealthReport
 from dsctl.health.fleet import STATUSES, FleetReport
-from dsctl.health.metrics import Gauge
+from dsctl.health.metrics import Sample
 
 PREFIX = "dsctl_health_"
 TEXTFILE_NAME = "dsctl_health.prom"
@@ -27,6 +27,8 @@ HELP = {
     "rdma_port_state": "RDMA port state number from sysfs (4 = ACTIVE, 1 = DOWN).",
     "rdma_port_rate_bytes_per_second": "RDMA port link rate.",
     "rdma_port_errors_per_second": "RDMA port error counter growth over the sampling interval.",
+    "rdma_port_errors_total": "RDMA port error counter (sysfs counters/ and hw_counters/) at the second sample.",
+    "nvlink_errors_total": "NVLink DL error counters at the second sample, summed over the GPU's links.",
     "fleet_nodes": "Nodes of the last fleet run by status.",
     "fleet_run_duration_seconds": "Wall time of the last fleet run.",
 }
@@ -59,7 +61,8 @@ class Exposition:
         lines: list[str] = []
         for name, rows in self.series.items():
             lines.append(f"# HELP {PREFIX}{name} {HELP.get(name, name.replace('_', ' ') + '.')}")
-            lines.append(f"# TYPE {PREFIX}{name} gauge")
+            kind = "counter" if name.endswith("_total") else "gauge"
+            lines.append(f"# TYPE {PREFIX}{name} {kind}")
             lines.extend(rows)
         return "\n".join(lines) + "\n"
 
@@ -69,7 +72,7 @@ def node_status(summary: Mapping[str, int]) -> str:
 
 
 def _node_series(out: Exposition, node: str, status: str, findings: Iterable[Mapping[str, Any]],
-                 gauge_list: Iterable[Gauge], summary: Mapping[str, int] | None) -> None:
+                 samples: Iterable[Sample], summary: Mapping[str, int] | None) -> None:
     for name in STATUSES:
         out.add("node_status", [("node", node), ("status", name)], 1.0 if name == status else 0.0)
     if summary is not None:
@@ -79,7 +82,7 @@ def _node_series(out: Exposition, node: str, status: str, findings: Iterable[Map
         if f["severity"] != "OK":
             out.add("finding", [("node", node), ("check", f["check"]), ("severity", f["severity"].lower()),
                                 ("subject", f["subject"])], 1.0)
-    for g in gauge_list:
+    for g in samples:
         out.add(g.name, [("node", node), *g.labels], g.value)
 
 
@@ -89,12 +92,12 @@ def render_check(report: HealthReport, now_s: float) -> str:
     out = Exposition()
     out.add("last_run_timestamp_seconds", [("node", node)], now_s)
     findings = [{"check": f.check, "severity": f.severity.value, "subject": f.subject} for f in report.findings]
-    _node_series(out, node, node_status(report.summary), findings, report.gauges, report.summary)
+    _node_series(out, node, node_status(report.summary), findings, report.metrics, report.summary)
     return out.text()
 
 
-def render_fleet(report: FleetReport, now_s: float, gauges: Mapping[str, Iterable[Gauge]] | None = None) -> str:
-    """One textfile for the whole fleet: counts, a status per node, one series per finding, node gauges."""
+def render_fleet(report: FleetReport, now_s: float, metrics: Mapping[str, Iterable[Sample]] | None = None) -> str:
+    """One textfile for the whole fleet: counts, a status per node, one series per finding, node metrics."""
     out = Exposition()
     out.add("last_run_timestamp_seconds", [], now_s)
     out.add("fleet_run_duration_seconds", [], report.wall_s)
@@ -106,5 +109,5 @@ def render_fleet(report: FleetReport, now_s: float, gauges: Mapping[str, Iterabl
             by_node.setdefault(f.node, []).append({"check": f.check, "severity": f.severity, "subject": f.subject})
     for verdict in report.nodes:
         _node_series(out, verdict.node, verdict.status, by_node.get(verdict.node, ()),
-                     (gauges or {}).get(verdict.node, ()), None)
+                     (metrics or {}).get(verdict.node, ()), None)
     return out.text()

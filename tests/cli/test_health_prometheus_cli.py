@@ -14,7 +14,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from dsctl.health.fleet import FleetFinding, FleetReport, NodeVerdict
-from dsctl.health.metrics import Gauge
+from dsctl.health.metrics import Sample
 from dsctl.output.prometheus import render_fleet
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "health"
@@ -33,13 +33,14 @@ def samples(fams: dict[str, Any], name: str) -> dict[tuple[tuple[str, str], ...]
     return {tuple(sorted(s.labels.items())): s.value for s in fams[name].samples}
 
 
-def test_check_prometheus_parses_with_findings_and_raw_gauges(cli: Cli) -> None:
+def test_check_prometheus_parses_with_findings_and_raw_metrics(cli: Cli) -> None:
     before = time.time()
     r = cli("health", "check", "--from-record", rec("nvlink_link_down"), "-f", "prometheus")
     assert r.exit_code == 1, r.stderr
     fams = families(r.stdout)
     assert all(re.fullmatch(r"dsctl_health_[a-z0-9_]+", name) for name in fams)
-    assert {f.type for f in fams.values()} == {"gauge"}
+    assert {f.type for f in fams.values()} == {"gauge", "counter"}
+    assert all(f.type == "counter" for name, f in fams.items() if name.endswith("_errors"))  # *_total series
     node = ("node", "fake-nvlink-link-down")
     assert before - 1 <= samples(fams, "dsctl_health_last_run_timestamp_seconds")[(node,)] <= time.time() + 1
     assert samples(fams, "dsctl_health_finding") == {
@@ -59,6 +60,10 @@ def test_error_counter_rates(cli: Cli) -> None:
     errs = samples(families(r.stdout), "dsctl_health_rdma_port_errors_per_second")
     burst = {dict(k)["device"]: v for k, v in errs.items() if dict(k)["counter"] == "symbol_error" and v}
     assert burst == {"mlx5_1": 50.0}  # +500 in 10 s
+    fams = families(r.stdout)
+    totals = {dict(k)["device"]: v for k, v in samples(fams, "dsctl_health_rdma_port_errors").items()
+              if dict(k)["counter"] == "symbol_error" and v}
+    assert totals == {"mlx5_1": 500.0} and fams["dsctl_health_rdma_port_errors"].type == "counter"
     r = cli("health", "check", "--from-record", rec("nvlink_replay_growth"), "-f", "prometheus")
     nvl = samples(families(r.stdout), "dsctl_health_nvlink_errors_per_second")
     assert {(dict(k)["gpu"], dict(k)["counter"]): v for k, v in nvl.items() if v} == {("5", "replay"): 0.3}
@@ -120,7 +125,7 @@ def test_fleet_exposition_escapes_label_values() -> None:
                          (FleetFinding("n1", "G6", "CRIT", subject, "m"), FleetFinding("n2", "-", "UNREACHABLE",
                                                                                        "node", "x")),
                          (), wall_s=3.5)
-    text = render_fleet(report, 1.0e9, {"n1": (Gauge("nvlink_active_links", (("gpu", "3"),), 17.0),)})
+    text = render_fleet(report, 1.0e9, {"n1": (Sample("nvlink_active_links", (("gpu", "3"),), 17.0),)})
     fams = families(text)
     assert [s.labels["subject"] for s in fams["dsctl_health_finding"].samples] == [subject]
     assert samples(fams, "dsctl_health_fleet_nodes")[(("status", "unreachable"),)] == 1
