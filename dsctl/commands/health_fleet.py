@@ -7,7 +7,6 @@ import os
 import socket
 import sys
 import time
-from collections.abc import Iterable, Mapping
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -21,7 +20,6 @@ from dsctl.output import OutputFormat
 if TYPE_CHECKING:
     from dsctl.health.api import HealthReport
     from dsctl.health.fleet import FleetReport
-    from dsctl.health.metrics import Sample
 
 NODE_PLACEHOLDER = "{node}"
 #: HealthCheckProgram is killed after 60 s; the counter interval must leave room for start-up and scontrol
@@ -68,11 +66,10 @@ def record_path(from_record: Path | None) -> Path | None:
 
 
 def emit_health(result: HealthReport | FleetReport, fmt: HealthFormat, command: str,
-                textfile_dir: Path | None, metrics: Mapping[str, Iterable[Sample]] | None = None) -> None:
-    """Print ``result`` in ``fmt``; with ``textfile_dir`` also write its Prometheus text there; exit with its code.
-    ``metrics`` (node -> samples) adds the nodes' raw readings to a fleet's Prometheus text."""
+                textfile_dir: Path | None) -> None:
+    """Print ``result`` in ``fmt``; with ``textfile_dir`` also write its Prometheus text there; exit with its code."""
     if fmt is HealthFormat.prometheus or textfile_dir is not None:
-        text = prometheus_text(result, metrics)
+        text = prometheus_text(result)
         if textfile_dir is not None:
             write_textfile(textfile_dir, text)
         if fmt is HealthFormat.prometheus:
@@ -84,13 +81,13 @@ def emit_health(result: HealthReport | FleetReport, fmt: HealthFormat, command: 
     show(result, OutputFormat(fmt.value), command)
 
 
-def prometheus_text(result: HealthReport | FleetReport, metrics: Mapping[str, Iterable[Sample]] | None = None) -> str:
+def prometheus_text(result: HealthReport | FleetReport) -> str:
     from dsctl.health.fleet import FleetReport
     from dsctl.output import prometheus
 
     now = time.time()
     if isinstance(result, FleetReport):
-        return prometheus.render_fleet(result, now, metrics)
+        return prometheus.render_fleet(result, now)
     return prometheus.render_check(result, now)
 
 
@@ -160,7 +157,7 @@ def fleet(
     """Run dsctl health check on every node through srun; one verdict, the nodes to drain; exit 1 when a node is
     critical or unreachable."""
     from dsctl.health import api
-    from dsctl.health.fleet import NodeInput, aggregate, fleet_metrics, with_drain_results
+    from dsctl.health.fleet import NodeInput, aggregate, with_drain_results
     from dsctl.output import health_fleet as _renderer  # noqa: F401  (registers the table view)
     from dsctl.runners.fleet import drain_node, expand_hostlist, run_on_nodes
 
@@ -186,8 +183,7 @@ def fleet(
     report = aggregate(items, timeout_s=timeout, wall_s=run.wall_s)
     if drain:
         report = with_drain_results(report, {d.node: drain_node(d.node, d.reason) for d in report.drain})
-    wants_metrics = fmt is HealthFormat.prometheus or textfile_dir is not None
-    emit_health(report, fmt, "health fleet", textfile_dir, fleet_metrics(items) if wants_metrics else None)
+    emit_health(report, fmt, "health fleet", textfile_dir)
 
 
 def add_commands(app: typer.Typer) -> None:

@@ -8,12 +8,9 @@ lines do not count); ``unreachable`` when it gave no usable report.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
-
-from dsctl.health.metrics import Sample
 
 STATUSES = ("healthy", "warn", "crit", "unreachable")
 #: severities listed in the fleet's findings table (INFO/SKIP/OK stay in the per-node reports)
@@ -21,8 +18,6 @@ LISTED = ("CRIT", "WARN")
 #: Slurm keeps the reason as given; a short one reads in ``sinfo -R`` and fits every version's limits
 MAX_REASON_CHARS = 120
 REASON_PREFIX = "dsctl"
-METRIC_NAME = re.compile(r"[a-z][a-z0-9_]{0,99}")
-LABEL_NAME = re.compile(r"[a-z][a-z0-9_]{0,49}")
 
 
 @dataclass(frozen=True)
@@ -179,23 +174,3 @@ def with_drain_results(report: FleetReport, results: Mapping[str, str | None]) -
                  for d in report.drain)
     return replace(report, drain=done, drained=True)
 
-
-def node_metrics(report: Mapping[str, Any]) -> tuple[Sample, ...]:
-    """The ``metrics`` list of one node's JSON report as :class:`Sample` values (malformed entries skipped)."""
-    out: list[Sample] = []
-    raw = report.get("metrics")
-    for item in raw if isinstance(raw, list) else []:
-        if not isinstance(item, dict):
-            continue
-        name, labels, value = item.get("name"), item.get("labels"), item.get("value")
-        if (isinstance(name, str) and METRIC_NAME.fullmatch(name) and isinstance(labels, dict)
-                and isinstance(value, int | float) and not isinstance(value, bool)
-                and all(isinstance(k, str) and LABEL_NAME.fullmatch(k) and k != "node" and isinstance(v, str)
-                        for k, v in labels.items())):
-            out.append(Sample(name, tuple(labels.items()), float(value)))
-    return tuple(out)
-
-
-def fleet_metrics(items: Iterable[NodeInput]) -> dict[str, tuple[Sample, ...]]:
-    """node -> its metric samples, for the nodes that answered."""
-    return {i.node: node_metrics(i.report) for i in items if i.report is not None}

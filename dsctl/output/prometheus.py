@@ -36,15 +36,20 @@ HELP = {
 
 def escape(value: str) -> str:
     """A label value as the exposition format wants it: backslash, double quote and newline escaped."""
+    if "\\" not in value and '"' not in value and "\n" not in value:
+        return value
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
 def number(value: float) -> str:
+    value = float(value)
+    if value.is_integer():
+        return str(int(value))
     if math.isnan(value):
         return "NaN"
     if math.isinf(value):
         return "+Inf" if value > 0 else "-Inf"
-    return repr(float(value)) if value != int(value) else str(int(value))
+    return repr(float(value))
 
 
 class Exposition:
@@ -96,8 +101,10 @@ def render_check(report: HealthReport, now_s: float) -> str:
     return out.text()
 
 
-def render_fleet(report: FleetReport, now_s: float, metrics: Mapping[str, Iterable[Sample]] | None = None) -> str:
-    """One textfile for the whole fleet: counts, a status per node, one series per finding, node metrics."""
+def render_fleet(report: FleetReport, now_s: float) -> str:
+    """One textfile for the whole fleet: counts, a status per node, one series per finding. The nodes' raw
+    readings stay in each node's own textfile (``check --textfile-dir``): 2,048 nodes x ~270 series would be
+    half a million series in one file."""
     out = Exposition()
     out.add("last_run_timestamp_seconds", [], now_s)
     out.add("fleet_run_duration_seconds", [], report.wall_s)
@@ -109,5 +116,5 @@ def render_fleet(report: FleetReport, now_s: float, metrics: Mapping[str, Iterab
             by_node.setdefault(f.node, []).append({"check": f.check, "severity": f.severity, "subject": f.subject})
     for verdict in report.nodes:
         _node_series(out, verdict.node, verdict.status, by_node.get(verdict.node, ()),
-                     (metrics or {}).get(verdict.node, ()), None)
+                     (), None)
     return out.text()

@@ -14,7 +14,6 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from dsctl.health.fleet import FleetFinding, FleetReport, NodeVerdict
-from dsctl.health.metrics import Sample
 from dsctl.output.prometheus import render_fleet
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "health"
@@ -125,12 +124,11 @@ def test_fleet_exposition_escapes_label_values() -> None:
                          (FleetFinding("n1", "G6", "CRIT", subject, "m"), FleetFinding("n2", "-", "UNREACHABLE",
                                                                                        "node", "x")),
                          (), wall_s=3.5)
-    text = render_fleet(report, 1.0e9, {"n1": (Sample("nvlink_active_links", (("gpu", "3"),), 17.0),)})
+    text = render_fleet(report, 1.0e9)
     fams = families(text)
     assert [s.labels["subject"] for s in fams["dsctl_health_finding"].samples] == [subject]
     assert samples(fams, "dsctl_health_fleet_nodes")[(("status", "unreachable"),)] == 1
     assert samples(fams, "dsctl_health_fleet_run_duration_seconds") == {(): 3.5}
-    assert samples(fams, "dsctl_health_nvlink_active_links") == {(("gpu", "3"), ("node", "n1")): 17.0}
 
 
 @pytest.mark.parametrize(("args", "message"), [

@@ -1,4 +1,4 @@
-"""Fleet aggregation: node status, findings table, drain reasons, exit code; metric samples from node reports."""
+"""Fleet aggregation: node status, findings table, drain reasons, exit code, table view."""
 
 from __future__ import annotations
 
@@ -13,12 +13,9 @@ from dsctl.health.fleet import (
     NodeInput,
     aggregate,
     drain_reason,
-    fleet_metrics,
-    node_metrics,
     one_line,
     with_drain_results,
 )
-from dsctl.health.metrics import Sample
 
 
 def finding(check: str, severity: str, subject: str = "gpu0", message: str = "m") -> dict[str, Any]:
@@ -80,18 +77,6 @@ def test_drain_results_mark_each_node() -> None:
 def test_findings_keep_node_order_within_a_severity() -> None:
     items = [NodeInput(f"n{i}", report(finding("G6", "CRIT"))) for i in (3, 1, 2)]
     assert [f.node for f in aggregate(items).findings] == ["n3", "n1", "n2"]
-
-
-def test_metrics_come_back_from_json_and_bad_entries_are_dropped() -> None:
-    doc = {"findings": [], "metrics": [
-        {"name": "nvlink_active_links", "labels": {"gpu": "3"}, "value": 17.0},
-        {"name": "Bad Name", "labels": {}, "value": 1},
-        {"name": "x", "labels": {"node": "spoof"}, "value": 1},
-        {"name": "y", "labels": {}, "value": True},
-        "junk",
-    ]}
-    assert node_metrics(doc) == (Sample("nvlink_active_links", (("gpu", "3"),), 17.0),)
-    assert fleet_metrics([NodeInput("n1", doc), NodeInput("n2", None, "x")]) == {"n1": node_metrics(doc)}
 
 
 def test_table_view_lists_problems_and_drain_commands(capsys: pytest.CaptureFixture[str],
