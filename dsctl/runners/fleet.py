@@ -175,7 +175,13 @@ def slurm_states(nodes: Sequence[str], partition: str | None) -> dict[str, tuple
     if done.returncode != 0:
         raise EnvironmentMissing(f"sinfo failed: {_last_line(done.stderr) or done.returncode}",
                                  hint="is slurmctld reachable from this host? (try: sinfo)")
-    return parse_sinfo_states(done.stdout)
+    states = parse_sinfo_states(done.stdout)
+    if partition and not states:
+        known = capture([sinfo, "-h", "-o", "%R"], timeout_s=60.0).stdout.split()
+        if partition not in known:
+            raise InputError(f"--partition {partition}: no such partition",
+                             hint=f"partitions: {', '.join(sorted(set(known))) or '(none)'}")
+    return states
 
 
 def srun_argv(srun: str, nodes: Sequence[str], command: Sequence[str], *, token: str, timeout_s: float,

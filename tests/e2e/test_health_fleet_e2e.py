@@ -144,3 +144,9 @@ def test_fleet_reports_nodes_slurm_cannot_use(cli: Cli, fleet_setup: dict[str, A
     assert res.exit_code == 1
     assert [(v["node"], v["status"], v["reason"]) for v in data["nodes"]] == [
         ("n1", "healthy", ""), ("nosuchnode", "unreachable", "not a Slurm node")]
+
+
+def test_fleet_unknown_partition_is_bad_input(cli: Cli, fleet_setup: dict[str, Any]) -> None:
+    res = cli("health", "fleet", "--nodes", "n1", "--partition", "nosuch", "--dsctl", fleet_setup["dsctl"])
+    assert res.exit_code == 2 and "--partition nosuch: no such partition" in res.stderr, res.stderr
+    assert "partitions: debug" in res.stderr
