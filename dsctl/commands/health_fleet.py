@@ -151,6 +151,8 @@ def fleet(
     only: Annotated[str | None, typer.Option("--only", help="Comma list of areas: gpu, nvlink, rdma.")] = None,
     dsctl_path: Annotated[str, typer.Option("--dsctl", help="dsctl on the nodes (name on PATH or absolute "
                                             "path).")] = "dsctl",
+    srun_arg: Annotated[list[str] | None, typer.Option("--srun-arg", help="Extra srun option, repeatable, e.g. "
+                                                       "--srun-arg=--reservation=maint.")] = None,
     textfile_dir: TextfileOpt = None,
     fmt: HealthFormatOpt = HealthFormat.table,
 ) -> None:
@@ -159,7 +161,7 @@ def fleet(
     from dsctl.health import api
     from dsctl.health.fleet import NodeInput, aggregate, with_drain_results
     from dsctl.output import health_fleet as _renderer  # noqa: F401  (registers the table view)
-    from dsctl.runners.fleet import drain_node, expand_hostlist, run_on_nodes
+    from dsctl.runners.fleet import FIXED_SRUN_OPTIONS, drain_node, expand_hostlist, run_on_nodes
 
     if only is not None:
         api.parse_only(only)
@@ -176,9 +178,14 @@ def fleet(
     for option, value in (("--interval", interval), ("--node", node), ("--only", only)):
         if value is not None:
             command += [option, f"{value:g}" if isinstance(value, float) else str(value)]
+    extra = list(srun_arg or [])
+    for arg in extra:
+        if not arg.startswith("--") or arg.split("=", 1)[0] in FIXED_SRUN_OPTIONS:
+            raise InputError(f"--srun-arg {arg!r}: give a long srun option (--name=value) that dsctl does not set",
+                             hint="dsctl sets " + ", ".join(sorted(FIXED_SRUN_OPTIONS)))
     names = expand_hostlist(nodes)
     run = run_on_nodes(names, command, timeout_s=timeout, launch_timeout_s=launch_timeout, partition=partition,
-                       ok_exit_codes=(0, 1), job_name="dsctl-health")
+                       ok_exit_codes=(0, 1), job_name="dsctl-health", extra_srun_args=extra)
     items = [NodeInput(a.node, a.document, a.reason) for a in run.answers]
     report = aggregate(items, timeout_s=timeout, wall_s=run.wall_s)
     if drain:

@@ -38,6 +38,9 @@ MAX_OUTPUT_BYTES = 16 * 1024 * 1024
 KILL_GRACE_S = 5.0
 #: sinfo states (``%T``, suffix flags removed) in which a node accepts a new job step
 USABLE_STATES = frozenset({"idle", "mixed", "allocated", "completing"})
+#: srun options the runner sets itself (an extra argument may not override them)
+FIXED_SRUN_OPTIONS = frozenset({"--job-name", "--nodes", "--ntasks", "--ntasks-per-node", "--nodelist", "--label",
+                                "--kill-on-bad-exit", "--no-kill", "--wait", "--immediate", "--time", "--partition"})
 
 # The wrapper each task runs: $1 token, $2 per-node timeout in seconds, then the command. No input is read.
 WRAPPER = ('tok=$1; lim=$2; shift 2; '

@@ -139,7 +139,7 @@ def test_fleet_names_exactly_the_faulty_nodes_and_drains_the_critical_ones(cli: 
 def test_fleet_reports_nodes_slurm_cannot_use(cli: Cli, fleet_setup: dict[str, Any]) -> None:
     res = cli("health", "fleet", "--nodes", "n1,nosuchnode", "--from-record",
               fleet_setup["records"] / "{node}.yaml", "--dsctl", fleet_setup["dsctl"], "--timeout", "60",
-              "-f", "json")
+              "--srun-arg=--comment=dsctl-e2e", "-f", "json")
     data = res.json()
     assert res.exit_code == 1
     assert [(v["node"], v["status"], v["reason"]) for v in data["nodes"]] == [
