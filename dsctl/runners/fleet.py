@@ -12,16 +12,19 @@ run is bounded: srun is killed at ``timeout_s + launch_timeout_s + KILL_GRACE_S`
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import os
 import re
 import secrets
 import signal
 import subprocess
+import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any
 
 from dsctl.errors import EnvironmentMissing, InputError
 from dsctl.runners.process import capture, require
@@ -34,6 +37,11 @@ MAX_NODES = 65536
 MAX_HOSTLIST_CHARS = 1 << 20
 #: bytes of stdout kept per node; a node printing more is unreachable ("output over ... bytes")
 MAX_OUTPUT_BYTES = 16 * 1024 * 1024
+#: a longer stdout line makes its node's output "over the limit"; longer stderr lines are cut
+MAX_LINE_CHARS = 1024 * 1024
+#: stderr lines kept per task, and srun's own lines kept in all
+STDERR_LINES = 20
+SRUN_LINES = 20000
 #: seconds between SIGTERM and SIGKILL, on the node (``timeout -k``) and for srun itself
 KILL_GRACE_S = 5.0
 #: sinfo states (``%T``, suffix flags removed) in which a node accepts a new job step
@@ -201,38 +209,60 @@ def srun_argv(srun: str, nodes: Sequence[str], command: Sequence[str], *, token:
     return [*argv, "sh", "-c", WRAPPER, "sh", token, f"{timeout_s:g}", *command]
 
 
-def parse_labelled(stdout: str, stderr: str, token: str) -> dict[int, TaskOutput]:
-    """Split srun ``--label`` output into tasks. Lines before the header belong to nobody (srun's own); after
-    the trailer nothing is kept; a missing trailer leaves ``exit_code`` ``None``."""
-    tasks: dict[int, TaskOutput] = {}
-    head = f"{token} node="
-    tail = f"{token} exit="
-    for line in stdout.split("\n"):  # srun splits on newlines only (a JSON string may hold U+2028)
+class LabelledOutput:
+    """Incremental parser of srun ``--label`` output, split into tasks. Lines before a task's header belong to
+    nobody (srun's or the node's own noise); after the trailer nothing is kept; a missing trailer leaves
+    ``exit_code`` ``None``. Memory is bounded: MAX_OUTPUT_BYTES of stdout and the last STDERR_LINES lines of stderr
+    per task, SRUN_LINES of srun's own lines."""
+
+    def __init__(self, token: str) -> None:
+        self.tasks: dict[int, TaskOutput] = {}
+        self.srun_lines: list[str] = []
+        self._head = f"{token} node="
+        self._tail = f"{token} exit="
+
+    def stdout_line(self, line: str, *, truncated: bool = False) -> None:
+        """One stdout line without its newline; ``truncated``: the line was longer than MAX_LINE_CHARS."""
         match = _LABEL.match(line)
         if not match:
-            continue
-        task = tasks.setdefault(int(match.group(1)), TaskOutput())
+            return
+        task = self.tasks.setdefault(int(match.group(1)), TaskOutput())
         text = match.group(2)
         if task.node is None:
-            if text.startswith(head):
-                task.node = text[len(head):].strip()
-            continue
+            if text.startswith(self._head) and not truncated:
+                task.node = text[len(self._head):].strip()
+            return
         if task.exit_code is not None:
-            continue
-        if text.startswith(tail):
-            value = text[len(tail):].strip()
+            return
+        if text.startswith(self._tail) and not truncated:
+            value = text[len(self._tail):].strip()
             task.exit_code = int(value) if value.isdigit() else 255
             if task.stdout and task.stdout[-1] == "":
                 task.stdout.pop()  # the wrapper's newline before the trailer
-            continue
-        task.num_bytes += len(text) + 1
+            return
+        task.num_bytes += MAX_OUTPUT_BYTES + 1 if truncated else len(text) + 1
         if task.num_bytes <= MAX_OUTPUT_BYTES:
             task.stdout.append(text)
-    for line in stderr.splitlines():
+
+    def stderr_line(self, line: str, *, truncated: bool = False) -> None:
+        """One stderr line: a task's (last STDERR_LINES kept) or srun's own (``truncated`` lines are cut)."""
         match = _LABEL.match(line)
         if match:
-            tasks.setdefault(int(match.group(1)), TaskOutput()).stderr.append(match.group(2))
-    return tasks
+            lines = self.tasks.setdefault(int(match.group(1)), TaskOutput()).stderr
+            lines.append(match.group(2)[:MAX_LINE_CHARS])
+            del lines[:-STDERR_LINES]
+        elif line.startswith("srun:") and len(self.srun_lines) < SRUN_LINES:
+            self.srun_lines.append(line[:MAX_LINE_CHARS])
+
+
+def parse_labelled(stdout: str, stderr: str, token: str) -> dict[int, TaskOutput]:
+    """:class:`LabelledOutput` over whole texts (srun splits on newlines only: a JSON string may hold U+2028)."""
+    parser = LabelledOutput(token)
+    for line in stdout.split("\n"):
+        parser.stdout_line(line)
+    for line in stderr.split("\n"):
+        parser.stderr_line(line)
+    return parser.tasks
 
 
 def srun_errors(stderr: str) -> dict[str, str]:
@@ -323,8 +353,10 @@ def run_on_nodes(nodes: Sequence[str], command: Sequence[str], *, timeout_s: flo
     token = "@@dsctl-fleet-" + secrets.token_hex(8)
     argv = srun_argv(srun, asked, command, token=token, timeout_s=timeout_s, launch_timeout_s=launch_timeout_s,
                      partition=partition, job_name=job_name, extra_args=extra_srun_args)
-    stdout, stderr, code, stopped = _run_bounded(argv, timeout_s + launch_timeout_s + KILL_GRACE_S)
-    tasks = parse_labelled(stdout, stderr, token)
+    parser = LabelledOutput(token)
+    code, stopped = _run_bounded(argv, timeout_s + launch_timeout_s + KILL_GRACE_S, parser)
+    tasks = parser.tasks
+    stderr = "\n".join(parser.srun_lines)
     whole = ""
     if not any(t.node for t in tasks.values()):
         whole = (f"srun: {_srun_message(stderr)}" if _srun_message(stderr)
@@ -335,29 +367,58 @@ def run_on_nodes(nodes: Sequence[str], command: Sequence[str], *, timeout_s: flo
                        whole_step_reason=whole)
     got = {a.node: a for a in answers}
     ordered = tuple(skipped[n] if n in skipped else got[n] for n in nodes)
-    own = tuple(ln for ln in stderr.splitlines() if ln.startswith("srun:"))[-20:]
-    return FleetRun(ordered, tuple(argv), time.monotonic() - start, code, own)
+    return FleetRun(ordered, tuple(argv), time.monotonic() - start, code, tuple(parser.srun_lines[-20:]))
 
 
-def _run_bounded(argv: Sequence[str], deadline_s: float) -> tuple[str, str, int | None, bool]:
-    """Run srun, stopping it (SIGTERM, then SIGKILL) at ``deadline_s``; return stdout, stderr, status, stopped."""
+def _run_bounded(argv: Sequence[str], deadline_s: float, parser: LabelledOutput) -> tuple[int | None, bool]:
+    """Run srun, feeding its output to ``parser`` as it comes, stopping srun (SIGTERM, then SIGKILL) at
+    ``deadline_s``; return its exit status and whether it was stopped."""
     try:
         proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, errors="replace")
+                                stderr=subprocess.PIPE, text=True, errors="replace", start_new_session=True)
     except OSError as exc:
         raise EnvironmentMissing(f"cannot run {argv[0]}: {exc.strerror or exc}") from exc
+    readers = [threading.Thread(target=_pump, args=(proc.stdout, parser.stdout_line), daemon=True),
+               threading.Thread(target=_pump, args=(proc.stderr, parser.stderr_line), daemon=True)]
+    for reader in readers:
+        reader.start()
+    stopped = False
     try:
-        out, err = proc.communicate(timeout=deadline_s)
-        return out, err, proc.returncode, False
+        proc.wait(timeout=deadline_s)
     except subprocess.TimeoutExpired:
-        pass
-    proc.send_signal(signal.SIGTERM)  # srun forwards it to the tasks and cancels the step
-    try:
-        out, err = proc.communicate(timeout=KILL_GRACE_S)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, err = proc.communicate()
-    return out, err, proc.returncode, True
+        stopped = True
+        _signal_group(proc.pid, signal.SIGTERM)  # srun forwards it to the tasks and cancels the step
+        try:
+            proc.wait(timeout=KILL_GRACE_S)
+        except subprocess.TimeoutExpired:
+            _signal_group(proc.pid, signal.SIGKILL)
+            proc.wait()
+    end = time.monotonic() + KILL_GRACE_S
+    for reader in readers:
+        reader.join(timeout=max(0.0, end - time.monotonic()))
+    return proc.returncode, stopped
+
+
+def _signal_group(pid: int, sig: signal.Signals) -> None:
+    """Signal srun's process group (it leads its own session), so nothing it started keeps the pipes open."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, sig)
+
+
+def _pump(stream: IO[str] | None, sink: Callable[..., None]) -> None:
+    """Feed ``stream``'s lines to ``sink`` (a line longer than MAX_LINE_CHARS: its first part, ``truncated``)."""
+    if stream is None:
+        return
+    skipping = False
+    while True:
+        chunk = stream.readline(MAX_LINE_CHARS)
+        if not chunk:
+            break
+        whole = chunk.endswith("\n")
+        if not skipping:
+            sink(chunk.rstrip("\n"), truncated=not whole)
+        skipping = not whole
+    stream.close()
 
 
 def _srun_message(stderr: str) -> str:

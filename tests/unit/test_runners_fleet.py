@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 import shutil
+import time
 
 import pytest
 from hypothesis import given
@@ -12,7 +13,9 @@ from hypothesis import strategies as st
 
 from dsctl.errors import InputError
 from dsctl.runners.fleet import (
+    MAX_LINE_CHARS,
     MAX_OUTPUT_BYTES,
+    LabelledOutput,
     TaskOutput,
     assemble,
     classify,
@@ -24,6 +27,7 @@ from dsctl.runners.fleet import (
     unique_names,
     usable,
 )
+from dsctl.runners.fleet import _run_bounded as _run_bounded
 
 TOKEN = "@@dsctl-fleet-0123456789abcdef"
 
@@ -160,3 +164,32 @@ def test_expand_hostlist_with_scontrol_is_bounded() -> None:
     for bad in ("n[1-99999999]", "", "n[1-2],/x"):
         with pytest.raises(InputError):
             expand_hostlist(bad)
+
+
+def test_bounded_run_stops_a_silent_process_and_keeps_what_it_printed() -> None:
+    parser = LabelledOutput(TOKEN)
+    script = f'echo " 0: {TOKEN} node=n1"; echo " 0: {{}}"; echo " 0: oops" >&2; echo "srun: error: x" >&2; sleep 30'
+    start = time.monotonic()
+    code, stopped = _run_bounded(["sh", "-c", script], 0.5, parser)
+    assert stopped and code is not None and time.monotonic() - start < 10
+    task = parser.tasks[0]
+    assert (task.node, task.stdout, task.stderr, task.exit_code) == ("n1", ["{}"], ["oops"], None)
+    assert parser.srun_lines == ["srun: error: x"]
+
+
+def test_an_endless_line_marks_its_node_over_the_limit() -> None:
+    parser = LabelledOutput(TOKEN)
+    script = (f'echo " 0: {TOKEN} node=n1"; printf " 0: "; head -c {MAX_LINE_CHARS * 3} /dev/zero | tr "\\0" x; '
+              f'echo; echo " 0: "; echo " 0: {TOKEN} exit=0"')
+    code, stopped = _run_bounded(["sh", "-c", script], 30, parser)
+    assert (code, stopped) == (0, False)
+    task = parser.tasks[0]
+    assert task.exit_code == 0 and task.num_bytes > MAX_OUTPUT_BYTES
+    assert classify("n1", task, timeout_s=30, ok_exit_codes=(0,)).reason == f"output over {MAX_OUTPUT_BYTES} bytes"
+
+
+def test_stderr_keeps_the_last_lines_of_each_task() -> None:
+    parser = LabelledOutput(TOKEN)
+    for i in range(100):
+        parser.stderr_line(f"3: line {i}")
+    assert parser.tasks[3].stderr == [f"line {i}" for i in range(80, 100)]
