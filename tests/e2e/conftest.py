@@ -99,6 +99,26 @@ def health_check_program(slurm_cluster: int) -> Iterator[Callable[[str], None]]:
     set_health_check_program(HEALTH_CHECK_NOOP)
 
 
+def resume_nodes(names: list[str], timeout_s: float = 60.0) -> None:
+    """``scontrol update State=RESUME``, then wait until sinfo shows every node idle and responding: slurmctld pings a
+    resumed node first (``idle*``), and a job submitted in between is refused."""
+    subprocess.run(["scontrol", "update", f"NodeName={','.join(names)}", "State=RESUME"], check=False,
+                   capture_output=True, timeout=60)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        out = subprocess.run(["sinfo", "-h", "-N", "-n", ",".join(names), "-o", "%T"], check=False,
+                             capture_output=True, text=True, timeout=60).stdout.split()
+        if out and all(state == "idle" for state in out):
+            return
+        time.sleep(0.5)
+
+
+@pytest.fixture(scope="session")
+def resume() -> Callable[[list[str]], None]:
+    """Give drained nodes back to the session's later tests (see resume_nodes)."""
+    return resume_nodes
+
+
 @contextmanager
 def _machine_lock(path: Path, timeout_s: float = 900.0) -> Iterator[None]:
     """One test session at a time owns the machine's Slurm (/etc/slurm/slurm.conf, the daemons): wait for it."""

@@ -72,7 +72,8 @@ def fake_dsctl(folder: Path, hang_node: str) -> Path:
 
 
 @pytest.fixture(scope="module")
-def fleet_setup(slurm_cluster: int, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+def fleet_setup(slurm_cluster: int, tmp_path_factory: pytest.TempPathFactory,
+                resume: Callable[[list[str]], None]) -> Iterator[dict[str, Any]]:
     num = slurm_cluster
     specials = layout(num)
     folder = tmp_path_factory.mktemp("fleet")
@@ -85,9 +86,8 @@ def fleet_setup(slurm_cluster: int, tmp_path_factory: pytest.TempPathFactory) ->
     hang = next(n for n, (r, _) in specials.items() if r == HANG)
     yield {"num": num, "specials": specials, "records": records, "dsctl": fake_dsctl(folder, hang),
            "folder": folder}
-    crit = [n for n, (_, exp) in specials.items() if exp and exp[1] == "CRIT"]
-    subprocess.run(["scontrol", "update", f"NodeName={','.join(crit)}", "State=RESUME"], check=False,
-                   capture_output=True)  # the launch tests of this session need every node
+    # the launch tests of this session need every node
+    resume([n for n, (_, exp) in specials.items() if exp and exp[1] == "CRIT"])
 
 
 def sinfo_drained() -> dict[str, str]:

@@ -44,7 +44,8 @@ def in_flight(log: Path) -> bool:
 
 
 def test_health_check_program_drains_the_critical_node_only(slurm_cluster: int, tmp_path: Path,
-                                                            health_check_program: Callable[[str], None]) -> None:
+                                                            health_check_program: Callable[[str], None],
+                                                            resume: Callable[[list[str]], None]) -> None:
     if slurm_cluster < 4:
         pytest.skip("needs 4 emulated nodes")
     records = tmp_path / "records"
@@ -82,7 +83,8 @@ def test_health_check_program_drains_the_critical_node_only(slurm_cluster: int, 
     finally:
         # stop the checks and let a run in flight end first: it would drain n2 again after the resume
         health_check_program("#!/bin/sh\nexit 0\n")
+        time.sleep(2 + max([int(line.split("s=")[1]) for line in ended(log)], default=5))  # started, not logged
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and in_flight(log):
             time.sleep(0.5)
-        subprocess.run(["scontrol", "update", "NodeName=n2", "State=RESUME"], check=False, capture_output=True)
+        resume(["n2"])
