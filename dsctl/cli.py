@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import traceback
@@ -9,18 +10,105 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
 from dsctl import __version__
-from dsctl.commands import profiles
 from dsctl.commands._common import SETTINGS
-from dsctl.commands._planned import add_planned_group
 from dsctl.errors import DsctlError, ExitCode
+
+#: Every command group: ``dsctl NAME`` is the Typer app ``app`` of module ``dsctl.commands.NAME``, imported only
+#: when the group is run, completed or asked for its own help. The text is the group's help (the module's
+#: ``typer.Typer(help=...)``; a test keeps the two equal), shown by ``dsctl --help`` without importing the module.
+GROUPS: dict[str, str] = {
+    "topology": "Multi-plane fat-tree wiring plans, topology cost comparison, cabling export and fabric "
+                "verification.",
+    "eplb": "Expert-parallel load balancing: replicate hot experts and place replicas on GPUs from routing "
+            "statistics.",
+    "model": "The arithmetic behind the paper's tables: KV cache, training FLOPs, GPU hours and cost, EP speed "
+             "limit, memory.",
+    "launch": "Plan a training launch (parallel layout, memory fit, rank map, pipeline schedule) and write or "
+              "submit its job for Slurm, torchrun or Kubernetes (dsctl launch --nodes N \\[options] "
+              "\\[--backend B] \\[--out DIR] \\[--submit] -- TRAIN_SCRIPT \\[ARGS...]).",
+    "health": "GPU, NVLink and RDMA health through NVML and sysfs (live, or replayed from a recorded node).",
+    "storage": "3FS cluster sizing, chain-table generation and chain-table checks.",
+    "trace": "Compute/communication overlap from PyTorch profiler traces (torch.profiler export_chrome_trace).",
+    "profiles": "Built-in and user profiles: models, nodes, switches, storage servers.",
+}
+
+
+class _Unloaded(TyperGroup):
+    """Stands in for a command group whose module is not imported yet (name and help only)."""
+
+
+class _PlainRootValue:
+    """Converts the root options' values (flags, ``--profiles-dir``) without Typer's pydantic-based coercion.
+
+    Typer imports pydantic (about 60 ms) to coerce the first non-flag value; the root group's options are processed
+    on every invocation, ``dsctl GROUP --help`` included, and need no more than this. If Typer renames the private
+    ``_runtime_param`` slot this is simply unused (start-up slows, nothing breaks).
+    """
+
+    def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
+        if value is None or isinstance(value, bool):
+            return value
+        return Path(value) if param.name == "profiles_dir" else value
+
+
+class LazyGroup(TyperGroup):
+    """The root group (Click's lazy-group pattern): a command group's module is imported on first real use.
+
+    Listing the groups (``dsctl --help``, completing ``dsctl <TAB>``) shows the placeholders' help instead.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._listing = 0
+        for name, summary in GROUPS.items():
+            self.commands.setdefault(name, _Unloaded(name=name, help=summary))
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        command = self.commands.get(cmd_name)
+        if isinstance(command, _Unloaded) and not self._listing:
+            command = self.load(cmd_name)
+        return command
+
+    def load(self, name: str) -> TyperGroup:
+        """Import ``dsctl.commands.NAME`` and build its group."""
+        from dsctl.commands._complete import add_profile_completion
+
+        module = importlib.import_module(f"dsctl.commands.{name}")
+        group = typer.main.get_group(module.app)
+        group.name = name
+        add_profile_completion(group)
+        self.commands[name] = group
+        return group
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        for param in self.get_params(ctx):
+            if getattr(param, "_runtime_param", False) is None:
+                param._runtime_param = _PlainRootValue()  # type: ignore[attr-defined]
+        return super().parse_args(ctx, args)
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        self._listing += 1
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self._listing -= 1
+
+    def shell_complete(self, ctx: Any, incomplete: str) -> Any:
+        self._listing += 1
+        try:
+            return super().shell_complete(ctx, incomplete)
+        finally:
+            self._listing -= 1
+
 
 app = typer.Typer(
     name="dsctl",
+    cls=LazyGroup,
     help="Plan, balance, check and launch DeepSeek-V3-style GPU training clusters.",
     no_args_is_help=True,
-    add_completion=False,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["--help", "-h"]},
 )
@@ -51,37 +139,6 @@ def root(
     SETTINGS.profiles_dir = profiles_dir
 
 
-app.add_typer(profiles.app, name="profiles")
-
-_PLANNED = {
-    "topology": "multi-plane fat-tree wiring plans, topology cost comparison, cabling export, fabric verification",
-    "eplb": "expert-parallel load balancing from routing statistics",
-    "health": "GPU, NVLink and RDMA health through NVML and sysfs",
-    "storage": "3FS cluster sizing and chain tables",
-    "launch": "parallelism layouts, rank maps, pipeline schedules and job launch",
-    "model": "the arithmetic behind the paper's tables (KV cache, FLOPs, GPU hours, EP speed limit, memory)",
-    "trace": "compute/communication overlap from PyTorch profiler traces",
-}
-
-
-def _register_groups() -> None:
-    """Attach each command group; groups whose module is not written yet get a placeholder."""
-    import importlib
-
-    for name, summary in _PLANNED.items():
-        try:
-            module = importlib.import_module(f"dsctl.commands.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"dsctl.commands.{name}":
-                raise
-            add_planned_group(app, name, summary)
-            continue
-        module.register(app)
-
-
-_register_groups()
-
-
 def _is_click_exception(exc: BaseException) -> bool:
     return hasattr(exc, "format_message") and hasattr(exc, "exit_code") and hasattr(exc, "show")
 
@@ -110,6 +167,8 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except SystemExit as exc:  # --show-completion / --install-completion and shell completion end this way
+        return exc.code if isinstance(exc.code, int) else int(exc.code is not None)
     except Exception as exc:
         if type(exc).__name__ == "NoArgsIsHelpError":
             # A group given without a subcommand: its help is the answer, not an error. Rich help has

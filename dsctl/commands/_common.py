@@ -5,13 +5,15 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from dsctl.errors import InputError
-from dsctl.output import OutputFormat, emit
-from dsctl.profiles.loader import ProfileStore
+from dsctl.output.formats import OutputFormat
+
+if TYPE_CHECKING:
+    from dsctl.profiles.loader import ProfileStore
 
 FormatOpt = Annotated[
     OutputFormat,
@@ -38,11 +40,15 @@ SETTINGS = Settings()
 
 def profile_store() -> ProfileStore:
     """The profiles visible to this invocation (built-ins, ``DSCTL_PROFILES``, ``--profiles-dir``)."""
+    from dsctl.profiles.loader import ProfileStore
+
     return ProfileStore.from_environment(os.environ, SETTINGS.profiles_dir)
 
 
 def show(result: Any, fmt: OutputFormat, command: str) -> None:
     """Print ``result`` and end the command with the exit code it carries."""
+    from dsctl.output.emit import emit
+
     code = emit(result, fmt, command)
     if code:
         raise typer.Exit(code)

@@ -5,32 +5,22 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-import dsctl.output.eplb  # noqa: F401  (registers the table renderers)
 from dsctl.commands._common import FormatOpt, profile_store, read_input, show
-from dsctl.eplb.export import read_placement, sglang_expert_location, sglang_server_args
-from dsctl.eplb.rebalance import expert_size_bytes, rebalance
-from dsctl.eplb.simulate import simulate
-from dsctl.eplb.stats import sum_stats
 from dsctl.errors import InputError
-from dsctl.output import OutputFormat, render_json, stderr_console
-from dsctl.output.emit import envelope
-from dsctl.output.files import atomic_write
-from dsctl.profiles.schema import ModelProfile
+from dsctl.output.formats import OutputFormat
+
+if TYPE_CHECKING:
+    from dsctl.profiles.schema import ModelProfile
 
 app = typer.Typer(
     name="eplb",
     help="Expert-parallel load balancing: replicate hot experts and place replicas on GPUs from routing statistics.",
     no_args_is_help=True,
 )
-
-
-def register(app_: typer.Typer) -> None:
-    """Attach the ``eplb`` group to the root app."""
-    app_.add_typer(app, name="eplb")
 
 
 def _model(name: str | None) -> ModelProfile | None:
@@ -70,6 +60,8 @@ def _check_outputs(outputs: dict[str, Path | None]) -> None:
 
 def _write_all(contents: list[tuple[Path, str]]) -> None:
     """Write each file atomically; if one fails, remove the files this call created before it."""
+    from dsctl.output.files import atomic_write
+
     created: list[Path] = []
     try:
         for path, content in contents:
@@ -117,6 +109,11 @@ def rebalance_cmd(
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Plan expert replicas and their GPUs from routing statistics; report balancedness before/after."""
+    from dsctl.eplb.export import read_placement, sglang_expert_location, sglang_server_args
+    from dsctl.eplb.rebalance import expert_size_bytes, rebalance
+    from dsctl.eplb.stats import sum_stats
+    from dsctl.output.emit import envelope, render_json, stderr_console
+
     _check_outputs({"--out": out, "--sglang-out": sglang_out})
     profile = _model(model)
     moe = profile.moe if profile is not None else None
@@ -164,6 +161,10 @@ def simulate_cmd(
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Per-GPU loads and balancedness an existing placement yields on (other) statistics."""
+    from dsctl.eplb.export import read_placement
+    from dsctl.eplb.simulate import simulate
+    from dsctl.eplb.stats import sum_stats
+
     files = [stats, *(more_stats or [])]
     weight = sum_stats([(str(p), read_input(p, "statistics file")) for p in files])
     text = read_input(placement, "placement").decode("utf-8", errors="replace")

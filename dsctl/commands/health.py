@@ -8,25 +8,17 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-import yaml
 
 from dsctl.commands._common import FormatOpt, profile_store, read_input, read_text_input, show
 from dsctl.errors import InputError
-from dsctl.health import api, inventory
-from dsctl.health.backends.base import GpuBackend, RdmaSource
-from dsctl.health.backends.host import read_host_facts
-from dsctl.health.backends.nvml import backend_from_record, live_backend
-from dsctl.health.backends.sysfs import SysfsReader, render_sysfs, write_counters
-from dsctl.health.fixture import normalize
-from dsctl.health.model import HostFacts, NodeSnapshot
-from dsctl.health.record import snapshot_record
-from dsctl.health.sample import sample_node
-from dsctl.output import OutputFormat
-from dsctl.output import health as _renderers  # noqa: F401  (registers the table views)
-from dsctl.output.files import atomic_write
+from dsctl.output.formats import OutputFormat
+
+if TYPE_CHECKING:
+    from dsctl.health.backends.base import GpuBackend, RdmaSource
+    from dsctl.health.model import HostFacts, NodeSnapshot
 
 app = typer.Typer(
     name="health",
@@ -46,12 +38,10 @@ RecordOpt = Annotated[Path | None, typer.Option("--from-record", help="Replay a 
 MAX_INTERVAL_S = 3600.0  # counters are sampled twice this far apart; longer is a typo (the command would just wait)
 
 
-def register(root: typer.Typer) -> None:
-    root.add_typer(app, name="health")
-
-
 def load_record(path: Path) -> dict[str, Any]:
     """Parse a fake-node YAML file into a dict (validated later by the fake and the renderer)."""
+    import yaml
+
     text = read_text_input(path, "--from-record", hint="give a YAML file written by dsctl health record")
     try:
         data = yaml.safe_load(text)
@@ -79,6 +69,12 @@ def open_sources(from_record: Path | None, sysfs_root: Path | None, interval_s: 
                  areas: tuple[str, ...]) -> Iterator[Sources]:
     """Live NVML + sysfs, or a record replayed through the real adapter over the fake NVML module and a sysfs
     tree rendered into a temporary folder (removed afterwards)."""
+    from dsctl.health.backends.host import read_host_facts
+    from dsctl.health.backends.nvml import backend_from_record, live_backend
+    from dsctl.health.backends.sysfs import SysfsReader, render_sysfs, write_counters
+    from dsctl.health.fixture import normalize
+    from dsctl.health.model import HostFacts
+
     want_gpus = bool({"gpu", "nvlink"} & set(areas))
     if from_record is not None and sysfs_root is not None:
         raise InputError("--sysfs-root and --from-record exclude each other",
@@ -111,6 +107,8 @@ def open_sources(from_record: Path | None, sysfs_root: Path | None, interval_s: 
 
 def take_snapshot(from_record: Path | None, sysfs_root: Path | None, interval_s: float | None,
                   areas: tuple[str, ...]) -> NodeSnapshot:
+    from dsctl.health.sample import sample_node
+
     if interval_s is not None and not 0 < interval_s <= MAX_INTERVAL_S:  # also rejects nan
         raise InputError(f"--interval must be a number of seconds in (0, {MAX_INTERVAL_S:g}], got {interval_s:g}")
     with open_sources(from_record, sysfs_root, interval_s, areas) as src:
@@ -130,6 +128,8 @@ def check(
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Run every health check; exit 0 healthy, 1 on a finding at/above --fail-on, 2 bad input, 3 no NVML."""
+    from dsctl.health import api
+
     areas = api.parse_only(only)
     threshold = api.parse_fail_on(fail_on)
     log_text = None
@@ -161,6 +161,12 @@ def record(
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Sample this node (NVML + sysfs, counters twice) into a fake-node YAML that --from-record replays."""
+    import yaml
+
+    from dsctl.health import api
+    from dsctl.health.record import snapshot_record
+    from dsctl.output.files import atomic_write
+
     if out.is_dir():
         raise InputError(f"--out {out}: is a folder; give a file name such as {out / 'node.yaml'}")
     snap = take_snapshot(from_record, sysfs_root, interval, api.AREAS)
@@ -179,5 +185,7 @@ def show_inventory(
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Inventory: GPUs, NVLinks, RDMA NICs and the GPU<->NIC pairing (nearest NIC and its PCIe level)."""
+    from dsctl.health import api, inventory
+
     snap = take_snapshot(from_record, sysfs_root, 0.001 if from_record is None else None, api.AREAS)
     show(inventory.build(snap), fmt, "health show")

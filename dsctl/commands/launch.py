@@ -11,21 +11,19 @@ from __future__ import annotations
 from difflib import get_close_matches
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from typer.core import TyperGroup
 
-from dsctl.commands import launch_run
 from dsctl.commands._common import FormatOpt, profile_store, show
 from dsctl.commands.launch_schedule import register_schedule
 from dsctl.errors import InputError, one_of
-from dsctl.launch.engines.spec import DEFAULT_JOB_NAME, DEFAULT_PORT, JobOptions
-from dsctl.launch.plan import DEFAULT_SEQ_LEN, LaunchRequest, layout_report, plan_launch
-from dsctl.output import OutputFormat, render_json
-from dsctl.output import launch as _renderers  # noqa: F401  (registers the table views)
-from dsctl.output import launch_run as _run_renderers  # noqa: F401  (registers the --submit view)
-from dsctl.output.files import write_files
+from dsctl.launch.defaults import DEFAULT_JOB_NAME, DEFAULT_PORT, DEFAULT_SEQ_LEN
+from dsctl.output.formats import OutputFormat
+
+if TYPE_CHECKING:
+    from dsctl.launch.plan import LaunchRequest
 
 TRAIN_COMMAND_KEY = "dsctl.launch.train_command"
 
@@ -126,6 +124,8 @@ def _dp(value: str) -> int | None:
 
 def _request(nodes: int | None, pp: int | None, ep: int | None, tp: int | None, dp: str, schedule: Schedule,
              micro_batches: int | None, global_batch: int | None, seq_len: int, **extra: Any) -> LaunchRequest:
+    from dsctl.launch.plan import LaunchRequest
+
     if nodes is None:
         raise InputError("--nodes is required: the number of nodes to plan for, e.g. --nodes 256")
     return LaunchRequest(num_nodes=nodes, pp=pp, ep=ep, tp=tp, dp=_dp(dp), schedule=schedule.value,
@@ -194,6 +194,10 @@ def launch(
     if ctx.invoked_subcommand is not None:
         _reject_group_options(ctx)
         return
+    from dsctl.commands import launch_run
+    from dsctl.launch.engines.spec import JobOptions
+    from dsctl.launch.plan import plan_launch
+
     if dry_run and submit:
         raise InputError("--dry-run and --submit exclude each other; give one")
     for flag, given in (("--wait", wait), ("--test-only", test_only), ("--force", force)):
@@ -250,6 +254,10 @@ def layout(
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Choose or check a parallel layout and its rank map; --explain prints the groups."""
+    from dsctl.launch.plan import layout_report, plan_launch
+    from dsctl.output.emit import render_json
+    from dsctl.output.files import write_files
+
     request = _request(nodes, pp, ep, tp, dp, schedule, micro_batches, global_batch, seq_len)
     store = profile_store()
     plan = plan_launch(store.model(model), store.node(node_profile), request, simulate_schedule=False)
@@ -259,8 +267,3 @@ def layout(
 
 
 register_schedule(app)
-
-
-def register(root: typer.Typer) -> None:
-    """Attach ``dsctl launch`` (the command and its group) to the root app."""
-    root.add_typer(app, name="launch")

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from dsctl.commands._common import FormatOpt, profile_store, show
-from dsctl.output import OutputFormat
-from dsctl.profiles.loader import validate_path
-from dsctl.profiles.schema import Profile
+from dsctl.output.formats import OutputFormat
+
+if TYPE_CHECKING:
+    from dsctl.profiles.schema import Profile
 
 app = typer.Typer(
     name="profiles",
@@ -67,5 +68,7 @@ def validate(
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Check a profile file (or a folder of profiles) for syntax, types, units and ranges."""
+    from dsctl.profiles.loader import validate_path
+
     profiles = validate_path(path)
     show(ValidationReport(str(path), [p.name for p in profiles]), fmt, "profiles validate")

@@ -10,22 +10,13 @@ import typer
 
 from dsctl.commands._common import FormatOpt, profile_store, read_text_input, show
 from dsctl.errors import InputError
-from dsctl.output import OutputFormat
-from dsctl.output import storage as _renderers  # noqa: F401  (registers the table views)
-from dsctl.output.files import write_files
-from dsctl.storage import api
-from dsctl.storage.chaintable import IdScheme, check_chunk_sizes
-from dsctl.storage.sizing import SizingInputs, client_nic_bytes_per_s, size
+from dsctl.output.formats import OutputFormat
 
 app = typer.Typer(
     name="storage",
     help="3FS cluster sizing, chain-table generation and chain-table checks.",
     no_args_is_help=True,
 )
-
-
-def register(root: typer.Typer) -> None:
-    root.add_typer(app, name="storage")
 
 
 @app.command("size")
@@ -53,6 +44,9 @@ def size_cmd(
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Usable capacity, read/write ceilings, degraded read and checkpoint time of a 3FS cluster."""
+    from dsctl.storage import api
+    from dsctl.storage.sizing import SizingInputs, client_nic_bytes_per_s, size
+
     store = profile_store()
     profile = store.storage(storage)
     node = store.node(client_node)
@@ -92,6 +86,10 @@ def chains_cmd(
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Generate a balanced 3FS chain table (chains, chain table, create/remove-target commands)."""
+    from dsctl.output.files import write_files
+    from dsctl.storage import api
+    from dsctl.storage.chaintable import IdScheme, check_chunk_sizes
+
     sizes = check_chunk_sizes(chunk_size or [])
     scheme = IdScheme(first_node_id=first_node_id, target_prefix=target_id_prefix, chain_prefix=chain_id_prefix)
     result = api.generate_chains(nodes, ssds_per_node, replication, targets_per_ssd, chain_table_id, scheme,
@@ -109,6 +107,8 @@ def check_cmd(
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Balance of an existing chain table; exit 1 if a chain repeats a node or chains differ in length."""
+    from dsctl.storage import api
+
     create_text = None
     if source.is_dir():
         csv = source / "generated_chains.csv"

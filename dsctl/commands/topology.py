@@ -9,20 +9,13 @@ import typer
 
 from dsctl.commands._common import FormatOpt, profile_store, read_text_input, show
 from dsctl.errors import InputError
-from dsctl.output import OutputFormat
-from dsctl.output import topology as _renderers  # noqa: F401  (registers the table views)
-from dsctl.output.files import write_files
-from dsctl.topology import api
+from dsctl.output.formats import OutputFormat
 
 app = typer.Typer(
     name="topology",
     help="Multi-plane fat-tree wiring plans, topology cost comparison, cabling export and fabric verification.",
     no_args_is_help=True,
 )
-
-
-def register(root: typer.Typer) -> None:
-    root.add_typer(app, name="topology")
 
 
 @app.command("plan")
@@ -51,6 +44,9 @@ def plan(
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Plan every switch and cable of a multi-plane (or multi-rail, FT2, FT3) fat tree."""
+    from dsctl.output.files import write_files
+    from dsctl.topology import api
+
     store = profile_store()
     node = store.node(node_profile)
     sw = store.switch(switch)
@@ -77,6 +73,8 @@ def compare(
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """FT2, MPFT, FT3, Slim Fly and Dragonfly side by side (the paper's Table 3) for one radix."""
+    from dsctl.topology import api
+
     sw = profile_store().switch(switch)
     result = api.compare(
         radix if radix is not None else sw.num_ports,
@@ -95,6 +93,8 @@ def verify(
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Compare a plan with the fabric as cabled; exit 1 on any missing, extra, swapped or cross-plane cable."""
+    from dsctl.topology import api
+
     plan_file = plan_dir / "plan.json" if plan_dir.is_dir() else plan_dir
     if plan_dir.is_dir() and not plan_file.exists():
         raise InputError(f"PLAN_DIR {plan_dir} has no plan.json", hint="write one with 'dsctl topology plan --out DIR'")

@@ -8,24 +8,15 @@ from typing import Annotated
 
 import typer
 
-import dsctl.output.trace  # noqa: F401  (registers the table renderer)
 from dsctl.commands._common import FormatOpt, read_input, show
 from dsctl.errors import InputError
-from dsctl.output import OutputFormat, stderr_console
-from dsctl.output.files import atomic_write
-from dsctl.trace import DEFAULT_PATTERNS, overlap_from_bytes
-from dsctl.trace.svg import timeline_svg
+from dsctl.output.formats import OutputFormat
 
 app = typer.Typer(
     name="trace",
     help="Compute/communication overlap from PyTorch profiler traces (torch.profiler export_chrome_trace).",
     no_args_is_help=True,
 )
-
-
-def register(app_: typer.Typer) -> None:
-    """Attach the ``trace`` group to the root app."""
-    app_.add_typer(app, name="trace")
 
 
 def _check_svg(path: Path) -> None:
@@ -56,6 +47,11 @@ def overlap_cmd(
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Compute-busy, comm-busy, overlapped and exposed communication time per rank, and per collective."""
+    from dsctl.output.emit import stderr_console
+    from dsctl.output.files import atomic_write
+    from dsctl.trace import DEFAULT_PATTERNS, overlap_from_bytes
+    from dsctl.trace.svg import timeline_svg
+
     if step is not None and all_steps:
         raise InputError("--step and --all-steps exclude each other; give one")
     if svg is not None:

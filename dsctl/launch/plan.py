@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dsctl.errors import InputError
+from dsctl.launch.defaults import DEFAULT_SEQ_LEN
 from dsctl.launch.layout import (
     DUAL_SCHEDULES,
     ParallelLayout,
@@ -51,7 +52,6 @@ MAX_NODES = 131_072
 
 #: DeepSeek-V3's final global batch, in sequences
 DEFAULT_GLOBAL_BATCH = 15_360
-DEFAULT_SEQ_LEN = 4_096
 
 
 @dataclass(frozen=True)

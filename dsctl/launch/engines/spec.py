@@ -36,13 +36,8 @@ import re
 from dataclasses import dataclass
 
 from dsctl.errors import InputError
+from dsctl.launch.defaults import DEFAULT_JOB_NAME, DEFAULT_PORT
 from dsctl.launch.plan import LaunchPlan
-
-#: torchrun's default rendezvous port
-DEFAULT_PORT = 29_500
-
-#: job name when ``--job-name`` is not given
-DEFAULT_JOB_NAME = "dsctl-train"
 
 #: the backends ``--backend`` accepts (``k8s`` is an alias of ``kubernetes``)
 BACKENDS: tuple[str, ...] = ("slurm", "torchrun", "kubernetes")
