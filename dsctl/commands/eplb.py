@@ -113,6 +113,7 @@ def rebalance_cmd(
     from dsctl.eplb.rebalance import expert_size_bytes, rebalance
     from dsctl.eplb.stats import sum_stats
     from dsctl.output.emit import envelope, render_json, stderr_console
+    from dsctl.output.progress import progress
 
     _check_outputs({"--out": out, "--sglang-out": sglang_out})
     profile = _model(model)
@@ -128,13 +129,14 @@ def rebalance_cmd(
     if previous is not None:
         text = read_input(previous, "--previous").decode("utf-8", errors="replace")
         previous_placement = read_placement(f"--previous {previous}", text, *weight.shape)
-    result = rebalance(
-        weight, num_replicas=replicas, num_gpus=gpus, num_nodes=nodes,
-        num_groups=groups if groups is not None else (moe.num_expert_groups if moe is not None else 1),
-        policy=policy, algorithm=algorithm, previous=previous_placement, tolerance=tolerance,
-        expert_bytes=expert_size_bytes(profile, bytes_per_param) if profile is not None else None,
-        sources=tuple(str(p) for p in stats), num_dense_layers=dense,
-    )
+    with progress(f"{algorithm} placement", fmt, total=1) as report:
+        result = rebalance(
+            weight, num_replicas=replicas, num_gpus=gpus, num_nodes=nodes,
+            num_groups=groups if groups is not None else (moe.num_expert_groups if moe is not None else 1),
+            policy=policy, algorithm=algorithm, previous=previous_placement, tolerance=tolerance,
+            expert_bytes=expert_size_bytes(profile, bytes_per_param) if profile is not None else None,
+            sources=tuple(str(p) for p in stats), num_dense_layers=dense, progress=report,
+        )
     contents: list[tuple[Path, str]] = []  # render everything before writing anything
     if out is not None:
         contents.append((out, render_json(envelope(result, "eplb rebalance", 0))))

@@ -106,13 +106,17 @@ def open_sources(from_record: Path | None, sysfs_root: Path | None, interval_s: 
 
 
 def take_snapshot(from_record: Path | None, sysfs_root: Path | None, interval_s: float | None,
-                  areas: tuple[str, ...]) -> NodeSnapshot:
+                  areas: tuple[str, ...], fmt: OutputFormat | None = None) -> NodeSnapshot:
+    """One snapshot of this node or the record; live sampling shows progress on a terminal for table ``fmt``."""
     from dsctl.health.sample import sample_node
+    from dsctl.output.progress import progress, sleep_reporting
 
     if interval_s is not None and not 0 < interval_s <= MAX_INTERVAL_S:  # also rejects nan
         raise InputError(f"--interval must be a number of seconds in (0, {MAX_INTERVAL_S:g}], got {interval_s:g}")
-    with open_sources(from_record, sysfs_root, interval_s, areas) as src:
-        return sample_node(src.gpus, src.rdma, src.interval_s, src.wait, hostname=src.hostname, host=src.host)
+    with open_sources(from_record, sysfs_root, interval_s, areas) as src, \
+            progress("sampling counters", fmt if from_record is None else None, total=src.interval_s) as report:
+        wait = src.wait if from_record is not None else lambda seconds: sleep_reporting(seconds, report)
+        return sample_node(src.gpus, src.rdma, src.interval_s, wait, hostname=src.hostname, host=src.host)
 
 
 @app.command("check")
@@ -136,7 +140,7 @@ def check(
     if kernel_log is not None:
         log_text = read_input(kernel_log, "--kernel-log").decode("utf-8", errors="replace")
     profile = profile_store().node(node) if node else None
-    snap = take_snapshot(from_record, sysfs_root, interval, areas)
+    snap = take_snapshot(from_record, sysfs_root, interval, areas, fmt)
     exp = api.choose_expectations(snap, profile, profile_store().node)
     show(api.run_checks(snap, exp, areas=areas, fail_on=threshold, kernel_log=log_text), fmt, "health check")
 
@@ -169,7 +173,7 @@ def record(
 
     if out.is_dir():
         raise InputError(f"--out {out}: is a folder; give a file name such as {out / 'node.yaml'}")
-    snap = take_snapshot(from_record, sysfs_root, interval, api.AREAS)
+    snap = take_snapshot(from_record, sysfs_root, interval, api.AREAS, fmt)
     data = snapshot_record(snap)
     text = "# dsctl health record: replay with dsctl health check --from-record FILE\n" + yaml.safe_dump(
         data, sort_keys=False, default_flow_style=None, width=120)

@@ -215,8 +215,12 @@ def launch(
     store = profile_store()
     plan = plan_launch(store.model(model), store.node(node_profile), request)
     if submit:
-        show(launch_run.submit(plan, engine, options, out, wait=wait, wait_timeout_s=wait_timeout,
-                               test_only=test_only, force=force), fmt, "launch")
+        from dsctl.output.progress import progress
+
+        with progress(f"waiting for Slurm job {options.job_name}" if wait else "submitting", fmt) as report:
+            run = launch_run.submit(plan, engine, options, out, wait=wait, wait_timeout_s=wait_timeout,
+                                    test_only=test_only, force=force, report=report)
+        show(run, fmt, "launch")
         return
     if out is not None:
         names = launch_run.write_plan_and_job(plan, engine, options, out)

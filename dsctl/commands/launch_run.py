@@ -19,6 +19,7 @@ from dsctl.launch.engines.spec import JobOptions, JobSpec, job_spec
 from dsctl.launch.plan import LaunchPlan
 from dsctl.output import render_json
 from dsctl.output.files import write_files
+from dsctl.output.progress import Report
 from dsctl.runners import process
 from dsctl.runners import slurm as slurm_runner
 
@@ -79,8 +80,11 @@ def write_plan_and_job(plan: LaunchPlan, backend: str | None, options: JobOption
 
 
 def submit(plan: LaunchPlan, backend: str | None, options: JobOptions, out: Path | None, *, wait: bool,
-           wait_timeout_s: float, test_only: bool, force: bool) -> LaunchRun:
-    """``--submit``: check everything, write the files, run the engine; nothing is written if a check fails."""
+           wait_timeout_s: float, test_only: bool, force: bool, report: Report | None = None) -> LaunchRun:
+    """``--submit``: check everything, write the files, run the engine; nothing is written if a check fails.
+
+    ``report`` (a progress line) sees the Slurm job's state while ``--wait`` waits.
+    """
     if backend is None:
         raise InputError("--submit needs --backend slurm, torchrun or kubernetes",
                          hint="e.g. dsctl launch --nodes 4 --backend slurm --submit -- train.py")
@@ -119,7 +123,7 @@ def submit(plan: LaunchPlan, backend: str | None, options: JobOptions, out: Path
     started = time.monotonic()
     if backend == "slurm":
         return _slurm(base, job_path, wait=wait, wait_timeout_s=wait_timeout_s, test_only=test_only,
-                      started=started)
+                      started=started, report=report)
     if backend == "torchrun":
         argv = (found, *torchrun.node_commands(spec, options)[0].argv[1:])
         code = process.relay(argv, env=dict(spec.env))
@@ -135,7 +139,7 @@ def submit(plan: LaunchPlan, backend: str | None, options: JobOptions, out: Path
 
 
 def _slurm(base: LaunchRun, job_path: Path, *, wait: bool, wait_timeout_s: float, test_only: bool,
-           started: float) -> LaunchRun:
+           started: float, report: Report | None = None) -> LaunchRun:
     cwd = Path.cwd()
     if test_only:
         answer = slurm_runner.would_accept(job_path, cwd=cwd)
@@ -147,7 +151,11 @@ def _slurm(base: LaunchRun, job_path: Path, *, wait: bool, wait_timeout_s: float
         status = slurm_runner.status(job_id)
         return replace(base, command=command, state="SUBMITTED", job_id=job_id,
                          log_path=status.log_path)
-    status = slurm_runner.wait(job_id, timeout_s=wait_timeout_s)
+    def on_poll(current: slurm_runner.JobStatus) -> None:
+        if report is not None:
+            report(status=f"Slurm job {job_id}: {current.state}")
+
+    status = slurm_runner.wait(job_id, timeout_s=wait_timeout_s, on_poll=on_poll)
     ok = status.state == "COMPLETED"
     message = None if status.final else f"still {status.state} after --wait-timeout {wait_timeout_s:g} s"
     return replace(base, command=command, state=status.state, job_id=job_id,

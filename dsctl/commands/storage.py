@@ -87,13 +87,15 @@ def chains_cmd(
 ) -> None:
     """Generate a balanced 3FS chain table (chains, chain table, create/remove-target commands)."""
     from dsctl.output.files import write_files
+    from dsctl.output.progress import progress
     from dsctl.storage import api
     from dsctl.storage.chaintable import IdScheme, check_chunk_sizes
 
     sizes = check_chunk_sizes(chunk_size or [])
     scheme = IdScheme(first_node_id=first_node_id, target_prefix=target_id_prefix, chain_prefix=chain_id_prefix)
-    result = api.generate_chains(nodes, ssds_per_node, replication, targets_per_ssd, chain_table_id, scheme,
-                                 sizes, rotate=not no_rotate, with_svg=out is not None)
+    with progress(f"chain table for {nodes} nodes", fmt):
+        result = api.generate_chains(nodes, ssds_per_node, replication, targets_per_ssd, chain_table_id, scheme,
+                                     sizes, rotate=not no_rotate, with_svg=out is not None)
     if out is not None:
         written = write_files(out, result.files_text)
         result = dataclasses.replace(result, out_dir=str(out), files=[str(p) for p in written])

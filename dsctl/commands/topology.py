@@ -93,11 +93,13 @@ def verify(
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Compare a plan with the fabric as cabled; exit 1 on any missing, extra, swapped or cross-plane cable."""
+    from dsctl.output.progress import progress
     from dsctl.topology import api
 
     plan_file = plan_dir / "plan.json" if plan_dir.is_dir() else plan_dir
     if plan_dir.is_dir() and not plan_file.exists():
         raise InputError(f"PLAN_DIR {plan_dir} has no plan.json", hint="write one with 'dsctl topology plan --out DIR'")
-    result = api.verify_texts(read_text_input(plan_file, "PLAN_DIR"), read_text_input(observed, "OBSERVED"),
-                              str(plan_file), str(observed))
+    plan_text, observed_text = read_text_input(plan_file, "PLAN_DIR"), read_text_input(observed, "OBSERVED")
+    with progress("checking every cable against the plan", fmt):
+        result = api.verify_texts(plan_text, observed_text, str(plan_file), str(observed))
     show(result, fmt, "topology verify")
