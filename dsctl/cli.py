@@ -33,6 +33,7 @@ GROUPS: dict[str, str] = {
     "storage": "3FS cluster sizing, chain-table generation and chain-table checks.",
     "trace": "Compute/communication overlap from PyTorch profiler traces (torch.profiler export_chrome_trace).",
     "profiles": "Built-in and user profiles: models, nodes, switches, storage servers.",
+    "config": "Site configuration (dsctl.toml): the defaults this site sets and where each comes from.",
 }
 
 
@@ -122,6 +123,7 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def root(
+    ctx: typer.Context,
     debug: Annotated[
         bool, typer.Option("--debug", help="Show tracebacks for errors (also DSCTL_DEBUG=1).")
     ] = False,
@@ -135,8 +137,13 @@ def root(
     ] = False,
 ) -> None:
     """Plan, balance, check and launch DeepSeek-V3-style GPU training clusters."""
+    from dsctl import siteconfig
+
     SETTINGS.debug = debug or SETTINGS.debug
     SETTINGS.profiles_dir = profiles_dir
+    site = siteconfig.current()  # dsctl.toml: defaults for options not given on the command line
+    SETTINGS.site_profile_dirs = site.profile_dirs()
+    ctx.default_map = {**site.default_map(), **(ctx.default_map or {})}
 
 
 def _is_click_exception(exc: BaseException) -> bool:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -33,16 +33,21 @@ class Settings:
 
     debug: bool = False
     profiles_dir: Path | None = None
+    #: ``defaults.profiles_dirs`` of the site configuration (dsctl.toml)
+    site_profile_dirs: list[Path] = field(default_factory=list)
 
 
 SETTINGS = Settings()
 
 
-def profile_store() -> ProfileStore:
-    """The profiles visible to this invocation (built-ins, ``DSCTL_PROFILES``, ``--profiles-dir``)."""
-    from dsctl.profiles.loader import ProfileStore
+def profile_store(site_dirs: list[Path] | None = None) -> ProfileStore:
+    """The profiles visible to this invocation; later folders override earlier ones: built-ins, the site
+    configuration's ``profiles_dirs``, ``DSCTL_PROFILES``, ``--profiles-dir``."""
+    from dsctl.profiles.loader import ENV_VAR, ProfileStore
 
-    return ProfileStore.from_environment(os.environ, SETTINGS.profiles_dir)
+    site = SETTINGS.site_profile_dirs if site_dirs is None else site_dirs
+    dirs = [*site, *(Path(p) for p in os.environ.get(ENV_VAR, "").split(os.pathsep) if p)]
+    return ProfileStore([*dirs, *([SETTINGS.profiles_dir] if SETTINGS.profiles_dir is not None else [])])
 
 
 def show(result: Any, fmt: OutputFormat, command: str) -> None:

@@ -20,12 +20,17 @@ def profile_names(kind: str, incomplete: str) -> list[str]:
 
     Completion must never fail loudly: an unreadable profiles folder completes nothing.
     """
+    from dsctl import siteconfig
     from dsctl.commands._common import profile_store
     from dsctl.errors import DsctlError
     from dsctl.profiles.schema import ProfileKind
 
+    try:  # the root command's callback (which reads dsctl.toml) does not run while completing
+        site_dirs = siteconfig.current().profile_dirs()
+    except DsctlError:
+        site_dirs = []
     try:
-        names = profile_store().names(ProfileKind(kind))
+        names = profile_store(site_dirs).names(ProfileKind(kind))
     except (DsctlError, OSError, ValueError):
         return []
     return [name for name in names if name.startswith(incomplete)]

@@ -44,7 +44,8 @@ def normal_backend(name: str) -> str:
 
 #: engine options and the backend each belongs to
 OPTION_BACKEND = {"--hosts": "torchrun", "--image": "kubernetes", "--partition": "slurm", "--time": "slurm",
-                  "--cpus-per-task": "slurm"}
+                  "--cpus-per-task": "slurm", "--account": "slurm", "--qos": "slurm", "--reservation": "slurm",
+                  "--exclude": "slurm", "--nodelist": "slurm", "--exclusive": "slurm", "--sbatch-arg": "slurm"}
 
 
 def check_option_backend(backend: str | None, given: dict[str, bool]) -> None:
@@ -53,6 +54,21 @@ def check_option_backend(backend: str | None, given: dict[str, bool]) -> None:
         if given.get(flag) and backend != owner:
             raise InputError(f"{flag} applies to --backend {owner}" + (f", not {backend}" if backend else ""),
                              hint=f"add --backend {owner}, or drop {flag}")
+
+
+def check_training_script(train_command: tuple[str, ...], cwd: Path) -> None:
+    """The training script (the first word after ``--``, unless it is a torchrun option such as ``-m``) must
+    exist before a job is submitted: a 256-node allocation should not start only to fail on a typo.
+    Relative paths are taken from ``cwd``, the folder the job runs in."""
+    if not train_command or train_command[0].startswith("-"):
+        return
+    script = Path(train_command[0])
+    path = script if script.is_absolute() else cwd / script
+    if not path.is_file():
+        what = "is not a file" if path.exists() else "does not exist"
+        raise InputError(f"training script {train_command[0]} {what} (looked in {path.parent}); nothing was "
+                         "submitted", hint="the job runs in the folder dsctl is started from; give the script's "
+                         "path relative to it, or an absolute path")
 
 
 def plan_files(plan: LaunchPlan) -> dict[str, str]:
@@ -112,6 +128,8 @@ def submit(plan: LaunchPlan, backend: str | None, options: JobOptions, out: Path
     executable = {"slurm": ("sbatch", slurm_runner.SBATCH_HINT), "torchrun": ("torchrun", TORCHRUN_HINT),
                   "kubernetes": ("kubectl", KUBECTL_HINT)}[backend]
     found = process.require(*executable)
+    if backend != "kubernetes":  # a pod runs the image's files, not this host's
+        check_training_script(plan.train_command, Path.cwd())
     if plan.exit_code and not force:
         raise NotSubmitted(f"the plan does not fit in GPU memory ({plan.layout.describe()}); nothing was submitted",
                            hint="see the plan with --dry-run; --force submits anyway")

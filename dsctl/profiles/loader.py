@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import math
 import os
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -167,6 +168,17 @@ class _Doc:
             self.fail(f"expected a rate > 0 and <= {maximum_bits / 8e12:g} TB/s, got {value!r}", key)
         return result
 
+    def names(self, key: str, pattern: str, example: str) -> tuple[str, ...]:
+        """An optional list of names, each a full match of ``pattern``; () when the key is absent."""
+        value = self._get(key, False)
+        if value is None:
+            return ()
+        if not isinstance(value, list) or not all(isinstance(v, str) and re.fullmatch(pattern, v) for v in value):
+            self.fail(f"expected a list of names like [{example}], got {_describe(value)}", key)
+        if len(set(value)) != len(value):
+            self.fail("lists a name twice", key)
+        return tuple(value)
+
     def section(self, key: str) -> _Doc:
         return _Doc(self._get(key, True), self.file, ".".join(p for p in (self.keypath, key) if p))
 
@@ -311,10 +323,14 @@ def _build_node(doc: _Doc, name: str) -> NodeProfile:
         storage_nic_gbps=storage.rate_bits("rate") / 1e9,
         storage_link_layer=storage.text("link_layer", choices=("infiniband", "ethernet")),
         path=str(doc.file),
+        compute_nic_devices=nics.names("devices", r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}", "mlx5_0, mlx5_1"),
     )
     for section in (gpu, nvlink, nics, storage):
         section.finish()
     gpus, nic_count = profile.num_gpus, profile.num_compute_nics
+    if profile.compute_nic_devices and len(profile.compute_nic_devices) != nic_count:
+        nics.fail(f"names {len(profile.compute_nic_devices)} devices for count {nic_count}: give one name per "
+                  "compute NIC, in GPU order", "devices")
     if nic_count and not (gpus % nic_count == 0 or nic_count % gpus == 0):
         nics.fail(f"{nic_count} compute NICs do not pair with {gpus} GPUs: one count must divide the other "
                   "(NIC i serves GPU i, or each NIC serves a fixed group of GPUs)", "count")

@@ -112,3 +112,12 @@ def test_real_bash_completes_a_model_name(tmp_path: Path) -> None:
     proc = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env, check=False)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["deepseek-v3"]
+
+
+def test_site_profile_folders_complete_too(complete: Callable, tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "site" / "models").mkdir(parents=True)
+    (tmp_path / "site" / "models" / "site-moe.yaml").write_text("name: site-moe\n")
+    (tmp_path / "dsctl.toml").write_text('[defaults]\nprofiles_dirs = ["site"]\n')
+    monkeypatch.setenv("DSCTL_CONFIG", str(tmp_path / "dsctl.toml"))
+    assert complete("bash", "dsctl model flops --model site") == ["site-moe"]

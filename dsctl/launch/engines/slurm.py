@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import shlex
 
+from dsctl.launch.engines.slurm_options import slurm_directives
 from dsctl.launch.engines.spec import JobOptions, JobSpec
 
 
@@ -57,6 +58,7 @@ def sbatch_directives(spec: JobSpec, options: JobOptions) -> list[str]:
         lines.append(f"--partition={options.partition}")
     if options.time_limit:
         lines.append(f"--time={options.time_limit}")
+    lines += slurm_directives(options.slurm)
     return [f"#SBATCH {line}" for line in lines]
 
 

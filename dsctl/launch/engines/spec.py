@@ -33,10 +33,11 @@ dense view ``rank = tp_rank + tp x (dp_rank + dp x pp_rank)``; expert view
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from dsctl.errors import InputError
 from dsctl.launch.defaults import DEFAULT_JOB_NAME, DEFAULT_PORT
+from dsctl.launch.engines.slurm_options import SlurmOptions, check_slurm_options
 from dsctl.launch.plan import LaunchPlan
 
 #: the backends ``--backend`` accepts (``k8s`` is an alias of ``kubernetes``)
@@ -67,6 +68,10 @@ class JobOptions:
     image: str | None = None
     hosts: tuple[str, ...] = ()
     log_path: str | None = None
+    #: Slurm account, QOS, node lists, raw #SBATCH lines (see slurm_options.py)
+    slurm: SlurmOptions = field(default_factory=SlurmOptions)
+    #: extra job variables after the DSCTL_* layout (NCCL_IB_HCA, --nccl-env), as (name, value) pairs
+    extra_env: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -147,12 +152,14 @@ def job_spec(plan: LaunchPlan, options: JobOptions, backend: str) -> JobSpec:
     Raises InputError when the training command (after ``--``) is missing or an option is invalid.
     """
     check_options(options, backend, plan.num_nodes)
+    check_slurm_options(options.slurm)
     if not plan.train_command:
         raise InputError(f"--backend {backend} needs the training command after '--' to write a job",
                          hint="dsctl launch --nodes N --backend slurm --out job/ -- train.py --config v3.yaml")
     return JobSpec(
         job_name=options.job_name, num_nodes=plan.num_nodes, gpus_per_node=plan.gpus_per_node,
-        train_command=tuple(plan.train_command), env=layout_env(plan, options.job_name), port=options.port,
+        train_command=tuple(plan.train_command), env=(*layout_env(plan, options.job_name), *options.extra_env),
+        port=options.port,
         summary=f"{plan.model} on {plan.num_nodes} x {plan.node_profile}, {plan.layout.describe()} "
                 f"(expert-DP {plan.expert_dp}), {plan.schedule}, {plan.world_size} ranks",
     )
