@@ -13,7 +13,7 @@ import typer
 from typer.core import TyperGroup
 
 from dsctl import __version__
-from dsctl.commands._common import SETTINGS
+from dsctl.commands._common import SETTINGS, silence_stdout
 from dsctl.errors import DsctlError, ExitCode
 
 #: Every command group: ``dsctl NAME`` is the Typer app ``app`` of module ``dsctl.commands.NAME``, imported only
@@ -172,7 +172,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         _print_error("interrupted")
         return 130
-    except BrokenPipeError:
+    except BrokenPipeError:  # the reader of stdout went away (dsctl ... | head): not an error
+        silence_stdout()
         return 0
     except SystemExit as exc:  # --show-completion / --install-completion and shell completion end this way
         return exc.code if isinstance(exc.code, int) else int(exc.code is not None)

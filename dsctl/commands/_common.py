@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -54,9 +56,23 @@ def show(result: Any, fmt: OutputFormat, command: str) -> None:
     """Print ``result`` and end the command with the exit code it carries."""
     from dsctl.output.emit import emit
 
-    code = emit(result, fmt, command)
+    try:
+        code = emit(result, fmt, command)
+    except BrokenPipeError:  # the reader stopped early (dsctl ... | head): the result still sets the exit code
+        silence_stdout()
+        code = int(getattr(result, "exit_code", 0))
     if code:
         raise typer.Exit(code)
+
+
+def silence_stdout() -> None:
+    """Point stdout at /dev/null so that later writes and the interpreter's final flush do not fail on a closed
+    pipe."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        pass  # not a real file (tests): nothing will be flushed to a pipe
 
 
 def read_input(path: Path, what: str) -> bytes:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -75,6 +76,23 @@ def _write_all(contents: list[tuple[Path, str]]) -> None:
         raise
 
 
+def _zero_rows_warning(weight: Any, profile: ModelProfile | None) -> str | None:
+    """A warning for statistics rows that are all zero (no token was routed: usually dense layers given as rows)."""
+    import numpy as np
+
+    zero = [int(i) for i in np.flatnonzero(weight.sum(axis=1) == 0)]
+    if not zero:
+        return None
+    rows = ", ".join(map(str, zero[:8])) + (", ..." if len(zero) > 8 else "")
+    text = f"statistics rows {rows} are all zero ({len(zero)} of {weight.shape[0]}): their placement is arbitrary"
+    if profile is not None and profile.num_dense_layers and weight.shape[0] == profile.num_layers:
+        moe_rows = profile.num_layers - profile.num_dense_layers
+        return (f"{text}; {profile.name} has {profile.num_layers} layers of which the first "
+                f"{profile.num_dense_layers} are dense: give only its {moe_rows} MoE layers' rows "
+                f"(model layers {profile.num_dense_layers}-{profile.num_layers - 1})")
+    return text + "; were dense layers (no experts) included?"
+
+
 StatsArg = Annotated[list[Path], typer.Argument(
     help="Routing statistics, layers x experts: .json (2-D list or {\"load\": ...}), .csv (one row per layer) "
     "or .npy; several are summed.")]
@@ -125,6 +143,7 @@ def rebalance_cmd(
     dense = 0
     if profile is not None and weight.shape[0] == profile.num_layers - profile.num_dense_layers:
         dense = profile.num_dense_layers
+    zero_warning = _zero_rows_warning(weight, profile)
     previous_placement = None
     if previous is not None:
         text = read_input(previous, "--previous").decode("utf-8", errors="replace")
@@ -137,6 +156,8 @@ def rebalance_cmd(
             expert_bytes=expert_size_bytes(profile, bytes_per_param) if profile is not None else None,
             sources=tuple(str(p) for p in stats), num_dense_layers=dense, progress=report,
         )
+    if zero_warning:
+        result = dataclasses.replace(result, warnings=(*result.warnings, zero_warning))
     contents: list[tuple[Path, str]] = []  # render everything before writing anything
     if out is not None:
         contents.append((out, render_json(envelope(result, "eplb rebalance", 0))))

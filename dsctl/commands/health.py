@@ -50,7 +50,8 @@ def load_record(path: Path) -> dict[str, Any]:
         where = f" line {mark.line + 1}" if mark is not None else ""
         raise InputError(f"--from-record {path}:{where} is not valid YAML") from None
     if not isinstance(data, dict):
-        raise InputError(f"--from-record {path}: expected a mapping of fake-node keys (see docs/health.md)")
+        raise InputError(f"--from-record {path}: expected a mapping of fake-node keys (hostname, gpus, nics, ...)",
+                         hint="write one with 'dsctl health record --out node.yaml'")
     return data
 
 

@@ -67,8 +67,19 @@ def validate(
     path: Annotated[Path, typer.Argument(help="A profile YAML file, or a folder of them.")],
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
-    """Check a profile file (or a folder of profiles) for syntax, types, units and ranges."""
-    from dsctl.profiles.loader import validate_path
+    """Check a profile file (or a folder of profiles) for syntax, types, units and ranges; every invalid file of a
+    folder is reported (one error line each), not only the first."""
+    import sys
 
-    profiles = validate_path(path)
+    from dsctl.errors import ProfileError
+    from dsctl.profiles.loader import validate_each
+
+    profiles, errors = validate_each(path)
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        for error in errors:
+            sys.stderr.write(f"error: {error.message}\n" + (f"hint: {error.hint}\n" if error.hint else ""))
+        raise ProfileError(f"{len(errors)} of {len(errors) + len(profiles)} profiles under {path} are invalid "
+                           "(each is named above)")
     show(ValidationReport(str(path), [p.name for p in profiles]), fmt, "profiles validate")

@@ -39,7 +39,7 @@ def overlap_cmd(
     comm_pattern: Annotated[list[str] | None, typer.Option(
         "--comm-pattern", help="Regex (re.search) for communication event names; replaces the defaults "
         "(repeatable). Defaults: NCCL/RCCL kernels, DeepEP dispatch/combine, P2P copies, c10d/gloo ops; the list "
-        "is printed in --format json as comm_patterns and in docs/trace.md.")] = None,
+        "is printed in --format json as comm_patterns.")] = None,
     add_comm_pattern: Annotated[list[str] | None, typer.Option(
         "--add-comm-pattern", help="Regex added to the default communication patterns (repeatable).")] = None,
     svg: Annotated[Path | None, typer.Option("--svg", help="Write a timeline SVG: compute and comm lanes per rank, "

@@ -119,7 +119,8 @@ def normalize(data: Any, source: str = "fixture") -> dict[str, Any]:
     nvidia_peermem, host: dict or None}``. Unknown keys raise :class:`InputError` naming ``source`` and the key path.
     """
     if not isinstance(data, Mapping):
-        raise InputError(f"{source}: a fake-node record must be a YAML mapping (see docs/health.md)")
+        raise InputError(f"{source}: a fake-node record must be a YAML mapping of {', '.join(TOP_KEYS)}",
+                         hint="write one with 'dsctl health record --out node.yaml'")
     _check_keys(data, TOP_KEYS, "", source)
     schema = data.get("schema", SCHEMA)
     if schema != SCHEMA:

@@ -19,6 +19,12 @@ XID_MEANING = {13: "graphics engine exception", 31: "MMU fault", 43: "GPU stoppe
                68: "NVDEC exception", 74: "NVLink error", 79: "GPU fallen off the bus", 92: "high SBE rate",
                94: "contained ECC error", 95: "uncontained ECC error", 119: "GSP RPC timeout", 120: "GSP error",
                140: "ECC unrecovered error"}
+#: what to do, by severity (the text itself: the hint must not point at a file the installed package lacks)
+XID_ACTION = {
+    Severity.CRIT: "drain the node; reset the GPU (nvidia-smi -r) or reboot, and replace it if the Xid returns",
+    Severity.WARN: "hardware event: watch for repeats (dsctl health check --kernel-log) and drain if it recurs",
+    Severity.INFO: "usually the application's fault (bad memory access, killed job): check the job's own log",
+}
 
 
 def xid_severity(xid: int) -> Severity:
@@ -51,5 +57,5 @@ def xid_findings(text: str, snap: NodeSnapshot) -> list[Finding]:
     for (subject, xid), n in sorted(counts.items()):
         meaning = XID_MEANING.get(xid, "see NVIDIA's Xid catalogue")
         out.append(Finding(XID_CHECK_ID, xid_severity(xid), subject, f"Xid {xid} x{n}", "no Xid",
-                           f"kernel log has Xid {xid} ({meaning})", "see docs/health.md (G22) for the action per Xid"))
+                           f"kernel log has Xid {xid} ({meaning})", XID_ACTION[xid_severity(xid)]))
     return out

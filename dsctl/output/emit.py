@@ -16,9 +16,16 @@ from dsctl.output.generic import generic_view
 from dsctl.output.registry import find_renderer, load_renderers
 
 
+class _StdoutConsole(Console):
+    def on_broken_pipe(self) -> None:
+        # rich exits with 1 here, which means "a check found a problem"; the reader (| head) just stopped
+        # reading: let dsctl.cli.main end with 0
+        raise BrokenPipeError
+
+
 def stdout_console() -> Console:
     # Created per call so that redirected sys.stdout (tests, pipes) is honoured.
-    return Console(file=sys.stdout, soft_wrap=False)
+    return _StdoutConsole(file=sys.stdout, soft_wrap=False)
 
 
 def stderr_console() -> Console:

@@ -528,24 +528,45 @@ class ProfileStore:
         return cast(StorageProfile, self.get(ProfileKind.STORAGE, name))
 
 
-def _scan(directory: Path) -> Iterator[tuple[Path, ProfileKind]]:
+def _profile_files(directory: Path) -> Iterator[tuple[Path, ProfileKind | None]]:
+    """Profile files under ``directory``: its kind sub-folders, then loose files (kind None: read from the file)."""
     for kind in ProfileKind:
         sub = directory / kind.value
         if sub.is_dir():
             for path in sorted(sub.glob("*.yaml")) + sorted(sub.glob("*.yml")):
                 yield path, kind
     for path in sorted(directory.glob("*.yaml")) + sorted(directory.glob("*.yml")):
-        yield path, _kind_of(path, read_yaml(path))
+        yield path, None
+
+
+def _scan(directory: Path) -> Iterator[tuple[Path, ProfileKind]]:
+    for path, kind in _profile_files(directory):
+        yield path, kind if kind is not None else _kind_of(path, read_yaml(path))
 
 
 def validate_path(path: Path) -> list[Profile]:
-    """Validate one profile file, or every profile under a directory. Raises on the first invalid file."""
+    """Validate one profile file, or every profile under a directory. Raises the first invalid file's error."""
+    profiles, errors = validate_each(path)
+    if errors:
+        raise errors[0]
+    return profiles
+
+
+def validate_each(path: Path) -> tuple[list[Profile], list[ProfileError]]:
+    """Validate one profile file, or every profile under a directory: the valid profiles and one error per
+    invalid file (every file is checked; a single file's error is raised)."""
     if not path.exists():
         raise ProfileError(f"{path}: no such file or directory")
-    if path.is_dir():
-        found = list(_scan(path))
-        if not found:
-            raise ProfileError(f"{path}: no *.yaml profiles found",
-                               hint="profiles live in models/, nodes/, switches/ or storage/ sub-folders")
-        return [load_file(p, k) for p, k in found]
-    return [load_file(path)]
+    if not path.is_dir():
+        return [load_file(path)], []
+    found = list(_profile_files(path))
+    if not found:
+        raise ProfileError(f"{path}: no *.yaml profiles found",
+                           hint="profiles live in models/, nodes/, switches/ or storage/ sub-folders")
+    profiles, errors = [], []
+    for file, kind in found:
+        try:
+            profiles.append(load_file(file, kind))
+        except ProfileError as exc:
+            errors.append(exc)
+    return profiles, errors
