@@ -144,3 +144,30 @@ def test_a_real_terminal_gets_the_line_and_a_pipe_does_not(tmp_path: Path) -> No
     assert b"sampling counters" in b"".join(chunks)
     piped = subprocess.run([*args[:-1], "0.1"], capture_output=True, env=env, check=False, timeout=60)
     assert piped.returncode == 0 and piped.stderr == b""
+
+
+def test_launch_wait_shows_the_job_state_and_the_time_waited(no_delay: None, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stand-in sbatch and scontrol (the job is RUNNING for three polls, then COMPLETED)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    scripts = {
+        "sbatch": 'echo "77;ci"',
+        "scontrol": 'n=$(cat "$0.n" 2>/dev/null || echo 0); echo $((n + 1)) > "$0.n"\n'
+                    'if [ "$n" -lt 3 ]; then s=RUNNING; else s=COMPLETED; fi\n'
+                    'echo "JobId=77 JobState=$s ExitCode=0:0 StdOut=/l"',
+    }
+    for name, body in scripts.items():
+        (bin_dir / name).write_text("#!/bin/sh\n" + body + "\n")
+        (bin_dir / name).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "t.py").write_text("")
+    args = ("launch", "--nodes", "1", "--model", "deepseek-v2-lite", "--backend", "slurm", "--submit", "--wait",
+            "--out", tmp_path / "run", "--", "t.py")
+    code, out, err = run(*args)
+    assert code == 0 and "COMPLETED" in out
+    assert "Slurm job 77: RUNNING" in err and "elapsed" in err
+    (bin_dir / "scontrol.n").unlink()
+    code, out, err = run(*args[:-2], "-f", "json", "--", "t.py")
+    assert code == 0 and err == "" and '"COMPLETED"' in out
