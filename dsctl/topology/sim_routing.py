@@ -8,8 +8,9 @@ For every switch ``x`` and destination leaf ``t`` the next hops are the live swi
   candidates and ``D`` the product of the distinct next switches of the earlier hops (so the first hop spreads
   the destinations of one leaf over the spines, the next picks among parallel cables). Same routes every run.
 - ``ecmp``: a seeded per-flow hash picks one candidate at every hop (one QP = one path).
-- ``adaptive``: ideal adaptive routing: each switch splits a flow evenly over all its candidates, so a flow
-  is a fractional "bundle" of links shared by every flow between the same two leaves.
+- ``adaptive``: ideal adaptive routing: a flow is spread evenly over all its equal-cost paths (each switch
+  splits it over its candidates in proportion to the paths onward, which balances load even around a failed
+  cable), so a flow is a fractional "bundle" of links shared by every flow between the same two leaves.
 
 Routes index into links 0..L-1 and bundles L..L+B-1 (``Routes.bundle_*``, CSR rows by bundle).
 """
@@ -33,6 +34,7 @@ class NextHops:
 
     ``dist`` int16 [S, T] switch hops to leaf t (``_FAR`` unreachable); ``nsw`` [S, T] distinct next switches;
     ``dev_switch`` maps a device index to s (-1 for nodes), ``leaf_col`` a device index to t (-1 if not a leaf).
+    ``share`` float64 [entries]: fraction of the equal-cost paths from s to t that start with each candidate.
     """
 
     dist: np.ndarray
@@ -42,6 +44,18 @@ class NextHops:
     link: np.ndarray
     dev_switch: np.ndarray
     leaf_col: np.ndarray
+    share: np.ndarray
+
+
+def _path_shares(dist: np.ndarray, es: np.ndarray, et: np.ndarray, ey: np.ndarray) -> np.ndarray:
+    """For each candidate (s -> y toward t): paths(y, t) / paths(s, t), counting equal-cost paths by distance."""
+    paths = np.where(dist == 0, 1.0, 0.0)
+    level = dist[es, et]
+    for d in range(1, int(level.max(initial=0)) + 1):
+        at = level == d
+        np.add.at(paths, (es[at], et[at]), paths[ey[at], et[at]])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(paths[es, et] > 0, paths[ey, et] / paths[es, et], 0.0)
 
 
 def next_hops(graph: SimGraph, dead: np.ndarray) -> NextHops:
@@ -103,14 +117,14 @@ def next_hops(graph: SimGraph, dead: np.ndarray) -> NextHops:
     es, et, el, ey = cat(entries_s), cat(entries_t), cat(entries_l), cat(entries_y)
     key = es * num_t + et
     order = np.lexsort((el, key))
-    key, el, ey = key[order], el[order], ey[order]
+    key, el, ey, es, et = key[order], el[order], ey[order], es[order], et[order]
     cnt = np.bincount(key, minlength=num_s * num_t)
     ptr = np.cumsum(cnt) - cnt
     # distinct next switches per (switch, leaf): parallel cables to one switch count once
     pairs = np.unique(np.stack([key, ey]), axis=1) if len(key) else np.zeros((2, 0), dtype=np.int64)
     nsw = np.bincount(pairs[0], minlength=num_s * num_t)
     return NextHops(dist, ptr.reshape(num_s, num_t), cnt.reshape(num_s, num_t), nsw.reshape(num_s, num_t), el,
-                    dev_switch, leaf_col)
+                    dev_switch, leaf_col, _path_shares(dist, es, et, ey))
 
 
 @dataclass(frozen=True)
@@ -152,7 +166,7 @@ def _walk(hops: NextHops, graph: SimGraph, start: np.ndarray, target: np.ndarray
 
 def _bundles(hops: NextHops, graph: SimGraph, start: np.ndarray, target: np.ndarray
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Even per-hop split from each (start switch, target leaf) pair: CSR (ptr [B+1], link, fraction)."""
+    """Split over every equal-cost path from each (start switch, target leaf) pair: CSR (ptr [B+1], link, fraction)."""
     num_b = len(start)
     rows, links, fracs = [], [], []
     s_row: np.ndarray = np.arange(num_b)
@@ -164,8 +178,9 @@ def _bundles(hops: NextHops, graph: SimGraph, start: np.ndarray, target: np.ndar
         k = hops.cnt[s_cur, t]
         rep = np.repeat(np.arange(len(s_row)), k)
         off = np.arange(len(rep)) - np.repeat(np.cumsum(k) - k, k)
-        link = hops.link[np.repeat(hops.ptr[s_cur, t], k) + off]
-        frac = np.repeat(s_frac / np.maximum(k, 1), k)
+        entry = np.repeat(hops.ptr[s_cur, t], k) + off
+        link = hops.link[entry]
+        frac = np.repeat(s_frac, k) * hops.share[entry]
         row = s_row[rep]
         rows.append(row)
         links.append(link)
