@@ -21,7 +21,7 @@ NVLINK = 200.0
 V3 = EpModel(hidden=7168, topk=8, limit_nodes=4)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def plan_text(kind: str, nodes: int, radix: int = 64, nics: int = 8, over: float = 1.0) -> str:
     spec = PlanSpec(kind, nodes, nics, nics, default_planes(kind, nics), radix, 400.0, 82045.0, 544.0, 544.0, over,
                     default_templates(kind), "h800-hgx", "ib-ndr-64")
