@@ -221,3 +221,26 @@ def test_svg_of_one_plane() -> None:
     r = run(text, "plan.json", NVLINK, SimRequest(work, "ecmp", 0, ("p1-spine01",), svg_plane=1))
     assert r.svg is not None and r.svg.startswith("<svg") and "stroke-dasharray" in r.svg
     assert "p1-leaf01" in r.svg and "p0-leaf01" not in r.svg
+
+
+def test_eplb_balanced_never_slower_dispatch_than_reference() -> None:
+    """EP64 on 8 nodes, skewed statistics: the balanced placement's worst per-GPU dispatch (and combine) time is
+    never above the reference placement's, layer by layer."""
+    from dsctl.eplb.balanced import rebalance_balanced
+    from dsctl.eplb.placement import gpu_loads
+    from dsctl.eplb.reference import rebalance_reference
+    from dsctl.topology.sim_api import eplb_gpu_share
+
+    rng = np.random.default_rng(7)
+    weight = np.round(rng.lognormal(0.0, 1.2, size=(4, 256)) * 1000)
+    layout = (320, 8, 8, 64)
+    ref = rebalance_reference(weight, *layout, policy="hierarchical")
+    bal = rebalance_balanced(weight, *layout, policy="hierarchical")
+    assert gpu_loads(weight, bal.phy2log, bal.logcnt, 64).max() <= gpu_loads(weight, ref.phy2log, ref.logcnt, 64).max()
+    text = plan_text("mpft", 8)
+    for layer in range(4):
+        times = {}
+        for name, placement in (("reference", ref), ("balanced", bal)):
+            share = eplb_gpu_share(weight, placement.phy2log, placement.logcnt, 64, layer)
+            times[name] = sim(text, "ep-dispatch", gpu_share=share).completion_s
+        assert times["balanced"] <= times["reference"] * (1 + 1e-9), (layer, times)
