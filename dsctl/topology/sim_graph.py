@@ -78,6 +78,8 @@ class SimGraph:
     def gpu_nic(self, gpu: np.ndarray) -> np.ndarray:
         """NIC endpoint of each GPU (int64, same shape)."""
         gpu = np.asarray(gpu, dtype=np.int64)
+        if self.nics_per_node == self.gpus_per_node:
+            return gpu
         node, local = gpu // self.gpus_per_node, gpu % self.gpus_per_node
         return node * self.nics_per_node + local * self.nics_per_node // self.gpus_per_node
 

@@ -87,24 +87,25 @@ def max_min(flow_routes: np.ndarray, members: np.ndarray, capacity: np.ndarray, 
     members = np.asarray(members, dtype=np.float64)
     num_f = len(members)
     rate = np.zeros(num_f)
-    ent_route, ent_flow = _entries(flow_routes)
-    # work on the links this problem touches only (one plane of a large fabric)
-    plain = ent_route < num_all
-    touched = np.bincount(ent_route[plain], minlength=num_all) > 0
+    # work on the links this problem touches only (one plane of a large fabric), in int32 local ids
+    touched = np.zeros(num_all, dtype=bool)
+    for col in flow_routes.T:
+        touched[col[(col >= 0) & (col < num_all)]] = True
     touched[bundle_link] = True
     links = np.flatnonzero(touched)
     num_links = len(links)
-    local_of = np.full(num_all, -1, dtype=np.int64)
-    local_of[links] = np.arange(num_links)
-    ent_route = np.where(plain, local_of[np.where(plain, ent_route, 0)], ent_route - num_all + num_links)
-    bundle_link_local = local_of[bundle_link]
+    local_of = np.full(num_all, -1, dtype=np.int32)
+    local_of[links] = np.arange(num_links, dtype=np.int32)
+    local_routes = np.empty(flow_routes.shape, dtype=np.int32)
+    for c, col in enumerate(flow_routes.T):
+        plain = col < num_all
+        local_routes[:, c] = np.where(plain, local_of[np.where(plain, col, 0)], col - num_all + num_links)
+        local_routes[col < 0, c] = -1
+    ent_route, ent_flow = _entries(local_routes)
+    bundle_link_local = local_of[bundle_link].astype(np.int64)
     stamp = np.zeros(num_f, dtype=np.int64)
     capacity_local = capacity[links].astype(np.float64)
     residual = capacity_local.copy()
-    local_routes = np.where(flow_routes >= 0, flow_routes, 0)
-    local_routes = np.where(local_routes < num_all, local_of[np.minimum(local_routes, num_all - 1)],
-                            local_routes - num_all + num_links)
-    local_routes[flow_routes < 0] = -1
     num_r = num_links + num_b
     route_ptr, route_flows = _csr(ent_route, ent_flow, num_r)
     b_rows = np.repeat(np.arange(num_b), np.diff(bundle_ptr))

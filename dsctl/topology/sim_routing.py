@@ -148,13 +148,14 @@ def _walk(hops: NextHops, graph: SimGraph, start: np.ndarray, target: np.ndarray
     cur = start.copy()
     div = np.ones(len(start), dtype=np.int64)
     for h in range(steps):
-        moving = np.flatnonzero(hops.dist[cur, target] > 0)
+        here = hops.dist[cur, target] > 0
+        moving = np.flatnonzero(here) if not here.all() else np.arange(len(cur))
         if not len(moving):
             break
         c, t = cur[moving], target[moving]
         k = hops.cnt[c, t]
         if routing == "ecmp":
-            pick = rng.integers(0, 1 << 40, size=len(moving)) % k
+            pick = np.minimum((rng.random(len(moving)) * k).astype(np.int64), k - 1)
         else:
             pick = (key[moving] // div[moving]) % k
             div[moving] *= np.maximum(hops.nsw[c, t], 1)
@@ -209,27 +210,34 @@ def route_flows(graph: SimGraph, hops: NextHops, dead: np.ndarray, src_ep: np.nd
     src_ep, dst_ep = np.asarray(src_ep, dtype=np.int64), np.asarray(dst_ep, dtype=np.int64)
     num_f = len(src_ep)
     s_leaf, d_leaf = graph.ep_leaf[src_ep], graph.ep_leaf[dst_ep]
-    ok = (s_leaf >= 0) & (d_leaf >= 0)
-    ok[ok] &= ~dead[graph.ep_up[src_ep[ok]]] & ~dead[graph.ep_down[dst_ep[ok]]]
-    start = np.where(ok, hops.dev_switch[np.maximum(s_leaf, 0)], 0)
-    target = np.where(ok, hops.leaf_col[np.maximum(d_leaf, 0)], 0)
-    ok &= hops.dist[start, target] != _FAR
-    idx = np.flatnonzero(ok)
-    cross = idx[start[idx] != hops.dev_switch[d_leaf[idx]]]
-    ends = np.full((num_f, 2), -1, dtype=np.int64)
-    ends[idx, 0] = graph.ep_up[src_ep[idx]]
-    ends[idx, 1] = graph.ep_down[dst_ep[idx]]
+    up, down = graph.ep_up[src_ep], graph.ep_down[dst_ep]
+    ok = (s_leaf >= 0) & (d_leaf >= 0) & ~dead[up] & ~dead[down]  # index -1 (uncabled) is masked by the leaf test
+    start = hops.dev_switch[s_leaf]
+    target = hops.leaf_col[d_leaf]
+    dist = hops.dist[start, target]
+    ok &= dist != _FAR
+    dist[~ok] = 0
+    cross = np.flatnonzero(dist > 0)
+    everyone = len(cross) == num_f
     empty = np.zeros(0, dtype=np.int64)
     if routing == "adaptive":
         pair = start[cross] * len(hops.leaf_col) + target[cross]
         uniq, inv = np.unique(pair, return_inverse=True)
         ptr, link, frac = _bundles(hops, graph, uniq // len(hops.leaf_col), uniq % len(hops.leaf_col))
-        middle = np.full((num_f, 1), -1, dtype=np.int64)
-        middle[cross, 0] = graph.num_links + inv
-        return Routes(np.hstack([ends[:, :1], middle, ends[:, 1:]]), ptr, link, frac, ok)
-    rng = np.random.default_rng(seed)
-    path = _walk(hops, graph, start[cross], target[cross], routing, graph.ep_pos[dst_ep[cross]], rng)
-    middle = np.full((num_f, path.shape[1]), -1, dtype=np.int64)
-    middle[cross] = path
-    return Routes(np.hstack([ends[:, :1], middle, ends[:, 1:]]), np.zeros(1, dtype=np.int64), empty,
-                  np.zeros(0), ok)
+        out = np.full((num_f, 3), -1, dtype=np.int64)
+        out[cross, 1] = graph.num_links + inv
+    else:
+        rng = np.random.default_rng(seed)
+        if everyone:
+            path = _walk(hops, graph, start, target, routing, graph.ep_pos[dst_ep], rng)
+        else:
+            path = _walk(hops, graph, start[cross], target[cross], routing, graph.ep_pos[dst_ep[cross]], rng)
+        out = np.full((num_f, path.shape[1] + 2), -1, dtype=np.int64)
+        if everyone:
+            out[:, 1:-1] = path
+        else:
+            out[cross, 1:-1] = path
+        ptr, link, frac = np.zeros(1, dtype=np.int64), empty, np.zeros(0)
+    out[:, 0] = np.where(ok, up, -1)
+    out[:, -1] = np.where(ok, down, -1)
+    return Routes(out, ptr, link, frac, ok)
