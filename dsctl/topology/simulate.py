@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dsctl.topology.sim_graph import LINK_KINDS, NVL_IN, NVL_OUT, SW_UP, SimGraph
+from dsctl.topology.sim_graph import LINK_KINDS, NIC_DOWN, NVL_IN, NVL_OUT, SW_UP, SimGraph
 from dsctl.topology.sim_maxmin import max_min, route_loads
 from dsctl.topology.sim_routing import next_hops, route_flows
 from dsctl.topology.sim_traffic import Flows, Traffic
@@ -29,17 +29,18 @@ HOT_LINKS = 10
 
 @dataclass(frozen=True)
 class Spread:
-    """min / median / max of a per-GPU value (GB/s); zeros when no GPU sent across nodes."""
+    """min / median / max / mean of a per-GPU value (GB/s); zeros when no GPU sent across nodes."""
 
     min: float
     median: float
     max: float
+    mean: float
 
     @staticmethod
     def of(values: np.ndarray) -> Spread:
         if not len(values):
-            return Spread(0.0, 0.0, 0.0)
-        return Spread(float(values.min()), float(np.median(values)), float(values.max()))
+            return Spread(0.0, 0.0, 0.0, 0.0)
+        return Spread(float(values.min()), float(np.median(values)), float(values.max()), float(values.mean()))
 
 
 @dataclass(frozen=True)
@@ -185,7 +186,8 @@ def simulate(graph: SimGraph, traffic: Traffic, routing: str, seed: int, dead: n
     sent = np.isfinite(gpu_bw)
     with np.errstate(divide="ignore", invalid="ignore"):
         lower = float(np.max(np.where(graph.link_cap > 0, link_bytes / graph.link_cap, 0.0), initial=0.0))
-    hot = np.argsort(-util, kind="stable")[:HOT_LINKS]
+    # ties (many links exactly full) list switch-to-switch links first: they are the ones routing can change
+    hot = np.lexsort((graph.link_kind <= NIC_DOWN, -np.round(util, 9)))[:HOT_LINKS]
     hottest = [LinkUse(graph.link_name(int(i)), LINK_KINDS[int(graph.link_kind[i])], int(graph.link_plane[i]),
                        float(util[i]), float(link_load[i] / 1e9)) for i in hot.tolist() if util[i] > 0]
     gpu_plane = graph.gpu_plane(np.arange(graph.num_gpus))

@@ -136,7 +136,7 @@ def test_ecmp_permutation_shows_hash_collisions() -> None:
     means = []
     for seed in range(3):
         r = sim(text, "permutation", "ecmp", seed, size_bytes=2**20)
-        means.append(r.gpu_gbyte_s.median / LINE)
+        means.append(r.gpu_gbyte_s.mean / LINE)
     one_stage = 1 - (1 - 1 / 32) ** 32
     assert 0.40 < float(np.mean(means)) < one_stage
     assert sim(text, "permutation", "adaptive", 0, size_bytes=2**20).gpu_gbyte_s.min >= 0.99 * LINE
