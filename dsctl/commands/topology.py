@@ -146,6 +146,8 @@ def simulate(
     from dsctl.topology import sim_api
     from dsctl.units import QuantityError, parse_bytes
 
+    if svg is not None and not (svg.parent if str(svg.parent) else Path(".")).is_dir():
+        raise InputError(f"--svg {svg}: folder {svg.parent} does not exist")
     if (eplb_plan is None) != (not stats):
         raise InputError("--eplb-plan and --stats go together (a placement and the statistics it was made from)")
     plan_file = plan_dir / "plan.json" if plan_dir.is_dir() else plan_dir

@@ -46,7 +46,12 @@ class Workload:
 
 
 def _nodes(graph: SimGraph, nodes: tuple[int, ...] | None) -> np.ndarray:
-    return np.arange(graph.num_nodes) if nodes is None else np.asarray(nodes, dtype=np.int64)
+    if nodes is None:
+        return np.arange(graph.num_nodes)
+    picked = np.asarray(nodes, dtype=np.int64)
+    if not len(picked) or picked.min() < 0 or picked.max() >= graph.num_nodes:
+        raise InputError(f"--nodes: the plan has {graph.num_nodes} nodes; use 1..{graph.num_nodes}")
+    return picked
 
 
 def build_traffic(graph: SimGraph, work: Workload, seed: int, job: int, model: EpModel | None) -> Traffic:

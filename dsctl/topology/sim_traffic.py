@@ -26,6 +26,15 @@ from dsctl.errors import InputError
 from dsctl.topology.sim_graph import SimGraph
 
 NOBODY = -1
+#: most network flows in one plane (a 16,384-GPU MPFT all-to-all has 4.2M): bounds memory at a few GB
+MAX_FLOWS_PER_PLANE = 8_000_000
+
+
+def check_flow_count(count: int, what: str) -> None:
+    if count > MAX_FLOWS_PER_PLANE:
+        raise InputError(f"{what} needs {count:,} network flows in one plane; the simulator's limit is "
+                         f"{MAX_FLOWS_PER_PLANE:,}", hint="simulate fewer nodes (--nodes N) or an MPFT plan, whose "
+                         "planes split the flows")
 
 
 @dataclass(frozen=True)
@@ -142,6 +151,8 @@ def alltoall(graph: SimGraph, nodes: np.ndarray, size_bytes: float, job: int = 0
     owner, jobs = _owner_arrays(len(nvl_src), nvl_src, job)
     nvl = Flows(nvl_src, nvl_dst, np.tile(members, len(nodes)), np.full(len(nvl_src), chunk), owner, jobs)
     di, dj = np.nonzero(same)
+    per_plane = np.bincount(local_plane[di], minlength=graph.num_planes).max(initial=0)
+    check_flow_count(len(nodes) * (len(nodes) - 1) * int(per_plane), name)
     d_members = 1.0 + np.where(di == dj, relayed_into[dj], 0)
     d_nodewide = (di == dj) & (relayed_into[dj] > 0)
     d_plane = local_plane[di]

@@ -22,7 +22,7 @@ import numpy as np
 from dsctl.topology.sim_graph import LINK_KINDS, NIC_DOWN, NVL_IN, NVL_OUT, SW_UP, SimGraph
 from dsctl.topology.sim_maxmin import max_min, route_loads
 from dsctl.topology.sim_routing import next_hops, route_flows
-from dsctl.topology.sim_traffic import Flows, Traffic
+from dsctl.topology.sim_traffic import Flows, Traffic, check_flow_count
 
 HOT_LINKS = 10
 
@@ -146,6 +146,7 @@ def simulate(graph: SimGraph, traffic: Traffic, routing: str, seed: int, dead: n
     unroutable = 0
     for plane in range(graph.num_planes):
         net = traffic.net(plane)
+        check_flow_count(len(net), f"plane {plane}")
         if not len(net):
             plane_rows.append((plane, 0, 0))
             continue

@@ -63,6 +63,9 @@ def test_simulate_with_eplb_placement(cli, plan_dir: Path, tmp_path: Path) -> No
     (["--fail-random", "100000"], "--fail-random"),
     (["--eplb-plan", "x.json"], "--eplb-plan"),
     (["--svg", "/nonexistent-dir/x.svg"], "x.svg"),
+    (["--nodes", "99"], "--nodes"),
+    (["-w", "allgather", "--group-size", "7"], "--group-size"),
+    (["-w", "ep-dispatch", "--model", "llama3.1-405b"], "--model"),
 ])
 def test_simulate_bad_input_exits_2(cli, plan_dir: Path, args: list[str], needle: str) -> None:
     res = cli("topology", "simulate", str(plan_dir), *args)

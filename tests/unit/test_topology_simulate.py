@@ -244,3 +244,16 @@ def test_eplb_balanced_never_slower_dispatch_than_reference() -> None:
             share = eplb_gpu_share(weight, placement.phy2log, placement.logcnt, 64, layer)
             times[name] = sim(text, "ep-dispatch", gpu_share=share).completion_s
         assert times["balanced"] <= times["reference"] * (1 + 1e-9), (layer, times)
+
+
+def test_flow_limit_is_an_input_error() -> None:
+    from dsctl.topology import sim_traffic
+
+    text = plan_text("mrft", 16)
+    old = sim_traffic.MAX_FLOWS_PER_PLANE
+    sim_traffic.MAX_FLOWS_PER_PLANE = 1000
+    try:
+        with pytest.raises(InputError, match="network flows"):
+            sim(text)
+    finally:
+        sim_traffic.MAX_FLOWS_PER_PLANE = old
