@@ -34,14 +34,18 @@ class Solution:
 
 def route_loads(flow_routes: np.ndarray, weight: np.ndarray, num_links: int, bundle_ptr: np.ndarray,
                 bundle_link: np.ndarray, bundle_frac: np.ndarray) -> np.ndarray:
-    """Per-link sum of ``weight[f] * a_lf`` (float64 [L]); ``weight`` float [F]."""
-    ids, flows = _entries(flow_routes)
-    w = weight[flows]
-    plain = ids < num_links
-    load = np.bincount(ids[plain], weights=w[plain], minlength=num_links)
+    """Per-link sum of ``weight[f] * a_lf`` (float64 [L]); ``weight`` float [F]. Column by column (no copies of
+    the whole route table)."""
     num_b = len(bundle_ptr) - 1
-    if num_b > 0 and not plain.all():
-        per_bundle = np.bincount(ids[~plain] - num_links, weights=w[~plain], minlength=num_b)
+    load = np.zeros(num_links)
+    per_bundle = np.zeros(num_b)
+    for col in flow_routes.T:
+        plain = (col >= 0) & (col < num_links)
+        load += np.bincount(col[plain], weights=weight[plain], minlength=num_links)
+        if num_b:
+            bundled = col >= num_links
+            per_bundle += np.bincount(col[bundled] - num_links, weights=weight[bundled], minlength=num_b)
+    if num_b:
         rows = np.repeat(np.arange(num_b), np.diff(bundle_ptr))
         load += np.bincount(bundle_link, weights=bundle_frac * per_bundle[rows], minlength=num_links)
     return load
@@ -53,7 +57,7 @@ def _entries(flow_routes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     for col in flow_routes.T:
         valid = np.flatnonzero(col >= 0)
         ids.append(col[valid])
-        flows.append(valid)
+        flows.append(valid.astype(np.int32))
     if not ids:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     return np.concatenate(ids), np.concatenate(flows)
