@@ -7,6 +7,8 @@ import functools
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dsctl.errors import InputError
 from dsctl.topology.api import plan_files
@@ -257,3 +259,27 @@ def test_flow_limit_is_an_input_error() -> None:
             sim(text)
     finally:
         sim_traffic.MAX_FLOWS_PER_PLANE = old
+
+
+@settings(max_examples=60)
+@given(st.integers(1, 6), st.integers(1, 12), st.integers(0, 2**31 - 1))
+def test_max_min_invariants(num_links: int, num_flows: int, seed: int) -> None:
+    """Feasible (no link above capacity) and max-min: every flow crosses a full link on which no flow is faster."""
+    rng = np.random.default_rng(seed)
+    routes = np.where(rng.random((num_flows, 3)) < 0.6, rng.integers(0, num_links, (num_flows, 3)), -1)
+    routes[:, 0] = rng.integers(0, num_links, num_flows)
+    members = rng.integers(1, 4, num_flows).astype(float)
+    cap = rng.uniform(0.5, 3.0, num_links)
+    sol = max_min(routes, members, cap, np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0))
+    load = np.zeros(num_links)
+    for f in range(num_flows):
+        for link in set(routes[f][routes[f] >= 0].tolist()):
+            load[link] += members[f] * sol.rate[f] * int(np.count_nonzero(routes[f] == link))
+    assert np.all(load <= cap * (1 + 1e-9))
+    assert np.allclose(load, sol.link_load)
+    for f in range(num_flows):
+        links = set(routes[f][routes[f] >= 0].tolist())
+        assert any(load[link] >= cap[link] * (1 - 1e-9)
+                   and all(sol.rate[g] <= sol.rate[f] * (1 + 1e-9) for g in range(num_flows)
+                           if link in set(routes[g].tolist()))
+                   for link in links)
