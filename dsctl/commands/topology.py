@@ -161,12 +161,11 @@ def simulate(
         size_bytes = float(parse_bytes(size))
     except QuantityError as exc:
         raise InputError(f"--size {size!r}: {exc}") from None
-    ep_model = None
-    if workload.startswith("ep-"):
-        prof = store.model(model)
-        if prof.moe is None:
-            raise InputError(f"--model {model} has no MoE layers; ep-dispatch/ep-combine need one")
-        ep_model = sim_api.EpModel(prof.hidden_size, prof.moe.num_experts_per_token, prof.moe.num_limited_groups)
+    prof = store.model(model)
+    if prof.moe is None and workload.startswith("ep-"):
+        raise InputError(f"--model {model} has no MoE layers; ep-dispatch/ep-combine need one")
+    ep_model = (sim_api.EpModel(prof.hidden_size, prof.moe.num_experts_per_token, prof.moe.num_limited_groups)
+                if prof.moe is not None else None)
     node_ids = None
     if nodes is not None:
         if nodes < 1:

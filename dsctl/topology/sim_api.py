@@ -177,7 +177,15 @@ def run(plan_text: str, plan_name: str, nvlink_gbyte_s: float, request: SimReque
         works = parse_jobs(request.jobs_doc, graph, request.jobs_source, request.workload)
     else:
         works = [request.workload]
-    traffic = merge([build_traffic(graph, w, request.seed + j, j, request.model) for j, w in enumerate(works)])
+    parts = []
+    for j, work in enumerate(works):
+        try:
+            parts.append(build_traffic(graph, work, request.seed + j, j, request.model))
+        except InputError as exc:
+            if request.jobs_doc is None:
+                raise
+            raise InputError(f"{request.jobs_source}: job {work.name!r}: {exc.message}", hint=exc.hint) from None
+    traffic = merge(parts)
     dead, failed = failed_links(graph, list(request.fail), request.fail_random, request.seed)
     result = simulate(graph, traffic, request.routing, request.seed, dead, failed, plan_name, bisection_gbyte_s)
     if request.svg_plane is not None:

@@ -80,3 +80,16 @@ def test_simulate_missing_plan_and_bad_jobs(cli, tmp_path: Path, plan_dir: Path)
     jobs.write_text("jobs: [{nodes: [node9999]}]\n")
     res = cli("topology", "simulate", str(plan_dir), "--jobs", str(jobs))
     assert res.exit_code == 2 and "node9999" in res.stderr
+
+
+def test_jobs_may_mix_ep_and_collectives(cli, plan_dir: Path, tmp_path: Path) -> None:
+    jobs = tmp_path / "jobs.json"
+    jobs.write_text(json.dumps([{"name": "serve", "workload": "ep-dispatch", "node_range": [1, 4],
+                                 "tokens_per_gpu": 128},
+                                {"name": "train", "workload": "reducescatter", "node_range": [5, 8]}]))
+    res = cli("topology", "simulate", str(plan_dir), "--jobs", str(jobs))
+    assert res.exit_code == 2 and "job 'train'" in res.stderr and "group" in res.stderr
+    jobs.write_text(jobs.read_text().replace('"node_range": [5, 8]}', '"node_range": [5, 8], "group_size": 4}'))
+    res = cli("topology", "simulate", str(plan_dir), "--jobs", str(jobs), "-f", "json")
+    assert res.exit_code == 0, res.stderr
+    assert [j["workload"] for j in res.json()["jobs"]] == ["ep-dispatch", "reducescatter"]
