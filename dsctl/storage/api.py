@@ -11,9 +11,9 @@ import numpy as np
 from dsctl.errors import InputError
 from dsctl.storage.balance import Balance, measure
 from dsctl.storage.chaintable import IdScheme, check_ids, parse_table, render_files
+from dsctl.storage.choice import REDIRECT_LIMIT, choose_targets_per_ssd
 from dsctl.storage.graphics import pair_share_svg
 from dsctl.storage.layout import build_layout
-from dsctl.storage.sizing import auto_targets_per_ssd
 from dsctl.units import QuantityError, parse_bytes
 
 MAX_CHAIN_NODES = 2_000
@@ -92,7 +92,11 @@ def generate_chains(num_nodes: int, ssds_per_node: int, replication: int, target
                          "sits on a different node")
     if not 1 <= chain_table_id <= 4_294_967_295:
         raise InputError(f"--chain-table-id {chain_table_id} must be 1..4294967295 (0 is invalid in 3FS)")
-    r = targets_per_ssd if targets_per_ssd is not None else auto_targets_per_ssd(num_nodes, replication)
+    chosen_note = None
+    if targets_per_ssd is None:
+        r, chosen_note = choose_targets_per_ssd(num_nodes, replication, ssds_per_node)
+    else:
+        r = targets_per_ssd
     if r < 1:
         raise InputError(f"--targets-per-ssd {r} must be at least 1")
     b = num_nodes * r // replication
@@ -104,7 +108,7 @@ def generate_chains(num_nodes: int, ssds_per_node: int, replication: int, target
         raise InputError(f"{num_nodes * r * ssds_per_node:,} targets is more than dsctl writes "
                          f"({MAX_TARGETS_TOTAL:,}); lower --targets-per-ssd or --ssds-per-node")
     layout, method = build_layout(num_nodes, ssds_per_node, replication, r, rotate=rotate)
-    notes = []
+    notes = [chosen_note] if chosen_note else []
     needed = -(-(num_nodes - 1) // (replication - 1))
     if r < needed:
         notes.append(f"{r} targets per SSD cannot give every node pair a shared chain on one disk index (needs "
@@ -113,6 +117,10 @@ def generate_chains(num_nodes: int, ssds_per_node: int, replication: int, target
         notes.append(f"{(num_nodes * r) % replication} target slot(s) per disk index unused: nodes x targets-per-ssd "
                      f"is not a multiple of replication {replication}")
     balance = measure(layout.nodes, layout.disk, num_nodes)
+    if balance.redirect.max_over_ideal > REDIRECT_LIMIT:
+        notes.append(f"node-failure read redirect is {balance.redirect.max_over_ideal:.2f}x the even share (above "
+                     f"{REDIRECT_LIMIT}x)" + ("; leave out --targets-per-ssd to let dsctl pick one that balances"
+                                               if targets_per_ssd is not None else ""))
     files = render_files(layout, scheme, chunk_sizes)
     if with_svg:
         files["pair_share.svg"] = pair_share_svg(balance.pair_share_matrix, scheme.first_node_id,
