@@ -104,22 +104,31 @@ def chains_cmd(
 
 @app.command("check-chains")
 def check_cmd(
-    source: Annotated[Path, typer.Argument(help="Folder with generated_chains.csv (and create_target_cmd.txt), "
-                                           "or the CSV itself.")],
+    source: Annotated[Path, typer.Argument(help="Folder with the four chain-table files (generated_chains.csv, "
+                                           "generated_chain_table.csv, create_target_cmd.txt, "
+                                           "remove_target_cmd.txt), or generated_chains.csv alone.")],
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
-    """Balance of an existing chain table; exit 1 if a chain repeats a node or chains differ in length."""
-    create_text = None
+    """Check chain-table files against each other and measure balance; exit 1 naming the file and line of
+    every problem."""
+    from dsctl.storage.crosscheck import CHAINS, FILE_NAMES, check_files
+
+    texts: dict[str, str | None] = {}
     if source.is_dir():
-        csv = source / "generated_chains.csv"
-        if not csv.exists():
-            raise InputError(f"SOURCE {source} has no generated_chains.csv")
-        cmds = source / "create_target_cmd.txt"
-        if cmds.exists():
-            create_text = read_text_input(cmds, "SOURCE")
+        if not (source / CHAINS).exists():
+            raise InputError(f"SOURCE {source} has no {CHAINS}")
+        for name in FILE_NAMES:
+            texts[name] = _read_limited(source / name) if (source / name).exists() else None
     else:
-        csv = source
-    text = read_text_input(csv, "SOURCE")
-    if len(text) > 200_000_000:
-        raise InputError(f"SOURCE {csv} is larger than 200 MB")
-    show(api.check_chains(text, str(csv), create_text), fmt, "storage check-chains")
+        texts[CHAINS] = _read_limited(source)
+    show(check_files(texts, str(source)), fmt, "storage check-chains")
+
+
+MAX_CHAIN_FILE_BYTES = 200_000_000
+
+
+def _read_limited(path: Path) -> str:
+    text = read_text_input(path, "SOURCE")
+    if len(text) > MAX_CHAIN_FILE_BYTES:
+        raise InputError(f"SOURCE {path} is larger than 200 MB")
+    return text

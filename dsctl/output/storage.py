@@ -8,8 +8,9 @@ from rich.console import RenderableType
 from rich.table import Table
 
 from dsctl.output.registry import table_renderer
-from dsctl.storage.api import ChainsResult, CheckResult
+from dsctl.storage.api import ChainsResult
 from dsctl.storage.balance import Balance, Spread
+from dsctl.storage.crosscheck import CheckResult
 from dsctl.storage.sizing import SizingResult
 from dsctl.units import human_bytes
 
@@ -102,7 +103,8 @@ def _chains(result: ChainsResult) -> Iterable[RenderableType]:
 @table_renderer(CheckResult)
 def _check(result: CheckResult) -> Iterable[RenderableType]:
     r = result
-    title = (f"chain table {r.source}: {r.num_nodes} node{'s' if r.num_nodes != 1 else ''} "
+    plural = "s" if r.num_nodes != 1 else ""
+    title = (f"chain table {r.source}: {r.num_chains:,} chains over {r.num_nodes} node{plural} "
              f"({r.first_node_id}..{r.last_node_id}), nodes from {r.node_source}")
     if r.balance is not None:
         table = _kv(title)
@@ -112,12 +114,20 @@ def _check(result: CheckResult) -> Iterable[RenderableType]:
         yield title
         yield ("balance not measured: " + ("fix the problems below first" if r.problems
                                            else "it needs chains over at least 2 nodes"))
+    yield "files checked: " + ", ".join(r.files_checked)
+    for note in r.notes:
+        yield f"note: {note}"
     if r.problems:
-        problems = Table(title=f"{len(r.problems)} problems", title_justify="left")
+        total = len(r.problems) + r.problems_not_listed
+        problems = Table(title=f"{total} problems", title_justify="left")
+        problems.add_column("where")
         problems.add_column("chain id")
         problems.add_column("problem")
         for p in r.problems[:MAX_PROBLEM_ROWS]:
-            problems.add_row(str(p.chain_id), p.problem)
+            problems.add_row(p.where, str(p.chain_id) if p.chain_id else "", p.problem)
         yield problems
+        if total > MAX_PROBLEM_ROWS:
+            yield f"... {total - MAX_PROBLEM_ROWS:,} more (use --format json for the first 1,000)"
     else:
-        yield "no problems: every chain has the same length and its targets on distinct nodes"
+        yield ("no problems: ids well formed, every chain the same length on distinct nodes, "
+               + ("and the files agree with each other" if len(r.files_checked) > 1 else "one file checked"))

@@ -115,11 +115,11 @@ def test_check_chains_exit_1_on_a_repeated_node(cli: Cli, tmp_path: Path) -> Non
 
 
 @pytest.mark.parametrize("content", ["", "ChainId,TargetId\n1,abc\n"])
-def test_check_chains_bad_file_exit_2(cli: Cli, tmp_path: Path, content: str) -> None:
+def test_check_chains_garbage_exit_1_naming_the_line(cli: Cli, tmp_path: Path, content: str) -> None:
     path = tmp_path / "c.csv"
     path.write_text(content)
     result = cli("storage", "check-chains", str(path))
-    assert result.exit_code == 2 and "c.csv" in result.stderr
+    assert result.exit_code == 1 and "generated_chains.csv line" in result.stdout
     assert cli("storage", "check-chains", str(tmp_path / "missing.csv")).exit_code == 2
 
 
@@ -128,7 +128,8 @@ def test_check_chains_names_the_duplicated_chain_id(cli: Cli, tmp_path: Path) ->
     path.write_text("ChainId,TargetId,TargetId\n9001,101000100101,101000200101\n9001,101000300101,101000400101\n")
     result = cli("storage", "check-chains", str(path), "-f", "json")
     assert result.exit_code == 1
-    assert {"chain_id": 9001, "problem": "chain id appears 2 times"} in result.json()["problems"]
+    assert {"chain_id": 9001, "problem": "chain id appears again (first on line 2)",
+            "where": "generated_chains.csv line 3"} in result.json()["problems"]
 
 
 def test_check_chains_target_twice_in_one_chain_is_not_called_another_chain(cli: Cli, tmp_path: Path) -> None:
