@@ -132,3 +132,37 @@ def _read_limited(path: Path) -> str:
     if len(text) > MAX_CHAIN_FILE_BYTES:
         raise InputError(f"SOURCE {path} is larger than 200 MB")
     return text
+
+
+@app.command("expand")
+def expand_cmd(
+    source: Annotated[Path, typer.Option("--from", help="Folder with the current four chain-table files.")],
+    add_nodes: Annotated[int, typer.Option("--add-nodes", help="Storage nodes (services) to add; their ids "
+                                           "follow the highest current node id.")],
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the new table, the new chains alone and "
+                                             "the migration runbook here.")] = None,
+    target_bytes: Annotated[str | None, typer.Option("--target-bytes", help="Data in each current target, e.g. "
+                                                     "'1.2 TiB' (default: SSD capacity x --used / targets per "
+                                                     "SSD).")] = None,
+    storage: Annotated[str, typer.Option("--storage", help="Storage node profile (SSD capacity).")]
+    = "3fs-reference",
+    used: Annotated[float, typer.Option("--used", help="Fraction of each current SSD holding data.")] = 0.8,
+    fmt: FormatOpt = OutputFormat.table,
+) -> None:
+    """Grow a chain table: a new balanced version over more nodes, as few target moves as balance allows,
+    and the ordered in-chain replacements that get there."""
+    from dsctl.storage.crosscheck import FILE_NAMES
+    from dsctl.storage.expand import expand
+
+    if not source.is_dir():
+        raise InputError(f"--from {source} is not a folder with the four chain-table files")
+    texts = {name: _read_limited(source / name) if (source / name).exists() else None for name in FILE_NAMES}
+    if texts[FILE_NAMES[0]] is None:
+        raise InputError(f"--from {source} has no {FILE_NAMES[0]}")
+    profile = profile_store().storage(storage)
+    size_bytes = api.parse_size(target_bytes, "--target-bytes") if target_bytes is not None else None
+    result = expand(texts, str(source), add_nodes, size_bytes, profile.ssd_capacity_bytes, used)
+    if out is not None:
+        written = write_files(out, result.files_text)
+        result = dataclasses.replace(result, out_dir=str(out), files=[str(p) for p in written])
+    show(result, fmt, "storage expand")

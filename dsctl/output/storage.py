@@ -11,6 +11,7 @@ from dsctl.output.registry import table_renderer
 from dsctl.storage.api import ChainsResult
 from dsctl.storage.balance import Balance, Spread
 from dsctl.storage.crosscheck import CheckResult
+from dsctl.storage.expand import ExpandResult
 from dsctl.storage.sizing import SizingResult
 from dsctl.units import human_bytes
 
@@ -131,3 +132,42 @@ def _check(result: CheckResult) -> Iterable[RenderableType]:
     else:
         yield ("no problems: ids well formed, every chain the same length on distinct nodes, "
                + ("and the files agree with each other" if len(r.files_checked) > 1 else "one file checked"))
+
+
+MAX_STEP_ROWS = 12
+
+
+@table_renderer(ExpandResult)
+def _expand(result: ExpandResult) -> Iterable[RenderableType]:
+    r = result
+    table = _kv(f"expand {r.source}: {r.old_nodes} + {r.added_nodes} = {r.new_nodes} nodes "
+                f"(new ids from {r.first_new_node_id}), {r.ssds_per_node} SSDs, replication {r.replication}")
+    table.add_row("targets per SSD", f"{r.old_targets_per_ssd} -> {r.new_targets_per_ssd}")
+    table.add_row("chains", f"{r.chains_unchanged:,} unchanged, {r.chains_changed:,} with replacements, "
+                            f"{r.chains_added:,} new (empty)")
+    table.add_row("targets kept in place", f"{r.targets_kept:,}")
+    table.add_row("replacements", f"{r.replacements:,} in {r.waves} wave(s), {human_bytes(r.bytes_per_target)} each")
+    table.add_row("data moved", f"{human_bytes(r.moved_bytes)} = {r.moved_over_bound:.3f} x lower bound "
+                                f"{human_bytes(r.lower_bound_bytes)}")
+    table.add_row("lower bound", r.bound)
+    _balance_rows(table, r.balance)
+    table.add_row("check-chains on the result", "passes" if not r.check_problems else
+                  f"{len(r.check_problems)} problems: {r.check_problems[0]}")
+    yield table
+    if r.steps:
+        steps = Table(title=f"migration: first {min(MAX_STEP_ROWS, len(r.steps))} of {len(r.steps):,} steps",
+                      title_justify="left")
+        for column in ("step", "wave", "chain", "old target (node)", "new target (node)", "copies"):
+            steps.add_column(column)
+        for s in r.steps[:MAX_STEP_ROWS]:
+            steps.add_row(str(s.step), str(s.wave), str(s.chain_id), f"{s.old_target} ({s.old_node})",
+                          f"{s.new_target} ({s.new_node})", human_bytes(s.bytes))
+        yield steps
+    for note in r.notes:
+        yield f"note: {note}"
+    if r.files:
+        yield "wrote " + ", ".join(r.files)
+        yield ("order: create_new_chain_targets_cmd.txt, upload-chains new_chains.csv, upload-chain-table "
+               "generated_chain_table.csv (new version), then migration_steps.txt wave by wave")
+    else:
+        yield "no files written (give --out DIR)"

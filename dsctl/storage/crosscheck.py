@@ -65,7 +65,9 @@ class CheckResult:
 
 
 @dataclass(frozen=True)
-class _Row:
+class ChainRow:
+    """One row of ``generated_chains.csv``: its line, chain id and member target ids (head -> tail)."""
+
     line: int
     chain_id: int
     targets: list[int]
@@ -87,7 +89,7 @@ def _lines(text: str) -> list[tuple[int, str]]:
     return [(n, line.strip()) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
 
 
-def _read_chains(text: str, name: str, out: _Problems) -> list[_Row]:
+def _read_chains(text: str, name: str, out: _Problems) -> list[ChainRow]:
     lines = _lines(text)
     if not lines:
         out.add(0, "empty; expected a header 'ChainId,TargetId,...'", f"{name} line 1")
@@ -98,7 +100,7 @@ def _read_chains(text: str, name: str, out: _Problems) -> list[_Row]:
         out.add(0, f"header must be 'ChainId' then 'TargetId' columns, got {header[:80]!r}", f"{name} line {head_line}")
         return []
     width = len(cells) - 1
-    rows: list[_Row] = []
+    rows: list[ChainRow] = []
     for number, line in lines[1:]:
         where = f"{name} line {number}"
         try:
@@ -115,7 +117,7 @@ def _read_chains(text: str, name: str, out: _Problems) -> list[_Row]:
         if len(values) - 1 != width:
             out.add(values[0], f"{len(values) - 1} targets, the header has {width} TargetId columns", where)
             continue
-        rows.append(_Row(number, values[0], values[1:]))
+        rows.append(ChainRow(number, values[0], values[1:]))
     if not rows and len(lines) == 1:
         out.add(0, "a header but no chains", f"{name} line {head_line}")
     return rows
@@ -179,7 +181,7 @@ def _upstream_chain_disk(cid: int) -> int | None:
     return disk if disk >= 0 and cid % 100_000 >= 1 else None
 
 
-def _check_rows(rows: list[_Row], creates: dict[int, tuple[int, int, int, int]] | None, out: _Problems
+def _check_rows(rows: list[ChainRow], creates: dict[int, tuple[int, int, int, int]] | None, out: _Problems
                 ) -> tuple[dict[int, int], dict[int, int]]:
     """Per-chain checks; returns target -> node id and target -> disk index."""
     node_of: dict[int, int] = {}
@@ -221,7 +223,7 @@ def _check_rows(rows: list[_Row], creates: dict[int, tuple[int, int, int, int]] 
     return node_of, disk_of
 
 
-def _cross(rows: list[_Row], texts: dict[str, str | None], out: _Problems) -> dict[int, tuple[int, int, int, int]]:
+def _cross(rows: list[ChainRow], texts: dict[str, str | None], out: _Problems) -> dict[int, tuple[int, int, int, int]]:
     chain_of = {t: row.chain_id for row in rows for t in row.targets}
     creates: dict[int, tuple[int, int, int, int]] = {}
     if texts.get(CREATE) is not None:
@@ -275,6 +277,12 @@ def check_files(texts: dict[str, str | None], source: str) -> CheckResult:
 
     Exit code 1 on any problem; the balance is measured when the chains themselves are sound.
     """
+    return read_checked(texts, source)[0]
+
+
+def read_checked(texts: dict[str, str | None], source: str
+                 ) -> tuple[CheckResult, list[ChainRow], dict[int, int], dict[int, int]]:
+    """``check_files`` plus what it read: the chain rows, target -> node id and target -> disk index."""
     out = _Problems()
     for name in FILE_NAMES[1:]:
         if name in texts and texts[name] is None:
@@ -298,9 +306,10 @@ def check_files(texts: dict[str, str | None], source: str) -> CheckResult:
         if min(balance.pair_share_total, default=1) == 0 and balance.replication > 1:
             notes.append(f"{balance.pair_share_total[0]:,} node pairs share no chain")
     present = [name for name in FILE_NAMES if texts.get(name) is not None]
-    return CheckResult(
+    result = CheckResult(
         source=source, node_source=CREATE if texts.get(CREATE) is not None else "target-id digits",
         files_checked=present, num_nodes=len(node_ids), first_node_id=node_ids[0] if node_ids else 0,
         last_node_id=node_ids[-1] if node_ids else 0, num_chains=len(rows), problems=out.items,
         problems_not_listed=out.dropped, balance=balance, notes=notes, exit_code=1 if out.items else 0,
     )
+    return result, rows, node_of, disk_of
