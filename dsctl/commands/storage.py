@@ -127,10 +127,10 @@ def check_cmd(
 MAX_CHAIN_FILE_BYTES = 200_000_000
 
 
-def _read_limited(path: Path) -> str:
-    text = read_text_input(path, "SOURCE")
+def _read_limited(path: Path, what: str = "SOURCE") -> str:
+    text = read_text_input(path, what)
     if len(text) > MAX_CHAIN_FILE_BYTES:
-        raise InputError(f"SOURCE {path} is larger than 200 MB")
+        raise InputError(f"{what} {path} is larger than 200 MB")
     return text
 
 
@@ -166,3 +166,20 @@ def expand_cmd(
         written = write_files(out, result.files_text)
         result = dataclasses.replace(result, out_dir=str(out), files=[str(p) for p in written])
     show(result, fmt, "storage expand")
+
+
+@app.command("doctor")
+def doctor_cmd(
+    chains: Annotated[Path, typer.Option("--chains", help="Saved output of `admin_cli list-chains`.")],
+    targets: Annotated[Path | None, typer.Option("--targets", help="Saved output of `admin_cli list-targets` "
+                                                 "(nodes and disks of the targets).")] = None,
+    fmt: FormatOpt = OutputFormat.table,
+) -> None:
+    """Chains that lost redundancy, OFFLINE/LASTSRV targets and their nodes, nodes whose failure would make a
+    chain unavailable now, and what to do; exit 1 when any chain lost redundancy."""
+    from dsctl.storage.doctor import doctor
+
+    chains_text = _read_limited(chains, "--chains")
+    targets_text = _read_limited(targets, "--targets") if targets is not None else None
+    show(doctor(chains_text, str(chains), targets_text, str(targets) if targets is not None else None), fmt,
+         "storage doctor")

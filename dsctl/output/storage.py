@@ -11,6 +11,7 @@ from dsctl.output.registry import table_renderer
 from dsctl.storage.api import ChainsResult
 from dsctl.storage.balance import Balance, Spread
 from dsctl.storage.crosscheck import CheckResult
+from dsctl.storage.doctor import DoctorResult
 from dsctl.storage.expand import ExpandResult
 from dsctl.storage.sizing import SizingResult
 from dsctl.units import human_bytes
@@ -171,3 +172,36 @@ def _expand(result: ExpandResult) -> Iterable[RenderableType]:
                "generated_chain_table.csv (new version), then migration_steps.txt wave by wave")
     else:
         yield "no files written (give --out DIR)"
+
+
+MAX_FINDING_ROWS = 30
+
+
+@table_renderer(DoctorResult)
+def _doctor(result: DoctorResult) -> Iterable[RenderableType]:
+    r = result
+    table = _kv(f"3FS doctor: {r.num_chains:,} chains, {r.num_targets:,} targets, replication {r.replication}")
+    table.add_row("verdict", r.verdict)
+    table.add_row("chains", f"{r.chains_serving:,} fully serving, {r.chains_lost_redundancy:,} lost redundancy "
+                            f"({r.chains_unavailable:,} unavailable, {r.chains_single_point:,} on one member), "
+                            f"{r.chains_syncing:,} syncing")
+    table.add_row("target states", ", ".join(f"{k} {v:,}" for k, v in r.state_counts.items()))
+    yield table
+    if r.nodes:
+        nodes = Table(title="nodes needing attention", title_justify="left")
+        for column in ("node", "targets", "offline", "lastsrv", "syncing", "waiting", "disks",
+                       "chains it alone serves"):
+            nodes.add_column(column)
+        for n in r.nodes:
+            nodes.add_row(str(n.node_id), str(n.targets), str(n.offline), str(n.lastsrv), str(n.syncing),
+                          str(n.waiting), ",".join(map(str, n.disks_affected)), str(n.chains_it_alone_serves))
+        yield nodes
+    if r.findings:
+        findings = Table(title=f"{len(r.findings)} findings", title_justify="left")
+        for column in ("severity", "what", "detail", "what to do"):
+            findings.add_column(column, overflow="fold")
+        for f in r.findings[:MAX_FINDING_ROWS]:
+            findings.add_row(f.severity, f"{f.kind} {f.subject}", f.detail, f.action)
+        yield findings
+        if len(r.findings) > MAX_FINDING_ROWS:
+            yield f"... {len(r.findings) - MAX_FINDING_ROWS:,} more findings (--format json lists all)"

@@ -152,3 +152,42 @@ def test_check_chains_without_balance_prints_no_empty_table(cli: Cli, tmp_path: 
 def test_chains_out_on_an_unwritable_file_system_exits_2(cli: Cli) -> None:
     result = cli("storage", "chains", "-n", "5", "-d", "2", "-o", "/proc/dsctl-chains")
     assert result.exit_code == 2 and "--out /proc/dsctl-chains: cannot write" in result.stderr
+
+
+def test_expand_writes_a_table_that_check_chains_passes(cli: Cli, tmp_path: Path) -> None:
+    old, new = tmp_path / "old", tmp_path / "new"
+    assert cli("storage", "chains", "-n", "9", "-d", "2", "-o", str(old)).exit_code == 0
+    result = cli("storage", "expand", "--from", str(old), "--add-nodes", "2", "--out", str(new),
+                 "--target-bytes", "1 TiB", "-f", "json")
+    assert result.exit_code == 0, result.stderr
+    data = result.json()
+    assert data["new_nodes"] == 11 and data["moved_over_bound"] <= 1.1 and data["check_problems"] == []
+    assert data["steps"][0]["bytes"] == 2**40
+    assert {p.name for p in new.iterdir()} >= {"generated_chains.csv", "migration_steps.txt", "new_chains.csv"}
+    assert cli("storage", "check-chains", str(new)).exit_code == 0
+    table = cli("storage", "expand", "--from", str(old), "--add-nodes", "2")
+    assert table.exit_code == 0 and "lower bound" in table.stdout and "no files written" in table.stdout
+
+
+def test_expand_bad_input_exit_2(cli: Cli, tmp_path: Path) -> None:
+    missing = cli("storage", "expand", "--from", str(tmp_path / "nope"), "--add-nodes", "2")
+    assert missing.exit_code == 2 and "--from" in missing.stderr
+    old = tmp_path / "old"
+    cli("storage", "chains", "-n", "9", "-d", "1", "-o", str(old))
+    assert cli("storage", "expand", "--from", str(old), "--add-nodes", "0").exit_code == 2
+
+
+@pytest.mark.parametrize(("state", "code"), [("healthy", 0), ("node_down", 1), ("two_nodes_down", 1),
+                                             ("lastsrv_unavailable", 1), ("disk_replaced", 1), ("syncing", 1)])
+def test_doctor_exit_codes_per_state(cli: Cli, state: str, code: int) -> None:
+    folder = DATA / "doctor" / state
+    result = cli("storage", "doctor", "--chains", str(folder / "list-chains.txt"),
+                 "--targets", str(folder / "list-targets.txt"))
+    assert result.exit_code == code and "3FS doctor" in result.stdout
+
+
+def test_doctor_garbage_exit_2(cli: Cli, tmp_path: Path) -> None:
+    bad = tmp_path / "c.txt"
+    bad.write_text("not admin_cli output\n")
+    result = cli("storage", "doctor", "--chains", str(bad))
+    assert result.exit_code == 2 and "line 1" in result.stderr

@@ -87,7 +87,16 @@ def test_broken_source_is_refused_naming_the_problem() -> None:
     old = generate_chains(9, 2, 3, None, 1, IdScheme()).files_text
     texts: dict[str, str | None] = {name: old[name] for name in FOUR}
     texts[TABLE] = "ChainId\n"
-    with pytest.raises(InputError, match="generated_chain_table.csv"):
+    with pytest.raises(InputError, match=r"generated_chain_table\.csv"):
         expand(texts, "old", 2, None, 1e12, 0.5)
     with pytest.raises(InputError, match="--add-nodes"):
         expand({name: old[name] for name in FOUR}, "old", 0, None, 1e12, 0.5)
+
+
+def test_expand_180_to_200_nodes() -> None:
+    """The published 180-node cluster (16 SSDs) grown by 20 nodes."""
+    old, result = _grow(180, 20, 16)
+    assert result.new_targets_per_ssd == 90  # old nodes keep ids 1..90, so 90 is the most the id digits allow
+    assert result.replacements == 20 * 16 * 81  # 5400 * 3 / 200 = 81 old-chain members per new node and disk
+    assert result.moved_over_bound == 1.0
+    assert_sound(old, result, 3)
