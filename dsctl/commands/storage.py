@@ -15,7 +15,7 @@ from dsctl.output import storage as _renderers  # noqa: F401  (registers the tab
 from dsctl.output.files import write_files
 from dsctl.storage import api
 from dsctl.storage.chaintable import IdScheme, check_chunk_sizes
-from dsctl.storage.sizing import SizingInputs, client_nic_bytes_per_s, size
+from dsctl.storage.sizing import SizingInputs, client_nic_bytes_per_s, plan
 
 app = typer.Typer(
     name="storage",
@@ -30,7 +30,8 @@ def register(root: typer.Typer) -> None:
 
 @app.command("size")
 def size_cmd(
-    nodes: Annotated[int, typer.Option("--nodes", "-n", help="Storage nodes (3FS storage services).")],
+    nodes: Annotated[int | None, typer.Option("--nodes", "-n", help="Storage nodes (3FS storage services); "
+                                              "leave out to get the smallest cluster meeting every need.")] = None,
     storage: Annotated[str, typer.Option("--storage", help="Storage node profile.")] = "3fs-reference",
     replication: Annotated[int, typer.Option("--replication", "-k", help="Replicas per chain.")] = 3,
     targets_per_ssd: Annotated[int | None, typer.Option("--targets-per-ssd", help="Targets per SSD (default: "
@@ -50,24 +51,40 @@ def size_cmd(
                                                              "one checkpoint.")] = None,
     read_per_client: Annotated[str | None, typer.Option("--read-per-client", help="Read rate each client needs, "
                                                         "e.g. '20 GiB/s'.")] = None,
+    read: Annotated[str | None, typer.Option("--read", help="Aggregate read the cluster must serve, e.g. "
+                                             "'2 TiB/s'.")] = None,
+    write: Annotated[str | None, typer.Option("--write", help="Aggregate client write it must absorb.")] = None,
+    checkpoint_model: Annotated[str | None, typer.Option("--checkpoint-model", help="Size the checkpoint as a full "
+                                                         "training checkpoint of this model profile (weights and "
+                                                         "optimizer states), e.g. deepseek-v3.")] = None,
+    recovery_rate: Annotated[str | None, typer.Option("--recovery-rate", help="Rebuild rate after losing a node "
+                                                      "(default: one node's write ingest).")] = None,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
-    """Usable capacity, read/write ceilings, degraded read and checkpoint time of a 3FS cluster."""
+    """Usable capacity, read/write ceilings, degraded read and checkpoint time of a 3FS cluster; without
+    --nodes, the smallest cluster meeting every need. Also the cost of losing one node."""
     store = profile_store()
     profile = store.storage(storage)
     node = store.node(client_node)
     client_bytes = (api.parse_rate(client_nic, "--client-nic") if client_nic is not None
                     else client_nic_bytes_per_s(node))
+    model = store.model(checkpoint_model) if checkpoint_model is not None else None
+
+    def rate(text: str | None, option: str) -> float | None:
+        return api.parse_rate(text, option) if text is not None else None
+
     inputs = SizingInputs(
-        num_nodes=nodes, replication=replication, targets_per_ssd=targets_per_ssd, num_clients=clients,
+        num_nodes=nodes if nodes is not None else 0, replication=replication, targets_per_ssd=targets_per_ssd,
+        num_clients=clients,
         client_nic_bytes_per_s=client_bytes, fill=fill, efficiency=efficiency,
         dataset_bytes=api.parse_size(dataset, "--dataset") if dataset is not None else None,
         checkpoint_bytes=api.parse_size(checkpoint, "--checkpoint") if checkpoint is not None else None,
         checkpoint_budget_s=checkpoint_seconds,
-        read_per_client_bytes_per_s=(api.parse_rate(read_per_client, "--read-per-client")
-                                     if read_per_client is not None else None),
+        read_per_client_bytes_per_s=rate(read_per_client, "--read-per-client"),
+        read_bytes_per_s=rate(read, "--read"), write_bytes_per_s=rate(write, "--write"),
+        recovery_bytes_per_s=rate(recovery_rate, "--recovery-rate"),
     )
-    show(size(profile, inputs), fmt, "storage size")
+    show(plan(profile, inputs, smallest=nodes is None, checkpoint_model=model), fmt, "storage size")
 
 
 @app.command("chains")

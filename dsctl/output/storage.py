@@ -47,6 +47,15 @@ def _size(result: SizingResult) -> Iterable[RenderableType]:
         table.add_row(label, f"{_rate(ceiling.bytes_per_s)}, bound by {_NAMES.get(ceiling.bound_by, ceiling.bound_by)}")
     table.add_row("per storage node", f"read {_rate(r.per_node_read_bytes_per_s)}, "
                                       f"write {_rate(r.per_node_write_bytes_per_s)}")
+    table.add_row("SSDs", f"{r.num_ssds:,}")
+    loss = r.one_node_loss
+    if loss is not None:
+        table.add_row("losing one node", f"capacity -{human_bytes(loss.raw_capacity_bytes)} raw, "
+                                         f"-{human_bytes(loss.usable_capacity_bytes)} usable; read "
+                                         f"-{loss.read_loss_fraction:.1%} to {_rate(loss.degraded_read_bytes_per_s)}")
+        table.add_row("rebuild of its replicas", f"{human_bytes(loss.data_bytes)} at "
+                                                 f"{_rate(loss.recovery_bytes_per_s)} ({loss.recovery_bound_by}): "
+                                                 f"{loss.rebuild_s / 3600:,.1f} h")
     yield table
     if r.targets:
         checks = Table(title="targets", title_justify="left")

@@ -191,3 +191,16 @@ def test_doctor_garbage_exit_2(cli: Cli, tmp_path: Path) -> None:
     bad.write_text("not admin_cli output\n")
     result = cli("storage", "doctor", "--chains", str(bad))
     assert result.exit_code == 2 and "line 1" in result.stderr
+
+
+def test_size_without_nodes_finds_the_smallest_cluster(cli: Cli) -> None:
+    result = cli("storage", "size", "--dataset", "10 PiB", "--read", "3 TiB/s", "--checkpoint-model", "deepseek-v3",
+                 "--checkpoint-seconds", "30", "--recovery-rate", "20 GB/s", "-f", "json")
+    assert result.exit_code == 0, result.stderr
+    data = result.json()
+    assert data["num_nodes"] == 145 and data["num_ssds"] == 145 * 16 and data["smallest_for"] == "dataset"
+    assert data["one_node_loss"]["recovery_bytes_per_s"] == 20e9
+    table = cli("storage", "size", "--write", "1 TB/s")
+    assert table.exit_code == 0 and "losing one node" in table.stdout and "smallest cluster: 75 nodes" in table.stdout
+    none = cli("storage", "size")
+    assert none.exit_code == 2 and "--dataset" in none.stderr
