@@ -151,7 +151,8 @@ def _validate(p: StorageProfile, s: SizingInputs) -> None:
     if not 0 < s.efficiency <= 1:
         raise InputError(f"--efficiency {s.efficiency} must be in (0, 1]")
     if (s.checkpoint_bytes is None) != (s.checkpoint_budget_s is None):
-        raise InputError("--checkpoint (or --checkpoint-model) and --checkpoint-seconds go together; give both or neither")
+        raise InputError("--checkpoint (or --checkpoint-model) and --checkpoint-seconds go together; give both or "
+                         "neither")
     for option, rate in (("--read", s.read_bytes_per_s), ("--write", s.write_bytes_per_s),
                          ("--recovery-rate", s.recovery_bytes_per_s)):
         if rate is not None and not 0 < rate < 1e18:
