@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 import dsctl.output.eplb  # noqa: F401  (registers the table renderers)
-from dsctl.commands._common import FormatOpt, profile_store, read_input, show
+from dsctl.commands._common import FormatOpt, profile_store, read_input, read_text_input, show
 from dsctl.eplb.export import read_placement, sglang_expert_location, sglang_server_args
 from dsctl.eplb.rebalance import expert_size_bytes, rebalance
 from dsctl.eplb.simulate import simulate
@@ -129,7 +129,7 @@ def rebalance_cmd(
         dense = profile.num_dense_layers
     previous_placement = None
     if previous is not None:
-        text = read_input(previous, "--previous").decode("utf-8", errors="replace")
+        text = read_text_input(previous, "--previous")
         previous_placement = read_placement(f"--previous {previous}", text, *weight.shape)
     result = rebalance(
         weight, num_replicas=replicas, num_gpus=gpus, num_nodes=nodes,
@@ -166,6 +166,6 @@ def simulate_cmd(
     """Per-GPU loads and balancedness an existing placement yields on (other) statistics."""
     files = [stats, *(more_stats or [])]
     weight = sum_stats([(str(p), read_input(p, "statistics file")) for p in files])
-    text = read_input(placement, "placement").decode("utf-8", errors="replace")
+    text = read_text_input(placement, "placement")
     loaded = read_placement(str(placement), text, *weight.shape)
     show(simulate(weight, loaded, gpus, tuple(str(p) for p in files)), fmt, "eplb simulate")

@@ -53,12 +53,9 @@ def register(root: typer.Typer) -> None:
 def load_record(path: Path) -> dict[str, Any]:
     """Parse a fake-node YAML file into a dict (validated later by the fake and the renderer)."""
     text = read_text_input(path, "--from-record", hint="give a YAML file written by dsctl health record")
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark is not None else ""
-        raise InputError(f"--from-record {path}:{where} is not valid YAML") from None
+    from dsctl.textyaml import load_yaml
+
+    data = load_yaml(text, f"--from-record {path}")
     if not isinstance(data, dict):
         raise InputError(f"--from-record {path}: expected a mapping of fake-node keys (see docs/health.md)")
     return data
