@@ -21,7 +21,7 @@ def _mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) 
     loader.flatten_mapping(node)
     seen: dict[Any, int] = {}
     for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+        key = loader.construct_object(key_node, deep=deep)
         try:
             first = seen.get(key)
         except TypeError:  # an unhashable key (a list): construct_mapping reports it
@@ -39,7 +39,7 @@ _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _m
 def load_yaml(text: str, source: str, error: type[InputError] = InputError) -> Any:
     """Parse ``text`` (a BOM is allowed); raise ``error`` naming ``source``, line and column on any failure."""
     try:
-        return yaml.load(text.removeprefix("\ufeff"), Loader=_StrictLoader)  # noqa: S506 (a SafeLoader subclass)
+        return yaml.load(text.removeprefix("\ufeff"), Loader=_StrictLoader)  # a SafeLoader subclass
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""

@@ -158,8 +158,9 @@ def parse_placement(name: str, text: str, num_experts: int | None = None) -> Loa
 
     def _opt_int(key: str) -> int | None:
         value = layout.get(key)
-        ok = isinstance(value, int) and not isinstance(value, bool) and 0 < value <= _MAX_ID
-        return int(value) if ok else None
+        if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= _MAX_ID:
+            return int(value)
+        return None
 
     policy = layout.get("policy") if layout.get("policy") in ("hierarchical", "global") else None
     return LoadedPlacement(placement, name, kind, _opt_int("num_gpus"), _opt_int("num_nodes"),

@@ -36,8 +36,8 @@ import re
 from dataclasses import dataclass
 
 from dsctl.errors import InputError
-from dsctl.names import HOST, IMAGE, K8S_NAME, check_name
 from dsctl.launch.plan import LaunchPlan
+from dsctl.names import HOST, IMAGE, K8S_NAME, check_name
 
 #: torchrun's default rendezvous port
 DEFAULT_PORT = 29_500
