@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import math
 from typing import TYPE_CHECKING
-from xml.sax.saxutils import escape
 
 from dsctl.errors import InputError
 from dsctl.launch.schedule.ops import parse_op
+from dsctl.names import xml_text as escape
 
 if TYPE_CHECKING:
     from dsctl.launch.schedule.api import ScheduleResult
