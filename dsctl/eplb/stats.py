@@ -121,6 +121,15 @@ def _is_header(cells: Sequence[str]) -> bool:
     return bool(cells) and all(_parse_number(cell) is None and any(ch.isalpha() for ch in cell) for cell in cells)
 
 
+def _csv_cells(name: str, number: int, line: str) -> list[str]:
+    """One CSV line's cells; a quote left open (or other CSV syntax error) names the line."""
+    try:
+        return next(csv.reader([line], strict=True))
+    except csv.Error as exc:
+        raise InputError(f"{name}: line {number}: not valid CSV ({exc})",
+                         hint="a quoted value must end with a quote on the same line") from None
+
+
 def parse_csv(name: str, text: str) -> np.ndarray:
     """CSV, one row per layer -> float64 [L, E].
 
@@ -132,8 +141,7 @@ def parse_csv(name: str, text: str) -> np.ndarray:
     if not lines:
         raise InputError(f"{name}: file is empty; expected one CSV row of loads per MoE layer")
     if any("," in line for _, line in lines):
-        table = [(number, [cell.strip() for cell in cells])
-                 for number, cells in zip((n for n, _ in lines), csv.reader(line for _, line in lines), strict=True)]
+        table = [(number, [cell.strip() for cell in _csv_cells(name, number, line)]) for number, line in lines]
         delimiter = "comma"
     else:
         table = [(number, line.split()) for number, line in lines]
