@@ -40,15 +40,11 @@ MAX_INTERVAL_S = 3600.0  # counters are sampled twice this far apart; longer is 
 
 def load_record(path: Path) -> dict[str, Any]:
     """Parse a fake-node YAML file into a dict (validated later by the fake and the renderer)."""
-    import yaml
 
     text = read_text_input(path, "--from-record", hint="give a YAML file written by dsctl health record")
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark is not None else ""
-        raise InputError(f"--from-record {path}:{where} is not valid YAML") from None
+    from dsctl.textyaml import load_yaml
+
+    data = load_yaml(text, f"--from-record {path}")
     if not isinstance(data, dict):
         raise InputError(f"--from-record {path}: expected a mapping of fake-node keys (hostname, gpus, nics, ...)",
                          hint="write one with 'dsctl health record --out node.yaml'")
