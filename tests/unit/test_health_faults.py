@@ -4,15 +4,20 @@ identity on findings, DMA-BUF and IBGDA readiness."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import inspect
+import itertools
+import os
 from pathlib import Path
 from typing import Any
 
 import pynvml
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from dsctl.commands.health import take_snapshot
 from dsctl.errors import InputError
@@ -337,3 +342,27 @@ def test_new_readings_round_trip_through_a_record(tmp_path: Path, name: str) -> 
     assert again.gpus == first.gpus and again.nics == first.nics
     assert (again.nvml, again.kernel_log, again.driver) == (first.nvml, first.kernel_log, first.driver)
     assert problems(report(again)) == problems(report(first))
+
+
+HOSTILE_TEXT = st.lists(st.sampled_from([*"ab0_.-:/ \n", "\0", "\\", "..", "/tmp", "\u00e9"]), max_size=12).map("".join)
+CASES = itertools.count()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.sampled_from([*NIC_PATH_FIELDS, "gpu.pci_path"]), HOSTILE_TEXT)
+def test_any_name_either_is_refused_or_stays_inside_the_root(tmp_path: Path, field: str, name: str) -> None:
+    """Property: whatever text a record puts in a field that becomes a path, the renderer either refuses it (exit 2)
+    or writes only below its root; nothing appears next to the root."""
+    data = record("hgx_h800_healthy")
+    if field == "gpu.pci_path":
+        data["gpus"][0]["pci_path"] = name
+    else:
+        _nic_field(data, field, name)
+    case = tmp_path / f"case{next(CASES)}"
+    root = case / "root"
+    root.mkdir(parents=True)
+    with contextlib.suppress(InputError):
+        render_sysfs(normalize(data, "prop.yaml"), root)
+    assert [p.name for p in case.iterdir()] == ["root"]
+    for path in root.rglob("*"):
+        assert os.path.realpath(path).startswith(os.path.realpath(root) + os.sep)
