@@ -26,6 +26,10 @@ DEGRADATION_LIMITS = (
     ("roce_slow_restart", 10.0, 1.0, "/s"),
 )
 SYMBOL_ERROR_CRIT_PER_H = 120.0  # IBTA BER 1e-12 bound
+#: PMA error counters are narrow and saturate (stop at their maximum) instead of wrapping: kernel sysfs.c widths
+SATURATED_AT = {"symbol_error": 2**16 - 1, "link_error_recovery": 2**8 - 1, "link_downed": 2**8 - 1,
+                "port_rcv_errors": 2**16 - 1, "port_xmit_discards": 2**16 - 1,
+                "local_link_integrity_errors": 2**4 - 1, "excessive_buffer_overrun_errors": 2**4 - 1}
 AFFINITY_LEVELS = ["PIX", "PXB", "PHB", "NODE", "SYS"]
 
 
@@ -148,12 +152,23 @@ def _backwards(port: IbPort, names: tuple[str, ...]) -> dict[str, tuple[int, int
             if n in port.counters_t0 and n in port.counters_t1 and port.counters_t1[n] < port.counters_t0[n]}
 
 
+def _saturated(check: str, severity: Severity, port: IbPort, names: tuple[str, ...]) -> list[Finding]:
+    """A PMA counter stuck at its maximum counts nothing more: a delta of 0 would read as healthy."""
+    stuck = [n for n in names if n in SATURATED_AT and port.counters_t1.get(n) == SATURATED_AT[n]]
+    if not stuck:
+        return []
+    return [Finding(check, severity, _psub(port), ", ".join(f"{n} {SATURATED_AT[n]}" for n in stuck),
+                    "below the counter's maximum", "counter saturated at its maximum: rate unknown",
+                    "clear the port counters (perfquery -x -R) and re-check")]
+
+
 def r5_fatal_counters(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
     out = []
     for port in _ports(snap, exp):
         back = _backwards(port, FATAL_COUNTERS)
         if back:  # a fatal counter that was reset may have hidden a link flap: WARN, not silence
             out.append(counter_reset("R5", WARN, _psub(port), back))
+        out.extend(_saturated("R5", WARN, port, FATAL_COUNTERS))
         grew = {n: d for n in FATAL_COUNTERS if (d := _delta(port, n)) is not None and d > 0}
         if grew:
             out.append(Finding("R5", CRIT, _psub(port), ", ".join(f"{k} +{v}" for k, v in grew.items()), "+0",
@@ -165,9 +180,11 @@ def r5_fatal_counters(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
 def r6_degradation(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
     out = []
     for port in _ports(snap, exp):
-        back = _backwards(port, ("symbol_error", *(name for name, *_ in DEGRADATION_LIMITS)))
+        names = ("symbol_error", *(name for name, *_ in DEGRADATION_LIMITS))
+        back = _backwards(port, names)
         if back:
             out.append(counter_reset("R6", INFO, _psub(port), back))
+        out.extend(_saturated("R6", INFO, port, names))
         sym = _delta(port, "symbol_error")
         if sym is not None and sym > 0:
             per_h = sym / snap.interval_s * 3600.0

@@ -57,7 +57,9 @@ def _report(report: HealthReport) -> Iterable[RenderableType]:
             table.add_column(column, overflow="fold", no_wrap=column in ("sev", "check"))
         for f in problems:
             text = f.message + (f"\n-> {f.remedy}" if f.remedy and f.severity.value in ("CRIT", "WARN") else "")
-            table.add_row(Text(f.severity.value, style=STYLE[f.severity.value]), Text(f.check), Text(f.subject),
+            ids = [x for x in (f"SN {f.gpu_serial}" if f.gpu_serial else None, f.gpu_uuid) if x]
+            subject = "\n".join([f.subject, *ids])
+            table.add_row(Text(f.severity.value, style=STYLE[f.severity.value]), Text(f.check), Text(subject),
                           Text(f.observed), Text(f.expected), Text(text))
         yield table
     else:

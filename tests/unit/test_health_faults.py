@@ -228,6 +228,21 @@ def test_fatal_ib_counter_reset_is_a_warn_not_zero_errors(tmp_path: Path) -> Non
     assert rep.findings[0].message == RESET and rep.findings[0].observed == "link_downed 3 -> 0"
 
 
+@pytest.mark.parametrize(("counter", "top", "expected"), [
+    ("symbol_error", 65535, ("R6", "INFO", "mlx5_5/1")),
+    ("link_downed", 255, ("R5", "WARN", "mlx5_5/1")),
+    ("symbol_error", 65534, None),
+])
+def test_saturated_pma_counters_are_not_read_as_healthy(tmp_path: Path, counter: str, top: int,
+                                                        expected: tuple[str, str, str] | None) -> None:
+    data = record("hgx_h800_healthy")
+    data["infiniband"]["devices"][5].update(counters_t0={counter: top}, counters_t1={counter: top})
+    rep = report(replay_data(data, tmp_path))
+    assert problems(rep) == ([expected] if expected else [])
+    if expected:
+        assert rep.findings[0].message == "counter saturated at its maximum: rate unknown"
+
+
 def test_degradation_counter_reset_fixture_is_info() -> None:
     snap = take_snapshot(DATA / "ib_counter_reset.yaml", None, None, ALL)
     rep = report(snap)

@@ -197,6 +197,8 @@ def variants() -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
              node: str | None = None) -> dict[str, Any]:
         data = copy.deepcopy(out[base])
         data["hostname"] = f"fake-{name.replace('_', '-')}"
+        if "host" in data:
+            data["host"]["hostname"] = data["hostname"]
         shown = "; ".join(" ".join(e) for e in expect)
         data["comment"] = f"{fault} -> {shown}"
         out[name] = data
