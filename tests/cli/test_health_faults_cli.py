@@ -151,3 +151,16 @@ def test_non_integer_record_fields_exit_2_not_4(cli: Cli, tmp_path: Path, text: 
     path.write_text(text, encoding="utf-8")
     r = cli("health", "check", "--from-record", str(path))
     assert r.exit_code == 2 and needle in r.stderr, r.stderr
+
+
+def test_record_can_replay_a_node_without_a_driver(cli: Cli, tmp_path: Path) -> None:
+    data = load("hgx_h100_healthy")
+    data["nvml_init_error"] = "LIBRARY_NOT_FOUND"
+    r = cli("health", "check", "--from-record", write(tmp_path, data))
+    assert r.exit_code == 3 and "LIBRARY_NOT_FOUND" in r.stderr
+    topo = cli("health", "topo", "--from-record", write(tmp_path, data), "-f", "json")
+    assert topo.exit_code == 0, topo.stderr  # topo falls back to the PCI view
+    assert topo.json()["matrix"]["GPU0"]["GPU1"] == "NODE"
+    data["nvml_init_error"] = "NO_PERMISSON"
+    r = cli("health", "check", "--from-record", write(tmp_path, data))
+    assert r.exit_code == 2 and "nvml_init_error: unknown NVML error 'NO_PERMISSON'" in r.stderr
