@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import importlib
 import os
 import sys
@@ -15,6 +16,7 @@ from typer.core import TyperGroup
 from dsctl import __version__
 from dsctl.commands._common import SETTINGS, silence_stdout
 from dsctl.errors import DsctlError, ExitCode
+from dsctl.inputs import DEFAULT_MAX_INPUT_BYTES, ENV_MAX_INPUT_BYTES, LIMITS, parse_limit
 
 #: Every command group: ``dsctl NAME`` is the Typer app ``app`` of module ``dsctl.commands.NAME``, imported only
 #: when the group is run, completed or asked for its own help. The text is the group's help (the module's
@@ -135,6 +137,11 @@ def root(
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
     ] = False,
+    max_input_bytes: Annotated[
+        str | None,
+        typer.Option("--max-input-bytes", help="Largest input file read, in bytes (also DSCTL_MAX_INPUT_BYTES; "
+                     "default 64 MiB). See docs/reliability.md."),
+    ] = None,
 ) -> None:
     """Plan, balance, check and launch DeepSeek-V3-style GPU training clusters."""
     from dsctl import siteconfig
@@ -144,6 +151,8 @@ def root(
     site = siteconfig.current()  # dsctl.toml: defaults for options not given on the command line
     SETTINGS.site_profile_dirs = site.profile_dirs()
     ctx.default_map = {**site.default_map(), **(ctx.default_map or {})}
+    if max_input_bytes is not None:
+        LIMITS.max_input_bytes = parse_limit(max_input_bytes, "--max-input-bytes")
 
 
 def _is_click_exception(exc: BaseException) -> bool:
@@ -157,13 +166,48 @@ def _print_error(message: str, hint: str | None = None) -> None:
     sys.stderr.flush()
 
 
+def _check_arguments(args: list[str]) -> None:
+    """Arguments are UTF-8 text: an undecodable byte (a lone surrogate after Python's decoding) is bad input."""
+    for number, arg in enumerate(args, start=1):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            shown = arg.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")[:60]
+            raise DsctlError(f"argument {number} ({shown!r}) is not UTF-8 text (byte {exc.start})",
+                             hint="give names and paths as UTF-8") from None
+
+
+def _output_failed(exc: OSError) -> bool:
+    """True when ``exc`` is a device refusing output (full, I/O error, quota): the environment, not a bug.
+
+    If standard output is the device, it is pointed at /dev/null so that the interpreter's final flush does
+    not fail a second time with a traceback.
+    """
+    if exc.errno not in (errno.ENOSPC, errno.EIO, errno.EFBIG, errno.EDQUOT):
+        return False
+    try:
+        sys.stdout.flush()
+    except OSError:
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+        except (OSError, ValueError, AttributeError):  # stdout is not a real file (tests capture it)
+            pass
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     """Console-script entry point. Returns the process exit code (see ``dsctl.errors.ExitCode``)."""
     args = list(sys.argv[1:] if argv is None else argv)
     SETTINGS.debug = os.environ.get("DSCTL_DEBUG", "") not in ("", "0") or "--debug" in args
     command = typer.main.get_command(app)
     try:
+        _check_arguments(args)
+        env_limit = os.environ.get(ENV_MAX_INPUT_BYTES, "")
+        LIMITS.max_input_bytes = parse_limit(env_limit, ENV_MAX_INPUT_BYTES) if env_limit else DEFAULT_MAX_INPUT_BYTES
         result: Any = command.main(args=args, prog_name="dsctl", standalone_mode=False)
+        sys.stdout.flush()  # a full device must fail here, inside the error mapping, not at interpreter exit
     except DsctlError as exc:
         if SETTINGS.debug:
             traceback.print_exc()
@@ -178,6 +222,9 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:  # --show-completion / --install-completion and shell completion end this way
         return exc.code if isinstance(exc.code, int) else int(exc.code is not None)
     except Exception as exc:
+        if isinstance(exc, OSError) and _output_failed(exc):
+            _print_error(f"cannot write the output ({exc.strerror or exc}); is standard output a full device?")
+            return int(ExitCode.BAD_INPUT)
         if type(exc).__name__ == "NoArgsIsHelpError":
             # A group given without a subcommand: its help is the answer, not an error. Rich help has
             # already been printed while the exception was built; plain help is the exception's message.

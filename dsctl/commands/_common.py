@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from dsctl.errors import InputError
+from dsctl.inputs import read_bytes
 from dsctl.output.formats import OutputFormat
 
 if TYPE_CHECKING:
@@ -76,21 +77,16 @@ def silence_stdout() -> None:
 
 
 def read_input(path: Path, what: str) -> bytes:
-    """The bytes of an input file; any failure is one InputError naming ``what`` (an option or argument) and path."""
-    try:
-        return Path(path).read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"{what} {path}: file not found (it does not exist)") from None
-    except IsADirectoryError:
-        raise InputError(f"{what} {path}: is a folder, expected a file") from None
-    except OSError as exc:
-        raise InputError(f"{what} {path}: cannot read ({exc.strerror or exc})") from None
+    """The bytes of an input file (regular file or ``-``, within the input limit); any failure is one
+    InputError naming ``what`` (an option or argument) and the path."""
+    return read_bytes(path, what)
 
 
 def read_text_input(path: Path, what: str, hint: str | None = None) -> str:
-    """``read_input`` decoded as UTF-8; other bytes are an InputError naming the byte offset."""
+    """``read_input`` decoded as UTF-8 (a leading byte-order mark is dropped); other bytes are an InputError
+    naming the byte offset."""
     data = read_input(path, what)
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as exc:
         raise InputError(f"{what} {path}: not UTF-8 text (byte {exc.start})", hint=hint) from None

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from dsctl.commands._common import FormatOpt, profile_store, read_input, show
+from dsctl.commands._common import FormatOpt, profile_store, read_input, read_text_input, show
 from dsctl.errors import InputError
 from dsctl.output.formats import OutputFormat
 
@@ -146,7 +146,7 @@ def rebalance_cmd(
     zero_warning = _zero_rows_warning(weight, profile)
     previous_placement = None
     if previous is not None:
-        text = read_input(previous, "--previous").decode("utf-8", errors="replace")
+        text = read_text_input(previous, "--previous")
         previous_placement = read_placement(f"--previous {previous}", text, *weight.shape)
     with progress(f"{algorithm} placement", fmt, total=1) as report:
         result = rebalance(
@@ -190,6 +190,6 @@ def simulate_cmd(
 
     files = [stats, *(more_stats or [])]
     weight = sum_stats([(str(p), read_input(p, "statistics file")) for p in files])
-    text = read_input(placement, "placement").decode("utf-8", errors="replace")
+    text = read_text_input(placement, "placement")
     loaded = read_placement(str(placement), text, *weight.shape)
     show(simulate(weight, loaded, gpus, tuple(str(p) for p in files)), fmt, "eplb simulate")

@@ -18,9 +18,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, cast
 
-import yaml
-
 from dsctl.errors import ProfileError, one_of
+from dsctl.inputs import read_bytes
+from dsctl.names import NAME, shown
 from dsctl.profiles.schema import (
     AttentionSpec,
     ModelProfile,
@@ -32,6 +32,7 @@ from dsctl.profiles.schema import (
     StorageProfile,
     SwitchProfile,
 )
+from dsctl.textyaml import load_yaml
 from dsctl.units import QuantityError, human_bytes, parse_bytes, parse_count, parse_rate_bits
 
 ENV_VAR = "DSCTL_PROFILES"
@@ -387,28 +388,13 @@ _BUILDERS: dict[ProfileKind, Callable[[_Doc, str], Profile]] = {
 
 
 def read_yaml(path: Path) -> Any:
-    """Parse one YAML file; syntax errors name the file, line and column."""
+    """Parse one YAML file (bounded size, duplicate keys refused); errors name the file, line and column."""
+    data = read_bytes(path, "profile", error=ProfileError)
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ProfileError(f"{path}: no such file") from None
-    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
-        raise ProfileError(f"{path}: cannot read: {exc}") from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
-        raise ProfileError(
-            f"{path}: {where}YAML syntax error: {exc.problem or exc.context}",
-            hint="check indentation and that every 'key: value' pair has a space after the colon",
-        ) from None
-    except yaml.YAMLError as exc:
-        raise ProfileError(f"{path}: YAML error: {exc}") from None
-    except RecursionError:
-        raise ProfileError(f"{path}: YAML nested too deeply (thousands of levels); this is not a profile") from None
-    except ValueError as exc:  # e.g. an integer of more than 4,300 digits
-        raise ProfileError(f"{path}: unreadable YAML value: {str(exc).split(';')[0]}") from None
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ProfileError(f"{path}: cannot read: not UTF-8 text (byte {exc.start})") from None
+    return load_yaml(text, str(path), ProfileError)
 
 
 def _kind_of(path: Path, data: Any) -> ProfileKind:
@@ -435,6 +421,10 @@ def load_file(path: Path, kind: ProfileKind | None = None) -> Profile:
     data = read_yaml(path)
     if data is None:
         raise ProfileError(f"{path}: the file is empty")
+    if not NAME.fullmatch(path.stem):
+        raise ProfileError(f"{path}: {shown(path.stem)} is not a valid profile name (the file name without .yaml): "
+                           "use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit",
+                           hint="profile names reach generated job scripts; rename the file")
     kind = kind or _kind_of(path, data)
     doc = _Doc(data, path, "")
     doc.used.add("kind")
