@@ -140,7 +140,7 @@ def root(
     max_input_bytes: Annotated[
         str | None,
         typer.Option("--max-input-bytes", help="Largest input file read, in bytes (also DSCTL_MAX_INPUT_BYTES; "
-                     "default 64 MiB). See docs/reliability.md."),
+                     "default 64 MiB)."),
     ] = None,
 ) -> None:
     """Plan, balance, check and launch DeepSeek-V3-style GPU training clusters."""
