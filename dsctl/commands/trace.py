@@ -1,26 +1,44 @@
-"""dsctl trace overlap: compute/communication overlap and exposed communication from PyTorch profiler traces."""
+"""dsctl trace: overlap, kernel classes, stragglers and timelines from PyTorch profiler traces."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-import dsctl.output.trace  # noqa: F401  (registers the table renderer)
-from dsctl.commands._common import FormatOpt, read_input, show
+from dsctl.commands._common import FormatOpt, show
 from dsctl.errors import InputError
-from dsctl.output import OutputFormat, stderr_console
-from dsctl.output.files import atomic_write
-from dsctl.trace import DEFAULT_PATTERNS, overlap_from_bytes
-from dsctl.trace.svg import timeline_svg
+from dsctl.output import OutputFormat
+
+if TYPE_CHECKING:
+    from dsctl.trace.classify import Classifier
 
 app = typer.Typer(
     name="trace",
-    help="Compute/communication overlap from PyTorch profiler traces (torch.profiler export_chrome_trace).",
+    help="Compute/communication overlap, kernel classes, stragglers and timelines from PyTorch profiler traces.",
     no_args_is_help=True,
 )
+
+#: default --max-bytes (decompressed bytes per trace file): 8 GiB
+_MAX_BYTES = 8 * 1024**3
+
+TracesArg = Annotated[list[str], typer.Argument(
+    help="Chrome trace files from torch.profiler (.json or .json.gz), one per rank; glob patterns such as "
+         "'traces/*.json.gz' are expanded by dsctl too (quote them for thousands of files).")]
+StepOpt = Annotated[int | None, typer.Option("--step", help="Analyse only ProfilerStep#N.")]
+CommOpt = Annotated[list[str] | None, typer.Option(
+    "--comm-pattern", help="Regex (re.search) for communication names; replaces the built-in table's "
+    "communication families (repeatable). The table is in docs/trace.md; --explain-classes shows the result.")]
+AddCommOpt = Annotated[list[str] | None, typer.Option(
+    "--add-comm-pattern", help="Regex for names that are communication, before the built-in table (repeatable).")]
+ComputeOpt = Annotated[list[str] | None, typer.Option(
+    "--compute-pattern", help="Regex for names that are compute whatever else matches (repeatable).")]
+JobsOpt = Annotated[int | None, typer.Option("--jobs", "-j", min=1, max=1024,
+                                             help="Worker processes for many files (default: the usable CPUs).")]
+MaxBytesOpt = Annotated[int, typer.Option("--max-bytes", min=1, max=2**50,
+                                          help="Refuse a trace over this many bytes, after gzip decompression.")]
 
 
 def register(app_: typer.Typer) -> None:
@@ -28,43 +46,65 @@ def register(app_: typer.Typer) -> None:
     app_.add_typer(app, name="trace")
 
 
-def _check_svg(path: Path) -> None:
+def _check_out(path: Path, option: str) -> None:
     parent = path.parent if str(path.parent) else Path(".")
     if path.is_dir():
-        raise InputError(f"--svg {path}: is a folder; give a file path, e.g. {path / 'overlap.svg'}")
+        raise InputError(f"{option} {path}: is a folder; give a file path, e.g. {path / 'trace.svg'}")
     if not parent.is_dir():
-        raise InputError(f"--svg {path}: cannot write there, folder {parent} does not exist")
+        raise InputError(f"{option} {path}: cannot write there, folder {parent} does not exist")
     if not os.access(parent, os.W_OK | os.X_OK):
-        raise InputError(f"--svg {path}: cannot write there, folder {parent} is not writable")
+        raise InputError(f"{option} {path}: cannot write there, folder {parent} is not writable")
+
+
+def _classifier(comm: list[str] | None, add: list[str] | None, compute: list[str] | None) -> Classifier:
+    from dsctl.trace.classify import make_classifier
+    return make_classifier(comm, add or [], compute or [])
 
 
 @app.command("overlap")
 def overlap_cmd(
-    traces: Annotated[list[Path], typer.Argument(help="Chrome trace files from torch.profiler (.json or .json.gz), "
-                                                 "one per rank.")],
-    step: Annotated[int | None, typer.Option("--step", help="Analyse only ProfilerStep#N.")] = None,
+    traces: TracesArg,
+    step: StepOpt = None,
     all_steps: Annotated[bool, typer.Option("--all-steps", help="Also report every ProfilerStep#N separately.")]
     = False,
-    comm_pattern: Annotated[list[str] | None, typer.Option(
-        "--comm-pattern", help="Regex (re.search) for communication event names; replaces the defaults "
-        "(repeatable). Defaults: NCCL/RCCL kernels, DeepEP dispatch/combine, P2P copies, c10d/gloo ops; the list "
-        "is printed in --format json as comm_patterns and in docs/trace.md.")] = None,
-    add_comm_pattern: Annotated[list[str] | None, typer.Option(
-        "--add-comm-pattern", help="Regex added to the default communication patterns (repeatable).")] = None,
+    comm_pattern: CommOpt = None,
+    add_comm_pattern: AddCommOpt = None,
+    compute_pattern: ComputeOpt = None,
+    explain_classes: Annotated[bool, typer.Option(
+        "--explain-classes", help="Instead of the overlap, list every distinct kernel name with its class "
+        "(compute, comm, memory), the rule that decided it and its total time.")] = False,
+    top: Annotated[int, typer.Option("--top", min=0, max=1000, help="Kernels listed per rank by summed time.")]
+    = 10,
     svg: Annotated[Path | None, typer.Option("--svg", help="Write a timeline SVG: compute and comm lanes per rank, "
                                              "exposed communication in red.")] = None,
+    jobs: JobsOpt = None,
+    max_bytes: MaxBytesOpt = _MAX_BYTES,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
-    """Compute-busy, comm-busy, overlapped and exposed communication time per rank, and per collective."""
+    """Compute-busy, comm-busy, overlapped and exposed communication per rank; spread and worst ranks."""
+    import dsctl.output.trace  # noqa: F401  (registers the table renderers)
+    from dsctl.output import stderr_console
+    from dsctl.output.files import atomic_write
+    from dsctl.runners.trace_files import default_jobs, expand, overlap_file, run_per_file
+    from dsctl.trace.explain import explain
+    from dsctl.trace.overlap import combine
+
     if step is not None and all_steps:
         raise InputError("--step and --all-steps exclude each other; give one")
     if svg is not None:
-        _check_svg(svg)
-    patterns = list(comm_pattern) if comm_pattern else list(DEFAULT_PATTERNS)
-    patterns += list(add_comm_pattern or [])
-    option = "--comm-pattern" if comm_pattern else "--add-comm-pattern"
-    result = overlap_from_bytes([(str(p), read_input(p, "trace")) for p in traces], patterns, step, all_steps, option)
+        _check_out(svg, "--svg")
+    classifier = _classifier(comm_pattern, add_comm_pattern, compute_pattern)
+    paths = expand(traces)
+    keep_lanes = svg is not None
+    per_file = run_per_file(overlap_file, [(p, i, classifier, step, all_steps, top, keep_lanes, max_bytes)
+                                           for i, p in enumerate(paths)], jobs or default_jobs())
+    rows = [row for file_rows in per_file for row in file_rows]
+    if explain_classes:
+        show(explain(rows, classifier.patterns, list(classifier.compute_patterns)), fmt, "trace overlap")
+        return
+    result = combine(rows, classifier, step)
     if svg is not None:
+        from dsctl.trace.svg import timeline_svg
         atomic_write(svg, timeline_svg(result), option="--svg")
     show(result, fmt, "trace overlap")
     if svg is not None:

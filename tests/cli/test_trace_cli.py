@@ -10,7 +10,8 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "trace"
 GLOO = [DATA / "gloo_rank0.json.gz", DATA / "gloo_rank1.json.gz"]
 RANK_KEYS = {"source", "rank", "device", "basis", "steps", "wall_us", "compute_busy_us", "comm_busy_us",
              "overlapped_us", "exposed_comm_us", "compute_only_us", "idle_us", "overlap_ratio",
-             "exposed_comm_fraction", "collectives", "streams", "per_step", "num_events", "notes"}
+             "exposed_comm_fraction", "collectives", "streams", "per_step", "num_events", "notes", "categories",
+             "top_kernels"}
 
 
 def _write(tmp_path: Path, name: str, doc: object, gz: bool = False) -> Path:
@@ -33,7 +34,8 @@ def test_json_keys_for_the_recorded_gloo_ranks(cli) -> None:
     assert result.exit_code == 0, result.stderr
     data = result.json()
     assert data["dsctl"]["command"] == "trace overlap"
-    assert set(data) == {"dsctl", "steps", "comm_patterns", "ranks", "worst_rank", "notes"}
+    assert set(data) == {"dsctl", "steps", "comm_patterns", "compute_patterns", "ranks", "worst_rank", "spread",
+                         "worst_ranks", "notes"}
     assert [r["rank"] for r in data["ranks"]] == [0, 1]
     assert set(data["ranks"][0]) == RANK_KEYS
     assert set(data["ranks"][0]["collectives"][0]) == {"name", "count", "total_us", "exposed_us", "mean_us"}
@@ -73,7 +75,7 @@ def test_step_selection_and_comm_patterns(cli, tmp_path: Path) -> None:
     assert data["ranks"][0]["exposed_comm_us"] == 20
     data = cli("trace", "overlap", path, "--step", "1", "--add-comm-pattern", "^my_a2a", "-f", "json").json()
     assert data["ranks"][0]["comm_busy_us"] == 20 and data["ranks"][0]["overlapped_us"] == 20
-    assert data["comm_patterns"][-1] == "^my_a2a"
+    assert data["comm_patterns"][0] == "^my_a2a"
     data = cli("trace", "overlap", path, "--comm-pattern", "^my_a2a", "-f", "json").json()
     assert data["comm_patterns"] == ["^my_a2a"]
     assert data["ranks"][0]["comm_busy_us"] == 20  # the NCCL kernel is compute now
