@@ -109,3 +109,31 @@ def overlap_cmd(
     show(result, fmt, "trace overlap")
     if svg is not None:
         stderr_console().print(f"wrote {svg}")
+
+
+@app.command("stragglers")
+def stragglers_cmd(
+    traces: TracesArg,
+    step: StepOpt = None,
+    align: Annotated[str, typer.Option("--align", help="Clock alignment across ranks: 'ends' (collectives end "
+                                       "together; default) or 'none' (trust the trace clocks).")] = "ends",
+    comm_pattern: CommOpt = None,
+    add_comm_pattern: AddCommOpt = None,
+    compute_pattern: ComputeOpt = None,
+    top: Annotated[int, typer.Option("--top", min=1, max=1000, help="Rows per table.")] = 10,
+    jobs: JobsOpt = None,
+    max_bytes: MaxBytesOpt = _MAX_BYTES,
+    fmt: FormatOpt = OutputFormat.table,
+) -> None:
+    """Match each collective across ranks: skew, the ranks others waited for most, and the critical path."""
+    import dsctl.output.trace_skew  # noqa: F401  (registers the table renderer)
+    from dsctl.runners.trace_files import collectives_file, default_jobs, expand, run_per_file
+    from dsctl.trace.skew import stragglers
+
+    if align not in ("ends", "none"):
+        raise InputError(f"--align {align!r}: expected ends or none")
+    classifier = _classifier(comm_pattern, add_comm_pattern, compute_pattern)
+    paths = expand(traces)
+    per_file = run_per_file(collectives_file, [(p, i, classifier, step, max_bytes) for i, p in enumerate(paths)],
+                            jobs or default_jobs())
+    show(stragglers([part for parts in per_file for part in parts], align, top), fmt, "trace stragglers")

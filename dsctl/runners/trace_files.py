@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from dsctl.errors import DsctlError, ExitCode, InputError
-from dsctl.trace import rank_overlap
+from dsctl.trace import rank_overlap, read_trace
 from dsctl.trace.classify import Classifier
 from dsctl.trace.overlap import RankOverlap
+from dsctl.trace.skew import RankCollectives, rank_collectives
 
 CHUNK_BYTES = 1 << 20
 #: at most this many files from one glob (a typo like '/*' should not start 10^6 reads)
@@ -140,3 +141,9 @@ def overlap_file(path: Path, index: int, classifier: Classifier, step: int | Non
     """Overlap rows of one trace file, streamed (the pool's unit of work)."""
     return rank_overlap(open_chunks(path, max_bytes), str(path), index, classifier, step, all_steps, top,
                         keep_lanes, max_bytes)
+
+
+def collectives_file(path: Path, index: int, classifier: Classifier, step: int | None,
+                     max_bytes: int) -> list[RankCollectives]:
+    """The matchable communication events of one trace file, streamed (the pool's unit of work)."""
+    return rank_collectives(read_trace(open_chunks(path, max_bytes), str(path), max_bytes), index, classifier, step)

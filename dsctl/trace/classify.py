@@ -51,7 +51,7 @@ def _walk(items: object, depth_in_repeat: int, counts: dict[str, int]) -> None:
     for op, arg in items:  # type: ignore[attr-defined]
         name = str(op)
         if name in _REPEATS:
-            lo, hi, sub = arg
+            _lo, hi, sub = arg
             if depth_in_repeat and hi != 1:
                 counts["nested"] += 1
             if hi == _MAXREPEAT:

@@ -17,7 +17,6 @@ communication, memory, idle) and ``top_kernels`` the kernels with the most summe
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 
@@ -26,8 +25,8 @@ from numpy.typing import NDArray
 
 from dsctl.errors import InputError, one_of
 from dsctl.trace.classify import CLASS_NAMES, Classifier, classify_names, collective_label
-from dsctl.trace.kernels import CATEGORY
 from dsctl.trace.intervals import Coverage, FloatArray, clip, coverage, covered_lengths, subtract, total, union
+from dsctl.trace.kernels import CATEGORY
 from dsctl.trace.parse import EventTable, TraceData
 from dsctl.trace.spread import spread, worst_ranks
 
@@ -179,7 +178,7 @@ class OverlapResult:
     notes: list[str]
 
 
-def _launch_times(table: EventTable, trace: TraceData) -> FloatArray:
+def launch_times(table: EventTable, trace: TraceData) -> FloatArray:
     """When each device event was launched on the host (its correlated runtime call), else its own start."""
     t = table.start_us.copy()
     if trace.launch_correlation.size == 0 or table.size == 0:
@@ -193,7 +192,7 @@ def _launch_times(table: EventTable, trace: TraceData) -> FloatArray:
     return t
 
 
-def _step_of(times: FloatArray, trace: TraceData) -> NDArray[np.int64]:
+def step_of(times: FloatArray, trace: TraceData) -> NDArray[np.int64]:
     """Index into ``trace.steps`` of the step window holding each time, -1 outside every step."""
     starts = np.array([s.start_us for s in trace.steps])
     ends = np.array([s.end_us for s in trace.steps])
@@ -202,7 +201,7 @@ def _step_of(times: FloatArray, trace: TraceData) -> NDArray[np.int64]:
     return np.where(ok, idx, -1).astype(np.int64)
 
 
-def _select_steps(trace: TraceData, step: int | None) -> list[int]:
+def select_steps(trace: TraceData, step: int | None) -> list[int]:
     """Indices into ``trace.steps`` to analyse (all of them unless ``step`` names one)."""
     if step is None:
         return list(range(len(trace.steps)))
@@ -348,7 +347,7 @@ def analyse_trace(trace: TraceData, rank: int, classifier: Classifier, step: int
     compute_all = cls_all == 0
     notes: list[str] = []
     if basis == "gpu_kernels":
-        when = _launch_times(table, trace)
+        when = launch_times(table, trace)
     else:
         compute_all &= ~table.annotation
         memory_all[:] = False
@@ -356,8 +355,8 @@ def analyse_trace(trace: TraceData, rank: int, classifier: Classifier, step: int
         when = table.start_us
         notes.append("no GPU kernels in this trace: compute = host CPU ops (cat cpu_op), communication = host "
                      "collective ops/annotations matching the patterns; all host threads share one lane")
-    selected = _select_steps(trace, step)
-    step_idx = _step_of(when, trace) if trace.steps else np.zeros(table.size, dtype=np.int64)
+    selected = select_steps(trace, step)
+    step_idx = step_of(when, trace) if trace.steps else np.zeros(table.size, dtype=np.int64)
     if not trace.steps:
         notes.append("no ProfilerStep#N annotations: the window is the whole trace")
     odd = {k: v for k, v in trace.skipped.items() if k != "other_phase"}

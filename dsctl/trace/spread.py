@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from dsctl.trace.overlap import RankOverlap
 
 #: figures summarised across ranks (attributes of OverlapMetrics)
 SPREAD_FIELDS = ("wall_us", "compute_busy_us", "comm_busy_us", "overlapped_us", "exposed_comm_us", "idle_us",
@@ -13,16 +16,7 @@ SPREAD_FIELDS = ("wall_us", "compute_busy_us", "comm_busy_us", "overlapped_us", 
 WORST_RANKS = 8
 
 
-class _Row(Protocol):
-    rank: int
-    device: str
-    source: str
-
-    @property
-    def metrics(self) -> object: ...
-
-
-def spread(rows: Sequence[_Row]) -> dict[str, dict[str, float]] | None:
+def spread(rows: Sequence[RankOverlap]) -> dict[str, dict[str, float]] | None:
     """``{field: {min, median, p95, max, num_ranks}}`` over rank rows; None with fewer than two rows.
 
     p95 is numpy's linear-interpolated 95th percentile; ratios that are None (no communication) are left out.
@@ -40,15 +34,14 @@ def spread(rows: Sequence[_Row]) -> dict[str, dict[str, float]] | None:
     return out
 
 
-def worst_ranks(rows: Sequence[_Row], limit: int = WORST_RANKS) -> list[dict[str, object]]:
+def worst_ranks(rows: Sequence[RankOverlap], limit: int = WORST_RANKS) -> list[dict[str, object]]:
     """The rows with the most exposed communication (ties: lower rank first), as small dicts."""
     if len(rows) < 2:
         return []
-    ordered = sorted(rows, key=lambda r: (-getattr(r.metrics, "exposed_comm_us"), r.rank, r.device))
+    ordered = sorted(rows, key=lambda r: (-r.metrics.exposed_comm_us, r.rank, r.device))
     out = []
     for r in ordered[:limit]:
         m = r.metrics
-        out.append({"rank": r.rank, "device": r.device, "source": r.source,
-                    "exposed_comm_us": getattr(m, "exposed_comm_us"), "overlap_ratio": getattr(m, "overlap_ratio"),
-                    "wall_us": getattr(m, "wall_us")})
+        out.append({"rank": r.rank, "device": r.device, "source": r.source, "exposed_comm_us": m.exposed_comm_us,
+                    "overlap_ratio": m.overlap_ratio, "wall_us": m.wall_us})
     return out

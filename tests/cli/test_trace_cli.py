@@ -162,3 +162,31 @@ def test_empty_comm_pattern_is_refused(cli) -> None:
 
 def test_svg_on_an_unwritable_file_system_exits_2(cli) -> None:
     _bad(cli("trace", "overlap", str(GLOO[0]), "--svg", "/proc/overlap.svg"), "--svg /proc/overlap.svg", "cannot write")
+
+
+def test_many_ranks_by_glob_in_a_process_pool(cli, tmp_path: Path) -> None:
+    for r, doc in enumerate(tb.job(64, {17: 1.35, 42: 1.2}, num_collectives=12)):
+        _write(tmp_path, f"rank{r}.json.gz" if r % 2 else f"rank{r}.json", doc, gz=bool(r % 2))
+    data = cli("trace", "stragglers", str(tmp_path / "rank*.json*"), "--jobs", "2", "-f", "json").json()
+    assert data["num_ranks"] == 64 and [s["rank"] for s in data["stragglers"][:2]] == [17, 42]
+    assert data["critical_ranks"][0]["rank"] == 17
+    data = cli("trace", "overlap", str(tmp_path / "rank*.json*"), "-j", "2", "-f", "json").json()
+    assert [r["rank"] for r in data["ranks"]] == list(range(64))  # natural order: rank10 after rank9
+    spread = data["spread"]["exposed_comm_us"]
+    assert spread["min"] <= spread["median"] <= spread["p95"] <= spread["max"] and spread["num_ranks"] == 64
+    assert len(data["worst_ranks"]) == 8
+    table = cli("trace", "overlap", str(tmp_path / "rank*.json*"), "-j", "2")
+    assert table.exit_code == 0 and "Across 64 ranks" in table.stdout and "the 8 worst of 64" in table.stdout
+    table = cli("trace", "stragglers", str(tmp_path / "rank*.json*"), "-j", "1")
+    assert table.exit_code == 0 and "Stragglers" in table.stdout and "Critical path" in table.stdout
+
+
+def test_explain_classes_lists_every_name(cli, tmp_path: Path) -> None:
+    path = _write(tmp_path, "t.json", tb.ep_step(True))
+    data = cli("trace", "overlap", path, "--explain-classes", "-f", "json").json()
+    assert {r["name"]: r["cls"] for r in data["names"]} == {
+        "sm90_xmma_gemm_bf16bf16_bf16f32": "compute", "deep_ep::intranode::dispatch<8, 768, 6144>": "comm",
+        "deep_ep::intranode::combine<8, 768, 4096>": "comm"}
+    forced = cli("trace", "overlap", path, "--explain-classes", "--compute-pattern", "combine", "-f", "json").json()
+    assert {r["rule"] for r in forced["names"]} == {"default", "deepep-data", "--compute-pattern"}
+    assert cli("trace", "overlap", path, "--explain-classes").exit_code == 0

@@ -3,6 +3,7 @@ generated garbage all end in exit 2 with one error line, never exit 4 or a hang.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
@@ -89,7 +90,7 @@ def test_one_event_over_the_value_limit_and_deep_nesting(monkeypatch: pytest.Mon
     with pytest.raises(InputError, match="over 1,000 characters"):
         list(iter_events([big[i:i + 100] for i in range(0, len(big), 100)], "t.json", {}))
     deep = b'{"traceEvents": [' + b"[" * 100_000 + b"]" * 100_000 + b"]}"
-    with pytest.raises(InputError, match="t.json"):
+    with pytest.raises(InputError, match=r"t\.json"):
         read_trace([deep], "t.json")
 
 
@@ -123,10 +124,8 @@ def test_generated_hostile_traces_never_crash(events: list[object], junk: bytes,
     from dsctl.trace import overlap_from_bytes
     text = json.dumps({"traceEvents": events, "distributedInfo": {"rank": 10**30}}).encode()
     for data in (text, text[:cut] + junk, gzip.compress(text)[:cut] + junk, junk):
-        try:
+        with contextlib.suppress(InputError):
             overlap_from_bytes([("t.json", data)])
-        except InputError:
-            pass
 
 
 _numbers = (st.integers(min_value=-(10**30), max_value=10**30) | st.floats(allow_nan=True, allow_infinity=True)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import re
 import xml.dom.minidom
 
 import numpy as np
-
-import json
 
 from dsctl.trace.classify import Classifier
 from dsctl.trace.overlap import analyse
@@ -27,7 +26,8 @@ def _events(n: int, seed: int = 3) -> list[dict[str, object]]:
 
 
 def test_svg_is_valid_xml_with_one_row_per_rank_and_exposed_comm() -> None:
-    traces = [parse_trace([json.dumps({"traceEvents": _events(300, seed)}).encode()], f"r{seed}.json") for seed in (1, 2)]
+    traces = [parse_trace([json.dumps({"traceEvents": _events(300, seed)}).encode()], f"r{seed}.json")
+              for seed in (1, 2)]
     result = analyse(traces, Classifier(), keep_lanes=True)
     text = timeline_svg(result)
     xml.dom.minidom.parseString(text)  # well-formed
