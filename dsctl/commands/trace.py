@@ -137,3 +137,38 @@ def stragglers_cmd(
     per_file = run_per_file(collectives_file, [(p, i, classifier, step, max_bytes) for i, p in enumerate(paths)],
                             jobs or default_jobs())
     show(stragglers([part for parts in per_file for part in parts], align, top), fmt, "trace stragglers")
+
+
+@app.command("timeline")
+def timeline_cmd(
+    traces: TracesArg,
+    out: Annotated[Path, typer.Option("--out", "-o", help="SVG file to write.")],
+    step: StepOpt = None,
+    from_us: Annotated[float | None, typer.Option("--from", min=0, max=1e12, help="Start, in µs after the window "
+                                                  "start (the step's first kernel, or the trace's).")] = None,
+    to_us: Annotated[float | None, typer.Option("--to", min=0, max=1e12, help="End, in µs after the window start.")]
+    = None,
+    comm_pattern: CommOpt = None,
+    add_comm_pattern: AddCommOpt = None,
+    compute_pattern: ComputeOpt = None,
+    jobs: JobsOpt = None,
+    max_bytes: MaxBytesOpt = _MAX_BYTES,
+) -> None:
+    """An SVG with one lane per rank and stream, kernels coloured by category (computation, communication,
+    memory)."""
+    from dsctl.output import stderr_console
+    from dsctl.output.files import atomic_write
+    from dsctl.runners.trace_files import default_jobs, expand, lanes_file, run_per_file
+    from dsctl.trace.timeline import timeline
+
+    _check_out(out, "--out")
+    if from_us is not None and to_us is not None and to_us <= from_us:
+        raise InputError(f"--from {from_us:g} --to {to_us:g}: --to must be after --from")
+    classifier = _classifier(comm_pattern, add_comm_pattern, compute_pattern)
+    paths = expand(traces)
+    ranks = run_per_file(lanes_file, [(p, i, classifier, step, from_us, to_us, max_bytes)
+                                      for i, p in enumerate(paths)], jobs or default_jobs())
+    what = f"ProfilerStep#{step}" if step is not None else "whole trace"
+    cut = f", {from_us or 0:g}-{to_us:g} us" if to_us is not None else (f", from {from_us:g} us" if from_us else "")
+    atomic_write(out, timeline(ranks, f"Kernels per rank and stream ({what}{cut})"), option="--out")
+    stderr_console().print(f"wrote {out}")

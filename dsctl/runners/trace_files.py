@@ -22,6 +22,7 @@ from dsctl.trace import rank_overlap, read_trace
 from dsctl.trace.classify import Classifier
 from dsctl.trace.overlap import RankOverlap
 from dsctl.trace.skew import RankCollectives, rank_collectives
+from dsctl.trace.timeline import RankLanes, rank_lanes
 
 CHUNK_BYTES = 1 << 20
 #: at most this many files from one glob (a typo like '/*' should not start 10^6 reads)
@@ -147,3 +148,10 @@ def collectives_file(path: Path, index: int, classifier: Classifier, step: int |
                      max_bytes: int) -> list[RankCollectives]:
     """The matchable communication events of one trace file, streamed (the pool's unit of work)."""
     return rank_collectives(read_trace(open_chunks(path, max_bytes), str(path), max_bytes), index, classifier, step)
+
+
+def lanes_file(path: Path, index: int, classifier: Classifier, step: int | None, from_us: float | None,
+               to_us: float | None, max_bytes: int) -> RankLanes:
+    """Timeline lanes of one trace file, streamed (the pool's unit of work)."""
+    return rank_lanes(read_trace(open_chunks(path, max_bytes), str(path), max_bytes), index, classifier, step,
+                      from_us, to_us)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import xml.dom.minidom
 from pathlib import Path
 
 import trace_builder as tb  # tests/trace_builder.py (tests/ is on sys.path via its conftest)
@@ -190,3 +191,22 @@ def test_explain_classes_lists_every_name(cli, tmp_path: Path) -> None:
     forced = cli("trace", "overlap", path, "--explain-classes", "--compute-pattern", "combine", "-f", "json").json()
     assert {r["rule"] for r in forced["names"]} == {"default", "deepep-data", "--compute-pattern"}
     assert cli("trace", "overlap", path, "--explain-classes").exit_code == 0
+
+
+def test_timeline_per_rank_and_stream(cli, tmp_path: Path) -> None:
+    doc = tb.trace([tb.step(1, 0, 100), tb.step(2, 100, 100), tb.compute(0, 50, correlation=1), tb.launch(0, 1),
+                    tb.nccl(20, 40, correlation=2), tb.launch(1, 2),
+                    tb.kernel("Memset (Device)", 60, 5, cat="gpu_memset", correlation=3), tb.launch(2, 3),
+                    tb.compute(120, 30, correlation=4), tb.launch(110, 4)], rank=3)
+    path = _write(tmp_path, "r3.json", doc)
+    svg = tmp_path / "tl.svg"
+    result = cli("trace", "timeline", path, "--out", svg, "--step", "1", "--from", "10", "--to", "70")
+    assert result.exit_code == 0, result.stderr
+    text = svg.read_text()
+    xml.dom.minidom.parseString(text)
+    assert "rank 3 gpu0 stream 7" in text and "rank 3 gpu0 stream 20" in text
+    assert all(f"<title>{c}</title>" in text for c in ("computation", "communication", "memory"))
+    assert "ProfilerStep#1, 10-70 us" in text
+    _bad(cli("trace", "timeline", path, "--out", svg, "--step", "9"), "--step 9")
+    _bad(cli("trace", "timeline", path, "--out", svg, "--from", "5000"), "--from/--to")
+    _bad(cli("trace", "timeline", path, "--out", svg, "--from", "5", "--to", "2"), "--to must be after --from")
