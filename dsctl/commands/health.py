@@ -14,6 +14,15 @@ import typer
 import yaml
 
 from dsctl.commands._common import FormatOpt, profile_store, read_input, read_text_input, show
+from dsctl.commands.health_fleet import (
+    HealthFormat,
+    HealthFormatOpt,
+    TextfileOpt,
+    drain_self,
+    emit_health,
+    record_path,
+    slurm_check_interval,
+)
 from dsctl.errors import InputError
 from dsctl.health import api, inventory
 from dsctl.health.backends.base import GpuBackend, RdmaSource
@@ -47,6 +56,9 @@ MAX_INTERVAL_S = 3600.0  # counters are sampled twice this far apart; longer is 
 
 
 def register(root: typer.Typer) -> None:
+    from dsctl.commands.health_fleet import add_commands
+
+    add_commands(app)
     root.add_typer(app, name="health")
 
 
@@ -127,9 +139,15 @@ def check(
     fail_on: Annotated[str, typer.Option("--fail-on", help="Exit 1 on findings at or above: crit or warn.")] = "crit",
     kernel_log: Annotated[Path | None, typer.Option("--kernel-log", help="Text of journalctl -k / dmesg to scan "
                                                     "for Xids (G22).")] = None,
-    fmt: FormatOpt = OutputFormat.table,
+    slurm: Annotated[bool, typer.Option("--slurm", help="Slurm HealthCheckProgram mode: drain this node "
+                                        "(SLURMD_NODENAME) with dsctl's reason on a CRIT finding.")] = False,
+    textfile_dir: TextfileOpt = None,
+    fmt: HealthFormatOpt = HealthFormat.table,
 ) -> None:
     """Run every health check; exit 0 healthy, 1 on a finding at/above --fail-on, 2 bad input, 3 no NVML."""
+    from_record = record_path(from_record)
+    if slurm and from_record is None:
+        interval = slurm_check_interval(interval)
     areas = api.parse_only(only)
     threshold = api.parse_fail_on(fail_on)
     log_text = None
@@ -138,7 +156,10 @@ def check(
     profile = profile_store().node(node) if node else None
     snap = take_snapshot(from_record, sysfs_root, interval, areas)
     exp = api.choose_expectations(snap, profile, profile_store().node)
-    show(api.run_checks(snap, exp, areas=areas, fail_on=threshold, kernel_log=log_text), fmt, "health check")
+    report = api.run_checks(snap, exp, areas=areas, fail_on=threshold, kernel_log=log_text)
+    if slurm:
+        drain_self(report)
+    emit_health(report, fmt, "health check", textfile_dir)
 
 
 @dataclass(frozen=True)

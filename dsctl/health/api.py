@@ -11,6 +11,7 @@ from dsctl.errors import InputError, one_of
 from dsctl.health.checks_gpu import GPU_CHECKS
 from dsctl.health.checks_rdma import RDMA_CHECKS, compute_nics, roce_ports
 from dsctl.health.expectations import Expectations, expectations_for, find_sku
+from dsctl.health.metrics import Gauge, gauges
 from dsctl.health.model import SEVERITY_ORDER, Finding, NodeSnapshot, Severity, Unavailable
 from dsctl.health.xid import XID_CHECK_ID, xid_findings
 from dsctl.profiles.schema import NodeProfile
@@ -96,6 +97,7 @@ class HealthReport:
     summary: dict[str, int]
     fail_on: str
     exit_code: int = field(default=0, metadata={"output": False})
+    gauges: tuple[Gauge, ...] = ()
 
     def to_data(self) -> dict[str, Any]:
         return {
@@ -107,6 +109,7 @@ class HealthReport:
                  "observed": f.observed, "expected": f.expected, "message": f.message, "remedy": f.remedy}
                 for f in self.findings
             ],
+            "gauges": [g.to_data() for g in self.gauges],
         }
 
 
@@ -163,4 +166,4 @@ def run_checks(snap: NodeSnapshot, exp: Expectations, *, areas: Iterable[str] = 
         "host": dataclasses.asdict(snap.host) if snap.host is not None else None,
     }
     return HealthReport(node=node, findings=tuple(findings), summary=summary, fail_on=fail_on.value.lower(),
-                        exit_code=1 if failed else 0)
+                        exit_code=1 if failed else 0, gauges=gauges(snap))

@@ -23,7 +23,7 @@ def test_healthy_node_exits_0_with_stable_json_shape(cli: Cli) -> None:
     r = cli("health", "check", "--from-record", rec("hgx_h800_healthy"), "--format", "json")
     assert r.exit_code == 0, r.stderr
     data = r.json()
-    assert set(data) == {"dsctl", "node", "summary", "fail_on", "findings"}
+    assert set(data) == {"dsctl", "node", "summary", "fail_on", "findings", "gauges"}
     assert data["summary"] == {"crit": 0, "warn": 0, "info": 0, "skip": 0, "ok": 30}
     assert data["node"]["num_gpus"] == 8 and data["node"]["gpu_name"] == "NVIDIA H800 80GB HBM3"
     assert set(data["findings"][0]) == {"check", "severity", "area", "subject", "observed", "expected", "message",
