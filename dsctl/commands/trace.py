@@ -56,6 +56,49 @@ def _check_out(path: Path, option: str) -> None:
         raise InputError(f"{option} {path}: cannot write there, folder {parent} is not writable")
 
 
+def _fill_node(pattern: str) -> str:
+    """``{node}`` in a TRACE pattern becomes this node's Slurm name (``SLURMD_NODENAME``, else the host name)."""
+    if "{node}" not in pattern:
+        return pattern
+    import socket
+
+    from dsctl.runners.fleet import valid_node_name
+    name = os.environ.get("SLURMD_NODENAME") or socket.gethostname().split(".")[0]
+    if not valid_node_name(name):
+        raise InputError(f"TRACE {pattern}: node name {name!r} cannot fill {{node}}")
+    return pattern.replace("{node}", name)
+
+
+def _forwarded(step: int | None, comm: list[str] | None, add: list[str] | None, compute: list[str] | None,
+               top: int, jobs: int | None, max_bytes: int) -> list[str]:
+    """The options each node's dsctl gets (argv, no shell)."""
+    args = ["--top", str(top), "--max-bytes", str(max_bytes), "--format", "json"]
+    if step is not None:
+        args += ["--step", str(step)]
+    if jobs is not None:
+        args += ["--jobs", str(jobs)]
+    for option, values in (("--comm-pattern", comm), ("--add-comm-pattern", add), ("--compute-pattern", compute)):
+        for value in values or []:
+            args += [option, value]
+    return args
+
+
+def _on_nodes(traces: list[str], forwarded: list[str], nodes: str, dsctl_path: str, node_timeout: float,
+              partition: str | None, classifier: Classifier, step: int | None) -> object:
+    from dsctl.runners.fleet import expand_hostlist, run_on_nodes
+    from dsctl.trace.nodes import rows_from_nodes
+    from dsctl.trace.overlap import combine
+
+    names = expand_hostlist(nodes)
+    command = [dsctl_path, "trace", "overlap", *traces, *forwarded]
+    run = run_on_nodes(names, command, timeout_s=node_timeout, partition=partition, job_name="dsctl-trace")
+    documents = [(a.node, a.document) for a in run.answers if a.document is not None]
+    unreachable = [{"node": a.node, "reason": a.reason + (f": {a.stderr_tail}" if a.stderr_tail else "")}
+                   for a in run.answers if a.document is None]
+    notes = [f"--slurm: {len(documents)} of {len(names)} nodes answered in {run.wall_s:.1f} s"]
+    return combine(rows_from_nodes(documents), classifier, step, notes, unreachable)
+
+
 def _classifier(comm: list[str] | None, add: list[str] | None, compute: list[str] | None) -> Classifier:
     from dsctl.trace.classify import make_classifier
     return make_classifier(comm, add or [], compute or [])
@@ -79,6 +122,15 @@ def overlap_cmd(
                                              "exposed communication in red.")] = None,
     jobs: JobsOpt = None,
     max_bytes: MaxBytesOpt = _MAX_BYTES,
+    slurm: Annotated[bool, typer.Option("--slurm", help="Run the analysis on every node of --nodes through srun "
+                                        "(traces on node-local disks; {node} in TRACE is the node's name) and merge "
+                                        "the answers.")] = False,
+    nodes: Annotated[str | None, typer.Option("--nodes", help="--slurm: Slurm hostlist, e.g. node[001-256].")]
+    = None,
+    dsctl_path: Annotated[str, typer.Option("--dsctl", help="--slurm: dsctl as the nodes run it.")] = "dsctl",
+    node_timeout: Annotated[float, typer.Option("--node-timeout", min=1, max=86400,
+                                                help="--slurm: seconds each node may take.")] = 600.0,
+    partition: Annotated[str | None, typer.Option("--partition", help="--slurm: Slurm partition.")] = None,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Compute-busy, comm-busy, overlapped and exposed communication per rank; spread and worst ranks."""
@@ -94,7 +146,16 @@ def overlap_cmd(
     if svg is not None:
         _check_out(svg, "--svg")
     classifier = _classifier(comm_pattern, add_comm_pattern, compute_pattern)
-    paths = expand(traces)
+    if slurm or nodes is not None:
+        if not slurm or nodes is None:
+            raise InputError("--slurm and --nodes go together: --slurm --nodes node[001-016]")
+        if svg is not None or explain_classes or all_steps:
+            raise InputError("--slurm reports the overlap table only; drop --svg, --explain-classes and --all-steps")
+        forwarded = _forwarded(step, comm_pattern, add_comm_pattern, compute_pattern, top, jobs, max_bytes)
+        show(_on_nodes(traces, forwarded, nodes, dsctl_path, node_timeout, partition, classifier, step), fmt,
+             "trace overlap")
+        return
+    paths = expand([_fill_node(t) for t in traces])
     keep_lanes = svg is not None
     per_file = run_per_file(overlap_file, [(p, i, classifier, step, all_steps, top, keep_lanes, max_bytes)
                                            for i, p in enumerate(paths)], jobs or default_jobs())

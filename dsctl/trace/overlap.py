@@ -176,6 +176,12 @@ class OverlapResult:
     #: the rows with the most exposed communication, worst first (at most WORST_RANKS)
     worst_ranks: list[dict[str, object]]
     notes: list[str]
+    #: --slurm: nodes that gave no answer, ``{"node", "reason"}`` (then the exit code is 1)
+    unreachable_nodes: list[dict[str, str]] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.unreachable_nodes else 0
 
 
 def launch_times(table: EventTable, trace: TraceData) -> FloatArray:
@@ -434,9 +440,10 @@ def analyse(traces: Sequence[TraceData], classifier: Classifier, step: int | Non
     return combine(ranks, classifier, step)
 
 
-def combine(ranks: list[RankOverlap], classifier: Classifier, step: int | None) -> OverlapResult:
+def combine(ranks: list[RankOverlap], classifier: Classifier, step: int | None, notes: Sequence[str] = (),
+            unreachable: Sequence[dict[str, str]] = ()) -> OverlapResult:
     """The result over per-rank rows: spread across ranks and the worst ranks (most exposed communication)."""
-    notes: list[str] = []
+    notes = list(notes)
     seen: dict[tuple[int, str], str] = {}
     for row in ranks:
         key = (row.rank, row.device)
@@ -451,4 +458,5 @@ def combine(ranks: list[RankOverlap], classifier: Classifier, step: int | None) 
                  "exposed_comm_fraction": top.metrics.exposed_comm_fraction}
     return OverlapResult(steps="all" if step is None else str(step), comm_patterns=classifier.patterns,
                          compute_patterns=list(classifier.compute_patterns), ranks=ranks, worst_rank=worst,
-                         spread=spread(ranks), worst_ranks=worst_ranks(ranks), notes=notes)
+                         spread=spread(ranks), worst_ranks=worst_ranks(ranks), notes=notes,
+                         unreachable_nodes=list(unreachable))

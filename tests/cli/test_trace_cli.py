@@ -36,7 +36,7 @@ def test_json_keys_for_the_recorded_gloo_ranks(cli) -> None:
     data = result.json()
     assert data["dsctl"]["command"] == "trace overlap"
     assert set(data) == {"dsctl", "steps", "comm_patterns", "compute_patterns", "ranks", "worst_rank", "spread",
-                         "worst_ranks", "notes"}
+                         "worst_ranks", "notes", "unreachable_nodes"}
     assert [r["rank"] for r in data["ranks"]] == [0, 1]
     assert set(data["ranks"][0]) == RANK_KEYS
     assert set(data["ranks"][0]["collectives"][0]) == {"name", "count", "total_us", "exposed_us", "mean_us"}
@@ -210,3 +210,20 @@ def test_timeline_per_rank_and_stream(cli, tmp_path: Path) -> None:
     _bad(cli("trace", "timeline", path, "--out", svg, "--step", "9"), "--step 9")
     _bad(cli("trace", "timeline", path, "--out", svg, "--from", "5000"), "--from/--to")
     _bad(cli("trace", "timeline", path, "--out", svg, "--from", "5", "--to", "2"), "--to must be after --from")
+
+
+def test_slurm_option_errors_without_a_cluster(cli, tmp_path: Path) -> None:
+    _bad(cli("trace", "overlap", "x.json", "--slurm"), "--slurm and --nodes go together")
+    _bad(cli("trace", "overlap", "x.json", "--slurm", "--nodes", "n1", "--svg", tmp_path / "a.svg"),
+         "--slurm reports the overlap table only")
+
+
+def test_node_placeholder_is_this_nodes_name(cli, tmp_path: Path, monkeypatch) -> None:
+    folder = tmp_path / "gpu07"
+    folder.mkdir()
+    _write(folder, "r0.json", tb.trace([tb.compute(0, 10)], rank=0))
+    monkeypatch.setenv("SLURMD_NODENAME", "gpu07")
+    data = cli("trace", "overlap", str(tmp_path / "{node}" / "*.json"), "-f", "json").json()
+    assert data["ranks"][0]["source"].endswith("gpu07/r0.json")
+    monkeypatch.setenv("SLURMD_NODENAME", "../etc")
+    _bad(cli("trace", "overlap", str(tmp_path / "{node}" / "*.json")), "cannot fill {node}")
