@@ -49,6 +49,13 @@ def parse_xids(text: str) -> list[tuple[str, int]]:
 def xid_findings(text: str, snap: NodeSnapshot) -> list[Finding]:
     """One finding per (GPU, Xid) with its count; the GPU is named by index when its bus id is known."""
     by_bus = {str(g.bus_id)[:-2]: f"gpu{g.index}" for g in snap.gpus if isinstance(g.bus_id, str)}
+    # a lost GPU has no NVML bus id: when the PCI GPUs NVML could not name are exactly as many as the lost GPUs,
+    # pair them in order (NVML enumerates in PCI bus order), so "Xid 79 on gpu4" names the lost GPU, not a PCI address
+    named = {str(g.bus_id) for g in snap.gpus if isinstance(g.bus_id, str)}
+    spare = sorted(d.bdf for d in snap.pci_gpus if d.bdf not in named)
+    lost = [g for g in snap.gpus if not isinstance(g.bus_id, str)]
+    if spare and len(spare) == len(lost):
+        by_bus.update({bdf[:-2]: f"gpu{g.index}" for bdf, g in zip(spare, lost, strict=True)})
     counts: dict[tuple[str, int], int] = {}
     for bus, xid in parse_xids(text):
         key = (by_bus.get(bus, f"PCI {bus}"), xid)

@@ -381,3 +381,10 @@ def test_any_name_either_is_refused_or_stays_inside_the_root(tmp_path: Path, fie
     assert [p.name for p in case.iterdir()] == ["root"]
     for path in root.rglob("*"):
         assert os.path.realpath(path).startswith(os.path.realpath(root) + os.sep)
+
+
+def test_xid_79_names_the_lost_gpu_by_its_pci_slot(tmp_path: Path) -> None:
+    data = record("xid79_gpu_lost")
+    data["kernel_log"] = "[ 8123.4] NVRM: Xid (PCI:0000:9a:00): 79, pid=1, name=python3, GPU has fallen off the bus.\n"
+    rep = report(replay_data(data, tmp_path))
+    assert problems(rep) == [("G3", "CRIT", "gpu4"), ("G22", "CRIT", "gpu4")]
