@@ -33,7 +33,8 @@ GROUPS: dict[str, str] = {
               "\\[--backend B] \\[--out DIR] \\[--submit] -- TRAIN_SCRIPT \\[ARGS...]).",
     "health": "GPU, NVLink and RDMA health through NVML and sysfs (live, or replayed from a recorded node).",
     "storage": "3FS cluster sizing, chain-table generation and chain-table checks.",
-    "trace": "Compute/communication overlap from PyTorch profiler traces (torch.profiler export_chrome_trace).",
+    "trace": "Compute/communication overlap, kernel classes, stragglers and timelines from PyTorch profiler "
+             "traces.",
     "profiles": "Built-in and user profiles: models, nodes, switches, storage servers.",
     "config": "Site configuration (dsctl.toml): the defaults this site sets and where each comes from.",
 }

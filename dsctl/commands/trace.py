@@ -30,7 +30,7 @@ TracesArg = Annotated[list[str], typer.Argument(
 StepOpt = Annotated[int | None, typer.Option("--step", help="Analyse only ProfilerStep#N.")]
 CommOpt = Annotated[list[str] | None, typer.Option(
     "--comm-pattern", help="Regex (re.search) for communication names; replaces the built-in table's "
-    "communication families (repeatable). The table is in docs/trace.md; --explain-classes shows the result.")]
+    "communication families (repeatable); --explain-classes shows how each name is classed.")]
 AddCommOpt = Annotated[list[str] | None, typer.Option(
     "--add-comm-pattern", help="Regex for names that are communication, before the built-in table (repeatable).")]
 ComputeOpt = Annotated[list[str] | None, typer.Option(
