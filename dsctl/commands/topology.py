@@ -136,6 +136,8 @@ def simulate(
     svg: Annotated[Path | None, typer.Option("--svg", help="Write one plane, cables coloured by utilisation.")]
     = None,
     svg_plane: Annotated[int, typer.Option("--svg-plane", help="Plane drawn by --svg.")] = 0,
+    reflow: Annotated[bool, typer.Option("--reflow", help="Re-solve rates as flows finish (fluid events, at most "
+                                         "64 solves per plane) instead of holding the steady rates.")] = False,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Flow-level max-min simulation of a workload on a planned fabric: per-GPU bandwidth, hot links."""
@@ -193,7 +195,7 @@ def simulate(
             raise InputError(f"--jobs {jobs}: not valid YAML/JSON ({str(exc).splitlines()[0]})") from None
     work = sim_api.Workload(workload, workload, size_bytes, node_ids, group_size, group_stride, tokens, share)
     request = sim_api.SimRequest(work, routing, seed, tuple(fail or ()), fail_random, jobs_doc, f"--jobs {jobs}",
-                                 ep_model, svg_plane if svg is not None else None)
+                                 ep_model, svg_plane if svg is not None else None, reflow)
     result = sim_api.run(plan_text, str(plan_file), node.nvlink_bytes_per_s / 2 / 1e9, request, bisection)
     if svg is not None and result.svg is not None:
         atomic_write(svg, result.svg, "--svg")

@@ -165,6 +165,7 @@ class SimRequest:
     jobs_source: str = "--jobs"
     model: EpModel | None = None
     svg_plane: int | None = None
+    reflow: bool = False
 
 
 def run(plan_text: str, plan_name: str, nvlink_gbyte_s: float, request: SimRequest,
@@ -187,7 +188,8 @@ def run(plan_text: str, plan_name: str, nvlink_gbyte_s: float, request: SimReque
             raise InputError(f"{request.jobs_source}: job {work.name!r}: {exc.message}", hint=exc.hint) from None
     traffic = merge(parts)
     dead, failed = failed_links(graph, list(request.fail), request.fail_random, request.seed)
-    result = simulate(graph, traffic, request.routing, request.seed, dead, failed, plan_name, bisection_gbyte_s)
+    result = simulate(graph, traffic, request.routing, request.seed, dead, failed, plan_name, bisection_gbyte_s,
+                      request.reflow)
     if request.svg_plane is not None:
         if not 0 <= request.svg_plane < graph.num_planes:
             raise InputError(f"--svg-plane {request.svg_plane} must be 0..{graph.num_planes - 1}")

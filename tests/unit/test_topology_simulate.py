@@ -283,3 +283,22 @@ def test_max_min_invariants(num_links: int, num_flows: int, seed: int) -> None:
                    and all(sol.rate[g] <= sol.rate[f] * (1 + 1e-9) for g in range(num_flows)
                            if link in set(routes[g].tolist()))
                    for link in links)
+
+
+def test_finish_times_reflow_by_hand() -> None:
+    """1 GB and 3 GB share a 50 GB/s link: steady rates 25/25 give 0.04 s and 0.12 s; re-solved, the second
+    flow gets the whole link after 0.04 s and ends at 0.08 s (= 4 GB / 50 GB/s, the lower bound)."""
+    from dsctl.topology.sim_maxmin import finish_times
+
+    none = np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
+    done = finish_times(np.array([[0], [0]]), np.ones(2), np.array([1e9, 3e9]), np.array([50e9]), *none)
+    assert np.allclose(done, [0.04, 0.08])
+
+
+def test_reflow_is_between_the_bounds() -> None:
+    text = plan_text("ft2", 16, radix=16)
+    work = Workload("p", "alltoall")
+    steady = run(text, "plan.json", NVLINK, SimRequest(work, "ecmp", 1))
+    flowing = run(text, "plan.json", NVLINK, SimRequest(work, "ecmp", 1, reflow=True))
+    assert flowing.reflow and not steady.reflow
+    assert steady.lower_bound_s * (1 - 1e-9) <= flowing.completion_s <= steady.completion_s * (1 + 1e-9)
