@@ -302,3 +302,14 @@ def test_reflow_is_between_the_bounds() -> None:
     flowing = run(text, "plan.json", NVLINK, SimRequest(work, "ecmp", 1, reflow=True))
     assert flowing.reflow and not steady.reflow
     assert steady.lower_bound_s * (1 - 1e-9) <= flowing.completion_s <= steady.completion_s * (1 + 1e-9)
+
+
+def test_ep_groups_of_a_launch_layout_share_the_fabric() -> None:
+    """V3 training: EP64 groups on 8 consecutive nodes; 32 nodes hold 4 groups dispatching at once."""
+    text = plan_text("mpft", 32)
+    one = sim(text, "ep-dispatch", nodes=tuple(range(8)))
+    four = sim(text, "ep-dispatch", ep_gpus=64)
+    assert "4 EP groups of 64 GPUs" in four.jobs[0].note and four.jobs[0].num_gpus == 256
+    assert four.gpu_gbyte_s.median == pytest.approx(one.gpu_gbyte_s.median, rel=0.02)
+    with pytest.raises(InputError, match="--ep"):
+        sim(text, "ep-dispatch", ep_gpus=12)
