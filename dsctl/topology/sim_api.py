@@ -196,6 +196,8 @@ def run(plan_text: str, plan_name: str, nvlink_gbyte_s: float, request: SimReque
     """Build the graph, the traffic (one workload or the jobs of a --jobs document), fail links, solve."""
     if request.routing not in ROUTINGS:
         raise InputError(f"--routing {request.routing!r} is not valid; use {one_of(ROUTINGS)}")
+    if not 0 <= request.seed < 1 << 62:
+        raise InputError(f"--seed {request.seed} must be a whole number from 0 to 2^62")
     graph = build_graph(plan_text, plan_name, nvlink_gbyte_s)
     if request.jobs_doc is not None:
         works = parse_jobs(request.jobs_doc, graph, request.jobs_source, request.workload)
