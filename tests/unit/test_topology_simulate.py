@@ -313,3 +313,24 @@ def test_ep_groups_of_a_launch_layout_share_the_fabric() -> None:
     assert four.gpu_gbyte_s.median == pytest.approx(one.gpu_gbyte_s.median, rel=0.02)
     with pytest.raises(InputError, match="--ep"):
         sim(text, "ep-dispatch", ep_gpus=12)
+
+
+@settings(max_examples=40)
+@given(workload=st.sampled_from(["alltoall", "permutation", "allreduce", "allgather", "reducescatter",
+                                 "ep-dispatch", "ep-combine", "bogus"]),
+       routing=st.sampled_from(["static", "ecmp", "adaptive"]),
+       size=st.one_of(st.floats(-1, 2**52), st.just(float("nan"))), group=st.integers(-2, 40), stride=st.integers(-1, 40),
+       nodes=st.one_of(st.none(), st.lists(st.integers(-1, 5), max_size=6).map(tuple)),
+       tokens=st.integers(-1, 10**9), ep=st.one_of(st.none(), st.integers(-8, 64)),
+       fail=st.lists(st.sampled_from(["p0-leaf01", "p0-leaf01:1", "node0001:mlx5_3", "nope", "p1-leaf01:x"]),
+                     max_size=2), seed=st.integers(-2, 2**63))
+def test_any_options_give_a_result_or_an_input_error(workload: str, routing: str, size: float, group: int,
+                                                     stride: int, nodes: tuple[int, ...] | None, tokens: int,
+                                                     ep: int | None, fail: list[str], seed: int) -> None:
+    work = Workload("w", workload, size, nodes, group, stride, tokens, None, ep)
+    try:
+        r = run(plan_text("mpft", 4, radix=8), "plan.json", NVLINK, SimRequest(work, routing, seed, tuple(fail),
+                                                                                model=V3))
+    except InputError:
+        return
+    assert r.completion_s >= 0 and np.isfinite(r.completion_s)
