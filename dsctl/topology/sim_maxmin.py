@@ -87,7 +87,7 @@ def max_min(flow_routes: np.ndarray, members: np.ndarray, capacity: np.ndarray, 
     """
     num_all = len(capacity)
     num_b = len(bundle_ptr) - 1
-    flow_routes = np.asarray(flow_routes, dtype=np.int64)
+    flow_routes = np.asarray(flow_routes)
     members = np.asarray(members, dtype=np.float64)
     num_f = len(members)
     rate = np.zeros(num_f)

@@ -163,9 +163,10 @@ def simulate(graph: SimGraph, traffic: Traffic, routing: str, seed: int, dead: n
         ok = routes.routable
         times = (finish_times(routes.flow_routes, net.members, net.bytes, graph.link_cap, routes.bundle_ptr,
                               routes.bundle_link, routes.bundle_frac, first=sol) if reflow else _times(net, sol.rate))
-        good = net.select(ok)
-        _owner_max(good, times[ok], t_gpu, t_node)
-        np.maximum.at(t_job, good.job, times[ok])
+        good = net if ok.all() else net.select(ok)
+        good_times = times if ok.all() else times[ok]
+        _owner_max(good, good_times, t_gpu, t_node)
+        np.maximum.at(t_job, good.job, good_times)
         link_load += sol.link_load
         link_bytes += route_loads(routes.flow_routes, net.members * net.bytes, graph.num_links, routes.bundle_ptr,
                                   routes.bundle_link, routes.bundle_frac)
