@@ -4,7 +4,7 @@ Cost grows with the network flows: an all-to-all over N nodes has N(N-1) connect
 pair; the GPUs of a node share it through the PXN relay), each with 4 links, and the solver takes one round
 per distinct bottleneck level (about 440 per plane at 2,048 GPUs, 5,200 at 16,384). Work is
 O(planes x N^2 x hops + rounds x links of a plane), i.e. about 4x per doubling of the GPUs; memory is bounded
-by one plane's flows (1.46 GB peak RSS at 16,384 GPUs), because planes are solved one after the other.
+by one plane's flows (1.38 GB peak RSS at 16,384 GPUs), because planes are solved one after the other.
 Run the large case alone: ``python -m benchmarks --filter 16,384 --repeat 1``.
 """
 

@@ -128,6 +128,9 @@ def simulate(
     model: Annotated[str, typer.Option("--model", "-m", help="Model profile for ep-dispatch/ep-combine.")]
     = "deepseek-v3",
     tokens: Annotated[int, typer.Option("--tokens", help="Tokens per GPU for ep-dispatch/ep-combine.")] = 4096,
+    ep: Annotated[int | None, typer.Option("--ep", help="EP group size in GPUs (whole nodes; groups on "
+                                           "consecutive nodes run at once, as in a launch layout; default: "
+                                           "all GPUs).")] = None,
     eplb_plan: Annotated[Path | None, typer.Option("--eplb-plan", help="Expert placement (dsctl eplb rebalance "
                                                    "--out, or SGLang JSON) for ep-*; needs --stats.")] = None,
     stats: Annotated[list[Path] | None, typer.Option("--stats", help="Routing statistics (layers x experts) "
@@ -138,6 +141,8 @@ def simulate(
     svg: Annotated[Path | None, typer.Option("--svg", help="Write one plane, cables coloured by utilisation.")]
     = None,
     svg_plane: Annotated[int, typer.Option("--svg-plane", help="Plane drawn by --svg.")] = 0,
+    reflow: Annotated[bool, typer.Option("--reflow", help="Re-solve rates as flows finish (fluid events, at most "
+                                         "64 solves per plane) instead of holding the steady rates.")] = False,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Flow-level max-min simulation of a workload on a planned fabric: per-GPU bandwidth, hot links."""
@@ -180,8 +185,7 @@ def simulate(
 
         weight = sum_stats([(str(p), read_input(p, "--stats")) for p in stats])
         loaded = read_placement(f"--eplb-plan {eplb_plan}", read_text_input(eplb_plan, "--eplb-plan"), *weight.shape)
-        ep_gpus = (nodes or 0) * node.num_gpus or None
-        num_gpus = ep_gpus or loaded.num_gpus or loaded.placement.num_slots
+        num_gpus = ep or (nodes or 0) * node.num_gpus or loaded.num_gpus or loaded.placement.num_slots
         share = sim_api.eplb_gpu_share(np.asarray(weight), loaded.placement.phy2log, loaded.placement.logcnt,
                                        int(num_gpus), layer)
     jobs_doc = None
@@ -193,9 +197,11 @@ def simulate(
             jobs_doc = yaml.safe_load(text)
         except yaml.YAMLError as exc:
             raise InputError(f"--jobs {jobs}: not valid YAML/JSON ({str(exc).splitlines()[0]})") from None
-    work = sim_api.Workload(workload, workload, size_bytes, node_ids, group_size, group_stride, tokens, share)
+    if ep is not None and ep < 1:
+        raise InputError(f"--ep must be at least 1 GPU, got {ep}")
+    work = sim_api.Workload(workload, workload, size_bytes, node_ids, group_size, group_stride, tokens, share, ep)
     request = sim_api.SimRequest(work, routing, seed, tuple(fail or ()), fail_random, jobs_doc, f"--jobs {jobs}",
-                                 ep_model, svg_plane if svg is not None else None)
+                                 ep_model, svg_plane if svg is not None else None, reflow)
     result = sim_api.run(plan_text, str(plan_file), node.nvlink_bytes_per_s / 2 / 1e9, request, bisection)
     if svg is not None and result.svg is not None:
         atomic_write(svg, result.svg, "--svg")

@@ -43,6 +43,8 @@ class Workload:
     group_stride: int | None = None
     tokens_per_gpu: int = 4096
     gpu_share: tuple[float, ...] | None = None
+    #: GPUs per EP group (whole nodes, consecutive); None = one group over every GPU of the workload
+    ep_gpus: int | None = None
 
 
 def _nodes(graph: SimGraph, nodes: tuple[int, ...] | None) -> np.ndarray:
@@ -71,9 +73,28 @@ def build_traffic(graph: SimGraph, work: Workload, seed: int, job: int, model: E
         return ring(graph, gpus, work.size_bytes, work.workload, work.group_size, stride, job, work.name)
     if model is None:
         raise InputError(f"--workload {work.workload} needs a model profile (--model)")
-    share = np.ones(len(gpus)) if work.gpu_share is None else np.asarray(work.gpu_share, dtype=np.float64)
-    return ep_traffic(graph, nodes, share, work.tokens_per_gpu, model.hidden, model.topk, model.limit_nodes,
-                      work.workload, job, work.name)
+    return ep_groups(graph, nodes, work, model, job)
+
+
+def ep_groups(graph: SimGraph, nodes: np.ndarray, work: Workload, model: EpModel, job: int) -> Traffic:
+    """EP dispatch/combine in every EP group at once (groups of ``work.ep_gpus`` GPUs on consecutive nodes, as
+    a launch layout's EP groups), reported as one job; an EPLB share applies to every group alike."""
+    g = graph.gpus_per_node
+    size = work.ep_gpus or len(nodes) * g
+    if size % g or len(nodes) * g % size:
+        raise InputError(f"--ep {size} must be a multiple of the {g} GPUs per node and divide the "
+                         f"{len(nodes) * g} GPUs simulated")
+    share = np.ones(size) if work.gpu_share is None else np.asarray(work.gpu_share, dtype=np.float64)
+    per = size // g
+    parts = [ep_traffic(graph, nodes[k:k + per], share, work.tokens_per_gpu, model.hidden, model.topk,
+                        model.limit_nodes, work.workload, job, work.name) for k in range(0, len(nodes), per)]
+    merged = merge(parts)
+    first = merged.jobs[0]
+    groups = len(parts)
+    note = first.note + (f"; {groups} EP groups of {size} GPUs" if groups > 1 else "")
+    joined = replace(first, gpus=np.concatenate([j.gpus for j in merged.jobs]),
+                     net_bytes=np.concatenate([j.net_bytes for j in merged.jobs]), note=note)
+    return replace(merged, jobs=[joined])
 
 
 def _size(value: object, where: str) -> float:
@@ -105,7 +126,8 @@ def parse_jobs(doc: object, graph: SimGraph, source: str, default: Workload) -> 
     index = {n: i for i, n in enumerate(graph.device_names[:graph.num_nodes])}
     used: dict[int, str] = {}
     out = []
-    known = {"name", "workload", "nodes", "node_range", "size", "group_size", "group_stride", "tokens_per_gpu"}
+    known = {"name", "workload", "nodes", "node_range", "size", "group_size", "group_stride", "tokens_per_gpu",
+             "ep"}
     for j, item in enumerate(items):
         where = f"{source}: jobs[{j}]"
         if not isinstance(item, dict):
@@ -148,6 +170,7 @@ def parse_jobs(doc: object, graph: SimGraph, source: str, default: Workload) -> 
             group_stride=(_int(item["group_stride"], f"{where}.group_stride") if "group_stride" in item
                           else default.group_stride),
             tokens_per_gpu=_int(item.get("tokens_per_gpu", default.tokens_per_gpu), f"{where}.tokens_per_gpu"),
+            ep_gpus=_int(item["ep"], f"{where}.ep") if "ep" in item else None,
             gpu_share=None))
     return out
 
@@ -165,6 +188,7 @@ class SimRequest:
     jobs_source: str = "--jobs"
     model: EpModel | None = None
     svg_plane: int | None = None
+    reflow: bool = False
 
 
 def run(plan_text: str, plan_name: str, nvlink_gbyte_s: float, request: SimRequest,
@@ -172,6 +196,8 @@ def run(plan_text: str, plan_name: str, nvlink_gbyte_s: float, request: SimReque
     """Build the graph, the traffic (one workload or the jobs of a --jobs document), fail links, solve."""
     if request.routing not in ROUTINGS:
         raise InputError(f"--routing {request.routing!r} is not valid; use {one_of(ROUTINGS)}")
+    if not 0 <= request.seed < 1 << 62:
+        raise InputError(f"--seed {request.seed} must be a whole number from 0 to 2^62")
     graph = build_graph(plan_text, plan_name, nvlink_gbyte_s)
     if request.jobs_doc is not None:
         works = parse_jobs(request.jobs_doc, graph, request.jobs_source, request.workload)
@@ -187,7 +213,8 @@ def run(plan_text: str, plan_name: str, nvlink_gbyte_s: float, request: SimReque
             raise InputError(f"{request.jobs_source}: job {work.name!r}: {exc.message}", hint=exc.hint) from None
     traffic = merge(parts)
     dead, failed = failed_links(graph, list(request.fail), request.fail_random, request.seed)
-    result = simulate(graph, traffic, request.routing, request.seed, dead, failed, plan_name, bisection_gbyte_s)
+    result = simulate(graph, traffic, request.routing, request.seed, dead, failed, plan_name, bisection_gbyte_s,
+                      request.reflow)
     if request.svg_plane is not None:
         if not 0 <= request.svg_plane < graph.num_planes:
             raise InputError(f"--svg-plane {request.svg_plane} must be 0..{graph.num_planes - 1}")

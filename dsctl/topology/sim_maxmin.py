@@ -87,7 +87,7 @@ def max_min(flow_routes: np.ndarray, members: np.ndarray, capacity: np.ndarray, 
     """
     num_all = len(capacity)
     num_b = len(bundle_ptr) - 1
-    flow_routes = np.asarray(flow_routes, dtype=np.int64)
+    flow_routes = np.asarray(flow_routes)
     members = np.asarray(members, dtype=np.float64)
     num_f = len(members)
     rate = np.zeros(num_f)
@@ -159,3 +159,44 @@ def max_min(flow_routes: np.ndarray, members: np.ndarray, capacity: np.ndarray, 
     load = np.zeros(num_all)
     load[links] = np.maximum(capacity_local - residual, 0.0)
     return Solution(rate, load, rounds)
+
+
+#: most re-solves of ``finish_times``; flows still running after them keep their last rates
+MAX_PHASES = 64
+
+
+def finish_times(flow_routes: np.ndarray, members: np.ndarray, nbytes: np.ndarray, capacity: np.ndarray,
+                 bundle_ptr: np.ndarray, bundle_link: np.ndarray, bundle_frac: np.ndarray,
+                 first: Solution | None = None) -> np.ndarray:
+    """Completion time (s) of every flow of ``nbytes`` per member when rates are re-solved as flows finish.
+
+    Fluid events: solve max-min on the flows still running, advance to the earliest finish, drop the finished
+    flows, repeat (at most MAX_PHASES solves, then the remaining flows keep their rates). inf for flows without
+    routes. ``first``: the solution of the full problem, if already computed.
+    """
+    num_f = len(members)
+    left = np.asarray(nbytes, dtype=np.float64).copy()
+    done = np.full(num_f, np.inf)
+    running = np.flatnonzero((flow_routes >= 0).any(axis=1) & (left > 0)) if num_f else np.zeros(0, dtype=np.int64)
+    done[(left <= 0) & (flow_routes >= 0).any(axis=1)] = 0.0
+    now = 0.0
+    for phase in range(MAX_PHASES):
+        if not len(running):
+            break
+        if phase == 0 and first is not None:
+            rate = first.rate[running]
+        else:
+            rate = max_min(flow_routes[running], members[running], capacity, bundle_ptr, bundle_link,
+                           bundle_frac).rate
+        with np.errstate(divide="ignore"):
+            need = np.where(rate > 0, left[running] / np.maximum(rate, 1e-300), np.inf)
+        if phase == MAX_PHASES - 1 or not np.isfinite(need).any():
+            done[running] = now + need
+            break
+        step = float(need.min())
+        finished = need <= step * (1 + 1e-9)
+        now += step
+        done[running[finished]] = now
+        left[running] -= rate * step
+        running = running[~finished]
+    return done

@@ -129,7 +129,7 @@ def next_hops(graph: SimGraph, dead: np.ndarray) -> NextHops:
 
 @dataclass(frozen=True)
 class Routes:
-    """Routes of F flows: ``flow_routes`` int64 [F, H] ids (-1 padding) into links (< L) and bundles (>= L);
+    """Routes of F flows: ``flow_routes`` int32 [F, H] ids (-1 padding) into links (< L) and bundles (>= L);
     bundle b uses ``bundle_link[bundle_ptr[b]:bundle_ptr[b+1]]`` with fractions ``bundle_frac``.
     ``routable`` bool [F]: False where no live path exists (those rows hold -1 only)."""
 
@@ -142,9 +142,9 @@ class Routes:
 
 def _walk(hops: NextHops, graph: SimGraph, start: np.ndarray, target: np.ndarray, routing: str,
           key: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Links of one path per flow from switch ``start`` to leaf column ``target`` (int64 [F, max hops], -1 pad)."""
+    """Links of one path per flow from switch ``start`` to leaf column ``target`` (int32 [F, max hops], -1 pad)."""
     steps = int(hops.dist[start, target].max()) if len(start) else 0
-    out = np.full((len(start), steps), -1, dtype=np.int64)
+    out = np.full((len(start), steps), -1, dtype=np.int32)
     cur = start.copy()
     div = np.ones(len(start), dtype=np.int64)
     for h in range(steps):
@@ -207,6 +207,8 @@ def route_flows(graph: SimGraph, hops: NextHops, dead: np.ndarray, src_ep: np.nd
     """Route NIC-to-NIC flows: NIC up link, switch path, NIC down link. ``dead`` bool [L] failed links."""
     if routing not in ROUTINGS:
         raise InputError(f"--routing {routing!r} is not valid; use static, ecmp or adaptive")
+    if graph.num_links + len(src_ep) >= 1 << 31:
+        raise InputError(f"{len(src_ep):,} flows are too many to route at once")
     src_ep, dst_ep = np.asarray(src_ep, dtype=np.int64), np.asarray(dst_ep, dtype=np.int64)
     num_f = len(src_ep)
     s_leaf, d_leaf = graph.ep_leaf[src_ep], graph.ep_leaf[dst_ep]
@@ -224,7 +226,7 @@ def route_flows(graph: SimGraph, hops: NextHops, dead: np.ndarray, src_ep: np.nd
         pair = start[cross] * len(hops.leaf_col) + target[cross]
         uniq, inv = np.unique(pair, return_inverse=True)
         ptr, link, frac = _bundles(hops, graph, uniq // len(hops.leaf_col), uniq % len(hops.leaf_col))
-        out = np.full((num_f, 3), -1, dtype=np.int64)
+        out = np.full((num_f, 3), -1, dtype=np.int32)
         out[cross, 1] = graph.num_links + inv
     else:
         rng = np.random.default_rng(seed)
@@ -232,7 +234,7 @@ def route_flows(graph: SimGraph, hops: NextHops, dead: np.ndarray, src_ep: np.nd
             path = _walk(hops, graph, start, target, routing, graph.ep_pos[dst_ep], rng)
         else:
             path = _walk(hops, graph, start[cross], target[cross], routing, graph.ep_pos[dst_ep[cross]], rng)
-        out = np.full((num_f, path.shape[1] + 2), -1, dtype=np.int64)
+        out = np.full((num_f, path.shape[1] + 2), -1, dtype=np.int32)
         if everyone:
             out[:, 1:-1] = path
         else:

@@ -9,8 +9,8 @@ first stage alone would fill, it is the bytes carried over capacity x completion
 
 Per-GPU bandwidth = bytes the GPU sends to other nodes / its completion time (GB/s), compared with the NIC
 line rate. Completion time of a job = the largest ``bytes / rate`` over its flows (rates held at the steady
-max-min allocation, an upper bound: flows that finish early release capacity). The lower bound is the busiest
-link's bytes over its capacity.
+max-min allocation, an upper bound: flows that finish early release capacity), or with ``reflow`` the fluid
+event simulation of ``finish_times``. The lower bound is the busiest link's bytes over its capacity.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dsctl.topology.sim_graph import LINK_KINDS, NIC_DOWN, NVL_IN, NVL_OUT, SW_UP, SimGraph
-from dsctl.topology.sim_maxmin import max_min, route_loads
+from dsctl.topology.sim_maxmin import finish_times, max_min, route_loads
 from dsctl.topology.sim_routing import next_hops, route_flows
 from dsctl.topology.sim_traffic import Flows, Traffic, check_flow_count
 
@@ -88,6 +88,7 @@ class SimResult:
     plan: str
     kind: str
     routing: str
+    reflow: bool
     seed: int
     num_nodes: int
     num_gpus: int
@@ -121,8 +122,10 @@ def _owner_max(flows: Flows, times: np.ndarray, t_gpu: np.ndarray, t_node: np.nd
 
 
 def simulate(graph: SimGraph, traffic: Traffic, routing: str, seed: int, dead: np.ndarray,
-             failed: list[str], plan_name: str = "plan.json", bisection_gbyte_s: float = 0.0) -> SimResult:
-    """Solve both stages and summarise; ``dead`` bool [L] marks failed links."""
+             failed: list[str], plan_name: str = "plan.json", bisection_gbyte_s: float = 0.0,
+             reflow: bool = False) -> SimResult:
+    """Solve both stages and summarise; ``dead`` bool [L] marks failed links. ``reflow``: completion times from
+    re-solving as flows finish (``finish_times``) instead of the steady rates."""
     num_jobs = len(traffic.jobs)
     t_gpu = np.zeros(graph.num_gpus)
     t_node = np.zeros(graph.num_nodes)
@@ -136,7 +139,8 @@ def simulate(graph: SimGraph, traffic: Traffic, routing: str, seed: int, dead: n
     if len(nvl):
         nvl_routes = np.stack([graph.gpu_out[nvl.src], graph.gpu_in[nvl.dst]], axis=1)
         sol = max_min(nvl_routes, nvl.members, graph.link_cap, *none)
-        times = _times(nvl, sol.rate)
+        times = (finish_times(nvl_routes, nvl.members, nvl.bytes, graph.link_cap, *none, first=sol) if reflow
+                 else _times(nvl, sol.rate))
         _owner_max(nvl, times, t_gpu, t_node)
         np.maximum.at(t_job, nvl.job, times)
         link_bytes += route_loads(nvl_routes, nvl.members * nvl.bytes, graph.num_links, *none)
@@ -157,10 +161,12 @@ def simulate(graph: SimGraph, traffic: Traffic, routing: str, seed: int, dead: n
         sol = max_min(routes.flow_routes, net.members, graph.link_cap, routes.bundle_ptr, routes.bundle_link,
                       routes.bundle_frac)
         ok = routes.routable
-        times = _times(net, sol.rate)
-        good = net.select(ok)
-        _owner_max(good, times[ok], t_gpu, t_node)
-        np.maximum.at(t_job, good.job, times[ok])
+        times = (finish_times(routes.flow_routes, net.members, net.bytes, graph.link_cap, routes.bundle_ptr,
+                              routes.bundle_link, routes.bundle_frac, first=sol) if reflow else _times(net, sol.rate))
+        good = net if ok.all() else net.select(ok)
+        good_times = times if ok.all() else times[ok]
+        _owner_max(good, good_times, t_gpu, t_node)
+        np.maximum.at(t_job, good.job, good_times)
         link_load += sol.link_load
         link_bytes += route_loads(routes.flow_routes, net.members * net.bytes, graph.num_links, routes.bundle_ptr,
                                   routes.bundle_link, routes.bundle_frac)
@@ -200,7 +206,7 @@ def simulate(graph: SimGraph, traffic: Traffic, routing: str, seed: int, dead: n
                                   float(util[up].mean()) if up.any() else 0.0,
                                   Spread.of(gpu_bw[sent & (gpu_plane == plane)])))
     return SimResult(
-        plan=plan_name, kind=graph.kind, routing=routing, seed=seed, num_nodes=graph.num_nodes,
+        plan=plan_name, kind=graph.kind, routing=routing, reflow=reflow, seed=seed, num_nodes=graph.num_nodes,
         num_gpus=graph.num_gpus, num_planes=graph.num_planes, nic_gbyte_s=graph.nic_gbyte_s,
         nvlink_gbyte_s=graph.nvlink_gbyte_s, bisection_gbyte_s=bisection_gbyte_s, failed=failed,
         completion_s=completion, lower_bound_s=lower, gpu_gbyte_s=Spread.of(gpu_bw[sent]),

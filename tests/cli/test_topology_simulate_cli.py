@@ -64,6 +64,8 @@ def test_simulate_with_eplb_placement(cli, plan_dir: Path, tmp_path: Path) -> No
     (["--eplb-plan", "x.json"], "--eplb-plan"),
     (["--svg", "/nonexistent-dir/x.svg"], "x.svg"),
     (["--nodes", "99"], "--nodes"),
+    (["--seed", "-1"], "--seed"),
+    (["--svg", "x.svg", "--svg-plane", "9"], "--svg-plane"),
     (["-w", "allgather", "--group-size", "7"], "--group-size"),
     (["-w", "ep-dispatch", "--model", "llama3.1-405b"], "--model"),
 ])

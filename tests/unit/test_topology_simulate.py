@@ -283,3 +283,55 @@ def test_max_min_invariants(num_links: int, num_flows: int, seed: int) -> None:
                    and all(sol.rate[g] <= sol.rate[f] * (1 + 1e-9) for g in range(num_flows)
                            if link in set(routes[g].tolist()))
                    for link in links)
+
+
+def test_finish_times_reflow_by_hand() -> None:
+    """1 GB and 3 GB share a 50 GB/s link: steady rates 25/25 give 0.04 s and 0.12 s; re-solved, the second
+    flow gets the whole link after 0.04 s and ends at 0.08 s (= 4 GB / 50 GB/s, the lower bound)."""
+    from dsctl.topology.sim_maxmin import finish_times
+
+    none = np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
+    done = finish_times(np.array([[0], [0]]), np.ones(2), np.array([1e9, 3e9]), np.array([50e9]), *none)
+    assert np.allclose(done, [0.04, 0.08])
+
+
+def test_reflow_is_between_the_bounds() -> None:
+    text = plan_text("ft2", 16, radix=16)
+    work = Workload("p", "alltoall")
+    steady = run(text, "plan.json", NVLINK, SimRequest(work, "ecmp", 1))
+    flowing = run(text, "plan.json", NVLINK, SimRequest(work, "ecmp", 1, reflow=True))
+    assert flowing.reflow and not steady.reflow
+    assert steady.lower_bound_s * (1 - 1e-9) <= flowing.completion_s <= steady.completion_s * (1 + 1e-9)
+
+
+def test_ep_groups_of_a_launch_layout_share_the_fabric() -> None:
+    """V3 training: EP64 groups on 8 consecutive nodes; 32 nodes hold 4 groups dispatching at once."""
+    text = plan_text("mpft", 32)
+    one = sim(text, "ep-dispatch", nodes=tuple(range(8)))
+    four = sim(text, "ep-dispatch", ep_gpus=64)
+    assert "4 EP groups of 64 GPUs" in four.jobs[0].note and four.jobs[0].num_gpus == 256
+    assert four.gpu_gbyte_s.median == pytest.approx(one.gpu_gbyte_s.median, rel=0.02)
+    with pytest.raises(InputError, match="--ep"):
+        sim(text, "ep-dispatch", ep_gpus=12)
+
+
+@settings(max_examples=40)
+@given(workload=st.sampled_from(["alltoall", "permutation", "allreduce", "allgather", "reducescatter",
+                                 "ep-dispatch", "ep-combine", "bogus"]),
+       routing=st.sampled_from(["static", "ecmp", "adaptive"]),
+       size=st.one_of(st.floats(-1, 2**52), st.just(float("nan"))), group=st.integers(-2, 40),
+       stride=st.integers(-1, 40),
+       nodes=st.one_of(st.none(), st.lists(st.integers(-1, 5), max_size=6).map(tuple)),
+       tokens=st.integers(-1, 10**9), ep=st.one_of(st.none(), st.integers(-8, 64)),
+       fail=st.lists(st.sampled_from(["p0-leaf01", "p0-leaf01:1", "node0001:mlx5_3", "nope", "p1-leaf01:x"]),
+                     max_size=2), seed=st.integers(-2, 2**63))
+def test_any_options_give_a_result_or_an_input_error(workload: str, routing: str, size: float, group: int,
+                                                     stride: int, nodes: tuple[int, ...] | None, tokens: int,
+                                                     ep: int | None, fail: list[str], seed: int) -> None:
+    work = Workload("w", workload, size, nodes, group, stride, tokens, None, ep)
+    try:
+        r = run(plan_text("mpft", 4, radix=8), "plan.json", NVLINK, SimRequest(work, routing, seed, tuple(fail),
+                                                                                model=V3))
+    except InputError:
+        return
+    assert r.completion_s >= 0 and np.isfinite(r.completion_s)
