@@ -190,13 +190,9 @@ def simulate(
                                        int(num_gpus), layer)
     jobs_doc = None
     if jobs is not None:
-        import yaml
+        from dsctl.textyaml import load_yaml
 
-        text = read_text_input(jobs, "--jobs")
-        try:
-            jobs_doc = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise InputError(f"--jobs {jobs}: not valid YAML/JSON ({str(exc).splitlines()[0]})") from None
+        jobs_doc = load_yaml(read_text_input(jobs, "--jobs"), f"--jobs {jobs}")
     if ep is not None and ep < 1:
         raise InputError(f"--ep must be at least 1 GPU, got {ep}")
     work = sim_api.Workload(workload, workload, size_bytes, node_ids, group_size, group_stride, tokens, share, ep)
