@@ -15,7 +15,7 @@ import typer
 
 from dsctl.commands._common import show
 from dsctl.errors import InputError
-from dsctl.output import OutputFormat
+from dsctl.output.formats import OutputFormat
 
 if TYPE_CHECKING:
     from dsctl.health.api import HealthReport

@@ -51,7 +51,7 @@ def test_check_prometheus_parses_with_findings_and_raw_metrics(cli: Cli) -> None
     assert active[(("gpu", "3"), node)] == 17 and active[(("gpu", "0"), node)] == 18
     rates = samples(fams, "dsctl_health_rdma_port_rate_bytes_per_second")
     assert set(rates.values()) == {400e9 / 8}  # NDR 400 Gb/s on every port
-    assert samples(fams, "dsctl_health_findings")[(node, ("severity", "ok"))] == 29
+    assert samples(fams, "dsctl_health_findings")[(node, ("severity", "ok"))] == 31  # checks passed
 
 
 def test_error_counter_rates(cli: Cli) -> None:
