@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
 from enum import Enum
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 #: bump when a documented JSON key changes meaning or disappears (adding keys does not bump it)
 SCHEMA_VERSION = 1
@@ -29,11 +28,12 @@ def to_data(obj: Any) -> Any:
         return int(obj)
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else None
-    if isinstance(obj, np.ndarray):
+    np = sys.modules.get("numpy")  # no numpy object exists before numpy is imported: start-up need not pay for it
+    if np is not None and isinstance(obj, np.ndarray):
         if obj.dtype.kind == "f" and not np.all(np.isfinite(obj)):
             return to_data(obj.astype(object).tolist())
         return obj.tolist()
-    if isinstance(obj, np.generic):
+    if np is not None and isinstance(obj, np.generic):
         return to_data(obj.item())
     if isinstance(obj, Path):
         return str(obj)
