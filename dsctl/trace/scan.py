@@ -140,7 +140,10 @@ class _Text:
             try:
                 value, end = _DECODER.raw_decode(self.buf, self.pos)
             except json.JSONDecodeError as exc:
-                if self._grow():
+                # an error well before the end of the buffer is real (not a value cut by the chunk boundary),
+                # except an unterminated string, which is reported where the string starts
+                cut = exc.msg.startswith("Unterminated string") or exc.pos >= len(self.buf) - 64
+                if cut and self._grow():
                     continue
                 raise InputError(f"{self.source}: not valid JSON: {exc.msg} at character "
                                  f"{self.offset + exc.pos:,}") from None
