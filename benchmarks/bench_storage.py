@@ -8,6 +8,7 @@ from benchmarks.case import Case
 from dsctl.profiles.loader import ProfileStore
 from dsctl.storage.api import generate_chains
 from dsctl.storage.chaintable import IdScheme
+from dsctl.storage.choice import REDIRECT_LIMIT
 from dsctl.storage.sizing import SizingInputs, size
 
 
@@ -18,6 +19,19 @@ def _chains(v: int, disks: int, k: int, r: int | None) -> Case:
     label = f"r={r}" if r is not None else "auto r"
     return Case(f"storage: chains {v} nodes x {disks} SSDs, k={k}, {label}, files + svg", lambda: None, run,
                 target_s=5.0 if v >= 100 else 2.0)
+
+
+def _balanced(v: int, k: int) -> Case:
+    """Issue 14's grid at its largest sizes: default r, 16 SSDs; fails unless redirect <= 1.25x ideal."""
+    def run(_: Any) -> float:
+        b = generate_chains(v, 16, k, None, 1, IdScheme()).balance
+        if b.redirect.max_over_ideal > REDIRECT_LIMIT or min(b.pair_share_total) < 1:
+            raise RuntimeError(f"{v} nodes, k={k}: redirect {b.redirect.max_over_ideal:.3f}x, "
+                               f"smallest pair-share {min(b.pair_share_total)}")
+        return b.redirect.max_over_ideal
+
+    return Case(f"storage: balanced default {v} nodes x 16 SSDs, k={k} (redirect <= 1.25x)", lambda: None, run,
+                target_s=10.0)
 
 
 def _size(_: Any) -> float:
@@ -35,5 +49,6 @@ CASES = [
     _chains(10, 16, 3, 6),
     _chains(9, 16, 3, 4),
     _chains(5, 16, 3, 6),
+    *(_balanced(v, k) for k in (2, 3, 4, 5) for v in (301, 500)),
     Case("storage: size 180 nodes with every target", lambda: None, _size, target_s=0.05),
 ]

@@ -16,7 +16,7 @@ import typer
 
 from dsctl.commands._common import show
 from dsctl.errors import InputError
-from dsctl.output import OutputFormat
+from dsctl.output.formats import OutputFormat
 
 if TYPE_CHECKING:
     from dsctl.health.api import HealthReport
@@ -168,6 +168,9 @@ def fleet(
         api.parse_only(only)
     if not 0 < timeout <= 86400 or not 0 < launch_timeout <= 86400:
         raise InputError("--timeout and --launch-timeout must be seconds in (0, 86400]")
+    if interval is not None and from_record is not None:
+        raise InputError("--interval does not apply to --from-record",
+                         hint="each record carries the interval its two counter samples were taken apart")
     if interval is not None and not 0 < interval < timeout:
         raise InputError(f"--interval {interval:g} must be positive and below --timeout {timeout:g}")
     command = [dsctl_path, "health", "check", "--format", "json"]

@@ -10,12 +10,7 @@ import typer
 
 from dsctl.commands._common import FormatOpt, profile_store, read_text_input, show
 from dsctl.errors import InputError
-from dsctl.output import OutputFormat
-from dsctl.output import storage as _renderers  # noqa: F401  (registers the table views)
-from dsctl.output.files import write_files
-from dsctl.storage import api
-from dsctl.storage.chaintable import IdScheme, check_chunk_sizes
-from dsctl.storage.sizing import SizingInputs, client_nic_bytes_per_s, size
+from dsctl.output.formats import OutputFormat
 
 app = typer.Typer(
     name="storage",
@@ -24,13 +19,10 @@ app = typer.Typer(
 )
 
 
-def register(root: typer.Typer) -> None:
-    root.add_typer(app, name="storage")
-
-
 @app.command("size")
 def size_cmd(
-    nodes: Annotated[int, typer.Option("--nodes", "-n", help="Storage nodes (3FS storage services).")],
+    nodes: Annotated[int | None, typer.Option("--nodes", "-n", help="Storage nodes (3FS storage services); "
+                                              "leave out to get the smallest cluster meeting every need.")] = None,
     storage: Annotated[str, typer.Option("--storage", help="Storage node profile.")] = "3fs-reference",
     replication: Annotated[int, typer.Option("--replication", "-k", help="Replicas per chain.")] = 3,
     targets_per_ssd: Annotated[int | None, typer.Option("--targets-per-ssd", help="Targets per SSD (default: "
@@ -50,24 +42,43 @@ def size_cmd(
                                                              "one checkpoint.")] = None,
     read_per_client: Annotated[str | None, typer.Option("--read-per-client", help="Read rate each client needs, "
                                                         "e.g. '20 GiB/s'.")] = None,
+    read: Annotated[str | None, typer.Option("--read", help="Aggregate read the cluster must serve, e.g. "
+                                             "'2 TiB/s'.")] = None,
+    write: Annotated[str | None, typer.Option("--write", help="Aggregate client write it must absorb.")] = None,
+    checkpoint_model: Annotated[str | None, typer.Option("--checkpoint-model", help="Size the checkpoint as a full "
+                                                         "training checkpoint of this model profile (weights and "
+                                                         "optimizer states), e.g. deepseek-v3.")] = None,
+    recovery_rate: Annotated[str | None, typer.Option("--recovery-rate", help="Rebuild rate after losing a node "
+                                                      "(default: one node's write ingest).")] = None,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
-    """Usable capacity, read/write ceilings, degraded read and checkpoint time of a 3FS cluster."""
+    """Usable capacity, read/write ceilings, degraded read and checkpoint time of a 3FS cluster; without
+    --nodes, the smallest cluster meeting every need. Also the cost of losing one node."""
+    from dsctl.storage import api
+    from dsctl.storage.sizing import SizingInputs, client_nic_bytes_per_s, plan
+
     store = profile_store()
     profile = store.storage(storage)
     node = store.node(client_node)
     client_bytes = (api.parse_rate(client_nic, "--client-nic") if client_nic is not None
                     else client_nic_bytes_per_s(node))
+    model = store.model(checkpoint_model) if checkpoint_model is not None else None
+
+    def rate(text: str | None, option: str) -> float | None:
+        return api.parse_rate(text, option) if text is not None else None
+
     inputs = SizingInputs(
-        num_nodes=nodes, replication=replication, targets_per_ssd=targets_per_ssd, num_clients=clients,
+        num_nodes=nodes if nodes is not None else 0, replication=replication, targets_per_ssd=targets_per_ssd,
+        num_clients=clients,
         client_nic_bytes_per_s=client_bytes, fill=fill, efficiency=efficiency,
         dataset_bytes=api.parse_size(dataset, "--dataset") if dataset is not None else None,
         checkpoint_bytes=api.parse_size(checkpoint, "--checkpoint") if checkpoint is not None else None,
         checkpoint_budget_s=checkpoint_seconds,
-        read_per_client_bytes_per_s=(api.parse_rate(read_per_client, "--read-per-client")
-                                     if read_per_client is not None else None),
+        read_per_client_bytes_per_s=rate(read_per_client, "--read-per-client"),
+        read_bytes_per_s=rate(read, "--read"), write_bytes_per_s=rate(write, "--write"),
+        recovery_bytes_per_s=rate(recovery_rate, "--recovery-rate"),
     )
-    show(size(profile, inputs), fmt, "storage size")
+    show(plan(profile, inputs, smallest=nodes is None, checkpoint_model=model), fmt, "storage size")
 
 
 @app.command("chains")
@@ -92,10 +103,16 @@ def chains_cmd(
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Generate a balanced 3FS chain table (chains, chain table, create/remove-target commands)."""
+    from dsctl.output.files import write_files
+    from dsctl.output.progress import progress
+    from dsctl.storage import api
+    from dsctl.storage.chaintable import IdScheme, check_chunk_sizes
+
     sizes = check_chunk_sizes(chunk_size or [])
     scheme = IdScheme(first_node_id=first_node_id, target_prefix=target_id_prefix, chain_prefix=chain_id_prefix)
-    result = api.generate_chains(nodes, ssds_per_node, replication, targets_per_ssd, chain_table_id, scheme,
-                                 sizes, rotate=not no_rotate, with_svg=out is not None)
+    with progress(f"chain table for {nodes} nodes", fmt):
+        result = api.generate_chains(nodes, ssds_per_node, replication, targets_per_ssd, chain_table_id, scheme,
+                                     sizes, rotate=not no_rotate, with_svg=out is not None)
     if out is not None:
         written = write_files(out, result.files_text)
         result = dataclasses.replace(result, out_dir=str(out), files=[str(p) for p in written])
@@ -104,22 +121,84 @@ def chains_cmd(
 
 @app.command("check-chains")
 def check_cmd(
-    source: Annotated[Path, typer.Argument(help="Folder with generated_chains.csv (and create_target_cmd.txt), "
-                                           "or the CSV itself.")],
+    source: Annotated[Path, typer.Argument(help="Folder with the four chain-table files (generated_chains.csv, "
+                                           "generated_chain_table.csv, create_target_cmd.txt, "
+                                           "remove_target_cmd.txt), or generated_chains.csv alone.")],
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
-    """Balance of an existing chain table; exit 1 if a chain repeats a node or chains differ in length."""
-    create_text = None
+    """Check chain-table files against each other and measure balance; exit 1 naming the file and line of
+    every problem."""
+    from dsctl.storage.crosscheck import CHAINS, FILE_NAMES, check_files
+
+    texts: dict[str, str | None] = {}
     if source.is_dir():
-        csv = source / "generated_chains.csv"
-        if not csv.exists():
-            raise InputError(f"SOURCE {source} has no generated_chains.csv")
-        cmds = source / "create_target_cmd.txt"
-        if cmds.exists():
-            create_text = read_text_input(cmds, "SOURCE")
+        if not (source / CHAINS).exists():
+            raise InputError(f"SOURCE {source} has no {CHAINS}")
+        for name in FILE_NAMES:
+            texts[name] = _read_limited(source / name) if (source / name).exists() else None
     else:
-        csv = source
-    text = read_text_input(csv, "SOURCE")
-    if len(text) > 200_000_000:
-        raise InputError(f"SOURCE {csv} is larger than 200 MB")
-    show(api.check_chains(text, str(csv), create_text), fmt, "storage check-chains")
+        texts[CHAINS] = _read_limited(source)
+    show(check_files(texts, str(source)), fmt, "storage check-chains")
+
+
+MAX_CHAIN_FILE_BYTES = 200_000_000
+
+
+def _read_limited(path: Path, what: str = "SOURCE") -> str:
+    text = read_text_input(path, what)
+    if len(text) > MAX_CHAIN_FILE_BYTES:
+        raise InputError(f"{what} {path} is larger than 200 MB")
+    return text
+
+
+@app.command("expand")
+def expand_cmd(
+    source: Annotated[Path, typer.Option("--from", help="Folder with the current four chain-table files.")],
+    add_nodes: Annotated[int, typer.Option("--add-nodes", help="Storage nodes (services) to add; their ids "
+                                           "follow the highest current node id.")],
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the new table, the new chains alone and "
+                                             "the migration runbook here.")] = None,
+    target_bytes: Annotated[str | None, typer.Option("--target-bytes", help="Data in each current target, e.g. "
+                                                     "'1.2 TiB' (default: SSD capacity x --used / targets per "
+                                                     "SSD).")] = None,
+    storage: Annotated[str, typer.Option("--storage", help="Storage node profile (SSD capacity).")]
+    = "3fs-reference",
+    used: Annotated[float, typer.Option("--used", help="Fraction of each current SSD holding data.")] = 0.8,
+    fmt: FormatOpt = OutputFormat.table,
+) -> None:
+    """Grow a chain table: a new balanced version over more nodes, as few target moves as balance allows,
+    and the ordered in-chain replacements that get there."""
+    from dsctl.output.files import write_files
+    from dsctl.storage import api
+    from dsctl.storage.crosscheck import FILE_NAMES
+    from dsctl.storage.expand import expand
+
+    if not source.is_dir():
+        raise InputError(f"--from {source} is not a folder with the four chain-table files")
+    texts = {name: _read_limited(source / name) if (source / name).exists() else None for name in FILE_NAMES}
+    if texts[FILE_NAMES[0]] is None:
+        raise InputError(f"--from {source} has no {FILE_NAMES[0]}")
+    profile = profile_store().storage(storage)
+    size_bytes = api.parse_size(target_bytes, "--target-bytes") if target_bytes is not None else None
+    result = expand(texts, str(source), add_nodes, size_bytes, profile.ssd_capacity_bytes, used)
+    if out is not None:
+        written = write_files(out, result.files_text)
+        result = dataclasses.replace(result, out_dir=str(out), files=[str(p) for p in written])
+    show(result, fmt, "storage expand")
+
+
+@app.command("doctor")
+def doctor_cmd(
+    chains: Annotated[Path, typer.Option("--chains", help="Saved output of `admin_cli list-chains`.")],
+    targets: Annotated[Path | None, typer.Option("--targets", help="Saved output of `admin_cli list-targets` "
+                                                 "(nodes and disks of the targets).")] = None,
+    fmt: FormatOpt = OutputFormat.table,
+) -> None:
+    """Chains that lost redundancy, OFFLINE/LASTSRV targets and their nodes, nodes whose failure would make a
+    chain unavailable now, and what to do; exit 1 when any chain lost redundancy."""
+    from dsctl.storage.doctor import doctor
+
+    chains_text = _read_limited(chains, "--chains")
+    targets_text = _read_limited(targets, "--targets") if targets is not None else None
+    show(doctor(chains_text, str(chains), targets_text, str(targets) if targets is not None else None), fmt,
+         "storage doctor")

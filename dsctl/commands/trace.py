@@ -10,7 +10,7 @@ import typer
 
 from dsctl.commands._common import FormatOpt, show
 from dsctl.errors import InputError
-from dsctl.output import OutputFormat
+from dsctl.output.formats import OutputFormat
 
 if TYPE_CHECKING:
     from dsctl.trace.classify import Classifier
@@ -30,7 +30,7 @@ TracesArg = Annotated[list[str], typer.Argument(
 StepOpt = Annotated[int | None, typer.Option("--step", help="Analyse only ProfilerStep#N.")]
 CommOpt = Annotated[list[str] | None, typer.Option(
     "--comm-pattern", help="Regex (re.search) for communication names; replaces the built-in table's "
-    "communication families (repeatable). The table is in docs/trace.md; --explain-classes shows the result.")]
+    "communication families (repeatable); --explain-classes shows how each name is classed.")]
 AddCommOpt = Annotated[list[str] | None, typer.Option(
     "--add-comm-pattern", help="Regex for names that are communication, before the built-in table (repeatable).")]
 ComputeOpt = Annotated[list[str] | None, typer.Option(
@@ -39,11 +39,6 @@ JobsOpt = Annotated[int | None, typer.Option("--jobs", "-j", min=1, max=1024,
                                              help="Worker processes for many files (default: the usable CPUs).")]
 MaxBytesOpt = Annotated[int, typer.Option("--max-bytes", min=1, max=2**50,
                                           help="Refuse a trace over this many bytes, after gzip decompression.")]
-
-
-def register(app_: typer.Typer) -> None:
-    """Attach the ``trace`` group to the root app."""
-    app_.add_typer(app, name="trace")
 
 
 def _check_out(path: Path, option: str) -> None:

@@ -31,7 +31,7 @@ class Gauge:
 def gauges(snap: NodeSnapshot) -> tuple[Gauge, ...]:
     """Gauges of one snapshot (``interval_s`` seconds between the two counter samples)."""
     out: list[Gauge] = []
-    per_s = 1.0 / snap.interval_s if snap.interval_s > 0 else 0.0
+    interval = snap.interval_s
     for gpu in snap.gpus:
         if gpu.lost is not None or not gpu.links:
             continue
@@ -47,8 +47,8 @@ def gauges(snap: NodeSnapshot) -> tuple[Gauge, ...]:
             for name in NVLINK_COUNTERS:
                 if name in t0 and name in t1:
                     totals[name] += max(0, t1[name] - t0[name])
-        if seen and per_s:
-            out.extend(Gauge("nvlink_errors_per_second", (*label, ("counter", name)), totals[name] * per_s)
+        if seen and interval > 0:
+            out.extend(Gauge("nvlink_errors_per_second", (*label, ("counter", name)), totals[name] / interval)
                        for name in NVLINK_COUNTERS)
     for nic in snap.nics:
         for port in nic.ports:
@@ -59,10 +59,10 @@ def gauges(snap: NodeSnapshot) -> tuple[Gauge, ...]:
             rate = parse_rate(port.rate) if isinstance(port.rate, str) else None
             if rate is not None:
                 out.append(Gauge("rdma_port_rate_bytes_per_second", label, rate[0] * GBIT_BYTES))
-            if not per_s:
+            if not interval > 0:
                 continue
             for name in RDMA_ERROR_COUNTERS:
                 if name in port.counters_t0 and name in port.counters_t1:
                     delta = max(0, port.counters_t1[name] - port.counters_t0[name])
-                    out.append(Gauge("rdma_port_errors_per_second", (*label, ("counter", name)), delta * per_s))
+                    out.append(Gauge("rdma_port_errors_per_second", (*label, ("counter", name)), delta / interval))
     return tuple(out)

@@ -8,8 +8,11 @@ from rich.console import RenderableType
 from rich.table import Table
 
 from dsctl.output.registry import table_renderer
-from dsctl.storage.api import ChainsResult, CheckResult
+from dsctl.storage.api import ChainsResult
 from dsctl.storage.balance import Balance, Spread
+from dsctl.storage.crosscheck import CheckResult
+from dsctl.storage.doctor import DoctorResult
+from dsctl.storage.expand import ExpandResult
 from dsctl.storage.sizing import SizingResult
 from dsctl.units import human_bytes
 
@@ -18,7 +21,8 @@ _NAMES = {"ssd": "SSDs", "storage_nic": "storage NICs", "client_nic": "client NI
 
 
 def _rate(bytes_per_s: float) -> str:
-    return f"{human_bytes(bytes_per_s, digits=2)}/s ({bytes_per_s * 8 / 1e9:,.0f} Gb/s)"
+    """Bandwidth in decimal GB/s (the tables' one unit for bandwidth), line-rate bits in parentheses."""
+    return f"{bytes_per_s / 1e9:,.2f} GB/s ({bytes_per_s * 8 / 1e9:,.0f} Gb/s)"
 
 
 def _kv(title: str) -> Table:
@@ -44,6 +48,15 @@ def _size(result: SizingResult) -> Iterable[RenderableType]:
         table.add_row(label, f"{_rate(ceiling.bytes_per_s)}, bound by {_NAMES.get(ceiling.bound_by, ceiling.bound_by)}")
     table.add_row("per storage node", f"read {_rate(r.per_node_read_bytes_per_s)}, "
                                       f"write {_rate(r.per_node_write_bytes_per_s)}")
+    table.add_row("SSDs", f"{r.num_ssds:,}")
+    loss = r.one_node_loss
+    if loss is not None:
+        table.add_row("losing one node", f"capacity -{human_bytes(loss.raw_capacity_bytes)} raw, "
+                                         f"-{human_bytes(loss.usable_capacity_bytes)} usable; read "
+                                         f"-{loss.read_loss_fraction:.1%} to {_rate(loss.degraded_read_bytes_per_s)}")
+        table.add_row("rebuild of its replicas", f"{human_bytes(loss.data_bytes)} at "
+                                                 f"{_rate(loss.recovery_bytes_per_s)} ({loss.recovery_bound_by}): "
+                                                 f"{loss.rebuild_s / 3600:,.1f} h")
     yield table
     if r.targets:
         checks = Table(title="targets", title_justify="left")
@@ -102,7 +115,8 @@ def _chains(result: ChainsResult) -> Iterable[RenderableType]:
 @table_renderer(CheckResult)
 def _check(result: CheckResult) -> Iterable[RenderableType]:
     r = result
-    title = (f"chain table {r.source}: {r.num_nodes} node{'s' if r.num_nodes != 1 else ''} "
+    plural = "s" if r.num_nodes != 1 else ""
+    title = (f"chain table {r.source}: {r.num_chains:,} chains over {r.num_nodes} node{plural} "
              f"({r.first_node_id}..{r.last_node_id}), nodes from {r.node_source}")
     if r.balance is not None:
         table = _kv(title)
@@ -112,12 +126,92 @@ def _check(result: CheckResult) -> Iterable[RenderableType]:
         yield title
         yield ("balance not measured: " + ("fix the problems below first" if r.problems
                                            else "it needs chains over at least 2 nodes"))
+    yield "files checked: " + ", ".join(r.files_checked)
+    for note in r.notes:
+        yield f"note: {note}"
     if r.problems:
-        problems = Table(title=f"{len(r.problems)} problems", title_justify="left")
+        total = len(r.problems) + r.problems_not_listed
+        problems = Table(title=f"{total} problems", title_justify="left")
+        problems.add_column("where")
         problems.add_column("chain id")
         problems.add_column("problem")
         for p in r.problems[:MAX_PROBLEM_ROWS]:
-            problems.add_row(str(p.chain_id), p.problem)
+            problems.add_row(p.where, str(p.chain_id) if p.chain_id else "", p.problem)
         yield problems
+        if total > MAX_PROBLEM_ROWS:
+            yield f"... {total - MAX_PROBLEM_ROWS:,} more (use --format json for the first 1,000)"
     else:
-        yield "no problems: every chain has the same length and its targets on distinct nodes"
+        yield ("no problems: ids well formed, every chain the same length on distinct nodes, "
+               + ("and the files agree with each other" if len(r.files_checked) > 1 else "one file checked"))
+
+
+MAX_STEP_ROWS = 12
+
+
+@table_renderer(ExpandResult)
+def _expand(result: ExpandResult) -> Iterable[RenderableType]:
+    r = result
+    table = _kv(f"expand {r.source}: {r.old_nodes} + {r.added_nodes} = {r.new_nodes} nodes "
+                f"(new ids from {r.first_new_node_id}), {r.ssds_per_node} SSDs, replication {r.replication}")
+    table.add_row("targets per SSD", f"{r.old_targets_per_ssd} -> {r.new_targets_per_ssd}")
+    table.add_row("chains", f"{r.chains_unchanged:,} unchanged, {r.chains_changed:,} with replacements, "
+                            f"{r.chains_added:,} new (empty)")
+    table.add_row("targets kept in place", f"{r.targets_kept:,}")
+    table.add_row("replacements", f"{r.replacements:,} in {r.waves} wave(s), {human_bytes(r.bytes_per_target)} each")
+    table.add_row("data moved", f"{human_bytes(r.moved_bytes)} = {r.moved_over_bound:.3f} x lower bound "
+                                f"{human_bytes(r.lower_bound_bytes)}")
+    table.add_row("lower bound", r.bound)
+    _balance_rows(table, r.balance)
+    table.add_row("check-chains on the result", "passes" if not r.check_problems else
+                  f"{len(r.check_problems)} problems: {r.check_problems[0]}")
+    yield table
+    if r.steps:
+        steps = Table(title=f"migration: first {min(MAX_STEP_ROWS, len(r.steps))} of {len(r.steps):,} steps",
+                      title_justify="left")
+        for column in ("step", "wave", "chain", "old target (node)", "new target (node)", "copies"):
+            steps.add_column(column)
+        for s in r.steps[:MAX_STEP_ROWS]:
+            steps.add_row(str(s.step), str(s.wave), str(s.chain_id), f"{s.old_target} ({s.old_node})",
+                          f"{s.new_target} ({s.new_node})", human_bytes(s.bytes))
+        yield steps
+    for note in r.notes:
+        yield f"note: {note}"
+    if r.files:
+        yield "wrote " + ", ".join(r.files)
+        yield ("order: create_new_chain_targets_cmd.txt, upload-chains new_chains.csv, upload-chain-table "
+               "generated_chain_table.csv (new version), then migration_steps.txt wave by wave")
+    else:
+        yield "no files written (give --out DIR)"
+
+
+MAX_FINDING_ROWS = 30
+
+
+@table_renderer(DoctorResult)
+def _doctor(result: DoctorResult) -> Iterable[RenderableType]:
+    r = result
+    table = _kv(f"3FS doctor: {r.num_chains:,} chains, {r.num_targets:,} targets, replication {r.replication}")
+    table.add_row("verdict", r.verdict)
+    table.add_row("chains", f"{r.chains_serving:,} fully serving, {r.chains_lost_redundancy:,} lost redundancy "
+                            f"({r.chains_unavailable:,} unavailable, {r.chains_single_point:,} on one member), "
+                            f"{r.chains_syncing:,} syncing")
+    table.add_row("target states", ", ".join(f"{k} {v:,}" for k, v in r.state_counts.items()))
+    yield table
+    if r.nodes:
+        nodes = Table(title="nodes needing attention", title_justify="left")
+        for column in ("node", "targets", "offline", "lastsrv", "syncing", "waiting", "disks",
+                       "chains it alone serves"):
+            nodes.add_column(column)
+        for n in r.nodes:
+            nodes.add_row(str(n.node_id), str(n.targets), str(n.offline), str(n.lastsrv), str(n.syncing),
+                          str(n.waiting), ",".join(map(str, n.disks_affected)), str(n.chains_it_alone_serves))
+        yield nodes
+    if r.findings:
+        findings = Table(title=f"{len(r.findings)} findings", title_justify="left")
+        for column in ("severity", "what", "detail", "what to do"):
+            findings.add_column(column, overflow="fold")
+        for f in r.findings[:MAX_FINDING_ROWS]:
+            findings.add_row(f.severity, f"{f.kind} {f.subject}", f.detail, f.action)
+        yield findings
+        if len(r.findings) > MAX_FINDING_ROWS:
+            yield f"... {len(r.findings) - MAX_FINDING_ROWS:,} more findings (--format json lists all)"

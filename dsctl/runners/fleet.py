@@ -31,6 +31,7 @@ SRUN_HINT = ("install Slurm's client tools (Debian: apt-get install slurm-client
 #: a node name as Slurm prints it after expansion (no hostlist brackets, no spaces, nothing a shell would expand)
 NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 MAX_NODES = 65536
+MAX_HOSTLIST_CHARS = 1 << 20
 #: bytes of stdout kept per node; a node printing more is unreachable ("output over ... bytes")
 MAX_OUTPUT_BYTES = 16 * 1024 * 1024
 #: seconds between SIGTERM and SIGKILL, on the node (``timeout -k``) and for srun itself
@@ -95,14 +96,41 @@ def expand_hostlist(expression: str, *, option: str = "--nodes") -> list[str]:
     text = expression.strip()
     if not text:
         raise InputError(f"{option}: empty hostlist", hint="give a Slurm hostlist such as node[001-256]")
+    if len(text) > MAX_HOSTLIST_CHARS:
+        raise InputError(f"{option}: hostlist of {len(text)} characters; at most {MAX_HOSTLIST_CHARS}")
     scontrol = require("scontrol", SRUN_HINT)
-    done = capture([scontrol, "show", "hostnames", text], timeout_s=30.0)
-    names = done.stdout.split()
-    if done.returncode != 0 or not names:
-        detail = _last_line(done.stderr) or "no node names"
+    names, code, stderr = _first_lines([scontrol, "show", "hostnames", text], MAX_NODES + 1)
+    if len(names) > MAX_NODES:
+        raise InputError(f"{option} {expression!r}: more than {MAX_NODES} nodes in one run")
+    if code != 0 or not names:
+        detail = _last_line(stderr) or "no node names"
         raise InputError(f"{option} {expression!r}: not a Slurm hostlist ({detail})",
                          hint="use names and ranges such as node[001-256] or gpu01,gpu02")
     return unique_names(names, option=option)
+
+
+def _first_lines(argv: Sequence[str], limit: int) -> tuple[list[str], int | None, str]:
+    """At most ``limit`` non-empty stdout lines of ``argv`` (stopped there: a hostlist may expand to billions),
+    its exit status (``None`` when stopped) and stderr."""
+    try:
+        proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, errors="replace")
+    except OSError as exc:
+        raise EnvironmentMissing(f"cannot run {argv[0]}: {exc.strerror or exc}") from exc
+    lines: list[str] = []
+    for line in proc.stdout or ():
+        if line.strip():
+            lines.append(line.strip())
+        if len(lines) >= limit:
+            proc.kill()
+            proc.wait()
+            return lines, None, ""
+    try:
+        _, err = proc.communicate(timeout=30.0)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+    return lines, proc.returncode, err
 
 
 def unique_names(names: Iterable[str], *, option: str = "--nodes") -> list[str]:

@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import re
-from collections import Counter
 from dataclasses import dataclass, field
-
-import numpy as np
 
 from dsctl.errors import InputError
 from dsctl.storage.balance import Balance, measure
-from dsctl.storage.chaintable import IdScheme, check_ids, parse_table, render_files
+from dsctl.storage.chaintable import IdScheme, check_ids, render_files
+from dsctl.storage.choice import REDIRECT_LIMIT, choose_targets_per_ssd
+from dsctl.storage.crosscheck import CHAINS, CREATE, CheckResult, check_files
 from dsctl.storage.graphics import pair_share_svg
 from dsctl.storage.layout import build_layout
-from dsctl.storage.sizing import auto_targets_per_ssd
 from dsctl.units import QuantityError, parse_bytes
 
 MAX_CHAIN_NODES = 2_000
@@ -92,7 +90,11 @@ def generate_chains(num_nodes: int, ssds_per_node: int, replication: int, target
                          "sits on a different node")
     if not 1 <= chain_table_id <= 4_294_967_295:
         raise InputError(f"--chain-table-id {chain_table_id} must be 1..4294967295 (0 is invalid in 3FS)")
-    r = targets_per_ssd if targets_per_ssd is not None else auto_targets_per_ssd(num_nodes, replication)
+    chosen_note = None
+    if targets_per_ssd is None:
+        r, chosen_note = choose_targets_per_ssd(num_nodes, replication, ssds_per_node)
+    else:
+        r = targets_per_ssd
     if r < 1:
         raise InputError(f"--targets-per-ssd {r} must be at least 1")
     b = num_nodes * r // replication
@@ -104,7 +106,7 @@ def generate_chains(num_nodes: int, ssds_per_node: int, replication: int, target
         raise InputError(f"{num_nodes * r * ssds_per_node:,} targets is more than dsctl writes "
                          f"({MAX_TARGETS_TOTAL:,}); lower --targets-per-ssd or --ssds-per-node")
     layout, method = build_layout(num_nodes, ssds_per_node, replication, r, rotate=rotate)
-    notes = []
+    notes = [chosen_note] if chosen_note else []
     needed = -(-(num_nodes - 1) // (replication - 1))
     if r < needed:
         notes.append(f"{r} targets per SSD cannot give every node pair a shared chain on one disk index (needs "
@@ -113,6 +115,10 @@ def generate_chains(num_nodes: int, ssds_per_node: int, replication: int, target
         notes.append(f"{(num_nodes * r) % replication} target slot(s) per disk index unused: nodes x targets-per-ssd "
                      f"is not a multiple of replication {replication}")
     balance = measure(layout.nodes, layout.disk, num_nodes)
+    if balance.redirect.max_over_ideal > REDIRECT_LIMIT:
+        notes.append(f"node-failure read redirect is {balance.redirect.max_over_ideal:.2f}x the even share (above "
+                     f"{REDIRECT_LIMIT}x)" + ("; leave out --targets-per-ssd to let dsctl pick one that balances"
+                                               if targets_per_ssd is not None else ""))
     files = render_files(layout, scheme, chunk_sizes)
     if with_svg:
         files["pair_share.svg"] = pair_share_svg(balance.pair_share_matrix, scheme.first_node_id,
@@ -123,60 +129,9 @@ def generate_chains(num_nodes: int, ssds_per_node: int, replication: int, target
                         notes, upload_steps(chain_table_id), None, [], files)
 
 
-@dataclass(frozen=True)
-class ChainProblem:
-    chain_id: int
-    problem: str
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    """Balance of an existing chain table and the problems found in it."""
-
-    source: str
-    node_source: str
-    num_nodes: int
-    first_node_id: int
-    last_node_id: int
-    problems: list[ChainProblem]
-    balance: Balance | None
-    exit_code: int = field(default=0, metadata={"output": False})
-
-
 def check_chains(chains_text: str, where: str, create_text: str | None = None) -> CheckResult:
-    """Read ``generated_chains.csv`` text and report balance; exit code 1 on a structural problem."""
-    table = parse_table(chains_text, where, create_text)
-    problems: list[ChainProblem] = []
-    widths = {len(row) for row in table.targets}
-    if len(widths) > 1:
-        common = max(widths, key=lambda w: sum(len(row) == w for row in table.targets))
-        for cid, row in zip(table.chain_ids, table.targets, strict=True):
-            if len(row) != common:
-                problems.append(ChainProblem(cid, f"{len(row)} targets, most chains have {common}"))
-    seen: dict[int, int] = {}
-    for cid, row in zip(table.chain_ids, table.targets, strict=True):
-        nodes = [table.target_node[t] for t in row]
-        if len(set(nodes)) != len(nodes):
-            dup = sorted({n for n in nodes if nodes.count(n) > 1})
-            problems.append(ChainProblem(cid, f"two targets on node {dup[0]}"))
-        for t in sorted(set(row)):
-            if row.count(t) > 1:
-                problems.append(ChainProblem(cid, f"target {t} listed {row.count(t)} times in this chain"))
-            if t in seen:
-                problems.append(ChainProblem(cid, f"target {t} also in chain {seen[t]}"))
-            seen[t] = cid
-    counts = Counter(table.chain_ids)
-    for cid in sorted(c for c, n in counts.items() if n > 1):
-        problems.append(ChainProblem(cid, f"chain id appears {counts[cid]} times"))
-    node_ids = sorted({table.target_node[t] for row in table.targets for t in row})
-    balance = None
-    if len(widths) == 1 and not problems:
-        index = {n: i for i, n in enumerate(node_ids)}
-        members = np.array([[index[table.target_node[t]] for t in row] for row in table.targets], dtype=np.int64)
-        disks = sorted({table.target_disk[t] for row in table.targets for t in row})
-        disk_index = {d: i for i, d in enumerate(disks)}
-        disk = np.array([disk_index[table.target_disk[row[0]]] for row in table.targets], dtype=np.int64)
-        if len(node_ids) >= 2:
-            balance = measure(members, disk, len(node_ids))
-    return CheckResult(where, table.node_source, len(node_ids), node_ids[0] if node_ids else 0,
-                       node_ids[-1] if node_ids else 0, problems, balance, 1 if problems else 0)
+    """Check one ``generated_chains.csv`` text (and its create-target commands when given)."""
+    texts: dict[str, str | None] = {CHAINS: chains_text}
+    if create_text is not None:
+        texts[CREATE] = create_text
+    return check_files(texts, where)

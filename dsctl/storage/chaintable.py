@@ -8,7 +8,7 @@ Ids (decimal digit concatenation; ``disk`` and ``t`` 0-based, written +1):
 
 Files: ``generated_chains.csv``, ``generated_chain_table.csv``, ``create_target_cmd.txt`` and
 ``remove_target_cmd.txt``, byte-for-byte in the upstream layout (``\\n`` line endings, no spaces).
-This module also parses ``generated_chains.csv`` / ``create_target_cmd.txt`` back (``check-chains``).
+Reading them back is ``crosscheck``'s job.
 """
 
 from __future__ import annotations
@@ -132,76 +132,6 @@ def check_chunk_sizes(values: list[str]) -> tuple[str, ...]:
     return tuple(values)
 
 
-@dataclass(frozen=True)
-class ParsedTable:
-    """Chains read back from a file: ids and member target ids (head -> tail), with node/disk per target."""
-
-    chain_ids: list[int]
-    targets: list[list[int]]
-    target_node: dict[int, int]
-    target_disk: dict[int, int]
-    node_source: str  # "create_target_cmd.txt" or "target-id digits"
-
-
 def decode_target(tid: int) -> tuple[int, int]:
     """(node_id, 0-based disk index) from a target id built with the upstream mapping."""
     return (tid // 100_000) % 1_000_000, (tid // 100) % 1_000 - 1
-
-
-def parse_chains_csv(text: str, where: str) -> tuple[list[int], list[list[int]]]:
-    """Parse ``generated_chains.csv`` (admin_cli's rules: ChainId then TargetId columns, positive ids)."""
-    lines = [line.strip() for line in text.splitlines()]
-    lines = [line for line in lines if line]
-    if not lines:
-        raise InputError(f"{where} is empty; expected a header 'ChainId,TargetId,...'")
-    header = [h.strip() for h in lines[0].split(",")]
-    if header[0] != "ChainId" or len(header) < 2 or any(h != "TargetId" for h in header[1:]):
-        raise InputError(f"{where} line 1: header must be 'ChainId' followed by 'TargetId' columns, got {lines[0]!r}")
-    cids: list[int] = []
-    rows: list[list[int]] = []
-    for number, line in enumerate(lines[1:], start=2):
-        cells = [c.strip() for c in line.split(",")]
-        try:
-            values = [int(c) for c in cells]
-        except ValueError as exc:
-            raise InputError(f"{where} line {number}: every cell must be an integer id, got {line!r}") from exc
-        if any(x <= 0 or x > 2**64 - 1 for x in values) or values[0] > UINT32_MAX:
-            raise InputError(f"{where} line {number}: ids must be positive (chain ids at most {UINT32_MAX})")
-        cids.append(values[0])
-        rows.append([t for t in values[1:]])
-    if not rows:
-        raise InputError(f"{where} has a header but no chains")
-    return cids, rows
-
-
-_CREATE = re.compile(r"create-target\s+--node-id\s+(\d+)\s+--disk-index\s+(\d+)\s+--target-id\s+(\d+)")
-
-
-def parse_create_targets(text: str) -> tuple[dict[int, int], dict[int, int]]:
-    """Target -> node id and target -> disk index from ``create_target_cmd.txt`` lines."""
-    nodes: dict[int, int] = {}
-    disks: dict[int, int] = {}
-    for line in text.splitlines():
-        match = _CREATE.search(line)
-        if match:
-            node, disk, tid = (int(g) for g in match.groups())
-            nodes[tid] = node
-            disks[tid] = disk
-    return nodes, disks
-
-
-def parse_table(chains_text: str, where: str, create_text: str | None = None) -> ParsedTable:
-    """Chains plus a node/disk for each target (from ``create_text`` when given, else the id digits)."""
-    cids, rows = parse_chains_csv(chains_text, where)
-    if create_text is not None:
-        nodes, disks = parse_create_targets(create_text)
-        missing = sorted({t for row in rows for t in row} - nodes.keys())
-        if missing:
-            raise InputError(f"create_target_cmd.txt has no create-target line for target {missing[0]} "
-                             f"({len(missing)} targets missing)")
-        return ParsedTable(cids, rows, nodes, disks, "create_target_cmd.txt")
-    nodes, disks = {}, {}
-    for row in rows:
-        for t in row:
-            nodes[t], disks[t] = decode_target(t)
-    return ParsedTable(cids, rows, nodes, disks, "target-id digits")

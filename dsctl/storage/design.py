@@ -38,6 +38,8 @@ import numpy as np
 
 # Local-search budgets (proposals). Pure Python; ~1 us per proposal.
 CYCLIC_SEARCH_STEPS = 20_000
+CYCLIC_SEARCH_MAX_STEPS = 150_000  # keep going past the budget while the cost still falls
+CYCLIC_PATIENCE = 10_000
 CYCLIC_RESTARTS = 4  # attempts for odd v (see build_design)
 CYCLIC_RESTART_MIN_NODES = 25  # smaller designs are left to the swap search
 SWAP_SEARCH_STEPS = 60_000
@@ -141,8 +143,9 @@ def _cyclic_base_blocks(v: int, k: int, count: int, short_classes: list[int], rn
     best_cost, best = total_cost, [b[:] for b in blocks]
     temperature = 2.0 * v
     steps = max(CYCLIC_SEARCH_STEPS, 40 * total_blocks)
-    for step in range(steps):
-        if best_cost <= target:
+    last_gain = 0
+    for step in range(max(steps, CYCLIC_SEARCH_MAX_STEPS)):
+        if best_cost <= target or (step >= steps and step - last_gain > CYCLIC_PATIENCE):
             break
         j = rng.randrange(total_blocks)
         gc = group_cover[j // count]
@@ -174,7 +177,7 @@ def _cyclic_base_blocks(v: int, k: int, count: int, short_classes: list[int], rn
             blocks[j] = trial
             total_cost += delta
             if total_cost < best_cost:
-                best_cost, best = total_cost, [b[:] for b in blocks]
+                best_cost, best, last_gain = total_cost, [b[:] for b in blocks], step
         else:
             move(new_classes, old_classes, gc)
         if step % 1000 == 999:
@@ -310,7 +313,7 @@ def build_disk_designs(v: int, k: int, r: int, num_disks: int, seed: int = 0) ->
     ``r``, every disk instead gets its own ``r/k`` cyclic orbits, chosen together so that the difference
     classes are covered evenly on each disk *and* over all disks (a cyclic design of the whole table).
     """
-    if r % k == 0 and num_disks > 1 and r * (k - 1) < v - 1:
+    if r % k == 0 and num_disks > 1 and (r * (k - 1) < v - 1 or v > RELABEL_MAX_NODES):
         rng = random.Random(seed)
         q = r // k
         bases, _, _ = _cyclic_base_blocks(v, k, q, [], rng, groups=num_disks)

@@ -17,10 +17,10 @@ to every resource (the published 180-node read test ran at ~81% of storage NIC l
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from dsctl.errors import InputError
-from dsctl.profiles.schema import NodeProfile, StorageProfile
+from dsctl.profiles.schema import ModelProfile, NodeProfile, StorageProfile
 
 MAX_NODES = 100_000
 
@@ -40,6 +40,9 @@ class SizingInputs:
     checkpoint_bytes: float | None = None
     checkpoint_budget_s: float | None = None
     read_per_client_bytes_per_s: float | None = None
+    read_bytes_per_s: float | None = None  # aggregate read the cluster must serve
+    write_bytes_per_s: float | None = None  # aggregate client write the cluster must absorb
+    recovery_bytes_per_s: float | None = None  # rebuild rate after losing a node (default: one node's ingest)
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,25 @@ class Target:
 
 
 @dataclass(frozen=True)
+class NodeLoss:
+    """Cost of losing one storage node: capacity, degraded read and the rebuild of its replicas.
+
+    ``data_bytes`` = stored data (the dataset, else the usable capacity) * replication / nodes: the replicas
+    the node held. ``rebuild_s`` = data_bytes / recovery rate (copies stream from its chain peers, spread
+    evenly by a balanced table, into replacement targets).
+    """
+
+    raw_capacity_bytes: float
+    usable_capacity_bytes: float
+    data_bytes: float
+    degraded_read_bytes_per_s: float
+    read_loss_fraction: float
+    recovery_bytes_per_s: float
+    recovery_bound_by: str
+    rebuild_s: float
+
+
+@dataclass(frozen=True)
 class SizingResult:
     profile: str
     num_nodes: int
@@ -84,6 +106,9 @@ class SizingResult:
     targets: list[Target]
     min_nodes_for_targets: int | None
     notes: list[str]
+    num_ssds: int = 0
+    one_node_loss: NodeLoss | None = None
+    smallest_for: str | None = None  # set when --nodes was left out: the need that decided the node count
     exit_code: int = field(default=0, metadata={"output": False})
 
 
@@ -126,7 +151,12 @@ def _validate(p: StorageProfile, s: SizingInputs) -> None:
     if not 0 < s.efficiency <= 1:
         raise InputError(f"--efficiency {s.efficiency} must be in (0, 1]")
     if (s.checkpoint_bytes is None) != (s.checkpoint_budget_s is None):
-        raise InputError("--checkpoint and --checkpoint-seconds go together; give both or neither")
+        raise InputError("--checkpoint (or --checkpoint-model) and --checkpoint-seconds go together; give both or "
+                         "neither")
+    for option, rate in (("--read", s.read_bytes_per_s), ("--write", s.write_bytes_per_s),
+                         ("--recovery-rate", s.recovery_bytes_per_s)):
+        if rate is not None and not 0 < rate < 1e18:
+            raise InputError(f"{option} must be a positive rate below 1 EB/s")
     if s.checkpoint_budget_s is not None and not 0 < s.checkpoint_budget_s < 1e9:
         raise InputError(f"--checkpoint-seconds {s.checkpoint_budget_s} must be a positive number of seconds")
     if s.read_per_client_bytes_per_s is not None and s.num_clients is None:
@@ -166,14 +196,30 @@ def size(p: StorageProfile, s: SizingInputs) -> SizingResult:
         notes.append(f"{unused} target slots unused: nodes x targets-per-ssd ({v}x{r}) is not a multiple of "
                      f"replication {k}")
     targets = _targets(p, s, read, write, usable, node_read, node_write, client_total)
+    loss = _one_node_loss(p, s, usable, read, degraded, node_write * k)
     return SizingResult(
         profile=p.name, num_nodes=v, replication=k, targets_per_ssd=r,
         num_chains=(v * r // k) * p.num_ssds, unused_targets=unused, efficiency=eff, fill=s.fill,
         num_clients=s.num_clients, raw_capacity_bytes=raw, usable_capacity_bytes=usable, read=read, write=write,
         degraded_read=degraded, per_node_read_bytes_per_s=node_read, per_node_write_bytes_per_s=node_write,
         targets=targets, min_nodes_for_targets=max((t.min_nodes for t in targets if t.min_nodes), default=None),
-        notes=notes, exit_code=0 if all(t.met for t in targets) else 1,
+        notes=notes, num_ssds=v * p.num_ssds, one_node_loss=loss, exit_code=0 if all(t.met for t in targets) else 1,
     )
+
+
+def _one_node_loss(p: StorageProfile, s: SizingInputs, usable: float, read: Ceiling, degraded: Ceiling,
+                   node_ingest: float) -> NodeLoss:
+    """See ``NodeLoss``; the default recovery rate is one node's ingest (SSD write or NIC, times efficiency)."""
+    v = s.num_nodes
+    stored = min(s.dataset_bytes, usable) if s.dataset_bytes is not None else usable
+    data = stored * s.replication / v
+    given = s.recovery_bytes_per_s
+    rate: float = node_ingest if given is None else given
+    bound = "one node's SSD write / NIC ingest" if given is None else "--recovery-rate"
+    return NodeLoss(raw_capacity_bytes=float(p.raw_capacity_bytes), usable_capacity_bytes=usable / v,
+                    data_bytes=data, degraded_read_bytes_per_s=degraded.bytes_per_s,
+                    read_loss_fraction=1 - degraded.bytes_per_s / read.bytes_per_s if read.bytes_per_s else 0.0,
+                    recovery_bytes_per_s=rate, recovery_bound_by=bound, rebuild_s=data / rate if rate else 0.0)
 
 
 def _min_nodes(required: float, per_node: float, s: SizingInputs) -> int:
@@ -196,6 +242,16 @@ def _targets(p: StorageProfile, s: SizingInputs, read: Ceiling, write: Ceiling, 
         seconds = s.checkpoint_bytes / write.bytes_per_s
         out.append(Target("checkpoint_seconds", s.checkpoint_budget_s, seconds, "s", seconds <= s.checkpoint_budget_s,
                           _min_nodes(need, node_write, s)))
+    for name, wanted, ceiling, per_node in (("read", s.read_bytes_per_s, read, node_read),
+                                            ("write", s.write_bytes_per_s, write, node_write)):
+        if wanted is None:
+            continue
+        need = wanted
+        if client_total is not None and need > client_total:
+            raise InputError(f"--{name} {need / 2**30:,.1f} GiB/s cannot be met by any number of storage nodes: "
+                             f"{s.num_clients} clients move at most {client_total / 2**30:,.1f} GiB/s")
+        out.append(Target(name, need, ceiling.bytes_per_s, "bytes/s", need <= ceiling.bytes_per_s,
+                          _min_nodes(need, per_node, s)))
     if s.read_per_client_bytes_per_s is not None and s.num_clients is not None:
         per_client_max = s.client_nic_bytes_per_s * s.efficiency
         if s.read_per_client_bytes_per_s > per_client_max:
@@ -206,3 +262,61 @@ def _targets(p: StorageProfile, s: SizingInputs, read: Ceiling, write: Ceiling, 
         out.append(Target("read_aggregate", need, read.bytes_per_s, "bytes/s", need <= read.bytes_per_s,
                           _min_nodes(need, node_read, s)))
     return out
+
+
+TRAINING_STATE_BYTES_PER_PARAM = 8  # FP32 master weights (4) + BF16 AdamW first and second moments (2 + 2)
+
+
+def training_checkpoint_bytes(params_with_mtp: int) -> float:
+    """Bytes of a full training checkpoint: master weights and optimizer moments of every parameter.
+
+    DeepSeek-V3 trains with FP32 master weights and BF16 AdamW moments (tech report section 3.3); the FP8/BF16
+    compute copy is derived from the master weights and is not stored.
+    """
+    return float(params_with_mtp * TRAINING_STATE_BYTES_PER_PARAM)
+
+
+def smallest_cluster(p: StorageProfile, s: SizingInputs) -> SizingResult:
+    """The fewest nodes of profile ``p`` meeting every target in ``s`` (``s.num_nodes`` is ignored)."""
+    if all(x is None for x in (s.dataset_bytes, s.checkpoint_bytes, s.read_per_client_bytes_per_s,
+                               s.read_bytes_per_s, s.write_bytes_per_s)):
+        raise InputError("give --nodes, or at least one need (--dataset, --read, --write, --read-per-client, "
+                         "--checkpoint/--checkpoint-model with --checkpoint-seconds) to size the smallest cluster")
+    guess = max(s.replication, 2)
+    for _ in range(64):
+        result = size(p, replace(s, num_nodes=guess))
+        if result.exit_code == 0:
+            break
+        nxt = max([guess + 1] + [t.min_nodes for t in result.targets if not t.met and t.min_nodes])
+        if nxt > MAX_NODES:
+            raise InputError(f"the needs take more than {MAX_NODES:,} storage nodes of profile {p.name}")
+        guess = nxt
+    while guess > max(s.replication, 2):  # the per-node estimates round up; step back while still met
+        smaller = size(p, replace(s, num_nodes=guess - 1))
+        if smaller.exit_code:
+            break
+        result, guess = smaller, guess - 1
+    binding = max((t for t in result.targets), key=lambda t: t.min_nodes or 0, default=None)
+    return replace(result, smallest_for=binding.name if binding is not None else None)
+
+
+def plan(p: StorageProfile, s: SizingInputs, smallest: bool, checkpoint_model: ModelProfile | None = None
+         ) -> SizingResult:
+    """``storage size``: the cluster of ``s.num_nodes`` nodes, or (``smallest``) the fewest nodes meeting every
+    need. ``checkpoint_model`` sets the checkpoint to a full training checkpoint of that model."""
+    notes: list[str] = []
+    if checkpoint_model is not None:
+        if s.checkpoint_bytes is not None:
+            raise InputError("--checkpoint and --checkpoint-model both set the checkpoint size; give one")
+        from dsctl.model.params import count_parameters
+
+        params = count_parameters(checkpoint_model).total_with_mtp
+        checkpoint = training_checkpoint_bytes(params)
+        s = replace(s, checkpoint_bytes=checkpoint)
+        notes.append(f"checkpoint of {checkpoint_model.name}: {params / 1e9:,.1f}B parameters (MTP included) x "
+                     f"{TRAINING_STATE_BYTES_PER_PARAM} bytes (FP32 master weights + BF16 AdamW moments) = "
+                     f"{checkpoint / 1e12:,.2f} TB")
+    result = smallest_cluster(p, s) if smallest else size(p, s)
+    if smallest and result.smallest_for:
+        notes.append(f"smallest cluster: {result.num_nodes} nodes, set by the {result.smallest_for} need")
+    return replace(result, notes=notes + result.notes)

@@ -9,10 +9,9 @@ rectangle per pixel per lane) however many events the trace holds.
 
 from __future__ import annotations
 
-from xml.sax.saxutils import escape
-
 import numpy as np
 
+from dsctl.names import xml_text as escape
 from dsctl.trace.intervals import FloatArray, union
 from dsctl.trace.overlap import Lanes, OverlapResult, RankOverlap
 

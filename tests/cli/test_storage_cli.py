@@ -115,11 +115,11 @@ def test_check_chains_exit_1_on_a_repeated_node(cli: Cli, tmp_path: Path) -> Non
 
 
 @pytest.mark.parametrize("content", ["", "ChainId,TargetId\n1,abc\n"])
-def test_check_chains_bad_file_exit_2(cli: Cli, tmp_path: Path, content: str) -> None:
+def test_check_chains_garbage_exit_1_naming_the_line(cli: Cli, tmp_path: Path, content: str) -> None:
     path = tmp_path / "c.csv"
     path.write_text(content)
     result = cli("storage", "check-chains", str(path))
-    assert result.exit_code == 2 and "c.csv" in result.stderr
+    assert result.exit_code == 1 and "generated_chains.csv line" in result.stdout
     assert cli("storage", "check-chains", str(tmp_path / "missing.csv")).exit_code == 2
 
 
@@ -128,7 +128,8 @@ def test_check_chains_names_the_duplicated_chain_id(cli: Cli, tmp_path: Path) ->
     path.write_text("ChainId,TargetId,TargetId\n9001,101000100101,101000200101\n9001,101000300101,101000400101\n")
     result = cli("storage", "check-chains", str(path), "-f", "json")
     assert result.exit_code == 1
-    assert {"chain_id": 9001, "problem": "chain id appears 2 times"} in result.json()["problems"]
+    assert {"chain_id": 9001, "problem": "chain id appears again (first on line 2)",
+            "where": "generated_chains.csv line 3"} in result.json()["problems"]
 
 
 def test_check_chains_target_twice_in_one_chain_is_not_called_another_chain(cli: Cli, tmp_path: Path) -> None:
@@ -151,3 +152,55 @@ def test_check_chains_without_balance_prints_no_empty_table(cli: Cli, tmp_path: 
 def test_chains_out_on_an_unwritable_file_system_exits_2(cli: Cli) -> None:
     result = cli("storage", "chains", "-n", "5", "-d", "2", "-o", "/proc/dsctl-chains")
     assert result.exit_code == 2 and "--out /proc/dsctl-chains: cannot write" in result.stderr
+
+
+def test_expand_writes_a_table_that_check_chains_passes(cli: Cli, tmp_path: Path) -> None:
+    old, new = tmp_path / "old", tmp_path / "new"
+    assert cli("storage", "chains", "-n", "9", "-d", "2", "-o", str(old)).exit_code == 0
+    result = cli("storage", "expand", "--from", str(old), "--add-nodes", "2", "--out", str(new),
+                 "--target-bytes", "1 TiB", "-f", "json")
+    assert result.exit_code == 0, result.stderr
+    data = result.json()
+    assert data["new_nodes"] == 11 and data["moved_over_bound"] <= 1.1 and data["check_problems"] == []
+    assert data["steps"][0]["bytes"] == 2**40
+    assert {p.name for p in new.iterdir()} >= {"generated_chains.csv", "migration_steps.txt", "new_chains.csv"}
+    assert cli("storage", "check-chains", str(new)).exit_code == 0
+    table = cli("storage", "expand", "--from", str(old), "--add-nodes", "2")
+    assert table.exit_code == 0 and "lower bound" in table.stdout and "no files written" in table.stdout
+
+
+def test_expand_bad_input_exit_2(cli: Cli, tmp_path: Path) -> None:
+    missing = cli("storage", "expand", "--from", str(tmp_path / "nope"), "--add-nodes", "2")
+    assert missing.exit_code == 2 and "--from" in missing.stderr
+    old = tmp_path / "old"
+    cli("storage", "chains", "-n", "9", "-d", "1", "-o", str(old))
+    assert cli("storage", "expand", "--from", str(old), "--add-nodes", "0").exit_code == 2
+
+
+@pytest.mark.parametrize(("state", "code"), [("healthy", 0), ("node_down", 1), ("two_nodes_down", 1),
+                                             ("lastsrv_unavailable", 1), ("disk_replaced", 1), ("syncing", 1)])
+def test_doctor_exit_codes_per_state(cli: Cli, state: str, code: int) -> None:
+    folder = DATA / "doctor" / state
+    result = cli("storage", "doctor", "--chains", str(folder / "list-chains.txt"),
+                 "--targets", str(folder / "list-targets.txt"))
+    assert result.exit_code == code and "3FS doctor" in result.stdout
+
+
+def test_doctor_garbage_exit_2(cli: Cli, tmp_path: Path) -> None:
+    bad = tmp_path / "c.txt"
+    bad.write_text("not admin_cli output\n")
+    result = cli("storage", "doctor", "--chains", str(bad))
+    assert result.exit_code == 2 and "line 1" in result.stderr
+
+
+def test_size_without_nodes_finds_the_smallest_cluster(cli: Cli) -> None:
+    result = cli("storage", "size", "--dataset", "10 PiB", "--read", "3 TiB/s", "--checkpoint-model", "deepseek-v3",
+                 "--checkpoint-seconds", "30", "--recovery-rate", "20 GB/s", "-f", "json")
+    assert result.exit_code == 0, result.stderr
+    data = result.json()
+    assert data["num_nodes"] == 145 and data["num_ssds"] == 145 * 16 and data["smallest_for"] == "dataset"
+    assert data["one_node_loss"]["recovery_bytes_per_s"] == 20e9
+    table = cli("storage", "size", "--write", "1 TB/s")
+    assert table.exit_code == 0 and "losing one node" in table.stdout and "smallest cluster: 75 nodes" in table.stdout
+    none = cli("storage", "size")
+    assert none.exit_code == 2 and "--dataset" in none.stderr

@@ -119,9 +119,12 @@ def _machine_lock(path: Path, timeout_s: float = 900.0) -> Iterator[None]:
 
 
 @pytest.fixture
-def job_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Put this environment's scripts (torchrun) first on PATH: sbatch passes PATH on to every task."""
+def job_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Put this environment's scripts (torchrun) first on PATH: sbatch passes PATH on to every task. Run from
+    tmp_path, which holds the train.py the tests name (--submit checks that the training script exists)."""
     monkeypatch.setenv("PATH", f"{env_bin()}{os.pathsep}{os.environ.get('PATH', '')}")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text("raise SystemExit('a stand-in: the tests replace torchrun')\n")
 
 
 def cpu_node_profile(folder: Path, gpus: int) -> Path:

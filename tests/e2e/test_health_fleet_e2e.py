@@ -64,6 +64,7 @@ def fake_dsctl(folder: Path, hang_node: str) -> Path:
         "#!/bin/sh\n"
         f'if [ "$SLURMD_NODENAME" = "{hang_node}" ]; then exec sleep 100000; fi\n'
         f"export PYTHONPATH={ROOT}\n"
+        "[ -d /dev/shm ] && export TMPDIR=/dev/shm\n"  # a replay renders a sysfs tree: keep it off the disk
         f'slot={slots}/$(( ${{SLURMD_NODENAME#n}} % {SLOTS} ))\n'
         f'exec flock "$slot" {sys.executable} -m dsctl "$@"\n')
     script.chmod(0o755)

@@ -33,6 +33,16 @@ def node_line(node: str) -> tuple[str, str]:
     return state, reason
 
 
+def ended(log: Path) -> list[str]:
+    """``NODE rc=N s=S`` lines of finished runs."""
+    return [line for line in log.read_text().splitlines() if not line.startswith("begin ")]
+
+
+def in_flight(log: Path) -> bool:
+    lines = log.read_text().splitlines()
+    return sum(line.startswith("begin ") for line in lines) > len(lines) / 2
+
+
 def test_health_check_program_drains_the_critical_node_only(slurm_cluster: int, tmp_path: Path,
                                                             health_check_program: Callable[[str], None]) -> None:
     if slurm_cluster < 4:
@@ -49,6 +59,7 @@ def test_health_check_program_drains_the_critical_node_only(slurm_cluster: int, 
         "#!/bin/sh\n"
         f'case "$SLURMD_NODENAME" in {names}) ;; *) exit 0;; esac\n'
         "start=$(date +%s)\n"
+        f'echo "begin $SLURMD_NODENAME" >> {log}\n'
         f"PYTHONPATH={ROOT} {sys.executable} -m dsctl health check --slurm "
         f"--from-record '{records}/{{node}}.yaml' >/dev/null 2>&1\n"
         "rc=$?\n"
@@ -56,11 +67,11 @@ def test_health_check_program_drains_the_critical_node_only(slurm_cluster: int, 
     try:
         deadline = time.monotonic() + WAIT_S
         while time.monotonic() < deadline:
-            done = {line.split()[0] for line in log.read_text().splitlines()}
+            done = {line.split()[0] for line in ended(log)}
             if done >= set(NODES) and node_line("n2")[0] == "drained":
                 break
             time.sleep(1.0)
-        runs = log.read_text().splitlines()
+        runs = ended(log)
         state, reason = node_line("n2")
         assert state == "drained", (state, reason, runs)
         assert reason.startswith("dsctl G6 crit gpu3 1 NVLink(s) down"), reason
@@ -69,4 +80,9 @@ def test_health_check_program_drains_the_critical_node_only(slurm_cluster: int, 
         assert {n: by_node[n].split()[1] for n in NODES} == {"n2": "rc=1", "n3": "rc=0", "n4": "rc=0"}
         assert all(int(line.split("s=")[1]) < 60 for line in runs), runs  # Slurm kills it at 60 s
     finally:
+        # stop the checks and let a run in flight end first: it would drain n2 again after the resume
+        health_check_program("#!/bin/sh\nexit 0\n")
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and in_flight(log):
+            time.sleep(0.5)
         subprocess.run(["scontrol", "update", "NodeName=n2", "State=RESUME"], check=False, capture_output=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 
 import pytest
 from hypothesis import given
@@ -15,6 +16,7 @@ from dsctl.runners.fleet import (
     TaskOutput,
     assemble,
     classify,
+    expand_hostlist,
     parse_labelled,
     parse_sinfo_states,
     srun_argv,
@@ -148,3 +150,13 @@ def test_json_document_with_every_value_kind_roundtrips() -> None:
     doc = {"s": "ü", "n": None, "f": 1.5, "l": [1, {"k": True}]}
     task = TaskOutput("n1", json.dumps(doc, indent=2).splitlines(), [], 0)
     assert classify("n1", task, timeout_s=1, ok_exit_codes=(0,)).document == doc
+
+
+@pytest.mark.skipif(shutil.which("scontrol") is None, reason="Slurm client tools not installed")
+def test_expand_hostlist_with_scontrol_is_bounded() -> None:
+    assert expand_hostlist("n[1-3],gpu[08-09],n2") == ["n1", "n2", "n3", "gpu08", "gpu09"]
+    with pytest.raises(InputError, match="more than 65536 nodes"):
+        expand_hostlist("a[1-65536],b[1-65536]")
+    for bad in ("n[1-99999999]", "", "n[1-2],/x"):
+        with pytest.raises(InputError):
+            expand_hostlist(bad)

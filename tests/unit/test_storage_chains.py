@@ -174,9 +174,9 @@ def test_check_chains_reports_balance_and_problems() -> None:
 
 
 @pytest.mark.parametrize("text", ["", "Chain,TargetId\n1,2\n", "ChainId,TargetId\n1,x\n", "ChainId,TargetId\n"])
-def test_check_chains_rejects_malformed_csv(text: str) -> None:
-    with pytest.raises(InputError, match=r"x\.csv"):
-        check_chains(text, "x.csv")
+def test_check_chains_reports_malformed_csv_with_its_line(text: str) -> None:
+    result = check_chains(text, "x.csv")
+    assert result.exit_code == 1 and result.problems[0].where.startswith("generated_chains.csv line ")
 
 
 @pytest.mark.parametrize(("args", "option"), [

@@ -1,0 +1,473 @@
+"""``storage expand``: grow a chain table by ``N`` nodes without a full reshuffle (issue 14, item 3).
+
+3FS grows the way DeepSeek describes in upstream issue #137: a new chain-table version over the larger
+node set, plus target replacements inside existing chains (``update-chain -m add`` a target on a new node,
+let it sync, then offline and ``update-chain -m remove`` an old one). New files use the new version.
+
+Plan, per disk index ``d`` (``b`` old chains of ``k`` members, ``v`` old and ``v' = v + N`` nodes):
+
+1. **Even data.** The old chains' ``b*k`` members are spread evenly over ``v'`` nodes: every new node gets
+   ``q = floor(b*k / v')`` of them, old nodes keep ``q`` or ``q+1`` (the remainder stays on old nodes, where
+   it costs no copy). A replacement copies one full replica, so this is the fewest copies any plan can make
+   in which every node holds its even share of the existing data (within one target):
+   **lower bound = N * sum_d q_d targets**, times the bytes per target.
+2. **Which member.** Each replacement puts a new node ``x`` (round robin) into the chain and member slot
+   that adds least to the sum of squared pair-shares over all disks (greedy, vectorised over the chains),
+   taking a slot only from an old node above its even share, and preferring chains not yet touched.
+3. **New chains.** Targets per SSD ``r'`` for ``v'`` nodes (as ``storage chains`` picks it, within what
+   the target-id digits allow); the ``b' - b`` new chains per disk fill each node up to ``r'`` targets,
+   members picked greedily by pair-share. They start empty, so they move no data.
+
+The migration is an ordered list of replacements. Wave ``w`` holds the ``w``-th replacement of each chain,
+so a chain never has two members in flight: it keeps its ``k`` members while the new one syncs (add, wait
+for SERVING, then offline/remove the old one), and at worst ``k-1`` serving if the old member is taken
+offline first.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from dsctl.errors import InputError
+from dsctl.storage.balance import Balance, measure
+from dsctl.storage.chaintable import MAX_NODE_ID, MAX_TARGETS_PER_DISK, UINT32_MAX
+from dsctl.storage.choice import CHOICE_MARGIN, REDIRECT_LIMIT, bound_ratio, choose_targets_per_ssd, pair_share_ideal
+from dsctl.storage.crosscheck import CHAINS, CREATE, REMOVE, TABLE, ChainRow, read_checked
+from dsctl.storage.layout import rotate_chains
+
+MAX_ADDED_NODES = 2_000
+UNTOUCHED_BONUS = 1_000_000  # score penalty per replacement already made in a chain
+POLISH_STEPS_PER_CHAIN = 40
+POLISH_MAX_STEPS = 400_000
+NEED_WEIGHT = 2.0  # pair-shares one more slot of need is worth when picking new-chain members
+
+
+@dataclass(frozen=True)
+class Step:
+    """One replacement inside a chain: copy a full replica to ``new_target`` then retire ``old_target``."""
+
+    step: int
+    wave: int
+    chain_id: int
+    disk_index: int
+    old_target: int
+    old_node: int
+    new_target: int
+    new_node: int
+    bytes: float
+
+
+@dataclass(frozen=True)
+class ExpandResult:
+    """The new chain-table version, the migration to it and its data-movement figures."""
+
+    source: str
+    old_nodes: int
+    added_nodes: int
+    new_nodes: int
+    first_new_node_id: int
+    replication: int
+    ssds_per_node: int
+    old_targets_per_ssd: int
+    new_targets_per_ssd: int
+    chains_unchanged: int
+    chains_changed: int
+    chains_added: int
+    targets_kept: int
+    replacements: int
+    waves: int
+    bytes_per_target: float
+    moved_bytes: float
+    lower_bound_bytes: float
+    moved_over_bound: float
+    bound: str
+    balance: Balance
+    check_problems: list[str]
+    steps: list[Step]
+    notes: list[str]
+    out_dir: str | None
+    files: list[str]
+    files_text: dict[str, str] = field(repr=False, metadata={"output": False})
+    exit_code: int = field(default=0, metadata={"output": False})
+
+
+@dataclass
+class _Table:
+    """The old table in index form: chains per disk, ``nodes[d]`` (b, k) node indexes, ``tids[d]`` target ids."""
+
+    node_ids: list[int]
+    disks: list[int]
+    chain_ids: list[list[int]]
+    nodes: list[np.ndarray]
+    tids: list[np.ndarray]
+
+
+def _load(texts: dict[str, str | None], source: str) -> _Table:
+    result, rows, node_of, disk_of = read_checked(texts, source)
+    if result.problems:
+        first = result.problems[0]
+        raise InputError(f"--from {source}: {first.where}: {first.problem} ({len(result.problems)} problem(s); "
+                         "run `dsctl storage check-chains` on it)")
+    if texts.get(CREATE) is None:
+        raise InputError(f"--from {source} needs {CREATE} (the node and disk of every target)")
+    node_ids = sorted(set(node_of.values()))
+    disks = sorted(set(disk_of.values()))
+    index = {n: i for i, n in enumerate(node_ids)}
+    per_disk: dict[int, list[ChainRow]] = defaultdict(list)
+    for row in rows:
+        per_disk[disk_of[row.targets[0]]].append(row)
+    chain_ids = [[row.chain_id for row in per_disk[d]] for d in disks]
+    nodes = [np.array([[index[node_of[t]] for t in row.targets] for row in per_disk[d]], dtype=np.int64)
+             for d in disks]
+    tids = [np.array([row.targets for row in per_disk[d]], dtype=np.int64) for d in disks]
+    return _Table(node_ids, disks, chain_ids, nodes, tids)
+
+
+def _pick_new_r(v_new: int, k: int, num_disks: int, lo: int, hi: int) -> tuple[int, str | None]:
+    """Targets per SSD for the grown table within ``[lo, hi]`` (even data share .. target-id digits)."""
+    wanted, _ = choose_targets_per_ssd(v_new, k, num_disks)
+    options = [r for r in range(max(lo, 1), hi + 1) if (v_new * r) % k == 0] or list(range(max(lo, 1), hi + 1))
+    if not options:
+        raise InputError(f"no targets-per-SSD value fits: the grown table needs {lo}..{hi} per SSD (two digits "
+                         "of a target id); add fewer nodes at a time")
+    good = [r for r in options
+            if pair_share_ideal(v_new, k, r, num_disks) >= 1 and bound_ratio(v_new, k, r, num_disks) <= CHOICE_MARGIN]
+    pick = min(good or options, key=lambda r: (abs(r - wanted), -r))
+    note = None
+    if pick != wanted:
+        note = (f"targets per SSD {pick} for {v_new} nodes ({wanted} wanted): old nodes keep their target ids, "
+                f"so at most {hi} fit in the two id digits")
+    return pick, note
+
+
+def _replace(nodes: np.ndarray, share: np.ndarray, counts: np.ndarray, goal: np.ndarray, new: list[int]
+             ) -> list[tuple[int, int, int]]:
+    """Greedy replacements on one disk index (modifies ``nodes``, ``share``, ``counts``).
+
+    Returns ``(chain, slot, old node)`` in the order made; ``goal`` = members each node should end with.
+    """
+    b, k = nodes.shape
+    touched = np.zeros(b, dtype=np.int64)
+    made: list[tuple[int, int, int]] = []
+    pending = {x: int(goal[x] - counts[x]) for x in new}
+    while any(n > 0 for n in pending.values()):
+        # pair-shares of each member with its chain-mates, refreshed once per round (one slot per new node)
+        mates = np.zeros((b, k), dtype=np.int64)
+        for p in range(k):
+            for q in range(k):
+                if p != q:
+                    mates[:, p] += share[nodes[:, p], nodes[:, q]]
+        for x in new:
+            if pending[x] <= 0:
+                continue
+            sx = share[x][nodes]  # (b, k)
+            add = 2 * (sx.sum(axis=1, keepdims=True) - sx) + (k - 1)
+            score = add - (2 * mates - (k - 1)) + UNTOUCHED_BONUS * touched[:, None]
+            surplus = counts[nodes] > goal[nodes]
+            present = (nodes == x).any(axis=1, keepdims=True)
+            score = np.where(surplus & ~present, score, np.iinfo(np.int64).max)
+            flat = int(np.argmin(score))
+            if score.flat[flat] == np.iinfo(np.int64).max:
+                raise InputError("no old member can make room for a new node on this disk index (the old table "
+                                 "is too uneven to expand); regenerate it with `dsctl storage chains`")
+            c, p = divmod(flat, k)
+            y = int(nodes[c, p])
+            for q in range(k):
+                if q != p:
+                    z = nodes[c, q]
+                    share[y, z] -= 1
+                    share[z, y] -= 1
+                    share[x, z] += 1
+                    share[z, x] += 1
+            nodes[c, p] = x
+            counts[y] -= 1
+            counts[x] += 1
+            touched[c] += 1
+            pending[x] -= 1
+            made.append((c, p, y))
+    return made
+
+
+def _new_chains(need: np.ndarray, share: np.ndarray, k: int, count: int) -> tuple[np.ndarray, int]:
+    """``count`` chains of ``k`` distinct nodes using each node ``need[node]`` times (modifies both arrays).
+
+    Members are picked greedily: the node with most need left heads the chain, then each next one is the
+    node that shares fewest chains with the members so far (need breaks ties, weighted to avoid dead ends).
+    Returns the chains and the slots left unused when no ``k`` distinct nodes had need left.
+    """
+    out = []
+    weight = NEED_WEIGHT
+    for _ in range(count):
+        chain: list[int] = []
+        for _ in range(k):
+            score = (share[:, chain].sum(axis=1) if chain else 0) - weight * need
+            score = np.where(need > 0, score, np.inf).astype(np.float64)
+            if chain:
+                score[chain] = np.inf
+            pick = int(np.argmin(score))
+            if not np.isfinite(score[pick]):
+                break
+            chain.append(pick)
+        if len(chain) < k:
+            break
+        for i, a in enumerate(chain):
+            need[a] -= 1
+            for z in chain[i + 1:]:
+                share[a, z] += 1
+                share[z, a] += 1
+        out.append(chain)
+    arr = np.array(out, dtype=np.int64).reshape(len(out), k)
+    return arr, int(need.sum())
+
+
+def _polish(chains: list[np.ndarray], share_arr: np.ndarray, rng: random.Random) -> None:
+    """Swap members between two new chains of one disk index (node counts unchanged) while that lowers the
+    sum of squared pair-shares over the whole table, with rare uphill moves early (in place)."""
+    pools = [(d, arr) for d, arr in enumerate(chains) if len(arr) >= 2]
+    if not pools:
+        return
+    k = pools[0][1].shape[1]
+    share = share_arr.tolist()
+    rows = {d: arr.tolist() for d, arr in pools}
+    total = sum(len(arr) for _, arr in pools)
+    steps = min(POLISH_MAX_STEPS, POLISH_STEPS_PER_CHAIN * total)
+    temperature = 1.0
+    for step in range(steps):
+        d, _ = pools[rng.randrange(len(pools))]
+        chain_rows = rows[d]
+        ra, rc = chain_rows[rng.randrange(len(chain_rows))], chain_rows[rng.randrange(len(chain_rows))]
+        i, j = rng.randrange(k), rng.randrange(k)
+        x, y = ra[i], rc[j]
+        if ra is rc or x == y or x in rc or y in ra:
+            continue
+        delta = 0
+        for z in ra:
+            if z != x:
+                delta += 2 * (share[y][z] - share[x][z]) + 2
+        for z in rc:
+            if z != y:
+                delta += 2 * (share[x][z] - share[y][z]) + 2
+        if delta < 0 or (delta == 0 and rng.random() < 0.5) or rng.random() < math.exp(-delta / temperature) * 0.01:
+            for z in ra:
+                if z != x:
+                    share[x][z] -= 1
+                    share[z][x] -= 1
+                    share[y][z] += 1
+                    share[z][y] += 1
+            for z in rc:
+                if z != y:
+                    share[y][z] -= 1
+                    share[z][y] -= 1
+                    share[x][z] += 1
+                    share[z][x] += 1
+            ra[i], rc[j] = y, x
+        if step % 5_000 == 4_999:
+            temperature *= 0.7
+    for d, arr in pools:
+        arr[:] = np.asarray(rows[d], dtype=np.int64)
+    share_arr[:] = np.asarray(share, dtype=np.int64)
+
+
+def _target_id(prefix: int, node_id: int, disk: int, t: int) -> int:
+    return ((prefix * 1_000_000 + node_id) * 1_000 + disk + 1) * 100 + t + 1
+
+
+def expand(texts: dict[str, str | None], source: str, add_nodes: int, target_bytes: float | None,
+           ssd_capacity_bytes: float, used: float) -> ExpandResult:
+    """Plan growing the table in ``texts`` (the four chain-table files) by ``add_nodes`` storage nodes.
+
+    Bytes per old target: ``target_bytes`` when given, else ``ssd_capacity_bytes * used / r_old`` (an SSD
+    ``used`` full, shared by its ``r_old`` targets).
+    """
+    if not 1 <= add_nodes <= MAX_ADDED_NODES:
+        raise InputError(f"--add-nodes {add_nodes} must be 1..{MAX_ADDED_NODES}")
+    if not 0 <= used <= 1:
+        raise InputError(f"--used {used} must be in [0, 1] (fraction of each old SSD holding data)")
+    old = _load(texts, source)
+    v, n = len(old.node_ids), add_nodes
+    v_new = v + n
+    k = int(old.nodes[0].shape[1])
+    num_disks = len(old.disks)
+    first_new = old.node_ids[-1] + 1
+    if first_new + n - 1 > MAX_NODE_ID:
+        raise InputError(f"--add-nodes {n}: new node ids {first_new}..{first_new + n - 1} pass {MAX_NODE_ID} "
+                         "(6 digits in a target id)")
+    all_old_tids = {int(t) for arr in old.tids for t in arr.ravel()}
+    prefix = min(all_old_tids) // 100_000_000_000
+    share = np.zeros((v_new, v_new), dtype=np.int64)
+    for arr in old.nodes:
+        for p in range(k):
+            for q in range(k):
+                if p != q:
+                    np.add.at(share, (arr[:, p], arr[:, q]), 1)
+    new_nodes = list(range(v, v_new))
+    # per disk: members' goal counts (even share, remainder on old nodes)
+    goals, quotas, old_r = [], [], 0
+    for arr in old.nodes:
+        counts = np.bincount(arr.ravel(), minlength=v_new)
+        old_r = max(old_r, int(counts.max()))
+        q, extra = divmod(arr.size, v_new)
+        goal = np.full(v_new, q, dtype=np.int64)
+        order = np.argsort(-counts[:v], kind="stable")
+        goal[order[:min(extra, v)]] += 1
+        if extra > v:
+            goal[v:v + extra - v] += 1
+        goals.append(goal)
+        quotas.append(q)
+    bytes_per_target = target_bytes if target_bytes is not None else ssd_capacity_bytes * used / old_r
+    lo = max(int(g.max()) for g in goals)
+    hi = MAX_TARGETS_PER_DISK - old_r + min(int(g[:v].min()) for g in goals)
+    r_new, r_note = _pick_new_r(v_new, k, num_disks, lo, hi)
+    notes = [r_note] if r_note else []
+    steps_raw: list[tuple[int, int, int, int, int]] = []  # (disk i, chain, slot, old node, new node)
+    final_nodes = [arr.copy() for arr in old.nodes]
+    for i, arr in enumerate(final_nodes):
+        counts = np.bincount(arr.ravel(), minlength=v_new)
+        for c, p, y in _replace(arr, share, counts, goals[i], new_nodes):
+            steps_raw.append((i, c, p, y, int(arr[c, p])))
+    added: list[np.ndarray] = []
+    unused = 0
+    for arr in final_nodes:
+        need = r_new - np.bincount(arr.ravel(), minlength=v_new)
+        count = (v_new * r_new) // k - len(arr)
+        chains, left = _new_chains(need, share, k, count)
+        added.append(chains)
+        unused += left
+    _polish(added, share, random.Random(0))
+    added = [rotate_chains(arr, v_new) if len(arr) else arr for arr in added]
+    if unused:
+        notes.append(f"{unused} target slot(s) left unused: the greedy fill ran out of distinct nodes")
+    return _assemble(old, texts, source, n, first_new, prefix, k, r_new, old_r, final_nodes, added, steps_raw,
+                     quotas, bytes_per_target, notes)
+
+
+def _assemble(old: _Table, texts: dict[str, str | None], source: str, n: int, first_new: int, prefix: int, k: int,
+              r_new: int, old_r: int, final_nodes: list[np.ndarray], added: list[np.ndarray],
+              steps_raw: list[tuple[int, int, int, int, int]], quotas: list[int], bytes_per_target: float,
+              notes: list[str]) -> ExpandResult:
+    v = len(old.node_ids)
+    node_ids = old.node_ids + list(range(first_new, first_new + n))
+    used_t: dict[tuple[int, int], int] = defaultdict(int)
+    for i, arr in enumerate(old.tids):
+        for t in arr.ravel().tolist():
+            key = ((t // 100_000) % 1_000_000, old.disks[i])
+            used_t[key] = max(used_t[key], t % 100)
+
+    def fresh(node: int, disk: int) -> int:
+        t = used_t[(node, disk)]
+        used_t[(node, disk)] = t + 1
+        if t + 1 > MAX_TARGETS_PER_DISK:
+            raise InputError(f"node {node} disk {disk} would need target number {t + 1} (two digits allow 99)")
+        return _target_id(prefix, node, disk, t)
+
+    # final rows: chain id -> (disk, [(tid, node id)] head -> tail)
+    rows: dict[int, tuple[int, list[tuple[int, int]]]] = {}
+    for i, cids in enumerate(old.chain_ids):
+        for c, cid in enumerate(cids):
+            rows[cid] = (old.disks[i], [(int(t), old.node_ids[int(m)]) for t, m in zip(old.tids[i][c],
+                                                                                     old.nodes[i][c], strict=True)])
+    steps: list[Step] = []
+    per_chain: dict[int, int] = defaultdict(int)
+    for i, c, _p, y, x in steps_raw:
+        disk, cid = old.disks[i], old.chain_ids[i][c]
+        members = rows[cid][1]
+        y_id, x_id = node_ids[y], node_ids[x]
+        slot = next(j for j, (_, nid) in enumerate(members) if nid == y_id)
+        old_tid = members[slot][0]
+        new_tid = fresh(x_id, disk)
+        members.pop(slot)
+        members.append((new_tid, x_id))  # update-chain -m add appends at the tail
+        steps.append(Step(0, per_chain[cid], cid, disk, old_tid, y_id, new_tid, x_id, bytes_per_target))
+        per_chain[cid] += 1
+    rank: dict[tuple[int, int], int] = defaultdict(int)
+    keys = []
+    for s in steps:  # interleave the new nodes inside a wave so parallel copies spread over them
+        keys.append((s.wave, rank[(s.wave, s.new_node)], s.new_node))
+        rank[(s.wave, s.new_node)] += 1
+    steps = [s for _, s in sorted(zip(keys, steps, strict=True), key=lambda pair: pair[0])]
+    steps = [Step(j + 1, s.wave, s.chain_id, s.disk_index, s.old_target, s.old_node, s.new_target, s.new_node,
+                  s.bytes) for j, s in enumerate(steps)]
+    new_rows: list[int] = []
+    for i, arr in enumerate(added):
+        disk = old.disks[i]
+        base_cid = old.chain_ids[i][0]
+        top = max(old.chain_ids[i])
+        follows = base_cid >= 100_000_000
+        for j, chain in enumerate(arr.tolist()):
+            cid = (top // 100_000) * 100_000 + top % 100_000 + j + 1 if follows else max(rows) + 1
+            if cid > UINT32_MAX or (follows and top % 100_000 + j + 1 > 99_999):
+                raise InputError(f"new chain ids on disk index {disk} pass the 5 chain-index digits")
+            rows[cid] = (disk, [(fresh(node_ids[m], disk), node_ids[m]) for m in chain])
+            new_rows.append(cid)
+    files = _render(rows, new_rows, steps, k)
+    check, _, _, _ = read_checked({name: files[name] for name in (CHAINS, TABLE, CREATE, REMOVE)}, "expanded")
+    index = {nid: j for j, nid in enumerate(node_ids)}
+    order = sorted(rows)
+    member_arr = np.array([[index[nid] for _, nid in rows[cid][1]] for cid in order], dtype=np.int64)
+    disk_arr = np.array([old.disks.index(rows[cid][0]) for cid in order], dtype=np.int64)
+    balance = measure(member_arr, disk_arr, len(node_ids))
+    lower = n * sum(quotas)
+    moved = len(steps)
+    changed = len(per_chain)
+    total_old = sum(len(c) for c in old.chain_ids)
+    if balance.redirect.max_over_ideal > REDIRECT_LIMIT:
+        notes.append(f"node-failure redirect {balance.redirect.max_over_ideal:.2f}x the even share is above "
+                     f"{REDIRECT_LIMIT}x")
+    bound = (f"every new node must end with its even share of the old chains' members, floor(b*k/v') per disk "
+             f"index = {', '.join(sorted({str(q) for q in quotas}))}; each such member is one full-replica copy: "
+             f"{n} x {sum(quotas)} = {lower:,} targets")
+    problems = [f"{p.where}: {p.problem}" for p in check.problems]
+    return ExpandResult(
+        source=source, old_nodes=v, added_nodes=n, new_nodes=v + n, first_new_node_id=first_new, replication=k,
+        ssds_per_node=len(old.disks), old_targets_per_ssd=old_r, new_targets_per_ssd=r_new,
+        chains_unchanged=total_old - changed, chains_changed=changed, chains_added=len(new_rows),
+        targets_kept=total_old * k - moved, replacements=moved, waves=max(per_chain.values(), default=0),
+        bytes_per_target=bytes_per_target, moved_bytes=moved * bytes_per_target,
+        lower_bound_bytes=lower * bytes_per_target, moved_over_bound=moved / lower if lower else 1.0,
+        bound=bound, balance=balance, check_problems=problems, steps=steps, notes=notes, out_dir=None, files=[],
+        files_text=files, exit_code=1 if problems or balance.redirect.max_over_ideal > REDIRECT_LIMIT else 0,
+    )
+
+
+def _render(rows: dict[int, tuple[int, list[tuple[int, int]]]], new_rows: list[int], steps: list[Step], k: int
+            ) -> dict[str, str]:
+    """The four files of the grown table plus the new chains alone and the migration runbook."""
+    order = sorted(rows)
+    header = "ChainId," + ",".join(["TargetId"] * k) + "\n"
+
+    def chain_line(cid: int) -> str:
+        return f"{cid},{','.join(str(t) for t, _ in rows[cid][1])}\n"
+
+    def creates(cids: list[int]) -> str:
+        return "".join(f"create-target --node-id {nid} --disk-index {rows[cid][0]} --target-id {t} --chain-id {cid}  "
+                       "--use-new-chunk-engine\n" for cid in cids for t, nid in rows[cid][1])
+
+    removes = "".join(f"offline-target --node-id {nid} --target-id {t}\nremove-target --node-id {nid} --target-id {t}\n"
+                      for cid in order for t, nid in rows[cid][1])
+    runbook = ["# dsctl storage expand: replacements inside existing chains, in order. Run the steps of one wave",
+               "# in any order or in parallel (a wave never holds two steps of one chain); wait for each new target",
+               "# to be SERVING-UPTODATE (`list-targets -c CHAIN`) before taking the old one offline."]
+    for s in steps:
+        runbook += [f"# step {s.step} wave {s.wave}: chain {s.chain_id} disk {s.disk_index}: "
+                    f"{s.old_target} on {s.old_node} -> {s.new_target} on {s.new_node}, copies {s.bytes:.0f} bytes",
+                    f"create-target --node-id {s.new_node} --disk-index {s.disk_index} --target-id {s.new_target} "
+                    f"--chain-id {s.chain_id}  --use-new-chunk-engine",
+                    f"update-chain --mode add {s.chain_id} {s.new_target}",
+                    f"# wait: list-targets -c {s.chain_id} shows {s.new_target} SERVING UPTODATE",
+                    f"offline-target --node-id {s.old_node} --target-id {s.old_target}",
+                    f"update-chain --mode remove {s.chain_id} {s.old_target}",
+                    f"remove-target --node-id {s.old_node} --target-id {s.old_target}"]
+    return {
+        CHAINS: header + "".join(chain_line(cid) for cid in order),
+        TABLE: "ChainId\n" + "".join(f"{cid}\n" for cid in order),
+        CREATE: creates(order),
+        REMOVE: removes,
+        "new_chains.csv": header + "".join(chain_line(cid) for cid in sorted(new_rows)),
+        "create_new_chain_targets_cmd.txt": creates(sorted(new_rows)),
+        "migration_steps.txt": "\n".join(runbook) + "\n",
+    }
