@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -58,17 +57,24 @@ def write_trace(path: Path, target_bytes: int, rank: int = 0, seed: int = 1) -> 
     return path.stat().st_size
 
 
+#: run argv, then print the children's peak RSS (KB) and CPU seconds: a fresh wrapper per case, so the peak
+#: is this case's (the pool's workers are waited for by dsctl, so they count)
+_WRAP = ("import resource, subprocess, sys; done = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL); "
+         "u = resource.getrusage(resource.RUSAGE_CHILDREN); "
+         "print(done.returncode, u.ru_maxrss, u.ru_utime + u.ru_stime, file=sys.stderr)")
+
+
 def run_dsctl(args: list[str]) -> tuple[float, float, float, int, str]:
-    """Wall seconds, CPU seconds (user + system of dsctl and its workers), peak RSS in MB of the largest child so
-    far, exit status and the stderr tail. On a shared machine wall time follows the load; CPU time does not."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    """Wall seconds, CPU seconds (user + system of dsctl and its workers), peak RSS in MB of the largest of
+    those processes, exit status and the stderr tail. On a shared machine wall time follows the load; CPU time
+    does not."""
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "dsctl", "trace", "overlap", *args, "--format", "json"],
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run([sys.executable, "-c", _WRAP, sys.executable, "-m", "dsctl", "trace", "overlap", *args,
+                           "--format", "json"], capture_output=True, text=True, check=False)
     wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
-    return wall, cpu, after.ru_maxrss / 1024, done.returncode, done.stderr[-300:]
+    lines = done.stderr.strip().splitlines()
+    code, peak_kb, cpu = lines[-1].split() if lines else ("99", "0", "0")
+    return wall, float(cpu), float(peak_kb) / 1024, int(code), "\n".join(lines[:-1])[-300:]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -25,7 +25,7 @@ from numpy.typing import NDArray
 
 from dsctl.errors import InputError, one_of
 from dsctl.trace.classify import CLASS_NAMES, Classifier, classify_names, collective_label
-from dsctl.trace.intervals import Coverage, FloatArray, clip, coverage, covered_lengths, subtract, total, union
+from dsctl.trace.intervals import Coverage, FloatArray, clip, covered_lengths, subtract, total, union
 from dsctl.trace.kernels import CATEGORY
 from dsctl.trace.parse import EventTable, TraceData
 from dsctl.trace.spread import spread, worst_ranks
@@ -187,9 +187,21 @@ class OverlapResult:
 def launch_times(table: EventTable, trace: TraceData) -> FloatArray:
     """When each device event was launched on the host (its correlated runtime call), else its own start."""
     t = table.start_us.copy()
-    if trace.launch_correlation.size == 0 or table.size == 0:
+    corr = trace.launch_correlation
+    if corr.size == 0 or table.size == 0:
         return t
-    order = np.argsort(trace.launch_correlation, kind="stable")
+    lo, hi = int(corr.min()), int(corr.max())
+    if lo >= 0 and hi - lo < 4 * corr.size + 1024:  # dense ids (the usual case): a lookup table, less memory
+        lut = np.full(hi - lo + 1, np.nan)
+        lut[corr - lo] = trace.launch_start_us
+        inside = (table.correlation >= lo) & (table.correlation <= hi)
+        hit = np.full(table.size, np.nan)
+        hit[inside] = lut[table.correlation[inside] - lo]
+        del lut
+        found = ~np.isnan(hit)
+        t[found] = hit[found]
+        return t
+    order = np.argsort(corr, kind="stable")
     corr_sorted = trace.launch_correlation[order]
     pos = np.searchsorted(corr_sorted, table.correlation)
     pos_ok = np.minimum(pos, corr_sorted.size - 1)
@@ -198,13 +210,13 @@ def launch_times(table: EventTable, trace: TraceData) -> FloatArray:
     return t
 
 
-def step_of(times: FloatArray, trace: TraceData) -> NDArray[np.int64]:
+def step_of(times: FloatArray, trace: TraceData) -> NDArray[np.int32]:
     """Index into ``trace.steps`` of the step window holding each time, -1 outside every step."""
     starts = np.array([s.start_us for s in trace.steps])
     ends = np.array([s.end_us for s in trace.steps])
     idx = np.searchsorted(starts, times, side="right") - 1
     ok = (idx >= 0) & (times <= ends[np.maximum(idx, 0)])
-    return np.where(ok, idx, -1).astype(np.int64)
+    return np.where(ok, idx, -1).astype(np.int32)
 
 
 def select_steps(trace: TraceData, step: int | None) -> list[int]:
@@ -233,7 +245,7 @@ class _Acc:
     codes: list[NDArray[np.int64]] = field(default_factory=list)  # collective label code per event
     exposed_parts: list[FloatArray] = field(default_factory=list)
     comm_mask: list[NDArray[np.bool_]] = field(default_factory=list)
-    memory_mask: list[NDArray[np.bool_]] = field(default_factory=list)
+    keep_lanes: bool = False
     busy_all_us: list[float] = field(default_factory=list)
     memory_us: list[float] = field(default_factory=list)
     compute_lane: list[tuple[FloatArray, FloatArray]] = field(default_factory=list)
@@ -245,19 +257,26 @@ def _window(acc: _Acc, s: FloatArray, e: FloatArray, codes: NDArray[np.int64], c
             compute: NDArray[np.bool_], memory: NDArray[np.bool_], lo: float, hi: float, number: int | None) -> None:
     """Analyse one window [lo, hi] of one device; ``comm``/``compute`` are masks over the events s, e and their
     collective label ``codes``."""
-    cov = coverage((s[compute], e[compute]), (s[comm], e[comm]), lo, hi)
-    acc.coverages.append(cov)
-    acc.per_step.append(StepOverlap(number, lo, OverlapMetrics.from_sums(
-        cov.window_us, cov.a_us, cov.b_us, cov.both_us, cov.neither_us)))
     cs, ce = clip(s, e, lo, hi)
     compute_u = union(cs[compute], ce[compute])
     comm_u = union(cs[comm], ce[comm])
-    acc.compute_lane.append(compute_u)
-    acc.comm_lane.append(comm_u)
+    memory_u = union(cs[memory], ce[memory])
+    # |A ∩ B| = |A| + |B| - |A ∪ B| over the (much smaller) canonical sets: less memory than a sweep of all events
+    either = union(np.concatenate([compute_u[0], comm_u[0]]), np.concatenate([compute_u[1], comm_u[1]]))
+    a_us, b_us, either_us = total(*compute_u), total(*comm_u), total(*either)
+    window = max(0.0, hi - lo)
+    cov = Coverage(window, a_us, b_us, min(max(0.0, a_us + b_us - either_us), a_us, b_us),
+                   max(0.0, window - either_us))
+    acc.coverages.append(cov)
+    acc.per_step.append(StepOverlap(number, lo, OverlapMetrics.from_sums(
+        cov.window_us, cov.a_us, cov.b_us, cov.both_us, cov.neither_us)))
+    if acc.keep_lanes:
+        acc.compute_lane.append(compute_u)
+        acc.comm_lane.append(comm_u)
     acc.windows.append((lo, hi))
-    acc.memory_us.append(total(*union(cs[memory], ce[memory])))
-    acc.busy_all_us.append(total(*union(cs[compute | comm | memory], ce[compute | comm | memory])))
-    acc.memory_mask.append(memory)
+    acc.memory_us.append(total(*memory_u))
+    acc.busy_all_us.append(total(*union(np.concatenate([either[0], memory_u[0]]),
+                                        np.concatenate([either[1], memory_u[1]]))))
     covered = covered_lengths(cs[comm], ce[comm], compute_u)
     acc.exposed_parts.append((ce[comm] - cs[comm]) - covered)
     acc.starts.append(cs)
@@ -266,9 +285,8 @@ def _window(acc: _Acc, s: FloatArray, e: FloatArray, codes: NDArray[np.int64], c
     acc.comm_mask.append(comm)
 
 
-def _collectives(acc: _Acc, labels: list[str]) -> list[CollectiveStat]:
-    s, e = np.concatenate(acc.starts), np.concatenate(acc.ends)
-    comm = np.concatenate(acc.comm_mask)
+def _collectives(acc: _Acc, labels: list[str], s: FloatArray, e: FloatArray,
+                 comm: NDArray[np.bool_]) -> list[CollectiveStat]:
     if not comm.any():
         return []
     lab = np.concatenate(acc.codes)[comm]
@@ -284,9 +302,7 @@ def _collectives(acc: _Acc, labels: list[str]) -> list[CollectiveStat]:
     return sorted(rows, key=lambda r: (-r.exposed_us, -r.total_us, r.name))
 
 
-def _streams(acc: _Acc, streams: NDArray[np.int64]) -> list[StreamStat]:
-    s, e = np.concatenate(acc.starts), np.concatenate(acc.ends)
-    comm = np.concatenate(acc.comm_mask)
+def _streams(streams: NDArray[np.int64], s: FloatArray, e: FloatArray, comm: NDArray[np.bool_]) -> list[StreamStat]:
     rows = []
     for sid in np.unique(streams):
         on = streams == sid
@@ -310,9 +326,9 @@ def _device_groups(trace: TraceData) -> tuple[EventTable, str, list[tuple[str, N
                      f"{trace.num_events:,} events{why}; nothing to analyse")
 
 
-def _categories(acc: _Acc, cls_codes: NDArray[np.int8], wall: float) -> list[CategoryStat]:
+def _categories(acc: _Acc, cls_codes: NDArray[np.int8], wall: float, s: FloatArray,
+                e: FloatArray) -> list[CategoryStat]:
     """HTA's categories from the accumulated windows; ``cls_codes`` is the class code per selected event."""
-    s, e = np.concatenate(acc.starts), np.concatenate(acc.ends)
     dur = e - s
     busy = {"computation": sum(c.a_us for c in acc.coverages), "communication": sum(c.b_us for c in acc.coverages),
             "memory": sum(acc.memory_us)}
@@ -362,7 +378,8 @@ def analyse_trace(trace: TraceData, rank: int, classifier: Classifier, step: int
         notes.append("no GPU kernels in this trace: compute = host CPU ops (cat cpu_op), communication = host "
                      "collective ops/annotations matching the patterns; all host threads share one lane")
     selected = select_steps(trace, step)
-    step_idx = step_of(when, trace) if trace.steps else np.zeros(table.size, dtype=np.int64)
+    step_idx = step_of(when, trace) if trace.steps else np.zeros(table.size, dtype=np.int32)
+    del when
     if not trace.steps:
         notes.append("no ProfilerStep#N annotations: the window is the whole trace")
     odd = {k: v for k, v in trace.skipped.items() if k != "other_phase"}
@@ -372,7 +389,7 @@ def analyse_trace(trace: TraceData, rank: int, classifier: Classifier, step: int
     rows = []
     windows = selected if trace.steps else [0]
     for device, on_device in groups:
-        acc = _Acc()
+        acc = _Acc(keep_lanes=keep_lanes)
         device_sel = np.zeros(table.size, dtype=bool)
         for k in windows:
             sel = on_device & (step_idx == k)
@@ -401,6 +418,9 @@ def analyse_trace(trace: TraceData, rank: int, classifier: Classifier, step: int
         order = np.concatenate([np.flatnonzero(on_device & (step_idx == k)) for k in windows])
         streams_sel = table.stream[order]
         clipped_s, clipped_e = np.concatenate(acc.starts), np.concatenate(acc.ends)
+        acc.starts.clear()
+        acc.ends.clear()
+        comm_sel = np.concatenate(acc.comm_mask)
         # kernel statistics over the clipped events, in the same order as ``order``
         names_sel = table.name_code[order]
         n = len(table.names)
@@ -413,12 +433,12 @@ def analyse_trace(trace: TraceData, rank: int, classifier: Classifier, step: int
             source=trace.source, rank=trace.rank if trace.rank is not None else rank, device=device, basis=basis,
             steps=[s.number for i, s in enumerate(trace.steps) if i in selected],
             metrics=OverlapMetrics.from_sums(*sums),
-            collectives=_collectives(acc, labels),
-            streams=_streams(acc, streams_sel),
+            collectives=_collectives(acc, labels, clipped_s, clipped_e, comm_sel),
+            streams=_streams(streams_sel, clipped_s, clipped_e, comm_sel),
             per_step=acc.per_step if all_steps else [],
             num_events=int(sum(c.size for c in acc.codes)),
             notes=list(notes),
-            categories=_categories(acc, cls_all[order], sums[0]),
+            categories=_categories(acc, cls_all[order], sums[0], clipped_s, clipped_e),
             top_kernels=kernels[:top],
             kernels=kernels,
             lanes=lanes,

@@ -48,10 +48,10 @@ class EventTable:
 
     start_us: NDArray[np.float64]
     end_us: NDArray[np.float64]
-    name_code: NDArray[np.int64]
+    name_code: NDArray[np.int32]
     names: tuple[str, ...]
-    device: NDArray[np.int64]
-    stream: NDArray[np.int64]
+    device: NDArray[np.int32]
+    stream: NDArray[np.int32]
     correlation: NDArray[np.int64]
     collective: dict[int, str]
     annotation: NDArray[np.bool_]
@@ -138,10 +138,10 @@ class _Columns:
     def __init__(self) -> None:
         self.start = array("d")
         self.dur = array("d")
-        self.name = array("q")
+        self.name = array("i")
         self.index: dict[str, int] = {}
-        self.device = array("q")
-        self.stream = array("q")
+        self.device = array("i")  # int32: device and stream ids are small; larger values are refused
+        self.stream = array("i")
         self.corr = array("q")
         self.coll: dict[int, str] = {}
         self.group: dict[int, tuple[str, int]] = {}
@@ -156,7 +156,7 @@ class _Columns:
             return 0
         keep = np.flatnonzero(ok)
         new_index = {int(old): new for new, old in enumerate(keep.tolist())}
-        for name, code in (("start", "d"), ("dur", "d"), ("name", "q"), ("device", "q"), ("stream", "q"),
+        for name, code in (("start", "d"), ("dur", "d"), ("name", "i"), ("device", "i"), ("stream", "i"),
                            ("corr", "q"), ("annotation", "b")):
             values = getattr(self, name)
             if len(values):
@@ -166,18 +166,22 @@ class _Columns:
         return int(ok.size - keep.size)
 
     def first_start(self) -> float | None:
-        return float(min(self.start)) if len(self.start) else None
+        return float(np.frombuffer(self.start, dtype=np.float64).min()) if len(self.start) else None
 
     def table(self, origin_us: float) -> EventTable:
-        start = np.frombuffer(self.start, dtype=np.float64) - origin_us
+        # in place on the columns' own buffers (no copies: a 1 GB trace holds millions of events)
+        start = np.frombuffer(self.start, dtype=np.float64)
+        start -= origin_us
+        end = np.frombuffer(self.dur, dtype=np.float64)
+        end += start
         n = start.size
         return EventTable(
             start_us=start,
-            end_us=start + np.frombuffer(self.dur, dtype=np.float64),
-            name_code=np.frombuffer(self.name, dtype=np.int64),
+            end_us=end,
+            name_code=np.frombuffer(self.name, dtype=np.int32),
             names=tuple(self.index),
-            device=np.frombuffer(self.device, dtype=np.int64),
-            stream=np.frombuffer(self.stream, dtype=np.int64),
+            device=np.frombuffer(self.device, dtype=np.int32),
+            stream=np.frombuffer(self.stream, dtype=np.int32),
             correlation=np.frombuffer(self.corr, dtype=np.int64),
             collective=self.coll,
             annotation=(np.frombuffer(self.annotation, dtype=np.int8).astype(bool) if len(self.annotation)
@@ -206,8 +210,8 @@ def parse_trace(chunks: Iterable[bytes], source: str, max_bytes: int = DEFAULT_M
     try:
         return _parse(iter_events(chunks, source, meta, max_bytes), meta, source)
     except OverflowError:
-        raise InputError(f"{source}: an event holds an integer above int64 (device, stream, correlation, ts or "
-                         "dur); not a profiler trace value") from None
+        raise InputError(f"{source}: an event holds an integer out of range (above int64; device and stream ids "
+                         "above int32); not a profiler trace value") from None
 
 
 def _parse(events: Iterable[Any], meta: dict[str, Any], source: str) -> TraceData:
@@ -315,6 +319,12 @@ def _parse(events: Iterable[Any], meta: dict[str, Any], source: str) -> TraceDat
                           float(launches[launch_ok].min()) if launch_ok.any() else None) if x is not None]
     origin = float(min(starts)) if starts else 0.0
     steps = [Step(n, ts - origin, ts - origin + dur) for n, ts, dur in raw_steps]
+    launch_correlation = np.frombuffer(launch_corr, dtype=np.int64)
+    if launch_ok.all():
+        launches -= origin  # in place, as the event columns
+        launch_start = launches
+    else:
+        launch_start, launch_correlation = launches[launch_ok] - origin, launch_correlation[launch_ok]
     info = meta.get("distributedInfo")
     info = info if isinstance(info, dict) else {}
     rank = _int(info.get("rank"), -1)
@@ -327,8 +337,8 @@ def _parse(events: Iterable[Any], meta: dict[str, Any], source: str) -> TraceDat
         backend=backend[:40] if isinstance(backend, str) else None,
         gpu=gpu.table(origin),
         cpu=cpu.table(origin),
-        launch_start_us=launches[launch_ok] - origin,
-        launch_correlation=np.frombuffer(launch_corr, dtype=np.int64)[launch_ok],
+        launch_start_us=launch_start,
+        launch_correlation=launch_correlation,
         steps=tuple(sorted(_dedupe_steps(steps), key=lambda s: s.start_us)),
         num_events=num_events,
         origin_us=origin,

@@ -31,6 +31,7 @@ CHUNK_CHARS = 1 << 20
 META_KEYS = frozenset({"distributedInfo", "baseTimeNanoseconds", "schemaVersion", "traceName", "displayTimeUnit"})
 
 _WS = re.compile(r"[ \t\n\r]*")
+_SEPARATOR = re.compile(r"[ \t\n\r]*,[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
 
 
@@ -140,7 +141,10 @@ class _Text:
             try:
                 value, end = _DECODER.raw_decode(self.buf, self.pos)
             except json.JSONDecodeError as exc:
-                if self._grow():
+                # an error well before the end of the buffer is real (not a value cut by the chunk boundary),
+                # except an unterminated string, which is reported where the string starts
+                cut = exc.msg.startswith("Unterminated string") or exc.pos >= len(self.buf) - 64
+                if cut and self._grow():
                     continue
                 raise InputError(f"{self.source}: not valid JSON: {exc.msg} at character "
                                  f"{self.offset + exc.pos:,}") from None
@@ -233,7 +237,20 @@ def _array(text: _Text) -> Iterator[Any]:
     if text.skip_ws() == "]":
         text.pos += 1
         return
+    decode, separator = _DECODER.raw_decode, _SEPARATOR.match
     while True:
+        # fast path: the element and the comma after it are both in the buffer (all but one element per chunk)
+        buf, found = text.buf, None
+        try:
+            value, end = decode(buf, text.pos)
+            found = separator(buf, end)
+        except (ValueError, RecursionError):
+            pass  # the slow path below reports it (or reads more)
+        if found is not None and found.end() < len(buf):
+            text.pos = found.end()
+            yield value
+            continue
         yield text.value()
         if text.expect(",]", "between trace events") == "]":
             return
+        text.skip_ws()

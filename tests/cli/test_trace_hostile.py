@@ -151,3 +151,28 @@ def test_generated_kernel_events_never_crash(events: list[dict[str, object]], st
     for row in result.ranks:
         m = row.metrics
         assert m.exposed_comm_us <= m.comm_busy_us + 1e-6
+
+
+@settings(max_examples=150)
+@given(a=st.lists(_kernel_like, min_size=1, max_size=10), b=st.lists(_kernel_like, min_size=1, max_size=10),
+       step=st.none() | st.integers(0, 2),
+       window=st.tuples(st.none() | st.floats(0, 1e6), st.none() | st.floats(0, 1e6)))
+def test_generated_events_never_crash_stragglers_or_timeline(a: list[dict[str, object]], b: list[dict[str, object]],
+                                                             step: int | None, window: tuple) -> None:
+    from dsctl.trace.classify import Classifier
+    from dsctl.trace.skew import rank_collectives, stragglers
+    from dsctl.trace.timeline import rank_lanes, timeline
+    parts, lanes = [], []
+    for i, events in enumerate((a, b)):
+        try:
+            trace = read_trace([json.dumps({"traceEvents": events}).encode()], f"r{i}.json")
+        except InputError:
+            continue
+        with contextlib.suppress(InputError):
+            parts += rank_collectives(trace, i, Classifier(), step)
+        with contextlib.suppress(InputError):
+            lanes.append(rank_lanes(trace, i, Classifier(), step, *window))
+    with contextlib.suppress(InputError):
+        stragglers(parts)
+    with contextlib.suppress(InputError):
+        timeline(lanes, "t")

@@ -200,3 +200,9 @@ def test_real_train_json_against_an_independent_interval_computation() -> None:
     comm = {n for n in names if "dpsk::ep::internode::" in n}
     assert len(comm) == 5
     _check_against_independent(doc, comm)
+
+
+def test_docs_table_lists_every_family() -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "trace.md").read_text()
+    for family in FAMILIES:
+        assert f"| `{family.name}` |" in doc, family.name
