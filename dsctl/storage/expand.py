@@ -150,44 +150,50 @@ def _replace(nodes: np.ndarray, share: np.ndarray, counts: np.ndarray, goal: np.
     """Greedy replacements on one disk index (modifies ``nodes``, ``share``, ``counts``).
 
     Returns ``(chain, slot, old node)`` in the order made; ``goal`` = members each node should end with.
+    Score of putting ``x`` in slot ``(c, p)`` (lower is better): the rise in the sum of squared pair-shares,
+    ``2 * sum_q share[x, m_q] + (k-1)`` for joining minus ``2 * sum_q share[m_p, m_q] - (k-1)`` for the member
+    leaving (the leaving part refreshed once per round), plus a penalty per earlier replacement in the chain.
     """
     b, k = nodes.shape
-    touched = np.zeros(b, dtype=np.int64)
+    never = np.iinfo(np.int64).max // 4
     made: list[tuple[int, int, int]] = []
     pending = {x: int(goal[x] - counts[x]) for x in new}
+    open_slot = counts[nodes] > goal[nodes]  # the member may give its slot up (its node is above its share)
+    has = {x: np.zeros(b, dtype=bool) for x in new}
+    penalty = np.zeros((b, 1), dtype=np.int64)
     while any(n > 0 for n in pending.values()):
-        # pair-shares of each member with its chain-mates, refreshed once per round (one slot per new node)
         mates = np.zeros((b, k), dtype=np.int64)
         for p in range(k):
             for q in range(k):
                 if p != q:
                     mates[:, p] += share[nodes[:, p], nodes[:, q]]
+        leave = (k - 1) - 2 * mates
         for x in new:
             if pending[x] <= 0:
                 continue
             sx = share[x][nodes]  # (b, k)
-            add = 2 * (sx.sum(axis=1, keepdims=True) - sx) + (k - 1)
-            score = add - (2 * mates - (k - 1)) + UNTOUCHED_BONUS * touched[:, None]
-            surplus = counts[nodes] > goal[nodes]
-            present = (nodes == x).any(axis=1, keepdims=True)
-            score = np.where(surplus & ~present, score, np.iinfo(np.int64).max)
+            score = 2 * (sx.sum(axis=1, keepdims=True) - sx) + leave + penalty
+            score[~open_slot] = never
+            score[has[x]] = never
             flat = int(np.argmin(score))
-            if score.flat[flat] == np.iinfo(np.int64).max:
+            if score.flat[flat] >= never:
                 raise InputError("no old member can make room for a new node on this disk index (the old table "
                                  "is too uneven to expand); regenerate it with `dsctl storage chains`")
             c, p = divmod(flat, k)
             y = int(nodes[c, p])
-            for q in range(k):
-                if q != p:
-                    z = nodes[c, q]
-                    share[y, z] -= 1
-                    share[z, y] -= 1
-                    share[x, z] += 1
-                    share[z, x] += 1
+            others = [int(z) for q, z in enumerate(nodes[c]) if q != p]
+            share[y, others] -= 1
+            share[others, y] -= 1
+            share[x, others] += 1
+            share[others, x] += 1
             nodes[c, p] = x
+            open_slot[c, p] = False
             counts[y] -= 1
             counts[x] += 1
-            touched[c] += 1
+            if counts[y] <= goal[y]:
+                open_slot[nodes == y] = False
+            has[x][c] = True
+            penalty[c] += UNTOUCHED_BONUS
             pending[x] -= 1
             made.append((c, p, y))
     return made
@@ -237,11 +243,13 @@ def _polish(chains: list[np.ndarray], share_arr: np.ndarray, rng: random.Random)
     total = sum(len(arr) for _, arr in pools)
     steps = min(POLISH_MAX_STEPS, POLISH_STEPS_PER_CHAIN * total)
     temperature = 1.0
-    for step in range(steps):
-        d, _ = pools[rng.randrange(len(pools))]
+    gen = np.random.default_rng(rng.randrange(2**32))
+    draws = gen.random((steps, 6)).tolist()  # disk, chain a, chain c, slot i, slot j, acceptance
+    for step, (u_d, u_a, u_c, u_i, u_j, u_acc) in enumerate(draws):
+        d = pools[int(u_d * len(pools))][0]
         chain_rows = rows[d]
-        ra, rc = chain_rows[rng.randrange(len(chain_rows))], chain_rows[rng.randrange(len(chain_rows))]
-        i, j = rng.randrange(k), rng.randrange(k)
+        ra, rc = chain_rows[int(u_a * len(chain_rows))], chain_rows[int(u_c * len(chain_rows))]
+        i, j = int(u_i * k), int(u_j * k)
         x, y = ra[i], rc[j]
         if ra is rc or x == y or x in rc or y in ra:
             continue
@@ -252,7 +260,7 @@ def _polish(chains: list[np.ndarray], share_arr: np.ndarray, rng: random.Random)
         for z in rc:
             if z != y:
                 delta += 2 * (share[x][z] - share[y][z]) + 2
-        if delta < 0 or (delta == 0 and rng.random() < 0.5) or rng.random() < math.exp(-delta / temperature) * 0.01:
+        if delta < 0 or (delta == 0 and u_acc < 0.5) or u_acc < math.exp(-delta / temperature) * 0.01:
             for z in ra:
                 if z != x:
                     share[x][z] -= 1

@@ -93,6 +93,7 @@ def test_broken_source_is_refused_naming_the_problem() -> None:
         expand({name: old[name] for name in FOUR}, "old", 0, None, 1e12, 0.5)
 
 
+@pytest.mark.slow
 def test_expand_180_to_200_nodes() -> None:
     """The published 180-node cluster (16 SSDs) grown by 20 nodes."""
     old, result = _grow(180, 20, 16)
