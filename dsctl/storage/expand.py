@@ -152,50 +152,60 @@ def _replace(nodes: np.ndarray, share: np.ndarray, counts: np.ndarray, goal: np.
     Returns ``(chain, slot, old node)`` in the order made; ``goal`` = members each node should end with.
     Score of putting ``x`` in slot ``(c, p)`` (lower is better): the rise in the sum of squared pair-shares,
     ``2 * sum_q share[x, m_q] + (k-1)`` for joining minus ``2 * sum_q share[m_p, m_q] - (k-1)`` for the member
-    leaving (the leaving part refreshed once per round), plus a penalty per earlier replacement in the chain.
+    leaving (refreshed once per round, a round = one slot per new node). Chains not touched yet this far are
+    preferred; only when none with an open slot is left are touched chains used (one penalty per replacement).
     """
     b, k = nodes.shape
     never = np.iinfo(np.int64).max // 4
     made: list[tuple[int, int, int]] = []
     pending = {x: int(goal[x] - counts[x]) for x in new}
     open_slot = counts[nodes] > goal[nodes]  # the member may give its slot up (its node is above its share)
-    has = {x: np.zeros(b, dtype=bool) for x in new}
-    penalty = np.zeros((b, 1), dtype=np.int64)
+    touched = np.zeros(b, dtype=np.int64)
     while any(n > 0 for n in pending.values()):
-        mates = np.zeros((b, k), dtype=np.int64)
+        fresh = np.flatnonzero((touched == 0) & open_slot.any(axis=1))
+        rows = fresh if len(fresh) else np.flatnonzero(open_slot.any(axis=1))
+        sub = nodes[rows]
+        mates = np.zeros(sub.shape, dtype=np.int64)
         for p in range(k):
             for q in range(k):
                 if p != q:
-                    mates[:, p] += share[nodes[:, p], nodes[:, q]]
-        leave = (k - 1) - 2 * mates
+                    mates[:, p] += share[sub[:, p], sub[:, q]]
+        base = (k - 1) - 2 * mates + UNTOUCHED_BONUS * touched[rows, None]
+        base[~open_slot[rows]] = never
         for x in new:
             if pending[x] <= 0:
                 continue
-            sx = share[x][nodes]  # (b, k)
-            score = 2 * (sx.sum(axis=1, keepdims=True) - sx) + leave + penalty
-            score[~open_slot] = never
-            score[has[x]] = never
+            sx = share[x][sub]
+            score = 2 * (sx.sum(axis=1, keepdims=True) - sx) + base
+            score[(sub == x).any(axis=1)] = never
             flat = int(np.argmin(score))
             if score.flat[flat] >= never:
-                raise InputError("no old member can make room for a new node on this disk index (the old table "
-                                 "is too uneven to expand); regenerate it with `dsctl storage chains`")
-            c, p = divmod(flat, k)
+                break  # nothing left in this subset: the next round looks again
+            i, p = divmod(flat, k)
+            c = int(rows[i])
             y = int(nodes[c, p])
             others = [int(z) for q, z in enumerate(nodes[c]) if q != p]
             share[y, others] -= 1
             share[others, y] -= 1
             share[x, others] += 1
             share[others, x] += 1
-            nodes[c, p] = x
+            nodes[c, p] = sub[i, p] = x
             open_slot[c, p] = False
+            base[i] = never if len(fresh) else base[i] + UNTOUCHED_BONUS
+            base[i, p] = never
             counts[y] -= 1
             counts[x] += 1
             if counts[y] <= goal[y]:
                 open_slot[nodes == y] = False
-            has[x][c] = True
-            penalty[c] += UNTOUCHED_BONUS
+                base[sub == y] = never
+            touched[c] += 1
             pending[x] -= 1
             made.append((c, p, y))
+        else:
+            continue
+        if not len(fresh) or not (open_slot.any()):
+            raise InputError("no old member can make room for a new node on this disk index (the old table "
+                             "is too uneven to expand); regenerate it with `dsctl storage chains`")
     return made
 
 
