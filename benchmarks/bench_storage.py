@@ -9,6 +9,7 @@ from dsctl.profiles.loader import ProfileStore
 from dsctl.storage.api import generate_chains
 from dsctl.storage.chaintable import IdScheme
 from dsctl.storage.choice import REDIRECT_LIMIT
+from dsctl.storage.expand import expand
 from dsctl.storage.sizing import SizingInputs, size
 
 
@@ -34,6 +35,24 @@ def _balanced(v: int, k: int) -> Case:
                 target_s=10.0)
 
 
+def _expand(v: int, n: int) -> Case:
+    """Issue 14: grow a 16-SSD table by n nodes; fails unless balanced, at the bound and check-chains clean."""
+    four = ("generated_chains.csv", "generated_chain_table.csv", "create_target_cmd.txt", "remove_target_cmd.txt")
+
+    def setup() -> dict[str, str | None]:
+        files = generate_chains(v, 16, 3, None, 1, IdScheme()).files_text
+        return {name: files[name] for name in four}
+
+    def run(texts: dict[str, str | None]) -> float:
+        result = expand(texts, "bench", n, 1e12, 0.0, 0.0)
+        if result.exit_code or result.moved_over_bound > 1.1:
+            raise RuntimeError(f"expand {v}->{v + n}: exit {result.exit_code}, {result.moved_over_bound:.3f}x bound")
+        return result.balance.redirect.max_over_ideal
+
+    return Case(f"storage: expand {v} -> {v + n} nodes x 16 SSDs (plan, files, check)", setup, run,
+                target_s=30.0 if v >= 100 else 2.0)
+
+
 def _size(_: Any) -> float:
     ref = ProfileStore().storage("3fs-reference")
     return size(ref, SizingInputs(num_nodes=180, num_clients=500, client_nic_bytes_per_s=25e9,
@@ -50,5 +69,7 @@ CASES = [
     _chains(9, 16, 3, 4),
     _chains(5, 16, 3, 6),
     *(_balanced(v, k) for k in (2, 3, 4, 5) for v in (301, 500)),
+    _expand(25, 5),
+    _expand(180, 20),
     Case("storage: size 180 nodes with every target", lambda: None, _size, target_s=0.05),
 ]
