@@ -18,6 +18,7 @@ from dsctl.storage.sizing import MAX_AUTO_TARGETS_PER_SSD, auto_targets_per_ssd
 
 REDIRECT_LIMIT = 1.25  # node-failure read redirect, max over ideal (the acceptance figure)
 CHOICE_MARGIN = 1.15  # the chosen r's bound leaves room for a search that ends one chain above it
+FALLBACK_TRIES = 3  # larger r tried when a built table misses the limit
 
 
 def pair_share_ideal(num_nodes: int, replication: int, targets_per_ssd: int, num_disks: int) -> float:
@@ -44,6 +45,7 @@ def choose_targets_per_ssd(num_nodes: int, replication: int, num_disks: int) -> 
     ``note`` says why another ``r`` was picked (None when the upstream value is kept).
     """
     v, k, d = num_nodes, replication, num_disks
+
     def valid(r: int) -> bool:
         return (v * r) % k == 0 and (not needs_whole_orbits(v, k, r, d) or r % k == 0)
 
@@ -67,3 +69,13 @@ def choose_targets_per_ssd(num_nodes: int, replication: int, num_disks: int) -> 
     note = (f"targets per SSD {best}: {why}; node-failure redirect is at best {bound_ratio(v, k, best, d):.3f}x "
             "the even share (more SSDs per node or more storage services balance better)")
     return best, None if best == upstream and lam >= 1 and bound_ratio(v, k, best, d) <= REDIRECT_LIMIT else note
+
+
+def fallback_targets_per_ssd(num_nodes: int, replication: int, num_disks: int, tried: int,
+                             count: int = FALLBACK_TRIES) -> list[int]:
+    """Up to ``count`` larger ``r`` (nearest first) with a good bound, for when the table built with ``tried``
+    misses the redirect limit (a search that did not reach the bound: small designs on few SSDs)."""
+    v, k, d = num_nodes, replication, num_disks
+    return [r for r in range(tried + 1, MAX_AUTO_TARGETS_PER_SSD + 1)
+            if (v * r) % k == 0 and (not needs_whole_orbits(v, k, r, d) or r % k == 0)
+            and pair_share_ideal(v, k, r, d) >= 1 and bound_ratio(v, k, r, d) <= CHOICE_MARGIN][:count]
