@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 
-from dsctl.storage.design import RELABEL_MAX_NODES
+from dsctl.storage.design import use_all_disk_orbits
 from dsctl.storage.sizing import MAX_AUTO_TARGETS_PER_SSD, auto_targets_per_ssd
 
 REDIRECT_LIMIT = 1.25  # node-failure read redirect, max over ideal (the acceptance figure)
@@ -33,10 +33,8 @@ def bound_ratio(num_nodes: int, replication: int, targets_per_ssd: int, num_disk
 
 
 def needs_whole_orbits(num_nodes: int, replication: int, targets_per_ssd: int, num_disks: int) -> bool:
-    """Large tables over several disks, and tables where one disk index cannot give every pair a chain, are
-    balanced over all disks by cyclic orbits (``design.build_disk_designs``), so ``k`` must divide ``r``."""
-    one_disk_short = targets_per_ssd * (replication - 1) < num_nodes - 1
-    return num_disks > 1 and (num_nodes > RELABEL_MAX_NODES or one_disk_short)
+    """Tables that ``design.use_all_disk_orbits`` balances over all disks by cyclic orbits need ``k | r``."""
+    return use_all_disk_orbits(num_nodes, replication, targets_per_ssd, num_disks)
 
 
 def choose_targets_per_ssd(num_nodes: int, replication: int, num_disks: int) -> tuple[int, str | None]:
