@@ -31,8 +31,9 @@ def _balanced(v: int, k: int) -> Case:
                                f"smallest pair-share {min(b.pair_share_total)}")
         return b.redirect.max_over_ideal
 
+    # issue 14's speed goal is 500 x 16 at k = 3 under 10 s; k = 4, 5 spend longer in the cyclic search
     return Case(f"storage: balanced default {v} nodes x 16 SSDs, k={k} (redirect <= 1.25x)", lambda: None, run,
-                target_s=10.0)
+                target_s=10.0 if k <= 3 else 30.0)
 
 
 def _expand(v: int, n: int) -> Case:
