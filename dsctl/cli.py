@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import importlib
 import os
 import sys
 import traceback
@@ -9,18 +11,108 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
 from dsctl import __version__
-from dsctl.commands import profiles
-from dsctl.commands._common import SETTINGS
-from dsctl.commands._planned import add_planned_group
+from dsctl.commands._common import SETTINGS, silence_stdout
 from dsctl.errors import DsctlError, ExitCode
+from dsctl.inputs import DEFAULT_MAX_INPUT_BYTES, ENV_MAX_INPUT_BYTES, LIMITS, parse_limit
+
+#: Every command group: ``dsctl NAME`` is the Typer app ``app`` of module ``dsctl.commands.NAME``, imported only
+#: when the group is run, completed or asked for its own help. The text is the group's help (the module's
+#: ``typer.Typer(help=...)``; a test keeps the two equal), shown by ``dsctl --help`` without importing the module.
+GROUPS: dict[str, str] = {
+    "topology": "Multi-plane fat-tree wiring plans, topology cost comparison, cabling export and fabric "
+                "verification.",
+    "eplb": "Expert-parallel load balancing: replicate hot experts and place replicas on GPUs from routing "
+            "statistics.",
+    "model": "The arithmetic behind the paper's tables: KV cache, training FLOPs, GPU hours and cost, EP speed "
+             "limit, memory.",
+    "launch": "Plan a training launch (parallel layout, memory fit, rank map, pipeline schedule) and write or "
+              "submit its job for Slurm, torchrun or Kubernetes (dsctl launch --nodes N \\[options] "
+              "\\[--backend B] \\[--out DIR] \\[--submit] -- TRAIN_SCRIPT \\[ARGS...]).",
+    "health": "GPU, NVLink and RDMA health through NVML and sysfs (live, or replayed from a recorded node).",
+    "storage": "3FS cluster sizing, chain-table generation and chain-table checks.",
+    "trace": "Compute/communication overlap, kernel classes, stragglers and timelines from PyTorch profiler "
+             "traces.",
+    "profiles": "Built-in and user profiles: models, nodes, switches, storage servers.",
+    "config": "Site configuration (dsctl.toml): the defaults this site sets and where each comes from.",
+}
+
+
+class _Unloaded(TyperGroup):
+    """Stands in for a command group whose module is not imported yet (name and help only)."""
+
+
+class _PlainRootValue:
+    """Converts the root options' values (flags, ``--profiles-dir``) without Typer's pydantic-based coercion.
+
+    Typer imports pydantic (about 60 ms) to coerce the first non-flag value; the root group's options are processed
+    on every invocation, ``dsctl GROUP --help`` included, and need no more than this. If Typer renames the private
+    ``_runtime_param`` slot this is simply unused (start-up slows, nothing breaks).
+    """
+
+    def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
+        if value is None or isinstance(value, bool):
+            return value
+        return Path(value) if param.name == "profiles_dir" else value
+
+
+class LazyGroup(TyperGroup):
+    """The root group (Click's lazy-group pattern): a command group's module is imported on first real use.
+
+    Listing the groups (``dsctl --help``, completing ``dsctl <TAB>``) shows the placeholders' help instead.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._listing = 0
+        for name, summary in GROUPS.items():
+            self.commands.setdefault(name, _Unloaded(name=name, help=summary))
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        command = self.commands.get(cmd_name)
+        if isinstance(command, _Unloaded) and not self._listing:
+            command = self.load(cmd_name)
+        return command
+
+    def load(self, name: str) -> TyperGroup:
+        """Import ``dsctl.commands.NAME`` and build its group."""
+        from dsctl.commands._complete import add_profile_completion
+
+        module = importlib.import_module(f"dsctl.commands.{name}")
+        group = typer.main.get_group(module.app)
+        group.name = name
+        add_profile_completion(group)
+        self.commands[name] = group
+        return group
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        for param in self.get_params(ctx):
+            if getattr(param, "_runtime_param", False) is None:
+                param._runtime_param = _PlainRootValue()  # type: ignore[attr-defined]
+        return super().parse_args(ctx, args)
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        self._listing += 1
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self._listing -= 1
+
+    def shell_complete(self, ctx: Any, incomplete: str) -> Any:
+        self._listing += 1
+        try:
+            return super().shell_complete(ctx, incomplete)
+        finally:
+            self._listing -= 1
+
 
 app = typer.Typer(
     name="dsctl",
+    cls=LazyGroup,
     help="Plan, balance, check and launch DeepSeek-V3-style GPU training clusters.",
     no_args_is_help=True,
-    add_completion=False,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["--help", "-h"]},
 )
@@ -34,6 +126,7 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def root(
+    ctx: typer.Context,
     debug: Annotated[
         bool, typer.Option("--debug", help="Show tracebacks for errors (also DSCTL_DEBUG=1).")
     ] = False,
@@ -45,41 +138,22 @@ def root(
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
     ] = False,
+    max_input_bytes: Annotated[
+        str | None,
+        typer.Option("--max-input-bytes", help="Largest input file read, in bytes (also DSCTL_MAX_INPUT_BYTES; "
+                     "default 64 MiB)."),
+    ] = None,
 ) -> None:
     """Plan, balance, check and launch DeepSeek-V3-style GPU training clusters."""
+    from dsctl import siteconfig
+
     SETTINGS.debug = debug or SETTINGS.debug
     SETTINGS.profiles_dir = profiles_dir
-
-
-app.add_typer(profiles.app, name="profiles")
-
-_PLANNED = {
-    "topology": "multi-plane fat-tree wiring plans, topology cost comparison, cabling export, fabric verification",
-    "eplb": "expert-parallel load balancing from routing statistics",
-    "health": "GPU, NVLink and RDMA health through NVML and sysfs",
-    "storage": "3FS cluster sizing and chain tables",
-    "launch": "parallelism layouts, rank maps, pipeline schedules and job launch",
-    "model": "the arithmetic behind the paper's tables (KV cache, FLOPs, GPU hours, EP speed limit, memory)",
-    "trace": "compute/communication overlap from PyTorch profiler traces",
-}
-
-
-def _register_groups() -> None:
-    """Attach each command group; groups whose module is not written yet get a placeholder."""
-    import importlib
-
-    for name, summary in _PLANNED.items():
-        try:
-            module = importlib.import_module(f"dsctl.commands.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"dsctl.commands.{name}":
-                raise
-            add_planned_group(app, name, summary)
-            continue
-        module.register(app)
-
-
-_register_groups()
+    site = siteconfig.current()  # dsctl.toml: defaults for options not given on the command line
+    SETTINGS.site_profile_dirs = site.profile_dirs()
+    ctx.default_map = {**site.default_map(), **(ctx.default_map or {})}
+    if max_input_bytes is not None:
+        LIMITS.max_input_bytes = parse_limit(max_input_bytes, "--max-input-bytes")
 
 
 def _is_click_exception(exc: BaseException) -> bool:
@@ -93,13 +167,48 @@ def _print_error(message: str, hint: str | None = None) -> None:
     sys.stderr.flush()
 
 
+def _check_arguments(args: list[str]) -> None:
+    """Arguments are UTF-8 text: an undecodable byte (a lone surrogate after Python's decoding) is bad input."""
+    for number, arg in enumerate(args, start=1):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            shown = arg.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")[:60]
+            raise DsctlError(f"argument {number} ({shown!r}) is not UTF-8 text (byte {exc.start})",
+                             hint="give names and paths as UTF-8") from None
+
+
+def _output_failed(exc: OSError) -> bool:
+    """True when ``exc`` is a device refusing output (full, I/O error, quota): the environment, not a bug.
+
+    If standard output is the device, it is pointed at /dev/null so that the interpreter's final flush does
+    not fail a second time with a traceback.
+    """
+    if exc.errno not in (errno.ENOSPC, errno.EIO, errno.EFBIG, errno.EDQUOT):
+        return False
+    try:
+        sys.stdout.flush()
+    except OSError:
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+        except (OSError, ValueError, AttributeError):  # stdout is not a real file (tests capture it)
+            pass
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     """Console-script entry point. Returns the process exit code (see ``dsctl.errors.ExitCode``)."""
     args = list(sys.argv[1:] if argv is None else argv)
     SETTINGS.debug = os.environ.get("DSCTL_DEBUG", "") not in ("", "0") or "--debug" in args
     command = typer.main.get_command(app)
     try:
+        _check_arguments(args)
+        env_limit = os.environ.get(ENV_MAX_INPUT_BYTES, "")
+        LIMITS.max_input_bytes = parse_limit(env_limit, ENV_MAX_INPUT_BYTES) if env_limit else DEFAULT_MAX_INPUT_BYTES
         result: Any = command.main(args=args, prog_name="dsctl", standalone_mode=False)
+        sys.stdout.flush()  # a full device must fail here, inside the error mapping, not at interpreter exit
     except DsctlError as exc:
         if SETTINGS.debug:
             traceback.print_exc()
@@ -108,9 +217,15 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         _print_error("interrupted")
         return 130
-    except BrokenPipeError:
+    except BrokenPipeError:  # the reader of stdout went away (dsctl ... | head): not an error
+        silence_stdout()
         return 0
+    except SystemExit as exc:  # --show-completion / --install-completion and shell completion end this way
+        return exc.code if isinstance(exc.code, int) else int(exc.code is not None)
     except Exception as exc:
+        if isinstance(exc, OSError) and _output_failed(exc):
+            _print_error(f"cannot write the output ({exc.strerror or exc}); is standard output a full device?")
+            return int(ExitCode.BAD_INPUT)
         if type(exc).__name__ == "NoArgsIsHelpError":
             # A group given without a subcommand: its help is the answer, not an error. Rich help has
             # already been printed while the exception was built; plain help is the exception's message.

@@ -46,12 +46,6 @@ class ProfileError(InputError):
     """A profile is unknown or invalid; the message names the file and key path."""
 
 
-class NotImplementedYet(DsctlError):
-    """A command group whose commands are not built yet. Exit code 2 (nothing was done)."""
-
-    exit_code = ExitCode.BAD_INPUT
-
-
 class EnvironmentMissing(DsctlError):
     """A required piece of the environment is absent (NVML, sbatch, ...). Exit code 3."""
 

@@ -54,3 +54,14 @@ def cli(monkeypatch: pytest.MonkeyPatch) -> Callable[..., CliResult]:
     monkeypatch.delenv("DSCTL_DEBUG", raising=False)
     monkeypatch.setenv("COLUMNS", "200")
     return run_cli
+
+
+@pytest.fixture(autouse=True)
+def no_site_config(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """No dsctl.toml of this machine or user leaks into a test (tests/cli/test_site_config_cli.py sets its own)."""
+    import dsctl.siteconfig
+
+    empty = tmp_path_factory.mktemp("no-site-config")
+    monkeypatch.delenv("DSCTL_CONFIG", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(empty / "user"))
+    monkeypatch.setattr(dsctl.siteconfig, "SYSTEM_DIR", empty / "system")

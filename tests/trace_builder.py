@@ -104,6 +104,35 @@ def ep_step(overlapped: bool, num_pairs: int = 2, rank: int = 0) -> dict[str, An
     return trace(events, rank=rank, world_size=2)
 
 
+def job(num_ranks: int, slow: dict[int, float], num_collectives: int = 30, seed: int = 5,
+        max_clock_offset_us: float = 2000.0, seq: bool = False) -> list[dict[str, Any]]:
+    """Traces of a synchronous data-parallel job: per collective, compute then an all-reduce on every rank.
+
+    Rank r's compute before collective k lasts ``base_k * factor_r * noise`` (``slow`` maps rank -> factor); the
+    all-reduce starts when the rank arrives and ends on every rank ``A2A_US`` after the last arrival. Each rank's
+    clock is shifted by a random offset, as hosts' clocks are. ``seq`` adds PG name and Seq arguments.
+    """
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    base = rng.uniform(200.0, 800.0, num_collectives)
+    factor = np.array([slow.get(r, 1.0) for r in range(num_ranks)])
+    noise = rng.uniform(0.98, 1.02, (num_collectives, num_ranks))
+    offsets = rng.uniform(-max_clock_offset_us, max_clock_offset_us, num_ranks)
+    events: list[list[dict[str, Any]]] = [[] for _ in range(num_ranks)]
+    t_end = 1000.0
+    for k in range(num_collectives):
+        arrive = t_end + base[k] * factor * noise[k]
+        done = float(arrive.max()) + A2A_US
+        for r in range(num_ranks):
+            t0 = float(offsets[r])
+            args = {"Collective name": "allreduce", "Process Group Name": "0", "Seq": k} if seq else {}
+            events[r] += [compute(round(t_end + t0, 3), round(float(arrive[r]) - t_end, 3)),
+                          nccl(round(float(arrive[r]) + t0, 3), round(done - float(arrive[r]), 3), **args)]
+        t_end = done
+    return [trace(ev, rank=r, world_size=num_ranks) for r, ev in enumerate(events)]
+
+
 if __name__ == "__main__":
     out = Path(sys.argv[1] if len(sys.argv) > 1 else ".")
     out.mkdir(parents=True, exist_ok=True)

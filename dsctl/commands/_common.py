@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import io
 import os
-from dataclasses import dataclass
+import sys
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from dsctl.errors import InputError
-from dsctl.output import OutputFormat, emit
-from dsctl.profiles.loader import ProfileStore
+from dsctl.inputs import read_bytes
+from dsctl.output.formats import OutputFormat
+
+if TYPE_CHECKING:
+    from dsctl.profiles.loader import ProfileStore
 
 FormatOpt = Annotated[
     OutputFormat,
@@ -31,39 +36,57 @@ class Settings:
 
     debug: bool = False
     profiles_dir: Path | None = None
+    #: ``defaults.profiles_dirs`` of the site configuration (dsctl.toml)
+    site_profile_dirs: list[Path] = field(default_factory=list)
 
 
 SETTINGS = Settings()
 
 
-def profile_store() -> ProfileStore:
-    """The profiles visible to this invocation (built-ins, ``DSCTL_PROFILES``, ``--profiles-dir``)."""
-    return ProfileStore.from_environment(os.environ, SETTINGS.profiles_dir)
+def profile_store(site_dirs: list[Path] | None = None) -> ProfileStore:
+    """The profiles visible to this invocation; later folders override earlier ones: built-ins, the site
+    configuration's ``profiles_dirs``, ``DSCTL_PROFILES``, ``--profiles-dir``."""
+    from dsctl.profiles.loader import ENV_VAR, ProfileStore
+
+    site = SETTINGS.site_profile_dirs if site_dirs is None else site_dirs
+    dirs = [*site, *(Path(p) for p in os.environ.get(ENV_VAR, "").split(os.pathsep) if p)]
+    return ProfileStore([*dirs, *([SETTINGS.profiles_dir] if SETTINGS.profiles_dir is not None else [])])
 
 
 def show(result: Any, fmt: OutputFormat, command: str) -> None:
     """Print ``result`` and end the command with the exit code it carries."""
-    code = emit(result, fmt, command)
+    from dsctl.output.emit import emit
+
+    try:
+        code = emit(result, fmt, command)
+    except BrokenPipeError:  # the reader stopped early (dsctl ... | head): the result still sets the exit code
+        silence_stdout()
+        code = int(getattr(result, "exit_code", 0))
     if code:
         raise typer.Exit(code)
 
 
-def read_input(path: Path, what: str) -> bytes:
-    """The bytes of an input file; any failure is one InputError naming ``what`` (an option or argument) and path."""
+def silence_stdout() -> None:
+    """Point stdout at /dev/null so that later writes and the interpreter's final flush do not fail on a closed
+    pipe."""
     try:
-        return Path(path).read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"{what} {path}: file not found (it does not exist)") from None
-    except IsADirectoryError:
-        raise InputError(f"{what} {path}: is a folder, expected a file") from None
-    except OSError as exc:
-        raise InputError(f"{what} {path}: cannot read ({exc.strerror or exc})") from None
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        pass  # not a real file (tests): nothing will be flushed to a pipe
+
+
+def read_input(path: Path, what: str) -> bytes:
+    """The bytes of an input file (regular file or ``-``, within the input limit); any failure is one
+    InputError naming ``what`` (an option or argument) and the path."""
+    return read_bytes(path, what)
 
 
 def read_text_input(path: Path, what: str, hint: str | None = None) -> str:
-    """``read_input`` decoded as UTF-8; other bytes are an InputError naming the byte offset."""
+    """``read_input`` decoded as UTF-8 (a leading byte-order mark is dropped); other bytes are an InputError
+    naming the byte offset."""
     data = read_input(path, what)
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as exc:
         raise InputError(f"{what} {path}: not UTF-8 text (byte {exc.start})", hint=hint) from None

@@ -2,35 +2,26 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-import dsctl.output.eplb  # noqa: F401  (registers the table renderers)
-from dsctl.commands._common import FormatOpt, profile_store, read_input, show
-from dsctl.eplb.export import read_placement, sglang_expert_location, sglang_server_args
-from dsctl.eplb.rebalance import expert_size_bytes, rebalance
-from dsctl.eplb.simulate import simulate
-from dsctl.eplb.stats import sum_stats
+from dsctl.commands._common import FormatOpt, profile_store, read_input, read_text_input, show
 from dsctl.errors import InputError
-from dsctl.output import OutputFormat, render_json, stderr_console
-from dsctl.output.emit import envelope
-from dsctl.output.files import atomic_write
-from dsctl.profiles.schema import ModelProfile
+from dsctl.output.formats import OutputFormat
+
+if TYPE_CHECKING:
+    from dsctl.profiles.schema import ModelProfile
 
 app = typer.Typer(
     name="eplb",
     help="Expert-parallel load balancing: replicate hot experts and place replicas on GPUs from routing statistics.",
     no_args_is_help=True,
 )
-
-
-def register(app_: typer.Typer) -> None:
-    """Attach the ``eplb`` group to the root app."""
-    app_.add_typer(app, name="eplb")
 
 
 def _model(name: str | None) -> ModelProfile | None:
@@ -70,6 +61,8 @@ def _check_outputs(outputs: dict[str, Path | None]) -> None:
 
 def _write_all(contents: list[tuple[Path, str]]) -> None:
     """Write each file atomically; if one fails, remove the files this call created before it."""
+    from dsctl.output.files import atomic_write
+
     created: list[Path] = []
     try:
         for path, content in contents:
@@ -81,6 +74,23 @@ def _write_all(contents: list[tuple[Path, str]]) -> None:
         for path in created:
             path.unlink(missing_ok=True)
         raise
+
+
+def _zero_rows_warning(weight: Any, profile: ModelProfile | None) -> str | None:
+    """A warning for statistics rows that are all zero (no token was routed: usually dense layers given as rows)."""
+    import numpy as np
+
+    zero = [int(i) for i in np.flatnonzero(weight.sum(axis=1) == 0)]
+    if not zero:
+        return None
+    rows = ", ".join(map(str, zero[:8])) + (", ..." if len(zero) > 8 else "")
+    text = f"statistics rows {rows} are all zero ({len(zero)} of {weight.shape[0]}): their placement is arbitrary"
+    if profile is not None and profile.num_dense_layers and weight.shape[0] == profile.num_layers:
+        moe_rows = profile.num_layers - profile.num_dense_layers
+        return (f"{text}; {profile.name} has {profile.num_layers} layers of which the first "
+                f"{profile.num_dense_layers} are dense: give only its {moe_rows} MoE layers' rows "
+                f"(model layers {profile.num_dense_layers}-{profile.num_layers - 1})")
+    return text + "; were dense layers (no experts) included?"
 
 
 StatsArg = Annotated[list[Path], typer.Argument(
@@ -117,6 +127,12 @@ def rebalance_cmd(
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Plan expert replicas and their GPUs from routing statistics; report balancedness before/after."""
+    from dsctl.eplb.export import read_placement, sglang_expert_location, sglang_server_args
+    from dsctl.eplb.rebalance import expert_size_bytes, rebalance
+    from dsctl.eplb.stats import sum_stats
+    from dsctl.output.emit import envelope, render_json, stderr_console
+    from dsctl.output.progress import progress
+
     _check_outputs({"--out": out, "--sglang-out": sglang_out})
     profile = _model(model)
     moe = profile.moe if profile is not None else None
@@ -127,17 +143,21 @@ def rebalance_cmd(
     dense = 0
     if profile is not None and weight.shape[0] == profile.num_layers - profile.num_dense_layers:
         dense = profile.num_dense_layers
+    zero_warning = _zero_rows_warning(weight, profile)
     previous_placement = None
     if previous is not None:
-        text = read_input(previous, "--previous").decode("utf-8", errors="replace")
+        text = read_text_input(previous, "--previous")
         previous_placement = read_placement(f"--previous {previous}", text, *weight.shape)
-    result = rebalance(
-        weight, num_replicas=replicas, num_gpus=gpus, num_nodes=nodes,
-        num_groups=groups if groups is not None else (moe.num_expert_groups if moe is not None else 1),
-        policy=policy, algorithm=algorithm, previous=previous_placement, tolerance=tolerance,
-        expert_bytes=expert_size_bytes(profile, bytes_per_param) if profile is not None else None,
-        sources=tuple(str(p) for p in stats), num_dense_layers=dense,
-    )
+    with progress(f"{algorithm} placement", fmt, total=1) as report:
+        result = rebalance(
+            weight, num_replicas=replicas, num_gpus=gpus, num_nodes=nodes,
+            num_groups=groups if groups is not None else (moe.num_expert_groups if moe is not None else 1),
+            policy=policy, algorithm=algorithm, previous=previous_placement, tolerance=tolerance,
+            expert_bytes=expert_size_bytes(profile, bytes_per_param) if profile is not None else None,
+            sources=tuple(str(p) for p in stats), num_dense_layers=dense, progress=report,
+        )
+    if zero_warning:
+        result = dataclasses.replace(result, warnings=(*result.warnings, zero_warning))
     contents: list[tuple[Path, str]] = []  # render everything before writing anything
     if out is not None:
         contents.append((out, render_json(envelope(result, "eplb rebalance", 0))))
@@ -164,8 +184,12 @@ def simulate_cmd(
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Per-GPU loads and balancedness an existing placement yields on (other) statistics."""
+    from dsctl.eplb.export import read_placement
+    from dsctl.eplb.simulate import simulate
+    from dsctl.eplb.stats import sum_stats
+
     files = [stats, *(more_stats or [])]
     weight = sum_stats([(str(p), read_input(p, "statistics file")) for p in files])
-    text = read_input(placement, "placement").decode("utf-8", errors="replace")
+    text = read_text_input(placement, "placement")
     loaded = read_placement(str(placement), text, *weight.shape)
     show(simulate(weight, loaded, gpus, tuple(str(p) for p in files)), fmt, "eplb simulate")

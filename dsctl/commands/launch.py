@@ -11,21 +11,19 @@ from __future__ import annotations
 from difflib import get_close_matches
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from typer.core import TyperGroup
 
-from dsctl.commands import launch_run
 from dsctl.commands._common import FormatOpt, profile_store, show
 from dsctl.commands.launch_schedule import register_schedule
 from dsctl.errors import InputError, one_of
-from dsctl.launch.engines.spec import DEFAULT_JOB_NAME, DEFAULT_PORT, JobOptions
-from dsctl.launch.plan import DEFAULT_SEQ_LEN, LaunchRequest, layout_report, plan_launch
-from dsctl.output import OutputFormat, render_json
-from dsctl.output import launch as _renderers  # noqa: F401  (registers the table views)
-from dsctl.output import launch_run as _run_renderers  # noqa: F401  (registers the --submit view)
-from dsctl.output.files import write_files
+from dsctl.launch.defaults import DEFAULT_JOB_NAME, DEFAULT_PORT, DEFAULT_SEQ_LEN
+from dsctl.output.formats import OutputFormat
+
+if TYPE_CHECKING:
+    from dsctl.launch.plan import LaunchRequest
 
 TRAIN_COMMAND_KEY = "dsctl.launch.train_command"
 
@@ -126,6 +124,8 @@ def _dp(value: str) -> int | None:
 
 def _request(nodes: int | None, pp: int | None, ep: int | None, tp: int | None, dp: str, schedule: Schedule,
              micro_batches: int | None, global_batch: int | None, seq_len: int, **extra: Any) -> LaunchRequest:
+    from dsctl.launch.plan import LaunchRequest
+
     if nodes is None:
         raise InputError("--nodes is required: the number of nodes to plan for, e.g. --nodes 256")
     return LaunchRequest(num_nodes=nodes, pp=pp, ep=ep, tp=tp, dp=_dp(dp), schedule=schedule.value,
@@ -188,37 +188,102 @@ def launch(
     hosts: Annotated[str | None, typer.Option(
         "--hosts", help="torchrun: comma-separated hosts in node-rank order (first = rendezvous).")] = None,
     image: Annotated[str | None, typer.Option("--image", help="Kubernetes: container image.")] = None,
+    account: Annotated[str | None, typer.Option("--account", help="Slurm account to charge.")] = None,
+    qos: Annotated[str | None, typer.Option("--qos", help="Slurm quality of service.")] = None,
+    reservation: Annotated[str | None, typer.Option("--reservation", help="Slurm reservation.")] = None,
+    exclude: Annotated[str | None, typer.Option(
+        "--exclude", help="Slurm: nodes never to use, e.g. gpu[013,077].")] = None,
+    nodelist: Annotated[str | None, typer.Option(
+        "--nodelist", help="Slurm: nodes the job must include, e.g. gpu[001-016].")] = None,
+    exclusive: Annotated[bool, typer.Option("--exclusive", help="Slurm: whole nodes, shared with no other job.")]
+    = False,
+    sbatch_arg: Annotated[list[str] | None, typer.Option(
+        "--sbatch-arg", help="Slurm: one more #SBATCH option, e.g. --sbatch-arg=--mail-type=END (repeatable).")]
+    = None,
+    nccl_env: Annotated[list[str] | None, typer.Option(
+        "--nccl-env", help="NCCL_NAME=VALUE exported to every worker (repeatable); NCCL_IB_HCA defaults to the "
+                           "node profile's compute NICs when it names them.")] = None,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Plan a training launch (layout, memory, rank map, schedule), write its job files, submit it."""
     if ctx.invoked_subcommand is not None:
         _reject_group_options(ctx)
         return
+    from dsctl.commands import launch_run
+    from dsctl.launch.engines.slurm_options import SlurmOptions, job_environment
+    from dsctl.launch.engines.spec import JobOptions
+    from dsctl.launch.plan import plan_launch
+
     if dry_run and submit:
         raise InputError("--dry-run and --submit exclude each other; give one")
     for flag, given in (("--wait", wait), ("--test-only", test_only), ("--force", force)):
         if given and not submit:
             raise InputError(f"{flag} applies to --submit only")
     engine = launch_run.normal_backend(backend.value) if backend else None
+    site = _site_values(ctx, engine)  # dsctl.toml defaults that belong to another backend are left out
+    partition, time_limit, image, account, qos, reservation, exclude = (
+        None if name in site else value for name, value in (
+            ("partition", partition), ("time_limit", time_limit), ("image", image), ("account", account),
+            ("qos", qos), ("reservation", reservation), ("exclude", exclude)))
+    slurm = SlurmOptions(account=account, qos=qos, reservation=reservation, exclude=exclude, nodelist=nodelist,
+                         exclusive=exclusive, sbatch_args=tuple(sbatch_arg or ()))
     launch_run.check_option_backend(engine, {"--hosts": hosts is not None, "--image": image is not None,
                                              "--partition": partition is not None, "--time": time_limit is not None,
-                                             "--cpus-per-task": cpus_per_task is not None})
+                                             "--cpus-per-task": cpus_per_task is not None, **slurm.given()})
+    store = profile_store()
+    node = store.node(node_profile)
     options = JobOptions(job_name=job_name or DEFAULT_JOB_NAME, port=port, cpus_per_task=cpus_per_task,
-                         partition=partition, time_limit=time_limit, image=image, hosts=_hosts(hosts))
+                         partition=partition, time_limit=time_limit, image=image, hosts=_hosts(hosts), slurm=slurm,
+                         extra_env=job_environment(node.compute_nic_devices, tuple(nccl_env or ())))
     train_command = tuple(ctx.meta.get(TRAIN_COMMAND_KEY, ()))
     request = _request(nodes, pp, ep, tp, dp, schedule, micro_batches, global_batch, seq_len,
                        backend=engine, job_name=job_name, train_command=train_command)
-    store = profile_store()
-    plan = plan_launch(store.model(model), store.node(node_profile), request)
+    model_profile = store.model(model)
+    plan = _with_min_nodes(plan_launch(model_profile, node, request), model_profile, node, request, fmt)
     if submit:
-        show(launch_run.submit(plan, engine, options, out, wait=wait, wait_timeout_s=wait_timeout,
-                               test_only=test_only, force=force), fmt, "launch")
+        from dsctl.output.progress import progress
+
+        with progress(f"waiting for Slurm job {options.job_name}" if wait else "submitting", fmt) as report:
+            run = launch_run.submit(plan, engine, options, out, wait=wait, wait_timeout_s=wait_timeout,
+                                    test_only=test_only, force=force, report=report)
+        show(run, fmt, "launch")
         return
     if out is not None:
         names = launch_run.write_plan_and_job(plan, engine, options, out)
         if engine is not None:
             typer.echo(f"wrote {', '.join(names)} to {out}", err=True)
     show(plan, fmt, "launch")
+
+
+#: launch options that belong to one backend, by parameter name
+_BACKEND_OF = {"partition": "slurm", "time_limit": "slurm", "cpus_per_task": "slurm", "account": "slurm",
+               "qos": "slurm", "reservation": "slurm", "exclude": "slurm", "image": "kubernetes"}
+
+
+def _site_values(ctx: typer.Context, engine: str | None) -> set[str]:
+    """Parameters set by the site configuration (not the command line) for a backend other than ``engine``."""
+    return {name for name, owner in _BACKEND_OF.items()
+            if owner != engine and getattr(ctx.get_parameter_source(name), "name", "") == "DEFAULT_MAP"}
+
+
+def _with_min_nodes(plan: Any, model: Any, node: Any, request: LaunchRequest, fmt: OutputFormat) -> Any:
+    """A plan that does not fit gets a note naming the smallest node count that does."""
+    from dataclasses import replace
+
+    from dsctl.launch.minnodes import SEARCH_LIMIT_NODES, min_nodes
+    from dsctl.output.progress import progress
+
+    if plan.memory.fits:
+        return plan
+    with progress("searching the smallest node count that fits", fmt) as report:
+        smallest = min_nodes(model, node, request, progress=report)
+    if smallest is None:
+        note = (f"no node count up to {SEARCH_LIMIT_NODES:,} fits with these options; try --tp, --pp or a "
+                "smaller --global-batch / --micro-batches")
+    else:
+        note = (f"the smallest node count that fits is {smallest} (--nodes {smallest}; "
+                "'dsctl launch layout --min-nodes' shows its layout)")
+    return replace(plan, notes=(*plan.notes, note))
 
 
 def _hosts(text: str | None) -> tuple[str, ...]:
@@ -246,21 +311,43 @@ def layout(
     seq_len: SeqOpt = DEFAULT_SEQ_LEN,
     explain: Annotated[bool, typer.Option("--explain", help="List the process groups (ranks, nodes, planes).")]
     = False,
+    min_nodes_: Annotated[bool, typer.Option(
+        "--min-nodes", help="Find the smallest node count whose layout fits in GPU memory (instead of --nodes) "
+                            "and show that layout.")] = False,
     out: OutOpt = None,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Choose or check a parallel layout and its rank map; --explain prints the groups."""
-    request = _request(nodes, pp, ep, tp, dp, schedule, micro_batches, global_batch, seq_len)
+    from dataclasses import replace
+
+    from dsctl.launch.minnodes import SEARCH_LIMIT_NODES, min_nodes
+    from dsctl.launch.plan import layout_report, plan_launch
+    from dsctl.output.emit import render_json
+    from dsctl.output.files import write_files
+    from dsctl.output.progress import progress
+
     store = profile_store()
-    plan = plan_launch(store.model(model), store.node(node_profile), request, simulate_schedule=False)
+    model_profile, node = store.model(model), store.node(node_profile)
+    found = None
+    if min_nodes_:
+        if nodes is not None:
+            raise InputError("--min-nodes chooses the node count; drop --nodes")
+        with progress("searching the smallest node count that fits", fmt) as report:
+            found = min_nodes(model_profile, node, _request(1, pp, ep, tp, dp, schedule, micro_batches,
+                                                             global_batch, seq_len), progress=report)
+        if found is None:
+            raise InputError(f"no node count up to {SEARCH_LIMIT_NODES:,} fits {model} on {node_profile} with "
+                             "these options", hint="try --tp, --pp, or a smaller --global-batch / --micro-batches")
+        nodes = found
+    request = _request(nodes, pp, ep, tp, dp, schedule, micro_batches, global_batch, seq_len)
+    plan = plan_launch(model_profile, node, request, simulate_schedule=False)
     if out is not None:
         write_files(out, {"layout.json": render_json(plan.layout_file()), "ranks.csv": plan.ranks.to_csv()})
-    show(layout_report(plan, explain), fmt, "launch layout")
+    report_ = layout_report(plan, explain)
+    if found is not None:
+        report_ = replace(report_, choices=(*report_.choices, f"--min-nodes: {found} is the smallest node count "
+                                            "that fits (searched by doubling, then bisection)"))
+    show(report_, fmt, "launch layout")
 
 
 register_schedule(app)
-
-
-def register(root: typer.Typer) -> None:
-    """Attach ``dsctl launch`` (the command and its group) to the root app."""
-    root.add_typer(app, name="launch")

@@ -19,6 +19,7 @@ from dsctl.launch.engines.spec import JobOptions, JobSpec, job_spec
 from dsctl.launch.plan import LaunchPlan
 from dsctl.output import render_json
 from dsctl.output.files import write_files
+from dsctl.output.progress import Report
 from dsctl.runners import process
 from dsctl.runners import slurm as slurm_runner
 
@@ -43,7 +44,8 @@ def normal_backend(name: str) -> str:
 
 #: engine options and the backend each belongs to
 OPTION_BACKEND = {"--hosts": "torchrun", "--image": "kubernetes", "--partition": "slurm", "--time": "slurm",
-                  "--cpus-per-task": "slurm"}
+                  "--cpus-per-task": "slurm", "--account": "slurm", "--qos": "slurm", "--reservation": "slurm",
+                  "--exclude": "slurm", "--nodelist": "slurm", "--exclusive": "slurm", "--sbatch-arg": "slurm"}
 
 
 def check_option_backend(backend: str | None, given: dict[str, bool]) -> None:
@@ -52,6 +54,21 @@ def check_option_backend(backend: str | None, given: dict[str, bool]) -> None:
         if given.get(flag) and backend != owner:
             raise InputError(f"{flag} applies to --backend {owner}" + (f", not {backend}" if backend else ""),
                              hint=f"add --backend {owner}, or drop {flag}")
+
+
+def check_training_script(train_command: tuple[str, ...], cwd: Path) -> None:
+    """The training script (the first word after ``--``, unless it is a torchrun option such as ``-m``) must
+    exist before a job is submitted: a 256-node allocation should not start only to fail on a typo.
+    Relative paths are taken from ``cwd``, the folder the job runs in."""
+    if not train_command or train_command[0].startswith("-"):
+        return
+    script = Path(train_command[0])
+    path = script if script.is_absolute() else cwd / script
+    if not path.is_file():
+        what = "is not a file" if path.exists() else "does not exist"
+        raise InputError(f"training script {train_command[0]} {what} (looked in {path.parent}); nothing was "
+                         "submitted", hint="the job runs in the folder dsctl is started from; give the script's "
+                         "path relative to it, or an absolute path")
 
 
 def plan_files(plan: LaunchPlan) -> dict[str, str]:
@@ -79,8 +96,11 @@ def write_plan_and_job(plan: LaunchPlan, backend: str | None, options: JobOption
 
 
 def submit(plan: LaunchPlan, backend: str | None, options: JobOptions, out: Path | None, *, wait: bool,
-           wait_timeout_s: float, test_only: bool, force: bool) -> LaunchRun:
-    """``--submit``: check everything, write the files, run the engine; nothing is written if a check fails."""
+           wait_timeout_s: float, test_only: bool, force: bool, report: Report | None = None) -> LaunchRun:
+    """``--submit``: check everything, write the files, run the engine; nothing is written if a check fails.
+
+    ``report`` (a progress line) sees the Slurm job's state while ``--wait`` waits.
+    """
     if backend is None:
         raise InputError("--submit needs --backend slurm, torchrun or kubernetes",
                          hint="e.g. dsctl launch --nodes 4 --backend slurm --submit -- train.py")
@@ -108,6 +128,8 @@ def submit(plan: LaunchPlan, backend: str | None, options: JobOptions, out: Path
     executable = {"slurm": ("sbatch", slurm_runner.SBATCH_HINT), "torchrun": ("torchrun", TORCHRUN_HINT),
                   "kubernetes": ("kubectl", KUBECTL_HINT)}[backend]
     found = process.require(*executable)
+    if backend != "kubernetes":  # a pod runs the image's files, not this host's
+        check_training_script(plan.train_command, Path.cwd())
     if plan.exit_code and not force:
         raise NotSubmitted(f"the plan does not fit in GPU memory ({plan.layout.describe()}); nothing was submitted",
                            hint="see the plan with --dry-run; --force submits anyway")
@@ -119,7 +141,7 @@ def submit(plan: LaunchPlan, backend: str | None, options: JobOptions, out: Path
     started = time.monotonic()
     if backend == "slurm":
         return _slurm(base, job_path, wait=wait, wait_timeout_s=wait_timeout_s, test_only=test_only,
-                      started=started)
+                      started=started, report=report)
     if backend == "torchrun":
         argv = (found, *torchrun.node_commands(spec, options)[0].argv[1:])
         code = process.relay(argv, env=dict(spec.env))
@@ -135,7 +157,7 @@ def submit(plan: LaunchPlan, backend: str | None, options: JobOptions, out: Path
 
 
 def _slurm(base: LaunchRun, job_path: Path, *, wait: bool, wait_timeout_s: float, test_only: bool,
-           started: float) -> LaunchRun:
+           started: float, report: Report | None = None) -> LaunchRun:
     cwd = Path.cwd()
     if test_only:
         answer = slurm_runner.would_accept(job_path, cwd=cwd)
@@ -147,7 +169,11 @@ def _slurm(base: LaunchRun, job_path: Path, *, wait: bool, wait_timeout_s: float
         status = slurm_runner.status(job_id)
         return replace(base, command=command, state="SUBMITTED", job_id=job_id,
                          log_path=status.log_path)
-    status = slurm_runner.wait(job_id, timeout_s=wait_timeout_s)
+    def on_poll(current: slurm_runner.JobStatus) -> None:
+        if report is not None:
+            report(status=f"Slurm job {job_id}: {current.state}")
+
+    status = slurm_runner.wait(job_id, timeout_s=wait_timeout_s, on_poll=on_poll)
     ok = status.state == "COMPLETED"
     message = None if status.final else f"still {status.state} after --wait-timeout {wait_timeout_s:g} s"
     return replace(base, command=command, state=status.state, job_id=job_id,

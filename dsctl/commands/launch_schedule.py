@@ -7,12 +7,9 @@ from typing import Annotated
 
 import typer
 
-import dsctl.output.launch_schedule  # noqa: F401  (registers the table renderer)
 from dsctl.commands._common import FormatOpt, show
 from dsctl.errors import InputError
-from dsctl.launch.schedule import MAX_SVG_OPS, OpCosts, check_svg_size, min_ops, simulate, timeline_svg
-from dsctl.output import OutputFormat, stderr_console
-from dsctl.output.files import atomic_write
+from dsctl.output.formats import OutputFormat
 
 
 def schedule(
@@ -36,10 +33,14 @@ def schedule(
                           "batched p2p; dualpipe/dualpipev only).")
     ] = "ideal",
     svg: Annotated[Path | None, typer.Option("--svg", help="Also write the timeline as an SVG file (at most "
-                                             f"{MAX_SVG_OPS:,} ops).")] = None,
+                                             "20,000 ops).")] = None,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Per-rank op order, timeline, bubble against the README formula, and peak activations of a schedule."""
+    from dsctl.launch.schedule import OpCosts, check_svg_size, min_ops, simulate, timeline_svg
+    from dsctl.output.emit import stderr_console
+    from dsctl.output.files import atomic_write
+
     if svg is not None and svg.is_dir():
         raise InputError(f"--svg {svg} is a folder; give a file name such as {svg / 'timeline.svg'}")
     if svg is not None:

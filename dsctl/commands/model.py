@@ -6,18 +6,9 @@ from typing import Annotated
 
 import typer
 
-import dsctl.output.model  # noqa: F401  (registers the table renderers)
 from dsctl.commands._common import FormatOpt, profile_store, show
 from dsctl.errors import InputError
-from dsctl.model.checks import require_number
-from dsctl.model.cost import resolve_throughput, training_cost
-from dsctl.model.dtypes import dtype_bytes
-from dsctl.model.ep import ep_speed_limit, link_bandwidth_bytes_per_s
-from dsctl.model.flops import training_flops
-from dsctl.model.kvcache import kv_cache_report
-from dsctl.model.memory import memory_report
-from dsctl.output import OutputFormat
-from dsctl.units import QuantityError, parse_count
+from dsctl.output.formats import OutputFormat
 
 app = typer.Typer(
     name="model",
@@ -30,12 +21,10 @@ TABLE1_MODELS = ["deepseek-v3", "qwen2.5-72b", "llama3.1-405b"]
 ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Model profile name (see 'dsctl profiles list').")]
 
 
-def register(app_: typer.Typer) -> None:
-    """Attach the ``model`` group to the root app."""
-    app_.add_typer(app, name="model")
-
-
 def _count(text: str, option: str, *, integer: bool = False) -> float:
+    from dsctl.model.checks import require_number
+    from dsctl.units import QuantityError, parse_count
+
     try:
         value = parse_count(text)
     except QuantityError as exc:
@@ -61,6 +50,9 @@ def kv_cache(
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """KV-cache bytes per token, per sequence and per batch (Table 1: MLA vs GQA)."""
+    from dsctl.model.dtypes import dtype_bytes
+    from dsctl.model.kvcache import kv_cache_report
+
     store = profile_store()
     profiles = [store.model(name) for name in (models or TABLE1_MODELS)]
     report = kv_cache_report(
@@ -83,6 +75,8 @@ def flops(
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Training FLOPs per token, forward + backward (Table 2); causal attention counting by default."""
+    from dsctl.model.flops import training_flops
+
     report = training_flops(profile_store().model(model), seq_len, causal=not non_causal)
     show(report, fmt, "model flops")
 
@@ -120,6 +114,8 @@ def cost(
     180K GPU hours per trillion tokens) unless a FLOP-path option is given; else
     gpu-tflops x mfu / GFLOP per token.
     """
+    from dsctl.model.cost import resolve_throughput, training_cost
+
     profile = profile_store().model(model)
     throughput = resolve_throughput(
         profile,
@@ -160,6 +156,8 @@ def ep_speed_limit_command(
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Network-bound ceiling on EP decode speed (section 2.3.2): time per output token, tokens/s."""
+    from dsctl.model.ep import ep_speed_limit, link_bandwidth_bytes_per_s
+
     report = ep_speed_limit(
         bandwidth_bytes_per_s=link_bandwidth_bytes_per_s(nic_gbps, bandwidth_gbytes),
         tokens_per_device=tokens_per_device,
@@ -183,5 +181,7 @@ def memory(
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Total and active parameters, weight bytes per dtype, bytes per routed expert."""
+    from dsctl.model.memory import memory_report
+
     report = memory_report(profile_store().model(model), dtypes or ["fp32", "bf16", "fp8"])
     show(report, fmt, "model memory")

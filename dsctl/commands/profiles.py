@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from dsctl.commands._common import FormatOpt, profile_store, show
-from dsctl.output import OutputFormat
-from dsctl.profiles.loader import validate_path
-from dsctl.profiles.schema import Profile
+from dsctl.output.formats import OutputFormat
+
+if TYPE_CHECKING:
+    from dsctl.profiles.schema import Profile
 
 app = typer.Typer(
     name="profiles",
@@ -66,6 +67,19 @@ def validate(
     path: Annotated[Path, typer.Argument(help="A profile YAML file, or a folder of them.")],
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
-    """Check a profile file (or a folder of profiles) for syntax, types, units and ranges."""
-    profiles = validate_path(path)
+    """Check a profile file (or a folder of profiles) for syntax, types, units and ranges; every invalid file of a
+    folder is reported (one error line each), not only the first."""
+    import sys
+
+    from dsctl.errors import ProfileError
+    from dsctl.profiles.loader import validate_each
+
+    profiles, errors = validate_each(path)
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        for error in errors:
+            sys.stderr.write(f"error: {error.message}\n" + (f"hint: {error.hint}\n" if error.hint else ""))
+        raise ProfileError(f"{len(errors)} of {len(errors) + len(profiles)} profiles under {path} are invalid "
+                           "(each is named above)")
     show(ValidationReport(str(path), [p.name for p in profiles]), fmt, "profiles validate")

@@ -10,22 +10,13 @@ import typer
 
 from dsctl.commands._common import FormatOpt, profile_store, read_text_input, show
 from dsctl.errors import InputError
-from dsctl.output import OutputFormat
-from dsctl.output import storage as _renderers  # noqa: F401  (registers the table views)
-from dsctl.output.files import write_files
-from dsctl.storage import api
-from dsctl.storage.chaintable import IdScheme, check_chunk_sizes
-from dsctl.storage.sizing import SizingInputs, client_nic_bytes_per_s, plan
+from dsctl.output.formats import OutputFormat
 
 app = typer.Typer(
     name="storage",
     help="3FS cluster sizing, chain-table generation and chain-table checks.",
     no_args_is_help=True,
 )
-
-
-def register(root: typer.Typer) -> None:
-    root.add_typer(app, name="storage")
 
 
 @app.command("size")
@@ -63,6 +54,9 @@ def size_cmd(
 ) -> None:
     """Usable capacity, read/write ceilings, degraded read and checkpoint time of a 3FS cluster; without
     --nodes, the smallest cluster meeting every need. Also the cost of losing one node."""
+    from dsctl.storage import api
+    from dsctl.storage.sizing import SizingInputs, client_nic_bytes_per_s, plan
+
     store = profile_store()
     profile = store.storage(storage)
     node = store.node(client_node)
@@ -109,10 +103,16 @@ def chains_cmd(
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Generate a balanced 3FS chain table (chains, chain table, create/remove-target commands)."""
+    from dsctl.output.files import write_files
+    from dsctl.output.progress import progress
+    from dsctl.storage import api
+    from dsctl.storage.chaintable import IdScheme, check_chunk_sizes
+
     sizes = check_chunk_sizes(chunk_size or [])
     scheme = IdScheme(first_node_id=first_node_id, target_prefix=target_id_prefix, chain_prefix=chain_id_prefix)
-    result = api.generate_chains(nodes, ssds_per_node, replication, targets_per_ssd, chain_table_id, scheme,
-                                 sizes, rotate=not no_rotate, with_svg=out is not None)
+    with progress(f"chain table for {nodes} nodes", fmt):
+        result = api.generate_chains(nodes, ssds_per_node, replication, targets_per_ssd, chain_table_id, scheme,
+                                     sizes, rotate=not no_rotate, with_svg=out is not None)
     if out is not None:
         written = write_files(out, result.files_text)
         result = dataclasses.replace(result, out_dir=str(out), files=[str(p) for p in written])
@@ -168,6 +168,8 @@ def expand_cmd(
 ) -> None:
     """Grow a chain table: a new balanced version over more nodes, as few target moves as balance allows,
     and the ordered in-chain replacements that get there."""
+    from dsctl.output.files import write_files
+    from dsctl.storage import api
     from dsctl.storage.crosscheck import FILE_NAMES
     from dsctl.storage.expand import expand
 

@@ -1,4 +1,4 @@
-"""dsctl topology plan|compare|verify."""
+"""dsctl topology plan|compare|verify|simulate."""
 
 from __future__ import annotations
 
@@ -7,22 +7,15 @@ from typing import Annotated
 
 import typer
 
-from dsctl.commands._common import FormatOpt, profile_store, read_text_input, show
+from dsctl.commands._common import FormatOpt, profile_store, read_input, read_text_input, show
 from dsctl.errors import InputError
-from dsctl.output import OutputFormat
-from dsctl.output import topology as _renderers  # noqa: F401  (registers the table views)
-from dsctl.output.files import write_files
-from dsctl.topology import api
+from dsctl.output.formats import OutputFormat
 
 app = typer.Typer(
     name="topology",
     help="Multi-plane fat-tree wiring plans, topology cost comparison, cabling export and fabric verification.",
     no_args_is_help=True,
 )
-
-
-def register(root: typer.Typer) -> None:
-    root.add_typer(app, name="topology")
 
 
 @app.command("plan")
@@ -51,6 +44,9 @@ def plan(
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Plan every switch and cable of a multi-plane (or multi-rail, FT2, FT3) fat tree."""
+    from dsctl.output.files import write_files
+    from dsctl.topology import api
+
     store = profile_store()
     node = store.node(node_profile)
     sw = store.switch(switch)
@@ -77,6 +73,8 @@ def compare(
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """FT2, MPFT, FT3, Slim Fly and Dragonfly side by side (the paper's Table 3) for one radix."""
+    from dsctl.topology import api
+
     sw = profile_store().switch(switch)
     result = api.compare(
         radix if radix is not None else sw.num_ports,
@@ -95,9 +93,112 @@ def verify(
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Compare a plan with the fabric as cabled; exit 1 on any missing, extra, swapped or cross-plane cable."""
+    from dsctl.output.progress import progress
+    from dsctl.topology import api
+
     plan_file = plan_dir / "plan.json" if plan_dir.is_dir() else plan_dir
     if plan_dir.is_dir() and not plan_file.exists():
         raise InputError(f"PLAN_DIR {plan_dir} has no plan.json", hint="write one with 'dsctl topology plan --out DIR'")
-    result = api.verify_texts(read_text_input(plan_file, "PLAN_DIR"), read_text_input(observed, "OBSERVED"),
-                              str(plan_file), str(observed))
+    plan_text, observed_text = read_text_input(plan_file, "PLAN_DIR"), read_text_input(observed, "OBSERVED")
+    with progress("checking every cable against the plan", fmt):
+        result = api.verify_texts(plan_text, observed_text, str(plan_file), str(observed))
     show(result, fmt, "topology verify")
+
+
+@app.command("simulate")
+def simulate(
+    plan_dir: Annotated[Path, typer.Argument(help="Folder written by 'topology plan --out' (or its plan.json).")],
+    workload: Annotated[str, typer.Option("--workload", "-w", help="alltoall, permutation, allreduce, allgather, "
+                                          "reducescatter, ep-dispatch or ep-combine.")] = "alltoall",
+    routing: Annotated[str, typer.Option("--routing", help="static (by destination), ecmp (per-flow hash) or "
+                                         "adaptive (ideal per-hop split).")] = "adaptive",
+    size: Annotated[str, typer.Option("--size", help="Bytes each GPU sends (NCCL message size), e.g. '1 GiB'.")]
+    = "1 GiB",
+    seed: Annotated[int, typer.Option("--seed", help="Seed for ECMP hashes, permutations and random failures.")] = 0,
+    fail: Annotated[list[str] | None, typer.Option("--fail", help="Fail a switch (name) or a cable "
+                                                    "(DEVICE:PORT of either end); repeatable.")] = None,
+    fail_random: Annotated[int, typer.Option("--fail-random", help="Fail N random switch-to-switch cables.")] = 0,
+    jobs: Annotated[Path | None, typer.Option("--jobs", help="YAML/JSON list of jobs (name, workload, nodes or "
+                                              "node_range, size, ...) run at the same time.")] = None,
+    group_size: Annotated[int, typer.Option("--group-size", help="Ring collective group size (e.g. TP 8/4/2).")]
+    = 8,
+    group_stride: Annotated[int | None, typer.Option("--group-stride", help="GPUs between ring members "
+                                                     "(default: GPUs per node).")] = None,
+    nodes: Annotated[int | None, typer.Option("--nodes", "-n", help="Use the first N nodes (default: all).")] = None,
+    model: Annotated[str, typer.Option("--model", "-m", help="Model profile for ep-dispatch/ep-combine.")]
+    = "deepseek-v3",
+    tokens: Annotated[int, typer.Option("--tokens", help="Tokens per GPU for ep-dispatch/ep-combine.")] = 4096,
+    ep: Annotated[int | None, typer.Option("--ep", help="EP group size in GPUs (whole nodes; groups on "
+                                           "consecutive nodes run at once, as in a launch layout; default: "
+                                           "all GPUs).")] = None,
+    eplb_plan: Annotated[Path | None, typer.Option("--eplb-plan", help="Expert placement (dsctl eplb rebalance "
+                                                   "--out, or SGLang JSON) for ep-*; needs --stats.")] = None,
+    stats: Annotated[list[Path] | None, typer.Option("--stats", help="Routing statistics (layers x experts) "
+                                                     "for --eplb-plan; repeatable (summed).")] = None,
+    layer: Annotated[int, typer.Option("--layer", help="MoE layer of --stats/--eplb-plan to simulate.")] = 0,
+    node_profile: Annotated[str | None, typer.Option("--node-profile", help="Node profile for NVLink bandwidth "
+                                                     "(default: the plan's).")] = None,
+    svg: Annotated[Path | None, typer.Option("--svg", help="Write one plane, cables coloured by utilisation.")]
+    = None,
+    svg_plane: Annotated[int, typer.Option("--svg-plane", help="Plane drawn by --svg.")] = 0,
+    reflow: Annotated[bool, typer.Option("--reflow", help="Re-solve rates as flows finish (fluid events, at most "
+                                         "64 solves per plane) instead of holding the steady rates.")] = False,
+    fmt: FormatOpt = OutputFormat.table,
+) -> None:
+    """Flow-level max-min simulation of a workload on a planned fabric: per-GPU bandwidth, hot links."""
+    import numpy as np
+
+    from dsctl.output import topology_simulate as _sim_views  # noqa: F401  (registers the table view)
+    from dsctl.output.files import atomic_write
+    from dsctl.topology import sim_api
+    from dsctl.units import QuantityError, parse_bytes
+
+    if svg is not None and not (svg.parent if str(svg.parent) else Path(".")).is_dir():
+        raise InputError(f"--svg {svg}: folder {svg.parent} does not exist")
+    if (eplb_plan is None) != (not stats):
+        raise InputError("--eplb-plan and --stats go together (a placement and the statistics it was made from)")
+    plan_file = plan_dir / "plan.json" if plan_dir.is_dir() else plan_dir
+    if plan_dir.is_dir() and not plan_file.exists():
+        raise InputError(f"PLAN_DIR {plan_dir} has no plan.json", hint="write one with 'dsctl topology plan --out DIR'")
+    plan_text = read_text_input(plan_file, "PLAN_DIR")
+    profile_name, bisection = sim_api.plan_facts(plan_text, str(plan_file))
+    store = profile_store()
+    node = store.node(node_profile or profile_name or "h800-hgx")
+    try:
+        size_bytes = float(parse_bytes(size))
+    except QuantityError as exc:
+        raise InputError(f"--size {size!r}: {exc}") from None
+    prof = store.model(model)
+    if prof.moe is None and workload.startswith("ep-"):
+        raise InputError(f"--model {model} has no MoE layers; ep-dispatch/ep-combine need one")
+    ep_model = (sim_api.EpModel(prof.hidden_size, prof.moe.num_experts_per_token, prof.moe.num_limited_groups)
+                if prof.moe is not None else None)
+    node_ids = None
+    if nodes is not None:
+        if nodes < 1:
+            raise InputError(f"--nodes must be at least 1, got {nodes}")
+        node_ids = tuple(range(nodes))
+    share = None
+    if eplb_plan is not None and stats:
+        from dsctl.eplb.export import read_placement
+        from dsctl.eplb.stats import sum_stats
+
+        weight = sum_stats([(str(p), read_input(p, "--stats")) for p in stats])
+        loaded = read_placement(f"--eplb-plan {eplb_plan}", read_text_input(eplb_plan, "--eplb-plan"), *weight.shape)
+        num_gpus = ep or (nodes or 0) * node.num_gpus or loaded.num_gpus or loaded.placement.num_slots
+        share = sim_api.eplb_gpu_share(np.asarray(weight), loaded.placement.phy2log, loaded.placement.logcnt,
+                                       int(num_gpus), layer)
+    jobs_doc = None
+    if jobs is not None:
+        from dsctl.textyaml import load_yaml
+
+        jobs_doc = load_yaml(read_text_input(jobs, "--jobs"), f"--jobs {jobs}")
+    if ep is not None and ep < 1:
+        raise InputError(f"--ep must be at least 1 GPU, got {ep}")
+    work = sim_api.Workload(workload, workload, size_bytes, node_ids, group_size, group_stride, tokens, share, ep)
+    request = sim_api.SimRequest(work, routing, seed, tuple(fail or ()), fail_random, jobs_doc, f"--jobs {jobs}",
+                                 ep_model, svg_plane if svg is not None else None, reflow)
+    result = sim_api.run(plan_text, str(plan_file), node.nvlink_bytes_per_s / 2 / 1e9, request, bisection)
+    if svg is not None and result.svg is not None:
+        atomic_write(svg, result.svg, "--svg")
+    show(result, fmt, "topology simulate")

@@ -1,71 +1,230 @@
-"""dsctl trace overlap: compute/communication overlap and exposed communication from PyTorch profiler traces."""
+"""dsctl trace: overlap, kernel classes, stragglers and timelines from PyTorch profiler traces."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-import dsctl.output.trace  # noqa: F401  (registers the table renderer)
-from dsctl.commands._common import FormatOpt, read_input, show
+from dsctl.commands._common import FormatOpt, show
 from dsctl.errors import InputError
-from dsctl.output import OutputFormat, stderr_console
-from dsctl.output.files import atomic_write
-from dsctl.trace import DEFAULT_PATTERNS, overlap_from_bytes
-from dsctl.trace.svg import timeline_svg
+from dsctl.output.formats import OutputFormat
+
+if TYPE_CHECKING:
+    from dsctl.trace.classify import Classifier
 
 app = typer.Typer(
     name="trace",
-    help="Compute/communication overlap from PyTorch profiler traces (torch.profiler export_chrome_trace).",
+    help="Compute/communication overlap, kernel classes, stragglers and timelines from PyTorch profiler traces.",
     no_args_is_help=True,
 )
 
+#: default --max-bytes (decompressed bytes per trace file): 8 GiB
+_MAX_BYTES = 8 * 1024**3
 
-def register(app_: typer.Typer) -> None:
-    """Attach the ``trace`` group to the root app."""
-    app_.add_typer(app, name="trace")
+TracesArg = Annotated[list[str], typer.Argument(
+    help="Chrome trace files from torch.profiler (.json or .json.gz), one per rank; glob patterns such as "
+         "'traces/*.json.gz' are expanded by dsctl too (quote them for thousands of files).")]
+StepOpt = Annotated[int | None, typer.Option("--step", help="Analyse only ProfilerStep#N.")]
+CommOpt = Annotated[list[str] | None, typer.Option(
+    "--comm-pattern", help="Regex (re.search) for communication names; replaces the built-in table's "
+    "communication families (repeatable); --explain-classes shows how each name is classed.")]
+AddCommOpt = Annotated[list[str] | None, typer.Option(
+    "--add-comm-pattern", help="Regex for names that are communication, before the built-in table (repeatable).")]
+ComputeOpt = Annotated[list[str] | None, typer.Option(
+    "--compute-pattern", help="Regex for names that are compute whatever else matches (repeatable).")]
+JobsOpt = Annotated[int | None, typer.Option("--jobs", "-j", min=1, max=1024,
+                                             help="Worker processes for many files (default: the usable CPUs).")]
+MaxBytesOpt = Annotated[int, typer.Option("--max-bytes", min=1, max=2**50,
+                                          help="Refuse a trace over this many bytes, after gzip decompression.")]
 
 
-def _check_svg(path: Path) -> None:
+def _check_out(path: Path, option: str) -> None:
     parent = path.parent if str(path.parent) else Path(".")
     if path.is_dir():
-        raise InputError(f"--svg {path}: is a folder; give a file path, e.g. {path / 'overlap.svg'}")
+        raise InputError(f"{option} {path}: is a folder; give a file path, e.g. {path / 'trace.svg'}")
     if not parent.is_dir():
-        raise InputError(f"--svg {path}: cannot write there, folder {parent} does not exist")
+        raise InputError(f"{option} {path}: cannot write there, folder {parent} does not exist")
     if not os.access(parent, os.W_OK | os.X_OK):
-        raise InputError(f"--svg {path}: cannot write there, folder {parent} is not writable")
+        raise InputError(f"{option} {path}: cannot write there, folder {parent} is not writable")
+
+
+def _fill_node(pattern: str) -> str:
+    """``{node}`` in a TRACE pattern becomes this node's Slurm name (``SLURMD_NODENAME``, else the host name)."""
+    if "{node}" not in pattern:
+        return pattern
+    import socket
+
+    from dsctl.runners.fleet import valid_node_name
+    name = os.environ.get("SLURMD_NODENAME") or socket.gethostname().split(".")[0]
+    if not valid_node_name(name):
+        raise InputError(f"TRACE {pattern}: node name {name!r} cannot fill {{node}}")
+    return pattern.replace("{node}", name)
+
+
+def _forwarded(step: int | None, comm: list[str] | None, add: list[str] | None, compute: list[str] | None,
+               top: int, jobs: int | None, max_bytes: int) -> list[str]:
+    """The options each node's dsctl gets (argv, no shell)."""
+    args = ["--top", str(top), "--max-bytes", str(max_bytes), "--format", "json"]
+    if step is not None:
+        args += ["--step", str(step)]
+    if jobs is not None:
+        args += ["--jobs", str(jobs)]
+    for option, values in (("--comm-pattern", comm), ("--add-comm-pattern", add), ("--compute-pattern", compute)):
+        for value in values or []:
+            args += [option, value]
+    return args
+
+
+def _on_nodes(traces: list[str], forwarded: list[str], nodes: str, dsctl_path: str, node_timeout: float,
+              partition: str | None, classifier: Classifier, step: int | None) -> object:
+    from dsctl.runners.fleet import expand_hostlist, run_on_nodes
+    from dsctl.trace.nodes import rows_from_nodes
+    from dsctl.trace.overlap import combine
+
+    names = expand_hostlist(nodes)
+    command = [dsctl_path, "trace", "overlap", *traces, *forwarded]
+    run = run_on_nodes(names, command, timeout_s=node_timeout, partition=partition, job_name="dsctl-trace")
+    documents = [(a.node, a.document) for a in run.answers if a.document is not None]
+    unreachable = [{"node": a.node, "reason": a.reason + (f": {a.stderr_tail}" if a.stderr_tail else "")}
+                   for a in run.answers if a.document is None]
+    notes = [f"--slurm: {len(documents)} of {len(names)} nodes answered in {run.wall_s:.1f} s"]
+    return combine(rows_from_nodes(documents), classifier, step, notes, unreachable)
+
+
+def _classifier(comm: list[str] | None, add: list[str] | None, compute: list[str] | None) -> Classifier:
+    from dsctl.trace.classify import make_classifier
+    return make_classifier(comm, add or [], compute or [])
 
 
 @app.command("overlap")
 def overlap_cmd(
-    traces: Annotated[list[Path], typer.Argument(help="Chrome trace files from torch.profiler (.json or .json.gz), "
-                                                 "one per rank.")],
-    step: Annotated[int | None, typer.Option("--step", help="Analyse only ProfilerStep#N.")] = None,
+    traces: TracesArg,
+    step: StepOpt = None,
     all_steps: Annotated[bool, typer.Option("--all-steps", help="Also report every ProfilerStep#N separately.")]
     = False,
-    comm_pattern: Annotated[list[str] | None, typer.Option(
-        "--comm-pattern", help="Regex (re.search) for communication event names; replaces the defaults "
-        "(repeatable). Defaults: NCCL/RCCL kernels, DeepEP dispatch/combine, P2P copies, c10d/gloo ops; the list "
-        "is printed in --format json as comm_patterns and in docs/trace.md.")] = None,
-    add_comm_pattern: Annotated[list[str] | None, typer.Option(
-        "--add-comm-pattern", help="Regex added to the default communication patterns (repeatable).")] = None,
+    comm_pattern: CommOpt = None,
+    add_comm_pattern: AddCommOpt = None,
+    compute_pattern: ComputeOpt = None,
+    explain_classes: Annotated[bool, typer.Option(
+        "--explain-classes", help="Instead of the overlap, list every distinct kernel name with its class "
+        "(compute, comm, memory), the rule that decided it and its total time.")] = False,
+    top: Annotated[int, typer.Option("--top", min=0, max=1000, help="Kernels listed per rank by summed time.")]
+    = 10,
     svg: Annotated[Path | None, typer.Option("--svg", help="Write a timeline SVG: compute and comm lanes per rank, "
                                              "exposed communication in red.")] = None,
+    jobs: JobsOpt = None,
+    max_bytes: MaxBytesOpt = _MAX_BYTES,
+    slurm: Annotated[bool, typer.Option("--slurm", help="Run the analysis on every node of --nodes through srun "
+                                        "(traces on node-local disks; {node} in TRACE is the node's name) and merge "
+                                        "the answers.")] = False,
+    nodes: Annotated[str | None, typer.Option("--nodes", help="--slurm: Slurm hostlist, e.g. node[001-256].")]
+    = None,
+    dsctl_path: Annotated[str, typer.Option("--dsctl", help="--slurm: dsctl as the nodes run it.")] = "dsctl",
+    node_timeout: Annotated[float, typer.Option("--node-timeout", min=1, max=86400,
+                                                help="--slurm: seconds each node may take.")] = 600.0,
+    partition: Annotated[str | None, typer.Option("--partition", help="--slurm: Slurm partition.")] = None,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
-    """Compute-busy, comm-busy, overlapped and exposed communication time per rank, and per collective."""
+    """Compute-busy, comm-busy, overlapped and exposed communication per rank; spread and worst ranks."""
+    import dsctl.output.trace  # noqa: F401  (registers the table renderers)
+    from dsctl.output import stderr_console
+    from dsctl.output.files import atomic_write
+    from dsctl.runners.trace_files import default_jobs, expand, overlap_file, run_per_file
+    from dsctl.trace.explain import explain
+    from dsctl.trace.overlap import combine
+
     if step is not None and all_steps:
         raise InputError("--step and --all-steps exclude each other; give one")
     if svg is not None:
-        _check_svg(svg)
-    patterns = list(comm_pattern) if comm_pattern else list(DEFAULT_PATTERNS)
-    patterns += list(add_comm_pattern or [])
-    option = "--comm-pattern" if comm_pattern else "--add-comm-pattern"
-    result = overlap_from_bytes([(str(p), read_input(p, "trace")) for p in traces], patterns, step, all_steps, option)
+        _check_out(svg, "--svg")
+    classifier = _classifier(comm_pattern, add_comm_pattern, compute_pattern)
+    if slurm or nodes is not None:
+        if not slurm or nodes is None:
+            raise InputError("--slurm and --nodes go together: --slurm --nodes node[001-016]")
+        if svg is not None or explain_classes or all_steps:
+            raise InputError("--slurm reports the overlap table only; drop --svg, --explain-classes and --all-steps")
+        forwarded = _forwarded(step, comm_pattern, add_comm_pattern, compute_pattern, top, jobs, max_bytes)
+        show(_on_nodes(traces, forwarded, nodes, dsctl_path, node_timeout, partition, classifier, step), fmt,
+             "trace overlap")
+        return
+    paths = expand([_fill_node(t) for t in traces])
+    keep_lanes = svg is not None
+    per_file = run_per_file(overlap_file, [(p, i, classifier, step, all_steps, top, keep_lanes, max_bytes)
+                                           for i, p in enumerate(paths)], jobs or default_jobs())
+    rows = [row for file_rows in per_file for row in file_rows]
+    if explain_classes:
+        show(explain(rows, classifier.patterns, list(classifier.compute_patterns)), fmt, "trace overlap")
+        return
+    result = combine(rows, classifier, step)
     if svg is not None:
+        from dsctl.trace.svg import timeline_svg
         atomic_write(svg, timeline_svg(result), option="--svg")
     show(result, fmt, "trace overlap")
     if svg is not None:
         stderr_console().print(f"wrote {svg}")
+
+
+@app.command("stragglers")
+def stragglers_cmd(
+    traces: TracesArg,
+    step: StepOpt = None,
+    align: Annotated[str, typer.Option("--align", help="Clock alignment across ranks: 'ends' (collectives end "
+                                       "together; default) or 'none' (trust the trace clocks).")] = "ends",
+    comm_pattern: CommOpt = None,
+    add_comm_pattern: AddCommOpt = None,
+    compute_pattern: ComputeOpt = None,
+    top: Annotated[int, typer.Option("--top", min=1, max=1000, help="Rows per table.")] = 10,
+    jobs: JobsOpt = None,
+    max_bytes: MaxBytesOpt = _MAX_BYTES,
+    fmt: FormatOpt = OutputFormat.table,
+) -> None:
+    """Match each collective across ranks: skew, the ranks others waited for most, and the critical path."""
+    import dsctl.output.trace_skew  # noqa: F401  (registers the table renderer)
+    from dsctl.runners.trace_files import collectives_file, default_jobs, expand, run_per_file
+    from dsctl.trace.skew import stragglers
+
+    if align not in ("ends", "none"):
+        raise InputError(f"--align {align!r}: expected ends or none")
+    classifier = _classifier(comm_pattern, add_comm_pattern, compute_pattern)
+    paths = expand(traces)
+    per_file = run_per_file(collectives_file, [(p, i, classifier, step, max_bytes) for i, p in enumerate(paths)],
+                            jobs or default_jobs())
+    show(stragglers([part for parts in per_file for part in parts], align, top), fmt, "trace stragglers")
+
+
+@app.command("timeline")
+def timeline_cmd(
+    traces: TracesArg,
+    out: Annotated[Path, typer.Option("--out", "-o", help="SVG file to write.")],
+    step: StepOpt = None,
+    from_us: Annotated[float | None, typer.Option("--from", min=0, max=1e12, help="Start, in µs after the window "
+                                                  "start (the step's first kernel, or the trace's).")] = None,
+    to_us: Annotated[float | None, typer.Option("--to", min=0, max=1e12, help="End, in µs after the window start.")]
+    = None,
+    comm_pattern: CommOpt = None,
+    add_comm_pattern: AddCommOpt = None,
+    compute_pattern: ComputeOpt = None,
+    jobs: JobsOpt = None,
+    max_bytes: MaxBytesOpt = _MAX_BYTES,
+) -> None:
+    """An SVG with one lane per rank and stream, kernels coloured by category (computation, communication,
+    memory)."""
+    from dsctl.output import stderr_console
+    from dsctl.output.files import atomic_write
+    from dsctl.runners.trace_files import default_jobs, expand, lanes_file, run_per_file
+    from dsctl.trace.timeline import timeline
+
+    _check_out(out, "--out")
+    if from_us is not None and to_us is not None and to_us <= from_us:
+        raise InputError(f"--from {from_us:g} --to {to_us:g}: --to must be after --from")
+    classifier = _classifier(comm_pattern, add_comm_pattern, compute_pattern)
+    paths = expand(traces)
+    ranks = run_per_file(lanes_file, [(p, i, classifier, step, from_us, to_us, max_bytes)
+                                      for i, p in enumerate(paths)], jobs or default_jobs())
+    what = f"ProfilerStep#{step}" if step is not None else "whole trace"
+    cut = f", {from_us or 0:g}-{to_us:g} us" if to_us is not None else (f", from {from_us:g} us" if from_us else "")
+    atomic_write(out, timeline(ranks, f"Kernels per rank and stream ({what}{cut})"), option="--out")
+    stderr_console().print(f"wrote {out}")

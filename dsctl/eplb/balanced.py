@@ -19,6 +19,8 @@ Loads are float64 in the unit of ``weight`` (tokens). Shapes as in ``dsctl.eplb.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from dsctl.eplb.balanced_search import Batch, recount_search, repair_duplicates, spread_duplicates, swap_refine
@@ -91,31 +93,41 @@ def _max_amount(batch: Batch) -> int:
 
 
 def refine_placement(
-    weight: np.ndarray, start: Placement, num_gpus: int, num_nodes_eff: int, passes: int = 2
+    weight: np.ndarray, start: Placement, num_gpus: int, num_nodes_eff: int, passes: int = 2,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Placement:
     """Refine ``start`` (same layout) by swaps, recounts and duplicate spreading; no layer gets a larger max load.
 
     ``num_nodes_eff`` is the number of nodes for the hierarchical policy (groups stay on their node) and 1 for
-    the global policy.
+    the global policy. ``progress(steps_done, num_steps)`` follows the refinement steps.
     """
+    report = progress if progress is not None else (lambda done, total: None)
     num_layers = start.phy2log.shape[0]
     batch, ids = split_batch(weight, start, num_gpus, num_nodes_eff)
     every = np.arange(batch.w.shape[0])
     num_slots = batch.slot.shape[1]
     k = batch.slots_per_gpu
+    recounts = passes if num_nodes_eff > 1 else 1
+    steps = 4 + (recounts + 1 if k > 1 and batch.num_gpus > 1 else 0)
+    report(1, steps)
     swap_refine(batch, every, max_iter=4 * num_slots, avoid_duplicates=False)
+    report(2, steps)
     if k > 1 and batch.num_gpus > 1:
         rounds = _recount_rounds(batch)
-        for _ in range(passes if num_nodes_eff > 1 else 1):
+        for done in range(recounts):
             rows = _bottleneck_rows(batch, num_layers)
             recount_search(
                 batch, rows, rounds=rounds, refine_iter=max(8, batch.num_gpus // 2), max_amount=_max_amount(batch)
             )
+            report(3 + done, steps)
         swap_refine(batch, every, max_iter=4 * num_slots, avoid_duplicates=True)
+        report(3 + recounts, steps)
     layer_max = batch.loads(every).max(axis=1).reshape(num_layers, -1).max(axis=1)
     limit = np.repeat(layer_max, num_nodes_eff)
     spread_duplicates(batch, every, limit, max_iter=2 * num_slots)
+    report(steps - 1, steps)
     repair_duplicates(batch, every, limit, rounds=_REPAIR_ROUNDS, refine_iter=max(8, batch.num_gpus // 2))
+    report(steps, steps)
     refined = join_batch(batch, ids, num_layers)
     return keep_better_layers(weight, refined, start, num_gpus)
 
@@ -132,7 +144,8 @@ def keep_better_layers(weight: np.ndarray, candidate: Placement, fallback: Place
 
 
 def rebalance_balanced(
-    weight: np.ndarray, num_replicas: int, num_groups: int, num_nodes: int, num_gpus: int, policy: str
+    weight: np.ndarray, num_replicas: int, num_groups: int, num_nodes: int, num_gpus: int, policy: str,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Placement:
     """Balanced placement for ``weight`` [L, E] (validated): per layer max GPU load <= the reference's.
 
@@ -141,4 +154,4 @@ def rebalance_balanced(
     """
     reference = rebalance_reference(weight, num_replicas, num_groups, num_nodes, num_gpus, policy)
     nodes_eff = num_nodes if policy == "hierarchical" else 1
-    return refine_placement(np.asarray(weight, dtype=np.float64), reference, num_gpus, nodes_eff)
+    return refine_placement(np.asarray(weight, dtype=np.float64), reference, num_gpus, nodes_eff, progress=progress)

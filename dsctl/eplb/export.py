@@ -106,6 +106,11 @@ class LoadedPlacement:
     dropped_leading_layers: int = 0
 
 
+#: largest expert id, GPU, node or group count read from a placement file (real models have hundreds; arrays
+#: are sized from these, so the bound also bounds memory)
+_MAX_ID = 2**20 - 1
+
+
 def _int_table(name: str, key: str, value: Any) -> np.ndarray:
     if not isinstance(value, list) or not value or not all(isinstance(r, list) and r for r in value):
         raise InputError(f"{name}: \"{key}\" must be a non-empty 2-D list (layers x slots)")
@@ -114,8 +119,10 @@ def _int_table(name: str, key: str, value: Any) -> np.ndarray:
         if len(row) != width:
             raise InputError(f"{name}: \"{key}\" row {r} has {len(row)} slots but row 0 has {width}")
         for c, cell in enumerate(row):
-            if isinstance(cell, bool) or not isinstance(cell, int) or cell < 0:
-                raise InputError(f"{name}: \"{key}\" row {r}, slot {c}: {cell!r} is not an expert id (integer >= 0)")
+            if isinstance(cell, bool) or not isinstance(cell, int) or not 0 <= cell <= _MAX_ID:
+                shown = repr(cell) if not isinstance(cell, int) or cell < 10**20 else f"{str(cell)[:20]}..."
+                raise InputError(f"{name}: \"{key}\" row {r}, slot {c}: {shown} is not an expert id "
+                                 f"(integer 0..{_MAX_ID:,})")
     return np.asarray(value, dtype=np.int64)
 
 
@@ -151,7 +158,9 @@ def parse_placement(name: str, text: str, num_experts: int | None = None) -> Loa
 
     def _opt_int(key: str) -> int | None:
         value = layout.get(key)
-        return int(value) if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+        if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= _MAX_ID:
+            return int(value)
+        return None
 
     policy = layout.get("policy") if layout.get("policy") in ("hierarchical", "global") else None
     return LoadedPlacement(placement, name, kind, _opt_int("num_gpus"), _opt_int("num_nodes"),

@@ -7,6 +7,7 @@ and migration-aware planning from a previous placement (dsctl.eplb.migration).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -37,11 +38,12 @@ def expert_size_bytes(model: ModelProfile, bytes_per_param: float = 1.0) -> int 
     return bytes_per_routed_expert(model, bytes_per_param)
 
 
-def _run_algorithm(weight: np.ndarray, layout: Layout, algorithm: str) -> Placement:
+def _run_algorithm(weight: np.ndarray, layout: Layout, algorithm: str,
+                   progress: Callable[[int, int], None] | None = None) -> Placement:
     if algorithm == "reference":
         return rebalance_layout(weight, layout)
     return rebalance_balanced(weight, layout.num_replicas, layout.num_groups, layout.num_nodes,
-                              layout.num_gpus, layout.policy)
+                              layout.num_gpus, layout.policy, progress)
 
 
 def _check_previous(previous: Placement, layout: Layout) -> None:
@@ -69,12 +71,14 @@ def rebalance(
     expert_bytes: int | None = None,
     sources: tuple[str, ...] = (),
     num_dense_layers: int = 0,
+    progress: Callable[[int, int], None] | None = None,
 ) -> RebalanceResult:
     """Plan a placement for ``weight`` [L, E] (summed routing statistics) and measure it before/after.
 
     ``previous`` is the current placement (read by ``export.read_placement``, the reader ``simulate`` uses too);
     ``tolerance`` (None = ``DEFAULT_TOLERANCE``) only applies with it: a value other than the default without
     ``previous`` is an InputError, the default given explicitly only a warning.
+    ``progress(steps_done, num_steps)`` is called as the balanced algorithm's refinement steps finish.
     Raises InputError for any bad input (rules V1-V12, unknown algorithm, mismatching previous placement).
     """
     if algorithm not in ALGORITHMS:
@@ -96,7 +100,7 @@ def rebalance(
     layout = check_layout(checked.shape[0], checked.shape[1], num_replicas, num_groups, num_nodes, num_gpus, policy)
     migration = None
     if previous is None:
-        placement = _run_algorithm(checked, layout, algorithm)
+        placement = _run_algorithm(checked, layout, algorithm, progress)
     else:
         _check_previous(previous, layout)
         result = rebalance_with_previous(checked, previous, layout.num_replicas, layout.num_groups,

@@ -44,12 +44,16 @@ def _cell_value(name: str, row: int, col: int, cell: object) -> float:
     if isinstance(cell, bool) or not isinstance(cell, (int, float)):
         raise InputError(f"{name}: layer row {row}, column {col}: {cell!r} is not a number",
                          hint="loads must be non-negative finite numbers (token counts or floats)")
-    value = float(cell)
-    _check_value(name, row, col, value, repr(cell))
+    try:
+        value = float(cell)
+    except OverflowError:  # an integer above 1.8e308
+        value = math.inf
+    _check_value(name, row, col, value, repr(cell) if isinstance(cell, float) else str(cell))
     return value
 
 
 def _check_value(name: str, row: int, col: int, value: float, shown: str) -> None:
+    shown = shown if len(shown) <= 40 else f"{shown[:20]}... ({len(shown):,} characters)"
     if not math.isfinite(value):
         raise InputError(f"{name}: layer row {row}, column {col}: {shown} is not finite; loads must be finite numbers")
     if value < 0:
@@ -117,6 +121,15 @@ def _is_header(cells: Sequence[str]) -> bool:
     return bool(cells) and all(_parse_number(cell) is None and any(ch.isalpha() for ch in cell) for cell in cells)
 
 
+def _csv_cells(name: str, number: int, line: str) -> list[str]:
+    """One CSV line's cells; a quote left open (or other CSV syntax error) names the line."""
+    try:
+        return next(csv.reader([line], strict=True))
+    except csv.Error as exc:
+        raise InputError(f"{name}: line {number}: not valid CSV ({exc})",
+                         hint="a quoted value must end with a quote on the same line") from None
+
+
 def parse_csv(name: str, text: str) -> np.ndarray:
     """CSV, one row per layer -> float64 [L, E].
 
@@ -128,8 +141,7 @@ def parse_csv(name: str, text: str) -> np.ndarray:
     if not lines:
         raise InputError(f"{name}: file is empty; expected one CSV row of loads per MoE layer")
     if any("," in line for _, line in lines):
-        table = [(number, [cell.strip() for cell in cells])
-                 for number, cells in zip((n for n, _ in lines), csv.reader(line for _, line in lines), strict=True)]
+        table = [(number, [cell.strip() for cell in _csv_cells(name, number, line)]) for number, line in lines]
         delimiter = "comma"
     else:
         table = [(number, line.split()) for number, line in lines]
@@ -156,6 +168,34 @@ def parse_csv(name: str, text: str) -> np.ndarray:
     return _rows_to_array(name, rows)
 
 
+#: most values a statistics array may hold (layers x experts; DeepSeek-V3 has 58 x 256 = 14,848)
+MAX_STATS_VALUES = 10_000_000
+
+
+def _check_npy_header(name: str, content: bytes) -> None:
+    """Refuse a header whose shape asks for more than MAX_STATS_VALUES values or more bytes than the file
+    holds, before NumPy allocates the array."""
+    stream = io.BytesIO(content)
+    try:
+        version = np.lib.format.read_magic(stream)
+        read_header = {(1, 0): np.lib.format.read_array_header_1_0,
+                       (2, 0): np.lib.format.read_array_header_2_0}.get(version)
+        if read_header is None:
+            raise ValueError(f".npy format version {version[0]}.{version[1]} is not supported (use 1.0 or 2.0)")
+        shape, _, dtype = read_header(stream)
+        count = math.prod(int(n) for n in shape)
+    except (ValueError, TypeError, OverflowError, SyntaxError) as exc:
+        raise InputError(f"{name}: not a readable .npy array ({str(exc)[:200]})") from None
+    if count > MAX_STATS_VALUES:
+        raise InputError(f"{name}: .npy header asks for shape {tuple(shape)} = {count:,} values; statistics are "
+                         f"limited to {MAX_STATS_VALUES:,} values (layers x experts)")
+    if dtype.hasobject:
+        raise InputError(f"{name}: .npy array must hold integers or floats, got dtype {dtype}")
+    if count * dtype.itemsize > len(content) - stream.tell():
+        raise InputError(f"{name}: .npy header asks for {count * dtype.itemsize:,} bytes of data but the file holds "
+                         f"{len(content) - stream.tell():,} (truncated or forged header)")
+
+
 def parse_npy(name: str, content: bytes) -> np.ndarray:
     """``.npy`` bytes (2-D, integer or floating point, no pickles) -> float64 [L, E]."""
     if not content:
@@ -163,6 +203,7 @@ def parse_npy(name: str, content: bytes) -> np.ndarray:
     if not content.startswith(_NPY_MAGIC):
         raise InputError(f"{name}: not a .npy array file (it does not start with the NumPy header)",
                          hint="save the array with numpy.save, or name a text file .csv or .json")
+    _check_npy_header(name, content)
     try:
         arr = np.load(io.BytesIO(content), allow_pickle=False)
     except (ValueError, OSError, EOFError) as exc:

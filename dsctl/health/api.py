@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -11,6 +12,7 @@ from dsctl.errors import InputError, one_of
 from dsctl.health.checks_gpu import GPU_CHECKS
 from dsctl.health.checks_rdma import RDMA_CHECKS, compute_nics, roce_ports
 from dsctl.health.expectations import Expectations, expectations_for, find_sku
+from dsctl.health.metrics import Gauge, gauges
 from dsctl.health.model import SEVERITY_ORDER, Finding, NodeSnapshot, Severity, Unavailable
 from dsctl.health.xid import XID_CHECK_ID, xid_findings
 from dsctl.profiles.schema import NodeProfile
@@ -20,7 +22,14 @@ FAIL_ON = {"crit": Severity.CRIT, "warn": Severity.WARN}
 
 #: checks that need at least one NVLink / one compute RDMA port; SKIP (not OK) without
 LINK_CHECKS = frozenset({"G7", "G8", "G10"})
-PORT_CHECKS = frozenset({"R2", "R3", "R4", "R5", "R6", "R7", "R8", "R9", "R10", "R11"})
+PORT_CHECKS = frozenset({"R2", "R3", "R4", "R5", "R6", "R7", "R8", "R9", "R10", "R11", "R12"})
+#: RDMA checks about the GPUs (affinity, GPUDirect, IBGDA): SKIP (not OK) when NVML did not list the GPUs
+GPU_RDMA_CHECKS = frozenset({"R9", "R10", "R12"})
+#: page retirement: left out (not even OK) unless a GPU reports retired pages (pre-Ampere; Hopper remaps rows, G16)
+RETIREMENT_CHECKS = frozenset({"G17"})
+#: checks on counter deltas: SKIP (not OK) when the node was sampled once (``--interval 0``)
+RATE_CHECKS = frozenset({"G8", "G13", "R5", "R6"})
+GPU_SUBJECT = re.compile(r"gpu(\d+)\b")
 #: RoCE-only checks: left out (not even OK) unless a compute port is Ethernet or the profile's compute NICs are
 ROCE_CHECKS = frozenset({"R11"})
 
@@ -53,9 +62,9 @@ def parse_fail_on(text: str) -> Severity:
 
 
 def choose_expectations(snap: NodeSnapshot, profile: NodeProfile | None,
-                        lookup: Callable[[str], NodeProfile]) -> Expectations:
+                        lookup: Callable[[str], NodeProfile], expect_gpus: int | None = None) -> Expectations:
     """Targets from ``--node`` if given, else from the node profile named by the detected SKU's table row, else
-    from the SKU row alone (counts then unchecked)."""
+    from the SKU row alone (counts then unchecked). ``expect_gpus`` (``--expect-gpus``) overrides the GPU count."""
     live = [g for g in snap.gpus if g.lost is None and isinstance(g.name, str)]
     sku = None
     name = None
@@ -65,7 +74,10 @@ def choose_expectations(snap: NodeSnapshot, profile: NodeProfile | None,
         sku = find_sku(name, first.pci_device_id if isinstance(first.pci_device_id, int) else None)
     if profile is None and sku is not None and sku.node_profile is not None:
         profile = lookup(sku.node_profile)
-    return expectations_for(profile, sku, name)
+    exp = expectations_for(profile, sku, name)
+    if expect_gpus is not None:
+        exp = dataclasses.replace(exp, num_gpus=expect_gpus, source=f"{exp.source}; --expect-gpus {expect_gpus}")
+    return exp
 
 
 def _area(check_id: str) -> str:
@@ -96,18 +108,35 @@ class HealthReport:
     summary: dict[str, int]
     fail_on: str
     exit_code: int = field(default=0, metadata={"output": False})
+    gauges: tuple[Gauge, ...] = ()
+    verdict: str = "pass"
 
     def to_data(self) -> dict[str, Any]:
         return {
             "node": self.node,
             "summary": self.summary,
             "fail_on": self.fail_on,
+            "verdict": self.verdict,
             "findings": [
                 {"check": f.check, "severity": f.severity.value, "area": f.area, "subject": f.subject,
-                 "observed": f.observed, "expected": f.expected, "message": f.message, "remedy": f.remedy}
+                 "observed": f.observed, "expected": f.expected, "message": f.message, "remedy": f.remedy,
+                 "gpu_uuid": f.gpu_uuid, "gpu_serial": f.gpu_serial}
                 for f in self.findings
             ],
+            "gauges": [g.to_data() for g in self.gauges],
         }
+
+
+def _with_gpu_ids(findings: list[Finding], snap: NodeSnapshot) -> list[Finding]:
+    """Findings about one GPU (subject ``gpu3``, ``gpu3 link 7``) carry its NVML UUID and serial where known."""
+    ids = {g.index: (g.uuid if isinstance(g.uuid, str) else None, g.serial if isinstance(g.serial, str) else None)
+           for g in snap.gpus}
+    out = []
+    for f in findings:
+        m = GPU_SUBJECT.match(f.subject)
+        uuid, serial = ids.get(int(m.group(1)), (None, None)) if m and "," not in f.subject else (None, None)
+        out.append(dataclasses.replace(f, gpu_uuid=uuid, gpu_serial=serial) if uuid or serial else f)
+    return out
 
 
 def run_checks(snap: NodeSnapshot, exp: Expectations, *, areas: Iterable[str] = AREAS,
@@ -121,11 +150,29 @@ def run_checks(snap: NodeSnapshot, exp: Expectations, *, areas: Iterable[str] = 
     findings: list[Finding] = []
     sampled_gpus = not (isinstance(snap.device_count, Unavailable) and snap.device_count.code == "NOT_SAMPLED")
     checks = [c for c in all_checks() if _area(c[0]) in selected and (c[0].startswith("R") or sampled_gpus)]
+    if kernel_log is None:
+        kernel_log = snap.kernel_log
     has_links = any(g.links for g in snap.gpus if g.lost is None)
     has_ports = bool(compute_nics(snap, exp))
+    retiring = any(not isinstance(g.retired_pages, Unavailable) for g in snap.gpus if g.lost is None)
     roce = bool(roce_ports(snap, exp)) or (exp.compute_link_layer or "").lower() == "ethernet"
     for check_id, title, fn in checks:
         if check_id in ROCE_CHECKS and not roce:
+            continue
+        if check_id in RETIREMENT_CHECKS and not retiring:
+            continue
+        if snap.nvml is not None and check_id.startswith("G") and check_id != "G1":
+            findings.append(Finding(check_id, Severity.SKIP, "node", str(snap.nvml), "-",
+                                    f"{title}: not checked (nvmlInit answered {snap.nvml.code})"))
+            continue
+        if check_id in GPU_RDMA_CHECKS and (not sampled_gpus or snap.nvml is not None):
+            why = "--only without gpu" if not sampled_gpus else f"nvmlInit answered {snap.nvml.code}"  # type: ignore[union-attr]
+            findings.append(Finding(check_id, Severity.SKIP, "node", "GPUs not read", "-",
+                                    f"{title}: not checked, the GPUs were not read ({why})"))
+            continue
+        if check_id in RATE_CHECKS and snap.interval_s == 0:
+            findings.append(Finding(check_id, Severity.SKIP, "node", "one sample", "two samples",
+                                    f"{title}: not measured (--interval 0 takes one sample; rates need two)"))
             continue
         if check_id in LINK_CHECKS and not has_links:
             findings.append(Finding(check_id, Severity.SKIP, "node", "no NVLink", "-", f"{title}: no NVLinks"))
@@ -142,10 +189,10 @@ def run_checks(snap: NodeSnapshot, exp: Expectations, *, areas: Iterable[str] = 
             if len(got) < len(live):  # some GPUs were checked and passed
                 got.append(Finding(check_id, Severity.OK, "node", "ok", "-", f"{title}: ok where supported"))
         findings.extend(got)
-    if kernel_log is not None and "gpu" in selected:
+    if kernel_log is not None and "gpu" in selected and snap.nvml is None:
         got = xid_findings(kernel_log, snap)
         findings.extend(got or [Finding(XID_CHECK_ID, Severity.OK, "node", "no Xid", "-", "Xid history: none")])
-    findings = _collapse_skips(findings)
+    findings = _collapse_skips(_with_gpu_ids(findings, snap))
     order = {c[0]: i for i, c in enumerate(all_checks())}
     findings.sort(key=lambda f: (f.severity.rank, order.get(f.check, 99), f.subject))
     summary = {s.value.lower(): sum(1 for f in findings if f.severity is s) for s in SEVERITY_ORDER}
@@ -162,5 +209,7 @@ def run_checks(snap: NodeSnapshot, exp: Expectations, *, areas: Iterable[str] = 
         "areas": sorted(selected),
         "host": dataclasses.asdict(snap.host) if snap.host is not None else None,
     }
+    checked = any(f.severity is not Severity.SKIP for f in findings)
+    verdict = "fail" if failed else "pass" if checked else "nothing checked"
     return HealthReport(node=node, findings=tuple(findings), summary=summary, fail_on=fail_on.value.lower(),
-                        exit_code=1 if failed else 0)
+                        exit_code=1 if failed else 0, gauges=gauges(snap), verdict=verdict)

@@ -47,6 +47,11 @@ def _skip(check: str, gpu: Gpu, value: Unavailable, what: str) -> Finding:
 
 
 def g1_nvml(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
+    if snap.nvml is not None:
+        return [Finding("G1", WARN, "node", str(snap.nvml), "nvmlInit succeeds",
+                        f"NVML permission denied (nvmlInit: {snap.nvml.code}): no GPU was checked",
+                        "run as root, or give this user access to /dev/nvidia* (device cgroup, container "
+                        "--gpus)")]
     if isinstance(snap.driver_version, Unavailable):
         sev = WARN if snap.driver_version.kind == "no_permission" else CRIT
         return [Finding("G1", sev, "node", str(snap.driver_version), "driver version readable",
@@ -56,20 +61,27 @@ def g1_nvml(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
 
 
 def g2_count(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
-    out = []
     count = snap.device_count
     if isinstance(count, Unavailable):
         return [Finding("G2", CRIT, "node", str(count), "GPU count", f"nvmlDeviceGetCount failed: {count.code}",
                         "check the driver with nvidia-smi")]
-    if exp.num_gpus is not None and count < exp.num_gpus:
-        out.append(Finding("G2", CRIT, "node", f"{count} GPUs", f"{exp.num_gpus} GPUs",
-                           f"NVML sees {count} of {exp.num_gpus} GPUs (a GPU fell off the bus or was not enumerated)",
-                           exp.profile_remedy("check dmesg for Xid 79, reseat or RMA the GPU, then reboot")))
-    if snap.pci_gpus and len(snap.pci_gpus) > count:
-        out.append(Finding("G2", CRIT, "node", f"{count} in NVML", f"{len(snap.pci_gpus)} on PCI",
-                           f"{len(snap.pci_gpus)} NVIDIA GPUs on the PCI bus but NVML enumerates {count}",
-                           "a GPU is present but not usable: check dmesg for NVRM errors"))
-    return out
+    short = exp.num_gpus is not None and count < exp.num_gpus
+    on_pci = len(snap.pci_gpus)
+    hidden = bool(snap.pci_gpus) and on_pci > count
+    if short and hidden:
+        return [Finding("G2", CRIT, "node", f"{count} in NVML, {on_pci} on PCI", f"{exp.num_gpus} GPUs",
+                        f"NVML sees {count} of {exp.num_gpus} GPUs; {on_pci} are on the PCI bus: a GPU is present but "
+                        "not usable", exp.profile_remedy("check dmesg for NVRM errors and Xid 79; reset the GPU or "
+                                                         "reboot"))]
+    if short:
+        return [Finding("G2", CRIT, "node", f"{count} GPUs", f"{exp.num_gpus} GPUs",
+                        f"NVML sees {count} of {exp.num_gpus} GPUs (a GPU fell off the bus or was not enumerated)",
+                        exp.profile_remedy("check dmesg for Xid 79, reseat or RMA the GPU, then reboot"))]
+    if hidden:
+        return [Finding("G2", CRIT, "node", f"{count} in NVML", f"{on_pci} on PCI",
+                        f"{on_pci} NVIDIA GPUs on the PCI bus but NVML enumerates {count}",
+                        "a GPU is present but not usable: check dmesg for NVRM errors")]
+    return []
 
 
 def g3_reachable(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
@@ -190,11 +202,17 @@ def g8_nvlink_errors(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
             t0, t1 = link.errors_t0, link.errors_t1
             if not isinstance(t0, dict) or not isinstance(t1, dict):
                 continue
-            delta = {k: t1.get(k, 0) - t0.get(k, 0) for k in NVLINK_COUNTERS}
+            raw = {k: t1.get(k, 0) - t0.get(k, 0) for k in NVLINK_COUNTERS}
+            subject = f"gpu{gpu.index} link {link.link}"
+            back = [k for k in NVLINK_COUNTERS if raw[k] < 0]
+            if back:
+                hard_back = any(k in ("replay", "recovery") for k in back)
+                out.append(counter_reset("G8", WARN if hard_back else INFO, subject,
+                                         {k: (t0.get(k, 0), t1.get(k, 0)) for k in back}))
+            delta = {k: max(v, 0) for k, v in raw.items()}
             hard = delta["replay"] + delta["recovery"]
             crc = delta["crc_flit"] + delta["crc_data"]
             crc_per_s = crc / snap.interval_s
-            subject = f"gpu{gpu.index} link {link.link}"
             if hard >= 1:
                 out.append(Finding("G8", CRIT, subject, f"+{delta['replay']} replay, +{delta['recovery']} recovery",
                                    "0 in the window", f"NVLink DL replay/recovery errors grew in {snap.interval_s:g} s",
@@ -290,6 +308,9 @@ def g13_pcie_replays(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
         gen = pcie.gen if isinstance(pcie.gen, int) else 5
         width = pcie.width if isinstance(pcie.width, int) else 16
         limit = math.ceil(PCIE_REPLAYS_PER_LANE_PER_MIN.get(gen, 1.92) * width)
+        if t1 < t0:
+            out.append(counter_reset("G13", INFO, _sub(gpu), {"pcie_replay": (t0, t1)}))
+            continue
         per_min = (t1 - t0) / snap.interval_s * 60.0
         if per_min > limit:
             out.append(Finding("G13", WARN, _sub(gpu), f"{per_min:.0f} replays/min", f"<= {limit}/min",
@@ -359,6 +380,42 @@ def g16_row_remap(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
             out.append(Finding("G16", WARN, _sub(gpu), f"{hist.get('none', 0)} banks none, {hist.get('low', 0)} low",
                                "0", "memory banks running out of spare rows", "plan an RMA"))
     return out
+
+
+RETIRED_PAGES_CRIT = 63  # DCGM_LIMIT_MAX_RETIRED_PAGES: SBE + DBE retired pages
+
+
+def g17_retired_pages(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
+    """Pre-Ampere page retirement. Ampere and newer answer NotSupported (they remap rows, G16): one SKIP saying so."""
+    out = []
+    for gpu in _live(snap):
+        pages = gpu.retired_pages
+        if isinstance(pages, Unavailable):
+            if pages.kind == "unsupported" and not isinstance(gpu.remapped_rows, Unavailable):
+                out.append(Finding("G17", SKIP, _sub(gpu), "not supported", "-",
+                                   "retired pages: not used on this GPU (it remaps rows instead, G16)"))
+            else:
+                out.append(_skip("G17", gpu, pages, "retired pages"))
+            continue
+        total = pages.single_bit + pages.double_bit
+        shown = f"{total} retired ({pages.single_bit} SBE, {pages.double_bit} DBE)"
+        if total >= RETIRED_PAGES_CRIT:
+            out.append(Finding("G17", CRIT, _sub(gpu), shown, f"< {RETIRED_PAGES_CRIT}",
+                               f"{total} memory pages retired: at DCGM's limit of {RETIRED_PAGES_CRIT}",
+                               "drain and RMA the GPU"))
+        elif pages.pending == 1:
+            out.append(Finding("G17", WARN, _sub(gpu), f"{shown}, retirement pending", "none pending",
+                               "a page retirement is pending: takes effect after a reboot / GPU reset",
+                               "drain, then reset the GPU or reboot"))
+    return out
+
+
+def counter_reset(check: str, severity: Severity, subject: str, counters: dict[str, tuple[int, int]]) -> Finding:
+    """A counter that went backwards between the samples (reset, or a wrapped narrow counter): its rate is unknown,
+    which is reported instead of being read as zero errors."""
+    shown = ", ".join(f"{name} {a} -> {b}" for name, (a, b) in counters.items())
+    return Finding(check, severity, subject, shown, "t1 >= t0", "counter went backwards: reset or wrap, rate unknown",
+                   "re-check: a reset (driver reload, perfquery -R) hides the errors of this window")
 
 
 def g18_recovery(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
@@ -440,6 +497,7 @@ GPU_CHECKS: list[tuple[str, str, Callable[[NodeSnapshot, Expectations], list[Fin
     ("G14", "ECC mode", g14_ecc_mode),
     ("G15", "ECC errors", g15_ecc_errors),
     ("G16", "row remapping", g16_row_remap),
+    ("G17", "retired pages", g17_retired_pages),
     ("G18", "recovery action", g18_recovery),
     ("G19", "thermal", g19_thermal),
     ("G20", "power", g20_power),

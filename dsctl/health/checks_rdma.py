@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from dsctl.health.checks_gpu import counter_reset
 from dsctl.health.expectations import Expectations
 from dsctl.health.model import Finding, IbPort, Nic, NodeSnapshot, PciDevice, Severity, Unavailable
 
@@ -25,6 +26,10 @@ DEGRADATION_LIMITS = (
     ("roce_slow_restart", 10.0, 1.0, "/s"),
 )
 SYMBOL_ERROR_CRIT_PER_H = 120.0  # IBTA BER 1e-12 bound
+#: PMA error counters are narrow and saturate (stop at their maximum) instead of wrapping: kernel sysfs.c widths
+SATURATED_AT = {"symbol_error": 2**16 - 1, "link_error_recovery": 2**8 - 1, "link_downed": 2**8 - 1,
+                "port_rcv_errors": 2**16 - 1, "port_xmit_discards": 2**16 - 1,
+                "local_link_integrity_errors": 2**4 - 1, "excessive_buffer_overrun_errors": 2**4 - 1}
 AFFINITY_LEVELS = ["PIX", "PXB", "PHB", "NODE", "SYS"]
 
 
@@ -117,22 +122,53 @@ def r4_lid(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
     for port in _ports(snap, exp):
         if not (isinstance(port.link_layer, str) and port.link_layer == "InfiniBand") or state_code(port.state) != 4:
             continue
-        for name, value in (("lid", port.lid), ("sm_lid", port.sm_lid)):
-            if isinstance(value, str) and int(value, 16) == 0:
-                out.append(Finding("R4", WARN, _psub(port), f"{name} {value}", "non-zero",
-                                   f"{name} is 0: no subnet manager assigned it", "check the subnet manager"))
+        zero = [f"{name} {value}" for name, value in (("lid", port.lid), ("sm_lid", port.sm_lid))
+                if isinstance(value, str) and _hex(value) == 0]
+        if zero:
+            out.append(Finding("R4", WARN, _psub(port), ", ".join(zero), "non-zero",
+                               f"{' and '.join(z.split()[0] for z in zero)} 0: no subnet manager assigned it",
+                               "check the subnet manager (sminfo; opensm running on the fabric?)"))
     return out
 
 
+def _hex(text: str) -> int | None:
+    try:
+        return int(text, 16)
+    except ValueError:
+        return None
+
+
 def _delta(port: IbPort, name: str) -> int | None:
+    """Growth of a counter between the samples; None when it was not read twice or went backwards (see
+    :func:`_backwards`)."""
     if name not in port.counters_t0 or name not in port.counters_t1:
         return None
-    return port.counters_t1[name] - port.counters_t0[name]
+    d = port.counters_t1[name] - port.counters_t0[name]
+    return d if d >= 0 else None
+
+
+def _backwards(port: IbPort, names: tuple[str, ...]) -> dict[str, tuple[int, int]]:
+    return {n: (port.counters_t0[n], port.counters_t1[n]) for n in names
+            if n in port.counters_t0 and n in port.counters_t1 and port.counters_t1[n] < port.counters_t0[n]}
+
+
+def _saturated(check: str, severity: Severity, port: IbPort, names: tuple[str, ...]) -> list[Finding]:
+    """A PMA counter stuck at its maximum counts nothing more: a delta of 0 would read as healthy."""
+    stuck = [n for n in names if n in SATURATED_AT and port.counters_t1.get(n) == SATURATED_AT[n]]
+    if not stuck:
+        return []
+    return [Finding(check, severity, _psub(port), ", ".join(f"{n} {SATURATED_AT[n]}" for n in stuck),
+                    "below the counter's maximum", "counter saturated at its maximum: rate unknown",
+                    "clear the port counters (perfquery -x -R) and re-check")]
 
 
 def r5_fatal_counters(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
     out = []
     for port in _ports(snap, exp):
+        back = _backwards(port, FATAL_COUNTERS)
+        if back:  # a fatal counter that was reset may have hidden a link flap: WARN, not silence
+            out.append(counter_reset("R5", WARN, _psub(port), back))
+        out.extend(_saturated("R5", WARN, port, FATAL_COUNTERS))
         grew = {n: d for n in FATAL_COUNTERS if (d := _delta(port, n)) is not None and d > 0}
         if grew:
             out.append(Finding("R5", CRIT, _psub(port), ", ".join(f"{k} +{v}" for k, v in grew.items()), "+0",
@@ -144,6 +180,11 @@ def r5_fatal_counters(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
 def r6_degradation(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
     out = []
     for port in _ports(snap, exp):
+        names = ("symbol_error", *(name for name, *_ in DEGRADATION_LIMITS))
+        back = _backwards(port, names)
+        if back:
+            out.append(counter_reset("R6", INFO, _psub(port), back))
+        out.extend(_saturated("R6", INFO, port, names))
         sym = _delta(port, "symbol_error")
         if sym is not None and sym > 0:
             per_h = sym / snap.interval_s * 3600.0
@@ -227,13 +268,63 @@ def r9_affinity(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
     return out
 
 
+DMABUF_MIN_KERNEL = (5, 12)  # DMA-BUF import of GPU memory by RDMA drivers
+PEER_MAPPING_OVERRIDE = re.compile(r"(?:^|;)\s*PeerMappingOverride\s*=\s*(?:1|0x0*1)\s*(?:;|$)")
+
+
+def _kernel_at_least(release: str | None, wanted: tuple[int, int]) -> bool | None:
+    """``5.15.0-91-generic`` >= (5, 12)? None when the release is unknown or unparsable."""
+    m = re.match(r"(\d+)\.(\d+)", release or "")
+    return (int(m.group(1)), int(m.group(2))) >= wanted if m else None
+
+
+def dmabuf_ready(snap: NodeSnapshot) -> bool:
+    """GPUDirect RDMA through DMA-BUF: the open GPU kernel modules and a kernel >= 5.12 (unknown kernel: assumed)."""
+    if snap.driver is None or snap.driver.open_kernel_module is not True:
+        return False
+    kernel = _kernel_at_least(snap.host.kernel_release if snap.host else None, DMABUF_MIN_KERNEL)
+    return kernel is not False
+
+
 def r10_peermem(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
-    if not compute_nics(snap, exp) or not snap.gpus:
+    """GPUDirect RDMA needs nvidia_peermem loaded, or DMA-BUF (open kernel modules, Linux >= 5.12)."""
+    if not compute_nics(snap, exp) or not snap.gpus or snap.nvidia_peermem or dmabuf_ready(snap):
         return []
-    if not snap.nvidia_peermem:
-        return [Finding("R10", WARN, "node", "nvidia_peermem not loaded", "loaded (or DMA-BUF configured)",
-                        "GPUDirect RDMA peer-memory module is not loaded", "modprobe nvidia_peermem")]
-    return []
+    flavour = "unknown driver flavour"
+    if snap.driver is not None and isinstance(snap.driver.open_kernel_module, bool):
+        flavour = "open kernel module" if snap.driver.open_kernel_module else "proprietary kernel module (no DMA-BUF)"
+    kernel = snap.host.kernel_release if snap.host and snap.host.kernel_release else None
+    if kernel and _kernel_at_least(kernel, DMABUF_MIN_KERNEL) is False:
+        flavour += f", kernel {kernel} < 5.12 (no DMA-BUF)"
+    return [Finding("R10", WARN, "node", f"nvidia_peermem not loaded; {flavour}", "nvidia_peermem or DMA-BUF",
+                    "GPUDirect RDMA unavailable: no peer-memory module and no DMA-BUF path",
+                    "modprobe nvidia_peermem, or use the open GPU kernel modules on Linux >= 5.12 (DMA-BUF)")]
+
+
+def r12_ibgda(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
+    """DeepEP/NVSHMEM IBGDA readiness: the driver options DeepEP's install guide sets
+    (``EnableStreamMemOPs: 1``, ``PeerMappingOverride=1`` in ``RegistryDwords``) and GDRCopy's ``gdrdrv`` module."""
+    if not snap.gpus:
+        return []
+    params = snap.driver.params if snap.driver is not None else Unavailable("missing", "MISSING",
+                                                                             "/proc/driver/nvidia/params")
+    if isinstance(params, Unavailable):
+        return [Finding("R12", SKIP, "node", str(params), "-",
+                        "IBGDA readiness: /proc/driver/nvidia/params not readable")]
+    missing = []
+    if params.get("EnableStreamMemOPs", "").strip() != "1":
+        missing.append(f"EnableStreamMemOPs: {params.get('EnableStreamMemOPs', 'absent')}")
+    if not PEER_MAPPING_OVERRIDE.search(params.get("RegistryDwords", "")):
+        missing.append(f"RegistryDwords: {params.get('RegistryDwords', 'absent')!r} lacks PeerMappingOverride=1")
+    if snap.driver is not None and not snap.driver.gdrdrv:
+        missing.append("gdrdrv not loaded")
+    if not missing:
+        return []
+    return [Finding("R12", WARN, "node", "; ".join(missing),
+                    "EnableStreamMemOPs: 1, PeerMappingOverride=1, gdrdrv loaded",
+                    "DeepEP/NVSHMEM IBGDA is not ready: internode expert-parallel kernels cannot run",
+                    'options nvidia NVreg_EnableStreamMemOPs=1 NVreg_RegistryDwords="PeerMappingOverride=1;" in '
+                    "/etc/modprobe.d/nvidia.conf, update the initramfs and reboot; install GDRCopy (modprobe gdrdrv)")]
 
 
 ROCE_V2 = "RoCE v2"
@@ -295,4 +386,5 @@ RDMA_CHECKS: list[tuple[str, str, Callable[[NodeSnapshot, Expectations], list[Fi
     ("R9", "GPU-NIC affinity", r9_affinity),
     ("R10", "GPUDirect RDMA", r10_peermem),
     ("R11", "RoCE GID and netdev", r11_roce),
+    ("R12", "IBGDA readiness", r12_ibgda),
 ]

@@ -101,6 +101,16 @@ class RemappedRows:
 
 
 @dataclass(frozen=True)
+class RetiredPages:
+    """Pre-Ampere page retirement: pages retired for multiple single-bit and for double-bit ECC errors
+    (nvmlDeviceGetRetiredPages per cause) and whether a retirement waits for a reboot (PendingStatus)."""
+
+    single_bit: int
+    double_bit: int
+    pending: Reading[int]
+
+
+@dataclass(frozen=True)
 class Thermal:
     """GPU temperature and its slowdown/shutdown thresholds, degrees C."""
 
@@ -130,6 +140,7 @@ class Gpu:
     lost: Unavailable | None = None
     name: Reading[str] = Unavailable("gpu_lost", "GPU_IS_LOST")
     uuid: Reading[str] = Unavailable("gpu_lost", "GPU_IS_LOST")
+    serial: Reading[str] = Unavailable("gpu_lost", "GPU_IS_LOST")
     bus_id: Reading[str] = Unavailable("gpu_lost", "GPU_IS_LOST")
     pci_device_id: Reading[int] = Unavailable("gpu_lost", "GPU_IS_LOST")
     persistence_mode: Reading[int] = Unavailable("gpu_lost", "GPU_IS_LOST")
@@ -141,6 +152,7 @@ class Gpu:
     pcie_replay_t1: Reading[int] = Unavailable("gpu_lost", "GPU_IS_LOST")
     ecc: Reading[Ecc] = Unavailable("gpu_lost", "GPU_IS_LOST")
     remapped_rows: Reading[RemappedRows] = Unavailable("gpu_lost", "GPU_IS_LOST")
+    retired_pages: Reading[RetiredPages] = Unavailable("gpu_lost", "GPU_IS_LOST")
     thermal: Reading[Thermal] = Unavailable("gpu_lost", "GPU_IS_LOST")
     power: Reading[Power] = Unavailable("gpu_lost", "GPU_IS_LOST")
     clocks_event_reasons: Reading[int] = Unavailable("gpu_lost", "GPU_IS_LOST")
@@ -227,9 +239,25 @@ class HostFacts:
 
 
 @dataclass(frozen=True)
+class DriverFacts:
+    """What GPUDirect RDMA and DeepEP's IBGDA path need from the NVIDIA kernel driver, read from
+    ``/proc/driver/nvidia/version`` (``open_kernel_module``: the open GPU kernel modules, which DMA-BUF needs),
+    ``/proc/driver/nvidia/params`` (``Key: value`` lines, quotes stripped) and ``/sys/module/gdrdrv`` (GDRCopy)."""
+
+    open_kernel_module: Reading[bool]
+    params: Reading[dict[str, str]]
+    gdrdrv: bool
+
+
+@dataclass(frozen=True)
 class NodeSnapshot:
     """One sampled node: NVML view (driver, GPUs), sysfs view (GPU PCI functions, RDMA NICs, peermem) and the host
-    facts (``host``; ``None`` when a record predates them)."""
+    facts (``host``; ``None`` when a record predates them).
+
+    ``interval_s`` 0 means one sample only (``counters_t1`` equal ``t0``; rate checks are skipped). ``nvml`` is set
+    when ``nvmlInit`` itself answered an error that is not "library missing" (NO_PERMISSION): no GPU was read.
+    ``kernel_log`` is kernel-log text carried by a record (G22); ``driver`` the NVIDIA driver facts (None when not
+    read)."""
 
     hostname: str
     driver_version: Reading[str]
@@ -241,6 +269,8 @@ class NodeSnapshot:
     interval_s: float
     nvml: Unavailable | None = None
     host: HostFacts | None = None
+    kernel_log: str | None = None
+    driver: DriverFacts | None = None
 
 
 class Severity(Enum):
@@ -271,6 +301,8 @@ class Finding:
     expected: str
     message: str
     remedy: str = ""
+    gpu_uuid: str | None = None
+    gpu_serial: str | None = None
 
     @property
     def area(self) -> str:

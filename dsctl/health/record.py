@@ -66,6 +66,10 @@ def gpu_record(gpu: Gpu, pci: PciDevice | None) -> dict[str, Any]:
         return rec.data
     for key in ("name", "uuid", "persistence_mode", "clocks_event_reasons"):
         rec.put(key, getattr(gpu, key))
+    if isinstance(gpu.serial, str):
+        rec.data["serial"] = gpu.serial
+    elif gpu.serial.code != "NOT_SUPPORTED":  # an absent serial replays as NotSupported
+        rec.put("", gpu.serial)
     rec.put("pci.device_id", gpu.pci_device_id)
     rec.put("recovery_action", gpu.recovery_action)
     if gpu.inforom_valid is False:
@@ -129,6 +133,13 @@ def gpu_record(gpu: Gpu, pci: PciDevice | None) -> dict[str, Any]:
         rec.data["remapped_rows"] = {"correctable": rows.correctable, "uncorrectable": rows.uncorrectable,
                                      "pending": rows.pending, "failure": rows.failure}
         rec.put("remap_histogram", rows.histogram)
+    if isinstance(gpu.retired_pages, Unavailable):
+        if gpu.retired_pages.code != "NOT_SUPPORTED":  # absent replays as NotSupported (Ampere and newer)
+            rec.put("", gpu.retired_pages)
+    else:
+        pages = gpu.retired_pages
+        rec.data["retired_pages"] = {"single_bit": pages.single_bit, "double_bit": pages.double_bit}
+        rec.put("retired_pages.pending", pages.pending)
     if not isinstance(gpu.thermal, Unavailable):
         rec.put("temperature.gpu", gpu.thermal.gpu_c)
         rec.put("temperature.slowdown", gpu.thermal.slowdown_c)
@@ -215,6 +226,19 @@ def snapshot_record(snap: NodeSnapshot) -> dict[str, Any]:
     }
     if snap.host is not None:
         record["host"] = dataclasses.asdict(snap.host)
+    if snap.nvml is not None:
+        record["nvml_init_error"] = snap.nvml.code
+    if snap.kernel_log is not None:
+        record["kernel_log"] = snap.kernel_log
+    if snap.driver is not None:
+        driver: dict[str, Any] = {}
+        if isinstance(snap.driver.open_kernel_module, bool):
+            driver["open_kernel_module"] = snap.driver.open_kernel_module
+        if isinstance(snap.driver.params, dict):
+            driver["params"] = dict(snap.driver.params)
+        if driver:
+            record["nvidia_driver"] = driver
+        record["gdrdrv"] = snap.driver.gdrdrv
     if isinstance(snap.driver_version, str):
         record["driver_version"] = snap.driver_version
     if isinstance(snap.device_count, int) and snap.device_count != len(gpus):

@@ -1,7 +1,8 @@
 """Take a node snapshot: every static reading once, counters twice ``interval_s`` apart.
 
 ``wait(interval_s)`` is injected: ``time.sleep`` on a live node, "advance the fake to t1" when replaying a record,
-so rate checks run instantly in CI through the same code path.
+so rate checks run instantly in CI through the same code path. ``interval_s == 0`` takes one sample only: the
+second counter reading equals the first and the rate checks report SKIP.
 """
 
 from __future__ import annotations
@@ -10,46 +11,70 @@ import dataclasses
 from collections.abc import Callable
 
 from dsctl.errors import InputError
-from dsctl.health.backends.base import GpuBackend, RdmaSource
-from dsctl.health.model import HostFacts, NodeSnapshot, Unavailable
+from dsctl.health.backends.base import GpuBackend, NvmlNoPermission, RdmaSource
+from dsctl.health.model import Gpu, HostFacts, Nic, NodeSnapshot, Unavailable
+
+
+def _one_sample(gpu: Gpu) -> Gpu:
+    """``gpu`` with its t1 counters equal to t0 (nothing measured between them)."""
+    return dataclasses.replace(gpu, links=tuple(dataclasses.replace(link, errors_t1=link.errors_t0)
+                                                for link in gpu.links), pcie_replay_t1=gpu.pcie_replay_t0)
+
+
+def _one_sample_nics(nics: tuple[Nic, ...]) -> tuple[Nic, ...]:
+    return tuple(dataclasses.replace(n, ports=tuple(dataclasses.replace(p, counters_t1=dict(p.counters_t0))
+                                                    for p in n.ports)) for n in nics)
 
 
 def sample_node(gpus: GpuBackend | None, rdma: RdmaSource | None, interval_s: float,
                 wait: Callable[[float], None], hostname: str = "", with_p2p: bool = True,
-                host: HostFacts | None = None) -> NodeSnapshot:
-    """Sample the node. ``gpus=None`` skips NVML (RDMA only); ``rdma=None`` skips sysfs; ``host`` is carried as is.
+                host: HostFacts | None = None, kernel_log: str | None = None) -> NodeSnapshot:
+    """Sample the node. ``gpus=None`` skips NVML (RDMA only); ``rdma=None`` skips sysfs; ``host`` and
+    ``kernel_log`` are carried as they are.
 
-    Raises LibraryMissing (exit 3) when the NVML library cannot be initialised.
+    Raises LibraryMissing (exit 3) when the NVML library cannot be initialised; NVML answering NO_PERMISSION is
+    recorded in ``NodeSnapshot.nvml`` (a G1 finding) instead.
     """
-    if interval_s <= 0:
-        raise InputError(f"--interval must be a positive number of seconds, got {interval_s}")
+    if interval_s < 0:
+        raise InputError(f"--interval must be 0 (one sample) or a positive number of seconds, got {interval_s}")
     gpu_list = []
     driver: str | Unavailable = Unavailable("unsupported", "NOT_SAMPLED", "nvml")
     count: int | Unavailable = Unavailable("unsupported", "NOT_SAMPLED", "nvml")
+    nvml_error: Unavailable | None = None
     if gpus is not None:
-        gpus.start()
+        try:
+            gpus.start()
+        except NvmlNoPermission as exc:
+            nvml_error = driver = count = exc.why
+            gpus = None
+    if gpus is not None:
         driver = gpus.driver_version()
         count = gpus.device_count()
         gpu_list = [gpus.gpu(i) for i in range(count if isinstance(count, int) else 0)]
     pci_gpus = rdma.pci_gpus() if rdma is not None else ()
     nics = rdma.nics() if rdma is not None else ()
-    wait(interval_s)
+    if interval_s > 0:
+        wait(interval_s)
     if gpus is not None:
         second = []
         for gpu in gpu_list:
             if gpu.lost is not None:
                 second.append(gpu)
                 continue
-            links, replay = gpus.counters(gpu.index, gpu.links)
+            if interval_s > 0:
+                links, replay = gpus.counters(gpu.index, gpu.links)
+                gpu = dataclasses.replace(gpu, links=links, pcie_replay_t1=replay)
+            else:
+                gpu = _one_sample(gpu)
             p2p = {}
             if with_p2p and gpu.links:
                 p2p = {peer.index: gpus.p2p_nvlink(gpu.index, peer.index)
                        for peer in gpu_list if peer.index != gpu.index and peer.lost is None and peer.links}
-            second.append(dataclasses.replace(gpu, links=links, pcie_replay_t1=replay, p2p_nvlink=p2p))
+            second.append(dataclasses.replace(gpu, p2p_nvlink=p2p))
         gpu_list = second
         gpus.stop()
     if rdma is not None:
-        nics = rdma.recount(nics)
+        nics = rdma.recount(nics) if interval_s > 0 else _one_sample_nics(nics)
     return NodeSnapshot(
         hostname=hostname,
         driver_version=driver,
@@ -59,5 +84,8 @@ def sample_node(gpus: GpuBackend | None, rdma: RdmaSource | None, interval_s: fl
         nics=nics,
         nvidia_peermem=rdma.nvidia_peermem() if rdma is not None else False,
         interval_s=float(interval_s),
+        nvml=nvml_error,
         host=host,
+        kernel_log=kernel_log,
+        driver=rdma.driver_facts() if rdma is not None else None,
     )

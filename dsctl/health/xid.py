@@ -19,6 +19,12 @@ XID_MEANING = {13: "graphics engine exception", 31: "MMU fault", 43: "GPU stoppe
                68: "NVDEC exception", 74: "NVLink error", 79: "GPU fallen off the bus", 92: "high SBE rate",
                94: "contained ECC error", 95: "uncontained ECC error", 119: "GSP RPC timeout", 120: "GSP error",
                140: "ECC unrecovered error"}
+#: what to do, by severity (the text itself: the hint must not point at a file the installed package lacks)
+XID_ACTION = {
+    Severity.CRIT: "drain the node; reset the GPU (nvidia-smi -r) or reboot, and replace it if the Xid returns",
+    Severity.WARN: "hardware event: watch for repeats (dsctl health check --kernel-log) and drain if it recurs",
+    Severity.INFO: "usually the application's fault (bad memory access, killed job): check the job's own log",
+}
 
 
 def xid_severity(xid: int) -> Severity:
@@ -43,6 +49,13 @@ def parse_xids(text: str) -> list[tuple[str, int]]:
 def xid_findings(text: str, snap: NodeSnapshot) -> list[Finding]:
     """One finding per (GPU, Xid) with its count; the GPU is named by index when its bus id is known."""
     by_bus = {str(g.bus_id)[:-2]: f"gpu{g.index}" for g in snap.gpus if isinstance(g.bus_id, str)}
+    # a lost GPU has no NVML bus id: when the PCI GPUs NVML could not name are exactly as many as the lost GPUs,
+    # pair them in order (NVML enumerates in PCI bus order), so "Xid 79 on gpu4" names the lost GPU, not a PCI address
+    named = {str(g.bus_id) for g in snap.gpus if isinstance(g.bus_id, str)}
+    spare = sorted(d.bdf for d in snap.pci_gpus if d.bdf not in named)
+    lost = [g for g in snap.gpus if not isinstance(g.bus_id, str)]
+    if spare and len(spare) == len(lost):
+        by_bus.update({bdf[:-2]: f"gpu{g.index}" for bdf, g in zip(spare, lost, strict=True)})
     counts: dict[tuple[str, int], int] = {}
     for bus, xid in parse_xids(text):
         key = (by_bus.get(bus, f"PCI {bus}"), xid)
@@ -51,5 +64,5 @@ def xid_findings(text: str, snap: NodeSnapshot) -> list[Finding]:
     for (subject, xid), n in sorted(counts.items()):
         meaning = XID_MEANING.get(xid, "see NVIDIA's Xid catalogue")
         out.append(Finding(XID_CHECK_ID, xid_severity(xid), subject, f"Xid {xid} x{n}", "no Xid",
-                           f"kernel log has Xid {xid} ({meaning})", "see docs/health.md (G22) for the action per Xid"))
+                           f"kernel log has Xid {xid} ({meaning})", XID_ACTION[xid_severity(xid)]))
     return out

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dsctl.errors import InputError
+from dsctl.launch.defaults import DEFAULT_SEQ_LEN
 from dsctl.launch.layout import (
     DUAL_SCHEDULES,
     ParallelLayout,
@@ -43,15 +44,17 @@ from dsctl.launch.search import (
 )
 from dsctl.launch.stages import Stage, split_stages
 from dsctl.model.params import count_parameters
+from dsctl.names import shown
 from dsctl.profiles.schema import ModelProfile, NodeProfile
 from dsctl.units import GIB
 
 #: largest cluster dsctl plans: 131,072 nodes (about a million GPUs); keeps the rank map well inside memory
 MAX_NODES = 131_072
+#: largest --pp/--ep/--tp/--dp/--micro-batches/--global-batch/--seq-len (2^53: exact as a float, far above any run)
+MAX_COUNT = 2**53
 
 #: DeepSeek-V3's final global batch, in sequences
 DEFAULT_GLOBAL_BATCH = 15_360
-DEFAULT_SEQ_LEN = 4_096
 
 
 @dataclass(frozen=True)
@@ -302,9 +305,11 @@ def plan_launch(model: ModelProfile, node: NodeProfile, request: LaunchRequest,
     request = replace(request, schedule=schedule)
     for name in ("pp", "ep", "tp", "dp", "micro_batches", "global_batch", "seq_len"):
         value = getattr(request, name)
+        flag = "--" + name.replace("_", "-")
         if value is not None and value < 1:
-            flag = "--" + name.replace("_", "-")
             raise InputError(f"{flag} {value} is not valid: it must be a whole number >= 1")
+        if value is not None and value > MAX_COUNT:
+            raise InputError(f"{flag} {shown(str(value), 20)} is not valid: dsctl plans counts up to {MAX_COUNT:,}")
     if request.pp is not None:
         check_schedule_layout(schedule, request.pp, None)
     assumptions = assumptions or MemoryAssumptions()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-from enum import Enum
 from typing import Any
 
 import yaml
@@ -12,21 +11,21 @@ from rich.console import Console
 
 from dsctl import __version__
 from dsctl.output.data import SCHEMA_VERSION, to_data
+from dsctl.output.formats import OutputFormat
 from dsctl.output.generic import generic_view
-from dsctl.output.registry import find_renderer
+from dsctl.output.registry import find_renderer, load_renderers
 
 
-class OutputFormat(str, Enum):
-    """Values of every command's ``--format`` option."""
-
-    table = "table"
-    json = "json"
-    yaml = "yaml"
+class _StdoutConsole(Console):
+    def on_broken_pipe(self) -> None:
+        # rich exits with 1 here, which means "a check found a problem"; the reader (| head) just stopped
+        # reading: let dsctl.cli.main end with 0
+        raise BrokenPipeError
 
 
 def stdout_console() -> Console:
     # Created per call so that redirected sys.stdout (tests, pipes) is honoured.
-    return Console(file=sys.stdout, soft_wrap=False)
+    return _StdoutConsole(file=sys.stdout, soft_wrap=False)
 
 
 def stderr_console() -> Console:
@@ -63,6 +62,7 @@ def emit(result: Any, fmt: OutputFormat, command: str) -> int:
         sys.stdout.write(yaml.safe_dump(envelope(result, command, exit_code), sort_keys=False, allow_unicode=True))
     else:
         console = stdout_console()
+        load_renderers(command)
         renderer = find_renderer(result)
         parts = renderer(result) if renderer else generic_view(to_data(result))
         for part in parts:

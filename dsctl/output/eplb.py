@@ -15,6 +15,7 @@ from dsctl.eplb.metrics import PlacementMetrics
 from dsctl.eplb.simulate import SimulationResult
 from dsctl.output.generic import format_scalar
 from dsctl.output.registry import table_renderer
+from dsctl.units import human_bytes
 
 #: show every layer up to this many; beyond, a summary and the worst layers
 MAX_LAYER_ROWS = 16
@@ -27,14 +28,17 @@ def _layout_line(layout: Layout) -> str:
             f"{layout.num_gpus} GPUs / {nodes} ({layout.slots_per_gpu} per GPU), policy {layout.policy}")
 
 
-def _layer_table(metrics: PlacementMetrics, layers: Iterable[int], title: str) -> Table:
+def _layer_table(metrics: PlacementMetrics, layers: Iterable[int], title: str, first_layer: int = 0) -> Table:
+    """``first_layer``: the model layer number of row 0 (the dense layers before the first MoE layer)."""
     bound = metrics.balancedness_bound
     table = Table(title=title, title_justify="left")
-    for name in ("layer", "before", "after", "bound", "max GPU load", "mean GPU load", "lower bound"):
+    for name in ("model layer" if first_layer else "layer", "before", "after", "bound", "max GPU load",
+                 "mean GPU load", "lower bound"):
         table.add_column(name, justify="right")
     for i in layers:
-        table.add_row(str(i), f"{metrics.before.balancedness[i]:.4f}", f"{metrics.after.balancedness[i]:.4f}",
-                      f"{bound[i]:.4f}", format_scalar(float(metrics.after.max_gpu_load[i])),
+        table.add_row(str(i + first_layer), f"{metrics.before.balancedness[i]:.4f}",
+                      f"{metrics.after.balancedness[i]:.4f}", f"{bound[i]:.4f}",
+                      format_scalar(float(metrics.after.max_gpu_load[i])),
                       format_scalar(float(metrics.after.mean_gpu_load[i])),
                       format_scalar(float(metrics.lower_bound_gpu_load[i])))
     return table
@@ -52,23 +56,25 @@ def _summary_table(metrics: PlacementMetrics) -> Table:
     return table
 
 
-def balancedness_views(metrics: PlacementMetrics) -> Iterator[RenderableType]:
+def balancedness_views(metrics: PlacementMetrics, first_layer: int = 0) -> Iterator[RenderableType]:
     """Per-layer table for few layers; otherwise the summary and the five worst layers."""
     if metrics.num_layers <= MAX_LAYER_ROWS:
-        yield _layer_table(metrics, range(metrics.num_layers), "Balancedness (mean / max GPU load) per layer")
+        yield _layer_table(metrics, range(metrics.num_layers), "Balancedness (mean / max GPU load) per layer",
+                           first_layer)
         return
     yield _summary_table(metrics)
     worst = np.argsort(metrics.after.balancedness, kind="stable")[:5]
-    yield _layer_table(metrics, (int(i) for i in worst), "Worst layers after placement")
+    yield _layer_table(metrics, (int(i) for i in worst), "Worst layers after placement", first_layer)
 
 
-def load_chart(metrics: PlacementMetrics, layer: int) -> RenderableType:
+def load_chart(metrics: PlacementMetrics, layer: int, first_layer: int = 0) -> RenderableType:
     """Bar chart of the layer's per-GPU loads after placement; '|' marks the mean."""
     loads = metrics.after.gpu_loads[layer]
     peak = float(loads.max()) or 1.0
     mean = float(metrics.after.mean_gpu_load[layer])
     mean_col = min(BAR_WIDTH - 1, round(mean / peak * BAR_WIDTH))
-    title = Text(f"Per-GPU load, worst layer {layer} (balancedness {metrics.after.balancedness[layer]:.4f}; "
+    label = f"model layer {layer + first_layer}" if first_layer else f"layer {layer}"
+    title = Text(f"Per-GPU load, worst {label} (balancedness {metrics.after.balancedness[layer]:.4f}; "
                  f"| = mean {format_scalar(mean)})", style="italic")
     table = Table(show_edge=False, box=None)
     table.add_column("GPU", justify="right")
@@ -93,7 +99,10 @@ def _warnings(warnings: Iterable[str]) -> Iterator[RenderableType]:
 def _render_rebalance(result: RebalanceResult) -> Iterator[RenderableType]:
     yield Text(f"EPLB rebalance ({result.algorithm}): {_layout_line(result.layout)}", style="bold")
     yield from _warnings(result.warnings)
-    yield from balancedness_views(result.metrics)
+    if result.num_dense_layers:
+        yield Text(f"layers are numbered as in the model: row 0 of the statistics is model layer "
+                   f"{result.num_dense_layers} (the first MoE layer)")
+    yield from balancedness_views(result.metrics, result.num_dense_layers)
     summary = result.metrics.summary()
     yield Text(f"mean balancedness {summary['mean_balancedness_before']:.4f} -> "
                f"{summary['mean_balancedness_after']:.4f} "
@@ -101,9 +110,9 @@ def _render_rebalance(result: RebalanceResult) -> Iterator[RenderableType]:
                f"max replicas per expert {result.placement.log2phy.shape[2]}")
     if result.migration is not None:
         moved = result.migration
-        size = "n/a (give --model)" if moved.bytes_moved is None else f"{moved.bytes_moved / 1e9:,.2f} GB"
+        size = "n/a (give --model)" if moved.bytes_moved is None else human_bytes(moved.bytes_moved, digits=2)
         yield Text(f"migration: {moved.replicas_moved:,} replicas moved, {size} (tolerance {moved.tolerance:.2%})")
-    yield load_chart(result.metrics, result.metrics.worst_layer)
+    yield load_chart(result.metrics, result.metrics.worst_layer, result.num_dense_layers)
 
 
 @table_renderer(SimulationResult)

@@ -57,7 +57,9 @@ def _report(report: HealthReport) -> Iterable[RenderableType]:
             table.add_column(column, overflow="fold", no_wrap=column in ("sev", "check"))
         for f in problems:
             text = f.message + (f"\n-> {f.remedy}" if f.remedy and f.severity.value in ("CRIT", "WARN") else "")
-            table.add_row(Text(f.severity.value, style=STYLE[f.severity.value]), Text(f.check), Text(f.subject),
+            ids = [x for x in (f"SN {f.gpu_serial}" if f.gpu_serial else None, f.gpu_uuid) if x]
+            subject = "\n".join([f.subject, *ids])
+            table.add_row(Text(f.severity.value, style=STYLE[f.severity.value]), Text(f.check), Text(subject),
                           Text(f.observed), Text(f.expected), Text(text))
         yield table
     else:
@@ -65,6 +67,10 @@ def _report(report: HealthReport) -> Iterable[RenderableType]:
     if passed:
         yield Text(f"OK: {' '.join(passed)}", style="green")
     s = report.summary
+    if report.verdict == "nothing checked":
+        yield Text(f"NOTHING CHECKED: every selected check was skipped ({s['skip']} skip); not a pass. Give a node "
+                   "profile (--node) or run where the selected hardware is present.", style="bold yellow")
+        return
     verdict = "FAIL" if report.exit_code else "PASS"
     yield Text(f"{verdict} (fail on {report.fail_on}): {s['crit']} crit, {s['warn']} warn, {s['info']} info, "
                f"{s['skip']} skip, {s['ok']} ok", style="bold red" if report.exit_code else "bold green")

@@ -37,11 +37,12 @@ def _resolution(result: ScheduleResult, max_columns: int) -> float:
         if res <= fit:
             return res
     scale = 1.0
-    while True:
+    for _ in range(400):  # fit >= 1e-308 / 1e-9 for a finite makespan: under 320 rounds, never endless
         for step in (2.0, 4.0, 5.0):
             if 1 / (scale * step) <= fit:
                 return 1 / (scale * step)
         scale *= 10
+    return 1 / scale
 
 
 def ascii_timeline(result: ScheduleResult, max_columns: int = _MAX_COLUMNS) -> tuple[list[str], float]:

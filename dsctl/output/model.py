@@ -119,8 +119,8 @@ def _memory(result: MemoryReport) -> Iterable[RenderableType]:
     for column in ("dtype", "total", "with MTP", "active", "per routed expert"):
         table.add_column(column, justify="left" if column == "dtype" else "right")
     for name in result.weight_bytes:
-        table.add_row(name, human_bytes(result.weight_bytes[name], binary=False),
-                      human_bytes(result.weight_bytes_with_mtp[name], binary=False),
-                      human_bytes(result.active_weight_bytes[name], binary=False),
-                      human_bytes(result.bytes_per_routed_expert[name], binary=False, digits=2))
+        table.add_row(name, human_bytes(result.weight_bytes[name]),
+                      human_bytes(result.weight_bytes_with_mtp[name]),
+                      human_bytes(result.active_weight_bytes[name]),
+                      human_bytes(result.bytes_per_routed_expert[name], digits=2))
     yield table

@@ -21,7 +21,8 @@ _NAMES = {"ssd": "SSDs", "storage_nic": "storage NICs", "client_nic": "client NI
 
 
 def _rate(bytes_per_s: float) -> str:
-    return f"{human_bytes(bytes_per_s, digits=2)}/s ({bytes_per_s * 8 / 1e9:,.0f} Gb/s)"
+    """Bandwidth in decimal GB/s (the tables' one unit for bandwidth), line-rate bits in parentheses."""
+    return f"{bytes_per_s / 1e9:,.2f} GB/s ({bytes_per_s * 8 / 1e9:,.0f} Gb/s)"
 
 
 def _kv(title: str) -> Table:

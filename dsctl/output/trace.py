@@ -10,12 +10,15 @@ from rich.table import Table
 from rich.text import Text
 
 from dsctl.output.registry import table_renderer
+from dsctl.trace.explain import ExplainResult
 from dsctl.trace.overlap import OverlapMetrics, OverlapResult, RankOverlap
 
 #: collectives listed per rank (by exposed time); JSON lists all
 MAX_COLLECTIVE_ROWS = 10
 #: with more ranks than this, per-step and per-collective tables are shown for the worst rank only
 MAX_DETAIL_RANKS = 4
+#: with more rank rows than this, the table lists the worst ranks only (after the spread)
+MAX_RANK_ROWS = 16
 
 
 def _ms(us: float) -> str:
@@ -50,18 +53,18 @@ def _compact_table(title: str, labels: list[str], rows: list[tuple[list[str], st
     return Group(Text(title), table)
 
 
-def _ranks_table(result: OverlapResult) -> Group:
+def _ranks_table(result: OverlapResult, ranks: list[RankOverlap], more: str) -> Group:
     worst = result.worst_rank
     step_texts = [",".join(str(s) for s in row.steps) if len(row.steps) <= 6 else f"{len(row.steps)} steps"
-                  for row in result.ranks]
+                  for row in ranks]
     shared = len(set(step_texts)) <= 1
     steps = str(result.steps)
     if shared and step_texts and step_texts[0] and step_texts[0] != steps:
         steps += f" = {step_texts[0]}"
-    title = f"Compute / communication overlap, ms (steps: {steps}; hidden = overlap / comm, exp = exposed)"
+    title = f"Compute / communication overlap, ms (steps: {steps}; hidden = overlap / comm, exp = exposed){more}"
     labels = ["rank", "device"] + ([] if shared else ["steps"])
     rows = []
-    for row, steps in zip(result.ranks, step_texts, strict=True):
+    for row, steps in zip(ranks, step_texts, strict=True):
         is_worst = worst is not None and worst["rank"] == row.rank and worst["device"] == row.device \
             and worst["source"] == row.source
         label = [str(row.rank), row.device] + ([] if shared else [steps or "all"])
@@ -91,9 +94,75 @@ def _collectives_table(row: RankOverlap) -> Table:
     return table
 
 
+def _short(name: str, width: int = 60) -> str:
+    """A kernel name without ``void`` and its parameter list, cut to ``width``; JSON keeps the full name."""
+    name = name.removeprefix("void ")
+    depth = 0
+    for i, ch in enumerate(name):
+        depth += (ch == "<") - (ch == ">")
+        if ch == "(" and depth == 0 and i > 0:
+            name = name[:i]
+            break
+    return name if len(name) <= width else name[:width - 3] + "..."
+
+
+def _categories_table(row: RankOverlap) -> Table:
+    table = Table(title=f"rank {row.rank} {row.device}: kernel categories (HTA), ms", title_justify="left",
+                  box=box.SIMPLE_HEAD)
+    for name in ("category", "busy", "kernel sum", "kernels", "share"):
+        table.add_column(name, justify="left" if name == "category" else "right")
+    for c in row.categories:
+        table.add_row(c.category, _ms(c.busy_us), _ms(c.kernel_us), f"{c.num_kernels:,}", _pct(c.share))
+    return table
+
+
+def _kernels_table(row: RankOverlap) -> Table:
+    table = Table(title=f"rank {row.rank} {row.device}: top {len(row.top_kernels)} kernels by summed time",
+                  title_justify="left", box=box.SIMPLE_HEAD)
+    table.add_column("kernel", overflow="fold")
+    for name in ("class", "count", "total ms"):
+        table.add_column(name, justify="left" if name == "class" else "right", no_wrap=True)
+    for k in row.top_kernels:
+        table.add_row(_short(k.name), k.cls, f"{k.count:,}", _ms(k.total_us))
+    return table
+
+
+def _spread_table(result: OverlapResult) -> Table:
+    table = Table(title=f"Across {len(result.ranks)} ranks, ms", title_justify="left", box=box.SIMPLE_HEAD)
+    for name in ("figure", "min", "median", "p95", "max"):
+        table.add_column(name, justify="left" if name == "figure" else "right", no_wrap=True)
+    for figure, stats in (result.spread or {}).items():
+        if figure.endswith("_us"):
+            cells = [_ms(stats[k]) for k in ("min", "median", "p95", "max")]
+        else:
+            cells = [_pct(stats[k]) for k in ("min", "median", "p95", "max")]
+        table.add_row(figure, *cells)
+    return table
+
+
+@table_renderer(ExplainResult)
+def _render_explain(result: ExplainResult) -> Iterable[RenderableType]:
+    table = Table(title=f"Kernel classes over {result.num_ranks} rank(s): {len(result.names)} distinct names",
+                  title_justify="left", box=box.SIMPLE_HEAD)
+    table.add_column("name", overflow="fold")
+    for name in ("class", "rule", "count", "total ms"):
+        table.add_column(name, justify="right" if name in ("count", "total ms") else "left", no_wrap=True)
+    for r in result.names:
+        table.add_row(_short(r.name, 90), r.cls, r.rule, f"{r.count:,}", _ms(r.total_us))
+    yield table
+    yield Text("time per class: " + ", ".join(f"{k} {_ms(v)} ms" for k, v in sorted(result.class_totals_us.items())))
+
+
 @table_renderer(OverlapResult)
 def _render(result: OverlapResult) -> Iterable[RenderableType]:
-    yield _ranks_table(result)
+    if len(result.ranks) > MAX_RANK_ROWS:
+        shown = {(w["rank"], w["device"], w["source"]) for w in result.worst_ranks}
+        yield _ranks_table(result, [r for r in result.ranks if (r.rank, r.device, r.source) in shown],
+                           f" (the {len(shown)} worst of {len(result.ranks)} rows; --format json has all)")
+    else:
+        yield _ranks_table(result, result.ranks, "")
+    if result.spread:
+        yield _spread_table(result)
     if result.worst_rank is not None:
         w = result.worst_rank
         yield Text(f"worst rank: {w['rank']} {w['device']} ({w['source']}), exposed communication "
@@ -110,6 +179,10 @@ def _render(result: OverlapResult) -> Iterable[RenderableType]:
             yield _steps_table(row)
         if row.collectives:
             yield _collectives_table(row)
+        if row.basis == "gpu_kernels":
+            yield _categories_table(row)
+        if row.top_kernels:
+            yield _kernels_table(row)
     notes = sorted({n for row in result.ranks for n in row.notes} | set(result.notes))
     for note in notes:
         yield Text(f"note: {note}", style="italic")

@@ -11,15 +11,16 @@ from __future__ import annotations
 import difflib
 import math
 import os
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any, cast
 
-import yaml
-
 from dsctl.errors import ProfileError, one_of
+from dsctl.inputs import read_bytes
+from dsctl.names import NAME, shown
 from dsctl.profiles.schema import (
     AttentionSpec,
     ModelProfile,
@@ -31,6 +32,7 @@ from dsctl.profiles.schema import (
     StorageProfile,
     SwitchProfile,
 )
+from dsctl.textyaml import load_yaml
 from dsctl.units import QuantityError, human_bytes, parse_bytes, parse_count, parse_rate_bits
 
 ENV_VAR = "DSCTL_PROFILES"
@@ -166,6 +168,17 @@ class _Doc:
         if not 0 < result <= maximum_bits:
             self.fail(f"expected a rate > 0 and <= {maximum_bits / 8e12:g} TB/s, got {value!r}", key)
         return result
+
+    def names(self, key: str, pattern: str, example: str) -> tuple[str, ...]:
+        """An optional list of names, each a full match of ``pattern``; () when the key is absent."""
+        value = self._get(key, False)
+        if value is None:
+            return ()
+        if not isinstance(value, list) or not all(isinstance(v, str) and re.fullmatch(pattern, v) for v in value):
+            self.fail(f"expected a list of names like [{example}], got {_describe(value)}", key)
+        if len(set(value)) != len(value):
+            self.fail("lists a name twice", key)
+        return tuple(value)
 
     def section(self, key: str) -> _Doc:
         return _Doc(self._get(key, True), self.file, ".".join(p for p in (self.keypath, key) if p))
@@ -311,10 +324,14 @@ def _build_node(doc: _Doc, name: str) -> NodeProfile:
         storage_nic_gbps=storage.rate_bits("rate") / 1e9,
         storage_link_layer=storage.text("link_layer", choices=("infiniband", "ethernet")),
         path=str(doc.file),
+        compute_nic_devices=nics.names("devices", r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}", "mlx5_0, mlx5_1"),
     )
     for section in (gpu, nvlink, nics, storage):
         section.finish()
     gpus, nic_count = profile.num_gpus, profile.num_compute_nics
+    if profile.compute_nic_devices and len(profile.compute_nic_devices) != nic_count:
+        nics.fail(f"names {len(profile.compute_nic_devices)} devices for count {nic_count}: give one name per "
+                  "compute NIC, in GPU order", "devices")
     if nic_count and not (gpus % nic_count == 0 or nic_count % gpus == 0):
         nics.fail(f"{nic_count} compute NICs do not pair with {gpus} GPUs: one count must divide the other "
                   "(NIC i serves GPU i, or each NIC serves a fixed group of GPUs)", "count")
@@ -371,28 +388,13 @@ _BUILDERS: dict[ProfileKind, Callable[[_Doc, str], Profile]] = {
 
 
 def read_yaml(path: Path) -> Any:
-    """Parse one YAML file; syntax errors name the file, line and column."""
+    """Parse one YAML file (bounded size, duplicate keys refused); errors name the file, line and column."""
+    data = read_bytes(path, "profile", error=ProfileError)
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ProfileError(f"{path}: no such file") from None
-    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
-        raise ProfileError(f"{path}: cannot read: {exc}") from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
-        raise ProfileError(
-            f"{path}: {where}YAML syntax error: {exc.problem or exc.context}",
-            hint="check indentation and that every 'key: value' pair has a space after the colon",
-        ) from None
-    except yaml.YAMLError as exc:
-        raise ProfileError(f"{path}: YAML error: {exc}") from None
-    except RecursionError:
-        raise ProfileError(f"{path}: YAML nested too deeply (thousands of levels); this is not a profile") from None
-    except ValueError as exc:  # e.g. an integer of more than 4,300 digits
-        raise ProfileError(f"{path}: unreadable YAML value: {str(exc).split(';')[0]}") from None
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ProfileError(f"{path}: cannot read: not UTF-8 text (byte {exc.start})") from None
+    return load_yaml(text, str(path), ProfileError)
 
 
 def _kind_of(path: Path, data: Any) -> ProfileKind:
@@ -419,6 +421,10 @@ def load_file(path: Path, kind: ProfileKind | None = None) -> Profile:
     data = read_yaml(path)
     if data is None:
         raise ProfileError(f"{path}: the file is empty")
+    if not NAME.fullmatch(path.stem):
+        raise ProfileError(f"{path}: {shown(path.stem)} is not a valid profile name (the file name without .yaml): "
+                           "use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit",
+                           hint="profile names reach generated job scripts; rename the file")
     kind = kind or _kind_of(path, data)
     doc = _Doc(data, path, "")
     doc.used.add("kind")
@@ -512,24 +518,45 @@ class ProfileStore:
         return cast(StorageProfile, self.get(ProfileKind.STORAGE, name))
 
 
-def _scan(directory: Path) -> Iterator[tuple[Path, ProfileKind]]:
+def _profile_files(directory: Path) -> Iterator[tuple[Path, ProfileKind | None]]:
+    """Profile files under ``directory``: its kind sub-folders, then loose files (kind None: read from the file)."""
     for kind in ProfileKind:
         sub = directory / kind.value
         if sub.is_dir():
             for path in sorted(sub.glob("*.yaml")) + sorted(sub.glob("*.yml")):
                 yield path, kind
     for path in sorted(directory.glob("*.yaml")) + sorted(directory.glob("*.yml")):
-        yield path, _kind_of(path, read_yaml(path))
+        yield path, None
+
+
+def _scan(directory: Path) -> Iterator[tuple[Path, ProfileKind]]:
+    for path, kind in _profile_files(directory):
+        yield path, kind if kind is not None else _kind_of(path, read_yaml(path))
 
 
 def validate_path(path: Path) -> list[Profile]:
-    """Validate one profile file, or every profile under a directory. Raises on the first invalid file."""
+    """Validate one profile file, or every profile under a directory. Raises the first invalid file's error."""
+    profiles, errors = validate_each(path)
+    if errors:
+        raise errors[0]
+    return profiles
+
+
+def validate_each(path: Path) -> tuple[list[Profile], list[ProfileError]]:
+    """Validate one profile file, or every profile under a directory: the valid profiles and one error per
+    invalid file (every file is checked; a single file's error is raised)."""
     if not path.exists():
         raise ProfileError(f"{path}: no such file or directory")
-    if path.is_dir():
-        found = list(_scan(path))
-        if not found:
-            raise ProfileError(f"{path}: no *.yaml profiles found",
-                               hint="profiles live in models/, nodes/, switches/ or storage/ sub-folders")
-        return [load_file(p, k) for p, k in found]
-    return [load_file(path)]
+    if not path.is_dir():
+        return [load_file(path)], []
+    found = list(_profile_files(path))
+    if not found:
+        raise ProfileError(f"{path}: no *.yaml profiles found",
+                           hint="profiles live in models/, nodes/, switches/ or storage/ sub-folders")
+    profiles, errors = [], []
+    for file, kind in found:
+        try:
+            profiles.append(load_file(file, kind))
+        except ProfileError as exc:
+            errors.append(exc)
+    return profiles, errors

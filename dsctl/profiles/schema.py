@@ -132,6 +132,9 @@ class NodeProfile:
     storage_nic_gbps: float
     storage_link_layer: str
     path: str = ""
+    #: RDMA device names of the compute NICs in GPU order (e.g. mlx5_0..mlx5_7); empty when the profile has none.
+    #: Launch limits NCCL to them (NCCL_IB_HCA) so that it never picks the storage NIC.
+    compute_nic_devices: tuple[str, ...] = ()
 
     kind = ProfileKind.NODE
 

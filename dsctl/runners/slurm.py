@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -101,14 +102,18 @@ def status(job_id: str) -> JobStatus:
     return parse_job(job_id, done.stdout)
 
 
-def wait(job_id: str, *, timeout_s: float, poll_s: float = 0.5) -> JobStatus:
+def wait(job_id: str, *, timeout_s: float, poll_s: float = 0.5,
+         on_poll: Callable[[JobStatus], None] | None = None) -> JobStatus:
     """Poll scontrol until the job reaches a final state or ``timeout_s`` passes (then the last state seen).
 
-    Polls every ``poll_s`` seconds (``sbatch --wait`` backs off to much longer intervals).
+    Polls every ``poll_s`` seconds (``sbatch --wait`` backs off to much longer intervals); ``on_poll`` sees
+    every state read (progress display).
     """
     deadline = time.monotonic() + timeout_s
     current = status(job_id)
     while not current.final and current.state != "UNKNOWN" and time.monotonic() < deadline:
+        if on_poll is not None:
+            on_poll(current)
         time.sleep(poll_s)
         current = status(job_id)
     return current

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from html import escape
-
 import numpy as np
+
+from dsctl.names import xml_text
 
 MAX_CELLS_SIDE = 720
 MAX_DRAWN_NODES = 180  # larger tables are drawn as groups of nodes (mean pair-share per group pair)
@@ -44,7 +44,7 @@ def pair_share_svg(share: np.ndarray, first_node_id: int, subtitle: str) -> str:
         f'font-size="12">',
         f'<rect width="{width}" height="{height}" fill="white"/>',
         f'<text x="{margin_left}" y="22" font-size="15">Chains shared by each storage-node pair</text>',
-        f'<text x="{margin_left}" y="40">{escape(subtitle)}; min {lo:g}, max {hi:g}</text>',
+        f'<text x="{margin_left}" y="40">{xml_text(subtitle)}; min {lo:g}, max {hi:g}</text>',
         f'<g transform="translate({margin_left},{margin_top})" shape-rendering="crispEdges">',
     ]
     for x in range(v):

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from dsctl.names import check_slurm_conf_name
 from dsctl.topology.naming import compress_hostlist
 from dsctl.topology.plan import CABLE_KINDS, TIER_NAMES, Plan
 from dsctl.topology.summary import PlanSummary
@@ -124,6 +125,8 @@ def slurm_topology(plan: Plan, summary: PlanSummary) -> str:
         "# Plane 0 is written out; the other planes place every node on the same leaf numbers.",
     ]
     names = plan.device_names
+    for name in names:  # checked when formatted; a second guard because a '#' or '=' would rewrite the file
+        check_slurm_conf_name(name, "device name")
     for leaf, nodes in _groups(leaf_of_node, plan.a_dev[first]):
         lines.append(f"SwitchName={names[leaf]} Nodes={compress_hostlist(names[n] for n in nodes)}")
     listed = np.unique(leaf_of_node)

@@ -8,10 +8,9 @@ in SVG.
 
 from __future__ import annotations
 
-from html import escape
-
 import numpy as np
 
+from dsctl.names import dot_string, xml_text
 from dsctl.topology.naming import compress_hostlist
 from dsctl.topology.plan import Plan
 from dsctl.topology.summary import PlanSummary
@@ -60,15 +59,16 @@ def topology_dot(plan: Plan, summary: PlanSummary) -> str:
                    f'{len(spines)} spines (every plane has this shape)";')
         labels = _leaf_labels(plan, node_cab)
         for leaf in leaves.tolist():
-            out.append(f'  "nodes@{names[leaf]}" [label="{labels.get(leaf, "")}", shape=note, fillcolor="#eeeeee"];')
-            out.append(f'  "{names[leaf]}" [fillcolor="#cfe3ff"];')
-            out.append(f'  "nodes@{names[leaf]}" -- "{names[leaf]}";')
+            group = dot_string("nodes@" + names[leaf])
+            out.append(f'  {group} [label={dot_string(labels.get(leaf, ""))}, shape=note, fillcolor="#eeeeee"];')
+            out.append(f'  {dot_string(names[leaf])} [fillcolor="#cfe3ff"];')
+            out.append(f'  {group} -- {dot_string(names[leaf])};')
         for spine in spines.tolist():
-            out.append(f'  "{names[spine]}" [fillcolor="#e2d4f7"];')
+            out.append(f'  {dot_string(names[spine])} [fillcolor="#e2d4f7"];')
         for (a, b), c in zip(pairs.tolist(), counts.tolist(), strict=True):
             label = f' [label="x{c}"]' if c > 1 else ""
-            out.append(f'  "{names[a]}" -- "{names[b]}"{label};')
-        out.append('  { rank=same; ' + " ".join(f'"{names[s]}";' for s in spines.tolist()) + " }")
+            out.append(f'  {dot_string(names[a])} -- {dot_string(names[b])}{label};')
+        out.append('  { rank=same; ' + " ".join(f'{dot_string(names[s])};' for s in spines.tolist()) + " }")
     else:
         out.append(f'  label="{plan.spec.kind}: per-plane summary ({summary.num_planes} planes)";')
         for p in range(plan.spec.num_planes):
@@ -128,7 +128,7 @@ def topology_svg(plan: Plan, summary: PlanSummary) -> str:
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height}" '
              f'viewBox="0 0 {width:.0f} {height}" font-family="Helvetica, Arial, sans-serif" font-size="11">',
              '<rect width="100%" height="100%" fill="white"/>',
-             f'<text x="20" y="24" font-size="15" font-weight="bold">{escape(plan.spec.kind.upper())} plane 0 of '
+             f'<text x="20" y="24" font-size="15" font-weight="bold">{xml_text(plan.spec.kind.upper())} plane 0 of '
              f'{summary.num_planes}{title_extra}: {len(leaves)} leaves, {len(spines)} spines, '
              f'{len(node_cab):,} NICs</text>',
              f'<text x="20" y="42" fill="#555">{summary.num_nodes:,} nodes, {summary.num_switches:,} switches and '
@@ -160,7 +160,7 @@ def topology_svg(plan: Plan, summary: PlanSummary) -> str:
                          'stroke="#b07a2a" stroke-opacity="0.5"/>')
     for d, x in spine_x.items():
         parts.append(f'<rect x="{x:.1f}" y="{y_spine}" width="{box_w}" height="{box_h}" rx="3" fill="#e2d4f7" '
-                     f'stroke="#6b4fa0"><title>{escape(names[d])}: {int(down[d])} down, {int(up[d])} up of '
+                     f'stroke="#6b4fa0"><title>{xml_text(names[d])}: {int(down[d])} down, {int(up[d])} up of '
                      f'{plan.spec.radix} ports</title></rect>')
         parts.append(_box_label(x, y_spine, box_w, box_h, names[d], wide))
     labels = _leaf_labels(plan, node_cab)
@@ -168,13 +168,13 @@ def topology_svg(plan: Plan, summary: PlanSummary) -> str:
     for d, x in leaf_x.items():
         fill = "#cfe3ff" if down[d] >= full or int(down[d]) == 0 else "#ffd98a"
         parts.append(f'<rect x="{x:.1f}" y="{y_leaf}" width="{box_w}" height="{box_h}" rx="3" fill="{fill}" '
-                     f'stroke="#3a6ea5"><title>{escape(names[d])}: {int(down[d])} NIC ports, {int(up[d])} uplinks, '
+                     f'stroke="#3a6ea5"><title>{xml_text(names[d])}: {int(down[d])} NIC ports, {int(up[d])} uplinks, '
                      f'{plan.spec.radix - int(down[d]) - int(up[d])} free</title></rect>')
         parts.append(_box_label(x, y_leaf, box_w, box_h, names[d], wide))
         parts.append(f'<line x1="{x + box_w / 2:.1f}" y1="{y_leaf + box_h}" x2="{x + box_w / 2:.1f}" '
                      f'y2="{y_nodes}" stroke="#999"/>')
         parts.append(f'<rect x="{x:.1f}" y="{y_nodes}" width="{box_w}" height="18" fill="#eeeeee" stroke="#999">'
-                     f'<title>{escape(labels.get(d, ""))}</title></rect>')
+                     f'<title>{xml_text(labels.get(d, ""))}</title></rect>')
         parts.append(_vertical_label(x + box_w / 2, y_nodes + 22, labels.get(d, ""), below=True))
     parts.append("</svg>")
     return "\n".join(parts) + "\n"
@@ -195,12 +195,12 @@ def _box_label(x: float, y: float, width: float, height: float, text: str, horiz
     cx, cy = x + width / 2, y + height / 2
     if horizontal:
         return (f'<text x="{cx:.1f}" y="{cy + 3:.1f}" text-anchor="middle" font-size="10" '
-                f'fill="#222">{escape(text)}</text>')
+                f'fill="#222">{xml_text(text)}</text>')
     return (f'<text x="{cx + 3:.1f}" y="{cy:.1f}" text-anchor="middle" transform="rotate(-90 {cx + 3:.1f} {cy:.1f})" '
-            f'font-size="9" fill="#222">{escape(text)}</text>')
+            f'font-size="9" fill="#222">{xml_text(text)}</text>')
 
 
 def _vertical_label(x: float, y: float, text: str, below: bool = False) -> str:
     angle = 90 if below else -90
     return (f'<text x="{x + 3:.1f}" y="{y:.1f}" transform="rotate({angle} {x + 3:.1f} {y:.1f})" '
-            f'font-size="9" fill="#333">{escape(text)}</text>')
+            f'font-size="9" fill="#333">{xml_text(text)}</text>')

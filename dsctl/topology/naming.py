@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dsctl.errors import InputError
+from dsctl.names import DEVICE
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,10 @@ MAX_NAME_BYTES = 64
 #: characters in a name template (format specs make a template a little longer than its names)
 MAX_TEMPLATE_CHARS = 2 * MAX_NAME_BYTES
 _WIDTH = re.compile(r"(\d+)")
-_FORBIDDEN = re.compile(r'[\s,"\[\]]')
+#: a character no device name may hold (see ``dsctl.names.DEVICE``); ``\x00`` joins names for one search
+_FORBIDDEN = re.compile(r"[^A-Za-z0-9._:/@+\-\x00]")
+_RULE = ("names must be letters, digits and '._:/@+-', starting with a letter, digit or '_' (no spaces, commas, "
+         "quotes, brackets, '#', '=' or control characters: they break CSV, DOT and Slurm's topology.conf)")
 
 
 def short_repr(value: object, limit: int = 40) -> str:
@@ -109,9 +113,8 @@ def check_templates(templates: NameTemplates) -> NameTemplates:
         except (ValueError, TypeError, IndexError, KeyError, AttributeError) as exc:
             raise InputError(f"{option} {shown} cannot be formatted with whole numbers: "
                              f"{short_repr(str(exc), 60)}") from exc
-        if not sample or any(c.isspace() for c in sample) or any(c in sample for c in ',"[]'):
-            raise InputError(f"{option} {shown} gives {short_repr(sample)}; names must be non-empty with no "
-                             "spaces, commas, quotes or brackets")
+        if not DEVICE.fullmatch(sample):
+            raise InputError(f"{option} {shown} gives {short_repr(sample)}; {_RULE}")
         check_name_length([sample], option)
     return templates
 
@@ -155,8 +158,10 @@ def format_names(template: str, option: str, **columns: Any) -> list[str]:
         raise InputError(f"{option} {short_repr(template)} cannot be used: {short_repr(str(exc), 60)}") from exc
     bad = _FORBIDDEN.search("\x00".join(names))
     if bad:
-        raise InputError(f"{option} {short_repr(template)} gives a name with {bad.group()!r}; names must have no "
-                         "spaces, commas, quotes or brackets")
+        raise InputError(f"{option} {short_repr(template)} gives a name with {bad.group()!r}; {_RULE}")
+    odd = next((n for n in names if not DEVICE.fullmatch(n)), None)
+    if odd is not None:
+        raise InputError(f"{option} {short_repr(template)} gives {short_repr(odd)}; {_RULE}")
     check_name_length(names, option)
     return names
 

@@ -1,20 +1,23 @@
-"""Compute/communication overlap from PyTorch profiler (Kineto) Chrome traces.
+"""Compute/communication overlap, kernel classes and cross-rank skew from PyTorch profiler (Kineto) traces.
 
-The command layer reads the files and hands their bytes to :func:`overlap_from_bytes`; everything here is pure:
-:mod:`~dsctl.trace.parse` (bytes -> event columns), :mod:`~dsctl.trace.classify` (communication patterns),
-:mod:`~dsctl.trace.intervals` (numpy interval algebra), :mod:`~dsctl.trace.overlap` (the figures) and
-:mod:`~dsctl.trace.svg` (the timeline picture).
+The runner layer opens the files and hands their byte chunks here; everything in this package is pure:
+:mod:`~dsctl.trace.scan` (byte chunks -> events, streaming), :mod:`~dsctl.trace.parse` (events -> columns),
+:mod:`~dsctl.trace.kernels` and :mod:`~dsctl.trace.classify` (the classification table and options),
+:mod:`~dsctl.trace.intervals` (numpy interval algebra), :mod:`~dsctl.trace.overlap` (the per-rank figures),
+:mod:`~dsctl.trace.spread` (across ranks), :mod:`~dsctl.trace.skew` (collective matching, stragglers, critical
+path) and the SVG pictures.
 """
 
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 
-from dsctl.trace.classify import DEFAULT_PATTERNS, compile_patterns
-from dsctl.trace.overlap import OverlapResult, analyse
-from dsctl.trace.parse import decode, parse_trace
+from dsctl.trace.classify import DEFAULT_PATTERNS, Classifier
+from dsctl.trace.overlap import OverlapResult, RankOverlap, analyse_trace, combine
+from dsctl.trace.parse import TraceData, parse_trace
+from dsctl.trace.scan import DEFAULT_MAX_BYTES
 
 
 @contextmanager
@@ -30,19 +33,31 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def overlap_from_bytes(files: Sequence[tuple[str, bytes]], patterns: Sequence[str] = DEFAULT_PATTERNS,
-                       step: int | None = None, all_steps: bool = False,
-                       pattern_option: str = "--comm-pattern") -> OverlapResult:
-    """Overlap figures of each ``(source name, file bytes)`` trace (one per rank), see :func:`analyse`.
-
-    ``patterns`` are the communication regexes (invalid ones raise InputError naming ``pattern_option``).
-    """
-    regex = compile_patterns(patterns, pattern_option)
-    traces = []
-    for source, data in files:
-        with _gc_paused():
-            traces.append(parse_trace(decode(data, source), source))
-    return analyse(traces, regex, patterns, step, all_steps)
+def read_trace(chunks: Iterable[bytes], source: str, max_bytes: int = DEFAULT_MAX_BYTES) -> TraceData:
+    """Stream one trace file's byte chunks into column arrays (see :mod:`dsctl.trace.parse`)."""
+    with _gc_paused():
+        return parse_trace(chunks, source, max_bytes)
 
 
-__all__ = ["DEFAULT_PATTERNS", "OverlapResult", "overlap_from_bytes"]
+def rank_overlap(chunks: Iterable[bytes], source: str, index: int, classifier: Classifier,
+                 step: int | None = None, all_steps: bool = False, top: int = 10, keep_lanes: bool = False,
+                 max_bytes: int = DEFAULT_MAX_BYTES) -> list[RankOverlap]:
+    """Overlap rows of one file (``index`` is its rank when the trace does not say): the unit of parallel work."""
+    if step is not None and all_steps:
+        from dsctl.errors import InputError
+        raise InputError("--step and --all-steps exclude each other; give one")
+    return analyse_trace(read_trace(chunks, source, max_bytes), index, classifier, step, all_steps, top, keep_lanes)
+
+
+def overlap_from_bytes(files: Sequence[tuple[str, bytes]], classifier: Classifier | None = None,
+                       step: int | None = None, all_steps: bool = False, top: int = 10,
+                       keep_lanes: bool = True) -> OverlapResult:
+    """Overlap figures of each ``(source name, file bytes)`` trace (one per rank), in this process."""
+    classifier = classifier or Classifier()
+    rows: list[RankOverlap] = []
+    for i, (source, data) in enumerate(files):
+        rows.extend(rank_overlap([data], source, i, classifier, step, all_steps, top, keep_lanes))
+    return combine(rows, classifier, step)
+
+
+__all__ = ["DEFAULT_PATTERNS", "Classifier", "OverlapResult", "overlap_from_bytes", "rank_overlap", "read_trace"]

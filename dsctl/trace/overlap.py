@@ -9,14 +9,14 @@ For each rank (trace file) and device, inside each analysed window (a ``Profiler
 - ``overlap_ratio`` = ``overlapped_us / comm_busy_us`` (None without communication)
 
 Sums over several windows add each window's figures. Events are device kernels/copies when the trace has any
-(communication = names matching the patterns of :mod:`dsctl.trace.classify`, compute = every other kernel;
-non-communication memcpy/memset count as neither); otherwise host ``cpu_op`` events (compute) and host
-collective ops/annotations (communication), which the result says in ``basis`` and ``notes``.
+(classes from :mod:`dsctl.trace.classify`: communication, compute, and memory = local copies/memsets, which count
+as neither); otherwise host ``cpu_op`` events (compute) and host collective ops/annotations (communication),
+which the result says in ``basis`` and ``notes``. ``categories`` gives HTA's kernel categories (computation,
+communication, memory, idle) and ``top_kernels`` the kernels with the most summed time.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 
@@ -24,9 +24,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dsctl.errors import InputError, one_of
-from dsctl.trace.classify import classify_names, collective_label
-from dsctl.trace.intervals import Coverage, FloatArray, clip, coverage, covered_lengths, subtract, union
+from dsctl.trace.classify import CLASS_NAMES, Classifier, classify_names, collective_label
+from dsctl.trace.intervals import Coverage, FloatArray, clip, coverage, covered_lengths, subtract, total, union
+from dsctl.trace.kernels import CATEGORY
 from dsctl.trace.parse import EventTable, TraceData
+from dsctl.trace.spread import spread, worst_ranks
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,29 @@ class StreamStat:
 
 
 @dataclass(frozen=True)
+class CategoryStat:
+    """One of HTA's kernel categories in the analysed windows: ``busy_us`` = |∪ its kernels| (for ``idle``: the
+    window time with no kernel at all), ``kernel_us`` = Σ kernel durations, ``share`` = busy / wall."""
+
+    category: str
+    busy_us: float
+    kernel_us: float
+    num_kernels: int
+    share: float | None
+
+
+@dataclass(frozen=True)
+class KernelStat:
+    """One distinct kernel (or host op) name: its class, the rule that decided it, count and summed time (µs)."""
+
+    name: str
+    cls: str
+    rule: str
+    count: int
+    total_us: float
+
+
+@dataclass(frozen=True)
 class StepOverlap:
     """Metrics of one ``ProfilerStep#N`` window (``step`` None = the whole trace); ``start_us`` is relative to the
     trace's first event."""
@@ -120,7 +145,11 @@ class RankOverlap:
     per_step: list[StepOverlap]
     num_events: int
     notes: list[str]
-    lanes: Lanes = field(metadata={"output": False})
+    categories: list[CategoryStat]
+    top_kernels: list[KernelStat]
+    #: every distinct name (for --explain-classes), and the drawing lanes (None unless asked for)
+    kernels: list[KernelStat] = field(metadata={"output": False})
+    lanes: Lanes | None = field(metadata={"output": False})
 
     def to_data(self) -> dict[str, object]:
         """The dataclass fields with the metrics flattened in (``wall_us`` ... at the rank's top level)."""
@@ -139,12 +168,23 @@ class OverlapResult:
 
     steps: str
     comm_patterns: list[str]
+    compute_patterns: list[str]
     ranks: list[RankOverlap]
     worst_rank: dict[str, object] | None
+    #: min/median/p95/max across rank rows of the main figures (None with a single row)
+    spread: dict[str, dict[str, float]] | None
+    #: the rows with the most exposed communication, worst first (at most WORST_RANKS)
+    worst_ranks: list[dict[str, object]]
     notes: list[str]
+    #: --slurm: nodes that gave no answer, ``{"node", "reason"}`` (then the exit code is 1)
+    unreachable_nodes: list[dict[str, str]] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.unreachable_nodes else 0
 
 
-def _launch_times(table: EventTable, trace: TraceData) -> FloatArray:
+def launch_times(table: EventTable, trace: TraceData) -> FloatArray:
     """When each device event was launched on the host (its correlated runtime call), else its own start."""
     t = table.start_us.copy()
     if trace.launch_correlation.size == 0 or table.size == 0:
@@ -158,7 +198,7 @@ def _launch_times(table: EventTable, trace: TraceData) -> FloatArray:
     return t
 
 
-def _step_of(times: FloatArray, trace: TraceData) -> NDArray[np.int64]:
+def step_of(times: FloatArray, trace: TraceData) -> NDArray[np.int64]:
     """Index into ``trace.steps`` of the step window holding each time, -1 outside every step."""
     starts = np.array([s.start_us for s in trace.steps])
     ends = np.array([s.end_us for s in trace.steps])
@@ -167,7 +207,7 @@ def _step_of(times: FloatArray, trace: TraceData) -> NDArray[np.int64]:
     return np.where(ok, idx, -1).astype(np.int64)
 
 
-def _select_steps(trace: TraceData, step: int | None) -> list[int]:
+def select_steps(trace: TraceData, step: int | None) -> list[int]:
     """Indices into ``trace.steps`` to analyse (all of them unless ``step`` names one)."""
     if step is None:
         return list(range(len(trace.steps)))
@@ -193,13 +233,16 @@ class _Acc:
     codes: list[NDArray[np.int64]] = field(default_factory=list)  # collective label code per event
     exposed_parts: list[FloatArray] = field(default_factory=list)
     comm_mask: list[NDArray[np.bool_]] = field(default_factory=list)
+    memory_mask: list[NDArray[np.bool_]] = field(default_factory=list)
+    busy_all_us: list[float] = field(default_factory=list)
+    memory_us: list[float] = field(default_factory=list)
     compute_lane: list[tuple[FloatArray, FloatArray]] = field(default_factory=list)
     comm_lane: list[tuple[FloatArray, FloatArray]] = field(default_factory=list)
     windows: list[tuple[float, float]] = field(default_factory=list)
 
 
 def _window(acc: _Acc, s: FloatArray, e: FloatArray, codes: NDArray[np.int64], comm: NDArray[np.bool_],
-            compute: NDArray[np.bool_], lo: float, hi: float, number: int | None) -> None:
+            compute: NDArray[np.bool_], memory: NDArray[np.bool_], lo: float, hi: float, number: int | None) -> None:
     """Analyse one window [lo, hi] of one device; ``comm``/``compute`` are masks over the events s, e and their
     collective label ``codes``."""
     cov = coverage((s[compute], e[compute]), (s[comm], e[comm]), lo, hi)
@@ -212,6 +255,9 @@ def _window(acc: _Acc, s: FloatArray, e: FloatArray, codes: NDArray[np.int64], c
     acc.compute_lane.append(compute_u)
     acc.comm_lane.append(comm_u)
     acc.windows.append((lo, hi))
+    acc.memory_us.append(total(*union(cs[memory], ce[memory])))
+    acc.busy_all_us.append(total(*union(cs[compute | comm | memory], ce[compute | comm | memory])))
+    acc.memory_mask.append(memory)
     covered = covered_lengths(cs[comm], ce[comm], compute_u)
     acc.exposed_parts.append((ce[comm] - cs[comm]) - covered)
     acc.starts.append(cs)
@@ -264,11 +310,28 @@ def _device_groups(trace: TraceData) -> tuple[EventTable, str, list[tuple[str, N
                      f"{trace.num_events:,} events{why}; nothing to analyse")
 
 
-def analyse_trace(trace: TraceData, rank: int, regex: re.Pattern[str], step: int | None,
-                  all_steps: bool) -> list[RankOverlap]:
+def _categories(acc: _Acc, cls_codes: NDArray[np.int8], wall: float) -> list[CategoryStat]:
+    """HTA's categories from the accumulated windows; ``cls_codes`` is the class code per selected event."""
+    s, e = np.concatenate(acc.starts), np.concatenate(acc.ends)
+    dur = e - s
+    busy = {"computation": sum(c.a_us for c in acc.coverages), "communication": sum(c.b_us for c in acc.coverages),
+            "memory": sum(acc.memory_us)}
+    rows = []
+    for code, cls in enumerate(CLASS_NAMES):
+        on = cls_codes == code
+        cat = CATEGORY[cls]
+        rows.append(CategoryStat(cat, round(busy[cat], 3), round(float(dur[on].sum()), 3), int(on.sum()),
+                                 busy[cat] / wall if wall > 0 else None))
+    idle = max(0.0, wall - sum(acc.busy_all_us))
+    rows.append(CategoryStat("idle", round(idle, 3), 0.0, 0, idle / wall if wall > 0 else None))
+    return rows
+
+
+def analyse_trace(trace: TraceData, rank: int, classifier: Classifier, step: int | None,
+                  all_steps: bool, top: int = 10, keep_lanes: bool = False) -> list[RankOverlap]:
     """Overlap of one parsed trace, one :class:`RankOverlap` per device (``rank`` is used if the file has none)."""
     table, basis, groups = _device_groups(trace)
-    is_comm_name = classify_names(table.names, regex)
+    name_cls, rules = classify_names(table.names, classifier)
     labels: list[str] = []
     label_index: dict[str, int] = {}
 
@@ -284,20 +347,22 @@ def analyse_trace(trace: TraceData, rank: int, regex: re.Pattern[str], step: int
     event_label = by_name[table.name_code] if table.size else np.zeros(0, dtype=np.int64)
     for i, coll in table.collective.items():
         event_label[i] = code_of(coll)
-    comm_all = is_comm_name[table.name_code]
-    compute_all = ~comm_all
+    cls_all = name_cls[table.name_code] if table.size else np.zeros(0, dtype=np.int8)
+    comm_all = cls_all == 1
+    memory_all = cls_all == 2
+    compute_all = cls_all == 0
     notes: list[str] = []
     if basis == "gpu_kernels":
-        compute_all &= np.fromiter((n.lower().startswith(("memcpy", "memset")) is False for n in table.names),
-                                   dtype=bool, count=len(table.names))[table.name_code]
-        when = _launch_times(table, trace)
+        when = launch_times(table, trace)
     else:
         compute_all &= ~table.annotation
+        memory_all[:] = False
+        cls_all = np.where(table.annotation & (cls_all == 0), np.int8(-1), cls_all)
         when = table.start_us
         notes.append("no GPU kernels in this trace: compute = host CPU ops (cat cpu_op), communication = host "
                      "collective ops/annotations matching the patterns; all host threads share one lane")
-    selected = _select_steps(trace, step)
-    step_idx = _step_of(when, trace) if trace.steps else np.zeros(table.size, dtype=np.int64)
+    selected = select_steps(trace, step)
+    step_idx = step_of(when, trace) if trace.steps else np.zeros(table.size, dtype=np.int64)
     if not trace.steps:
         notes.append("no ProfilerStep#N annotations: the window is the whole trace")
     odd = {k: v for k, v in trace.skipped.items() if k != "other_phase"}
@@ -305,9 +370,11 @@ def analyse_trace(trace: TraceData, rank: int, regex: re.Pattern[str], step: int
         notes.append("unusable events: " + ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in odd.items())
                      + " (missing dur counts as zero length; the others are skipped)")
     rows = []
+    windows = selected if trace.steps else [0]
     for device, on_device in groups:
         acc = _Acc()
-        for k in selected if trace.steps else [0]:
+        device_sel = np.zeros(table.size, dtype=bool)
+        for k in windows:
             sel = on_device & (step_idx == k)
             s, e = table.start_us[sel], table.end_us[sel]
             number = trace.steps[k].number if trace.steps else None
@@ -317,18 +384,31 @@ def analyse_trace(trace: TraceData, rank: int, regex: re.Pattern[str], step: int
                 lo, hi = float(s.min()), float(e.max())
             else:
                 continue
-            _window(acc, s, e, event_label[sel], comm_all[sel], compute_all[sel], lo, hi, number)
+            device_sel |= sel
+            _window(acc, s, e, event_label[sel], comm_all[sel], compute_all[sel], memory_all[sel], lo, hi, number)
         if not acc.coverages:
             continue
         sums = [sum(getattr(c, f) for c in acc.coverages) for f in ("window_us", "a_us", "b_us", "both_us",
                                                                      "neither_us")]
-        compute_u = union(np.concatenate([c[0] for c in acc.compute_lane]),
-                          np.concatenate([c[1] for c in acc.compute_lane]))
-        comm_u = union(np.concatenate([c[0] for c in acc.comm_lane]), np.concatenate([c[1] for c in acc.comm_lane]))
-        lanes = Lanes(min(w[0] for w in acc.windows), max(w[1] for w in acc.windows), compute_u, comm_u,
-                      subtract(comm_u, compute_u), tuple(acc.windows))
-        streams_sel = np.concatenate([table.stream[on_device & (step_idx == k)]
-                                      for k in (selected if trace.steps else [0])])
+        lanes = None
+        if keep_lanes:
+            compute_u = union(np.concatenate([c[0] for c in acc.compute_lane]),
+                              np.concatenate([c[1] for c in acc.compute_lane]))
+            comm_u = union(np.concatenate([c[0] for c in acc.comm_lane]),
+                           np.concatenate([c[1] for c in acc.comm_lane]))
+            lanes = Lanes(min(w[0] for w in acc.windows), max(w[1] for w in acc.windows), compute_u, comm_u,
+                          subtract(comm_u, compute_u), tuple(acc.windows))
+        order = np.concatenate([np.flatnonzero(on_device & (step_idx == k)) for k in windows])
+        streams_sel = table.stream[order]
+        clipped_s, clipped_e = np.concatenate(acc.starts), np.concatenate(acc.ends)
+        # kernel statistics over the clipped events, in the same order as ``order``
+        names_sel = table.name_code[order]
+        n = len(table.names)
+        count = np.bincount(names_sel, minlength=n)
+        tot = np.bincount(names_sel, weights=clipped_e - clipped_s, minlength=n)
+        ranked = sorted(np.flatnonzero(count).tolist(), key=lambda i: (-tot[i], table.names[i]))
+        kernels = [KernelStat(table.names[i], CLASS_NAMES[int(name_cls[i])], rules[i], int(count[i]),
+                              round(float(tot[i]), 3)) for i in ranked]
         rows.append(RankOverlap(
             source=trace.source, rank=trace.rank if trace.rank is not None else rank, device=device, basis=basis,
             steps=[s.number for i, s in enumerate(trace.steps) if i in selected],
@@ -338,6 +418,9 @@ def analyse_trace(trace: TraceData, rank: int, regex: re.Pattern[str], step: int
             per_step=acc.per_step if all_steps else [],
             num_events=int(sum(c.size for c in acc.codes)),
             notes=list(notes),
+            categories=_categories(acc, cls_all[order], sums[0]),
+            top_kernels=kernels[:top],
+            kernels=kernels,
             lanes=lanes,
         ))
     if not rows:
@@ -346,15 +429,21 @@ def analyse_trace(trace: TraceData, rank: int, regex: re.Pattern[str], step: int
     return rows
 
 
-def analyse(traces: Sequence[TraceData], regex: re.Pattern[str], patterns: Sequence[str], step: int | None = None,
-            all_steps: bool = False) -> OverlapResult:
-    """Overlap of every trace (one per rank); the worst rank is the one with the most exposed communication."""
+def analyse(traces: Sequence[TraceData], classifier: Classifier, step: int | None = None,
+            all_steps: bool = False, top: int = 10, keep_lanes: bool = False) -> OverlapResult:
+    """Overlap of every trace (one per rank), see :func:`combine`."""
     if step is not None and all_steps:
         raise InputError("--step and --all-steps exclude each other; give one")
     ranks: list[RankOverlap] = []
     for i, trace in enumerate(traces):
-        ranks.extend(analyse_trace(trace, i, regex, step, all_steps))
-    notes: list[str] = []
+        ranks.extend(analyse_trace(trace, i, classifier, step, all_steps, top, keep_lanes))
+    return combine(ranks, classifier, step)
+
+
+def combine(ranks: list[RankOverlap], classifier: Classifier, step: int | None, notes: Sequence[str] = (),
+            unreachable: Sequence[dict[str, str]] = ()) -> OverlapResult:
+    """The result over per-rank rows: spread across ranks and the worst ranks (most exposed communication)."""
+    notes = list(notes)
     seen: dict[tuple[int, str], str] = {}
     for row in ranks:
         key = (row.rank, row.device)
@@ -367,5 +456,7 @@ def analyse(traces: Sequence[TraceData], regex: re.Pattern[str], patterns: Seque
         worst = {"rank": top.rank, "device": top.device, "source": top.source,
                  "exposed_comm_us": top.metrics.exposed_comm_us, "overlap_ratio": top.metrics.overlap_ratio,
                  "exposed_comm_fraction": top.metrics.exposed_comm_fraction}
-    return OverlapResult(steps="all" if step is None else str(step), comm_patterns=list(patterns), ranks=ranks,
-                         worst_rank=worst, notes=notes)
+    return OverlapResult(steps="all" if step is None else str(step), comm_patterns=classifier.patterns,
+                         compute_patterns=list(classifier.compute_patterns), ranks=ranks, worst_rank=worst,
+                         spread=spread(ranks), worst_ranks=worst_ranks(ranks), notes=notes,
+                         unreachable_nodes=list(unreachable))

@@ -1,18 +1,22 @@
-"""Read a PyTorch profiler (Kineto) Chrome trace from bytes into numpy arrays.
+"""Read a PyTorch profiler (Kineto) Chrome trace from byte chunks into numpy arrays, streaming.
+
+Events come one at a time from :func:`dsctl.trace.scan.iter_events`; only the fields the analysis needs are kept,
+in typed arrays (``array('d')``/``array('q')``: about 50 bytes per device event and 16 per launch, against
+about 1 kB for a decoded event dict), so memory follows the number of kept events, not the size of the file.
 
 Accepted: ``export_chrome_trace`` JSON (``{"traceEvents": [...], "distributedInfo": {...}, ...}``), the same
 gzipped (``.json.gz``; detected by content, not by name), or a bare JSON list of events. Only complete events
 (``"ph": "X"``) are used; every other phase (``B``/``E``, instant, counter, flow, metadata) is ignored. A
 missing ``dur`` counts as zero; events without a numeric ``ts`` or with a negative ``dur`` are skipped and counted.
-Times stay in the trace's unit, microseconds.
+Times stay in the trace's unit, microseconds. Integer fields above int64 are bad input (exit 2).
 """
 
 from __future__ import annotations
 
-import gzip
 import math
 import re
-import zlib
+from array import array
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +24,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dsctl.errors import InputError
-from dsctl.textjson import load_json
+from dsctl.trace.scan import DEFAULT_MAX_BYTES, iter_events
 
 #: categories of device-side events (Kineto spells them lower case; old versions capitalised them)
 GPU_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset"})
@@ -51,6 +55,8 @@ class EventTable:
     correlation: NDArray[np.int64]
     collective: dict[int, str]
     annotation: NDArray[np.bool_]
+    #: event index -> (process group name, sequence number) for collectives whose args carry both
+    group: dict[int, tuple[str, int]] = field(default_factory=dict)
 
     @property
     def size(self) -> int:
@@ -84,22 +90,6 @@ class TraceData:
     #: trace timestamp (µs) subtracted from every time above, so that times start near 0 (float64 precision)
     origin_us: float = 0.0
     skipped: dict[str, int] = field(default_factory=dict)
-
-
-def decode(data: bytes, source: str) -> Any:
-    """Bytes of a (possibly gzipped) JSON file -> the JSON value; every failure is an InputError naming ``source``."""
-    if data[:2] == b"\x1f\x8b":
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise InputError(f"{source}: looks gzipped but cannot be decompressed ({exc})") from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{source}: not a text JSON trace (byte {exc.start} is not UTF-8)") from None
-    if not text.strip():
-        raise InputError(f"{source}: empty file; expected a PyTorch profiler Chrome trace (JSON)")
-    return load_json(text, source)
 
 
 def _int(value: Any, default: int) -> int:
@@ -143,82 +133,91 @@ def _kind(cat: str) -> int:
 
 
 class _Columns:
-    """Column builder for an EventTable (plain lists, turned into arrays once)."""
+    """Column builder for an EventTable (typed arrays, turned into numpy arrays once without copying)."""
 
     def __init__(self) -> None:
-        self.start: list[float] = []
-        self.dur: list[float] = []
-        self.name: list[int] = []
+        self.start = array("d")
+        self.dur = array("d")
+        self.name = array("q")
         self.index: dict[str, int] = {}
-        self.device: list[int] = []
-        self.stream: list[int] = []
-        self.corr: list[int] = []
+        self.device = array("q")
+        self.stream = array("q")
+        self.corr = array("q")
         self.coll: dict[int, str] = {}
-        self.annotation: list[bool] = []
+        self.group: dict[int, tuple[str, int]] = {}
+        self.annotation = array("b")
 
     def drop_non_finite(self) -> int:
         """Remove events whose ts or dur is NaN/infinite (JSON's NaN, Infinity); returns how many went."""
-        start = np.asarray(self.start, dtype=np.float64)
+        start = np.frombuffer(self.start, dtype=np.float64)
         with np.errstate(over="ignore", invalid="ignore"):  # 1e308 + 1e308 is inf: dropped, not warned about
-            ok = np.isfinite(start) & np.isfinite(start + np.asarray(self.dur, dtype=np.float64))
+            ok = np.isfinite(start) & np.isfinite(start + np.frombuffer(self.dur, dtype=np.float64))
         if ok.all():
             return 0
         keep = np.flatnonzero(ok)
         new_index = {int(old): new for new, old in enumerate(keep.tolist())}
-        for name in ("start", "dur", "name", "device", "stream", "corr", "annotation"):
+        for name, code in (("start", "d"), ("dur", "d"), ("name", "q"), ("device", "q"), ("stream", "q"),
+                           ("corr", "q"), ("annotation", "b")):
             values = getattr(self, name)
-            if values:
-                setattr(self, name, [values[i] for i in keep.tolist()])
+            if len(values):
+                setattr(self, name, array(code, [values[i] for i in keep.tolist()]))
         self.coll = {new_index[i]: c for i, c in self.coll.items() if i in new_index}
+        self.group = {new_index[i]: g for i, g in self.group.items() if i in new_index}
         return int(ok.size - keep.size)
 
     def first_start(self) -> float | None:
-        return float(min(self.start)) if self.start else None
+        return float(min(self.start)) if len(self.start) else None
 
     def table(self, origin_us: float) -> EventTable:
-        start = np.asarray(self.start, dtype=np.float64) - origin_us
+        start = np.frombuffer(self.start, dtype=np.float64) - origin_us
+        n = start.size
         return EventTable(
             start_us=start,
-            end_us=start + np.asarray(self.dur, dtype=np.float64),
-            name_code=np.asarray(self.name, dtype=np.int64),
+            end_us=start + np.frombuffer(self.dur, dtype=np.float64),
+            name_code=np.frombuffer(self.name, dtype=np.int64),
             names=tuple(self.index),
-            device=np.asarray(self.device, dtype=np.int64),
-            stream=np.asarray(self.stream, dtype=np.int64),
-            correlation=np.asarray(self.corr, dtype=np.int64),
+            device=np.frombuffer(self.device, dtype=np.int64),
+            stream=np.frombuffer(self.stream, dtype=np.int64),
+            correlation=np.frombuffer(self.corr, dtype=np.int64),
             collective=self.coll,
-            annotation=np.asarray(self.annotation, dtype=bool) if self.annotation else np.zeros(start.size, bool),
+            annotation=(np.frombuffer(self.annotation, dtype=np.int8).astype(bool) if len(self.annotation)
+                        else np.zeros(n, bool)),
+            group=self.group,
         )
 
 
-def _events(value: Any, source: str) -> tuple[list[Any], dict[str, Any]]:
-    if isinstance(value, list):
-        return value, {}
-    if isinstance(value, dict):
-        events = value.get("traceEvents")
-        if events is None:
-            keys = ", ".join(sorted(str(k) for k in list(value)[:8])) or "none"
-            raise InputError(f"{source}: not a Chrome trace: no \"traceEvents\" key (top-level keys: {keys})",
-                             hint="give the JSON written by torch.profiler's export_chrome_trace (or .json.gz)")
-        if not isinstance(events, list):
-            raise InputError(f"{source}: not a Chrome trace: \"traceEvents\" is a {type(events).__name__}, "
-                             "expected a list of events")
-        return events, value
-    raise InputError(f"{source}: not a Chrome trace: the JSON is a {type(value).__name__}, expected an object "
-                     "with \"traceEvents\" or a list of events")
+_INT64 = 2**63
 
 
-def parse_trace(value: Any, source: str) -> TraceData:
-    """Turn a decoded trace (see :func:`decode`) into column arrays.
+def _checked(source: str, field_: str, value: Any) -> Any:
+    if type(value) is int and not -_INT64 <= value < _INT64:
+        raise InputError(f"{source}: event field {field_!r} holds an integer above int64 ({str(value)[:24]}...); "
+                         "not a profiler trace value")
+    return value
 
-    Raises InputError naming ``source`` when it is not a Chrome trace or holds no complete (``"ph": "X"``) events.
+
+def parse_trace(chunks: Iterable[bytes], source: str, max_bytes: int = DEFAULT_MAX_BYTES) -> TraceData:
+    """Stream a trace from raw (maybe gzipped) byte ``chunks`` into column arrays.
+
+    Raises InputError naming ``source`` when it is not a Chrome trace, exceeds ``max_bytes`` decompressed,
+    holds integers above int64 or no complete (``"ph": "X"``) events.
     """
-    events, meta = _events(value, source)
+    meta: dict[str, Any] = {}
+    try:
+        return _parse(iter_events(chunks, source, meta, max_bytes), meta, source)
+    except OverflowError:
+        raise InputError(f"{source}: an event holds an integer above int64 (device, stream, correlation, ts or "
+                         "dur); not a profiler trace value") from None
+
+
+def _parse(events: Iterable[Any], meta: dict[str, Any], source: str) -> TraceData:
     gpu, cpu = _Columns(), _Columns()
-    launch_ts: list[float] = []
-    launch_corr: list[int] = []
+    launch_ts = array("d")
+    launch_corr = array("q")
     raw_steps: list[tuple[int, float, float]] = []  # (N, ts, dur)
     skipped = {"not_an_object": 0, "other_phase": 0, "bad_ts": 0, "negative_dur": 0, "missing_dur": 0}
     num_complete = 0
+    num_events = 0
     kind_of: dict[str, int] = {}
     empty: dict[str, Any] = {}
     # bound methods of the hot columns (attribute look-ups cost as much as the appends)
@@ -226,6 +225,7 @@ def parse_trace(value: Any, source: str) -> TraceData:
     g_stream, g_corr, g_index, g_coll = gpu.stream.append, gpu.corr.append, gpu.index, gpu.coll
     l_ts, l_corr = launch_ts.append, launch_corr.append
     for ev in events:  # the one per-event Python loop: keep it lean (type() checks, no helper calls when typical)
+        num_events += 1
         if type(ev) is not dict:
             skipped["not_an_object"] += 1
             continue
@@ -242,8 +242,8 @@ def parse_trace(value: Any, source: str) -> TraceData:
         if not kind:
             continue
         ts = ev.get("ts")
-        if type(ts) is not float and type(ts) is not int:
-            ts = _number(ts)
+        if type(ts) is not float:
+            ts = _checked(source, "ts", ts) if type(ts) is int else _number(ts)
             if ts is None:
                 skipped["bad_ts"] += 1
                 continue
@@ -264,7 +264,7 @@ def parse_trace(value: Any, source: str) -> TraceData:
             continue
         name = ev.get("name")
         if type(name) is not str:
-            name = str(name)
+            name = str(name)[:200]
         if kind == _GPU:
             device = args.get("device")
             g_dev(device if type(device) is int else _int(device, _int(ev.get("pid"), 0)))
@@ -274,7 +274,12 @@ def parse_trace(value: Any, source: str) -> TraceData:
             g_corr(corr if type(corr) is int else _int(corr, -1))
             coll = args.get("Collective name")
             if coll is not None and type(coll) is str:
-                g_coll[len(gpu.start)] = coll
+                at = len(gpu.start)
+                g_coll[at] = coll
+                group = args.get("Process Group Name")
+                seq = args.get("Seq")
+                if type(group) is str and type(seq) is int and 0 <= seq < _INT64:
+                    gpu.group[at] = (group, seq)
             code = g_index.get(name)
             if code is None:
                 code = g_index[name] = len(g_index)
@@ -284,8 +289,8 @@ def parse_trace(value: Any, source: str) -> TraceData:
             continue
         if kind == _ANNOTATION:
             match = _STEP.match(name)
-            if match:
-                raw_steps.append((int(match.group(1)), ts, dur))
+            if match and len(match.group(1)) < 19:
+                raw_steps.append((int(match.group(1)), float(ts), float(dur)))
                 continue
         cols = cpu
         cols.device.append(-1)
@@ -299,12 +304,12 @@ def parse_trace(value: Any, source: str) -> TraceData:
             code = cols.index[name] = len(cols.index)
         cols.name.append(code)
     if num_complete == 0:
-        raise InputError(f"{source}: no complete (\"ph\": \"X\") events with a timestamp among {len(events):,} "
+        raise InputError(f"{source}: no complete (\"ph\": \"X\") events with a timestamp among {num_events:,} "
                          "trace events; nothing to analyse",
                          hint="record with torch.profiler and export_chrome_trace; complete events carry ts and dur")
     skipped["bad_ts"] += gpu.drop_non_finite() + cpu.drop_non_finite()
     raw_steps = [st for st in raw_steps if math.isfinite(st[1] + st[2])]
-    launches = np.asarray(launch_ts, dtype=np.float64)
+    launches = np.frombuffer(launch_ts, dtype=np.float64)
     launch_ok = np.isfinite(launches)
     starts = [x for x in (gpu.first_start(), cpu.first_start(), min((st[1] for st in raw_steps), default=None),
                           float(launches[launch_ok].min()) if launch_ok.any() else None) if x is not None]
@@ -317,15 +322,15 @@ def parse_trace(value: Any, source: str) -> TraceData:
     backend = info.get("backend")
     return TraceData(
         source=source,
-        rank=rank if rank >= 0 else None,
-        world_size=world if world > 0 else None,
-        backend=backend if isinstance(backend, str) else None,
+        rank=rank if 0 <= rank < 2**31 else None,
+        world_size=world if 0 < world < 2**31 else None,
+        backend=backend[:40] if isinstance(backend, str) else None,
         gpu=gpu.table(origin),
         cpu=cpu.table(origin),
         launch_start_us=launches[launch_ok] - origin,
-        launch_correlation=np.asarray(launch_corr, dtype=np.int64)[launch_ok],
+        launch_correlation=np.frombuffer(launch_corr, dtype=np.int64)[launch_ok],
         steps=tuple(sorted(_dedupe_steps(steps), key=lambda s: s.start_us)),
-        num_events=len(events),
+        num_events=num_events,
         origin_us=origin,
         skipped={k: v for k, v in skipped.items() if v},
     )

@@ -9,12 +9,11 @@ rectangle per pixel per lane) however many events the trace holds.
 
 from __future__ import annotations
 
-from xml.sax.saxutils import escape
-
 import numpy as np
 
+from dsctl.names import xml_text as escape
 from dsctl.trace.intervals import FloatArray, union
-from dsctl.trace.overlap import OverlapResult, RankOverlap
+from dsctl.trace.overlap import Lanes, OverlapResult, RankOverlap
 
 COMPUTE = "#6fa8dc"
 COMM = "#f6b26b"
@@ -50,9 +49,8 @@ def _rects(intervals: tuple[FloatArray, FloatArray], origin: float, scale: float
             f"<title>{title}</title></rect>" for x, w in zip(x0.tolist(), width.tolist(), strict=True)]
 
 
-def _rank_rows(row: RankOverlap, index: int, scale: float) -> list[str]:
+def _rank_rows(row: RankOverlap, lanes: Lanes, index: int, scale: float) -> list[str]:
     y = _TOP + index * _RANK_H
-    lanes = row.lanes
     m = row.metrics
     label = escape(f"rank {row.rank} {row.device}")
     ratio = "n/a" if m.overlap_ratio is None else f"{m.overlap_ratio:.0%}"
@@ -96,8 +94,8 @@ def _ticks(span_us: float, scale: float, y: float) -> list[str]:
 
 def timeline_svg(result: OverlapResult) -> str:
     """The whole picture as SVG text (UTF-8); see the module docstring for what is drawn."""
-    rows = result.ranks
-    span = max((r.lanes.end_us - r.lanes.origin_us for r in rows), default=0.0)
+    rows = [(r, r.lanes) for r in result.ranks if r.lanes is not None]
+    span = max((lanes.end_us - lanes.origin_us for _, lanes in rows), default=0.0)
     scale = _PLOT_W / span if span > 0 else 1.0
     height = _TOP + len(rows) * _RANK_H + 10
     width = _LABEL_W + _PLOT_W + _RIGHT_W
@@ -116,7 +114,7 @@ def timeline_svg(result: OverlapResult) -> str:
         f'<text x="{legend_x + 346}" y="33" font-size="11">exposed communication</text>',
     ]
     parts += _ticks(span, scale, _TOP + len(rows) * _RANK_H)
-    for i, row in enumerate(rows):
-        parts += _rank_rows(row, i, scale)
+    for i, (row, lanes) in enumerate(rows):
+        parts += _rank_rows(row, lanes, i, scale)
     parts.append("</svg>")
     return "\n".join(parts) + "\n"

@@ -266,16 +266,16 @@ def test_whitespace_separated_statistics(cli: Callable, tmp_path: Path) -> None:
 def test_a_failing_second_write_removes_the_first_file(
     cli: Callable, readme: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import dsctl.commands.eplb as eplb_commands
+    import dsctl.output.files as files
 
-    real_write = eplb_commands.atomic_write
+    real_write = files.atomic_write
 
     def failing_write(path: Path, content: str | bytes) -> None:
         if Path(path).name == "sg.json":
             raise OSError(28, "No space left on device")
         real_write(path, content)
 
-    monkeypatch.setattr(eplb_commands, "atomic_write", failing_write)
+    monkeypatch.setattr(files, "atomic_write", failing_write)
     out, sg = tmp_path / "plan.json", tmp_path / "sg.json"
     res = cli("eplb", "rebalance", readme, *README_ARGS, "--out", out, "--sglang-out", sg)
     assert res.exit_code != 0 and not out.exists() and not sg.exists()

@@ -23,11 +23,12 @@ def test_healthy_node_exits_0_with_stable_json_shape(cli: Cli) -> None:
     r = cli("health", "check", "--from-record", rec("hgx_h800_healthy"), "--format", "json")
     assert r.exit_code == 0, r.stderr
     data = r.json()
-    assert set(data) == {"dsctl", "node", "summary", "fail_on", "findings"}
-    assert data["summary"] == {"crit": 0, "warn": 0, "info": 0, "skip": 0, "ok": 30}
+    assert set(data) == {"dsctl", "node", "summary", "fail_on", "verdict", "findings", "gauges"}
+    assert data["summary"] == {"crit": 0, "warn": 0, "info": 0, "skip": 0, "ok": 32}
+    assert data["verdict"] == "pass"
     assert data["node"]["num_gpus"] == 8 and data["node"]["gpu_name"] == "NVIDIA H800 80GB HBM3"
     assert set(data["findings"][0]) == {"check", "severity", "area", "subject", "observed", "expected", "message",
-                                        "remedy"}
+                                        "remedy", "gpu_uuid", "gpu_serial"}
     assert data["dsctl"]["exit_code"] == 0
 
 
@@ -83,7 +84,8 @@ def test_live_check_without_driver_exits_3_with_one_line(cli: Cli) -> None:
     (["--only", "gpus"], "--only: unknown area gpus"),
     (["--fail-on", "info"], "--fail-on: 'info' is not valid"),
     (["--node", "h900-hgx"], "h900-hgx"),
-    (["--interval", "0"], "--interval must be a number of seconds in (0, 3600]"),
+    (["--interval=-1"], "--interval must be 0 (one sample, rate checks skipped) or a number of seconds up to 3600"),
+    (["--interval", "4000"], "--interval must be 0 (one sample, rate checks skipped) or a number of seconds up to"),
     (["--interval", "5", "--from-record", rec("hgx_h100_healthy")], "--interval does not apply to --from-record"),
 ])
 def test_bad_options_exit_2(cli: Cli, args: list[str], needle: str) -> None:
@@ -180,7 +182,7 @@ def test_record_round_trip_keeps_host_facts(cli: Cli, tmp_path: Path) -> None:
 
 
 def test_records_without_host_facts_still_replay(cli: Cli) -> None:
-    r = cli("health", "check", "--from-record", rec("hgx_h800_healthy"), "-f", "json")
+    r = cli("health", "check", "--from-record", rec("pcie_l40s_no_nvlink"), "-f", "json")
     assert r.exit_code == 0 and r.json()["node"]["host"] is None
 
 
@@ -218,7 +220,7 @@ def test_show_table_keeps_bus_ids_whole_at_80_columns(cli: Cli, monkeypatch: pyt
 
 @pytest.mark.parametrize("content, needle", [
     (b"\xff\xfe\x00bad", "not UTF-8"),
-    (b"interval_s: .nan\n", "interval_s must be a positive number"),
+    (b"interval_s: .nan\n", "interval_s must be 0 (one sample) or a positive number"),
     (b"device_count: 99999999999\n", "device_count must be an integer from 0 to 64"),
     (b"infiniband: {devices: [{name: x, bdf: zz}]}\n", "devices[0].bdf 'zz' is not a PCI address"),
 ])

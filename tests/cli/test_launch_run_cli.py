@@ -19,6 +19,14 @@ Cli = Callable[..., Any]
 V2_LITE_1 = ("launch", "--nodes", "1", "--model", "deepseek-v2-lite")
 
 
+@pytest.fixture(autouse=True)
+def in_a_job_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run from tmp_path, where the training scripts the tests name exist (--submit checks that they do)."""
+    monkeypatch.chdir(tmp_path)
+    for name in ("t.py", "train.py"):
+        (tmp_path / name).write_text("print('train')\n")
+
+
 def fake_bin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scripts: dict[str, str]) -> Path:
     """Only these executables (plus the shell's basics through /bin) are on PATH."""
     bin_dir = tmp_path / "bin"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import xml.dom.minidom
 from pathlib import Path
 
 import trace_builder as tb  # tests/trace_builder.py (tests/ is on sys.path via its conftest)
@@ -10,7 +11,8 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "trace"
 GLOO = [DATA / "gloo_rank0.json.gz", DATA / "gloo_rank1.json.gz"]
 RANK_KEYS = {"source", "rank", "device", "basis", "steps", "wall_us", "compute_busy_us", "comm_busy_us",
              "overlapped_us", "exposed_comm_us", "compute_only_us", "idle_us", "overlap_ratio",
-             "exposed_comm_fraction", "collectives", "streams", "per_step", "num_events", "notes"}
+             "exposed_comm_fraction", "collectives", "streams", "per_step", "num_events", "notes", "categories",
+             "top_kernels"}
 
 
 def _write(tmp_path: Path, name: str, doc: object, gz: bool = False) -> Path:
@@ -33,7 +35,8 @@ def test_json_keys_for_the_recorded_gloo_ranks(cli) -> None:
     assert result.exit_code == 0, result.stderr
     data = result.json()
     assert data["dsctl"]["command"] == "trace overlap"
-    assert set(data) == {"dsctl", "steps", "comm_patterns", "ranks", "worst_rank", "notes"}
+    assert set(data) == {"dsctl", "steps", "comm_patterns", "compute_patterns", "ranks", "worst_rank", "spread",
+                         "worst_ranks", "notes", "unreachable_nodes"}
     assert [r["rank"] for r in data["ranks"]] == [0, 1]
     assert set(data["ranks"][0]) == RANK_KEYS
     assert set(data["ranks"][0]["collectives"][0]) == {"name", "count", "total_us", "exposed_us", "mean_us"}
@@ -73,7 +76,7 @@ def test_step_selection_and_comm_patterns(cli, tmp_path: Path) -> None:
     assert data["ranks"][0]["exposed_comm_us"] == 20
     data = cli("trace", "overlap", path, "--step", "1", "--add-comm-pattern", "^my_a2a", "-f", "json").json()
     assert data["ranks"][0]["comm_busy_us"] == 20 and data["ranks"][0]["overlapped_us"] == 20
-    assert data["comm_patterns"][-1] == "^my_a2a"
+    assert data["comm_patterns"][0] == "^my_a2a"
     data = cli("trace", "overlap", path, "--comm-pattern", "^my_a2a", "-f", "json").json()
     assert data["comm_patterns"] == ["^my_a2a"]
     assert data["ranks"][0]["comm_busy_us"] == 20  # the NCCL kernel is compute now
@@ -160,3 +163,67 @@ def test_empty_comm_pattern_is_refused(cli) -> None:
 
 def test_svg_on_an_unwritable_file_system_exits_2(cli) -> None:
     _bad(cli("trace", "overlap", str(GLOO[0]), "--svg", "/proc/overlap.svg"), "--svg /proc/overlap.svg", "cannot write")
+
+
+def test_many_ranks_by_glob_in_a_process_pool(cli, tmp_path: Path) -> None:
+    for r, doc in enumerate(tb.job(64, {17: 1.35, 42: 1.2}, num_collectives=12)):
+        _write(tmp_path, f"rank{r}.json.gz" if r % 2 else f"rank{r}.json", doc, gz=bool(r % 2))
+    data = cli("trace", "stragglers", str(tmp_path / "rank*.json*"), "--jobs", "2", "-f", "json").json()
+    assert data["num_ranks"] == 64 and [s["rank"] for s in data["stragglers"][:2]] == [17, 42]
+    assert data["critical_ranks"][0]["rank"] == 17
+    data = cli("trace", "overlap", str(tmp_path / "rank*.json*"), "-j", "2", "-f", "json").json()
+    assert [r["rank"] for r in data["ranks"]] == list(range(64))  # natural order: rank10 after rank9
+    spread = data["spread"]["exposed_comm_us"]
+    assert spread["min"] <= spread["median"] <= spread["p95"] <= spread["max"] and spread["num_ranks"] == 64
+    assert len(data["worst_ranks"]) == 8
+    table = cli("trace", "overlap", str(tmp_path / "rank*.json*"), "-j", "2")
+    assert table.exit_code == 0 and "Across 64 ranks" in table.stdout and "the 8 worst of 64" in table.stdout
+    table = cli("trace", "stragglers", str(tmp_path / "rank*.json*"), "-j", "1")
+    assert table.exit_code == 0 and "Stragglers" in table.stdout and "Critical path" in table.stdout
+
+
+def test_explain_classes_lists_every_name(cli, tmp_path: Path) -> None:
+    path = _write(tmp_path, "t.json", tb.ep_step(True))
+    data = cli("trace", "overlap", path, "--explain-classes", "-f", "json").json()
+    assert {r["name"]: r["cls"] for r in data["names"]} == {
+        "sm90_xmma_gemm_bf16bf16_bf16f32": "compute", "deep_ep::intranode::dispatch<8, 768, 6144>": "comm",
+        "deep_ep::intranode::combine<8, 768, 4096>": "comm"}
+    forced = cli("trace", "overlap", path, "--explain-classes", "--compute-pattern", "combine", "-f", "json").json()
+    assert {r["rule"] for r in forced["names"]} == {"default", "deepep-data", "--compute-pattern"}
+    assert cli("trace", "overlap", path, "--explain-classes").exit_code == 0
+
+
+def test_timeline_per_rank_and_stream(cli, tmp_path: Path) -> None:
+    doc = tb.trace([tb.step(1, 0, 100), tb.step(2, 100, 100), tb.compute(0, 50, correlation=1), tb.launch(0, 1),
+                    tb.nccl(20, 40, correlation=2), tb.launch(1, 2),
+                    tb.kernel("Memset (Device)", 60, 5, cat="gpu_memset", correlation=3), tb.launch(2, 3),
+                    tb.compute(120, 30, correlation=4), tb.launch(110, 4)], rank=3)
+    path = _write(tmp_path, "r3.json", doc)
+    svg = tmp_path / "tl.svg"
+    result = cli("trace", "timeline", path, "--out", svg, "--step", "1", "--from", "10", "--to", "70")
+    assert result.exit_code == 0, result.stderr
+    text = svg.read_text()
+    xml.dom.minidom.parseString(text)
+    assert "rank 3 gpu0 stream 7" in text and "rank 3 gpu0 stream 20" in text
+    assert all(f"<title>{c}</title>" in text for c in ("computation", "communication", "memory"))
+    assert "ProfilerStep#1, 10-70 us" in text
+    _bad(cli("trace", "timeline", path, "--out", svg, "--step", "9"), "--step 9")
+    _bad(cli("trace", "timeline", path, "--out", svg, "--from", "5000"), "--from/--to")
+    _bad(cli("trace", "timeline", path, "--out", svg, "--from", "5", "--to", "2"), "--to must be after --from")
+
+
+def test_slurm_option_errors_without_a_cluster(cli, tmp_path: Path) -> None:
+    _bad(cli("trace", "overlap", "x.json", "--slurm"), "--slurm and --nodes go together")
+    _bad(cli("trace", "overlap", "x.json", "--slurm", "--nodes", "n1", "--svg", tmp_path / "a.svg"),
+         "--slurm reports the overlap table only")
+
+
+def test_node_placeholder_is_this_nodes_name(cli, tmp_path: Path, monkeypatch) -> None:
+    folder = tmp_path / "gpu07"
+    folder.mkdir()
+    _write(folder, "r0.json", tb.trace([tb.compute(0, 10)], rank=0))
+    monkeypatch.setenv("SLURMD_NODENAME", "gpu07")
+    data = cli("trace", "overlap", str(tmp_path / "{node}" / "*.json"), "-f", "json").json()
+    assert data["ranks"][0]["source"].endswith("gpu07/r0.json")
+    monkeypatch.setenv("SLURMD_NODENAME", "../etc")
+    _bad(cli("trace", "overlap", str(tmp_path / "{node}" / "*.json")), "cannot fill {node}")

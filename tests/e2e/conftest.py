@@ -13,7 +13,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -24,6 +24,11 @@ LAYOUT_CHECK = CI_DIR / "layout_check.py"
 #: emulated nodes; 256 so that a DeepSeek-V3-sized script can be accepted and run with a light payload
 SLURM_NODES = int(os.environ.get("DSCTL_E2E_SLURM_NODES", "256"))
 SLURM_DIR = os.environ.get("SLURM_CI_DIR", "/tmp/dsctl-slurm")
+#: slurmd runs this as HealthCheckProgram every HEALTH_CHECK_INTERVAL_S on every node; a no-op until a test
+#: (tests/e2e/test_health_slurm_e2e.py) swaps in a script that runs dsctl health check --slurm
+HEALTH_CHECK_PROGRAM = Path(SLURM_DIR) / "health_check.sh"
+HEALTH_CHECK_NOOP = "#!/bin/sh\nexit 0\n"
+HEALTH_CHECK_INTERVAL_S = 10
 
 
 def in_ci() -> bool:
@@ -58,10 +63,13 @@ def slurm_cluster() -> Iterator[int]:
     """Start munge + slurmctld + SLURM_NODES slurmd (8 fake GPUs, 8 CPUs each) for the session; stop at the end."""
     need(shutil.which("slurmctld") is not None and shutil.which("sbatch") is not None,
          "Slurm is not installed (apt-get install slurm-wlm munge)")
+    extra = "\n".join([os.environ.get("SLURM_CI_EXTRA_CONF", ""), f"HealthCheckProgram={HEALTH_CHECK_PROGRAM}",
+                       f"HealthCheckInterval={HEALTH_CHECK_INTERVAL_S}", "HealthCheckNodeState=ANY"]).strip()
     env = {**os.environ, "SLURM_CI_NODES": str(SLURM_NODES), "SLURM_CI_GPUS": "8", "SLURM_CI_CPUS": "8",
-           "SLURM_CI_DIR": SLURM_DIR}
+           "SLURM_CI_DIR": SLURM_DIR, "SLURM_CI_EXTRA_CONF": extra}
     with _machine_lock(Path(SLURM_DIR + ".lock")):
         subprocess.run(["bash", str(CI_DIR / "slurm_down.sh")], env=env, capture_output=True, check=False)
+        set_health_check_program(HEALTH_CHECK_NOOP)
         up = subprocess.run(["bash", str(CI_DIR / "slurm_up.sh")], env=env, capture_output=True, text=True,
                             check=False, timeout=300)
         if up.returncode != 0:
@@ -72,6 +80,23 @@ def slurm_cluster() -> Iterator[int]:
         finally:
             subprocess.run(["bash", str(CI_DIR / "slurm_down.sh")], env=env, capture_output=True, check=False,
                            timeout=300)
+
+
+def set_health_check_program(text: str) -> None:
+    """Replace the cluster's HealthCheckProgram atomically (slurmd never runs a half-written script)."""
+    HEALTH_CHECK_PROGRAM.parent.mkdir(parents=True, exist_ok=True)
+    tmp = HEALTH_CHECK_PROGRAM.with_suffix(".tmp")
+    tmp.write_text(text)
+    tmp.chmod(0o755)
+    os.replace(tmp, HEALTH_CHECK_PROGRAM)
+
+
+@pytest.fixture
+def health_check_program(slurm_cluster: int) -> Iterator[Callable[[str], None]]:
+    """Set the text of the cluster's HealthCheckProgram for one test (run every HEALTH_CHECK_INTERVAL_S s on
+    every node); the no-op comes back afterwards."""
+    yield set_health_check_program
+    set_health_check_program(HEALTH_CHECK_NOOP)
 
 
 @contextmanager
@@ -94,9 +119,12 @@ def _machine_lock(path: Path, timeout_s: float = 900.0) -> Iterator[None]:
 
 
 @pytest.fixture
-def job_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Put this environment's scripts (torchrun) first on PATH: sbatch passes PATH on to every task."""
+def job_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Put this environment's scripts (torchrun) first on PATH: sbatch passes PATH on to every task. Run from
+    tmp_path, which holds the train.py the tests name (--submit checks that the training script exists)."""
     monkeypatch.setenv("PATH", f"{env_bin()}{os.pathsep}{os.environ.get('PATH', '')}")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text("raise SystemExit('a stand-in: the tests replace torchrun')\n")
 
 
 def cpu_node_profile(folder: Path, gpus: int) -> Path:

@@ -97,3 +97,17 @@ def test_failing_payload_fails_the_job(cli: Cli, tmp_path: Path, monkeypatch: py
     data = res.json()
     assert data["state"] == "FAILED" and data["job_exit_code"] not in (None, 0)
     assert "rank 1 fails" in Path(data["log_path"]).read_text()
+
+
+def test_slurm_user_options_are_accepted_by_sbatch(cli: Cli, tmp_path: Path, cpu_profiles: Path) -> None:
+    """--exclusive, --exclude, --nodelist and a raw --sbatch-arg reach real sbatch, which accepts the job."""
+    res = cli("--profiles-dir", cpu_profiles, "launch", "--nodes", "2", "--node-profile", "cpu2",
+              "--model", "deepseek-v2-lite", "--backend", "slurm", "--job-name", "e2e-opts", "--cpus-per-task", "2",
+              "--exclusive", "--exclude", "n3", "--nodelist", "n[1-2]", "--sbatch-arg=--comment=dsctl e2e",
+              "--submit", "--test-only", "--out", tmp_path / "opts", "-f", "json", "--", "train.py")
+    assert res.exit_code == 0, res.stderr
+    assert re.match(r"Job \d+ to start at \S+ using \d+ processors on nodes n\[1-2\]", res.json()["message"])
+    missing = cli("--profiles-dir", cpu_profiles, "launch", "--nodes", "2", "--node-profile", "cpu2",
+                  "--model", "deepseek-v2-lite", "--backend", "slurm", "--submit", "--test-only",
+                  "--out", tmp_path / "missing", "--", "no-such-train.py")
+    assert missing.exit_code == 2 and "training script no-such-train.py does not exist" in missing.stderr

@@ -4,7 +4,9 @@ tree, produces exactly its intended finding and nothing else; recording a replay
 from __future__ import annotations
 
 import functools
+import importlib.util
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 import yaml
@@ -25,8 +27,12 @@ def replay(name: str) -> NodeSnapshot:
     return take_snapshot(DATA / f"{name}.yaml", None, None, ALL_AREAS)
 
 
+#: the fault matrix (written by generate_fixtures.py): fault, record, node profile, exact expected findings
+MATRIX = yaml.safe_load((DATA / "matrix.yaml").read_text(encoding="utf-8"))
+EXPECTED = {row["record"]: [tuple(e) for e in row["expect"]] for row in MATRIX}
 #: fixtures checked against a node profile of tests/data/health/profiles rather than the one the SKU picks
-FIXTURE_NODE = {"roce_no_v2_gid": "h800-roce"}
+FIXTURE_NODE = {row["record"]: row["node"] for row in MATRIX if row.get("node")}
+BASELINES = ["hgx_h100_healthy", "hgx_h800_healthy", "hgx_h200_healthy"]
 
 
 def report_for(snap: NodeSnapshot, node: str | None = None) -> api.HealthReport:
@@ -40,40 +46,53 @@ def problems(report: api.HealthReport) -> list[tuple[str, str, str]]:
             if f.severity in (Severity.CRIT, Severity.WARN, Severity.INFO)]
 
 
-EXPECTED = {
-    "nvlink_link_down": [("G6", "CRIT", "gpu3")],
-    "nvlink_replay_growth": [("G8", "CRIT", "gpu5 link 2")],
-    "fabric_not_started": [("G9", "CRIT", f"gpu{i}") for i in range(8)],
-    "row_remap_pending": [("G16", "WARN", "gpu2")],
-    "row_remap_failure": [("G16", "CRIT", "gpu6")],
-    "volatile_dbe": [("G15", "CRIT", "gpu6")],
-    "pcie_x8_degraded": [("G11", "CRIT", "gpu1")],
-    "pcie_gen4_host_limited": [("G12", "WARN", "gpu0")],
-    "xid79_gpu_lost": [("G3", "CRIT", "gpu4")],
-    "ib_port_down": [("R2", "CRIT", "mlx5_3/1")],
-    "ib_rate_hdr_downgrade": [("R3", "CRIT", "mlx5_5/1")],
-    "ib_symbol_error_burst": [("R6", "CRIT", "mlx5_1/1")],
-    "nic_wrong_numa": [("R9", "WARN", "gpu2")],
-    "roce_no_v2_gid": [("R11", "CRIT", "mlx5_4/1")],
-}
+def _generator() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("generate_fixtures", DATA / "generate_fixtures.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_matrix_has_30_faults_and_3_baselines() -> None:
+    faults = [row for row in MATRIX if row["expect"]]
+    assert len(faults) >= 30
+    assert [row["record"] for row in MATRIX if not row["expect"]] == BASELINES
+    assert len({row["record"] for row in MATRIX}) == len(MATRIX)
+    listed = {row["fault"] for row in MATRIX}
+    for xid in (48, 63, 64, 74, 79, 92, 94, 95, 119):
+        assert f"Xid {xid} in the kernel log" in listed
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_fixture_fires_exactly_its_finding(name: str) -> None:
     report = report_for(replay(name), FIXTURE_NODE.get(name))
     assert problems(report) == EXPECTED[name]
-    worst = EXPECTED[name][0][1]
-    assert report.exit_code == (1 if worst == "CRIT" else 0)
+    worst = min((Severity(e[1]) for e in EXPECTED[name]), key=lambda s: s.rank, default=Severity.OK)
+    assert report.exit_code == (1 if worst is Severity.CRIT else 0)
     assert ("R11" in {f.check for f in report.findings}) is (name in FIXTURE_NODE)  # RoCE only
 
 
-@pytest.mark.parametrize("name", ["hgx_h100_healthy", "hgx_h800_healthy"])
+def test_docs_matrix_table_matches_the_fixtures() -> None:
+    """docs/health.md carries the fault matrix; it must be the table generated from matrix.yaml, and every file the
+    generator writes must be what is checked in (rerun generate_fixtures.py after changing it)."""
+    gen = _generator()
+    docs = (DATA.parents[2] / "docs" / "health.md").read_text(encoding="utf-8")
+    assert gen.TABLE_START in docs and gen.TABLE_END in docs
+    table = docs.split(gen.TABLE_START, 1)[1].split(gen.TABLE_END, 1)[0].strip("\n")
+    assert table == gen.matrix_table(MATRIX).strip("\n")
+    stale = [path.name for path, text in gen.rendered().items() if path.read_text(encoding="utf-8") != text]
+    assert stale == []
+
+
+@pytest.mark.parametrize("name", BASELINES)
 def test_healthy_nodes_have_no_warn_or_crit(name: str) -> None:
     report = report_for(replay(name))
     assert problems(report) == []
     assert report.summary["crit"] == report.summary["warn"] == report.summary["skip"] == 0
-    assert report.summary["ok"] == 30
-    assert report.exit_code == 0
+    assert "G17" not in {f.check for f in report.findings}  # Hopper remaps rows (G16) instead of retiring pages
+    assert report.summary["ok"] == 32
+    assert report.exit_code == 0 and report.verdict == "pass"
 
 
 def test_h800_expectations_come_from_the_profile_and_sku_table() -> None:
@@ -97,7 +116,7 @@ def test_mismatched_profile_is_one_g4_warn_not_links_down(name: str, node: str, 
     assert "--node h" in g4.remedy
     assert "does not match the GPUs" in report.node["expectations"]
     assert report.exit_code == 0
-    assert report.summary == {"crit": 0, "warn": 1, "info": 0, "skip": 0, "ok": 29}
+    assert report.summary == {"crit": 0, "warn": 1, "info": 0, "skip": 0, "ok": 31}
 
 
 def test_mismatched_profile_still_finds_a_real_link_down() -> None:
@@ -181,7 +200,7 @@ def test_record_round_trips(name: str, tmp_path: Path) -> None:
 
 def test_every_fixture_file_is_covered() -> None:
     names = {p.stem for p in DATA.glob("*.yaml")}
-    assert names == set(EXPECTED) | {"hgx_h100_healthy", "hgx_h800_healthy", "pcie_l40s_no_nvlink"}
+    assert names == set(EXPECTED) | {"pcie_l40s_no_nvlink", "matrix"}
 
 
 def test_gpu_missing_from_nvml_but_on_pci_is_crit(tmp_path: Path) -> None:
@@ -191,7 +210,7 @@ def test_gpu_missing_from_nvml_but_on_pci_is_crit(tmp_path: Path) -> None:
     path.write_text(yaml.safe_dump(data), encoding="utf-8")
     report = report_for(take_snapshot(path, None, None, ALL_AREAS))
     g2 = [(f.severity.value, f.observed, f.expected) for f in report.findings if f.check == "G2"]
-    assert g2 == [("CRIT", "7 GPUs", "8 GPUs"), ("CRIT", "7 in NVML", "8 on PCI")]
+    assert g2 == [("CRIT", "7 in NVML, 8 on PCI", "8 GPUs")]
     assert {f.check for f in report.findings if f.severity is Severity.CRIT} == {"G2"}
 
 
@@ -217,7 +236,7 @@ def test_healthy_roce_node_passes_r11(tmp_path: Path) -> None:
     report = report_for(snap, "h800-roce")
     assert problems(report) == []
     assert ("R11", Severity.OK) in {(f.check, f.severity) for f in report.findings}
-    assert report.summary == {"crit": 0, "warn": 0, "info": 0, "skip": 0, "ok": 31}
+    assert report.summary == {"crit": 0, "warn": 0, "info": 0, "skip": 0, "ok": 33}
 
 
 @pytest.mark.parametrize(("netdevs", "expected"), [

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import sysconfig
 import venv
 import zipfile
 from pathlib import Path
@@ -33,15 +35,42 @@ def test_wheel_contains_every_profile(wheel: Path) -> None:
     assert expected and expected <= names
 
 
+def _outer_site_dirs() -> list[str]:
+    paths = sysconfig.get_paths()
+    return sorted({paths["purelib"], paths["platlib"]})
+
+
+def _isolated_venv(env_dir: Path) -> Path:
+    """A venv that sees neither the base interpreter's packages nor the source checkout; dsctl's runtime
+    dependencies come from the venv running this test, through a ``.pth`` line (no network, no stray packages)."""
+    venv.EnvBuilder(system_site_packages=False, with_pip=False).create(env_dir)
+    python = env_dir / "bin" / "python"
+    site_dir = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+    # A plain path line: the outer folder joins sys.path AFTER the nested site-packages, and the outer folder's
+    # own .pth files (an editable dsctl) are not run, so the wheel's dsctl is the one imported.
+    (Path(site_dir) / "outer_deps.pth").write_text("".join(f"{p}\n" for p in _outer_site_dirs()))
+    return python
+
+
 @pytest.mark.slow
 def test_non_editable_install_finds_the_profiles(wheel: Path, tmp_path: Path) -> None:
     env_dir = tmp_path / "venv"
-    venv.EnvBuilder(system_site_packages=True, with_pip=True).create(env_dir)
-    python = env_dir / "bin" / "python"
-    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)], check=True)
-    # run from an unrelated folder so that the source checkout is not importable
+    python = _isolated_venv(env_dir)
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps",
+                    "--no-index", str(wheel)], check=True)
+    work = tmp_path / "elsewhere"  # an unrelated folder, so that the source checkout is not importable
+    work.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "DSCTL_PROFILES")}
     proc = subprocess.run([str(env_dir / "bin" / "dsctl"), "profiles", "show", "deepseek-v3", "--format", "json"],
-                          capture_output=True, text=True, cwd=tmp_path, check=False)
+                          capture_output=True, text=True, cwd=work, env=env, check=False)
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert data["hidden_size"] == 7168 and "_profile_data" in data["path"]
+    assert Path(data["path"]).resolve().is_relative_to(env_dir.resolve())
+    # the nested venv does not see the base interpreter's own packages (the bug this test once hid)
+    base = sysconfig.get_paths(vars={"base": sys.base_prefix, "platbase": sys.base_prefix})
+    hidden = {base["purelib"], base["platlib"]} - set(_outer_site_dirs())
+    probe = subprocess.run([str(python), "-c", "import sys; print('\\n'.join(sys.path))"],
+                           capture_output=True, text=True, env=env, cwd=work, check=True)
+    assert not hidden & set(probe.stdout.splitlines())

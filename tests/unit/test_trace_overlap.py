@@ -8,8 +8,8 @@ import pytest
 import trace_builder as tb  # tests/trace_builder.py (tests/ is on sys.path via its conftest)
 
 from dsctl.errors import InputError
-from dsctl.trace import DEFAULT_PATTERNS, overlap_from_bytes
-from dsctl.trace.classify import collective_label, compile_patterns
+from dsctl.trace import overlap_from_bytes
+from dsctl.trace.classify import CLASS_NAMES, Classifier, classify_names, collective_label, make_classifier
 from dsctl.trace.overlap import OverlapResult, RankOverlap
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "trace"
@@ -130,15 +130,18 @@ def test_comm_patterns_can_be_replaced() -> None:
     doc = tb.trace([tb.kernel("my_a2a_kernel", 0, 10), tb.nccl(0, 10)])
     default = one(doc)
     assert default.metrics.comm_busy_us == 10 and default.metrics.compute_busy_us == 10
-    custom = one(doc, patterns=["^my_a2a"])
+    custom = one(doc, classifier=make_classifier(["^my_a2a"]))
     assert [c.name for c in custom.collectives] == ["my_a2a_kernel"]
     assert custom.metrics.overlapped_us == 10
     with pytest.raises(InputError, match=r"--comm-pattern '\(': not a valid regular expression"):
-        one(doc, patterns=["("])
+        make_classifier(["("])
 
 
 def test_default_classifier() -> None:
-    regex = compile_patterns(DEFAULT_PATTERNS)
+    def is_comm(names: list[str]) -> list[bool]:
+        codes, _ = classify_names(names, Classifier())
+        return [CLASS_NAMES[c] == "comm" for c in codes.tolist()]
+
     comm = ["ncclDevKernel_AllGather_RING_LL", "ncclKernel_AllReduce_RING_LL_Sum_float", "dispatch", "combine",
             "deep_ep::internode::combine<true, 8>", "notify_dispatch", "Memcpy PtoP (Device -> Device)",
             "c10d::allreduce_", "gloo:all_reduce", "record_param_comms", "nccl:all_reduce",
@@ -147,8 +150,8 @@ def test_default_classifier() -> None:
     compute = ["sm90_xmma_gemm_bf16bf16_bf16f32", "flash_fwd_kernel", "moe_dispatch_kernel_fused",
                "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>",
                "Memcpy HtoD (Pageable -> Device)", "aten::mm", "combine_kernel_fp8"]
-    assert all(regex.search(n) for n in comm)
-    assert not any(regex.search(n) for n in compute)
+    assert all(is_comm(comm))
+    assert not any(is_comm(compute))
     assert collective_label("ncclDevKernel_AllGather_RING_LL") == "AllGather"
     assert collective_label("ncclDevKernel_Generic", "allreduce") == "allreduce"
     assert collective_label("void deep_ep::internode::combine<true, 8>(int4*)") == "deep_ep::internode::combine"

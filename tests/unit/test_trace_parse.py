@@ -10,11 +10,11 @@ import trace_builder as tb  # tests/trace_builder.py (tests/ is on sys.path via 
 
 from dsctl.errors import InputError
 from dsctl.trace import overlap_from_bytes
-from dsctl.trace.parse import decode, parse_trace
+from dsctl.trace.parse import parse_trace
 
 
 def parse(data: bytes, source: str = "t.json"):
-    return parse_trace(decode(data, source), source)
+    return parse_trace([data], source)
 
 
 def test_gzip_and_plain_give_the_same_events() -> None:

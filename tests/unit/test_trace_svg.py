@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import re
 import xml.dom.minidom
 
 import numpy as np
 
-from dsctl.trace.classify import DEFAULT_PATTERNS, compile_patterns
+from dsctl.trace.classify import Classifier
 from dsctl.trace.overlap import analyse
 from dsctl.trace.parse import parse_trace
 from dsctl.trace.svg import EXPOSED, timeline_svg
@@ -25,8 +26,9 @@ def _events(n: int, seed: int = 3) -> list[dict[str, object]]:
 
 
 def test_svg_is_valid_xml_with_one_row_per_rank_and_exposed_comm() -> None:
-    traces = [parse_trace({"traceEvents": _events(300, seed)}, f"r{seed}.json") for seed in (1, 2)]
-    result = analyse(traces, compile_patterns(DEFAULT_PATTERNS), DEFAULT_PATTERNS)
+    traces = [parse_trace([json.dumps({"traceEvents": _events(300, seed)}).encode()], f"r{seed}.json")
+              for seed in (1, 2)]
+    result = analyse(traces, Classifier(), keep_lanes=True)
     text = timeline_svg(result)
     xml.dom.minidom.parseString(text)  # well-formed
     assert "rank 0 gpu0" in text and "rank 1 gpu0" in text
@@ -34,8 +36,8 @@ def test_svg_is_valid_xml_with_one_row_per_rank_and_exposed_comm() -> None:
 
 
 def test_svg_size_is_bounded_by_pixels_not_events() -> None:
-    trace = parse_trace({"traceEvents": _events(60_000)}, "big.json")
-    result = analyse([trace], compile_patterns(DEFAULT_PATTERNS), DEFAULT_PATTERNS)
+    trace = parse_trace([json.dumps({"traceEvents": _events(60_000)}).encode()], "big.json")
+    result = analyse([trace], Classifier(), keep_lanes=True)
     text = timeline_svg(result)
     rects = len(re.findall(r"<rect ", text))
     assert rects < 3 * 1000 + 20  # three kinds of lanes, at most about one rectangle per pixel each

@@ -5,18 +5,27 @@ from __future__ import annotations
 from typing import Protocol
 
 from dsctl.errors import EnvironmentMissing
-from dsctl.health.model import Gpu, Nic, NvLink, PciDevice, Reading
+from dsctl.health.model import DriverFacts, Gpu, Nic, NvLink, PciDevice, Reading, Unavailable
 
 
 class LibraryMissing(EnvironmentMissing):
     """NVML (libnvidia-ml.so.1) or the driver is absent or mismatched: exit 3."""
 
 
+class NvmlNoPermission(Exception):
+    """``nvmlInit`` answered NO_PERMISSION (``/dev/nvidia*`` not accessible): no GPU can be read, G1 reports it."""
+
+    def __init__(self, why: Unavailable) -> None:
+        super().__init__(why.code)
+        self.why = why
+
+
 class GpuBackend(Protocol):
     """GPU facts. ``gpu(i)`` reads everything once (counters at t0); ``counters(i)`` re-reads the counters (t1)."""
 
     def start(self) -> None:
-        """Initialise the library; raise :class:`LibraryMissing` when it cannot be loaded."""
+        """Initialise the library; raise :class:`LibraryMissing` when it cannot be loaded and
+        :class:`NvmlNoPermission` when the caller may not open the devices."""
 
     def stop(self) -> None:
         """Release the library."""
@@ -54,3 +63,6 @@ class RdmaSource(Protocol):
 
     def nvidia_peermem(self) -> bool:
         """True when /sys/module/nvidia_peermem exists."""
+
+    def driver_facts(self) -> DriverFacts:
+        """NVIDIA driver flavour and options (/proc/driver/nvidia) and GDRCopy's gdrdrv module."""

@@ -50,6 +50,10 @@ class FakeNvml:
         self._initialised = 0
         self.phase = "t0"
         valid = {n[len("NVML_ERROR_"):] for n in dir(lib) if n.startswith("NVML_ERROR_")}
+        init_error = self._node.get("nvml_init_error")
+        if init_error is not None and init_error not in valid:
+            raise InputError(f"{source}: nvml_init_error: unknown NVML error {init_error!r}",
+                             hint="use a name like NO_PERMISSION or DRIVER_NOT_LOADED")
         for gpu in self._gpus:
             for key, code in (gpu.get("errors") or {}).items():
                 fn = str(key).split(":", 1)[0]
@@ -130,6 +134,8 @@ class FakeNvml:
 
     # ---- library --------------------------------------------------------------------------------------------------
     def nvmlInit(self) -> None:
+        if self._node.get("nvml_init_error"):
+            self._raise(self._node["nvml_init_error"])
         self._initialised += 1
 
     def nvmlShutdown(self) -> None:
@@ -160,6 +166,13 @@ class FakeNvml:
 
     def nvmlDeviceGetUUID(self, handle: Any) -> str:
         return str(self._value(self._gpu(handle, "nvmlDeviceGetUUID"), "uuid", "nvmlDeviceGetUUID"))
+
+    def nvmlDeviceGetSerial(self, handle: Any) -> str:
+        fn = "nvmlDeviceGetSerial"
+        gpu = self._gpu(handle, fn)
+        if "serial" not in gpu:  # boards without a serial number answer NotSupported
+            self._raise("NOT_SUPPORTED")
+        return str(gpu["serial"])
 
     def nvmlDeviceGetPciInfo(self, handle: Any) -> Any:
         fn = "nvmlDeviceGetPciInfo"
@@ -200,34 +213,34 @@ class FakeNvml:
         return values
 
     # ---- NVLink ---------------------------------------------------------------------------------------------------
-    def nvmlDeviceGetNvLinkState(self, handle: Any, link: int) -> int:
+    def nvmlDeviceGetNvLinkState(self, device: Any, link: int) -> int:
         fn = "nvmlDeviceGetNvLinkState"
-        return int(self._link_value(self._gpu(handle, fn, str(link)), "state", link, fn))
+        return int(self._link_value(self._gpu(device, fn, str(link)), "state", link, fn))
 
-    def nvmlDeviceGetNvLinkVersion(self, handle: Any, link: int) -> int:
+    def nvmlDeviceGetNvLinkVersion(self, device: Any, link: int) -> int:
         fn = "nvmlDeviceGetNvLinkVersion"
-        return int(self._link_value(self._gpu(handle, fn, str(link)), "version", link, fn))
+        return int(self._link_value(self._gpu(device, fn, str(link)), "version", link, fn))
 
     def nvmlDeviceGetNvLinkRemoteDeviceType(self, handle: Any, link: int) -> int:
         fn = "nvmlDeviceGetNvLinkRemoteDeviceType"
         return int(self._link_value(self._gpu(handle, fn, str(link)), "remote_type", link, fn))
 
-    def nvmlDeviceGetNvLinkRemotePciInfo(self, handle: Any, link: int) -> Any:
+    def nvmlDeviceGetNvLinkRemotePciInfo(self, device: Any, link: int) -> Any:
         fn = "nvmlDeviceGetNvLinkRemotePciInfo"
-        return self._pci_struct(str(self._link_value(self._gpu(handle, fn, str(link)), "remote_bus_id", link, fn)))
+        return self._pci_struct(str(self._link_value(self._gpu(device, fn, str(link)), "remote_bus_id", link, fn)))
 
-    def nvmlDeviceGetNvLinkErrorCounter(self, handle: Any, link: int, counter: int) -> int:
+    def nvmlDeviceGetNvLinkErrorCounter(self, device: Any, link: int, counter: int) -> int:
         fn = "nvmlDeviceGetNvLinkErrorCounter"
-        gpu = self._gpu(handle, fn, str(link))
+        gpu = self._gpu(device, fn, str(link))
         key = COUNTER_KEYS.get(counter)
         if key is None:
             self._raise("INVALID_ARGUMENT")
         phase = self.phase if f"errors_{self.phase}" in gpu.get("nvlink", {}) else "t0"
         return int(self._link_value(gpu, f"errors_{phase}.{key}", link, fn))
 
-    def nvmlDeviceGetGpuFabricInfoV(self, handle: Any, gpuFabricInfo: Any) -> int:
+    def nvmlDeviceGetGpuFabricInfoV(self, device: Any, gpuFabricInfo: Any) -> int:
         fn = "nvmlDeviceGetGpuFabricInfoV"
-        gpu = self._gpu(handle, fn)
+        gpu = self._gpu(device, fn)
         info = gpuFabricInfo._obj
         info.state = self._value(gpu, "fabric.state", fn)
         info.status = self._value(gpu, "fabric.status", fn)
@@ -306,8 +319,28 @@ class FakeNvml:
             setattr(hist, key, int(self._value(gpu, f"remap_histogram.{key}", fn)))
         return hist
 
+    def nvmlDeviceGetRetiredPages(self, device: Any, sourceFilter: int) -> list[int]:
+        fn = "nvmlDeviceGetRetiredPages"
+        lib = self._lib
+        causes = {lib.NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS: "single_bit",
+                  lib.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR: "double_bit"}
+        if sourceFilter not in causes:
+            self._raise("INVALID_ARGUMENT")
+        gpu = self._gpu(device, fn, causes[sourceFilter])
+        if "retired_pages" not in gpu:  # Ampere and newer remap rows instead: NotSupported
+            self._raise("NOT_SUPPORTED")
+        count = int(self._value(gpu, f"retired_pages.{causes[sourceFilter]}", fn))
+        return [0x1000 * (i + 1) for i in range(min(count, 4096))]  # page addresses; only the count is used
+
+    def nvmlDeviceGetRetiredPagesPendingStatus(self, device: Any) -> int:
+        fn = "nvmlDeviceGetRetiredPagesPendingStatus"
+        gpu = self._gpu(device, fn)
+        if "retired_pages" not in gpu:
+            self._raise("NOT_SUPPORTED")
+        return int(self._value(gpu, "retired_pages.pending", fn))
+
     # ---- thermal, power, clocks, inforom --------------------------------------------------------------------------
-    def nvmlDeviceGetTemperatureV(self, handle: Any, sensor: int) -> int:
+    def nvmlDeviceGetTemperatureV(self, handle: Any, sensor: int, version: int = 0) -> int:
         fn = "nvmlDeviceGetTemperatureV"
         return int(self._value(self._gpu(handle, fn), "temperature.gpu", fn))
 

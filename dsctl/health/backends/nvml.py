@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any
 
-from dsctl.health.backends.base import LibraryMissing
+from dsctl.health.backends.base import LibraryMissing, NvmlNoPermission
 from dsctl.health.model import (
     NVLINK_COUNTERS,
     Ecc,
@@ -26,6 +26,7 @@ from dsctl.health.model import (
     Power,
     Reading,
     RemappedRows,
+    RetiredPages,
     Thermal,
     Unavailable,
     ok,
@@ -86,6 +87,8 @@ class NvmlBackend:
             self._nvml.nvmlInit()
         except self._nvml.NVMLError as exc:
             why = self._unavailable(exc, "nvmlInit")
+            if why.kind == "no_permission":
+                raise NvmlNoPermission(why) from None
             if why.kind == "library_missing":
                 raise LibraryMissing(
                     f"NVML is not usable on this machine (nvmlInit: {why.code}): no NVIDIA driver/libnvidia-ml.so.1",
@@ -144,6 +147,7 @@ class NvmlBackend:
             index=index,
             name=name,
             uuid=self._try("nvmlDeviceGetUUID", handle),
+            serial=self._try("nvmlDeviceGetSerial", handle),
             bus_id=bus_id,
             pci_device_id=device_id,
             persistence_mode=self._try("nvmlDeviceGetPersistenceMode", handle),
@@ -161,6 +165,7 @@ class NvmlBackend:
             pcie_replay_t1=replay,
             ecc=self._ecc(handle),
             remapped_rows=self._remapped(handle),
+            retired_pages=self._retired(handle),
             thermal=Thermal(
                 gpu_c=self._try("nvmlDeviceGetTemperatureV", handle, nv.NVML_TEMPERATURE_GPU),
                 slowdown_c=self._try("nvmlDeviceGetTemperatureThreshold", handle,
@@ -245,6 +250,20 @@ class NvmlBackend:
             "none": int(hist.none)}
         corr, unc, pending, failure = (int(v) for v in rows)
         return RemappedRows(corr, unc, pending, failure, histogram)
+
+    def _retired(self, handle: Any) -> Reading[RetiredPages]:
+        """Pre-Ampere page retirement; NotSupported on Ampere and newer (they remap rows instead)."""
+        nv = self._nvml
+        sbe = self._try("nvmlDeviceGetRetiredPages", handle,
+                        nv.NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS, tag="single_bit")
+        if isinstance(sbe, Unavailable):
+            return sbe
+        dbe = self._try("nvmlDeviceGetRetiredPages", handle, nv.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR,
+                        tag="double_bit")
+        if isinstance(dbe, Unavailable):
+            return dbe
+        pending = self._try("nvmlDeviceGetRetiredPagesPendingStatus", handle)
+        return RetiredPages(len(sbe), len(dbe), pending if isinstance(pending, Unavailable) else int(pending))
 
     # ---- second sample and pairs ----------------------------------------------------------------------------------
     def counters(self, index: int, links: tuple[NvLink, ...]) -> tuple[tuple[NvLink, ...], Reading[int]]:

@@ -5,7 +5,11 @@ Paths read: ``sys/bus/pci/devices/<bdf>`` (symlink into ``sys/devices/pciDDDD:BB
 ``numa_node``, ``current_link_speed``, ``max_link_speed``, ``current_link_width``, ``max_link_width``),
 ``sys/class/infiniband/<dev>/{hca_type,fw_ver,device}``, ``.../ports/<n>/{state,phys_state,rate,link_layer,lid,
 sm_lid,counters/*,hw_counters/*}``, on Ethernet (RoCE) ports also ``gids/<i>``, ``gid_attrs/{types,ndevs}/<i>`` and
-``sys/class/net/<ndev>/operstate``, and ``sys/module/nvidia_peermem``.
+``sys/class/net/<ndev>/operstate``, ``sys/module/{nvidia_peermem,gdrdrv}`` and
+``proc/driver/nvidia/{version,params}``.
+
+The renderer joins every name taken from a record under its root with :func:`dsctl.safepath.safe_join`: a record
+can never write outside the temporary folder, whatever its NIC, netdev or counter names say.
 """
 
 from __future__ import annotations
@@ -16,9 +20,23 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from dsctl.health.model import IbPort, Nic, PciDevice, Reading, RoceGid, Unavailable
+from dsctl.health.model import DriverFacts, IbPort, Nic, PciDevice, Reading, RoceGid, Unavailable
+from dsctl.safepath import safe_join
 
 NVIDIA_VENDOR = 0x10DE
+OPEN_MODULE_MARK = "Open Kernel Module"  # /proc/driver/nvidia/version of the open GPU kernel modules
+NETDEV_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+
+
+def parse_params(text: str) -> dict[str, str]:
+    """``/proc/driver/nvidia/params`` lines ``EnableStreamMemOPs: 1`` / ``RegistryDwords: "PeerMappingOverride=1;"``
+    -> {name: value without quotes}."""
+    out = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip():
+            out[key.strip()] = value.strip().strip('"')
+    return out
 
 
 def _read(path: Path) -> Reading[str]:
@@ -152,6 +170,19 @@ class SysfsReader:
     def nvidia_peermem(self) -> bool:
         return (self.root / "sys" / "module" / "nvidia_peermem").exists()
 
+    def driver_facts(self) -> DriverFacts:
+        version = _read(self.root / "proc" / "driver" / "nvidia" / "version")
+        params = _read(self.root / "proc" / "driver" / "nvidia" / "params")
+        return DriverFacts(
+            open_kernel_module=version if isinstance(version, Unavailable) else OPEN_MODULE_MARK in version,
+            params=params if isinstance(params, Unavailable) else parse_params(params),
+            gdrdrv=(self.root / "sys" / "module" / "gdrdrv").exists())
+
+
+def _netdev_name(name: str) -> bool:
+    """A netdev name read from ``gid_attrs/ndevs`` is used as a path component only when it is a plain name."""
+    return bool(name) and name not in (".", "..") and set(name) <= NETDEV_CHARS
+
 
 # ---- renderer (fake node -> sysfs tree) ---------------------------------------------------------------------------
 
@@ -163,12 +194,12 @@ def _write(path: Path, text: str) -> None:
         handle.write(text + "\n")
 
 
-def _pci_dir(root: Path, chain: str, bdf: str) -> Path:
-    return root / "sys" / "devices" / chain / bdf
+def _pci_dir(root: Path, chain: str, bdf: str, field: str) -> Path:
+    return safe_join(root, "sys", "devices", chain, bdf, field=field)
 
 
-def _link_pci(root: Path, bdf: str, target: Path) -> None:
-    link = root / "sys" / "bus" / "pci" / "devices" / bdf
+def _link_pci(root: Path, bdf: str, target: Path, field: str) -> None:
+    link = safe_join(root, "sys", "bus", "pci", "devices", bdf, field=field)
     link.parent.mkdir(parents=True, exist_ok=True)
     if not link.is_symlink():
         link.symlink_to(target)
@@ -181,68 +212,87 @@ def gpu_bdf(gpu: Mapping[str, Any]) -> str:
 
 def render_sysfs(node: Mapping[str, Any], root: Path) -> None:
     """Write the sysfs tree of a normalized fake node (see :func:`dsctl.health.fixture.normalize`) under ``root``,
-    with counters at t0. Files listed in a NIC's ``missing`` are left out."""
+    with counters at t0. Files listed in a NIC's ``missing`` are left out. Every path built from a record value
+    goes through :func:`safe_join` (InputError naming the record field if it would leave ``root``)."""
     root = Path(root)
     (root / "sys" / "class" / "infiniband").mkdir(parents=True, exist_ok=True)
     (root / "sys" / "bus" / "pci" / "devices").mkdir(parents=True, exist_ok=True)
-    for gpu in node["gpus"]:
+    for i, gpu in enumerate(node["gpus"]):
         if "pci" not in gpu:
             continue
         bdf = gpu_bdf(gpu)
         chain = gpu.get("pci_path") or f"pci{bdf[:7]}"
-        target = _pci_dir(root, chain, bdf)
+        target = _pci_dir(root, chain, bdf, f"gpus[{i}].pci_path")
         _write(target / "vendor", f"0x{NVIDIA_VENDOR:04x}")
         _write(target / "device", f"0x{(int(gpu['pci'].get('device_id', 0)) >> 16) & 0xFFFF:04x}")
         _write(target / "class", "0x030200")
         _write(target / "numa_node", str(gpu.get("numa_node", -1)))
-        _link_pci(root, bdf, target)
-    for nic in node["nics"]:
+        _link_pci(root, bdf, target, f"gpus[{i}].pci")
+    for i, nic in enumerate(node["nics"]):
+        where = f"infiniband.devices[{i}]"
         missing = set(nic.get("missing") or [])
         if "device" in missing:
             continue  # the whole RDMA device vanished
         bdf = str(nic["bdf"])
-        target = _pci_dir(root, str(nic.get("pci_path") or f"pci{bdf[:7]}"), bdf)
+        target = _pci_dir(root, str(nic.get("pci_path") or f"pci{bdf[:7]}"), bdf, f"{where}.pci_path")
         _write(target / "vendor", "0x15b3")
         _write(target / "class", "0x020700")
         _write(target / "numa_node", str(nic.get("numa_node", -1)))
         for key, value in (nic.get("pcie") or {}).items():
             if key not in missing:
                 _write(target / key, str(value))
-        _link_pci(root, bdf, target)
-        dev = root / "sys" / "class" / "infiniband" / str(nic["name"])
+        _link_pci(root, bdf, target, f"{where}.bdf")
+        dev = safe_join(root, "sys", "class", "infiniband", str(nic["name"]), field=f"{where}.name")
         dev.mkdir(parents=True, exist_ok=True)
         (dev / "device").symlink_to(target)
         for key in ("hca_type", "fw_ver", "board_id"):
             if key in nic and key not in missing:
                 _write(dev / key, str(nic[key]))
         _write(dev / "node_type", "1: CA")
-        port = dev / "ports" / str(nic.get("port", 1))
+        port = safe_join(dev, "ports", str(nic.get("port", 1)), field=f"{where}.port")
         for key in ("state", "phys_state", "rate", "link_layer", "lid", "sm_lid"):
             if key in nic and key not in missing:
                 _write(port / key, str(nic[key]))
-        for gid in nic.get("gids") or []:
+        for j, gid in enumerate(nic.get("gids") or []):
             index = str(gid["index"])
-            _write(port / "gids" / index, str(gid["gid"]))
+            _write(safe_join(port, "gids", index, field=f"{where}.gids[{j}].index"), str(gid["gid"]))
             for key, folder in (("type", "types"), ("ndev", "ndevs")):
                 if key in gid:
-                    _write(port / "gid_attrs" / folder / index, str(gid[key]))
+                    _write(safe_join(port, "gid_attrs", folder, index, field=f"{where}.gids[{j}].index"),
+                           str(gid[key]))
         for netdev, operstate in (nic.get("netdevs") or {}).items():
-            _write(root / "sys" / "class" / "net" / str(netdev) / "operstate", str(operstate))
+            _write(safe_join(root, "sys", "class", "net", str(netdev), "operstate", field=f"{where}.netdevs"),
+                   str(operstate))
     write_counters(node, root, "t0")
     if node.get("nvidia_peermem"):
         (root / "sys" / "module" / "nvidia_peermem").mkdir(parents=True, exist_ok=True)
+    if node.get("gdrdrv"):
+        (root / "sys" / "module" / "gdrdrv").mkdir(parents=True, exist_ok=True)
+    driver = node.get("nvidia_driver")
+    if driver is not None:
+        proc = root / "proc" / "driver" / "nvidia"
+        if "open_kernel_module" in driver:
+            flavour = OPEN_MODULE_MARK if driver["open_kernel_module"] else "Kernel Module"
+            _write(proc / "version", f"NVRM version: NVIDIA UNIX {flavour} for x86_64  {node['driver_version']}  "
+                                     "Release Build  (dvs-builder@U16-I3-B03-4-3)")
+        params = driver.get("params")
+        if params is not None:
+            _write(proc / "params", "\n".join(
+                f'{k}: "{v}"' if isinstance(v, str) and not v.isdigit() else f"{k}: {v}" for k, v in params.items()))
 
 
 def write_counters(node: Mapping[str, Any], root: Path, phase: str) -> None:
     """Write every NIC's ``counters/`` and ``hw_counters/``: all ``*_t0`` values for t0; for t1 only the counters
     whose ``*_t1`` value differs (the others keep their t0 value, as an idle counter would)."""
-    for nic in node["nics"]:
+    for i, nic in enumerate(node["nics"]):
         if "device" in set(nic.get("missing") or []):
             continue
-        port = Path(root) / "sys" / "class" / "infiniband" / str(nic["name"]) / "ports" / str(nic.get("port", 1))
+        where = f"infiniband.devices[{i}]"
+        port = safe_join(Path(root), "sys", "class", "infiniband", str(nic["name"]), "ports", str(nic.get("port", 1)),
+                         field=f"{where}.name")
         for folder in ("counters", "hw_counters"):
             base = dict(nic.get(f"{folder}_t0") or {})
             later = dict(nic.get(f"{folder}_{phase}") or {}) if phase != "t0" else {}
             values = base if phase == "t0" else {k: v for k, v in later.items() if base.get(k) != v}
             for name, value in values.items():
-                _write(port / folder / str(name), str(value))
+                _write(safe_join(port, folder, str(name), field=f"{where}.{folder}_{phase}"), str(value))

@@ -33,25 +33,19 @@ dense view ``rank = tp_rank + tp x (dp_rank + dp x pp_rank)``; expert view
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from dsctl.errors import InputError
+from dsctl.launch.defaults import DEFAULT_JOB_NAME, DEFAULT_PORT
+from dsctl.launch.engines.slurm_options import SlurmOptions, check_slurm_options
 from dsctl.launch.plan import LaunchPlan
-
-#: torchrun's default rendezvous port
-DEFAULT_PORT = 29_500
-
-#: job name when ``--job-name`` is not given
-DEFAULT_JOB_NAME = "dsctl-train"
+from dsctl.names import HOST, IMAGE, K8S_NAME, check_name
 
 #: the backends ``--backend`` accepts (``k8s`` is an alias of ``kubernetes``)
 BACKENDS: tuple[str, ...] = ("slurm", "torchrun", "kubernetes")
 
-_SLURM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
-#: a DNS-1123 label short enough that ``<name>-node-<i>-<j>`` pod names stay within 63 characters
-_K8S_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$")
-_SLURM_TIME = re.compile(r"^(\d+|\d+:\d{2}(:\d{2})?|\d+-\d+(:\d{2}(:\d{2})?)?)$")
-_HOST = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.:-]{0,252})$")
+_SLURM_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
+_SLURM_TIME = re.compile(r"\d{1,9}|\d{1,9}:\d{2}(:\d{2})?|\d{1,6}-\d{1,2}(:\d{2}(:\d{2})?)?")
 
 
 @dataclass(frozen=True)
@@ -72,6 +66,10 @@ class JobOptions:
     image: str | None = None
     hosts: tuple[str, ...] = ()
     log_path: str | None = None
+    #: Slurm account, QOS, node lists, raw #SBATCH lines (see slurm_options.py)
+    slurm: SlurmOptions = field(default_factory=SlurmOptions)
+    #: extra job variables after the DSCTL_* layout (NCCL_IB_HCA, --nccl-env), as (name, value) pairs
+    extra_env: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -111,12 +109,12 @@ def layout_env(plan: LaunchPlan, job_name: str) -> tuple[tuple[str, str], ...]:
 def check_job_name(name: str, backend: str) -> str:
     """Return ``name`` if ``backend`` accepts it as a job name, else raise InputError naming ``--job-name``."""
     if backend == "kubernetes":
-        if not _K8S_NAME.match(name):
+        if not K8S_NAME.fullmatch(name):
             raise InputError(
                 f"--job-name {name!r} is not valid for Kubernetes: use 1-40 lowercase letters, digits or '-', "
                 "starting and ending with a letter or digit (it names the JobSet, its Service and its pods)",
                 hint="e.g. --job-name v3-pretrain")
-    elif not _SLURM_NAME.match(name):
+    elif not _SLURM_NAME.fullmatch(name):
         raise InputError(f"--job-name {name!r} is not valid: use 1-63 letters, digits, '.', '_' or '-', "
                          "starting with a letter or digit", hint="e.g. --job-name v3-pretrain")
     return name
@@ -131,14 +129,17 @@ def check_options(options: JobOptions, backend: str, num_nodes: int) -> None:
         raise InputError(f"--port {options.port} is not a TCP port: use 1-65535 (torchrun's default is 29500)")
     if options.cpus_per_task is not None and options.cpus_per_task < 1:
         raise InputError(f"--cpus-per-task {options.cpus_per_task} is not valid: use a whole number >= 1")
-    if options.time_limit is not None and not _SLURM_TIME.match(options.time_limit):
+    if options.time_limit is not None and not _SLURM_TIME.fullmatch(options.time_limit):
         raise InputError(f"--time {options.time_limit!r} is not a Slurm time limit: use MINUTES, HH:MM:SS, "
                          "D-HH or D-HH:MM:SS", hint="e.g. --time 2-00:00:00 for two days")
-    if options.partition is not None and not _SLURM_NAME.match(options.partition):
+    if options.partition is not None and not _SLURM_NAME.fullmatch(options.partition):
         raise InputError(f"--partition {options.partition!r} is not a valid partition name")
     for host in options.hosts:
-        if not _HOST.match(host):
+        if not HOST.fullmatch(host):
             raise InputError(f"--hosts: {host!r} is not a host name or address")
+    if options.image is not None:
+        check_name(options.image, "--image", IMAGE, "use a container image reference such as "
+                   "registry.example.com/team/train:v1 (letters, digits and '._/:@+-'; no whitespace)")
     if options.hosts and len(options.hosts) != num_nodes:
         raise InputError(f"--hosts lists {len(options.hosts)} host(s) but the plan has --nodes {num_nodes}: "
                          "give one host per node, the rendezvous host first")
@@ -152,12 +153,16 @@ def job_spec(plan: LaunchPlan, options: JobOptions, backend: str) -> JobSpec:
     Raises InputError when the training command (after ``--``) is missing or an option is invalid.
     """
     check_options(options, backend, plan.num_nodes)
+    check_slurm_options(options.slurm)
+    check_name(plan.model, "model profile")  # profile names reach the scripts' comments and DSCTL_MODEL
+    check_name(plan.node_profile, "node profile")
     if not plan.train_command:
         raise InputError(f"--backend {backend} needs the training command after '--' to write a job",
                          hint="dsctl launch --nodes N --backend slurm --out job/ -- train.py --config v3.yaml")
     return JobSpec(
         job_name=options.job_name, num_nodes=plan.num_nodes, gpus_per_node=plan.gpus_per_node,
-        train_command=tuple(plan.train_command), env=layout_env(plan, options.job_name), port=options.port,
+        train_command=tuple(plan.train_command), env=(*layout_env(plan, options.job_name), *options.extra_env),
+        port=options.port,
         summary=f"{plan.model} on {plan.num_nodes} x {plan.node_profile}, {plan.layout.describe()} "
                 f"(expert-DP {plan.expert_dp}), {plan.schedule}, {plan.world_size} ranks",
     )

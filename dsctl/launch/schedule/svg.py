@@ -12,11 +12,12 @@ lists every op.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
-from xml.sax.saxutils import escape
 
 from dsctl.errors import InputError
 from dsctl.launch.schedule.ops import parse_op
+from dsctl.names import xml_text as escape
 
 if TYPE_CHECKING:
     from dsctl.launch.schedule.api import ScheduleResult
@@ -132,7 +133,11 @@ def timeline_svg(result: ScheduleResult) -> str:
 def _tick_step(makespan: float, scale: float) -> float:
     """A 1-2-5 tick spacing that leaves at least ~40 px between labels."""
     step = 1.0
-    while step * scale < 40 or makespan / step > 60:
+    if not (math.isfinite(makespan) and math.isfinite(scale) and scale > 0):
+        raise ValueError(f"no tick spacing for makespan {makespan} at scale {scale}")  # simulate() refuses these
+    for _ in range(3000):  # 1e-308 to 1e308 in 1-2-5 steps is under 2,000 rounds: never endless
+        if step * scale >= 40 and makespan / step <= 60:
+            break
         for factor in (2.0, 2.5, 2.0):
             step *= factor
             if step * scale >= 40 and makespan / step <= 60:

@@ -1,0 +1,44 @@
+"""dsctl topology simulate: all-to-all on full MPFT planes under ECMP (the most progressive-filling rounds).
+
+Cost grows with the network flows: an all-to-all over N nodes has N(N-1) connections per plane (one per NIC
+pair; the GPUs of a node share it through the PXN relay), each with 4 links, and the solver takes one round
+per distinct bottleneck level (about 440 per plane at 2,048 GPUs, 5,200 at 16,384). Work is
+O(planes x N^2 x hops + rounds x links of a plane), i.e. about 4x per doubling of the GPUs; memory is bounded
+by one plane's flows (1.38 GB peak RSS at 16,384 GPUs), because planes are solved one after the other.
+Run the large case alone: ``python -m benchmarks --filter 16,384 --repeat 1``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchmarks.case import Case
+from dsctl.profiles.loader import ProfileStore
+from dsctl.topology.api import make_spec, plan_files
+from dsctl.topology.plan import build_plan
+from dsctl.topology.sim_api import SimRequest, Workload, run
+from dsctl.topology.summary import summarize
+
+
+def _plan_json(nodes: int) -> str:
+    store = ProfileStore()
+    plan = build_plan(make_spec("mpft", nodes, store.node("h800-hgx"), store.switch("ib-ndr-64")))
+    return plan_files(plan, summarize(plan))["plan.json"]
+
+
+def _alltoall(routing: str) -> Any:
+    def go(text: str) -> float:
+        result = run(text, "plan.json", 200.0, SimRequest(Workload("a2a", "alltoall"), routing, 0))
+        return result.gpu_gbyte_s.median
+
+    return go
+
+
+CASES = [
+    Case("topology simulate: mpft 2,048 GPUs all-to-all, ecmp", lambda: _plan_json(256), _alltoall("ecmp"),
+         target_s=10.0),
+    Case("topology simulate: mpft 2,048 GPUs all-to-all, adaptive", lambda: _plan_json(256), _alltoall("adaptive"),
+         target_s=10.0),
+    Case("topology simulate: mpft 16,384 GPUs all-to-all, ecmp", lambda: _plan_json(2048), _alltoall("ecmp"),
+         target_s=60.0),
+]

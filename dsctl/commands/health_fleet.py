@@ -1,0 +1,194 @@
+"""dsctl health fleet, and the Slurm and Prometheus pieces of dsctl health check (--slurm, --format prometheus,
+--textfile-dir, --from-record templates with ``{node}``)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import time
+from collections.abc import Iterable, Mapping
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from dsctl.commands._common import show
+from dsctl.errors import InputError
+from dsctl.output.formats import OutputFormat
+
+if TYPE_CHECKING:
+    from dsctl.health.api import HealthReport
+    from dsctl.health.fleet import FleetReport
+    from dsctl.health.metrics import Gauge
+
+NODE_PLACEHOLDER = "{node}"
+#: HealthCheckProgram is killed after 60 s; the counter interval must leave room for start-up and scontrol
+MAX_SLURM_INTERVAL_S = 30.0
+
+
+class HealthFormat(str, Enum):
+    """``--format`` of health check and fleet: the common formats plus Prometheus text exposition."""
+
+    table = "table"
+    json = "json"
+    yaml = "yaml"
+    prometheus = "prometheus"
+
+
+HealthFormatOpt = Annotated[HealthFormat, typer.Option(
+    "--format", "-f", case_sensitive=False, show_default=True,
+    help="Output format: table for people, json or yaml for scripts, prometheus for node_exporter.")]
+TextfileOpt = Annotated[Path | None, typer.Option(
+    "--textfile-dir", help="Also write the Prometheus text to DIR/dsctl_health.prom (atomically), for "
+    "node_exporter's --collector.textfile.directory.")]
+
+
+def node_name() -> str:
+    """This node's Slurm name: ``SLURMD_NODENAME`` (set by slurmd for tasks and HealthCheckProgram), else the
+    short host name."""
+    return os.environ.get("SLURMD_NODENAME") or socket.gethostname().split(".")[0]
+
+
+def record_path(from_record: Path | None) -> Path | None:
+    """``--from-record records/{node}.yaml``: ``{node}`` becomes this node's Slurm name (a plain name only)."""
+    if from_record is None or NODE_PLACEHOLDER not in str(from_record):
+        return from_record
+    from dsctl.runners.fleet import valid_node_name
+
+    name = node_name()
+    if not valid_node_name(name):
+        raise InputError(f"--from-record {from_record}: node name {name!r} cannot fill {{node}}",
+                         hint="node names are letters, digits, '.', '_' and '-'")
+    text = str(from_record)
+    if text.replace(NODE_PLACEHOLDER, "").count("{") or text.replace(NODE_PLACEHOLDER, "").count("}"):
+        raise InputError(f"--from-record {from_record}: only {{node}} may appear in braces")
+    return Path(text.replace(NODE_PLACEHOLDER, name))
+
+
+def emit_health(result: HealthReport | FleetReport, fmt: HealthFormat, command: str,
+                textfile_dir: Path | None, gauges: Mapping[str, Iterable[Gauge]] | None = None) -> None:
+    """Print ``result`` in ``fmt``; with ``textfile_dir`` also write its Prometheus text there; exit with its code.
+    ``gauges`` (node -> gauges) adds the nodes' raw readings to a fleet's Prometheus text."""
+    if fmt is HealthFormat.prometheus or textfile_dir is not None:
+        text = prometheus_text(result, gauges)
+        if textfile_dir is not None:
+            write_textfile(textfile_dir, text)
+        if fmt is HealthFormat.prometheus:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+            if result.exit_code:
+                raise typer.Exit(result.exit_code)
+            return
+    show(result, OutputFormat(fmt.value), command)
+
+
+def prometheus_text(result: HealthReport | FleetReport, gauges: Mapping[str, Iterable[Gauge]] | None = None) -> str:
+    from dsctl.health.fleet import FleetReport
+    from dsctl.output import prometheus
+
+    now = time.time()
+    if isinstance(result, FleetReport):
+        return prometheus.render_fleet(result, now, gauges)
+    return prometheus.render_check(result, now)
+
+
+def write_textfile(folder: Path, text: str) -> None:
+    from dsctl.output.files import atomic_write
+    from dsctl.output.prometheus import TEXTFILE_NAME
+
+    if not folder.is_dir():
+        raise InputError(f"--textfile-dir {folder}: not a folder",
+                         hint="give node_exporter's --collector.textfile.directory (it must exist)")
+    atomic_write(folder / TEXTFILE_NAME, text, option="--textfile-dir")
+
+
+def slurm_check_interval(interval: float | None) -> float:
+    """The counter interval in --slurm mode: at most MAX_SLURM_INTERVAL_S so the run ends within Slurm's 60 s."""
+    if interval is None:
+        return 10.0
+    if interval > MAX_SLURM_INTERVAL_S:
+        raise InputError(f"--interval {interval:g} with --slurm: at most {MAX_SLURM_INTERVAL_S:g} s",
+                         hint="Slurm kills HealthCheckProgram after 60 s")
+    return interval
+
+
+def drain_self(report: HealthReport) -> None:
+    """NHC's convention: a CRIT finding drains this node with dsctl's reason; a healthy node is left alone, and a
+    node already drained for another reason (an operator's) keeps that reason."""
+    from dsctl.health.fleet import REASON_PREFIX, drain_reason
+    from dsctl.output import stderr_console
+    from dsctl.runners.fleet import drain_node, node_drain_state
+
+    if report.exit_code == 0 or not report.summary.get("crit"):
+        return
+    name = node_name()
+    drained, reason = node_drain_state(name)
+    if drained and not reason.startswith(REASON_PREFIX):
+        stderr_console().print(f"{name} is already drained ({reason}); not changing it", markup=False)
+        return
+    why = drain_reason({"check": f.check, "severity": f.severity.value, "subject": f.subject, "message": f.message}
+                       for f in report.findings)
+    error = drain_node(name, why)
+    if error:
+        stderr_console().print(f"error: could not drain {name}: {error}", markup=False)
+    else:
+        stderr_console().print(f"drained {name}: {why}", markup=False)
+
+
+def fleet(
+    nodes: Annotated[str, typer.Option("--nodes", help="Slurm hostlist, e.g. 'node[001-256]'.")],
+    partition: Annotated[str | None, typer.Option("--partition", "-p", help="Slurm partition to run in.")] = None,
+    interval: Annotated[float | None, typer.Option("--interval", help="Seconds between the two counter samples "
+                                                   "on each node (default 10; a record carries its own).")] = None,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds each node may take; later it is "
+                                           "unreachable.")] = 120.0,
+    launch_timeout: Annotated[float, typer.Option("--launch-timeout", help="Seconds to get the nodes and start "
+                                                  "the tasks.")] = 60.0,
+    drain: Annotated[bool, typer.Option("--drain", help="Drain every critical node (scontrol update); without "
+                                        "it the commands are only printed.")] = False,
+    from_record: Annotated[str | None, typer.Option("--from-record", help="Each node replays a record; {node} "
+                                                    "becomes its Slurm name (records/{node}.yaml).")] = None,
+    node: Annotated[str | None, typer.Option("--node", help="Node profile with the expected counts.")] = None,
+    only: Annotated[str | None, typer.Option("--only", help="Comma list of areas: gpu, nvlink, rdma.")] = None,
+    dsctl_path: Annotated[str, typer.Option("--dsctl", help="dsctl on the nodes (name on PATH or absolute "
+                                            "path).")] = "dsctl",
+    textfile_dir: TextfileOpt = None,
+    fmt: HealthFormatOpt = HealthFormat.table,
+) -> None:
+    """Run dsctl health check on every node through srun; one verdict, the nodes to drain; exit 1 when a node is
+    critical or unreachable."""
+    from dsctl.health import api
+    from dsctl.health.fleet import NodeInput, aggregate, fleet_gauges, with_drain_results
+    from dsctl.output import health_fleet as _renderer  # noqa: F401  (registers the table view)
+    from dsctl.runners.fleet import drain_node, expand_hostlist, run_on_nodes
+
+    if only is not None:
+        api.parse_only(only)
+    if not 0 < timeout <= 86400 or not 0 < launch_timeout <= 86400:
+        raise InputError("--timeout and --launch-timeout must be seconds in (0, 86400]")
+    if interval is not None and from_record is not None:
+        raise InputError("--interval does not apply to --from-record",
+                         hint="each record carries the interval its two counter samples were taken apart")
+    if interval is not None and not 0 < interval < timeout:
+        raise InputError(f"--interval {interval:g} must be positive and below --timeout {timeout:g}")
+    command = [dsctl_path, "health", "check", "--format", "json"]
+    if from_record is not None:
+        command += ["--from-record", str(Path(from_record).absolute())]
+    for option, value in (("--interval", interval), ("--node", node), ("--only", only)):
+        if value is not None:
+            command += [option, f"{value:g}" if isinstance(value, float) else str(value)]
+    names = expand_hostlist(nodes)
+    run = run_on_nodes(names, command, timeout_s=timeout, launch_timeout_s=launch_timeout, partition=partition,
+                       ok_exit_codes=(0, 1), job_name="dsctl-health")
+    items = [NodeInput(a.node, a.document, a.reason) for a in run.answers]
+    report = aggregate(items, timeout_s=timeout, wall_s=run.wall_s)
+    if drain:
+        report = with_drain_results(report, {d.node: drain_node(d.node, d.reason) for d in report.drain})
+    wants_gauges = fmt is HealthFormat.prometheus or textfile_dir is not None
+    emit_health(report, fmt, "health fleet", textfile_dir, fleet_gauges(items) if wants_gauges else None)
+
+
+def add_commands(app: typer.Typer) -> None:
+    app.command("fleet")(fleet)

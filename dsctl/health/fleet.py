@@ -1,0 +1,201 @@
+"""One fleet verdict from many ``dsctl health check --format json`` reports: a status per node, one table of
+findings, the nodes to drain with a one-line Slurm reason each.
+
+Pure: the reports arrive as parsed JSON objects (or a reason why a node gave none); nothing here runs a process.
+A node is ``crit`` with any CRIT finding, else ``warn`` with any WARN finding, else ``healthy`` (INFO, SKIP and OK
+lines do not count); ``unreachable`` when it gave no usable report.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from dsctl.health.metrics import Gauge
+
+STATUSES = ("healthy", "warn", "crit", "unreachable")
+#: severities listed in the fleet's findings table (INFO/SKIP/OK stay in the per-node reports)
+LISTED = ("CRIT", "WARN")
+#: Slurm keeps the reason as given; a short one reads in ``sinfo -R`` and fits every version's limits
+MAX_REASON_CHARS = 120
+REASON_PREFIX = "dsctl"
+METRIC_NAME = re.compile(r"[a-z][a-z0-9_]{0,99}")
+LABEL_NAME = re.compile(r"[a-z][a-z0-9_]{0,49}")
+
+
+@dataclass(frozen=True)
+class NodeInput:
+    """One node's answer: the parsed report, or ``None`` and why there is none."""
+
+    node: str
+    report: Mapping[str, Any] | None
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class FleetFinding:
+    """One CRIT or WARN line of one node, or the node's ``unreachable`` line (check ``-``)."""
+
+    node: str
+    check: str
+    severity: str
+    subject: str
+    message: str
+
+
+@dataclass(frozen=True)
+class NodeVerdict:
+    """A node's status and counts of CRIT and WARN findings; ``reason`` explains ``unreachable``."""
+
+    node: str
+    status: str
+    num_crit: int = 0
+    num_warn: int = 0
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class DrainAction:
+    """A node to drain and the one-line reason (``dsctl G6 crit gpu3 1 NVLink(s) down (inactive: 7)``)."""
+
+    node: str
+    reason: str
+    done: bool | None = None  # None: printed only; True/False: scontrol ran and succeeded or not
+    error: str = ""
+
+    @property
+    def argv(self) -> tuple[str, ...]:
+        return ("scontrol", "update", f"NodeName={self.node}", "State=DRAIN", f"Reason={self.reason}")
+
+
+@dataclass(frozen=True)
+class FleetReport:
+    """Result of ``dsctl health fleet``. ``summary`` counts nodes per status (plus ``nodes``, the total);
+    ``timeout_s`` is the per-node limit, ``wall_s`` the run's wall time in seconds."""
+
+    summary: dict[str, int]
+    nodes: tuple[NodeVerdict, ...]
+    findings: tuple[FleetFinding, ...]
+    drain: tuple[DrainAction, ...]
+    drained: bool = False
+    timeout_s: float = 0.0
+    wall_s: float = 0.0
+    exit_code: int = field(default=0, metadata={"output": False})
+
+    def to_data(self) -> dict[str, Any]:
+        return {
+            "summary": self.summary,
+            "timeout_s": self.timeout_s,
+            "wall_s": round(self.wall_s, 3),
+            "nodes": [{"node": v.node, "status": v.status, "num_crit": v.num_crit, "num_warn": v.num_warn,
+                       "reason": v.reason} for v in self.nodes],
+            "findings": [{"node": f.node, "check": f.check, "severity": f.severity, "subject": f.subject,
+                          "message": f.message} for f in self.findings],
+            "drain": [{"node": d.node, "reason": d.reason, "command": list(d.argv), "done": d.done,
+                       **({"error": d.error} if d.error else {})} for d in self.drain],
+            "drained": self.drained,
+        }
+
+
+def one_line(text: str) -> str:
+    """Printable ASCII-safe single line: control characters and quotes become spaces, runs of spaces one."""
+    cleaned = "".join(c if c.isprintable() and c not in "\"'`\\" else " " for c in text)
+    return " ".join(cleaned.split())
+
+
+def drain_reason(findings: Iterable[Mapping[str, Any]]) -> str:
+    """``dsctl G6 crit gpu3 1 NVLink(s) down (inactive: 7)``: the first CRIT finding, ``(+N more)`` for the rest,
+    cut to ``MAX_REASON_CHARS``."""
+    crit = [f for f in findings if f.get("severity") == "CRIT"]
+    if not crit:
+        return ""
+    first = crit[0]
+    more = f" (+{len(crit) - 1} more)" if len(crit) > 1 else ""
+    text = one_line(f"{REASON_PREFIX} {first.get('check', '?')} crit {first.get('subject', '')} "
+                    f"{first.get('message', '')}")
+    room = MAX_REASON_CHARS - len(more)
+    if len(text) > room:
+        text = text[:room - 3].rstrip() + "..."
+    return text + more
+
+
+def report_problem(report: Mapping[str, Any]) -> str:
+    """Why a JSON document is not a dsctl health report ('' when it is one)."""
+    findings = report.get("findings")
+    if not isinstance(findings, list):
+        return "answer is not a dsctl health report (no findings list)"
+    if not all(isinstance(f, dict) and isinstance(f.get("severity"), str) for f in findings):
+        return "answer is not a dsctl health report (a finding without severity)"
+    return ""
+
+
+def judge(item: NodeInput) -> tuple[NodeVerdict, list[FleetFinding], DrainAction | None]:
+    """One node's verdict, its listed findings and its drain action (CRIT only)."""
+    if item.report is None or report_problem(item.report):
+        why = item.reason if item.report is None else report_problem(item.report)
+        why = one_line(why) or "no answer"
+        return (NodeVerdict(item.node, "unreachable", reason=why),
+                [FleetFinding(item.node, "-", "UNREACHABLE", "node", why)], None)
+    listed = [f for f in item.report["findings"] if f["severity"] in LISTED]
+    num_crit = sum(1 for f in listed if f["severity"] == "CRIT")
+    num_warn = len(listed) - num_crit
+    status = "crit" if num_crit else "warn" if num_warn else "healthy"
+    rows = [FleetFinding(item.node, str(f.get("check", "?")), f["severity"], str(f.get("subject", "")),
+                         str(f.get("message", ""))) for f in listed]
+    action = DrainAction(item.node, drain_reason(listed)) if num_crit else None
+    return NodeVerdict(item.node, status, num_crit, num_warn), rows, action
+
+
+def aggregate(items: Iterable[NodeInput], *, timeout_s: float = 0.0, wall_s: float = 0.0) -> FleetReport:
+    """The fleet verdict; findings sorted CRIT, WARN, UNREACHABLE, then by node order of ``items``.
+
+    Exit code 1 when any node is ``crit`` or ``unreachable`` (a WARN alone passes, as for ``health check``).
+    """
+    verdicts: list[NodeVerdict] = []
+    rows: list[FleetFinding] = []
+    drains: list[DrainAction] = []
+    for item in items:
+        verdict, found, action = judge(item)
+        verdicts.append(verdict)
+        rows.extend(found)
+        if action is not None:
+            drains.append(action)
+    counts = dict.fromkeys(STATUSES, 0)
+    for v in verdicts:
+        counts[v.status] += 1
+    rank = {"CRIT": 0, "WARN": 1, "UNREACHABLE": 2}
+    rows.sort(key=lambda f: rank[f.severity])  # stable: node order kept within a severity
+    summary = {"nodes": len(verdicts), **counts}
+    failed = counts["crit"] > 0 or counts["unreachable"] > 0
+    return FleetReport(summary, tuple(verdicts), tuple(rows), tuple(drains), False, timeout_s, wall_s,
+                       1 if failed else 0)
+
+
+def with_drain_results(report: FleetReport, results: Mapping[str, str | None]) -> FleetReport:
+    """The report after ``scontrol update`` ran: ``results`` maps node -> error text (``None`` = drained)."""
+    done = tuple(DrainAction(d.node, d.reason, results.get(d.node) is None, results.get(d.node) or "")
+                 for d in report.drain)
+    return replace(report, drain=done, drained=True)
+
+
+def node_gauges(report: Mapping[str, Any]) -> tuple[Gauge, ...]:
+    """The ``gauges`` list of one node's JSON report as :class:`Gauge` values (malformed entries skipped)."""
+    out: list[Gauge] = []
+    raw = report.get("gauges")
+    for item in raw if isinstance(raw, list) else []:
+        if not isinstance(item, dict):
+            continue
+        name, labels, value = item.get("name"), item.get("labels"), item.get("value")
+        if (isinstance(name, str) and METRIC_NAME.fullmatch(name) and isinstance(labels, dict)
+                and isinstance(value, int | float) and not isinstance(value, bool)
+                and all(isinstance(k, str) and LABEL_NAME.fullmatch(k) and k != "node" and isinstance(v, str)
+                        for k, v in labels.items())):
+            out.append(Gauge(name, tuple(labels.items()), float(value)))
+    return tuple(out)
+
+
+def fleet_gauges(items: Iterable[NodeInput]) -> dict[str, tuple[Gauge, ...]]:
+    """node -> its gauges, for the nodes that answered."""
+    return {i.node: node_gauges(i.report) for i in items if i.report is not None}

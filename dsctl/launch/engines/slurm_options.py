@@ -1,0 +1,94 @@
+"""Slurm submission options beyond the layout (account, QOS, node lists, raw ``#SBATCH`` lines) and the extra
+environment of a job (``NCCL_IB_HCA`` from the node profile, ``--nccl-env``). Pure: checks and rendering."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from dsctl.errors import InputError
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
+#: a Slurm hostlist expression: node names, commas, ranges in brackets (gpu[001-004,010])
+_HOSTLIST = re.compile(r"[A-Za-z0-9][A-Za-z0-9._,\[\]-]{0,4095}")
+_SBATCH_ARG = re.compile(r"--([a-z][a-z0-9-]{0,63})(=(.{1,4096}))?")
+_NCCL_ENV = re.compile(r"(NCCL_[A-Z0-9_]{1,64})=(.{0,4096})")
+#: #SBATCH options dsctl writes itself from the plan: a --sbatch-arg may not change them
+RESERVED_SBATCH = {
+    "job-name": "--job-name", "nodes": "--nodes", "ntasks-per-node": "the layout (one torchrun agent per node)",
+    "gpus-per-node": "the node profile", "cpus-per-task": "--cpus-per-task", "output": "--out",
+    "partition": "--partition", "time": "--time", "account": "--account", "qos": "--qos",
+    "reservation": "--reservation", "exclude": "--exclude", "nodelist": "--nodelist", "exclusive": "--exclusive",
+}
+
+
+@dataclass(frozen=True)
+class SlurmOptions:
+    """``#SBATCH`` options from the command line or the site configuration (None / empty: not written)."""
+
+    account: str | None = None
+    qos: str | None = None
+    reservation: str | None = None
+    exclude: str | None = None
+    nodelist: str | None = None
+    exclusive: bool = False
+    sbatch_args: tuple[str, ...] = ()
+
+    def given(self) -> dict[str, bool]:
+        """Which options are set, by flag (for the option-belongs-to-backend check)."""
+        return {"--account": self.account is not None, "--qos": self.qos is not None,
+                "--reservation": self.reservation is not None, "--exclude": self.exclude is not None,
+                "--nodelist": self.nodelist is not None, "--exclusive": self.exclusive,
+                "--sbatch-arg": bool(self.sbatch_args)}
+
+
+def check_slurm_options(options: SlurmOptions) -> None:
+    """InputError naming the option for any value that is not a Slurm name, hostlist or ``--name[=value]``."""
+    for flag, value in (("--account", options.account), ("--qos", options.qos),
+                        ("--reservation", options.reservation)):
+        if value is not None and not _NAME.fullmatch(value):
+            raise InputError(f"{flag} {value!r} is not a valid Slurm name: use 1-63 letters, digits, '.', '_' or "
+                             "'-', starting with a letter or digit")
+    for flag, value in (("--exclude", options.exclude), ("--nodelist", options.nodelist)):
+        if value is not None and not _HOSTLIST.fullmatch(value):
+            raise InputError(f"{flag} {value!r} is not a Slurm node list: use names, commas and bracket ranges, "
+                             "e.g. gpu[001-004],gpu017")
+    for arg in options.sbatch_args:
+        match = _SBATCH_ARG.fullmatch(arg)
+        if match is None or any(c in arg for c in "\n\r\0"):
+            raise InputError(f"--sbatch-arg {arg!r} is not one sbatch option: use --name or --name=value on one "
+                             "line, e.g. --sbatch-arg=--mail-type=END")
+        owner = RESERVED_SBATCH.get(match.group(1))
+        if owner is not None:
+            raise InputError(f"--sbatch-arg {arg!r}: dsctl writes --{match.group(1)} itself; use {owner}")
+
+
+def slurm_directives(options: SlurmOptions) -> list[str]:
+    """The extra ``#SBATCH`` option texts (without ``#SBATCH``), in a fixed order, values quoted for sbatch."""
+    from dsctl.launch.engines.slurm import directive_value
+
+    lines = [f"--{name}={value}" for name, value in (("account", options.account), ("qos", options.qos),
+                                                     ("reservation", options.reservation),
+                                                     ("exclude", options.exclude), ("nodelist", options.nodelist))
+             if value is not None]
+    if options.exclusive:
+        lines.append("--exclusive")
+    for arg in options.sbatch_args:
+        name, sep, value = arg.partition("=")
+        lines.append(f"{name}={directive_value(value)}" if sep else name)
+    return lines
+
+
+def job_environment(ib_devices: tuple[str, ...], nccl_env: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """Extra job variables: ``NCCL_IB_HCA`` limited to the compute NICs (exact names, ``=`` prefix) when the node
+    profile names them, then every ``--nccl-env NAME=VALUE`` (a later one of the same name wins)."""
+    env: dict[str, str] = {}
+    if ib_devices:
+        env["NCCL_IB_HCA"] = "=" + ",".join(ib_devices)
+    for item in nccl_env:
+        match = _NCCL_ENV.fullmatch(item)
+        if match is None or any(c in item for c in "\n\r\0"):
+            raise InputError(f"--nccl-env {item!r} is not NCCL_NAME=VALUE (one line, an NCCL_ variable)",
+                             hint="e.g. --nccl-env NCCL_IB_TIMEOUT=22")
+        env[match.group(1)] = match.group(2)
+    return tuple(env.items())

@@ -1,0 +1,71 @@
+"""One validator for names that reach generated files, and one escaper per output format.
+
+A *name* (a profile, job, partition, device or host name) ends up inside shell scripts, ``#SBATCH`` lines,
+YAML manifests, Graphviz DOT, SVG and Slurm's ``topology.conf``. Names are checked against an allow-list with
+``re.fullmatch`` (never ``re.match`` with ``$``, which accepts a trailing newline), so a name can never carry a
+line break, a quote or a comment character into a file. Free text that is not a name (summaries, labels) is
+escaped for its format instead: :func:`comment_text`, :func:`dot_string`, :func:`xml_text`.
+"""
+
+from __future__ import annotations
+
+import re
+from xml.sax.saxutils import escape as _xml_escape
+
+from dsctl.errors import InputError
+
+#: profile names (file names without ``.yaml``), Slurm job and partition names: letters, digits, ``._-``
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+#: a DNS-1123 label short enough that ``<name>-node-<i>-<j>`` pod names stay within 63 characters
+K8S_NAME = re.compile(r"[a-z0-9](?:[-a-z0-9]{0,38}[a-z0-9])?")
+#: a host name or an IPv4/IPv6 address
+HOST = re.compile(r"[A-Za-z0-9][A-Za-z0-9.:-]{0,252}")
+#: a container image reference: ``registry/repo:tag`` or ``...@sha256:digest``
+IMAGE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,511}")
+#: device names from the topology templates: letters, digits, ``._-`` and ``:/@+`` (no ``#``, ``=``, quotes,
+#: spaces, commas or control characters, which Slurm's topology.conf, CSV and DOT cannot carry)
+DEVICE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._:/@+-]*")
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+_LINE_BREAK = re.compile(r"[\n\r\x0b\x0c\x85\u2028\u2029]")
+
+
+def shown(value: str, limit: int = 40) -> str:
+    """``repr`` of a user value cut to ``limit`` characters (a huge value never floods a message)."""
+    if len(value) <= limit:
+        return repr(value)
+    return f"{value[:limit]!r}... ({len(value):,} characters)"
+
+
+def check_name(value: str, what: str, pattern: re.Pattern[str] = NAME, rule: str | None = None) -> str:
+    """Return ``value`` if it fully matches ``pattern``; else raise InputError naming ``what`` and the rule."""
+    if isinstance(value, str) and pattern.fullmatch(value):
+        return value
+    rule = rule or ("use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
+                    if pattern is NAME else f"it must match {pattern.pattern}")
+    raise InputError(f"{what} {shown(str(value))} is not a valid name: {rule}")
+
+
+def comment_text(text: str) -> str:
+    """``text`` fit for one line of a shell or YAML comment: line breaks and control characters become ``?``."""
+    return _CONTROL.sub("?", _LINE_BREAK.sub("?", text))
+
+
+def dot_string(text: str) -> str:
+    """A Graphviz double-quoted string (quotes included): backslashes, quotes and line breaks escaped."""
+    body = comment_text(text.replace("\\", "\\\\").replace('"', '\\"'))
+    return f'"{body}"'
+
+
+def xml_text(text: str) -> str:
+    """``text`` escaped for XML/SVG character data or a double-quoted attribute.
+
+    XML 1.0 forbids most C0 control characters even as references; they (and lone surrogates) become U+FFFD.
+    """
+    return _xml_escape(_CONTROL.sub("\ufffd", text), {'"': "&quot;", "'": "&apos;"})
+
+
+def check_slurm_conf_name(value: str, what: str) -> str:
+    """A name written into ``slurm.conf``/``topology.conf``: no whitespace, ``#`` (comment) or ``=`` (key)."""
+    return check_name(value, what, DEVICE,
+                      "Slurm configuration names are letters, digits and '._:/@+-' (no spaces, '#' or '=')")

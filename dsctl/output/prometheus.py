@@ -1,0 +1,110 @@
+"""Prometheus text exposition (format 0.0.4) of health results, for node_exporter's textfile collector.
+
+Every series carries a ``node`` label (the host name for ``check``, the Slurm node name for ``fleet``) so that
+files from several nodes, or one fleet file, never collide.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from dsctl.health.api import HealthReport
+from dsctl.health.fleet import STATUSES, FleetReport
+from dsctl.health.metrics import Gauge
+
+PREFIX = "dsctl_health_"
+TEXTFILE_NAME = "dsctl_health.prom"
+
+HELP = {
+    "last_run_timestamp_seconds": "Unix time the health check finished.",
+    "node_status": "1 for the node's status (healthy, warn, crit, unreachable), 0 for the others.",
+    "findings": "Number of findings of the last check by severity.",
+    "finding": "One series per CRIT, WARN, INFO or SKIP finding (value 1).",
+    "nvlink_active_links": "NVLinks of the GPU that are active.",
+    "nvlink_errors_per_second": "NVLink DL error counter growth over the sampling interval, summed over links.",
+    "rdma_port_state": "RDMA port state number from sysfs (4 = ACTIVE, 1 = DOWN).",
+    "rdma_port_rate_bytes_per_second": "RDMA port link rate.",
+    "rdma_port_errors_per_second": "RDMA port error counter growth over the sampling interval.",
+    "fleet_nodes": "Nodes of the last fleet run by status.",
+    "fleet_run_duration_seconds": "Wall time of the last fleet run.",
+}
+
+
+def escape(value: str) -> str:
+    """A label value as the exposition format wants it: backslash, double quote and newline escaped."""
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def number(value: float) -> str:
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    return repr(float(value)) if value != int(value) else str(int(value))
+
+
+class Exposition:
+    """Series grouped by metric name, written as one ``# HELP``/``# TYPE`` block per name."""
+
+    def __init__(self) -> None:
+        self.series: dict[str, list[str]] = {}
+
+    def add(self, name: str, labels: Iterable[tuple[str, str]], value: float) -> None:
+        body = ",".join(f'{key}="{escape(str(val))}"' for key, val in labels)
+        self.series.setdefault(name, []).append(f"{PREFIX}{name}{{{body}}} {number(value)}")
+
+    def text(self) -> str:
+        lines: list[str] = []
+        for name, rows in self.series.items():
+            lines.append(f"# HELP {PREFIX}{name} {HELP.get(name, name.replace('_', ' ') + '.')}")
+            lines.append(f"# TYPE {PREFIX}{name} gauge")
+            lines.extend(rows)
+        return "\n".join(lines) + "\n"
+
+
+def node_status(summary: Mapping[str, int]) -> str:
+    return "crit" if summary.get("crit") else "warn" if summary.get("warn") else "healthy"
+
+
+def _node_series(out: Exposition, node: str, status: str, findings: Iterable[Mapping[str, Any]],
+                 gauge_list: Iterable[Gauge], summary: Mapping[str, int] | None) -> None:
+    for name in STATUSES:
+        out.add("node_status", [("node", node), ("status", name)], 1.0 if name == status else 0.0)
+    if summary is not None:
+        for severity, count in summary.items():
+            out.add("findings", [("node", node), ("severity", severity)], float(count))
+    for f in findings:
+        if f["severity"] != "OK":
+            out.add("finding", [("node", node), ("check", f["check"]), ("severity", f["severity"].lower()),
+                                ("subject", f["subject"])], 1.0)
+    for g in gauge_list:
+        out.add(g.name, [("node", node), *g.labels], g.value)
+
+
+def render_check(report: HealthReport, now_s: float) -> str:
+    """The textfile of one node's check finished at ``now_s`` (Unix seconds)."""
+    node = str(report.node.get("hostname") or "unknown")
+    out = Exposition()
+    out.add("last_run_timestamp_seconds", [("node", node)], now_s)
+    findings = [{"check": f.check, "severity": f.severity.value, "subject": f.subject} for f in report.findings]
+    _node_series(out, node, node_status(report.summary), findings, report.gauges, report.summary)
+    return out.text()
+
+
+def render_fleet(report: FleetReport, now_s: float, gauges: Mapping[str, Iterable[Gauge]] | None = None) -> str:
+    """One textfile for the whole fleet: counts, a status per node, one series per finding, node gauges."""
+    out = Exposition()
+    out.add("last_run_timestamp_seconds", [], now_s)
+    out.add("fleet_run_duration_seconds", [], report.wall_s)
+    for name in STATUSES:
+        out.add("fleet_nodes", [("status", name)], float(report.summary[name]))
+    by_node: dict[str, list[dict[str, str]]] = {}
+    for f in report.findings:
+        if f.check != "-":
+            by_node.setdefault(f.node, []).append({"check": f.check, "severity": f.severity, "subject": f.subject})
+    for verdict in report.nodes:
+        _node_series(out, verdict.node, verdict.status, by_node.get(verdict.node, ()),
+                     (gauges or {}).get(verdict.node, ()), None)
+    return out.text()

@@ -1,0 +1,387 @@
+"""Run one command on every node of a Slurm hostlist through ``srun`` and collect one JSON document per node.
+
+One job step, one task per node (``srun --nodes=N --ntasks-per-node=1 --label``). Each task runs a small ``sh``
+wrapper that prints a header line (a per-run token and ``$SLURMD_NODENAME``), runs the command under coreutils
+``timeout`` (the per-node limit) and prints a trailer line with its exit status. The header maps srun's task label
+to a node, the trailer proves the node finished; everything between is the node's stdout, parsed as one JSON object.
+
+A node that is not usable in Slurm (down, drained, not responding), never starts, times out, exits with an
+unexpected status or prints something other than a JSON object is *unreachable* with a one-line reason. The whole
+run is bounded: srun is killed at ``timeout_s + launch_timeout_s + KILL_GRACE_S`` whatever the nodes do.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import secrets
+import signal
+import subprocess
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from dsctl.errors import EnvironmentMissing, InputError
+from dsctl.runners.process import capture, require
+
+SRUN_HINT = ("install Slurm's client tools (Debian: apt-get install slurm-client) on a host that can reach "
+             "slurmctld; the nodes need dsctl on PATH (or give its path)")
+#: a node name as Slurm prints it after expansion (no hostlist brackets, no spaces, nothing a shell would expand)
+NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+MAX_NODES = 65536
+MAX_HOSTLIST_CHARS = 1 << 20
+#: bytes of stdout kept per node; a node printing more is unreachable ("output over ... bytes")
+MAX_OUTPUT_BYTES = 16 * 1024 * 1024
+#: seconds between SIGTERM and SIGKILL, on the node (``timeout -k``) and for srun itself
+KILL_GRACE_S = 5.0
+#: sinfo states (``%T``, suffix flags removed) in which a node accepts a new job step
+USABLE_STATES = frozenset({"idle", "mixed", "allocated", "completing"})
+
+# The wrapper each task runs: $1 token, $2 per-node timeout in seconds, then the command. No input is read.
+WRAPPER = ('tok=$1; lim=$2; shift 2; '
+           'printf "%s node=%s\\n" "$tok" "${SLURMD_NODENAME:-$(hostname -s)}"; '
+           'timeout -k ' + f"{KILL_GRACE_S:g}" + ' "$lim" "$@" </dev/null; rc=$?; '
+           'printf "\\n%s exit=%d\\n" "$tok" "$rc"')
+_LABEL = re.compile(r"^\s*(\d+): ?(.*)$")
+_SRUN_TASK = re.compile(r"srun: error: (\S+): tasks? [\d,\-]+: (.*)$")
+_SRUN_LAUNCH = re.compile(r"srun: error: Task launch for \S+ failed on node (\S+): (.*)$")
+
+
+@dataclass(frozen=True)
+class NodeAnswer:
+    """What one node gave back. ``document`` is its JSON object when it answered, else ``None`` and ``reason``
+    says why (one line). ``exit_code`` is the command's status on the node (``None`` when it never finished)."""
+
+    node: str
+    document: dict[str, Any] | None
+    exit_code: int | None = None
+    reason: str = ""
+    stderr_tail: str = ""
+
+    @property
+    def answered(self) -> bool:
+        return self.document is not None
+
+
+@dataclass(frozen=True)
+class FleetRun:
+    """Answers in the order of the requested nodes, the srun command used and the wall time in seconds."""
+
+    answers: tuple[NodeAnswer, ...]
+    srun_argv: tuple[str, ...] = ()
+    wall_s: float = 0.0
+    srun_exit_code: int | None = None
+    srun_messages: tuple[str, ...] = ()
+
+
+@dataclass
+class TaskOutput:
+    """Lines one srun task printed (label = srun's task id), split around the wrapper's header and trailer."""
+
+    node: str | None = None
+    stdout: list[str] = field(default_factory=list)
+    stderr: list[str] = field(default_factory=list)
+    exit_code: int | None = None
+    num_bytes: int = 0
+
+
+def valid_node_name(name: str) -> bool:
+    return NODE_NAME.fullmatch(name) is not None
+
+
+def expand_hostlist(expression: str, *, option: str = "--nodes") -> list[str]:
+    """Node names of a Slurm hostlist (``node[001-004,010]``) via ``scontrol show hostnames``, in order, once each."""
+    text = expression.strip()
+    if not text:
+        raise InputError(f"{option}: empty hostlist", hint="give a Slurm hostlist such as node[001-256]")
+    if len(text) > MAX_HOSTLIST_CHARS:
+        raise InputError(f"{option}: hostlist of {len(text)} characters; at most {MAX_HOSTLIST_CHARS}")
+    scontrol = require("scontrol", SRUN_HINT)
+    names, code, stderr = _first_lines([scontrol, "show", "hostnames", text], MAX_NODES + 1)
+    if len(names) > MAX_NODES:
+        raise InputError(f"{option} {expression!r}: more than {MAX_NODES} nodes in one run")
+    if code != 0 or not names:
+        detail = _last_line(stderr) or "no node names"
+        raise InputError(f"{option} {expression!r}: not a Slurm hostlist ({detail})",
+                         hint="use names and ranges such as node[001-256] or gpu01,gpu02")
+    return unique_names(names, option=option)
+
+
+def _first_lines(argv: Sequence[str], limit: int) -> tuple[list[str], int | None, str]:
+    """At most ``limit`` non-empty stdout lines of ``argv`` (stopped there: a hostlist may expand to billions),
+    its exit status (``None`` when stopped) and stderr."""
+    try:
+        proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, errors="replace")
+    except OSError as exc:
+        raise EnvironmentMissing(f"cannot run {argv[0]}: {exc.strerror or exc}") from exc
+    lines: list[str] = []
+    for line in proc.stdout or ():
+        if line.strip():
+            lines.append(line.strip())
+        if len(lines) >= limit:
+            proc.kill()
+            proc.wait()
+            return lines, None, ""
+    try:
+        _, err = proc.communicate(timeout=30.0)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+    return lines, proc.returncode, err
+
+
+def unique_names(names: Iterable[str], *, option: str = "--nodes") -> list[str]:
+    """Names in first-seen order without repeats; each must be a plain node name (see ``NODE_NAME``)."""
+    out: dict[str, None] = {}
+    for name in names:
+        if not valid_node_name(name):
+            raise InputError(f"{option}: {name!r} is not a node name",
+                             hint="node names are letters, digits, '.', '_' and '-' (at most 64)")
+        out[name] = None
+    if len(out) > MAX_NODES:
+        raise InputError(f"{option}: {len(out)} nodes; at most {MAX_NODES} in one run")
+    return list(out)
+
+
+def parse_sinfo_states(text: str) -> dict[str, tuple[str, str]]:
+    """``sinfo -h -N -o '%N %T %E'`` lines -> node -> (state, reason). A node listed twice (two partitions)
+    keeps its first line; ``none`` as reason becomes empty."""
+    states: dict[str, tuple[str, str]] = {}
+    for line in text.splitlines():
+        parts = line.split(None, 2)
+        if len(parts) < 2:
+            continue
+        reason = parts[2].strip() if len(parts) > 2 else ""
+        states.setdefault(parts[0], (parts[1], "" if reason.lower() == "none" else reason))
+    return states
+
+
+def usable(state: str) -> bool:
+    """True for a sinfo ``%T`` state that accepts a job step now (``idle``, ``mixed``...; not ``idle*`` = not
+    responding, ``idle~`` = powered down, ``drained``, ``down``)."""
+    return state in USABLE_STATES
+
+
+def slurm_states(nodes: Sequence[str], partition: str | None) -> dict[str, tuple[str, str]]:
+    """State and reason of each node from sinfo (nodes Slurm does not know are absent)."""
+    sinfo = require("sinfo", SRUN_HINT)
+    argv = [sinfo, "-h", "-N", "-o", "%N %T %E", "-n", ",".join(nodes)]
+    if partition:
+        argv += ["-p", partition]
+    done = capture(argv, timeout_s=60.0)
+    if done.returncode != 0:
+        raise EnvironmentMissing(f"sinfo failed: {_last_line(done.stderr) or done.returncode}",
+                                 hint="is slurmctld reachable from this host? (try: sinfo)")
+    return parse_sinfo_states(done.stdout)
+
+
+def srun_argv(srun: str, nodes: Sequence[str], command: Sequence[str], *, token: str, timeout_s: float,
+              launch_timeout_s: float, partition: str | None, job_name: str,
+              extra_args: Sequence[str] = ()) -> list[str]:
+    """The srun command line: one task per node, labelled output, no kill on a bad node, a job time limit."""
+    minutes = max(1, math.ceil((timeout_s + launch_timeout_s + 2 * KILL_GRACE_S) / 60.0))
+    argv = [srun, f"--job-name={job_name}", f"--nodes={len(nodes)}", f"--ntasks={len(nodes)}",
+            "--ntasks-per-node=1", f"--nodelist={','.join(nodes)}", "--label", "--kill-on-bad-exit=0",
+            "--no-kill", "--wait=0", f"--immediate={max(1, math.ceil(launch_timeout_s))}", f"--time={minutes}"]
+    if partition:
+        argv.append(f"--partition={partition}")
+    argv += list(extra_args)
+    return [*argv, "sh", "-c", WRAPPER, "sh", token, f"{timeout_s:g}", *command]
+
+
+def parse_labelled(stdout: str, stderr: str, token: str) -> dict[int, TaskOutput]:
+    """Split srun ``--label`` output into tasks. Lines before the header belong to nobody (srun's own); after
+    the trailer nothing is kept; a missing trailer leaves ``exit_code`` ``None``."""
+    tasks: dict[int, TaskOutput] = {}
+    head = f"{token} node="
+    tail = f"{token} exit="
+    for line in stdout.split("\n"):  # srun splits on newlines only (a JSON string may hold U+2028)
+        match = _LABEL.match(line)
+        if not match:
+            continue
+        task = tasks.setdefault(int(match.group(1)), TaskOutput())
+        text = match.group(2)
+        if task.node is None:
+            if text.startswith(head):
+                task.node = text[len(head):].strip()
+            continue
+        if task.exit_code is not None:
+            continue
+        if text.startswith(tail):
+            value = text[len(tail):].strip()
+            task.exit_code = int(value) if value.isdigit() else 255
+            if task.stdout and task.stdout[-1] == "":
+                task.stdout.pop()  # the wrapper's newline before the trailer
+            continue
+        task.num_bytes += len(text) + 1
+        if task.num_bytes <= MAX_OUTPUT_BYTES:
+            task.stdout.append(text)
+    for line in stderr.splitlines():
+        match = _LABEL.match(line)
+        if match:
+            tasks.setdefault(int(match.group(1)), TaskOutput()).stderr.append(match.group(2))
+    return tasks
+
+
+def srun_errors(stderr: str) -> dict[str, str]:
+    """srun's own per-node error lines -> node -> text: ``srun: error: n5: task 4: Exited with exit code 3`` and
+    ``srun: error: Task launch for StepId=3.0 failed on node n4: Socket timed out on send/recv operation``."""
+    found: dict[str, str] = {}
+    for line in stderr.splitlines():
+        match = _SRUN_TASK.search(line) or _SRUN_LAUNCH.search(line)
+        if match:
+            found.setdefault(match.group(1), match.group(2).strip())
+    return found
+
+
+def classify(node: str, task: TaskOutput | None, *, timeout_s: float, ok_exit_codes: Iterable[int],
+             srun_reason: str = "") -> NodeAnswer:
+    """One node's answer: its JSON object, or unreachable with the reason."""
+    tail = "\n".join(task.stderr[-5:]) if task is not None else ""
+    last_err = _last_line(tail)
+    if task is None or task.node is None:
+        return NodeAnswer(node, None, None, srun_reason or "the srun task never started on this node", tail)
+    if task.exit_code is None:
+        why = srun_reason or f"no answer within {timeout_s:g} s (the srun step was stopped)"
+        return NodeAnswer(node, None, None, why, tail)
+    code = task.exit_code
+    if code in (124, 137):
+        return NodeAnswer(node, None, code, f"no answer within {timeout_s:g} s (killed on the node)", tail)
+    if code not in set(ok_exit_codes):
+        return NodeAnswer(node, None, code, f"exit {code}" + (f": {last_err}" if last_err else ""), tail)
+    if task.num_bytes > MAX_OUTPUT_BYTES:
+        return NodeAnswer(node, None, code, f"output over {MAX_OUTPUT_BYTES} bytes", tail)
+    text = "\n".join(task.stdout)
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError):
+        shown = text.strip().splitlines()[0][:60] if text.strip() else "(nothing)"
+        return NodeAnswer(node, None, code, f"output is not JSON: {shown!r}", tail)
+    if not isinstance(doc, dict):
+        return NodeAnswer(node, None, code, f"output is JSON {type(doc).__name__}, not an object", tail)
+    return NodeAnswer(node, doc, code, "", tail)
+
+
+def assemble(nodes: Sequence[str], tasks: dict[int, TaskOutput], stderr: str, *, timeout_s: float,
+             ok_exit_codes: Iterable[int], whole_step_reason: str = "") -> tuple[NodeAnswer, ...]:
+    """Match tasks to requested nodes through their header line and classify each node."""
+    by_node: dict[str, TaskOutput] = {}
+    for task in tasks.values():
+        if task.node is not None:
+            by_node.setdefault(task.node, task)
+    per_node = srun_errors(stderr)
+    codes = tuple(ok_exit_codes)
+    return tuple(classify(n, by_node.get(n), timeout_s=timeout_s, ok_exit_codes=codes,
+                          srun_reason=whole_step_reason or (f"srun: {per_node[n]}" if n in per_node else ""))
+                 for n in nodes)
+
+
+def run_on_nodes(nodes: Sequence[str], command: Sequence[str], *, timeout_s: float = 60.0,
+                 launch_timeout_s: float = 60.0, partition: str | None = None, ok_exit_codes: Iterable[int] = (0,),
+                 job_name: str = "dsctl-fleet", extra_srun_args: Sequence[str] = (),
+                 check_states: bool = True) -> FleetRun:
+    """Run ``command`` (argv, no shell) once on every node in ``nodes`` through one srun step.
+
+    ``timeout_s`` bounds the command on each node (coreutils ``timeout``); ``launch_timeout_s`` bounds getting the
+    allocation and starting the tasks. Nodes Slurm reports as not usable are not asked (unreachable with their
+    state and reason). ``ok_exit_codes`` lists statuses whose stdout counts as an answer (``dsctl health check``
+    exits 1 on a finding and still prints its report).
+    """
+    if not command:
+        raise InputError("no command to run on the nodes")
+    if not 0 < timeout_s <= 86400 or not 0 < launch_timeout_s <= 86400:
+        raise InputError("timeouts must be in (0, 86400] seconds")
+    nodes = unique_names(nodes)
+    srun = require("srun", SRUN_HINT)
+    start = time.monotonic()
+    skipped: dict[str, NodeAnswer] = {}
+    if check_states:
+        states = slurm_states(nodes, partition)
+        for name in nodes:
+            if name not in states:
+                where = f" in partition {partition}" if partition else ""
+                skipped[name] = NodeAnswer(name, None, None, f"not a Slurm node{where}")
+            elif not usable(states[name][0]):
+                state, reason = states[name]
+                skipped[name] = NodeAnswer(name, None, None, f"Slurm state {state}"
+                                           + (f" ({reason})" if reason else ""))
+    asked = [n for n in nodes if n not in skipped]
+    if not asked:
+        return FleetRun(tuple(skipped[n] for n in nodes), (), time.monotonic() - start, None)
+    token = "@@dsctl-fleet-" + secrets.token_hex(8)
+    argv = srun_argv(srun, asked, command, token=token, timeout_s=timeout_s, launch_timeout_s=launch_timeout_s,
+                     partition=partition, job_name=job_name, extra_args=extra_srun_args)
+    stdout, stderr, code, stopped = _run_bounded(argv, timeout_s + launch_timeout_s + KILL_GRACE_S)
+    tasks = parse_labelled(stdout, stderr, token)
+    whole = ""
+    if not any(t.node for t in tasks.values()):
+        whole = (f"srun: {_srun_message(stderr)}" if _srun_message(stderr)
+                 else f"no answer within {timeout_s:g} s" if stopped else f"srun exited {code} with no output")
+        if "invalid partition" in whole.lower():
+            raise InputError(f"--partition {partition}: {whole}", hint="list partitions with: sinfo -s")
+    answers = assemble(asked, tasks, stderr, timeout_s=timeout_s, ok_exit_codes=ok_exit_codes,
+                       whole_step_reason=whole)
+    got = {a.node: a for a in answers}
+    ordered = tuple(skipped[n] if n in skipped else got[n] for n in nodes)
+    own = tuple(ln for ln in stderr.splitlines() if ln.startswith("srun:"))[-20:]
+    return FleetRun(ordered, tuple(argv), time.monotonic() - start, code, own)
+
+
+def _run_bounded(argv: Sequence[str], deadline_s: float) -> tuple[str, str, int | None, bool]:
+    """Run srun, stopping it (SIGTERM, then SIGKILL) at ``deadline_s``; return stdout, stderr, status, stopped."""
+    try:
+        proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, errors="replace")
+    except OSError as exc:
+        raise EnvironmentMissing(f"cannot run {argv[0]}: {exc.strerror or exc}") from exc
+    try:
+        out, err = proc.communicate(timeout=deadline_s)
+        return out, err, proc.returncode, False
+    except subprocess.TimeoutExpired:
+        pass
+    proc.send_signal(signal.SIGTERM)  # srun forwards it to the tasks and cancels the step
+    try:
+        out, err = proc.communicate(timeout=KILL_GRACE_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+    return out, err, proc.returncode, True
+
+
+def _srun_message(stderr: str) -> str:
+    """srun's last own error line without its ``srun: error:`` prefix."""
+    lines = [ln for ln in stderr.splitlines() if ln.startswith("srun:") and not _LABEL.match(ln)]
+    if not lines:
+        return ""
+    return re.sub(r"^srun: (error: )?", "", lines[-1]).strip()
+
+
+def _last_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    return lines[-1][:200] if lines else ""
+
+
+def drain_node(node: str, reason: str) -> str | None:
+    """``scontrol update NodeName=NODE State=DRAIN Reason=REASON``; ``None`` when done, else scontrol's error."""
+    if not valid_node_name(node):
+        raise InputError(f"{node!r} is not a node name")
+    scontrol = require("scontrol", SRUN_HINT)
+    done = capture([scontrol, "update", f"NodeName={node}", "State=DRAIN", f"Reason={reason}"], timeout_s=30.0)
+    if done.returncode == 0:
+        return None
+    return _last_line(done.stderr or done.stdout) or f"scontrol exited {done.returncode}"
+
+
+def node_drain_state(node: str) -> tuple[bool, str]:
+    """(drain flag set, reason) of ``node`` from ``scontrol show node -o``; (False, '') when unknown."""
+    scontrol = require("scontrol", SRUN_HINT)
+    done = capture([scontrol, "show", "node", "-o", node], timeout_s=30.0)
+    if done.returncode != 0:
+        return False, ""
+    state = re.search(r"(?:^|\s)State=(\S+)", done.stdout)
+    reason = re.search(r"(?:^|\s)Reason=(.*?)(?=\s+[A-Za-z][\w:/]*=|\s*$)", done.stdout)
+    flags = state.group(1).split("+") if state else []
+    return "DRAIN" in flags or "DRAINED" in flags, (reason.group(1).strip() if reason else "")

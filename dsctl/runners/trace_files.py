@@ -1,0 +1,157 @@
+"""Trace files for ``dsctl trace``: glob expansion, safe opening (regular files only) and a process pool.
+
+Each file is streamed in chunks of :data:`CHUNK_BYTES` to a pure per-file function from :mod:`dsctl.trace`
+(one file per worker process at a time), so memory is bounded per worker, not by the number of ranks. Errors
+in a worker come back as values and are raised again in the parent with their message and hint.
+"""
+
+from __future__ import annotations
+
+import glob
+import multiprocessing
+import os
+import re
+import stat
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from dsctl.errors import DsctlError, ExitCode, InputError
+from dsctl.trace import rank_overlap, read_trace
+from dsctl.trace.classify import Classifier
+from dsctl.trace.overlap import RankOverlap
+from dsctl.trace.skew import RankCollectives, rank_collectives
+from dsctl.trace.timeline import RankLanes, rank_lanes
+
+CHUNK_BYTES = 1 << 20
+#: at most this many files from one glob (a typo like '/*' should not start 10^6 reads)
+MAX_FILES = 65536
+_GLOB_CHARS = re.compile(r"[*?\[]")
+_DIGITS = re.compile(r"(\d+)")
+
+
+def _natural(path: str) -> list[object]:
+    """Sort key: rank10 after rank9."""
+    return [int(p) if p.isdigit() else p for p in _DIGITS.split(path)]
+
+
+def expand(args: Sequence[str], what: str = "TRACE") -> list[Path]:
+    """Paths from arguments, expanding glob patterns (quoted ones too) in natural order; no match is exit 2."""
+    out: list[Path] = []
+    for arg in args:
+        if _GLOB_CHARS.search(arg) and not os.path.lexists(arg):
+            found = sorted(glob.glob(arg), key=_natural)
+            if not found:
+                raise InputError(f"{what} {arg!r}: no file matches this pattern")
+            out.extend(Path(p) for p in found)
+        else:
+            out.append(Path(arg))
+        if len(out) > MAX_FILES:
+            raise InputError(f"{what}: more than {MAX_FILES:,} files; give fewer or a narrower pattern")
+    return out
+
+
+def open_chunks(path: Path, max_bytes: int, what: str = "TRACE") -> Iterator[bytes]:
+    """The bytes of a regular file in chunks; FIFOs, devices and folders are refused (exit 2) before reading.
+
+    The file is opened non-blocking so that a FIFO cannot hang the open itself; files larger than ``max_bytes``
+    on disk are refused up front (compressed ones are limited again on their decompressed size).
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise InputError(f"{what} {path}: file not found (it does not exist)") from None
+    except IsADirectoryError:
+        raise InputError(f"{what} {path}: is a folder, expected a trace file") from None
+    except OSError as exc:
+        raise InputError(f"{what} {path}: cannot read ({exc.strerror or exc})") from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise InputError(f"{what} {path}: is a folder, expected a trace file")
+        if not stat.S_ISREG(info.st_mode):
+            raise InputError(f"{what} {path}: not a regular file (a FIFO, socket or device); give a trace file")
+        if info.st_size > max_bytes:
+            raise InputError(f"{what} {path}: {info.st_size:,} bytes, over the --max-bytes limit of "
+                             f"{max_bytes:,}", hint="raise --max-bytes if the trace is genuinely that large")
+    except BaseException:
+        os.close(fd)
+        raise
+    return _chunks(fd, path, what)
+
+
+def _chunks(fd: int, path: Path, what: str) -> Iterator[bytes]:
+    with os.fdopen(fd, "rb", buffering=0) as handle:
+        while True:
+            try:
+                data = handle.read(CHUNK_BYTES)
+            except OSError as exc:
+                raise InputError(f"{what} {path}: cannot read ({exc.strerror or exc})") from None
+            if not data:
+                return
+            yield data
+
+
+def _call(job: tuple[Callable[..., Any], tuple[Any, ...]]) -> tuple[str, Any]:
+    func, args = job
+    try:
+        return "ok", func(*args)
+    except DsctlError as exc:
+        return "error", (type(exc).__name__, exc.message, exc.hint, int(exc.exit_code))
+    except MemoryError:
+        return "error", ("InputError", f"{args[0]}: out of memory while reading this trace", None, 2)
+
+
+def _raise(error: tuple[str, str, str | None, int]) -> None:
+    _, message, hint, code = error
+    exc = InputError(message, hint=hint)
+    exc.exit_code = ExitCode(code)
+    raise exc
+
+
+def run_per_file(func: Callable[..., Any], jobs_args: Sequence[tuple[Any, ...]], jobs: int) -> list[Any]:
+    """``func(*args)`` for each args tuple (the first element names the file), in order; in ``jobs`` processes
+    when there is more than one file, else in this process. The first error (in file order) is raised."""
+    tasks = [(func, args) for args in jobs_args]
+    if jobs <= 1 or len(tasks) <= 1:
+        results = [_call(t) for t in tasks]
+    else:
+        context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods()
+                                              else "spawn")
+        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=context) as pool:
+            results = list(pool.map(_call, tasks, chunksize=1))
+    out = []
+    for status, value in results:
+        if status == "error":
+            _raise(value)
+        out.append(value)
+    return out
+
+
+def default_jobs() -> int:
+    """Worker processes by default: the CPUs this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def overlap_file(path: Path, index: int, classifier: Classifier, step: int | None, all_steps: bool, top: int,
+                 keep_lanes: bool, max_bytes: int) -> list[RankOverlap]:
+    """Overlap rows of one trace file, streamed (the pool's unit of work)."""
+    return rank_overlap(open_chunks(path, max_bytes), str(path), index, classifier, step, all_steps, top,
+                        keep_lanes, max_bytes)
+
+
+def collectives_file(path: Path, index: int, classifier: Classifier, step: int | None,
+                     max_bytes: int) -> list[RankCollectives]:
+    """The matchable communication events of one trace file, streamed (the pool's unit of work)."""
+    return rank_collectives(read_trace(open_chunks(path, max_bytes), str(path), max_bytes), index, classifier, step)
+
+
+def lanes_file(path: Path, index: int, classifier: Classifier, step: int | None, from_us: float | None,
+               to_us: float | None, max_bytes: int) -> RankLanes:
+    """Timeline lanes of one trace file, streamed (the pool's unit of work)."""
+    return rank_lanes(read_trace(open_chunks(path, max_bytes), str(path), max_bytes), index, classifier, step,
+                      from_us, to_us)

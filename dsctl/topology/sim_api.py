@@ -1,0 +1,251 @@
+"""Entry point of ``dsctl topology simulate``: options and jobs in, ``SimResult`` out (pure; no file I/O)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from dsctl.errors import InputError, one_of
+from dsctl.topology.sim_ep import DIRECTIONS, ep_traffic
+from dsctl.topology.sim_graph import SimGraph, build_graph, failed_links
+from dsctl.topology.sim_routing import ROUTINGS
+from dsctl.topology.sim_svg import plane_svg
+from dsctl.topology.sim_traffic import RING_FACTOR, Traffic, alltoall, merge, permutation, ring
+from dsctl.topology.simulate import SimResult, simulate
+from dsctl.units import QuantityError, parse_bytes
+
+WORKLOADS = ("alltoall", "permutation", "allreduce", "allgather", "reducescatter", *DIRECTIONS)
+#: most jobs in one --jobs file
+MAX_JOBS = 256
+
+
+@dataclass(frozen=True)
+class EpModel:
+    """What EP traffic needs from a model profile: hidden size, top-k, node limit (groups per token)."""
+
+    hidden: int
+    topk: int
+    limit_nodes: int
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One workload on a set of nodes (None = every node of the plan)."""
+
+    name: str
+    workload: str
+    size_bytes: float = 1 << 30
+    nodes: tuple[int, ...] | None = None
+    group_size: int = 8
+    group_stride: int | None = None
+    tokens_per_gpu: int = 4096
+    gpu_share: tuple[float, ...] | None = None
+    #: GPUs per EP group (whole nodes, consecutive); None = one group over every GPU of the workload
+    ep_gpus: int | None = None
+
+
+def _nodes(graph: SimGraph, nodes: tuple[int, ...] | None) -> np.ndarray:
+    if nodes is None:
+        return np.arange(graph.num_nodes)
+    picked = np.asarray(nodes, dtype=np.int64)
+    if not len(picked) or picked.min() < 0 or picked.max() >= graph.num_nodes:
+        raise InputError(f"--nodes: the plan has {graph.num_nodes} nodes; use 1..{graph.num_nodes}")
+    return picked
+
+
+def build_traffic(graph: SimGraph, work: Workload, seed: int, job: int, model: EpModel | None) -> Traffic:
+    """The traffic of one workload (InputError naming the option on a bad value)."""
+    if work.workload not in WORKLOADS:
+        raise InputError(f"--workload {work.workload!r} is not valid; use {one_of(WORKLOADS)}")
+    if not (math.isfinite(work.size_bytes) and 0 < work.size_bytes <= 1 << 50):
+        raise InputError(f"--size must be between 1 B and 1 PiB, got {work.size_bytes}")
+    nodes = _nodes(graph, work.nodes)
+    gpus = (nodes[:, None] * graph.gpus_per_node + np.arange(graph.gpus_per_node)).ravel()
+    if work.workload == "alltoall":
+        return alltoall(graph, nodes, work.size_bytes, job, work.name)
+    if work.workload == "permutation":
+        return permutation(graph, gpus, work.size_bytes, seed, job, work.name)
+    if work.workload in RING_FACTOR:
+        stride = work.group_stride if work.group_stride is not None else graph.gpus_per_node
+        return ring(graph, gpus, work.size_bytes, work.workload, work.group_size, stride, job, work.name)
+    if model is None:
+        raise InputError(f"--workload {work.workload} needs a model profile (--model)")
+    return ep_groups(graph, nodes, work, model, job)
+
+
+def ep_groups(graph: SimGraph, nodes: np.ndarray, work: Workload, model: EpModel, job: int) -> Traffic:
+    """EP dispatch/combine in every EP group at once (groups of ``work.ep_gpus`` GPUs on consecutive nodes, as
+    a launch layout's EP groups), reported as one job; an EPLB share applies to every group alike."""
+    g = graph.gpus_per_node
+    size = work.ep_gpus or len(nodes) * g
+    if size % g or len(nodes) * g % size:
+        raise InputError(f"--ep {size} must be a multiple of the {g} GPUs per node and divide the "
+                         f"{len(nodes) * g} GPUs simulated")
+    share = np.ones(size) if work.gpu_share is None else np.asarray(work.gpu_share, dtype=np.float64)
+    per = size // g
+    parts = [ep_traffic(graph, nodes[k:k + per], share, work.tokens_per_gpu, model.hidden, model.topk,
+                        model.limit_nodes, work.workload, job, work.name) for k in range(0, len(nodes), per)]
+    merged = merge(parts)
+    first = merged.jobs[0]
+    groups = len(parts)
+    note = first.note + (f"; {groups} EP groups of {size} GPUs" if groups > 1 else "")
+    joined = replace(first, gpus=np.concatenate([j.gpus for j in merged.jobs]),
+                     net_bytes=np.concatenate([j.net_bytes for j in merged.jobs]), note=note)
+    return replace(merged, jobs=[joined])
+
+
+def _size(value: object, where: str) -> float:
+    if isinstance(value, bool):
+        raise InputError(f"{where} must be a byte count such as '128 MiB', got {value!r}")
+    if isinstance(value, (int, float)):
+        return float(value)
+    try:
+        return float(parse_bytes(str(value)))
+    except QuantityError as exc:
+        raise InputError(f"{where}: {exc}") from None
+
+
+def _int(value: object, where: str, low: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise InputError(f"{where} must be a whole number >= {low}, got {value!r}")
+    return value
+
+
+def parse_jobs(doc: object, graph: SimGraph, source: str, default: Workload) -> list[Workload]:
+    """Jobs from a parsed --jobs document: ``{"jobs": [{"name", "workload", "nodes" | "node_range", ...}]}``
+    or a bare list. ``nodes`` lists node names; ``node_range`` is ``[first, last]`` (1-based, inclusive).
+    Other keys: ``size``, ``group_size``, ``group_stride``, ``tokens_per_gpu``. Nodes may not be shared."""
+    items = doc.get("jobs") if isinstance(doc, dict) else doc
+    if not isinstance(items, list) or not items:
+        raise InputError(f"{source}: expected a non-empty list of jobs (or an object with a \"jobs\" list)")
+    if len(items) > MAX_JOBS:
+        raise InputError(f"{source}: {len(items)} jobs; at most {MAX_JOBS}")
+    index = {n: i for i, n in enumerate(graph.device_names[:graph.num_nodes])}
+    used: dict[int, str] = {}
+    out = []
+    known = {"name", "workload", "nodes", "node_range", "size", "group_size", "group_stride", "tokens_per_gpu",
+             "ep"}
+    for j, item in enumerate(items):
+        where = f"{source}: jobs[{j}]"
+        if not isinstance(item, dict):
+            raise InputError(f"{where} must be an object")
+        extra = sorted(set(map(str, item)) - known)
+        if extra:
+            raise InputError(f"{where}: unknown key(s) {', '.join(extra)}; use {one_of(sorted(known))}")
+        name = str(item.get("name", f"job{j + 1}"))[:64]
+        if "nodes" in item:
+            names = item["nodes"]
+            if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+                raise InputError(f"{where}.nodes must be a list of node names")
+            missing = [n for n in names if n not in index]
+            if missing:
+                raise InputError(f"{where}.nodes: {missing[0]!r} is not a node of the plan")
+            nodes = [index[n] for n in names]
+        elif "node_range" in item:
+            rng = item["node_range"]
+            if not (isinstance(rng, list) and len(rng) == 2):
+                raise InputError(f"{where}.node_range must be [first, last] (1-based node numbers)")
+            first, last = _int(rng[0], f"{where}.node_range[0]"), _int(rng[1], f"{where}.node_range[1]")
+            if first > last or last > graph.num_nodes:
+                raise InputError(f"{where}.node_range [{first}, {last}] must lie within 1..{graph.num_nodes}")
+            nodes = list(range(first - 1, last))
+        else:
+            raise InputError(f"{where} needs \"nodes\" (names) or \"node_range\" [first, last]")
+        if len(set(nodes)) != len(nodes):
+            raise InputError(f"{where}: a node is listed twice")
+        for node in nodes:
+            if node in used:
+                raise InputError(f"{where}: node {graph.device_names[node]} is already used by job {used[node]!r}")
+            used[node] = name
+        workload = item.get("workload", default.workload)
+        if workload not in WORKLOADS:
+            raise InputError(f"{where}.workload {workload!r} is not valid; use {one_of(WORKLOADS)}")
+        out.append(replace(
+            default, name=name, workload=str(workload), nodes=tuple(sorted(nodes)),
+            size_bytes=_size(item["size"], f"{where}.size") if "size" in item else default.size_bytes,
+            group_size=_int(item.get("group_size", default.group_size), f"{where}.group_size", 2),
+            group_stride=(_int(item["group_stride"], f"{where}.group_stride") if "group_stride" in item
+                          else default.group_stride),
+            tokens_per_gpu=_int(item.get("tokens_per_gpu", default.tokens_per_gpu), f"{where}.tokens_per_gpu"),
+            ep_gpus=_int(item["ep"], f"{where}.ep") if "ep" in item else None,
+            gpu_share=None))
+    return out
+
+
+@dataclass(frozen=True)
+class SimRequest:
+    """Everything ``simulate`` needs besides the plan text."""
+
+    workload: Workload
+    routing: str = "adaptive"
+    seed: int = 0
+    fail: tuple[str, ...] = ()
+    fail_random: int = 0
+    jobs_doc: Any = None
+    jobs_source: str = "--jobs"
+    model: EpModel | None = None
+    svg_plane: int | None = None
+    reflow: bool = False
+
+
+def run(plan_text: str, plan_name: str, nvlink_gbyte_s: float, request: SimRequest,
+        bisection_gbyte_s: float = 0.0) -> SimResult:
+    """Build the graph, the traffic (one workload or the jobs of a --jobs document), fail links, solve."""
+    if request.routing not in ROUTINGS:
+        raise InputError(f"--routing {request.routing!r} is not valid; use {one_of(ROUTINGS)}")
+    if not 0 <= request.seed < 1 << 62:
+        raise InputError(f"--seed {request.seed} must be a whole number from 0 to 2^62")
+    graph = build_graph(plan_text, plan_name, nvlink_gbyte_s)
+    if request.jobs_doc is not None:
+        works = parse_jobs(request.jobs_doc, graph, request.jobs_source, request.workload)
+    else:
+        works = [request.workload]
+    parts = []
+    for j, work in enumerate(works):
+        try:
+            parts.append(build_traffic(graph, work, request.seed + j, j, request.model))
+        except InputError as exc:
+            if request.jobs_doc is None:
+                raise
+            raise InputError(f"{request.jobs_source}: job {work.name!r}: {exc.message}", hint=exc.hint) from None
+    traffic = merge(parts)
+    dead, failed = failed_links(graph, list(request.fail), request.fail_random, request.seed)
+    result = simulate(graph, traffic, request.routing, request.seed, dead, failed, plan_name, bisection_gbyte_s,
+                      request.reflow)
+    if request.svg_plane is not None:
+        if not 0 <= request.svg_plane < graph.num_planes:
+            raise InputError(f"--svg-plane {request.svg_plane} must be 0..{graph.num_planes - 1}")
+        result = replace(result, svg=plane_svg(graph, result.link_utilisation, dead, request.svg_plane,
+                                               f"{request.workload.workload}, {request.routing} routing"))
+    return result
+
+
+def plan_facts(plan_text: str, source: str) -> tuple[str, float]:
+    """(node profile name, total bisection in GB/s) recorded in a plan.json; ("", 0) where absent."""
+    from dsctl.textjson import load_json
+
+    doc = load_json(plan_text, source)
+    spec = doc.get("spec") if isinstance(doc, dict) else None
+    summary = doc.get("summary") if isinstance(doc, dict) else None
+    name = spec.get("node_profile") if isinstance(spec, dict) else ""
+    bisection = summary.get("bisection_gbps_total") if isinstance(summary, dict) else 0.0
+    if isinstance(bisection, bool) or not isinstance(bisection, (int, float)) or not math.isfinite(bisection):
+        bisection = 0.0
+    return (name if isinstance(name, str) else ""), float(bisection) / 8
+
+
+def eplb_gpu_share(weight: np.ndarray, phy2log: np.ndarray, logcnt: np.ndarray, num_gpus: int,
+                   layer: int) -> tuple[float, ...]:
+    """Each GPU's routed load in one MoE layer for a placement (``weight`` [L, E], ``phy2log`` [L, R])."""
+    from dsctl.eplb.placement import gpu_loads
+
+    if phy2log.shape[1] % num_gpus:
+        raise InputError(f"--eplb-plan has {phy2log.shape[1]} slots per layer, not a multiple of the "
+                         f"{num_gpus} EP GPUs simulated", hint="simulate as many GPUs as the placement was made for")
+    if not 0 <= layer < weight.shape[0]:
+        raise InputError(f"--layer {layer} must be 0..{weight.shape[0] - 1} (MoE layers in --stats)")
+    loads = gpu_loads(weight[layer:layer + 1], phy2log[layer:layer + 1], logcnt[layer:layer + 1], num_gpus)
+    return tuple(float(x) for x in loads[0])

@@ -1,0 +1,123 @@
+"""DeepEP traffic of one MoE layer (normal kernels): dispatch and combine, in expected values.
+
+Per token: top-k routed experts on at most M nodes (node-limited routing). Dispatch sends a token once per
+target node over RDMA, from GPU a to the GPU with a's local index on that node (same plane), which forwards
+it over NVLink to every GPU of its node hosting a chosen expert; tokens for a's own node only use NVLink.
+Combine is the reverse path with BF16 payloads.
+
+Expected values, from each EP GPU's share ``q_g`` of the routed load (uniform, or EPLB statistics and a
+placement): node shares ``w_v = sum q_g``; distinct nodes per token ``D = min(M, n (1 - (1 - 1/n)^k))``;
+node v is chosen with probability ``p_v = min(1, c w_v)`` (c such that ``sum p_v = D``); given v,
+GPU g of v receives the token with probability ``1 - (1 - q_g / w_v)^(k / D)``.
+
+Bytes per token (DeepEP normal kernels, hidden H, top-k k): dispatch FP8 ``H + 4 H/128`` scales
++ 8 source + 4k indices + 4k weights; combine BF16 ``2H`` + 8 + 4k; both padded to 16 bytes
+(7,472 and 14,384 B for DeepSeek-V3).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dsctl.errors import InputError
+from dsctl.topology.sim_graph import SimGraph
+from dsctl.topology.sim_traffic import NOBODY, Flows, Job, Traffic, by_plane
+
+DIRECTIONS = ("ep-dispatch", "ep-combine")
+
+
+def _pad16(n: float) -> int:
+    return int(math.ceil(n / 16) * 16)
+
+
+def token_bytes(hidden: int, topk: int, direction: str) -> int:
+    """Bytes one token puts on the wire per target (see module docstring)."""
+    if direction == "ep-dispatch":
+        return _pad16(hidden + 4 * math.ceil(hidden / 128) + 8 + 8 * topk)
+    return _pad16(2 * hidden + 8 + 4 * topk)
+
+
+def node_probabilities(node_share: np.ndarray, topk: int, limit_nodes: int) -> np.ndarray:
+    """``p_v`` float [n]: chance that a token goes to node v (sum = expected distinct nodes D)."""
+    n = len(node_share)
+    distinct = min(float(limit_nodes), n * (1 - (1 - 1 / n) ** topk))
+    share = node_share / node_share.sum()
+    p = np.zeros(n)
+    free = np.ones(n, dtype=bool)
+    left = distinct
+    for _ in range(n):  # water-filling: nodes capped at 1, the rest scaled to make up D
+        scale = left / share[free].sum() if share[free].sum() > 0 else 0.0
+        p[free] = share[free] * scale
+        over = free & (p > 1)
+        if not over.any():
+            break
+        p[over] = 1.0
+        free &= ~over
+        left = distinct - (~free).sum()
+    return p
+
+
+def ep_traffic(graph: SimGraph, nodes: np.ndarray, gpu_share: np.ndarray, tokens_per_gpu: int, hidden: int,
+               topk: int, limit_nodes: int, direction: str, job: int = 0, name: str = "") -> Traffic:
+    """Flows of one MoE layer's dispatch or combine over the GPUs of ``nodes`` (EP = all of them).
+
+    ``gpu_share`` float [EP GPUs]: each GPU's share of the routed load (any positive scale).
+    """
+    if direction not in DIRECTIONS:
+        raise InputError(f"--workload {direction!r}: use ep-dispatch or ep-combine")
+    nodes = np.asarray(nodes, dtype=np.int64)
+    g = graph.gpus_per_node
+    n = len(nodes)
+    gpus = (nodes[:, None] * g + np.arange(g)).ravel()
+    share = np.asarray(gpu_share, dtype=np.float64)
+    if share.shape != (len(gpus),) or not np.all(np.isfinite(share)) or (share < 0).any() or share.sum() <= 0:
+        raise InputError(f"expert load: need {len(gpus)} non-negative GPU shares (one per EP GPU), "
+                         f"got {share.shape[0] if share.ndim else 0}")
+    if tokens_per_gpu < 1 or topk < 1 or limit_nodes < 1 or hidden < 1:
+        raise InputError("--tokens, top-k, node limit and hidden size must be at least 1")
+    per_token = token_bytes(hidden, topk, direction)
+    by_node = share.reshape(n, g)
+    w = by_node.sum(axis=1)
+    p = node_probabilities(w, topk, limit_nodes)
+    distinct = p.sum()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q = np.where(w[:, None] > 0, by_node / w[:, None], 0.0)
+    hit = 1 - (1 - q) ** (topk / distinct)  # [n, g]: GPU receives a token sent to its node
+    tok = float(tokens_per_gpu)
+    # RDMA: source (u, i) -> (v, i), v != u
+    u_idx, v_idx = np.nonzero(~np.eye(n, dtype=bool))
+    src = np.repeat(nodes[u_idx] * g, g) + np.tile(np.arange(g), len(u_idx))
+    dst = np.repeat(nodes[v_idx] * g, g) + np.tile(np.arange(g), len(u_idx))
+    rdma_bytes = np.repeat(tok * p[v_idx] * per_token, g)
+    # NVLink: forwarder (v, i) -> (v, k) for traffic from other nodes, source (u, i) -> (u, k) for its own node
+    fi, fk = np.nonzero(~np.eye(g, dtype=bool))
+    f_src = (nodes[:, None] * g + fi).ravel()
+    f_dst = (nodes[:, None] * g + fk).ravel()
+    fwd_bytes = ((n - 1) * tok * p[:, None] * hit[:, fk] * per_token).ravel()
+    own_bytes = (tok * p[:, None] * hit[:, fk] * per_token).ravel()
+    if direction == "ep-combine":  # reverse every path; the RDMA flow still counts for the token's GPU
+        src, dst = dst, src
+        f_src, f_dst = f_dst, f_src
+        rdma_owner, own_owner = dst, f_dst
+    else:
+        rdma_owner, own_owner = src, f_src
+    keep = rdma_bytes > 0
+    jobs = np.full(int(keep.sum()), job, dtype=np.int64)
+    net = Flows(graph.gpu_nic(src[keep]), graph.gpu_nic(dst[keep]), np.ones(int(keep.sum())), rdma_bytes[keep],
+                rdma_owner[keep], jobs)
+    nvl_parts = [(f_src, f_dst, fwd_bytes, np.full(len(f_src), NOBODY)), (f_src, f_dst, own_bytes, own_owner)]
+    nvl_src = np.concatenate([a for a, _, _, _ in nvl_parts])
+    nvl_dst = np.concatenate([b for _, b, _, _ in nvl_parts])
+    nvl_b = np.concatenate([c for _, _, c, _ in nvl_parts])
+    nvl_o = np.concatenate([d for _, _, _, d in nvl_parts]).astype(np.int64)
+    live = nvl_b > 0
+    nvl = Flows(nvl_src[live], nvl_dst[live], np.ones(int(live.sum())), nvl_b[live], nvl_o[live],
+                np.full(int(live.sum()), job, dtype=np.int64))
+    remote = np.zeros(len(gpus))
+    per_gpu = np.bincount(np.searchsorted(gpus, rdma_owner[keep]), weights=rdma_bytes[keep], minlength=len(gpus))
+    remote[:] = per_gpu
+    note = (f"{tokens_per_gpu:,} tokens/GPU, top-{topk}, <= {limit_nodes} nodes/token "
+            f"({distinct:.2f} expected), {per_token:,} B/token")
+    return Traffic([Job(name or direction, direction, gpus, remote, note)], nvl, [by_plane(graph, net)])

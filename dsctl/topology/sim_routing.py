@@ -1,0 +1,245 @@
+"""Routing over the simulator's graph: shortest (equal-cost) paths between NIC endpoints of one plane.
+
+For every switch ``x`` and destination leaf ``t`` the next hops are the live switch links ``x -> y`` with
+``dist(y, t) = dist(x, t) - 1`` (breadth-first distances over live links). A path is chosen hop by hop:
+
+- ``static``: by destination, as a subnet manager fills forwarding tables (ftree-like): at hop h the
+  destination's position ``p`` on its leaf picks candidate ``(p // D) mod k`` where ``k`` is the number of
+  candidates and ``D`` the product of the distinct next switches of the earlier hops (so the first hop spreads
+  the destinations of one leaf over the spines, the next picks among parallel cables). Same routes every run.
+- ``ecmp``: a seeded per-flow hash picks one candidate at every hop (one QP = one path).
+- ``adaptive``: ideal adaptive routing: a flow is spread evenly over all its equal-cost paths (each switch
+  splits it over its candidates in proportion to the paths onward, which balances load even around a failed
+  cable), so a flow is a fractional "bundle" of links shared by every flow between the same two leaves.
+
+Routes index into links 0..L-1 and bundles L..L+B-1 (``Routes.bundle_*``, CSR rows by bundle).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dsctl.errors import InputError
+from dsctl.topology.sim_graph import MAX_NEXT_HOP_ENTRIES, SW_DOWN, SW_UP, SimGraph
+
+ROUTINGS = ("static", "ecmp", "adaptive")
+_FAR = np.iinfo(np.int16).max
+
+
+@dataclass(frozen=True)
+class NextHops:
+    """Next-hop table: for switch s (0..S-1) and leaf t (0..T-1), candidates ``link[ptr[s,t] : ptr[s,t]+cnt[s,t]]``.
+
+    ``dist`` int16 [S, T] switch hops to leaf t (``_FAR`` unreachable); ``nsw`` [S, T] distinct next switches;
+    ``dev_switch`` maps a device index to s (-1 for nodes), ``leaf_col`` a device index to t (-1 if not a leaf).
+    ``share`` float64 [entries]: fraction of the equal-cost paths from s to t that start with each candidate.
+    """
+
+    dist: np.ndarray
+    ptr: np.ndarray
+    cnt: np.ndarray
+    nsw: np.ndarray
+    link: np.ndarray
+    dev_switch: np.ndarray
+    leaf_col: np.ndarray
+    share: np.ndarray
+
+
+def _path_shares(dist: np.ndarray, es: np.ndarray, et: np.ndarray, ey: np.ndarray) -> np.ndarray:
+    """For each candidate (s -> y toward t): paths(y, t) / paths(s, t), counting equal-cost paths by distance."""
+    paths = np.where(dist == 0, 1.0, 0.0)
+    level = dist[es, et]
+    for d in range(1, int(level.max(initial=0)) + 1):
+        at = level == d
+        np.add.at(paths, (es[at], et[at]), paths[ey[at], et[at]])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(paths[es, et] > 0, paths[ey, et] / paths[es, et], 0.0)
+
+
+def next_hops(graph: SimGraph, dead: np.ndarray) -> NextHops:
+    """Distances and next-hop candidates over live switch links (``dead`` bool [L] marks failed links)."""
+    num_dev = len(graph.device_names)
+    tier = np.array(graph.device_tier)
+    switches = np.flatnonzero(tier != "node")
+    leaves = np.flatnonzero(tier == "leaf")
+    dev_switch = np.full(num_dev, -1, dtype=np.int64)
+    dev_switch[switches] = np.arange(len(switches))
+    leaf_col = np.full(num_dev, -1, dtype=np.int64)
+    leaf_col[leaves] = np.arange(len(leaves))
+    num_s, num_t = len(switches), len(leaves)
+    live = np.flatnonzero(((graph.link_kind == SW_UP) | (graph.link_kind == SW_DOWN)) & ~dead)
+    dist = np.full((num_s, num_t), _FAR, dtype=np.int16)
+    entries_s, entries_t, entries_l, entries_y = [], [], [], []
+    total = 0
+    for plane in range(graph.num_planes):
+        p_sw = np.flatnonzero(graph.device_plane[switches] == plane)
+        p_leaf = np.flatnonzero(graph.device_plane[leaves] == plane)
+        if not len(p_leaf):
+            continue
+        edges = live[graph.link_plane[live] == plane]
+        src = dev_switch[graph.link_src[edges]]
+        dst = dev_switch[graph.link_dst[edges]]
+        local = np.full(num_s, -1, dtype=np.int64)
+        local[p_sw] = np.arange(len(p_sw))
+        ls, ld = local[src], local[dst]
+        d = np.full((len(p_sw), len(p_leaf)), _FAR, dtype=np.int16)
+        d[local[dev_switch[leaves[p_leaf]]], np.arange(len(p_leaf))] = 0
+        order = np.argsort(ls, kind="stable")
+        ls_sorted, ld_sorted = ls[order], ld[order]
+        starts = np.r_[0, np.flatnonzero(np.diff(ls_sorted)) + 1] if len(order) else np.zeros(0, dtype=np.int64)
+        for level in range(len(p_sw)):
+            if not len(order):
+                break
+            front = d[ld_sorted] == level
+            reach = np.logical_or.reduceat(front, starts, axis=0)
+            rows = ls_sorted[starts]
+            new = reach & (d[rows] == _FAR)
+            if not new.any():
+                break
+            block = d[rows]
+            block[new] = level + 1
+            d[rows] = block
+        dist[np.ix_(p_sw, p_leaf)] = d
+        # candidates: edge x -> y, every leaf t with d[y, t] = d[x, t] - 1
+        good = (d[ld] != _FAR) & (d[ld].astype(np.int32) == d[ls].astype(np.int32) - 1)
+        e_idx, t_idx = np.nonzero(good)
+        total += len(e_idx)
+        if total > MAX_NEXT_HOP_ENTRIES:
+            raise InputError(f"the plan is too large to simulate: more than {MAX_NEXT_HOP_ENTRIES:,} next-hop "
+                             "entries", hint="simulate a smaller plan (fewer nodes or pods)")
+        entries_s.append(src[e_idx])
+        entries_t.append(p_leaf[t_idx])
+        entries_l.append(edges[e_idx])
+        entries_y.append(dst[e_idx])
+    cat = (lambda xs: np.concatenate(xs) if xs else np.zeros(0, dtype=np.int64))  # noqa: E731
+    es, et, el, ey = cat(entries_s), cat(entries_t), cat(entries_l), cat(entries_y)
+    key = es * num_t + et
+    order = np.lexsort((el, key))
+    key, el, ey, es, et = key[order], el[order], ey[order], es[order], et[order]
+    cnt = np.bincount(key, minlength=num_s * num_t)
+    ptr = np.cumsum(cnt) - cnt
+    # distinct next switches per (switch, leaf): parallel cables to one switch count once
+    pairs = np.unique(np.stack([key, ey]), axis=1) if len(key) else np.zeros((2, 0), dtype=np.int64)
+    nsw = np.bincount(pairs[0], minlength=num_s * num_t)
+    return NextHops(dist, ptr.reshape(num_s, num_t), cnt.reshape(num_s, num_t), nsw.reshape(num_s, num_t), el,
+                    dev_switch, leaf_col, _path_shares(dist, es, et, ey))
+
+
+@dataclass(frozen=True)
+class Routes:
+    """Routes of F flows: ``flow_routes`` int32 [F, H] ids (-1 padding) into links (< L) and bundles (>= L);
+    bundle b uses ``bundle_link[bundle_ptr[b]:bundle_ptr[b+1]]`` with fractions ``bundle_frac``.
+    ``routable`` bool [F]: False where no live path exists (those rows hold -1 only)."""
+
+    flow_routes: np.ndarray
+    bundle_ptr: np.ndarray
+    bundle_link: np.ndarray
+    bundle_frac: np.ndarray
+    routable: np.ndarray
+
+
+def _walk(hops: NextHops, graph: SimGraph, start: np.ndarray, target: np.ndarray, routing: str,
+          key: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Links of one path per flow from switch ``start`` to leaf column ``target`` (int32 [F, max hops], -1 pad)."""
+    steps = int(hops.dist[start, target].max()) if len(start) else 0
+    out = np.full((len(start), steps), -1, dtype=np.int32)
+    cur = start.copy()
+    div = np.ones(len(start), dtype=np.int64)
+    for h in range(steps):
+        here = hops.dist[cur, target] > 0
+        moving = np.flatnonzero(here) if not here.all() else np.arange(len(cur))
+        if not len(moving):
+            break
+        c, t = cur[moving], target[moving]
+        k = hops.cnt[c, t]
+        if routing == "ecmp":
+            pick = np.minimum((rng.random(len(moving)) * k).astype(np.int64), k - 1)
+        else:
+            pick = (key[moving] // div[moving]) % k
+            div[moving] *= np.maximum(hops.nsw[c, t], 1)
+        link = hops.link[hops.ptr[c, t] + pick]
+        out[moving, h] = link
+        cur[moving] = hops.dev_switch[graph.link_dst[link]]
+    return out
+
+
+def _bundles(hops: NextHops, graph: SimGraph, start: np.ndarray, target: np.ndarray
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Split over every equal-cost path from each (start switch, target leaf) pair: CSR (ptr [B+1], link, fraction)."""
+    num_b = len(start)
+    rows, links, fracs = [], [], []
+    s_row: np.ndarray = np.arange(num_b)
+    s_cur: np.ndarray = start.copy()
+    s_frac: np.ndarray = np.ones(num_b)
+    num_s = len(hops.dist)
+    while len(s_row):
+        t = target[s_row]
+        k = hops.cnt[s_cur, t]
+        rep = np.repeat(np.arange(len(s_row)), k)
+        off = np.arange(len(rep)) - np.repeat(np.cumsum(k) - k, k)
+        entry = np.repeat(hops.ptr[s_cur, t], k) + off
+        link = hops.link[entry]
+        frac = np.repeat(s_frac, k) * hops.share[entry]
+        row = s_row[rep]
+        rows.append(row)
+        links.append(link)
+        fracs.append(frac)
+        nxt = hops.dev_switch[graph.link_dst[link]]
+        going = hops.dist[nxt, target[row]] > 0
+        merged_key = row[going] * num_s + nxt[going]
+        uniq, inv = np.unique(merged_key, return_inverse=True)
+        s_frac = np.bincount(inv, weights=frac[going], minlength=len(uniq))
+        s_row, s_cur = uniq // num_s, uniq % num_s
+    all_rows = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
+    all_links = np.concatenate(links) if links else np.zeros(0, dtype=np.int64)
+    all_fracs = np.concatenate(fracs) if fracs else np.zeros(0)
+    uniq, inv = np.unique(all_rows * graph.num_links + all_links, return_inverse=True)
+    merged = np.bincount(inv, weights=all_fracs, minlength=len(uniq))
+    row, link = uniq // graph.num_links, uniq % graph.num_links
+    ptr = np.r_[0, np.cumsum(np.bincount(row, minlength=num_b))]
+    return ptr, link, merged
+
+
+def route_flows(graph: SimGraph, hops: NextHops, dead: np.ndarray, src_ep: np.ndarray, dst_ep: np.ndarray,
+                routing: str, seed: int) -> Routes:
+    """Route NIC-to-NIC flows: NIC up link, switch path, NIC down link. ``dead`` bool [L] failed links."""
+    if routing not in ROUTINGS:
+        raise InputError(f"--routing {routing!r} is not valid; use static, ecmp or adaptive")
+    if graph.num_links + len(src_ep) >= 1 << 31:
+        raise InputError(f"{len(src_ep):,} flows are too many to route at once")
+    src_ep, dst_ep = np.asarray(src_ep, dtype=np.int64), np.asarray(dst_ep, dtype=np.int64)
+    num_f = len(src_ep)
+    s_leaf, d_leaf = graph.ep_leaf[src_ep], graph.ep_leaf[dst_ep]
+    up, down = graph.ep_up[src_ep], graph.ep_down[dst_ep]
+    ok = (s_leaf >= 0) & (d_leaf >= 0) & ~dead[up] & ~dead[down]  # index -1 (uncabled) is masked by the leaf test
+    start = hops.dev_switch[s_leaf]
+    target = hops.leaf_col[d_leaf]
+    dist = hops.dist[start, target]
+    ok &= dist != _FAR
+    dist[~ok] = 0
+    cross = np.flatnonzero(dist > 0)
+    everyone = len(cross) == num_f
+    empty = np.zeros(0, dtype=np.int64)
+    if routing == "adaptive":
+        pair = start[cross] * len(hops.leaf_col) + target[cross]
+        uniq, inv = np.unique(pair, return_inverse=True)
+        ptr, link, frac = _bundles(hops, graph, uniq // len(hops.leaf_col), uniq % len(hops.leaf_col))
+        out = np.full((num_f, 3), -1, dtype=np.int32)
+        out[cross, 1] = graph.num_links + inv
+    else:
+        rng = np.random.default_rng(seed)
+        if everyone:
+            path = _walk(hops, graph, start, target, routing, graph.ep_pos[dst_ep], rng)
+        else:
+            path = _walk(hops, graph, start[cross], target[cross], routing, graph.ep_pos[dst_ep[cross]], rng)
+        out = np.full((num_f, path.shape[1] + 2), -1, dtype=np.int32)
+        if everyone:
+            out[:, 1:-1] = path
+        else:
+            out[cross, 1:-1] = path
+        ptr, link, frac = np.zeros(1, dtype=np.int64), empty, np.zeros(0)
+    out[:, 0] = np.where(ok, up, -1)
+    out[:, -1] = np.where(ok, down, -1)
+    return Routes(out, ptr, link, frac, ok)

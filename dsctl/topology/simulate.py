@@ -1,0 +1,215 @@
+"""Flow-level simulation of a workload on a planned fabric: max-min fair rates, completion times, hot links.
+
+Two stages (see docs/topology.md): NVLink flows are solved over the NVLink links of every GPU, the network
+flows of each plane over that plane's links (planes share no link, so each plane is solved on its own and
+memory stays bounded by one plane's flows). A relayed transfer (PXN) runs at the smaller of its two rates,
+so a GPU's completion time is the largest ``bytes / rate`` over the flows it owns in either stage.
+Link utilisation is the steady max-min load over capacity on network links; on NVLink links, which the
+first stage alone would fill, it is the bytes carried over capacity x completion time (the average need).
+
+Per-GPU bandwidth = bytes the GPU sends to other nodes / its completion time (GB/s), compared with the NIC
+line rate. Completion time of a job = the largest ``bytes / rate`` over its flows (rates held at the steady
+max-min allocation, an upper bound: flows that finish early release capacity), or with ``reflow`` the fluid
+event simulation of ``finish_times``. The lower bound is the busiest link's bytes over its capacity.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from dsctl.topology.sim_graph import LINK_KINDS, NIC_DOWN, NVL_IN, NVL_OUT, SW_UP, SimGraph
+from dsctl.topology.sim_maxmin import finish_times, max_min, route_loads
+from dsctl.topology.sim_routing import next_hops, route_flows
+from dsctl.topology.sim_traffic import Flows, Traffic, check_flow_count
+
+HOT_LINKS = 10
+
+
+@dataclass(frozen=True)
+class Spread:
+    """min / median / max / mean of a per-GPU value (GB/s); zeros when no GPU sent across nodes."""
+
+    min: float
+    median: float
+    max: float
+    mean: float
+
+    @staticmethod
+    def of(values: np.ndarray) -> Spread:
+        if not len(values):
+            return Spread(0.0, 0.0, 0.0, 0.0)
+        return Spread(float(values.min()), float(np.median(values)), float(values.max()), float(values.mean()))
+
+
+@dataclass(frozen=True)
+class JobResult:
+    """One job: per-GPU bandwidth (bytes to other nodes / GPU completion time), completion time, and the
+    algorithm bandwidth ``size_bytes / completion`` (NCCL's algbw) when the job has a message size."""
+
+    name: str
+    workload: str
+    num_gpus: int
+    note: str
+    size_bytes: float
+    completion_s: float
+    gpu_gbyte_s: Spread
+    algbw_gbyte_s: float
+    unroutable_transfers: int
+
+
+@dataclass(frozen=True)
+class LinkUse:
+    name: str
+    kind: str
+    plane: int
+    utilisation: float
+    gbyte_s: float
+
+
+@dataclass(frozen=True)
+class PlaneResult:
+    """One plane: network flows, progressive-filling rounds, busiest link, mean switch-uplink use, and the
+    per-GPU bandwidth of the GPUs whose NIC is on it."""
+
+    plane: int
+    flows: int
+    rounds: int
+    max_utilisation: float
+    mean_uplink_utilisation: float
+    gpu_gbyte_s: Spread
+
+
+@dataclass(frozen=True)
+class SimResult:
+    """What ``dsctl topology simulate`` prints."""
+
+    plan: str
+    kind: str
+    routing: str
+    reflow: bool
+    seed: int
+    num_nodes: int
+    num_gpus: int
+    num_planes: int
+    nic_gbyte_s: float
+    nvlink_gbyte_s: float
+    bisection_gbyte_s: float
+    failed: list[str]
+    completion_s: float
+    lower_bound_s: float
+    gpu_gbyte_s: Spread
+    jobs: list[JobResult]
+    hottest_links: list[LinkUse]
+    planes: list[PlaneResult]
+    nvlink_max_utilisation: float
+    unroutable_flows: int
+    svg: str | None = field(default=None, metadata={"output": False})
+    link_utilisation: np.ndarray = field(default_factory=lambda: np.zeros(0), metadata={"output": False})
+
+
+def _times(flows: Flows, rate: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore"):
+        return np.where(rate > 0, flows.bytes / np.maximum(rate, 1e-300), np.inf)
+
+
+def _owner_max(flows: Flows, times: np.ndarray, t_gpu: np.ndarray, t_node: np.ndarray) -> None:
+    gpu = flows.owner >= 0
+    np.maximum.at(t_gpu, flows.owner[gpu], times[gpu])
+    node = flows.owner <= -2
+    np.maximum.at(t_node, -2 - flows.owner[node], times[node])
+
+
+def simulate(graph: SimGraph, traffic: Traffic, routing: str, seed: int, dead: np.ndarray,
+             failed: list[str], plan_name: str = "plan.json", bisection_gbyte_s: float = 0.0,
+             reflow: bool = False) -> SimResult:
+    """Solve both stages and summarise; ``dead`` bool [L] marks failed links. ``reflow``: completion times from
+    re-solving as flows finish (``finish_times``) instead of the steady rates."""
+    num_jobs = len(traffic.jobs)
+    t_gpu = np.zeros(graph.num_gpus)
+    t_node = np.zeros(graph.num_nodes)
+    t_job = np.zeros(num_jobs)
+    unroutable_job = np.zeros(num_jobs, dtype=np.int64)
+    link_load = np.zeros(graph.num_links)
+    link_bytes = np.zeros(graph.num_links)
+    none = np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
+    # stage 1: NVLink
+    nvl = traffic.nvl
+    if len(nvl):
+        nvl_routes = np.stack([graph.gpu_out[nvl.src], graph.gpu_in[nvl.dst]], axis=1)
+        sol = max_min(nvl_routes, nvl.members, graph.link_cap, *none)
+        times = (finish_times(nvl_routes, nvl.members, nvl.bytes, graph.link_cap, *none, first=sol) if reflow
+                 else _times(nvl, sol.rate))
+        _owner_max(nvl, times, t_gpu, t_node)
+        np.maximum.at(t_job, nvl.job, times)
+        link_bytes += route_loads(nvl_routes, nvl.members * nvl.bytes, graph.num_links, *none)
+    # stage 2: the network, plane by plane
+    hops = next_hops(graph, dead)
+    plane_rows: list[tuple[int, int, int]] = []
+    unroutable = 0
+    for plane in range(graph.num_planes):
+        net = traffic.net(plane)
+        check_flow_count(len(net), f"plane {plane}")
+        if not len(net):
+            plane_rows.append((plane, 0, 0))
+            continue
+        routes = route_flows(graph, hops, dead, net.src, net.dst, routing, seed + 7919 * plane)
+        bad = ~routes.routable
+        unroutable += int(bad.sum())
+        np.add.at(unroutable_job, net.job[bad], (net.members[bad]).astype(np.int64))
+        sol = max_min(routes.flow_routes, net.members, graph.link_cap, routes.bundle_ptr, routes.bundle_link,
+                      routes.bundle_frac)
+        ok = routes.routable
+        times = (finish_times(routes.flow_routes, net.members, net.bytes, graph.link_cap, routes.bundle_ptr,
+                              routes.bundle_link, routes.bundle_frac, first=sol) if reflow else _times(net, sol.rate))
+        good = net if ok.all() else net.select(ok)
+        good_times = times if ok.all() else times[ok]
+        _owner_max(good, good_times, t_gpu, t_node)
+        np.maximum.at(t_job, good.job, good_times)
+        link_load += sol.link_load
+        link_bytes += route_loads(routes.flow_routes, net.members * net.bytes, graph.num_links, routes.bundle_ptr,
+                                  routes.bundle_link, routes.bundle_frac)
+        plane_rows.append((plane, len(net), sol.rounds))
+    t_all = np.maximum(t_gpu, np.repeat(t_node, graph.gpus_per_node))
+    finite = t_job[np.isfinite(t_job)]
+    completion = float(finite.max(initial=0.0))
+    nvl_links = (graph.link_kind == NVL_OUT) | (graph.link_kind == NVL_IN)
+    if completion > 0:  # NVLink alone would run at its own max-min rates; show what the run needs on average
+        link_load[nvl_links] = link_bytes[nvl_links] / completion
+    util = np.where(graph.link_cap > 0, link_load / graph.link_cap, 0.0)
+    job_results = []
+    gpu_bw = np.full(graph.num_gpus, np.nan)
+    for j, job in enumerate(traffic.jobs):
+        sends = job.net_bytes > 0
+        t = t_all[job.gpus[sends]]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            bw = np.where(t > 0, job.net_bytes[sends] / np.where(t > 0, t, 1) / 1e9, 0.0)
+        gpu_bw[job.gpus[sends]] = bw
+        done = float(t_job[j])
+        algbw = job.size_bytes / done / 1e9 if job.size_bytes and done > 0 and np.isfinite(done) else 0.0
+        job_results.append(JobResult(job.name, job.workload, len(job.gpus), job.note, job.size_bytes, done,
+                                     Spread.of(bw), algbw, int(unroutable_job[j])))
+    sent = np.isfinite(gpu_bw)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lower = float(np.max(np.where(graph.link_cap > 0, link_bytes / graph.link_cap, 0.0), initial=0.0))
+    # ties (many links exactly full) list switch-to-switch links first: they are the ones routing can change
+    hot = np.lexsort((graph.link_kind <= NIC_DOWN, -np.round(util, 9)))[:HOT_LINKS]
+    hottest = [LinkUse(graph.link_name(int(i)), LINK_KINDS[int(graph.link_kind[i])], int(graph.link_plane[i]),
+                       float(util[i]), float(link_load[i] / 1e9)) for i in hot.tolist() if util[i] > 0]
+    gpu_plane = graph.gpu_plane(np.arange(graph.num_gpus))
+    planes = []
+    for plane, flows, rounds in plane_rows:
+        on = graph.link_plane == plane
+        up = on & (graph.link_kind == SW_UP)
+        planes.append(PlaneResult(plane, flows, rounds, float(util[on].max(initial=0.0)),
+                                  float(util[up].mean()) if up.any() else 0.0,
+                                  Spread.of(gpu_bw[sent & (gpu_plane == plane)])))
+    return SimResult(
+        plan=plan_name, kind=graph.kind, routing=routing, reflow=reflow, seed=seed, num_nodes=graph.num_nodes,
+        num_gpus=graph.num_gpus, num_planes=graph.num_planes, nic_gbyte_s=graph.nic_gbyte_s,
+        nvlink_gbyte_s=graph.nvlink_gbyte_s, bisection_gbyte_s=bisection_gbyte_s, failed=failed,
+        completion_s=completion, lower_bound_s=lower, gpu_gbyte_s=Spread.of(gpu_bw[sent]),
+        jobs=job_results, hottest_links=hottest, planes=planes,
+        nvlink_max_utilisation=float(util[nvl_links].max(initial=0.0)), unroutable_flows=unroutable,
+        link_utilisation=util)

@@ -1,0 +1,274 @@
+"""Across ranks: match each collective on every rank, its skew, the straggler ranking and the critical path.
+
+Per rank (:func:`rank_collectives`, the parallel unit): the communication events of the analysed steps with a
+matching key. The key is ``(process group, Seq)`` when the profiler recorded both (Kineto from 2026-03), else
+``(label, k)``: the k-th event with that collective label on that rank (label = ``Collective name`` or the kernel
+name without template arguments), so the same collective is matched by its order on each rank.
+
+Across ranks (:func:`stragglers`), with P participants (rank, device) and K matched keys as ``K x P`` matrices:
+
+- clock alignment (``align="ends"``): ranks' clocks differ (Kineto does not align hosts), but a synchronising
+  collective ends at about the same moment everywhere, so each rank's offset is the median over keys of
+  ``end[k, p] - median_p(end[k, :])``, subtracted from its times (``align="none"`` keeps the trace clocks);
+- arrival = the aligned start of the rank's kernel; per key: ``skew_us = max - min`` arrival, the last rank
+  (``argmax``), and ``wait_us = sum_p(max - arrival_p)``, the time the other ranks spent waiting for it;
+- straggler score of a rank = the wait it made earlier ranks spend, ``sum_o max(0, a_r - a_o)`` per key
+  (:func:`_blame`; for the last rank this is the key's ``wait_us``), summed over keys: ranks that arrive last
+  often, and late by much, score most; ranked by score, then by how often the rank was last;
+- critical path at collective granularity: keys ordered by median arrival; between consecutive keys a and b the
+  rank that arrived last at b set the time, and its compute gap ``arrival[b] - end[a]`` is the critical segment;
+  ``slack_us`` is how much later it arrived than the next-latest rank.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dsctl.errors import InputError
+from dsctl.trace.classify import Classifier, classify_names, collective_label
+from dsctl.trace.overlap import launch_times, select_steps, step_of
+from dsctl.trace.parse import TraceData
+
+ALIGN_MODES = ("ends", "none")
+
+
+@dataclass(frozen=True)
+class RankCollectives:
+    """One participant's communication events: shapes ``(n,)``; times are absolute trace µs."""
+
+    source: str
+    rank: int
+    device: str
+    keys: tuple[str, ...]
+    key_code: NDArray[np.int64]
+    key_index: NDArray[np.int64]
+    start_us: NDArray[np.float64]
+    end_us: NDArray[np.float64]
+
+
+def rank_collectives(trace: TraceData, index: int, classifier: Classifier, step: int | None) -> list[RankCollectives]:
+    """The matchable communication events of each device of one trace (``index`` = rank if the file has none)."""
+    table = trace.gpu
+    if table.size == 0:
+        raise InputError(f"{trace.source}: no GPU kernels; straggler analysis needs device communication kernels")
+    codes, _ = classify_names(table.names, classifier)
+    comm = codes[table.name_code] == 1
+    if trace.steps:
+        chosen = select_steps(trace, step)
+        in_step = np.isin(step_of(launch_times(table, trace), trace), chosen)
+        comm &= in_step
+    elif step is not None:
+        select_steps(trace, step)
+    rank = trace.rank if trace.rank is not None else index
+    out = []
+    for device in np.unique(table.device[comm]).tolist():
+        idx = np.flatnonzero(comm & (table.device == device))
+        idx = idx[np.argsort(table.start_us[idx], kind="stable")]
+        keys: dict[str, int] = {}
+        key_code = np.empty(idx.size, dtype=np.int64)
+        key_index = np.empty(idx.size, dtype=np.int64)
+        seen: dict[int, int] = {}
+        for j, i in enumerate(idx.tolist()):
+            group = table.group.get(i)
+            if group is not None:
+                label, k = "pg " + group[0], group[1]
+            else:
+                label = collective_label(table.names[table.name_code[i]], table.collective.get(i))
+                k = -1
+            code = keys.setdefault(label, len(keys))
+            if k < 0:
+                k = seen.get(code, 0)
+                seen[code] = k + 1
+            key_code[j], key_index[j] = code, k
+        out.append(RankCollectives(trace.source, rank, f"gpu{device}", tuple(keys), key_code, key_index,
+                                   table.start_us[idx] + trace.origin_us, table.end_us[idx] + trace.origin_us))
+    return out
+
+
+@dataclass(frozen=True)
+class Straggler:
+    """A rank's share in the waiting: keys where it arrived last and the wait it caused others (µs, see _blame)."""
+
+    rank: int
+    device: str
+    source: str
+    times_last: int
+    wait_caused_us: float
+    #: this rank's score over the sum of all ranks' scores
+    share_of_wait: float
+    clock_offset_us: float
+
+
+@dataclass(frozen=True)
+class SkewedCollective:
+    """One matched collective: label, its index on each rank, skew and the last rank."""
+
+    label: str
+    index: int
+    num_ranks: int
+    skew_us: float
+    wait_us: float
+    last_rank: int
+    last_device: str
+
+
+@dataclass(frozen=True)
+class CriticalSegment:
+    """Between two consecutive collectives: the rank that arrived last at the second and its compute gap."""
+
+    after: str
+    before: str
+    rank: int
+    device: str
+    compute_us: float
+    slack_us: float
+
+
+@dataclass(frozen=True)
+class CriticalRank:
+    """How often, and for how long, a rank's compute set the step time."""
+
+    rank: int
+    device: str
+    segments: int
+    critical_us: float
+
+
+@dataclass(frozen=True)
+class StragglerResult:
+    """``dsctl trace stragglers``."""
+
+    num_ranks: int
+    num_matched: int
+    align: str
+    max_clock_offset_us: float
+    stragglers: list[Straggler]
+    collectives: list[SkewedCollective]
+    critical_ranks: list[CriticalRank]
+    critical_segments: list[CriticalSegment]
+    notes: list[str]
+
+
+def _matrices(parts: Sequence[RankCollectives]) -> tuple[list[tuple[str, int]], NDArray[np.float64],
+                                                          NDArray[np.float64]]:
+    """``(keys, start[K, P], end[K, P])`` with NaN where a participant lacks the key."""
+    labels: dict[str, int] = {}
+    per_part: list[NDArray[np.int64]] = []
+    for part in parts:
+        local = np.array([labels.setdefault(k, len(labels)) for k in part.keys], dtype=np.int64)
+        per_part.append(local[part.key_code] if part.key_code.size else np.zeros(0, np.int64))
+    # compress each label's indices (Seq numbers may be sparse) to 0..m-1 across all participants
+    all_labels = np.concatenate(per_part) if per_part else np.zeros(0, np.int64)
+    all_index = np.concatenate([p.key_index for p in parts]) if parts else np.zeros(0, np.int64)
+    pairs = np.unique(np.stack([all_labels, all_index], axis=1), axis=0) if all_labels.size else \
+        np.zeros((0, 2), np.int64)
+    names = list(labels)
+    keys = [(names[int(label)], int(k)) for label, k in pairs.tolist()]
+    start = np.full((len(keys), len(parts)), np.nan)
+    end = np.full((len(keys), len(parts)), np.nan)
+    flat = pairs[:, 0] * (int(all_index.max()) + 1 if all_index.size else 1) + pairs[:, 1]
+    for p, (part, lab) in enumerate(zip(parts, per_part, strict=True)):
+        if not lab.size:
+            continue
+        code = lab * (int(all_index.max()) + 1) + part.key_index
+        row = np.searchsorted(flat, code)
+        start[row, p] = part.start_us
+        end[row, p] = part.end_us
+    return keys, start, end
+
+
+def stragglers(parts: Sequence[RankCollectives], align: str = "ends", top: int = 10) -> StragglerResult:
+    """Skew, straggler ranking and critical path over participants (see the module docstring)."""
+    if align not in ALIGN_MODES:
+        raise InputError(f"--align {align!r}: expected ends or none")
+    if len(parts) < 2:
+        raise InputError("straggler analysis needs the traces of at least two ranks", hint="give one file per rank")
+    keys, start, end = _matrices(parts)
+    present = np.isfinite(start)
+    shared = present.sum(axis=1) >= 2
+    keys = [k for k, ok in zip(keys, shared.tolist(), strict=True) if ok]
+    start, end, present = start[shared], end[shared], present[shared]
+    if not keys:
+        raise InputError("no collective appears on two or more ranks; nothing to match",
+                         hint="check that the traces are from the same job and steps (--step)")
+    notes: list[str] = []
+    offsets = np.zeros(len(parts))
+    if align == "ends":
+        with np.errstate(all="ignore"):
+            diff = end - np.nanmedian(end, axis=1, keepdims=True)
+            offsets = np.nan_to_num(np.nanmedian(diff, axis=0))
+        start, end = start - offsets, end - offsets
+    arrival = np.where(present, start, -np.inf)
+    last = np.argmax(arrival, axis=1)
+    latest = arrival[np.arange(len(keys)), last]
+    earliest = np.min(np.where(present, start, np.inf), axis=1)
+    wait = np.where(present, latest[:, None] - start, 0.0).sum(axis=1)
+    skew = latest - earliest
+    score = _blame(arrival, present)
+    count = np.bincount(last, minlength=len(parts))
+    total_wait = float(score.sum())
+    order = sorted(range(len(parts)), key=lambda p: (-score[p], -count[p], parts[p].rank))
+    ranking = [Straggler(parts[p].rank, parts[p].device, parts[p].source, int(count[p]), round(float(score[p]), 3),
+                         round(float(score[p]) / total_wait, 6) if total_wait > 0 else 0.0,
+                         round(float(offsets[p]), 3))
+               for p in order if score[p] > 0][:top]
+    by_skew = np.argsort(-skew, kind="stable")[:top]
+    collectives = [SkewedCollective(keys[k][0], keys[k][1], int(present[k].sum()), round(float(skew[k]), 3),
+                                    round(float(wait[k]), 3), parts[int(last[k])].rank, parts[int(last[k])].device)
+                   for k in by_skew.tolist()]
+    crit_ranks, segments = _critical_path(keys, start, end, present, parts, top)
+    if present.sum() < present.size:
+        notes.append(f"{int(present.size - present.sum()):,} (collective, rank) pairs missing: some collectives "
+                     "were not seen on every rank (different steps profiled, or dropped events)")
+    return StragglerResult(len(parts), len(keys), align, round(float(np.max(np.abs(offsets))), 3), ranking,
+                           collectives, crit_ranks, segments, notes)
+
+
+def _blame(arrival: NDArray[np.float64], present: NDArray[np.bool_]) -> NDArray[np.float64]:
+    """Wait each participant made earlier ranks spend, summed over keys (shape ``(P,)``, µs).
+
+    Per key, a rank arriving at ``a_r`` keeps every earlier rank waiting at least ``a_r - a_o``: its blame is
+    ``sum_o max(0, a_r - a_o)`` (with arrivals sorted, ``j * a_j - (a_0 + ... + a_{j-1})``). The last rank's
+    blame equals the key's ``wait_us``; a rank that is often late, and late by much, collects the most.
+    """
+    _k, p = arrival.shape
+    order = np.argsort(arrival, axis=1, kind="stable")  # missing (-inf) first
+    present_sorted = np.take_along_axis(present, order, axis=1)
+    vals = np.where(present_sorted, np.take_along_axis(arrival, order, axis=1), 0.0)
+    j = np.cumsum(present_sorted, axis=1) - 1  # index among the present ones
+    before = np.cumsum(vals, axis=1) - vals
+    blame = np.where(present_sorted & (j >= 1), j * vals - before, 0.0)
+    return np.bincount(order.ravel(), weights=np.maximum(blame, 0.0).ravel(), minlength=p).astype(np.float64)
+
+
+def _critical_path(keys: list[tuple[str, int]], start: NDArray[np.float64], end: NDArray[np.float64],
+                   present: NDArray[np.bool_], parts: Sequence[RankCollectives],
+                   top: int) -> tuple[list[CriticalRank], list[CriticalSegment]]:
+    with np.errstate(all="ignore"):
+        order = np.argsort(np.nanmedian(np.where(present, start, np.nan), axis=1), kind="stable")
+    s, e, ok = start[order], end[order], present[order]
+    if len(order) < 2:
+        return [], []
+    a_end, b_start = e[:-1], s[1:]
+    both = ok[:-1] & ok[1:]
+    arrive = np.where(both, b_start, -np.inf)
+    crit = np.argmax(arrive, axis=1)
+    rows = np.arange(crit.size)
+    valid = both[rows, crit]
+    gap = np.maximum(b_start[rows, crit] - a_end[rows, crit], 0.0)
+    second = np.partition(arrive, -2, axis=1)[:, -2] if arrive.shape[1] >= 2 else arrive[:, 0]
+    slack = np.where(np.isfinite(second), arrive[rows, crit] - second, 0.0)
+    gap = np.where(valid, gap, 0.0)
+    per = np.bincount(crit[valid], weights=gap[valid], minlength=len(parts))
+    num = np.bincount(crit[valid], minlength=len(parts))
+    ranks = [CriticalRank(parts[p].rank, parts[p].device, int(num[p]), round(float(per[p]), 3))
+             for p in sorted(range(len(parts)), key=lambda p: (-per[p], parts[p].rank)) if num[p] > 0][:top]
+    pick = [i for i in np.argsort(-np.where(valid, slack, -1.0), kind="stable").tolist() if valid[i]][:top]
+    names = [f"{keys[k][0]}#{keys[k][1]}" for k in order.tolist()]
+    seg = [CriticalSegment(names[i], names[i + 1], parts[int(crit[i])].rank, parts[int(crit[i])].device,
+                           round(float(gap[i]), 3), round(float(slack[i]), 3)) for i in pick]
+    return ranks, seg

@@ -1,0 +1,120 @@
+"""``dsctl trace timeline``: one lane per rank and stream, kernels coloured by HTA category, as SVG.
+
+The window is the whole trace, or the GPU window of ``ProfilerStep#N`` (``step``), cut to ``[from_us, to_us]``
+microseconds after the window's start. Each rank is drawn from its own window start (clocks differ across hosts).
+Intervals of one category closer than half a pixel are merged per lane before they leave the worker, so both the
+data sent back per rank and the SVG are bounded by pixels x lanes, not by events.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from xml.sax.saxutils import escape
+
+import numpy as np
+
+from dsctl.errors import InputError
+from dsctl.trace.classify import CLASS_NAMES, Classifier, classify_names
+from dsctl.trace.intervals import FloatArray, union
+from dsctl.trace.kernels import CATEGORY
+from dsctl.trace.overlap import launch_times, select_steps, step_of
+from dsctl.trace.parse import TraceData
+
+PLOT_W = 1200
+LANE_H = 12
+LABEL_W = 190
+TOP = 56
+MAX_LANES = 1024
+COLOURS = {"computation": "#6fa8dc", "communication": "#e69138", "memory": "#93c47d"}
+
+
+@dataclass(frozen=True)
+class Lane:
+    """One stream of one rank: merged intervals per category, µs from the rank's window start."""
+
+    rank: int
+    device: str
+    stream: int
+    intervals: dict[str, tuple[FloatArray, FloatArray]]
+
+
+@dataclass(frozen=True)
+class RankLanes:
+    """The lanes of one trace file and the drawn span (µs)."""
+
+    source: str
+    span_us: float
+    lanes: list[Lane]
+
+
+def rank_lanes(trace: TraceData, index: int, classifier: Classifier, step: int | None, from_us: float | None,
+               to_us: float | None) -> RankLanes:
+    """Lanes of one trace (see the module docstring); times relative to the chosen window's start."""
+    table = trace.gpu
+    if table.size == 0:
+        raise InputError(f"{trace.source}: no GPU kernels to draw")
+    sel = np.ones(table.size, dtype=bool)
+    if step is not None:
+        k = select_steps(trace, step)[0]
+        sel = step_of(launch_times(table, trace), trace) == k
+        if not sel.any():
+            raise InputError(f"--step {step}: {trace.source} has no kernels launched in ProfilerStep#{step}")
+    lo = float(table.start_us[sel].min())
+    hi = float(table.end_us[sel].max())
+    a = lo + (from_us or 0.0)
+    b = min(hi, lo + to_us) if to_us is not None else hi
+    if b <= a:
+        raise InputError(f"--from/--to: the window [{from_us or 0:g}, {to_us if to_us is not None else hi - lo:g}] "
+                         f"us is empty for {trace.source} (its window lasts {hi - lo:,.3f} us)")
+    sel &= (table.end_us > a) & (table.start_us < b)
+    codes, _ = classify_names(table.names, classifier)
+    cls = codes[table.name_code]
+    gap = 0.5 * (b - a) / PLOT_W
+    s, e = np.clip(table.start_us, a, b) - a, np.clip(table.end_us, a, b) - a
+    rank = trace.rank if trace.rank is not None else index
+    lanes = []
+    for device in np.unique(table.device[sel]).tolist():
+        for stream in np.unique(table.stream[sel & (table.device == device)]).tolist():
+            on = sel & (table.device == device) & (table.stream == stream)
+            intervals = {CATEGORY[name]: union(s[on & (cls == c)], e[on & (cls == c)], gap_us=gap)
+                         for c, name in enumerate(CLASS_NAMES)}
+            lanes.append(Lane(rank, f"gpu{device}", int(stream), intervals))
+    return RankLanes(trace.source, b - a, lanes)
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.2f}".rstrip("0").rstrip(".")
+
+
+def timeline(ranks: list[RankLanes], title: str) -> str:
+    """The SVG text of every lane of every rank, one time scale (the longest span)."""
+    lanes = [lane for r in ranks for lane in r.lanes]
+    if len(lanes) > MAX_LANES:
+        raise InputError(f"{len(lanes):,} lanes (rank x stream); at most {MAX_LANES:,} fit one picture",
+                         hint="give fewer trace files")
+    span = max((r.span_us for r in ranks), default=0.0)
+    scale = PLOT_W / span if span > 0 else 1.0
+    width, height = LABEL_W + PLOT_W + 20, TOP + len(lanes) * (LANE_H + 2) + 10
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+             f'viewBox="0 0 {width} {height}" font-family="sans-serif">',
+             f'<rect width="{width}" height="{height}" fill="white"/>',
+             f'<text x="4" y="16" font-size="14" font-weight="bold">{escape(title)}</text>']
+    x = LABEL_W
+    for name, colour in COLOURS.items():
+        parts.append(f'<rect x="{x}" y="24" width="12" height="10" fill="{colour}"/>')
+        parts.append(f'<text x="{x + 16}" y="33" font-size="11">{name}</text>')
+        x += 130
+    parts.append(f'<text x="{x}" y="33" font-size="11">span {span / 1e3:,.3f} ms; each rank from its own '
+                 "window start</text>")
+    for i, lane in enumerate(lanes):
+        y = TOP + i * (LANE_H + 2)
+        parts.append(f'<text x="4" y="{y + LANE_H - 2}" font-size="10">'
+                     f"{escape(f'rank {lane.rank} {lane.device} stream {lane.stream}')}</text>")
+        parts.append(f'<rect x="{LABEL_W}" y="{y}" width="{PLOT_W}" height="{LANE_H}" fill="#f3f3f3"/>')
+        for category, (s, e) in lane.intervals.items():
+            colour = COLOURS[category]
+            for a, w in zip((LABEL_W + s * scale).tolist(), np.maximum((e - s) * scale, 0.5).tolist(), strict=True):
+                parts.append(f'<rect x="{_fmt(a)}" y="{y}" width="{_fmt(w)}" height="{LANE_H}" fill="{colour}">'
+                             f"<title>{category}</title></rect>")
+    parts.append("</svg>")
+    return "\n".join(parts) + "\n"

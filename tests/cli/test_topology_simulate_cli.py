@@ -1,0 +1,97 @@
+"""dsctl topology simulate through the real entry point: JSON shape, SVG file, jobs, EPLB inputs, bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+
+@pytest.fixture
+def plan_dir(cli, tmp_path: Path) -> Path:
+    out = tmp_path / "fabric"
+    assert cli("topology", "plan", "--nodes", "8", "--out", str(out)).exit_code == 0
+    return out
+
+
+def test_simulate_json_and_svg(cli, plan_dir: Path, tmp_path: Path) -> None:
+    svg = tmp_path / "plane.svg"
+    res = cli("topology", "simulate", str(plan_dir), "--routing", "ecmp", "--size", "256 MiB", "--svg", str(svg),
+              "--svg-plane", "3", "-f", "json")
+    assert res.exit_code == 0, res.stderr
+    data = res.json()
+    assert data["dsctl"]["command"] == "topology simulate"
+    assert data["num_gpus"] == 64 and data["routing"] == "ecmp" and len(data["planes"]) == 8
+    assert data["gpu_gbyte_s"]["min"] == pytest.approx(50.0) and "svg" not in data
+    assert {"name", "kind", "plane", "utilisation", "gbyte_s"} == set(data["hottest_links"][0])
+    assert svg.read_text().startswith("<svg") and "p3-leaf01" in svg.read_text()
+
+
+def test_simulate_table_ep_and_jobs(cli, plan_dir: Path, tmp_path: Path) -> None:
+    res = cli("topology", "simulate", str(plan_dir), "-w", "ep-dispatch", "--tokens", "1024")
+    assert res.exit_code == 0, res.stderr
+    assert "per-GPU GB/s" in res.stdout and "7,472 B/token" in res.stdout and "hottest links" in res.stdout
+    jobs = tmp_path / "jobs.yaml"
+    jobs.write_text("jobs:\n  - {name: train, workload: alltoall, node_range: [1, 4]}\n"
+                    "  - {name: infer, workload: allgather, node_range: [5, 8], group_size: 4, size: 64 MiB}\n")
+    res = cli("topology", "simulate", str(plan_dir), "--jobs", str(jobs), "-f", "json")
+    assert res.exit_code == 0, res.stderr
+    assert [j["name"] for j in res.json()["jobs"]] == ["train", "infer"]
+
+
+def test_simulate_with_eplb_placement(cli, plan_dir: Path, tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    stats = tmp_path / "stats.json"
+    stats.write_text(json.dumps(np.round(rng.lognormal(0, 1, (2, 256)) * 100).astype(int).tolist()))
+    placement = tmp_path / "placement.json"
+    res = cli("eplb", "rebalance", str(stats), "--replicas", "320", "--gpus", "64", "--nodes", "8", "--model",
+              "deepseek-v3", "--out", str(placement))
+    assert res.exit_code == 0, res.stderr
+    res = cli("topology", "simulate", str(plan_dir), "-w", "ep-dispatch", "--eplb-plan", str(placement),
+              "--stats", str(stats), "--layer", "1", "-f", "json")
+    assert res.exit_code == 0, res.stderr
+    assert res.json()["completion_s"] > 0
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["--routing", "ospf"], "--routing"),
+    (["--workload", "gossip"], "--workload"),
+    (["--size", "lots"], "--size"),
+    (["--fail", "p9-spine01"], "--fail"),
+    (["--fail-random", "100000"], "--fail-random"),
+    (["--eplb-plan", "x.json"], "--eplb-plan"),
+    (["--svg", "/nonexistent-dir/x.svg"], "x.svg"),
+    (["--nodes", "99"], "--nodes"),
+    (["--seed", "-1"], "--seed"),
+    (["--svg", "x.svg", "--svg-plane", "9"], "--svg-plane"),
+    (["-w", "allgather", "--group-size", "7"], "--group-size"),
+    (["-w", "ep-dispatch", "--model", "llama3.1-405b"], "--model"),
+])
+def test_simulate_bad_input_exits_2(cli, plan_dir: Path, args: list[str], needle: str) -> None:
+    res = cli("topology", "simulate", str(plan_dir), *args)
+    assert res.exit_code == 2, res.stdout
+    assert needle in res.stderr and "Traceback" not in res.stderr
+
+
+def test_simulate_missing_plan_and_bad_jobs(cli, tmp_path: Path, plan_dir: Path) -> None:
+    res = cli("topology", "simulate", str(tmp_path))
+    assert res.exit_code == 2 and "plan.json" in res.stderr
+    jobs = tmp_path / "jobs.yaml"
+    jobs.write_text("jobs: [{nodes: [node9999]}]\n")
+    res = cli("topology", "simulate", str(plan_dir), "--jobs", str(jobs))
+    assert res.exit_code == 2 and "node9999" in res.stderr
+
+
+def test_jobs_may_mix_ep_and_collectives(cli, plan_dir: Path, tmp_path: Path) -> None:
+    jobs = tmp_path / "jobs.json"
+    jobs.write_text(json.dumps([{"name": "serve", "workload": "ep-dispatch", "node_range": [1, 4],
+                                 "tokens_per_gpu": 128},
+                                {"name": "train", "workload": "reducescatter", "node_range": [5, 8]}]))
+    res = cli("topology", "simulate", str(plan_dir), "--jobs", str(jobs))
+    assert res.exit_code == 2 and "job 'train'" in res.stderr and "group" in res.stderr
+    jobs.write_text(jobs.read_text().replace('"node_range": [5, 8]}', '"node_range": [5, 8], "group_size": 4}'))
+    res = cli("topology", "simulate", str(plan_dir), "--jobs", str(jobs), "-f", "json")
+    assert res.exit_code == 0, res.stderr
+    assert [j["workload"] for j in res.json()["jobs"]] == ["ep-dispatch", "reducescatter"]

@@ -1,0 +1,57 @@
+"""Cross-rank matching: injected stragglers come out first, skew and the critical path on synthetic jobs."""
+
+from __future__ import annotations
+
+import pytest
+import trace_builder as tb  # tests/trace_builder.py (tests/ is on sys.path via its conftest)
+
+from dsctl.errors import InputError
+from dsctl.trace import read_trace
+from dsctl.trace.classify import Classifier
+from dsctl.trace.skew import rank_collectives, stragglers
+
+
+def parts(docs: list[dict[str, object]]):
+    out = []
+    for i, doc in enumerate(docs):
+        out += rank_collectives(read_trace([tb.encode(doc)], f"rank{i}.json"), i, Classifier(), None)
+    return out
+
+
+@pytest.mark.parametrize("seq", [False, True])
+def test_two_slowed_ranks_of_64_are_ranked_first_and_second(seq: bool) -> None:
+    result = stragglers(parts(tb.job(64, {17: 1.35, 42: 1.2}, seq=seq)))
+    assert result.num_ranks == 64 and result.num_matched == 30
+    assert [s.rank for s in result.stragglers[:2]] == [17, 42]
+    assert result.stragglers[0].times_last == 30 and result.stragglers[0].share_of_wait > 0.3
+    assert result.critical_ranks[0].rank == 17 and result.critical_ranks[0].segments == 29
+    assert result.max_clock_offset_us > 500  # offsets were found and removed
+    assert all(c.last_rank == 17 for c in result.collectives)
+
+
+def test_skew_and_wait_on_a_hand_made_pair() -> None:
+    # rank 1 arrives 30 us after rank 0 at the second all-reduce; both end together
+    r0 = tb.trace([tb.compute(0, 10), tb.nccl(10, 20), tb.compute(30, 10), tb.nccl(40, 40)], rank=0)
+    r1 = tb.trace([tb.compute(0, 10), tb.nccl(10, 20), tb.compute(30, 40), tb.nccl(70, 10)], rank=1)
+    result = stragglers(parts([r0, r1]), align="none")
+    top = result.collectives[0]
+    assert (top.label, top.index, top.skew_us, top.wait_us, top.last_rank) == ("AllReduce", 1, 30.0, 30.0, 1)
+    assert result.stragglers[0].rank == 1 and result.stragglers[0].wait_caused_us == 30.0
+    seg = result.critical_segments[0]
+    assert (seg.rank, seg.compute_us, seg.slack_us) == (1, 40.0, 30.0)
+
+
+def test_clock_alignment_recovers_a_shifted_rank() -> None:
+    r0 = tb.trace([tb.nccl(10, 20), tb.nccl(50, 30)], rank=0)
+    r1 = tb.trace([tb.nccl(1010, 20), tb.nccl(1070, 10)], rank=1)  # same job, clock 1000 us ahead
+    result = stragglers(parts([r0, r1]))
+    assert result.max_clock_offset_us == pytest.approx(500.0)  # each rank half-way from the median
+    assert result.collectives[0].skew_us == pytest.approx(20.0)
+
+
+def test_needs_two_ranks_with_shared_collectives() -> None:
+    with pytest.raises(InputError, match="at least two ranks"):
+        stragglers(parts([tb.trace([tb.nccl(0, 5)], rank=0)]))
+    with pytest.raises(InputError, match="no collective appears on two"):
+        stragglers(parts([tb.trace([tb.nccl(0, 5, collective="AllGather")], rank=0),
+                          tb.trace([tb.nccl(0, 5, collective="ReduceScatter")], rank=1)]))
