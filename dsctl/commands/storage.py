@@ -170,6 +170,7 @@ def expand_cmd(
     and the ordered in-chain replacements that get there."""
     from dsctl.output.files import write_files
     from dsctl.storage import api
+    from dsctl.output.progress import progress
     from dsctl.storage.crosscheck import FILE_NAMES
     from dsctl.storage.expand import expand
 
@@ -180,7 +181,8 @@ def expand_cmd(
         raise InputError(f"--from {source} has no {FILE_NAMES[0]}")
     profile = profile_store().storage(storage)
     size_bytes = api.parse_size(target_bytes, "--target-bytes") if target_bytes is not None else None
-    result = expand(texts, str(source), add_nodes, size_bytes, profile.ssd_capacity_bytes, used)
+    with progress(f"expansion plan for {add_nodes} more nodes", fmt):
+        result = expand(texts, str(source), add_nodes, size_bytes, profile.ssd_capacity_bytes, used)
     if out is not None:
         written = write_files(out, result.files_text)
         result = dataclasses.replace(result, out_dir=str(out), files=[str(p) for p in written])
