@@ -169,8 +169,8 @@ def expand_cmd(
     """Grow a chain table: a new balanced version over more nodes, as few target moves as balance allows,
     and the ordered in-chain replacements that get there."""
     from dsctl.output.files import write_files
-    from dsctl.storage import api
     from dsctl.output.progress import progress
+    from dsctl.storage import api
     from dsctl.storage.crosscheck import FILE_NAMES
     from dsctl.storage.expand import expand
 
