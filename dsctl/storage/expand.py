@@ -41,6 +41,7 @@ from dsctl.storage.crosscheck import CHAINS, CREATE, REMOVE, TABLE, ChainRow, re
 from dsctl.storage.layout import rotate_chains
 
 MAX_ADDED_NODES = 2_000
+MAX_NODES_AFTER = 4_000  # the plan keeps a node x node pair-share matrix
 UNTOUCHED_BONUS = 1_000_000  # score penalty per replacement already made in a chain
 POLISH_STEPS_PER_CHAIN = 40
 POLISH_MAX_STEPS = 400_000
@@ -308,6 +309,9 @@ def expand(texts: dict[str, str | None], source: str, add_nodes: int, target_byt
         raise InputError(f"--used {used} must be in [0, 1] (fraction of each old SSD holding data)")
     old = _load(texts, source)
     v, n = len(old.node_ids), add_nodes
+    if v + n > MAX_NODES_AFTER:
+        raise InputError(f"--from {source} has {v:,} nodes; with --add-nodes {n} that is more than "
+                         f"{MAX_NODES_AFTER:,}, the most dsctl plans for")
     v_new = v + n
     k = int(old.nodes[0].shape[1])
     num_disks = len(old.disks)
