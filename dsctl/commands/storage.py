@@ -87,7 +87,7 @@ def chains_cmd(
     ssds_per_node: Annotated[int, typer.Option("--ssds-per-node", "-d", help="SSDs (disk indexes) per node.")],
     replication: Annotated[int, typer.Option("--replication", "-k", help="Targets per chain.")] = 3,
     targets_per_ssd: Annotated[int | None, typer.Option("--targets-per-ssd", "-r", help="Targets per SSD "
-                                                        "(default: the upstream tool's automatic r).")] = None,
+                                                        "(default: picked for balance).")] = None,
     chain_table_id: Annotated[int, typer.Option("--chain-table-id", help="Chain table id for the upload "
                                                 "commands.")] = 1,
     first_node_id: Annotated[int, typer.Option("--first-node-id", help="3FS node id of the first storage "
