@@ -87,7 +87,7 @@ def chains_cmd(
     ssds_per_node: Annotated[int, typer.Option("--ssds-per-node", "-d", help="SSDs (disk indexes) per node.")],
     replication: Annotated[int, typer.Option("--replication", "-k", help="Targets per chain.")] = 3,
     targets_per_ssd: Annotated[int | None, typer.Option("--targets-per-ssd", "-r", help="Targets per SSD "
-                                                        "(default: the upstream tool's automatic r).")] = None,
+                                                        "(default: picked for balance).")] = None,
     chain_table_id: Annotated[int, typer.Option("--chain-table-id", help="Chain table id for the upload "
                                                 "commands.")] = 1,
     first_node_id: Annotated[int, typer.Option("--first-node-id", help="3FS node id of the first storage "
@@ -169,6 +169,7 @@ def expand_cmd(
     """Grow a chain table: a new balanced version over more nodes, as few target moves as balance allows,
     and the ordered in-chain replacements that get there."""
     from dsctl.output.files import write_files
+    from dsctl.output.progress import progress
     from dsctl.storage import api
     from dsctl.storage.crosscheck import FILE_NAMES
     from dsctl.storage.expand import expand
@@ -180,7 +181,8 @@ def expand_cmd(
         raise InputError(f"--from {source} has no {FILE_NAMES[0]}")
     profile = profile_store().storage(storage)
     size_bytes = api.parse_size(target_bytes, "--target-bytes") if target_bytes is not None else None
-    result = expand(texts, str(source), add_nodes, size_bytes, profile.ssd_capacity_bytes, used)
+    with progress(f"expansion plan for {add_nodes} more nodes", fmt):
+        result = expand(texts, str(source), add_nodes, size_bytes, profile.ssd_capacity_bytes, used)
     if out is not None:
         written = write_files(out, result.files_text)
         result = dataclasses.replace(result, out_dir=str(out), files=[str(p) for p in written])

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 
 from dsctl.errors import InputError
 from dsctl.storage.balance import Balance, measure
-from dsctl.storage.chaintable import IdScheme, check_ids, render_files
-from dsctl.storage.choice import REDIRECT_LIMIT, choose_targets_per_ssd
+from dsctl.storage.chaintable import MAX_CHAINS_PER_DISK, IdScheme, check_ids, render_files
+from dsctl.storage.choice import REDIRECT_LIMIT, choose_targets_per_ssd, fallback_targets_per_ssd
 from dsctl.storage.crosscheck import CHAINS, CREATE, CheckResult, check_files
 from dsctl.storage.graphics import pair_share_svg
 from dsctl.storage.layout import build_layout
@@ -106,7 +106,23 @@ def generate_chains(num_nodes: int, ssds_per_node: int, replication: int, target
         raise InputError(f"{num_nodes * r * ssds_per_node:,} targets is more than dsctl writes "
                          f"({MAX_TARGETS_TOTAL:,}); lower --targets-per-ssd or --ssds-per-node")
     layout, method = build_layout(num_nodes, ssds_per_node, replication, r, rotate=rotate)
+    balance = measure(layout.nodes, layout.disk, num_nodes)
     notes = [chosen_note] if chosen_note else []
+    if targets_per_ssd is None and balance.redirect.max_over_ideal > REDIRECT_LIMIT:
+        for r2 in fallback_targets_per_ssd(num_nodes, replication, ssds_per_node, r):
+            b2 = num_nodes * r2 // replication
+            if b2 > MAX_CHAINS_PER_DISK or num_nodes * r2 * ssds_per_node > MAX_TARGETS_TOTAL:
+                break
+            layout2, method2 = build_layout(num_nodes, ssds_per_node, replication, r2, rotate=rotate)
+            balance2 = measure(layout2.nodes, layout2.disk, num_nodes)
+            if balance2.redirect.max_over_ideal < balance.redirect.max_over_ideal:
+                notes.append(f"targets per SSD {r2}: the table built with {r} reached "
+                             f"{balance.redirect.max_over_ideal:.2f}x the even share after a node failure, {r2} "
+                             f"gives {balance2.redirect.max_over_ideal:.2f}x")
+                r, b, layout, method, balance = r2, b2, layout2, method2, balance2
+            if balance.redirect.max_over_ideal <= REDIRECT_LIMIT:
+                break
+        check_ids(scheme, num_nodes, ssds_per_node, r, b)
     needed = -(-(num_nodes - 1) // (replication - 1))
     if r < needed:
         notes.append(f"{r} targets per SSD cannot give every node pair a shared chain on one disk index (needs "
@@ -114,7 +130,6 @@ def generate_chains(num_nodes: int, ssds_per_node: int, replication: int, target
     if (num_nodes * r) % replication:
         notes.append(f"{(num_nodes * r) % replication} target slot(s) per disk index unused: nodes x targets-per-ssd "
                      f"is not a multiple of replication {replication}")
-    balance = measure(layout.nodes, layout.disk, num_nodes)
     if balance.redirect.max_over_ideal > REDIRECT_LIMIT:
         notes.append(f"node-failure read redirect is {balance.redirect.max_over_ideal:.2f}x the even share (above "
                      f"{REDIRECT_LIMIT}x)" + ("; leave out --targets-per-ssd to let dsctl pick one that balances"

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import math
 
-from dsctl.storage.design import RELABEL_MAX_NODES
+from dsctl.storage.design import use_all_disk_orbits
 from dsctl.storage.sizing import MAX_AUTO_TARGETS_PER_SSD, auto_targets_per_ssd
 
 REDIRECT_LIMIT = 1.25  # node-failure read redirect, max over ideal (the acceptance figure)
 CHOICE_MARGIN = 1.15  # the chosen r's bound leaves room for a search that ends one chain above it
+FALLBACK_TRIES = 3  # larger r tried when a built table misses the limit
 
 
 def pair_share_ideal(num_nodes: int, replication: int, targets_per_ssd: int, num_disks: int) -> float:
@@ -32,10 +33,8 @@ def bound_ratio(num_nodes: int, replication: int, targets_per_ssd: int, num_disk
 
 
 def needs_whole_orbits(num_nodes: int, replication: int, targets_per_ssd: int, num_disks: int) -> bool:
-    """Large tables over several disks, and tables where one disk index cannot give every pair a chain, are
-    balanced over all disks by cyclic orbits (``design.build_disk_designs``), so ``k`` must divide ``r``."""
-    one_disk_short = targets_per_ssd * (replication - 1) < num_nodes - 1
-    return num_disks > 1 and (num_nodes > RELABEL_MAX_NODES or one_disk_short)
+    """Tables that ``design.use_all_disk_orbits`` balances over all disks by cyclic orbits need ``k | r``."""
+    return use_all_disk_orbits(num_nodes, replication, targets_per_ssd, num_disks)
 
 
 def choose_targets_per_ssd(num_nodes: int, replication: int, num_disks: int) -> tuple[int, str | None]:
@@ -44,6 +43,7 @@ def choose_targets_per_ssd(num_nodes: int, replication: int, num_disks: int) -> 
     ``note`` says why another ``r`` was picked (None when the upstream value is kept).
     """
     v, k, d = num_nodes, replication, num_disks
+
     def valid(r: int) -> bool:
         return (v * r) % k == 0 and (not needs_whole_orbits(v, k, r, d) or r % k == 0)
 
@@ -67,3 +67,13 @@ def choose_targets_per_ssd(num_nodes: int, replication: int, num_disks: int) -> 
     note = (f"targets per SSD {best}: {why}; node-failure redirect is at best {bound_ratio(v, k, best, d):.3f}x "
             "the even share (more SSDs per node or more storage services balance better)")
     return best, None if best == upstream and lam >= 1 and bound_ratio(v, k, best, d) <= REDIRECT_LIMIT else note
+
+
+def fallback_targets_per_ssd(num_nodes: int, replication: int, num_disks: int, tried: int,
+                             count: int = FALLBACK_TRIES) -> list[int]:
+    """Up to ``count`` larger ``r`` (nearest first) with a good bound, for when the table built with ``tried``
+    misses the redirect limit (a search that did not reach the bound: small designs on few SSDs)."""
+    v, k, d = num_nodes, replication, num_disks
+    return [r for r in range(tried + 1, MAX_AUTO_TARGETS_PER_SSD + 1)
+            if (v * r) % k == 0 and (not needs_whole_orbits(v, k, r, d) or r % k == 0)
+            and pair_share_ideal(v, k, r, d) >= 1 and bound_ratio(v, k, r, d) <= CHOICE_MARGIN][:count]

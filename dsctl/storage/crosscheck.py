@@ -31,6 +31,7 @@ REMOVE = "remove_target_cmd.txt"
 FILE_NAMES = (CHAINS, TABLE, CREATE, REMOVE)
 UINT64_MAX = 2**64 - 1
 MAX_PROBLEMS = 1_000  # problems kept (the count of the rest is reported)
+MAX_BALANCE_NODES = 10_000  # the balance figures need a node x node matrix (800 MB at this size)
 
 _CREATE_LINE = re.compile(r"create-target --node-id (\d+) --disk-index (\d+) --target-id (\d+) --chain-id (\d+)"
                           r"(?: +--chunk-size(?: +\d+(?:B|KB|MB|GB|TB|K|M|G|T)?)+)? *(?: --use-new-chunk-engine)?")
@@ -293,7 +294,10 @@ def read_checked(texts: dict[str, str | None], source: str
     node_ids = sorted(set(node_of.values()))
     balance = None
     notes: list[str] = []
-    if rows and not out.items and len(node_ids) >= 2:
+    if len(node_ids) > MAX_BALANCE_NODES:
+        notes.append(f"{len(node_ids):,} nodes: balance not measured above {MAX_BALANCE_NODES:,} (a node x node "
+                     "matrix)")
+    elif rows and not out.items and len(node_ids) >= 2:
         index = {n: i for i, n in enumerate(node_ids)}
         members = np.array([[index[node_of[t]] for t in row.targets] for row in rows], dtype=np.int64)
         disks = sorted(set(disk_of.values()))

@@ -49,6 +49,8 @@ PERMUTATION_TRIES = 4
 RELABEL_SWEEPS = 2
 RELABEL_MAX_NODES = 300  # label-swap search costs O(v^3) per sweep
 RELABEL_ONE_SWEEP_NODES = 120
+FEW_DISKS = 8  # with this many disk indexes or fewer ...
+FEW_DISKS_MIN_NODES = 60  # ... and more nodes, relabelling one design leaves totals uneven: use all-disk orbits
 
 
 @dataclass(frozen=True)
@@ -305,6 +307,14 @@ def build_design(v: int, k: int, r: int, seed: int = 0) -> Design:
     return Design(v, np.sort(blocks, axis=1), method)
 
 
+def use_all_disk_orbits(v: int, k: int, r: int, num_disks: int) -> bool:
+    """Whether several disk indexes are balanced together by cyclic orbits (needs ``k | r``) rather than by
+    relabelling one design: when one disk cannot give every pair a chain, when the relabelling search is too
+    slow (many nodes), and when few disks leave the relabelling too little room to even the totals."""
+    few_disks = num_disks <= FEW_DISKS and v > FEW_DISKS_MIN_NODES
+    return num_disks > 1 and (r * (k - 1) < v - 1 or v > RELABEL_MAX_NODES or few_disks)
+
+
 def build_disk_designs(v: int, k: int, r: int, num_disks: int, seed: int = 0) -> tuple[list[np.ndarray], str]:
     """Chains of every disk index: a list of ``num_disks`` arrays of shape ``(v*r // k, k)`` and the method.
 
@@ -313,7 +323,7 @@ def build_disk_designs(v: int, k: int, r: int, num_disks: int, seed: int = 0) ->
     ``r``, every disk instead gets its own ``r/k`` cyclic orbits, chosen together so that the difference
     classes are covered evenly on each disk *and* over all disks (a cyclic design of the whole table).
     """
-    if r % k == 0 and num_disks > 1 and (r * (k - 1) < v - 1 or v > RELABEL_MAX_NODES):
+    if r % k == 0 and use_all_disk_orbits(v, k, r, num_disks):
         rng = random.Random(seed)
         q = r // k
         bases, _, _ = _cyclic_base_blocks(v, k, q, [], rng, groups=num_disks)

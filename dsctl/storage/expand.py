@@ -41,6 +41,7 @@ from dsctl.storage.crosscheck import CHAINS, CREATE, REMOVE, TABLE, ChainRow, re
 from dsctl.storage.layout import rotate_chains
 
 MAX_ADDED_NODES = 2_000
+MAX_NODES_AFTER = 4_000  # the plan keeps a node x node pair-share matrix
 UNTOUCHED_BONUS = 1_000_000  # score penalty per replacement already made in a chain
 POLISH_STEPS_PER_CHAIN = 40
 POLISH_MAX_STEPS = 400_000
@@ -150,46 +151,62 @@ def _replace(nodes: np.ndarray, share: np.ndarray, counts: np.ndarray, goal: np.
     """Greedy replacements on one disk index (modifies ``nodes``, ``share``, ``counts``).
 
     Returns ``(chain, slot, old node)`` in the order made; ``goal`` = members each node should end with.
+    Score of putting ``x`` in slot ``(c, p)`` (lower is better): the rise in the sum of squared pair-shares,
+    ``2 * sum_q share[x, m_q] + (k-1)`` for joining minus ``2 * sum_q share[m_p, m_q] - (k-1)`` for the member
+    leaving (refreshed once per round, a round = one slot per new node). Chains not touched yet this far are
+    preferred; only when none with an open slot is left are touched chains used (one penalty per replacement).
     """
     b, k = nodes.shape
-    touched = np.zeros(b, dtype=np.int64)
+    never = np.iinfo(np.int64).max // 4
     made: list[tuple[int, int, int]] = []
     pending = {x: int(goal[x] - counts[x]) for x in new}
+    open_slot = counts[nodes] > goal[nodes]  # the member may give its slot up (its node is above its share)
+    touched = np.zeros(b, dtype=np.int64)
     while any(n > 0 for n in pending.values()):
-        # pair-shares of each member with its chain-mates, refreshed once per round (one slot per new node)
-        mates = np.zeros((b, k), dtype=np.int64)
+        fresh = np.flatnonzero((touched == 0) & open_slot.any(axis=1))
+        rows = fresh if len(fresh) else np.flatnonzero(open_slot.any(axis=1))
+        sub = nodes[rows]
+        mates = np.zeros(sub.shape, dtype=np.int64)
         for p in range(k):
             for q in range(k):
                 if p != q:
-                    mates[:, p] += share[nodes[:, p], nodes[:, q]]
+                    mates[:, p] += share[sub[:, p], sub[:, q]]
+        base = (k - 1) - 2 * mates + UNTOUCHED_BONUS * touched[rows, None]
+        base[~open_slot[rows]] = never
         for x in new:
             if pending[x] <= 0:
                 continue
-            sx = share[x][nodes]  # (b, k)
-            add = 2 * (sx.sum(axis=1, keepdims=True) - sx) + (k - 1)
-            score = add - (2 * mates - (k - 1)) + UNTOUCHED_BONUS * touched[:, None]
-            surplus = counts[nodes] > goal[nodes]
-            present = (nodes == x).any(axis=1, keepdims=True)
-            score = np.where(surplus & ~present, score, np.iinfo(np.int64).max)
+            sx = share[x][sub]
+            score = 2 * (sx.sum(axis=1, keepdims=True) - sx) + base
+            score[(sub == x).any(axis=1)] = never
             flat = int(np.argmin(score))
-            if score.flat[flat] == np.iinfo(np.int64).max:
-                raise InputError("no old member can make room for a new node on this disk index (the old table "
-                                 "is too uneven to expand); regenerate it with `dsctl storage chains`")
-            c, p = divmod(flat, k)
+            if score.flat[flat] >= never:
+                break  # nothing left in this subset: the next round looks again
+            i, p = divmod(flat, k)
+            c = int(rows[i])
             y = int(nodes[c, p])
-            for q in range(k):
-                if q != p:
-                    z = nodes[c, q]
-                    share[y, z] -= 1
-                    share[z, y] -= 1
-                    share[x, z] += 1
-                    share[z, x] += 1
-            nodes[c, p] = x
+            others = [int(z) for q, z in enumerate(nodes[c]) if q != p]
+            share[y, others] -= 1
+            share[others, y] -= 1
+            share[x, others] += 1
+            share[others, x] += 1
+            nodes[c, p] = sub[i, p] = x
+            open_slot[c, p] = False
+            base[i] = never if len(fresh) else base[i] + UNTOUCHED_BONUS
+            base[i, p] = never
             counts[y] -= 1
             counts[x] += 1
+            if counts[y] <= goal[y]:
+                open_slot[nodes == y] = False
+                base[sub == y] = never
             touched[c] += 1
             pending[x] -= 1
             made.append((c, p, y))
+        else:
+            continue
+        if not len(fresh) or not (open_slot.any()):
+            raise InputError("no old member can make room for a new node on this disk index (the old table "
+                             "is too uneven to expand); regenerate it with `dsctl storage chains`")
     return made
 
 
@@ -237,11 +254,13 @@ def _polish(chains: list[np.ndarray], share_arr: np.ndarray, rng: random.Random)
     total = sum(len(arr) for _, arr in pools)
     steps = min(POLISH_MAX_STEPS, POLISH_STEPS_PER_CHAIN * total)
     temperature = 1.0
-    for step in range(steps):
-        d, _ = pools[rng.randrange(len(pools))]
+    gen = np.random.default_rng(rng.randrange(2**32))
+    draws = gen.random((steps, 6)).tolist()  # disk, chain a, chain c, slot i, slot j, acceptance
+    for step, (u_d, u_a, u_c, u_i, u_j, u_acc) in enumerate(draws):
+        d = pools[int(u_d * len(pools))][0]
         chain_rows = rows[d]
-        ra, rc = chain_rows[rng.randrange(len(chain_rows))], chain_rows[rng.randrange(len(chain_rows))]
-        i, j = rng.randrange(k), rng.randrange(k)
+        ra, rc = chain_rows[int(u_a * len(chain_rows))], chain_rows[int(u_c * len(chain_rows))]
+        i, j = int(u_i * k), int(u_j * k)
         x, y = ra[i], rc[j]
         if ra is rc or x == y or x in rc or y in ra:
             continue
@@ -252,7 +271,7 @@ def _polish(chains: list[np.ndarray], share_arr: np.ndarray, rng: random.Random)
         for z in rc:
             if z != y:
                 delta += 2 * (share[x][z] - share[y][z]) + 2
-        if delta < 0 or (delta == 0 and rng.random() < 0.5) or rng.random() < math.exp(-delta / temperature) * 0.01:
+        if delta < 0 or (delta == 0 and u_acc < 0.5) or u_acc < math.exp(-delta / temperature) * 0.01:
             for z in ra:
                 if z != x:
                     share[x][z] -= 1
@@ -290,6 +309,9 @@ def expand(texts: dict[str, str | None], source: str, add_nodes: int, target_byt
         raise InputError(f"--used {used} must be in [0, 1] (fraction of each old SSD holding data)")
     old = _load(texts, source)
     v, n = len(old.node_ids), add_nodes
+    if v + n > MAX_NODES_AFTER:
+        raise InputError(f"--from {source} has {v:,} nodes; with --add-nodes {n} that is more than "
+                         f"{MAX_NODES_AFTER:,}, the most dsctl plans for")
     v_new = v + n
     k = int(old.nodes[0].shape[1])
     num_disks = len(old.disks)

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import pytest
 
+from dsctl.storage.api import generate_chains
 from dsctl.storage.balance import measure
+from dsctl.storage.chaintable import IdScheme
 from dsctl.storage.choice import REDIRECT_LIMIT, bound_ratio, choose_targets_per_ssd, pair_share_ideal
 from dsctl.storage.design import build_disk_designs
 from dsctl.storage.layout import ascending_layout
@@ -52,3 +54,12 @@ def test_choice_says_why_it_moves_away_from_the_upstream_r() -> None:
 def test_choice_names_the_limit_when_no_r_can_balance() -> None:
     r, note = choose_targets_per_ssd(500, 3, 1)  # one SSD, 500 nodes: 99 targets cannot reach 499 peers
     assert r == 99 and note is not None and "more than 99 targets per SSD" in note
+
+
+@pytest.mark.parametrize(("v", "k"), [(6, 3), (10, 3), (16, 4), (24, 4), (12, 5), (40, 5)])
+def test_one_ssd_tables_retry_a_larger_r_when_the_search_misses(v: int, k: int) -> None:
+    """With one SSD the single-disk search can end one chain above floor/ceil (2x at lambda = 1): dsctl then
+    builds with the next r whose bound is good and keeps the better table, saying so."""
+    result = generate_chains(v, 1, k, None, 1, IdScheme())
+    assert result.balance.redirect.max_over_ideal <= REDIRECT_LIMIT, (v, k, result.targets_per_ssd)
+    assert min(result.balance.pair_share_total) >= 1

@@ -89,3 +89,11 @@ def test_any_inserted_junk_is_a_problem_never_a_crash(which: int, at: int, junk:
     result = check_files(texts, "x")
     assert result.exit_code in (0, 1)
     assert all(p.where for p in result.problems)
+
+
+def test_balance_is_skipped_above_the_node_limit(files: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from dsctl.storage import crosscheck
+
+    monkeypatch.setattr(crosscheck, "MAX_BALANCE_NODES", 5)
+    result = check_files(dict(files), "dir")
+    assert result.exit_code == 0 and result.balance is None and "balance not measured" in result.notes[0]

@@ -93,6 +93,7 @@ def test_broken_source_is_refused_naming_the_problem() -> None:
         expand({name: old[name] for name in FOUR}, "old", 0, None, 1e12, 0.5)
 
 
+@pytest.mark.slow
 def test_expand_180_to_200_nodes() -> None:
     """The published 180-node cluster (16 SSDs) grown by 20 nodes."""
     old, result = _grow(180, 20, 16)
@@ -100,3 +101,12 @@ def test_expand_180_to_200_nodes() -> None:
     assert result.replacements == 20 * 16 * 81  # 5400 * 3 / 200 = 81 old-chain members per new node and disk
     assert result.moved_over_bound == 1.0
     assert_sound(old, result, 3)
+
+
+def test_node_limit_bounds_the_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dsctl.storage import expand as module
+
+    monkeypatch.setattr(module, "MAX_NODES_AFTER", 10)
+    old = generate_chains(9, 1, 3, None, 1, IdScheme()).files_text
+    with pytest.raises(InputError, match="more than 10"):
+        expand({name: old[name] for name in FOUR}, "old", 2, None, 1e12, 0.5)
