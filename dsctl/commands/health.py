@@ -14,6 +14,7 @@ import typer
 import yaml
 
 from dsctl.commands._common import FormatOpt, profile_store, read_input, read_text_input, show
+from dsctl.commands._record_values import check_record_numbers
 from dsctl.errors import InputError
 from dsctl.health import api, inventory
 from dsctl.health.backends.base import GpuBackend, RdmaSource
@@ -58,6 +59,7 @@ def load_record(path: Path) -> dict[str, Any]:
     data = load_yaml(text, f"--from-record {path}")
     if not isinstance(data, dict):
         raise InputError(f"--from-record {path}: expected a mapping of fake-node keys (see docs/health.md)")
+    check_record_numbers(data, f"--from-record {path}")
     return data
 
 
