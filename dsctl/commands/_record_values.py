@@ -2,25 +2,21 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from dsctl.errors import InputError
 
 
-def check_record_numbers(node: Any, source: str, where: str = "") -> None:
-    """Record numbers fit what NVML and sysfs return: 64-bit integers and finite floats (else exit 2, not an
-    overflow deep inside a check)."""
-    if isinstance(node, dict):
-        for key, value in node.items():
-            check_record_numbers(value, source, f"{where}.{key}" if where else str(key))
-    elif isinstance(node, list):
-        for index, value in enumerate(node):
-            check_record_numbers(value, source, f"{where}[{index}]")
-    elif isinstance(node, bool):
-        return
-    elif isinstance(node, int) and not -(2**63) <= node < 2**64:
-        raise InputError(f"{source}: {where} is an integer of {len(str(abs(node))):,} digits; record values are "
-                         "64-bit integers")
-    elif isinstance(node, float) and not math.isfinite(node):
-        raise InputError(f"{source}: {where} is {node}; record values are finite numbers")
+def check_record_numbers(data: Any, source: str) -> None:
+    """Record integers fit what NVML and sysfs return, 64 bits (else exit 2, not an overflow deep inside a
+    check). Floats are checked where they are used (NaN and inf are named there). Iterative: any depth."""
+    stack: list[tuple[str, Any]] = [("", data)]
+    while stack:
+        where, node = stack.pop()
+        if isinstance(node, dict):
+            stack.extend((f"{where}.{key}" if where else str(key), value) for key, value in node.items())
+        elif isinstance(node, list):
+            stack.extend((f"{where}[{index}]", value) for index, value in enumerate(node))
+        elif isinstance(node, int) and not isinstance(node, bool) and not -(2**63) <= node < 2**64:
+            raise InputError(f"{source}: {where} is an integer of {len(str(abs(node))):,} digits; record values "
+                             "are 64-bit integers")

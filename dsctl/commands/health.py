@@ -54,7 +54,7 @@ def register(root: typer.Typer) -> None:
 def load_record(path: Path) -> dict[str, Any]:
     """Parse a fake-node YAML file into a dict (validated later by the fake and the renderer)."""
     text = read_text_input(path, "--from-record", hint="give a YAML file written by dsctl health record")
-    from dsctl.textyaml import load_yaml
+    from dsctl.profiles.textyaml import load_yaml
 
     data = load_yaml(text, f"--from-record {path}")
     if not isinstance(data, dict):
