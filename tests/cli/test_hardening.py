@@ -290,3 +290,27 @@ def test_npy_stats_still_load(cli, tmp_path: Path) -> None:
     path = tmp_path / "s.npy"
     np.save(path, np.arange(8, dtype=np.int64).reshape(2, 4))
     assert cli("eplb", "rebalance", path, "--replicas", "4", "--gpus", "2", "--nodes", "1").exit_code == 0
+
+
+def test_chunk_size_with_a_trailing_newline_is_refused(cli, tmp_path: Path) -> None:
+    res = cli("storage", "chains", "--nodes", "6", "--ssds-per-node", "2", "--chunk-size", "1MB\n",
+              "--out", tmp_path / "c")
+    _bad(res, "--chunk-size")
+    assert not (tmp_path / "c").exists()
+
+
+def test_every_output_file_is_written_through_the_files_module() -> None:
+    """One helper for --out: the command and output layers never open or write files themselves."""
+    import ast
+
+    offenders = []
+    for folder in ("commands", "output", "runners"):
+        for path in sorted((ROOT / "dsctl" / folder).glob("*.py")):
+            if path.name == "files.py":
+                continue
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Attribute) and node.attr in {"write_text", "write_bytes", "mkdir"}:
+                    offenders.append(f"{path.name}:{node.lineno} {node.attr}")
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "open":
+                    offenders.append(f"{path.name}:{node.lineno} open()")
+    assert not offenders
