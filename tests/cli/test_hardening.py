@@ -172,7 +172,8 @@ def test_npy_header_shape_limit(cli, tmp_path: Path, shape: tuple[int, int]) -> 
 
 
 def test_peak_memory_on_1gb_hostile_inputs(tmp_path: Path) -> None:
-    """/dev/zero, a 1 GB (sparse) file and a header asking for 1e10 values: exit 2 below 300 MB peak RSS."""
+    """/dev/zero, a 1 GB (sparse) file, a header asking for 1e10 values and 60 MB of values: exit 2 below 300 MB
+    peak RSS."""
     big = tmp_path / "big.csv"
     with open(big, "wb") as handle:
         handle.truncate(1024**3)
@@ -184,7 +185,9 @@ def test_peak_memory_on_1gb_hostile_inputs(tmp_path: Path) -> None:
         "    codes.append(main(['eplb', 'rebalance', path, '--replicas', '4', '--gpus', '2', '--nodes', '1']))\n"
         "print(codes, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
     )
-    inputs = [str(big), str(npy)] + (["/dev/zero"] if Path("/dev/zero").exists() else [])
+    dense = tmp_path / "dense.json"  # 60 MB, under the input limit: 30 million values, refused before parsing
+    dense.write_text("[" + ",".join(["[" + ",".join(["1"] * 1000) + "]"] * 30_000) + "]")
+    inputs = [str(big), str(npy), str(dense)] + (["/dev/zero"] if Path("/dev/zero").exists() else [])
     proc = subprocess.run([sys.executable, "-c", script, *inputs], capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     codes, peak_kib = proc.stdout.rsplit("]", 1)
