@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from dsctl.commands._common import FormatOpt, profile_store, read_input, read_text_input, show
+from dsctl.commands._record_values import check_record_numbers
 from dsctl.commands.health_fleet import (
     HealthFormat,
     HealthFormatOpt,
@@ -53,12 +54,13 @@ def load_record(path: Path) -> dict[str, Any]:
     """Parse a fake-node YAML file into a dict (validated later by the fake and the renderer)."""
 
     text = read_text_input(path, "--from-record", hint="give a YAML file written by dsctl health record")
-    from dsctl.textyaml import load_yaml
+    from dsctl.profiles.textyaml import load_yaml
 
     data = load_yaml(text, f"--from-record {path}")
     if not isinstance(data, dict):
         raise InputError(f"--from-record {path}: expected a mapping of fake-node keys (hostname, gpus, nics, ...)",
                          hint="write one with 'dsctl health record --out node.yaml'")
+    check_record_numbers(data, f"--from-record {path}")
     return data
 
 
@@ -126,8 +128,18 @@ def take_snapshot(from_record: Path | None, sysfs_root: Path | None, interval_s:
     with open_sources(from_record, sysfs_root, interval_s, areas) as src, \
             progress("sampling counters", fmt if from_record is None else None, total=src.interval_s) as report:
         wait = src.wait if from_record is not None else lambda seconds: sleep_reporting(seconds, report)
-        return sample_node(src.gpus, src.rdma, src.interval_s, wait, hostname=src.hostname, host=src.host,
-                           kernel_log=src.kernel_log)
+        try:
+            return sample_node(src.gpus, src.rdma, src.interval_s, wait, hostname=src.hostname, host=src.host,
+                               kernel_log=src.kernel_log)
+        except (ValueError, TypeError, OverflowError, KeyError, IndexError, AttributeError) as exc:
+            if from_record is None:
+                raise
+            # a replayed record is data: a value of the wrong type (a word, null or NaN where NVML returns a whole
+            # number, an integer beyond 64 bits) is bad input, not a bug
+            raise InputError(f"--from-record {from_record}: a value has the wrong type for its field "
+                             f"({type(exc).__name__}: {str(exc)[:120]})",
+                             hint="counters, widths, generations and limits are whole numbers (see docs/health.md)"
+                             ) from None
 
 
 @app.command("check")

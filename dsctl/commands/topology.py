@@ -190,7 +190,7 @@ def simulate(
                                        int(num_gpus), layer)
     jobs_doc = None
     if jobs is not None:
-        from dsctl.textyaml import load_yaml
+        from dsctl.profiles.textyaml import load_yaml
 
         jobs_doc = load_yaml(read_text_input(jobs, "--jobs"), f"--jobs {jobs}")
     if ep is not None and ep < 1:

@@ -108,7 +108,7 @@ class LoadedPlacement:
 
 #: largest expert id, GPU, node or group count read from a placement file (real models have hundreds; arrays
 #: are sized from these, so the bound also bounds memory)
-_MAX_ID = 2**20 - 1
+MAX_PLACEMENT_ID = 2**20 - 1
 
 
 def _int_table(name: str, key: str, value: Any) -> np.ndarray:
@@ -119,10 +119,10 @@ def _int_table(name: str, key: str, value: Any) -> np.ndarray:
         if len(row) != width:
             raise InputError(f"{name}: \"{key}\" row {r} has {len(row)} slots but row 0 has {width}")
         for c, cell in enumerate(row):
-            if isinstance(cell, bool) or not isinstance(cell, int) or not 0 <= cell <= _MAX_ID:
+            if isinstance(cell, bool) or not isinstance(cell, int) or not 0 <= cell <= MAX_PLACEMENT_ID:
                 shown = repr(cell) if not isinstance(cell, int) or cell < 10**20 else f"{str(cell)[:20]}..."
                 raise InputError(f"{name}: \"{key}\" row {r}, slot {c}: {shown} is not an expert id "
-                                 f"(integer 0..{_MAX_ID:,})")
+                                 f"(integer 0..{MAX_PLACEMENT_ID:,})")
     return np.asarray(value, dtype=np.int64)
 
 
@@ -158,7 +158,7 @@ def parse_placement(name: str, text: str, num_experts: int | None = None) -> Loa
 
     def _opt_int(key: str) -> int | None:
         value = layout.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= _MAX_ID:
+        if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_PLACEMENT_ID:
             return int(value)
         return None
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -168,8 +169,20 @@ def parse_csv(name: str, text: str) -> np.ndarray:
     return _rows_to_array(name, rows)
 
 
-#: most values a statistics array may hold (layers x experts; DeepSeek-V3 has 58 x 256 = 14,848)
-MAX_STATS_VALUES = 10_000_000
+#: most values a statistics file may hold (layers x experts; DeepSeek-V3 has 58 x 256 = 14,848): bounds the
+#: memory of parsing (a text value costs ~32 bytes as a Python float) and of a forged .npy header
+MAX_STATS_VALUES = 1_000_000
+_VALUE = re.compile(r"[^\s,\[\]{}:]+")
+
+
+def _check_value_count(name: str, text: str) -> None:
+    """Refuse text with more than MAX_STATS_VALUES values before parsing it (counted without storing them)."""
+    if len(text) <= 2 * MAX_STATS_VALUES:  # each value takes at least two characters with its separator
+        return
+    for count, _ in enumerate(_VALUE.finditer(text), start=1):
+        if count > MAX_STATS_VALUES:
+            raise InputError(f"{name}: more than {MAX_STATS_VALUES:,} values; statistics are limited to "
+                             f"{MAX_STATS_VALUES:,} values (layers x experts)")
 
 
 def _check_npy_header(name: str, content: bytes) -> None:
@@ -232,6 +245,7 @@ def parse_stats(name: str, content: bytes) -> np.ndarray:
         text = content.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise InputError(f"{name}: not UTF-8 text; expected JSON, CSV or .npy statistics") from None
+    _check_value_count(name, text)
     return parse_json(name, text) if fmt == "json" else parse_csv(name, text)
 
 

@@ -32,7 +32,7 @@ from dsctl.profiles.schema import (
     StorageProfile,
     SwitchProfile,
 )
-from dsctl.textyaml import load_yaml
+from dsctl.profiles.textyaml import load_yaml
 from dsctl.units import QuantityError, human_bytes, parse_bytes, parse_count, parse_rate_bits
 
 ENV_VAR = "DSCTL_PROFILES"

@@ -27,7 +27,7 @@ MAX_DISKS = 999
 MAX_TARGETS_PER_DISK = 99
 MAX_CHAINS_PER_DISK = 99_999
 MAX_PREFIX = 99
-_SIZE = re.compile(r"^\d+(B|KB|MB|GB|TB|K|M|G|T)?$")
+_SIZE = re.compile(r"\d{1,15}(B|KB|MB|GB|TB|K|M|G|T)?")
 
 
 @dataclass(frozen=True)
@@ -126,7 +126,7 @@ def render_files(layout: Layout, scheme: IdScheme, chunk_sizes: tuple[str, ...] 
 def check_chunk_sizes(values: list[str]) -> tuple[str, ...]:
     """Validate admin_cli size strings (integer + optional B, KB, MB, GB, TB, K, M, G, T; binary units)."""
     for value in values:
-        if not _SIZE.match(value):
+        if not _SIZE.fullmatch(value):
             raise InputError(f"--chunk-size {value!r} is not an admin_cli size; write an integer with an optional "
                              "unit B, KB, MB, GB, TB, K, M, G or T (binary), e.g. 1MB")
     return tuple(values)

@@ -172,7 +172,8 @@ def test_npy_header_shape_limit(cli, tmp_path: Path, shape: tuple[int, int]) -> 
 
 
 def test_peak_memory_on_1gb_hostile_inputs(tmp_path: Path) -> None:
-    """/dev/zero, a 1 GB (sparse) file and a header asking for 1e10 values: exit 2 below 300 MB peak RSS."""
+    """/dev/zero, a 1 GB (sparse) file, a header asking for 1e10 values and 60 MB of values: exit 2 below 300 MB
+    peak RSS."""
     big = tmp_path / "big.csv"
     with open(big, "wb") as handle:
         handle.truncate(1024**3)
@@ -184,7 +185,9 @@ def test_peak_memory_on_1gb_hostile_inputs(tmp_path: Path) -> None:
         "    codes.append(main(['eplb', 'rebalance', path, '--replicas', '4', '--gpus', '2', '--nodes', '1']))\n"
         "print(codes, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
     )
-    inputs = [str(big), str(npy)] + (["/dev/zero"] if Path("/dev/zero").exists() else [])
+    dense = tmp_path / "dense.json"  # 60 MB, under the input limit: 30 million values, refused before parsing
+    dense.write_text("[" + ",".join(["[" + ",".join(["1"] * 1000) + "]"] * 30_000) + "]")
+    inputs = [str(big), str(npy), str(dense)] + (["/dev/zero"] if Path("/dev/zero").exists() else [])
     proc = subprocess.run([sys.executable, "-c", script, *inputs], capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     codes, peak_kib = proc.stdout.rsplit("]", 1)
@@ -290,3 +293,27 @@ def test_npy_stats_still_load(cli, tmp_path: Path) -> None:
     path = tmp_path / "s.npy"
     np.save(path, np.arange(8, dtype=np.int64).reshape(2, 4))
     assert cli("eplb", "rebalance", path, "--replicas", "4", "--gpus", "2", "--nodes", "1").exit_code == 0
+
+
+def test_chunk_size_with_a_trailing_newline_is_refused(cli, tmp_path: Path) -> None:
+    res = cli("storage", "chains", "--nodes", "6", "--ssds-per-node", "2", "--chunk-size", "1MB\n",
+              "--out", tmp_path / "c")
+    _bad(res, "--chunk-size")
+    assert not (tmp_path / "c").exists()
+
+
+def test_every_output_file_is_written_through_the_files_module() -> None:
+    """One helper for --out: the command and output layers never open or write files themselves."""
+    import ast
+
+    offenders = []
+    for folder in ("commands", "output", "runners"):
+        for path in sorted((ROOT / "dsctl" / folder).glob("*.py")):
+            if path.name == "files.py":
+                continue
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Attribute) and node.attr in {"write_text", "write_bytes", "mkdir"}:
+                    offenders.append(f"{path.name}:{node.lineno} {node.attr}")
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "open":
+                    offenders.append(f"{path.name}:{node.lineno} open()")
+    assert not offenders

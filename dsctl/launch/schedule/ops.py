@@ -19,7 +19,7 @@ from dsctl.errors import InputError
 #: op kinds; "FB" is the overlapped forward + full backward
 KINDS = ("F", "B", "I", "W", "FB")
 
-_PART = re.compile(r"^([FBIW])(\d+)\.(\d+)$")
+_PART = re.compile(r"([FBIW])(\d+)\.(\d+)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,11 +57,11 @@ def parse_op(text: str) -> Op:
     """Parse an op name of the grammar above; raises ``InputError`` naming the bad text."""
     parts = text.strip().split("&")
     if len(parts) == 2:
-        a, b = (_PART.match(p) for p in parts)
+        a, b = (_PART.fullmatch(p) for p in parts)
         if a and b and a.group(1) == "F" and b.group(1) == "B":
             return Op("FB", (int(a.group(2)), int(a.group(3))), (int(b.group(2)), int(b.group(3))))
     elif len(parts) == 1:
-        a = _PART.match(parts[0])
+        a = _PART.fullmatch(parts[0])
         if a:
             part = (int(a.group(2)), int(a.group(3)))
             return Op("F", fwd=part) if a.group(1) == "F" else Op(a.group(1), bwd=part)

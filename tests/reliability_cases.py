@@ -1,0 +1,327 @@
+"""The hostile inputs and injected faults behind docs/reliability.md, one ``Case`` per (input class, command).
+
+``tests/cli/test_reliability_doc.py`` runs every case and checks its exit code; ``tests/make_reliability_doc.py``
+runs them and writes the document from what it observed (and ``--check`` compares it with the file).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BIG = "9" * 400
+FAMILIES = ("profiles", "topology", "eplb", "health", "storage", "launch", "model", "trace")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One hostile input (or fault) given to one command; ``run(tmp)`` returns the exit code it ended with."""
+
+    input_class: str
+    family: str
+    example: str
+    args: Callable[[Path], list[str]] | None
+    exit_code: int
+    fault: Callable[[Path], int] | None = None
+
+
+def _w(tmp: Path, name: str, content: bytes | str) -> str:
+    path = tmp / name
+    path.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8", "surrogateescape"))
+    return str(path)
+
+
+def _stats(tmp: Path, content: bytes | str = "1,2,3,4\n4,3,2,1\n", name: str = "s.csv") -> list[str]:
+    return ["eplb", "rebalance", _w(tmp, name, content), "--replicas", "4", "--gpus", "2", "--nodes", "1"]
+
+
+def _placement(tmp: Path, content: str) -> list[str]:
+    return ["eplb", "simulate", _w(tmp, "s.json", "[[1, 2, 3, 4]]"), _w(tmp, "p.json", content), "--gpus", "2"]
+
+
+def _record() -> str:
+    return (ROOT / "tests" / "data" / "health" / "hgx_h800_healthy.yaml").read_text()
+
+
+def _profile(tmp: Path, content: str) -> list[str]:
+    (tmp / "models").mkdir(exist_ok=True)
+    return ["profiles", "validate", _w(tmp / "models", "m.yaml", content)]
+
+
+def _node_profile() -> str:
+    return (ROOT / "profiles" / "nodes" / "h800-hgx.yaml").read_text()
+
+
+def _bad_profile_name(tmp: Path) -> list[str]:
+    text = "kind: node\n" + _node_profile().replace("name: h800-hgx\n", "")
+    return ["profiles", "validate", _w(tmp, "v3\nrm -rf ~.yaml", text)]
+
+
+def _fifo(tmp: Path) -> str:
+    path = tmp / "fifo"
+    os.mkfifo(path)
+    return str(path)
+
+
+def _sparse_gib(tmp: Path) -> str:
+    path = tmp / "big.csv"
+    with open(path, "wb") as handle:
+        handle.truncate(1024**3)
+    return str(path)
+
+
+def _npy(tmp: Path) -> str:
+    header = "{'descr': '<f8', 'fortran_order': False, 'shape': (100000, 100000), }"
+    header += " " * (118 - len(header)) + "\n"
+    return _w(tmp, "s.npy", b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode() + b"\0" * 8)
+
+
+def _plan_dir(tmp: Path) -> str:
+    from tests.conftest import run_cli
+
+    run_cli("topology", "plan", "--nodes", "4", "--out", str(tmp / "plan"))
+    return str(tmp / "plan")
+
+
+def _bom_links(tmp: Path) -> list[str]:
+    plan = _plan_dir(tmp)
+    links = _w(tmp, "links.csv", b"\xef\xbb\xbf" + (Path(plan) / "cabling.csv").read_bytes())
+    return ["topology", "verify", plan, links]
+
+
+def _bom_chains(tmp: Path) -> list[str]:
+    from tests.conftest import run_cli
+
+    run_cli("storage", "chains", "--nodes", "6", "--ssds-per-node", "2", "--out", str(tmp / "c"))
+    content = b"\xef\xbb\xbf" + (tmp / "c" / "generated_chains.csv").read_bytes()
+    return ["storage", "check-chains", _w(tmp, "chains.csv", content)]
+
+
+def _subprocess(args: list[str], **kwargs: object) -> int:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    code = "import sys; from dsctl.cli import main; sys.exit(main())"
+    proc = subprocess.run([sys.executable, "-c", code, *args], env=env, timeout=120, capture_output=False,
+                          stderr=subprocess.PIPE, **kwargs)  # type: ignore[call-overload]
+    assert b"Traceback" not in proc.stderr, proc.stderr[-2000:]
+    return int(proc.returncode)
+
+
+def _full_stdout(args: list[str]) -> Callable[[Path], int]:
+    def run(_: Path) -> int:
+        with open("/dev/full", "wb") as full:
+            return _subprocess(args, stdout=full)
+    return run
+
+
+def _sigterm_during_out(tmp: Path) -> int:
+    """SIGTERM while --out is being written: exit 143, no temporary folder, no result folder left behind."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    script = (
+        "import os, signal, sys\n"
+        "from dsctl.output import files\n"
+        "real = files._swap_in\n"
+        "def swap(stage, out):\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    real(stage, out)\n"
+        "files._swap_in = swap\n"
+        "from dsctl.cli import main\n"
+        "sys.exit(main(sys.argv[1:]))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script, "topology", "plan", "--nodes", "4", "--out",
+                           str(tmp / "plan")], env=env, timeout=120, capture_output=True)
+    left = sorted(p.name for p in tmp.iterdir())
+    return proc.returncode if not left else -1
+
+
+def _killed_run_leftovers(tmp: Path) -> int:
+    """A SIGKILLed run's temporary folder (its pid gone) is removed by the next run into the same place."""
+    from tests.conftest import run_cli
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    (tmp / f".plan.dsctl-{dead}-abc").mkdir()
+    code = run_cli("topology", "plan", "--nodes", "4", "--out", str(tmp / "plan")).exit_code
+    return code if sorted(p.name for p in tmp.iterdir()) == ["plan"] else -1
+
+
+def _out_existing(tmp: Path) -> int:
+    """--out into a folder of an earlier run: the new result replaces it whole, the old one is DIR.prev."""
+    from tests.conftest import run_cli
+
+    run_cli("launch", "layout", "--nodes", "128", "--out", str(tmp / "job"))
+    (tmp / "job" / "stale.txt").write_text("from another run")
+    code = run_cli("launch", "layout", "--nodes", "256", "--out", str(tmp / "job")).exit_code
+    fine = not (tmp / "job" / "stale.txt").exists() and (tmp / "job.prev" / "stale.txt").exists()
+    return code if fine else -1
+
+
+def _read_only_out(tmp: Path) -> int:
+    from tests.conftest import run_cli
+
+    locked = tmp / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        if os.access(locked, os.W_OK):  # root ignores permissions: use a pseudo file system instead
+            return run_cli("storage", "chains", "--nodes", "6", "--ssds-per-node", "2", "--out",
+                           "/proc/dsctl-out").exit_code
+        return run_cli("storage", "chains", "--nodes", "6", "--ssds-per-node", "2", "--out",
+                       str(locked / "c")).exit_code
+    finally:
+        locked.chmod(0o700)
+
+
+_PROFILE_DUP = "name: m\nkind: model\nname: n\n"
+_TRACE = '{"traceEvents": [{"ph": "X", "name": "k", "ts": 1e400, "dur": 1, "pid": 0, "tid": 7}]}'
+
+CASES: list[Case] = [
+    # integers of hundreds of digits
+    Case("integer of 400+ digits", "launch", "--global-batch 9...9 (400 digits)",
+         lambda t: ["launch", "layout", "--nodes", "16", "--global-batch", BIG], 2),
+    Case("integer of 400+ digits", "eplb", "a statistics cell of 400 digits", lambda t: _stats(t, f"1,{BIG}\n"), 2),
+    Case("integer of 400+ digits", "profiles", "num_layers: 9...9",
+         lambda t: _profile(t, f"name: m\nnum_layers: {BIG}\n"), 2),
+    Case("integer of 400+ digits", "storage", "--clients 9...9",
+         lambda t: ["storage", "size", "--dataset", "5 PiB", "--clients", BIG], 2),
+    Case("integer of 400+ digits", "topology", "--nodes 9...9", lambda t: ["topology", "plan", "--nodes", BIG], 2),
+    Case("integer of 400+ digits", "model", "--hidden 9...9",
+         lambda t: ["model", "ep-speed-limit", "--hidden", BIG], 2),
+    Case("integer of 400+ digits", "health", "pcie.width: 9...9 in a record",
+         lambda t: ["health", "check", "--from-record",
+                    _w(t, "r.yaml", _record().replace("width: 16", f"width: {BIG}", 1))], 2),
+    Case("integer above int64", "eplb", "placement slot 2^63", lambda t: _placement(t, '{"phy2log": [[0, 1, 2, '
+                                                                                       f'{2**63}]]}}'), 2),
+    # floats beyond range, NaN
+    Case("float overflow (1e400)", "eplb", "a statistics cell 1e400", lambda t: _stats(t, "1,1e400\n"), 2),
+    Case("float overflow (1e400)", "storage", "--dataset '1e400 PiB'",
+         lambda t: ["storage", "size", "--dataset", "1e400 PiB", "--clients", "10"], 2),
+    Case("float overflow (1e400)", "model", "--nic-gbps 1e400", lambda t: ["model", "ep-speed-limit", "--nic-gbps",
+                                                                           "1e400"], 2),
+    Case("float overflow (1e400)", "launch", "schedule --f 1e308 (step time overflows to inf)",
+         lambda t: ["launch", "schedule", "--f", "1e308", "--svg", str(t / "s.svg")], 2),
+    Case("float overflow (1e400)", "topology", "--oversubscription 1e400",
+         lambda t: ["topology", "plan", "--nodes", "16", "--oversubscription", "1e400"], 2),
+    Case("NaN option", "launch", "schedule --f nan", lambda t: ["launch", "schedule", "--f", "nan"], 2),
+    Case("NaN option", "model", "cost --mfu nan", lambda t: ["model", "cost", "--mfu", "nan"], 2),
+    Case("NaN option", "storage", "size --fill nan",
+         lambda t: ["storage", "size", "--dataset", "5 PiB", "--clients", "10", "--fill", "nan"], 2),
+    Case("NaN option", "health", "check --interval nan",
+         lambda t: ["health", "check", "--interval", "nan"], 2),
+    Case("NaN option", "topology", "--oversubscription nan",
+         lambda t: ["topology", "plan", "--nodes", "16", "--oversubscription", "nan"], 2),
+    # names reaching generated files
+    Case("newline or control character in a name", "launch", "--job-name 'v3\\n#SBATCH --uid=0'",
+         lambda t: ["launch", "--nodes", "16", "--backend", "slurm", "--job-name", "v3\n#SBATCH --uid=0",
+                    "--out", str(t / "job"), "--", "train.py"], 2),
+    Case("newline or control character in a name", "profiles", "profile file named 'v3\\nrm -rf ~.yaml'",
+         _bad_profile_name, 2),
+    Case("newline or control character in a name", "topology", "--leaf-name 'p{plane}\\x01{leaf}'",
+         lambda t: ["topology", "plan", "--nodes", "16", "--leaf-name", "p{plane}\x01{leaf}"], 2),
+    Case("'#' or '=' in a Slurm name", "topology", "--leaf-name 'leaf#{leaf}' (topology.conf comment)",
+         lambda t: ["topology", "plan", "--nodes", "16", "--leaf-name", "leaf#{leaf}{plane}"], 2),
+    Case("'#' or '=' in a Slurm name", "launch", "--partition 'gpu=x'",
+         lambda t: ["launch", "--nodes", "256", "--backend", "slurm", "--partition", "gpu=x", "--out",
+                    str(t / "job"), "--", "t.py"], 2),
+    Case("non-UTF-8 argument", "topology", "--node-name $'\\xff{n}'",
+         lambda t: ["topology", "plan", "--nodes", "4", "--node-name", b"\xff{n}".decode("utf-8", "surrogateescape")],
+         2),
+    Case("non-UTF-8 argument", "launch", "--model $'\\xff'",
+         lambda t: ["launch", "layout", "--nodes", "4", "--model", b"\xff".decode("utf-8", "surrogateescape")], 2),
+    # file contents
+    Case("non-UTF-8 file", "eplb", "statistics starting 0xff 0xfe", lambda t: _stats(t, b"\xff\xfe1,2\n"), 2),
+    Case("non-UTF-8 file", "health", "record with byte 0xff", lambda t: ["health", "check", "--from-record",
+                                                                          _w(t, "r.yaml", b"a: \xff\n")], 2),
+    Case("non-UTF-8 file", "storage", "chain table with byte 0xff",
+         lambda t: ["storage", "check-chains", _w(t, "c.csv", b"\xff\n")], 2),
+    Case("non-UTF-8 file", "trace", "trace with byte 0xff", lambda t: ["trace", "overlap", _w(t, "t.json",
+                                                                                         b"\xff")], 2),
+    Case("unterminated CSV quote", "eplb", "'\"1,2' on line 1", lambda t: _stats(t, '"1,2\n3,4\n5,6\n'), 2),
+    Case("unterminated CSV quote", "topology", "links CSV '\"node0001,...'",
+         lambda t: ["topology", "verify", _plan_dir(t), _w(t, "l.csv", 'a_device,a_port,b_device,b_port\n'
+                                                                       '"node0001,mlx5_0,p0-leaf01,1\n')], 2),
+    Case("unterminated CSV quote", "storage", "chain table '\"900100003,1'",
+         lambda t: ["storage", "check-chains", _w(t, "c.csv", 'ChainId,TargetId\n"900100003,1\n')], 2),
+    Case("byte-order mark (BOM)", "eplb", "statistics CSV starting with a BOM",
+         lambda t: _stats(t, b"\xef\xbb\xbf1,2,3,4\n"), 0),
+    Case("byte-order mark (BOM)", "topology", "links CSV starting with a BOM", _bom_links, 0),
+    Case("byte-order mark (BOM)", "storage", "chain table starting with a BOM", _bom_chains, 0),
+    Case("byte-order mark (BOM)", "profiles", "profile YAML starting with a BOM",
+         lambda t: _profile(t, "\ufeffkind: node\n" + _node_profile().replace("name: h800-hgx\n", "")), 0),
+    Case("duplicate YAML key", "profiles", "'name:' twice", lambda t: _profile(t, _PROFILE_DUP), 2),
+    Case("duplicate YAML key", "health", "a record key twice",
+         lambda t: ["health", "check", "--from-record", _w(t, "r.yaml", _record() + "hostname: again\n")], 2),
+    Case("deep nesting", "eplb", "[[[[... 100,000 levels", lambda t: _stats(t, "[" * 100_000 + "]" * 100_000,
+                                                                             "s.json"), 2),
+    Case("deep nesting", "profiles", "x: [[[[... 50,000 levels",
+         lambda t: _profile(t, "x: " + "[" * 50_000 + "]" * 50_000), 2),
+    Case("wrong type in a record field", "health", "pcie.width: 'wide'",
+         lambda t: ["health", "check", "--from-record",
+                    _w(t, "r.yaml", _record().replace("width: 16", "width: wide", 1))], 2),
+    Case("forged .npy header", "eplb", "header shape (100000, 100000) over 8 bytes of data",
+         lambda t: _stats(t, Path(_npy(t)).read_bytes(), "s.npy"), 2),
+    # file kinds and sizes
+    Case("file above the input limit", "eplb", "1 GiB (sparse) statistics file",
+         lambda t: ["eplb", "rebalance", _sparse_gib(t), "--replicas", "4", "--gpus", "2", "--nodes", "1"], 2),
+    Case("file above the input limit", "profiles", "--max-input-bytes 10 and a profile",
+         lambda t: ["--max-input-bytes", "10", "profiles", "validate", str(ROOT / "profiles" / "nodes" /
+                                                                           "h800-hgx.yaml")], 2),
+    Case("file above the input limit", "topology", "--max-input-bytes 10 and a fabric dump",
+         lambda t: ["--max-input-bytes", "10", "topology", "verify", _plan_dir(t),
+                    str(ROOT / "tests" / "data" / "topology" / "perfect.ibnet")], 2),
+    Case("device as input (/dev/zero)", "eplb", "/dev/zero as statistics",
+         lambda t: ["eplb", "rebalance", "/dev/zero", "--replicas", "4", "--gpus", "2", "--nodes", "1"], 2),
+    Case("device as input (/dev/zero)", "health", "--from-record /dev/zero",
+         lambda t: ["health", "check", "--from-record", "/dev/zero"], 2),
+    Case("device as input (/dev/zero)", "storage", "check-chains /dev/zero",
+         lambda t: ["storage", "check-chains", "/dev/zero"], 2),
+    Case("device as input (/dev/zero)", "profiles", "validate /dev/zero",
+         lambda t: ["profiles", "validate", "/dev/zero"], 2),
+    Case("device as input (/dev/zero)", "topology", "verify PLAN /dev/zero",
+         lambda t: ["topology", "verify", _plan_dir(t), "/dev/zero"], 2),
+    Case("FIFO as input", "eplb", "a named pipe nobody writes", lambda t: ["eplb", "rebalance", _fifo(t),
+                                                                          "--replicas", "4", "--gpus", "2",
+                                                                          "--nodes", "1"], 2),
+    Case("FIFO as input", "health", "--from-record FIFO", lambda t: ["health", "check", "--from-record",
+                                                                     _fifo(t)], 2),
+    Case("FIFO as input", "storage", "check-chains FIFO", lambda t: ["storage", "check-chains", _fifo(t)], 2),
+    Case("FIFO as input", "topology", "verify PLAN FIFO", lambda t: ["topology", "verify", _plan_dir(t),
+                                                                     _fifo(t)], 2),
+    Case("folder as input file", "eplb", "statistics path is a folder", lambda t: ["eplb", "rebalance", str(t),
+                                                                                   "--replicas", "4", "--gpus",
+                                                                                   "2", "--nodes", "1"], 2),
+    Case("missing file", "health", "--from-record absent.yaml",
+         lambda t: ["health", "check", "--from-record", str(t / "absent.yaml")], 2),
+]
+
+FAULTS: list[Case] = [
+    Case("stdout on a full device (/dev/full)", "profiles", "profiles list --format json > /dev/full", None, 2,
+         _full_stdout(["profiles", "list", "--format", "json"])),
+    Case("stdout on a full device (/dev/full)", "model", "model kv-cache > /dev/full", None, 2,
+         _full_stdout(["model", "kv-cache"])),
+    Case("SIGTERM while --out is written", "topology", "topology plan --out DIR, SIGTERM before the swap", None,
+         128 + signal.SIGTERM, _sigterm_during_out),
+    Case("temporaries of a SIGKILLed run", "topology", ".DIR.dsctl-<dead pid>-* beside --out DIR", None, 0,
+         _killed_run_leftovers),
+    Case("--out into an earlier run's folder", "launch", "launch layout --out DIR twice, a stale file in DIR",
+         None, 0, _out_existing),
+    Case("--out on a read-only place", "storage", "storage chains --out under a read-only folder", None, 2,
+         _read_only_out),
+]
+
+
+def run_case(case: Case, tmp: Path) -> tuple[int, str]:
+    """Run one case in the empty folder ``tmp``: (exit code, first stderr line)."""
+    from tests.conftest import run_cli
+
+    if case.fault is not None:
+        return case.fault(tmp), ""
+    assert case.args is not None
+    result = run_cli(*case.args(tmp))
+    assert "Traceback" not in result.stderr, result.stderr[-2000:]
+    return result.exit_code, (result.stderr.splitlines() or [""])[0]
