@@ -143,8 +143,8 @@ def test_hostile_nic_names_exit_2(cli: Cli, tmp_path: Path, where: str, value: A
     ("gpus:\n- {index: 0, pcie: {width: x16}}\n", "gpus[0].pcie.width must be an integer"),
     ("infiniband: {devices: [{name: mlx5_0, bdf: '0000:18:00.0', counters_t0: {symbol_error: lots}}]}\n",
      "counters_t0.symbol_error must be an integer"),
-    ("device_count: " + "9" * 5000 + "\n", "a value cannot be read"),
-    ("gpus:\n- {index: 0, pci: {bus: " + "1" * 400 + "}}\n", "gpus[0].pci.bus must be an integer"),
+    ("device_count: " + "9" * 5000 + "\n", "unreadable YAML value: Exceeds the limit (4300 digits)"),
+    ("gpus:\n- {index: 0, pci: {bus: " + "1" * 400 + "}}\n", "gpus[0].pci.bus is an integer of 400 digits"),
 ])
 def test_non_integer_record_fields_exit_2_not_4(cli: Cli, tmp_path: Path, text: str, needle: str) -> None:
     path = tmp_path / "bad.yaml"
