@@ -189,3 +189,31 @@ def test_upper_bounds_and_nic_pairing(tmp_path: Path) -> None:
     path.write_text(source.replace("bf16_dense_tflops: 989", "bf16_dense_tflops: .inf"))
     with pytest.raises(ProfileError, match="expected a finite number"):
         load_file(path)
+
+
+def test_check_file_reports_every_key_without_knock_on_errors(tmp_path: Path) -> None:
+    from dsctl.profiles.loader import check_file
+
+    text = (builtin_profiles_dir() / "models" / "qwen2.5-72b.yaml").read_text().replace("name: qwen2.5-72b", "")
+    bad = tmp_path / "models" / "m.yaml"
+    bad.parent.mkdir()
+    bad.write_text(text.replace("num_heads: 64", "num_heads: -64").replace("num_layers: 80", "num_layers: many")
+                   + "extra: 1\n")
+    profile, errors = check_file(bad)
+    assert profile is None
+    assert [e.message.split(": ", 1)[1] for e in errors] == [
+        "attention.num_heads: expected an integer from 1 to 10,000,000, got -64",
+        "num_layers: expected an integer >= 1, got a string ('many')",
+        "extra: unknown key",
+    ]
+    with pytest.raises(ProfileError, match=r"attention\.num_heads"):
+        load_file(bad)
+    bad.write_text(text.replace("kind: gqa", "kind: mqa"))
+    assert [e.message.split(": ", 1)[1] for e in check_file(bad)[1]] == [
+        "attention.kind: 'mqa' is not valid; expected mla, gqa or mha"]
+    bad.write_text("attention: 3\nnum_layers: 2\n")
+    assert [e.message.split(": ", 1)[1] for e in check_file(bad)[1]] == [
+        "attention: expected a mapping of keys to values, got a number (3)",
+        "hidden_size: required key is missing", "vocab_size: required key is missing",
+        "dense_intermediate_size: required key is missing"]
+    assert check_file(builtin_profiles_dir() / "models" / "deepseek-v3.yaml")[1] == []
