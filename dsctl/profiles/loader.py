@@ -193,29 +193,24 @@ class _Doc:
 
         return self._read(key, False, check, default, default)
 
-    def size_bytes(self, key: str, maximum: int = _MAX_BYTES) -> int:
-        def check(value: Any) -> int:
+    def _quantity(self, key: str, parse: Callable[[Any], _T], maximum: float, what: str, placeholder: _T) -> _T:
+        """A required quantity with units, ``0 < value <= maximum``; null reaches the parser, which names it."""
+        def check(value: Any) -> _T:
             try:
-                result = parse_bytes(value)
+                result = parse(value)
             except QuantityError as exc:
                 raise self.error(str(exc), key) from None
-            if not 0 < result <= maximum:
-                raise self.error(f"expected a size > 0 and <= {human_bytes(maximum)}, got {value!r}", key)
+            if not 0 < cast(float, result) <= maximum:
+                raise self.error(f"expected a {what}, got {value!r}", key)
             return result
 
-        return self._read(key, True, check, 1, 1, parse_null=True)
+        return self._read(key, True, check, placeholder, placeholder, parse_null=True)
+
+    def size_bytes(self, key: str, maximum: int = _MAX_BYTES) -> int:
+        return self._quantity(key, parse_bytes, maximum, f"size > 0 and <= {human_bytes(maximum)}", 1)
 
     def rate_bits(self, key: str, maximum_bits: float = _MAX_RATE_BITS) -> float:
-        def check(value: Any) -> float:
-            try:
-                result = parse_rate_bits(value)
-            except QuantityError as exc:
-                raise self.error(str(exc), key) from None
-            if not 0 < result <= maximum_bits:
-                raise self.error(f"expected a rate > 0 and <= {maximum_bits / 8e12:g} TB/s, got {value!r}", key)
-            return result
-
-        return self._read(key, True, check, 1.0, 1.0, parse_null=True)
+        return self._quantity(key, parse_rate_bits, maximum_bits, f"rate > 0 and <= {maximum_bits / 8e12:g} TB/s", 1.0)
 
     def names(self, key: str, pattern: str, example: str) -> tuple[str, ...]:
         """An optional list of names, each a full match of ``pattern``; () when the key is absent."""
