@@ -57,9 +57,10 @@ def min_nodes(model: ModelProfile, node: NodeProfile, request: LaunchRequest,
 
     Exact: every count below the answer was ruled out, by the bound of the module docstring or by planning it.
     The request's other constraints (pp, ep, tp, dp, schedule, batch) are kept; those that are wrong at any node
-    count raise InputError. Cost: one stage split per pipeline degree, then per count from the first that the
-    bound allows a divisor list (``O(sqrt(world))``) plus a memory estimate (``O(pp)``) for each degree that passes
-    the bound; ``progress(counts_done, counts_bound)`` follows the scan.
+    count raise InputError. Cost: one stage split per pipeline degree; then, for each count from the first one the
+    bound allows, ``O(degrees)`` arithmetic and batch rules, and only where a degree passes them a divisor list
+    (``O(sqrt(world))``) and a memory estimate (``O(pp)``) per passing degree, never a rank map.
+    ``progress(counts_done, counts_bound)`` follows the scan.
     """
     request = check_request(model, replace(request, num_nodes=1))
     assumptions = MemoryAssumptions()
