@@ -175,6 +175,8 @@ class _Doc:
 
     def count(self, key: str, default: float = 0.0) -> float:
         def check(value: Any) -> float:
+            if not isinstance(value, (str, int, float)):
+                raise self.error(f"expected a count like 671B or 14.8T, got {_describe(value)}", key)
             try:
                 result = parse_count(value)
             except QuantityError as exc:
@@ -193,9 +195,12 @@ class _Doc:
 
         return self._read(key, False, check, default, default)
 
-    def _quantity(self, key: str, parse: Callable[[Any], _T], maximum: float, what: str, placeholder: _T) -> _T:
-        """A required quantity with units, ``0 < value <= maximum``; null reaches the parser, which names it."""
+    def _quantity(self, key: str, parse: Callable[[Any], _T], maximum: float, what: str, example: str,
+                  placeholder: _T) -> _T:
+        """A required quantity with units, ``0 < value <= maximum``."""
         def check(value: Any) -> _T:
+            if not isinstance(value, (str, int, float)):
+                raise self.error(f"expected a quantity like {example!r}, got {_describe(value)}", key)
             try:
                 result = parse(value)
             except QuantityError as exc:
@@ -207,10 +212,11 @@ class _Doc:
         return self._read(key, True, check, placeholder, placeholder, parse_null=True)
 
     def size_bytes(self, key: str, maximum: int = _MAX_BYTES) -> int:
-        return self._quantity(key, parse_bytes, maximum, f"size > 0 and <= {human_bytes(maximum)}", 1)
+        return self._quantity(key, parse_bytes, maximum, f"size > 0 and <= {human_bytes(maximum)}", "80 GiB", 1)
 
     def rate_bits(self, key: str, maximum_bits: float = _MAX_RATE_BITS) -> float:
-        return self._quantity(key, parse_rate_bits, maximum_bits, f"rate > 0 and <= {maximum_bits / 8e12:g} TB/s", 1.0)
+        return self._quantity(key, parse_rate_bits, maximum_bits, f"rate > 0 and <= {maximum_bits / 8e12:g} TB/s",
+                              "400 Gb/s", 1.0)
 
     def names(self, key: str, pattern: str, example: str) -> tuple[str, ...]:
         """An optional list of names, each a full match of ``pattern``; () when the key is absent."""
