@@ -6,6 +6,7 @@ from typing import Any
 
 from benchmarks.case import Case
 from dsctl.launch.layout import ParallelLayout, validate_layout
+from dsctl.launch.minnodes import min_nodes
 from dsctl.launch.plan import LaunchRequest, plan_launch
 from dsctl.launch.rankmap import build_rank_map
 from dsctl.profiles.loader import ProfileStore
@@ -34,8 +35,19 @@ def _plan_256(profiles: tuple[Any, Any]) -> int:
     return plan_launch(*profiles, LaunchRequest(256)).world_size
 
 
+def _min_nodes_v3(profiles: tuple[Any, Any]) -> int | None:
+    return min_nodes(*profiles, LaunchRequest(1))  # 128
+
+
+def _min_nodes_every_count(profiles: tuple[Any, Any]) -> int | None:
+    # no count splits 7 sequences into 3 micro-batches: all 16,384 counts are scanned (the slowest request known)
+    return min_nodes(*profiles, LaunchRequest(1, schedule="1f1b", micro_batches=3, global_batch=7))
+
+
 CASES = [
     Case("launch: layout + rank map + ranks.csv, 2,048 nodes", lambda: None, _layout_and_rank_map, target_s=1.0),
     Case("launch: default layout choice + rank map, 2,048 nodes", _profiles, _plan_2048, target_s=1.0),
     Case("launch: full V3 plan incl. schedule sim, 256 nodes", _profiles, _plan_256, target_s=1.0),
+    Case("launch: --min-nodes, V3 on h800-hgx (exact scan)", _profiles, _min_nodes_v3, target_s=0.5),
+    Case("launch: --min-nodes, no count fits, 16,384 scanned", _profiles, _min_nodes_every_count, target_s=2.0),
 ]

@@ -346,7 +346,7 @@ def layout(
     report_ = layout_report(plan, explain)
     if found is not None:
         report_ = replace(report_, choices=(*report_.choices, f"--min-nodes: {found} is the smallest node count "
-                                            "that fits (searched by doubling, then bisection)"))
+                                            "that fits (every smaller count was checked)"))
     show(report_, fmt, "launch layout")
 
 

@@ -67,19 +67,23 @@ def validate(
     path: Annotated[Path, typer.Argument(help="A profile YAML file, or a folder of them.")],
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
-    """Check a profile file (or a folder of profiles) for syntax, types, units and ranges; every invalid file of a
-    folder is reported (one error line each), not only the first."""
+    """Check a profile file (or a folder of profiles) for syntax, types, units and ranges; every invalid key of
+    every file is reported (one error line each), not only the first."""
     import sys
 
-    from dsctl.errors import ProfileError
+    from dsctl.errors import ProfileError, plural
     from dsctl.profiles.loader import validate_each
 
-    profiles, errors = validate_each(path)
+    profiles, invalid = validate_each(path)
+    errors = [error for problems in invalid for error in problems]
     if len(errors) == 1:
         raise errors[0]
     if errors:
         for error in errors:
             sys.stderr.write(f"error: {error.message}\n" + (f"hint: {error.hint}\n" if error.hint else ""))
-        raise ProfileError(f"{len(errors)} of {len(errors) + len(profiles)} profiles under {path} are invalid "
-                           "(each is named above)")
+        found = f"{plural(len(errors), 'error')} (each named above)"
+        if path.is_dir():
+            raise ProfileError(f"{len(invalid)} of {len(invalid) + len(profiles)} profiles under {path} are "
+                               f"invalid: {found}")
+        raise ProfileError(f"{path} is invalid: {found}")
     show(ValidationReport(str(path), [p.name for p in profiles]), fmt, "profiles validate")

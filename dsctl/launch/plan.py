@@ -17,6 +17,7 @@ Choice of a default layout (each step is explained in ``LaunchPlan.choices``):
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -43,7 +44,7 @@ from dsctl.launch.search import (
     rejection_lines,
 )
 from dsctl.launch.stages import Stage, split_stages
-from dsctl.model.params import count_parameters
+from dsctl.model.params import ParameterCounts, count_parameters
 from dsctl.names import shown
 from dsctl.profiles.schema import ModelProfile, NodeProfile
 from dsctl.units import GIB
@@ -295,12 +296,9 @@ def _rejected(request: LaunchRequest, model: ModelProfile, node: NodeProfile, co
     return PPCandidate(pp, layout.dp, layout.describe(), error.message, error.hint, memory)
 
 
-def plan_launch(model: ModelProfile, node: NodeProfile, request: LaunchRequest,
-                assumptions: MemoryAssumptions | None = None, simulate_schedule: bool = True) -> LaunchPlan:
-    """Choose (or check) the layout for ``request`` and build the full plan; raises InputError on bad input."""
-    if not 1 <= request.num_nodes <= MAX_NODES:
-        raise InputError(f"--nodes {request.num_nodes:,} is not valid: it must be a whole number from 1 to "
-                         f"{MAX_NODES:,} (dsctl's planning limit)")
+def check_request(model: ModelProfile, request: LaunchRequest) -> LaunchRequest:
+    """The checks of ``request`` that do not depend on its node count; returns it with the schedule name
+    normalised. Raises InputError."""
     schedule = check_schedule_name(request.schedule)
     request = replace(request, schedule=schedule)
     for name in ("pp", "ep", "tp", "dp", "micro_batches", "global_batch", "seq_len"):
@@ -312,12 +310,6 @@ def plan_launch(model: ModelProfile, node: NodeProfile, request: LaunchRequest,
             raise InputError(f"{flag} {shown(str(value), 20)} is not valid: dsctl plans counts up to {MAX_COUNT:,}")
     if request.pp is not None:
         check_schedule_layout(schedule, request.pp, None)
-    assumptions = assumptions or MemoryAssumptions()
-    counts = count_parameters(model)
-    gpn = node.num_gpus
-    world = request.num_nodes * gpn
-    tp = request.tp if request.tp is not None else 1
-    choices: list[str] = []
     if request.ep is not None and model.moe is not None and model.moe.num_routed_experts % request.ep:
         experts = model.moe.num_routed_experts
         valid = [str(d) for d in divisors(experts)]
@@ -326,6 +318,44 @@ def plan_launch(model: ModelProfile, node: NodeProfile, request: LaunchRequest,
             f"({experts} = {experts // request.ep} x {request.ep} + {experts % request.ep})",
             hint=f"valid ep for this model: {', '.join(valid)}",
         )
+    return request
+
+
+def layout_fits(model: ModelProfile, node: NodeProfile, request: LaunchRequest, counts: ParameterCounts,
+                assumptions: MemoryAssumptions, worth_trying: Callable[[int], bool]) -> bool:
+    """Whether :func:`plan_launch` of ``request`` (already through :func:`check_request`) fits in GPU memory, i.e.
+    some pipeline degree builds a valid layout that fits; ``worth_trying(pp)`` False skips a degree known not to
+    fit. Cheaper than the plan: no rank map, notes or schedule."""
+    tp = request.tp if request.tp is not None else 1
+    try:
+        candidates = pp_candidates(request, model, node.num_gpus, tp)
+    except InputError:
+        return False
+    for pp in candidates:
+        if not worth_trying(pp):
+            continue
+        try:
+            if _candidate(request, model, node, counts, pp, tp, assumptions)[3].fits:
+                return True
+        except InputError:
+            continue
+    return False
+
+
+def plan_launch(model: ModelProfile, node: NodeProfile, request: LaunchRequest,
+                assumptions: MemoryAssumptions | None = None, simulate_schedule: bool = True) -> LaunchPlan:
+    """Choose (or check) the layout for ``request`` and build the full plan; raises InputError on bad input."""
+    if not 1 <= request.num_nodes <= MAX_NODES:
+        raise InputError(f"--nodes {request.num_nodes:,} is not valid: it must be a whole number from 1 to "
+                         f"{MAX_NODES:,} (dsctl's planning limit)")
+    request = check_request(model, request)
+    schedule = request.schedule
+    assumptions = assumptions or MemoryAssumptions()
+    counts = count_parameters(model)
+    gpn = node.num_gpus
+    world = request.num_nodes * gpn
+    tp = request.tp if request.tp is not None else 1
+    choices: list[str] = []
     candidates = pp_candidates(request, model, gpn, tp)
     if not candidates:
         raise InputError(

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from dsctl.errors import ProfileError, one_of
 from dsctl.inputs import read_bytes
@@ -36,6 +36,7 @@ from dsctl.profiles.textyaml import load_yaml
 from dsctl.units import QuantityError, human_bytes, parse_bytes, parse_count, parse_rate_bits
 
 ENV_VAR = "DSCTL_PROFILES"
+_T = TypeVar("_T")
 _SINGULAR = {
     ProfileKind.MODEL: "model", ProfileKind.NODE: "node", ProfileKind.SWITCH: "switch", ProfileKind.STORAGE: "storage",
 }
@@ -72,22 +73,52 @@ _MAX_RATE_BITS = 8e15  # 1 PB/s
 
 
 class _Doc:
-    """A mapping being validated, with its file and key path for error messages."""
+    """A mapping being validated, with its file and key path for error messages.
 
-    def __init__(self, data: Any, file: Path, keypath: str) -> None:
+    With ``errors=None`` the first invalid key raises ``ProfileError`` (loading a profile for a command). With a
+    list, every invalid key is appended to it and a placeholder value stands in, so that the rest of the file is
+    still checked (``profiles validate``); the profile built that way is thrown away. A section that is missing
+    or not a mapping is reported once and then read silently (its keys are not reported again as missing), and
+    a check across keys runs only when the keys it reads are valid (see :meth:`valid`).
+    """
+
+    def __init__(self, data: Any, file: Path, keypath: str, errors: list[ProfileError] | None = None,
+                 quiet: bool = False) -> None:
         self.file = file
         self.keypath = keypath
-        if not isinstance(data, Mapping):
-            self.fail(f"expected a mapping of keys to values, got {_describe(data)}")
-        self.data: Mapping[str, Any] = data
+        self.errors = errors
+        self.quiet = quiet
+        self.invalid: set[str] = set()
         self.used: set[str] = set()
+        self.data: Mapping[str, Any] = {}
+        if isinstance(data, Mapping):
+            self.data = data
+        elif not quiet:
+            self.fail(f"expected a mapping of keys to values, got {_describe(data)}")
+            self.quiet = True
 
     def where(self, key: str | None = None) -> str:
         path = ".".join(p for p in (self.keypath, key) if p)
         return f"{self.file}: {path}" if path else str(self.file)
 
+    def error(self, message: str, key: str | None = None, hint: str | None = None) -> ProfileError:
+        return ProfileError(f"{self.where(key)}: {message}", hint=hint)
+
     def fail(self, message: str, key: str | None = None, hint: str | None = None) -> None:
-        raise ProfileError(f"{self.where(key)}: {message}", hint=hint)
+        """Report an invalid key: raised at once, or recorded when collecting every error."""
+        self.report(self.error(message, key, hint), key)
+
+    def report(self, error: ProfileError, key: str | None) -> None:
+        if self.errors is None:
+            raise error
+        if key is not None:
+            self.invalid.add(key)
+        if not self.quiet:
+            self.errors.append(error)
+
+    def valid(self, *keys: str) -> bool:
+        """True when none of ``keys`` was reported invalid (always True when the first error raises)."""
+        return not self.quiet and not self.invalid.intersection(keys)
 
     def _get(self, key: str, required: bool) -> Any:
         self.used.add(key)
@@ -95,107 +126,135 @@ class _Doc:
             if required:
                 close = difflib.get_close_matches(key, [str(k) for k in self.data], n=1)
                 hint = f"found {close[0]!r}: did you mean {key!r}?" if close else None
-                self.fail("required key is missing", key, hint=hint)
+                raise self.error("required key is missing", key, hint=hint)
             return None
         return self.data[key]
 
+    def _read(self, key: str, required: bool, check: Callable[[Any], _T], absent: _T, placeholder: _T,
+              parse_null: bool = False) -> _T:
+        """``check(value)`` of ``key``, ``absent`` when the key is missing or null (``parse_null``: null is checked
+        too); on an invalid value the error is raised or recorded (then ``placeholder`` stands in)."""
+        try:
+            value = self._get(key, required)
+            return absent if value is None and not (parse_null and key in self.data) else check(value)
+        except ProfileError as exc:
+            self.report(exc, key)
+            return placeholder
+
     def text(self, key: str, default: str | None = None, choices: Sequence[str] | None = None) -> str:
-        value = self._get(key, default is None)
-        if value is None:
-            return default or ""
-        if not isinstance(value, str):
-            self.fail(f"expected a string, got {_describe(value)}", key)
-        if choices is not None and value not in choices:
-            self.fail(f"{value!r} is not valid; expected {one_of(list(choices))}", key)
-        return value
+        def check(value: Any) -> str:
+            if not isinstance(value, str):
+                raise self.error(f"expected a string, got {_describe(value)}", key)
+            if choices is not None and value not in choices:
+                raise self.error(f"{value!r} is not valid; expected {one_of(list(choices))}", key)
+            return value
+
+        return self._read(key, default is None, check, default or "", default or "")
 
     def integer(self, key: str, minimum: int = 0, default: int | None = None, maximum: int = _MAX_INT) -> int:
-        value = self._get(key, default is None)
-        if value is None:
-            return int(default or 0)
-        if isinstance(value, bool) or not isinstance(value, int):
-            self.fail(f"expected an integer >= {minimum}, got {_describe(value)}", key)
-        if not minimum <= value <= maximum:
-            self.fail(f"expected an integer from {minimum} to {maximum:,}, got {value:,}", key)
-        return int(value)
+        def check(value: Any) -> int:
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise self.error(f"expected an integer >= {minimum}, got {_describe(value)}", key)
+            if not minimum <= value <= maximum:
+                raise self.error(f"expected an integer from {minimum} to {maximum:,}, got {value:,}", key)
+            return int(value)
+
+        fallback = int(default or 0)
+        return self._read(key, default is None, check, fallback, max(minimum, 1) if default is None else fallback)
 
     def number(self, key: str, minimum: float = 0.0, default: float | None = None) -> float:
-        value = self._get(key, default is None)
-        if value is None:
-            return float(default or 0.0)
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            self.fail(f"expected a number >= {minimum:g}, got {_describe(value)}", key)
-        if not minimum <= value < math.inf:  # also rejects NaN
-            self.fail(f"expected a finite number >= {minimum:g}, got {value}", key)
-        return float(value)
+        def check(value: Any) -> float:
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise self.error(f"expected a number >= {minimum:g}, got {_describe(value)}", key)
+            if not minimum <= value < math.inf:  # also rejects NaN
+                raise self.error(f"expected a finite number >= {minimum:g}, got {value}", key)
+            return float(value)
+
+        fallback = float(default or 0.0)
+        return self._read(key, default is None, check, fallback, max(minimum, 1.0) if default is None else fallback)
 
     def count(self, key: str, default: float = 0.0) -> float:
-        value = self._get(key, False)
-        if value is None:
-            return default
-        try:
-            result = parse_count(value)
-        except QuantityError as exc:
-            self.fail(f"{exc}", key)
-        if result < 0:
-            self.fail(f"expected a count >= 0, got {value!r}", key)
-        return result
+        def check(value: Any) -> float:
+            if not isinstance(value, (str, int, float)):
+                raise self.error(f"expected a count like 671B or 14.8T, got {_describe(value)}", key)
+            try:
+                result = parse_count(value)
+            except QuantityError as exc:
+                raise self.error(f"{exc}", key) from None
+            if result < 0:
+                raise self.error(f"expected a count >= 0, got {value!r}", key)
+            return result
+
+        return self._read(key, False, check, default, default)
 
     def flag(self, key: str, default: bool) -> bool:
-        value = self._get(key, False)
-        if value is None:
-            return default
-        if not isinstance(value, bool):
-            self.fail(f"expected true or false, got {_describe(value)}", key)
-        return bool(value)
+        def check(value: Any) -> bool:
+            if not isinstance(value, bool):
+                raise self.error(f"expected true or false, got {_describe(value)}", key)
+            return bool(value)
+
+        return self._read(key, False, check, default, default)
+
+    def _quantity(self, key: str, parse: Callable[[Any], _T], maximum: float, what: str, example: str,
+                  placeholder: _T) -> _T:
+        """A required quantity with units, ``0 < value <= maximum``."""
+        def check(value: Any) -> _T:
+            if not isinstance(value, (str, int, float)):
+                raise self.error(f"expected a quantity like {example!r}, got {_describe(value)}", key)
+            try:
+                result = parse(value)
+            except QuantityError as exc:
+                raise self.error(str(exc), key) from None
+            if not 0 < cast(float, result) <= maximum:
+                raise self.error(f"expected a {what}, got {value!r}", key)
+            return result
+
+        return self._read(key, True, check, placeholder, placeholder, parse_null=True)
 
     def size_bytes(self, key: str, maximum: int = _MAX_BYTES) -> int:
-        value = self._get(key, True)
-        try:
-            result = parse_bytes(value)
-        except QuantityError as exc:
-            self.fail(str(exc), key)
-        if not 0 < result <= maximum:
-            self.fail(f"expected a size > 0 and <= {human_bytes(maximum)}, got {value!r}", key)
-        return result
+        return self._quantity(key, parse_bytes, maximum, f"size > 0 and <= {human_bytes(maximum)}", "80 GiB", 1)
 
     def rate_bits(self, key: str, maximum_bits: float = _MAX_RATE_BITS) -> float:
-        value = self._get(key, True)
-        try:
-            result = parse_rate_bits(value)
-        except QuantityError as exc:
-            self.fail(str(exc), key)
-        if not 0 < result <= maximum_bits:
-            self.fail(f"expected a rate > 0 and <= {maximum_bits / 8e12:g} TB/s, got {value!r}", key)
-        return result
+        return self._quantity(key, parse_rate_bits, maximum_bits, f"rate > 0 and <= {maximum_bits / 8e12:g} TB/s",
+                              "400 Gb/s", 1.0)
 
     def names(self, key: str, pattern: str, example: str) -> tuple[str, ...]:
         """An optional list of names, each a full match of ``pattern``; () when the key is absent."""
-        value = self._get(key, False)
-        if value is None:
-            return ()
-        if not isinstance(value, list) or not all(isinstance(v, str) and re.fullmatch(pattern, v) for v in value):
-            self.fail(f"expected a list of names like [{example}], got {_describe(value)}", key)
-        if len(set(value)) != len(value):
-            self.fail("lists a name twice", key)
-        return tuple(value)
+        def check(value: Any) -> tuple[str, ...]:
+            if not isinstance(value, list) or not all(isinstance(v, str) and re.fullmatch(pattern, v)
+                                                      for v in value):
+                raise self.error(f"expected a list of names like [{example}], got {_describe(value)}", key)
+            if len(set(value)) != len(value):
+                raise self.error("lists a name twice", key)
+            return tuple(value)
+
+        return self._read(key, False, check, (), ())
+
+    def _child(self, key: str, required: bool) -> _Doc | None:
+        path = ".".join(p for p in (self.keypath, key) if p)
+        try:
+            value = self._get(key, required)
+        except ProfileError as exc:
+            self.report(exc, key)
+            return _Doc({}, self.file, path, self.errors, quiet=True)
+        if value is None and not required:
+            return None
+        child = _Doc(value, self.file, path, self.errors, quiet=self.quiet)
+        if child.quiet:
+            self.invalid.add(key)
+        return child
 
     def section(self, key: str) -> _Doc:
-        return _Doc(self._get(key, True), self.file, ".".join(p for p in (self.keypath, key) if p))
+        return cast(_Doc, self._child(key, True))  # a required key never gives None
 
     def optional_section(self, key: str) -> _Doc | None:
-        value = self._get(key, False)
-        if value is None:
-            return None
-        return _Doc(value, self.file, ".".join(p for p in (self.keypath, key) if p))
+        return self._child(key, False)
 
     def finish(self) -> None:
-        unknown = [k for k in self.data if k not in self.used]
-        if unknown:
-            key = str(unknown[0])
-            close = difflib.get_close_matches(key, sorted(self.used), n=1)
+        for unknown in [str(k) for k in self.data if k not in self.used]:
+            close = difflib.get_close_matches(unknown, sorted(self.used), n=1)
             hint = f"did you mean {close[0]!r}?" if close else f"valid keys here: {', '.join(sorted(self.used))}"
-            self.fail("unknown key", key, hint=hint)
+            self.fail("unknown key", unknown, hint=hint)
 
 
 def _short(value: str, limit: int = 60) -> str:
@@ -222,6 +281,8 @@ def _describe(value: Any) -> str:
 def _build_model(doc: _Doc, name: str) -> ModelProfile:
     att = doc.section("attention")
     kind = att.text("kind", choices=("mla", "gqa", "mha"))
+    if not att.valid("kind"):
+        att.quiet = True  # which keys belong here depends on the kind: the rest of the section cannot be judged
     num_heads = att.integer("num_heads", 1)
     if kind == "mla":
         attention = AttentionSpec(
@@ -237,7 +298,7 @@ def _build_model(doc: _Doc, name: str) -> ModelProfile:
         )
     else:
         num_kv_heads = att.integer("num_kv_heads", 1, default=num_heads)
-        if num_heads % num_kv_heads:
+        if att.valid("num_heads", "num_kv_heads") and num_heads % num_kv_heads:
             att.fail(f"num_heads {num_heads} is not a multiple of num_kv_heads {num_kv_heads}", "num_kv_heads")
         attention = AttentionSpec(
             kind=kind, num_heads=num_heads, num_kv_heads=num_kv_heads, head_dim=att.integer("head_dim", 1)
@@ -255,20 +316,24 @@ def _build_model(doc: _Doc, name: str) -> ModelProfile:
             num_expert_groups=moe_doc.integer("num_expert_groups", 1, default=1),
             num_limited_groups=moe_doc.integer("num_limited_groups", 1, default=1),
         )
-        if moe.num_routed_experts % moe.num_expert_groups:
+        if moe_doc.valid("num_routed_experts", "num_expert_groups") and \
+                moe.num_routed_experts % moe.num_expert_groups:
             moe_doc.fail(f"num_routed_experts {moe.num_routed_experts} is not divisible by num_expert_groups "
                          f"{moe.num_expert_groups}", "num_expert_groups")
-        if moe.num_experts_per_token > moe.num_routed_experts:
+        if moe_doc.valid("num_experts_per_token", "num_routed_experts") and \
+                moe.num_experts_per_token > moe.num_routed_experts:
             moe_doc.fail("cannot exceed num_routed_experts", "num_experts_per_token")
-        if moe.num_limited_groups > moe.num_expert_groups:
+        if moe_doc.valid("num_limited_groups", "num_expert_groups") and \
+                moe.num_limited_groups > moe.num_expert_groups:
             moe_doc.fail("cannot exceed num_expert_groups", "num_limited_groups")
         moe_doc.finish()
 
     num_layers = doc.integer("num_layers", 1)
     num_dense_layers = doc.integer("num_dense_layers", 0, default=num_layers if moe is None else 0)
-    if num_dense_layers > num_layers:
+    layers_valid = doc.valid("num_layers", "num_dense_layers")
+    if layers_valid and num_dense_layers > num_layers:
         doc.fail(f"{num_dense_layers} exceeds num_layers {num_layers}", "num_dense_layers")
-    if moe is None and num_dense_layers != num_layers:
+    elif layers_valid and moe is None and num_dense_layers != num_layers:
         doc.fail("a model without a moe section is dense: num_dense_layers must equal num_layers", "num_dense_layers")
 
     published = PublishedFigures()
@@ -329,10 +394,12 @@ def _build_node(doc: _Doc, name: str) -> NodeProfile:
     for section in (gpu, nvlink, nics, storage):
         section.finish()
     gpus, nic_count = profile.num_gpus, profile.num_compute_nics
-    if profile.compute_nic_devices and len(profile.compute_nic_devices) != nic_count:
+    if nics.valid("devices", "count") and profile.compute_nic_devices and \
+            len(profile.compute_nic_devices) != nic_count:
         nics.fail(f"names {len(profile.compute_nic_devices)} devices for count {nic_count}: give one name per "
                   "compute NIC, in GPU order", "devices")
-    if nic_count and not (gpus % nic_count == 0 or nic_count % gpus == 0):
+    if nics.valid("count") and gpu.valid("count") and nic_count and \
+            not (gpus % nic_count == 0 or nic_count % gpus == 0):
         nics.fail(f"{nic_count} compute NICs do not pair with {gpus} GPUs: one count must divide the other "
                   "(NIC i serves GPU i, or each NIC serves a fixed group of GPUs)", "count")
     return profile
@@ -341,7 +408,7 @@ def _build_node(doc: _Doc, name: str) -> NodeProfile:
 def _build_switch(doc: _Doc, name: str) -> SwitchProfile:
     cost = doc.section("cost")
     num_ports = doc.integer("ports", 4)
-    if num_ports % 2:
+    if doc.valid("ports") and num_ports % 2:
         doc.fail(f"a fat-tree switch needs an even port count, got {num_ports}", "ports")
     profile = SwitchProfile(
         name=name,
@@ -417,7 +484,23 @@ def _kind_of(path: Path, data: Any) -> ProfileKind:
 
 
 def load_file(path: Path, kind: ProfileKind | None = None) -> Profile:
-    """Read and validate one profile file. Raises ``ProfileError`` naming the file and key path."""
+    """Read and validate one profile file. Raises ``ProfileError`` naming the file and key path (the first
+    invalid key)."""
+    return _load(path, kind, None)
+
+
+def check_file(path: Path, kind: ProfileKind | None = None) -> tuple[Profile | None, list[ProfileError]]:
+    """Validate one profile file, reporting every invalid key: ``(profile, [])`` when valid, else ``(None,
+    errors)`` in the order the keys are checked. A file that cannot be read as a mapping gives one error."""
+    errors: list[ProfileError] = []
+    try:
+        profile = _load(path, kind, errors)
+    except ProfileError as exc:  # unreadable, bad YAML, bad file name or kind: nothing more to check
+        return None, [*errors, exc]
+    return (None, errors) if errors else (profile, [])
+
+
+def _load(path: Path, kind: ProfileKind | None, errors: list[ProfileError] | None) -> Profile:
     data = read_yaml(path)
     if data is None:
         raise ProfileError(f"{path}: the file is empty")
@@ -426,7 +509,9 @@ def load_file(path: Path, kind: ProfileKind | None = None) -> Profile:
                            "use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit",
                            hint="profile names reach generated job scripts; rename the file")
     kind = kind or _kind_of(path, data)
-    doc = _Doc(data, path, "")
+    if not isinstance(data, Mapping):
+        raise ProfileError(f"{path}: expected a mapping of keys to values, got {_describe(data)}")
+    doc = _Doc(data, path, "", errors)
     doc.used.add("kind")
     name = doc.text("name", default=path.stem)
     if name != path.stem:
@@ -535,28 +620,28 @@ def _scan(directory: Path) -> Iterator[tuple[Path, ProfileKind]]:
 
 
 def validate_path(path: Path) -> list[Profile]:
-    """Validate one profile file, or every profile under a directory. Raises the first invalid file's error."""
+    """Validate one profile file, or every profile under a directory. Raises the first invalid file's first
+    error."""
     profiles, errors = validate_each(path)
     if errors:
-        raise errors[0]
+        raise errors[0][0]
     return profiles
 
 
-def validate_each(path: Path) -> tuple[list[Profile], list[ProfileError]]:
-    """Validate one profile file, or every profile under a directory: the valid profiles and one error per
-    invalid file (every file is checked; a single file's error is raised)."""
+def validate_each(path: Path) -> tuple[list[Profile], list[list[ProfileError]]]:
+    """Validate one profile file, or every profile under a directory: the valid profiles, and for each invalid
+    file every error found in it (every key of every file is checked)."""
     if not path.exists():
         raise ProfileError(f"{path}: no such file or directory")
-    if not path.is_dir():
-        return [load_file(path)], []
-    found = list(_profile_files(path))
+    found = [(path, None)] if not path.is_dir() else list(_profile_files(path))
     if not found:
         raise ProfileError(f"{path}: no *.yaml profiles found",
                            hint="profiles live in models/, nodes/, switches/ or storage/ sub-folders")
     profiles, errors = [], []
     for file, kind in found:
-        try:
-            profiles.append(load_file(file, kind))
-        except ProfileError as exc:
-            errors.append(exc)
+        profile, problems = check_file(file, kind)
+        if profile is not None:
+            profiles.append(profile)
+        else:
+            errors.append(problems)
     return profiles, errors

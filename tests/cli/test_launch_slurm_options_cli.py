@@ -129,3 +129,16 @@ def test_layout_min_nodes_shows_the_smallest_layout_that_fits(cli: Cli) -> None:
     assert lite["num_nodes"] == 1
     both = cli("launch", "layout", "--min-nodes", "--nodes", "4")
     assert both.exit_code == 2 and "--min-nodes chooses the node count; drop --nodes" in both.stderr
+
+
+def test_min_nodes_is_exact_where_fit_is_not_monotone(cli: Cli) -> None:
+    # under 1F1B DeepSeek-V3 fits on 31 nodes, not on 32-35, again on 36 and 42 (bisection answered 42)
+    res = cli("launch", "layout", "--min-nodes", "--schedule", "1f1b", "-f", "json")
+    assert res.exit_code == 0, res.stderr
+    assert (res.json()["num_nodes"], res.json()["memory_fits"]) == (31, True)
+    assert any("--min-nodes: 31 is the smallest node count that fits (every smaller count was checked)" in c
+               for c in res.json()["choices"])
+    gap = cli("launch", "--nodes", "32", "--schedule", "1f1b", "-f", "json")
+    assert gap.exit_code == 1 and any("the smallest node count that fits is 31" in n for n in gap.json()["notes"])
+    wrong = cli("launch", "layout", "--min-nodes", "--ep", "3")
+    assert wrong.exit_code == 2 and "ep 3 does not divide the 256 routed experts" in wrong.stderr

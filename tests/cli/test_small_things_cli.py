@@ -1,5 +1,5 @@
 """Small things users noticed: `| head` exits with the result's code (not 1), `profiles validate` reports every
-invalid file, one unit per quantity in tables, EPLB zero rows and model layer numbers."""
+invalid key of every file, one unit per quantity in tables, EPLB zero rows and model layer numbers."""
 
 from __future__ import annotations
 
@@ -69,10 +69,38 @@ def test_validate_reports_every_invalid_file(cli: Cli, tmp_path: Path) -> None:
     (tmp_path / "models" / "bad2.yaml").write_text("name: bad2\nnum_layers: -1\n")
     result = cli("profiles", "validate", tmp_path)
     assert result.exit_code == 2 and result.stdout == ""
-    lines = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
-    assert len(lines) == 3, result.stderr
-    assert "bad2.yaml" in lines[0] and "bad1.yaml: gpu.count" in lines[1]
-    assert lines[2] == f"error: 2 of 3 profiles under {tmp_path} are invalid (each is named above)"
+    lines = [line.split("/")[-1] for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert lines == [
+        "bad2.yaml: attention: required key is missing",
+        "bad2.yaml: num_layers: expected an integer from 1 to 10,000,000, got -1",
+        "bad2.yaml: hidden_size: required key is missing",
+        "bad2.yaml: vocab_size: required key is missing",
+        "bad2.yaml: dense_intermediate_size: required key is missing",
+        "bad1.yaml: gpu.count: expected an integer >= 1, got a string ('eight')",
+        f"{tmp_path.name} are invalid: 6 errors (each named above)",
+    ], result.stderr
+    assert f"error: 2 of 3 profiles under {tmp_path} are invalid" in result.stderr
+
+
+def test_validate_reports_every_invalid_key_of_a_file(cli: Cli, tmp_path: Path) -> None:
+    good = (builtin_profiles_dir() / "nodes" / "h800-hgx.yaml").read_text()
+    bad = tmp_path / "nodes" / "bad.yaml"
+    bad.parent.mkdir()
+    bad.write_text(good.replace("name: h800-hgx", "name: bad").replace("count: 8", "count: eight", 1)
+                   .replace("link_layer: infiniband", "link_layer: carrier-pigeon") + "  lanes: 3\n")
+    result = cli("profiles", "validate", bad)
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.splitlines() == [
+        f"error: {bad}: gpu.count: expected an integer >= 1, got a string ('eight')",
+        f"error: {bad}: compute_nics.link_layer: 'carrier-pigeon' is not valid; expected infiniband or ethernet",
+        f"error: {bad}: storage_nics.lanes: unknown key",
+        "hint: valid keys here: count, link_layer, rate",
+        f"error: {bad} is invalid: 3 errors (each named above)",
+    ]
+    # commands that load a profile still stop at its first error
+    shown = cli("--profiles-dir", tmp_path, "profiles", "show", "bad")
+    assert shown.exit_code == 2 and shown.stderr.splitlines() == [
+        f"error: {bad}: gpu.count: expected an integer >= 1, got a string ('eight')"]
 
 
 def test_tables_use_gib_for_bytes_and_gb_per_s_for_bandwidth(cli: Cli) -> None:

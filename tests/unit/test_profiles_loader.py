@@ -189,3 +189,80 @@ def test_upper_bounds_and_nic_pairing(tmp_path: Path) -> None:
     path.write_text(source.replace("bf16_dense_tflops: 989", "bf16_dense_tflops: .inf"))
     with pytest.raises(ProfileError, match="expected a finite number"):
         load_file(path)
+
+
+def test_check_file_reports_every_key_without_knock_on_errors(tmp_path: Path) -> None:
+    from dsctl.profiles.loader import check_file
+
+    text = (builtin_profiles_dir() / "models" / "qwen2.5-72b.yaml").read_text().replace("name: qwen2.5-72b", "")
+    bad = tmp_path / "models" / "m.yaml"
+    bad.parent.mkdir()
+    bad.write_text(text.replace("num_heads: 64", "num_heads: -64").replace("num_layers: 80", "num_layers: many")
+                   + "extra: 1\n")
+    profile, errors = check_file(bad)
+    assert profile is None
+    assert [e.message.split(": ", 1)[1] for e in errors] == [
+        "attention.num_heads: expected an integer from 1 to 10,000,000, got -64",
+        "num_layers: expected an integer >= 1, got a string ('many')",
+        "extra: unknown key",
+    ]
+    with pytest.raises(ProfileError, match=r"attention\.num_heads"):
+        load_file(bad)
+    bad.write_text(text.replace("kind: gqa", "kind: mqa"))
+    assert [e.message.split(": ", 1)[1] for e in check_file(bad)[1]] == [
+        "attention.kind: 'mqa' is not valid; expected mla, gqa or mha"]
+    bad.write_text("attention: 3\nnum_layers: 2\n")
+    assert [e.message.split(": ", 1)[1] for e in check_file(bad)[1]] == [
+        "attention: expected a mapping of keys to values, got a number (3)",
+        "hidden_size: required key is missing", "vocab_size: required key is missing",
+        "dense_intermediate_size: required key is missing"]
+    assert check_file(builtin_profiles_dir() / "models" / "deepseek-v3.yaml")[1] == []
+
+
+_NODE_LEAVES = ["description", "gpu.model", "gpu.count", "gpu.hbm", "gpu.bf16_dense_tflops", "gpu.fp8_dense_tflops",
+                "nvlink.bandwidth", "nvlink.links_per_gpu", "compute_nics.count", "compute_nics.model",
+                "compute_nics.rate", "compute_nics.link_layer", "storage_nics.count", "storage_nics.rate",
+                "storage_nics.link_layer"]
+
+
+@given(broken=st.sets(st.sampled_from(_NODE_LEAVES), min_size=1), unknown=st.booleans())
+def test_every_broken_key_is_reported_once(broken: set[str], unknown: bool) -> None:
+    import json
+    import tempfile
+
+    from dsctl.profiles.loader import check_file
+
+    data = {"name": "n", "description": "d",
+            "gpu": {"model": "G", "count": 8, "hbm": "80 GiB", "bf16_dense_tflops": 989, "fp8_dense_tflops": 1979},
+            "nvlink": {"bandwidth": "400 GB/s", "links_per_gpu": 8},
+            "compute_nics": {"count": 8, "model": "CX7", "rate": "400 Gb/s", "link_layer": "infiniband"},
+            "storage_nics": {"count": 1, "rate": "400 Gb/s", "link_layer": "ethernet"}}
+    for leaf in broken:
+        section, _, key = leaf.rpartition(".")
+        (data[section] if section else data)[key] = [1]  # type: ignore[index]
+    if unknown:
+        data["nvlink"]["lanes"] = 3  # type: ignore[index]
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "nodes" / "n.yaml"
+        path.parent.mkdir()
+        path.write_text(json.dumps(data))  # JSON is YAML
+        profile, errors = check_file(path)
+    reported = [e.message.split(": ")[1] for e in errors]
+    assert profile is None
+    assert sorted(reported) == sorted(broken | ({"nvlink.lanes"} if unknown else set()))
+
+
+def test_a_list_or_null_where_a_quantity_belongs_is_bad_input(tmp_path: Path) -> None:
+    text = (builtin_profiles_dir() / "nodes" / "h800-hgx.yaml").read_text().replace("name: h800-hgx", "name: n")
+    path = tmp_path / "nodes" / "n.yaml"
+    path.parent.mkdir()
+    for value, described in (("[1]", "a list"), ("", r"nothing \(null\)")):
+        path.write_text(text.replace("hbm: 80 GiB", f"hbm: {value}"))
+        with pytest.raises(ProfileError, match=rf"gpu\.hbm: expected a quantity like '80 GiB', got {described}"):
+            load_file(path)
+    model = (builtin_profiles_dir() / "models" / "deepseek-v3.yaml").read_text().replace("name: deepseek-v3", "")
+    path = tmp_path / "models" / "m.yaml"
+    path.parent.mkdir()
+    path.write_text(model.replace("total_params: 671B", "total_params: [671]"))
+    with pytest.raises(ProfileError, match=r"published\.total_params: expected a count like 671B"):
+        load_file(path)
