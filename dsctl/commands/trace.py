@@ -210,8 +210,7 @@ def timeline_cmd(
     jobs: JobsOpt = None,
     max_bytes: MaxBytesOpt = _MAX_BYTES,
 ) -> None:
-    """An SVG with one lane per rank and stream, kernels coloured by category (computation, communication,
-    memory)."""
+    """An SVG with one lane per rank and stream, kernels coloured by category (compute, comm, memory)."""
     from dsctl.output import stderr_console
     from dsctl.output.files import atomic_write
     from dsctl.runners.trace_files import default_jobs, expand, lanes_file, run_per_file
