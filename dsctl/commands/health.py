@@ -138,7 +138,7 @@ def take_snapshot(from_record: Path | None, sysfs_root: Path | None, interval_s:
             # number, an integer beyond 64 bits) is bad input, not a bug
             raise InputError(f"--from-record {from_record}: a value has the wrong type for its field "
                              f"({type(exc).__name__}: {str(exc)[:120]})",
-                             hint="counters, widths, generations and limits are whole numbers (see docs/health.md)"
+                             hint="counters, widths, generations and limits are whole numbers"
                              ) from None
 
 
