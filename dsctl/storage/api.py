@@ -25,6 +25,8 @@ def parse_size(text: str, option: str) -> float:
         value = parse_bytes(text)
     except QuantityError as exc:
         raise InputError(f"{option} {text!r}: {exc}") from exc
+    except OverflowError:
+        raise InputError(f"{option} {text!r} must be less than 1 ZB") from None
     if not 0 < value < 1e21:
         raise InputError(f"{option} {text!r} must be more than 0 bytes and less than 1 ZB")
     return float(value)

@@ -124,3 +124,8 @@ def test_parsers_reject_junk_with_the_option_name(text: str) -> None:
             assert "--opt" in exc.message
         else:
             assert value > 0
+
+
+def test_parse_size_overflow_is_an_input_error() -> None:
+    with pytest.raises(InputError, match="--dataset"):
+        parse_size("1e400 PiB", "--dataset")
