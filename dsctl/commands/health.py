@@ -112,18 +112,18 @@ def take_snapshot(from_record: Path | None, sysfs_root: Path | None, interval_s:
                   areas: tuple[str, ...]) -> NodeSnapshot:
     if interval_s is not None and not 0 < interval_s <= MAX_INTERVAL_S:  # also rejects nan
         raise InputError(f"--interval must be a number of seconds in (0, {MAX_INTERVAL_S:g}], got {interval_s:g}")
-    with open_sources(from_record, sysfs_root, interval_s, areas) as src:
-        try:
+    try:
+        with open_sources(from_record, sysfs_root, interval_s, areas) as src:
             return sample_node(src.gpus, src.rdma, src.interval_s, src.wait, hostname=src.hostname, host=src.host)
-        except (ValueError, TypeError, OverflowError, KeyError, IndexError, AttributeError) as exc:
-            if from_record is None:
-                raise
-            # a replayed record is data: a value of the wrong type (a word, null or NaN where NVML returns a whole
-            # number, an integer beyond 64 bits) is bad input, not a bug
-            raise InputError(f"--from-record {from_record}: a value has the wrong type for its field "
-                             f"({type(exc).__name__}: {str(exc)[:120]})",
-                             hint="counters, widths, generations and limits are whole numbers (see docs/health.md)"
-                             ) from None
+    except (ValueError, TypeError, OverflowError, KeyError, IndexError, AttributeError) as exc:
+        if from_record is None:
+            raise
+        # a replayed record is data: a value of the wrong type (a word, null or NaN where NVML returns a whole
+        # number) is bad input, not a bug
+        raise InputError(f"--from-record {from_record}: a value has the wrong type for its field "
+                         f"({type(exc).__name__}: {str(exc)[:120]})",
+                         hint="counters, widths, generations and limits are whole numbers (see docs/health.md)"
+                         ) from None
 
 
 @app.command("check")
