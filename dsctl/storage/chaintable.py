@@ -165,6 +165,8 @@ def parse_chains_csv(text: str, where: str) -> tuple[list[int], list[list[int]]]
             values = [int(c) for c in cells]
         except ValueError as exc:
             raise InputError(f"{where} line {number}: every cell must be an integer id, got {line!r}") from exc
+        if len(values) < 2:
+            raise InputError(f"{where} line {number}: chain {values[0]} lists no TargetId after its ChainId")
         if any(x <= 0 or x > 2**64 - 1 for x in values) or values[0] > UINT32_MAX:
             raise InputError(f"{where} line {number}: ids must be positive (chain ids at most {UINT32_MAX})")
         cids.append(values[0])

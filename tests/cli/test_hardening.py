@@ -328,3 +328,10 @@ def test_record_values_of_the_wrong_type(cli, tmp_path: Path, value: str) -> Non
         if key in source:
             record.write_text(source.replace(key, f"{key.split(':')[0]}: {value}", 1))
             _bad(cli("health", "check", "--from-record", record), "--from-record")
+
+
+def test_chain_table_cut_after_a_chain_id(cli, tmp_path: Path) -> None:
+    """Found by the property suite: a chain row without targets was an IndexError (exit 4)."""
+    table = tmp_path / "chains.csv"
+    table.write_text("ChainId,TargetId,TargetId\n9")
+    _bad(cli("storage", "check-chains", table), "line 2")
