@@ -22,6 +22,7 @@ from dsctl.eplb.stats import MAX_STATS_VALUES  # noqa: E402
 from dsctl.inputs import DEFAULT_MAX_INPUT_BYTES, ENV_MAX_INPUT_BYTES  # noqa: E402
 from dsctl.launch.plan import MAX_COUNT, MAX_NODES  # noqa: E402
 from dsctl.launch.schedule import MAX_SVG_OPS  # noqa: E402
+from dsctl.launch.schedule.params import MAX_STAGE_MICRO_BATCHES  # noqa: E402
 from dsctl.output.files import PREV_SUFFIX  # noqa: E402
 from dsctl.topology.naming import MAX_NAME_BYTES, MAX_TEMPLATE_CHARS  # noqa: E402
 from tests.reliability_cases import CASES, FAMILIES, FAULTS, Case, run_case  # noqa: E402
@@ -38,7 +39,8 @@ LIMITS = [
     ("placement ids and counts", f"0..{MAX_PLACEMENT_ID:,}", "larger (e.g. above int64) is exit 2"),
     ("launch counts", f"--nodes 1..{MAX_NODES:,}; --pp/--ep/--tp/--dp/--global-batch/--seq-len up to "
      f"{MAX_COUNT:,} (2^53)", "beyond is exit 2"),
-    ("pipeline schedule", f"finite step time; SVG up to {MAX_SVG_OPS:,} ops",
+    ("pipeline schedule", f"--pp x --micro-batches up to {MAX_STAGE_MICRO_BATCHES:,} simulated steps; finite step "
+     f"time; SVG up to {MAX_SVG_OPS:,} ops",
      "costs whose sums overflow float (1e308) are exit 2; drawing loops are bounded"),
     ("device names", f"{MAX_NAME_BYTES} bytes (InfiniBand node description), templates {MAX_TEMPLATE_CHARS} "
      "characters", "letters, digits and `._:/@+-` only (full match)"),

@@ -20,3 +20,7 @@ def check_record_numbers(data: Any, source: str) -> None:
         elif isinstance(node, int) and not isinstance(node, bool) and not -(2**63) <= node < 2**64:
             raise InputError(f"{source}: {where} is an integer of {len(str(abs(node))):,} digits; record values "
                              "are 64-bit integers")
+        elif isinstance(node, str) and len(node) > 20 and node.strip().lstrip("+-").isdigit():
+            # quoted digits are read as integers by the fake NVML (as sysfs text is by the reader)
+            raise InputError(f"{source}: {where} is a number of {len(node.strip()):,} digits; record values are "
+                             "64-bit integers")

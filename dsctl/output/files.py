@@ -161,7 +161,10 @@ def _swap_in(stage: Path, out_dir: Path) -> None:
 
 
 def _check_out_dir(out_dir: Path, option: str) -> Path:
-    if out_dir.is_symlink() or (out_dir.exists() and not out_dir.is_dir()):
+    if out_dir.is_symlink():
+        raise InputError(f"{option} {out_dir} is a symbolic link; dsctl replaces the {option} folder whole, so "
+                         "give the real folder")
+    if out_dir.exists() and not out_dir.is_dir():
         raise InputError(f"{option} {out_dir} exists and is not a folder")
     parent = out_dir.parent if str(out_dir.parent) else Path(".")
     if not parent.is_dir():

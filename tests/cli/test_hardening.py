@@ -317,3 +317,21 @@ def test_every_output_file_is_written_through_the_files_module() -> None:
                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "open":
                     offenders.append(f"{path.name}:{node.lineno} open()")
     assert not offenders
+
+
+@pytest.mark.parametrize("value", [BIG, f"'{BIG}'", "wide", "null", ".nan", "[1]"])
+def test_record_values_of_the_wrong_type(cli, tmp_path: Path, value: str) -> None:
+    """Non-integer or oversized values in a record's numeric fields: exit 2 naming the record, not exit 4."""
+    source = (ROOT / "tests" / "data" / "health" / "hgx_h800_healthy.yaml").read_text()
+    record = tmp_path / "node.yaml"
+    for key in ("width: 16", "t0: 0"):
+        if key in source:
+            record.write_text(source.replace(key, f"{key.split(':')[0]}: {value}", 1))
+            _bad(cli("health", "check", "--from-record", record), "--from-record")
+
+
+def test_chain_table_cut_after_a_chain_id(cli, tmp_path: Path) -> None:
+    """Found by the property suite: a chain row without targets was an IndexError (exit 4)."""
+    table = tmp_path / "chains.csv"
+    table.write_text("ChainId,TargetId,TargetId\n9")
+    _bad(cli("storage", "check-chains", table), "line 2")
