@@ -37,7 +37,10 @@ def _split(text: str) -> tuple[float, str]:
     match = _QUANTITY.match(text)
     if not match:
         raise QuantityError(f"{text!r} is not a number followed by a unit")
-    return float(match.group(1)), match.group(2)
+    value = float(match.group(1))
+    if not math.isfinite(value) or abs(value) > 1e30:  # 1e400 reads as inf: bad input, never an overflow later
+        raise QuantityError(f"{text[:40]!r}: the number is out of range (at most 1e30 of its unit)")
+    return value, match.group(2)
 
 
 def parse_bytes(text: str | int | float) -> int:

@@ -327,11 +327,29 @@ def test_record_values_of_the_wrong_type(cli, tmp_path: Path, value: str) -> Non
     for key in ("width: 16", "t0: 0"):
         if key in source:
             record.write_text(source.replace(key, f"{key.split(':')[0]}: {value}", 1))
-            _bad(cli("health", "check", "--from-record", record), "--from-record")
+            _bad(cli("health", "check", "--from-record", record), str(record))
 
 
 def test_chain_table_cut_after_a_chain_id(cli, tmp_path: Path) -> None:
     """Found by the property suite: a chain row without targets was an IndexError (exit 4)."""
     table = tmp_path / "chains.csv"
     table.write_text("ChainId,TargetId,TargetId\n9")
-    _bad(cli("storage", "check-chains", table), "line 2")
+    result = cli("storage", "check-chains", table)  # a damaged table is a finding (exit 1, issue 14), not a crash
+    assert result.exit_code == 1 and "Traceback" not in result.stderr
+    assert "line 2" in result.stdout
+
+
+def test_schedule_counts_of_thousands_of_digits_are_bad_input(cli) -> None:
+    """Found by the property suite: a 4,300-digit --pp parsed, then could not be printed in the error (exit 4)."""
+    for option in ("--pp", "--micro-batches"):
+        _bad(cli("launch", "schedule", option, "9" * 4300), option, "1,000,000")
+
+
+@pytest.mark.parametrize("text", ["1e400 GB", "1e400 Gb/s", "-1e400 GiB", "1e31 TB"])
+def test_quantities_out_of_range_are_quantity_errors(text: str) -> None:
+    """1e400 read as inf and overflowed later (exit 4 in topology simulate --size); now refused where it is read."""
+    from dsctl.units import QuantityError, parse_bytes, parse_rate_bits
+
+    parse = parse_rate_bits if text.endswith("/s") else parse_bytes
+    with pytest.raises(QuantityError, match="out of range"):
+        parse(text)

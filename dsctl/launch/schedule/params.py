@@ -25,6 +25,10 @@ def check_schedule_params(schedule: str, num_stages: int, num_micro_batches: int
     for option, value in (("--pp", num_stages), ("--micro-batches", num_micro_batches)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise InputError(f"{option} {value!r}: must be a whole number >= 1")
+        if value > MAX_STAGE_MICRO_BATCHES:  # before any arithmetic: a 4,300-digit value cannot even be printed
+            shown = f"{value:,}" if value < 10**30 else "a number of more than 30 digits"
+            raise InputError(f"{option} {shown}: at most {MAX_STAGE_MICRO_BATCHES:,} (the stages x micro-batches "
+                             "limit of the simulator)")
     pp, mb = num_stages, num_micro_batches
     if schedule == "dualpipe":
         if pp < 2 or pp % 2:
