@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -103,7 +103,6 @@ def chains_cmd(
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Generate a balanced 3FS chain table (chains, chain table, create/remove-target commands)."""
-    from dsctl.output.files import write_files
     from dsctl.output.progress import progress
     from dsctl.storage import api
     from dsctl.storage.chaintable import IdScheme, check_chunk_sizes
@@ -113,9 +112,7 @@ def chains_cmd(
     with progress(f"chain table for {nodes} nodes", fmt):
         result = api.generate_chains(nodes, ssds_per_node, replication, targets_per_ssd, chain_table_id, scheme,
                                      sizes, rotate=not no_rotate, with_svg=out is not None)
-    if out is not None:
-        written = write_files(out, result.files_text)
-        result = dataclasses.replace(result, out_dir=str(out), files=[str(p) for p in written])
+    result = _write_out(result, out)
     show(result, fmt, "storage chains")
 
 
@@ -168,7 +165,6 @@ def expand_cmd(
 ) -> None:
     """Grow a chain table: a new balanced version over more nodes, as few target moves as balance allows,
     and the ordered in-chain replacements that get there."""
-    from dsctl.output.files import write_files
     from dsctl.output.progress import progress
     from dsctl.storage import api
     from dsctl.storage.crosscheck import FILE_NAMES
@@ -183,9 +179,7 @@ def expand_cmd(
     size_bytes = api.parse_size(target_bytes, "--target-bytes") if target_bytes is not None else None
     with progress(f"expansion plan for {add_nodes} more nodes", fmt):
         result = expand(texts, str(source), add_nodes, size_bytes, profile.ssd_capacity_bytes, used)
-    if out is not None:
-        written = write_files(out, result.files_text)
-        result = dataclasses.replace(result, out_dir=str(out), files=[str(p) for p in written])
+    result = _write_out(result, out)
     show(result, fmt, "storage expand")
 
 
@@ -204,3 +198,13 @@ def doctor_cmd(
     targets_text = _read_limited(targets, "--targets") if targets is not None else None
     show(doctor(chains_text, str(chains), targets_text, str(targets) if targets is not None else None), fmt,
          "storage doctor")
+
+
+def _write_out(result: Any, out: Path | None) -> Any:
+    """Write ``result.files_text`` into ``--out`` (all or nothing) and record where; unchanged without --out."""
+    if out is None:
+        return result
+    from dsctl.output.files import write_files
+
+    written = write_files(out, result.files_text)
+    return dataclasses.replace(result, out_dir=str(out), files=[str(p) for p in written])

@@ -203,6 +203,26 @@ def _remainder_blocks(v: int, k: int, per_node: int) -> np.ndarray:
     return seq[:usable].reshape(-1, k)
 
 
+def swap_members(share: list[list[int]], ra: list[int], rc: list[int], i: int, j: int) -> None:
+    """Exchange member ``ra[i]`` (x) of one chain with member ``rc[j]`` (y) of another, in place, and update the
+    pair-share matrix ``share`` (v x v, chains shared per node pair): x leaves ra's nodes and joins rc's; y the
+    reverse."""
+    x, y = ra[i], rc[j]
+    for z in ra:
+        if z != x:
+            share[x][z] -= 1
+            share[z][x] -= 1
+            share[y][z] += 1
+            share[z][y] += 1
+    for z in rc:
+        if z != y:
+            share[y][z] -= 1
+            share[z][y] -= 1
+            share[x][z] += 1
+            share[z][x] += 1
+    ra[i], rc[j] = y, x
+
+
 def _swap_search(blocks: np.ndarray, v: int, fixed: int, rng: random.Random, steps: int) -> np.ndarray:
     """Swap nodes between chains ``fixed..b-1`` (and, if few, all chains) to lower the pair sum of squares."""
     b, k = blocks.shape
@@ -241,19 +261,7 @@ def _swap_search(blocks: np.ndarray, v: int, fixed: int, rng: random.Random, ste
                 delta += (share[y][z] - 1) ** 2 - share[y][z] ** 2
                 delta += (share[x][z] + 1) ** 2 - share[x][z] ** 2
         if delta <= 0 or rng.random() < math.exp(-delta / temperature):
-            for z in ra:
-                if z != x:
-                    share[x][z] -= 1
-                    share[z][x] -= 1
-                    share[y][z] += 1
-                    share[z][y] += 1
-            for z in rc:
-                if z != y:
-                    share[y][z] -= 1
-                    share[z][y] -= 1
-                    share[x][z] += 1
-                    share[z][x] += 1
-            ra[i], rc[j] = y, x
+            swap_members(share, ra, rc, i, j)
             cost += delta
         if step % 2000 == 1999:
             temperature *= 0.8

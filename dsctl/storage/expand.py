@@ -38,6 +38,7 @@ from dsctl.storage.balance import Balance, measure
 from dsctl.storage.chaintable import MAX_NODE_ID, MAX_TARGETS_PER_DISK, UINT32_MAX
 from dsctl.storage.choice import CHOICE_MARGIN, REDIRECT_LIMIT, bound_ratio, choose_targets_per_ssd, pair_share_ideal
 from dsctl.storage.crosscheck import CHAINS, CREATE, REMOVE, TABLE, ChainRow, read_checked
+from dsctl.storage.design import swap_members
 from dsctl.storage.layout import rotate_chains
 
 MAX_ADDED_NODES = 2_000
@@ -272,19 +273,7 @@ def _polish(chains: list[np.ndarray], share_arr: np.ndarray, rng: random.Random)
             if z != y:
                 delta += 2 * (share[x][z] - share[y][z]) + 2
         if delta < 0 or (delta == 0 and u_acc < 0.5) or u_acc < math.exp(-delta / temperature) * 0.01:
-            for z in ra:
-                if z != x:
-                    share[x][z] -= 1
-                    share[z][x] -= 1
-                    share[y][z] += 1
-                    share[z][y] += 1
-            for z in rc:
-                if z != y:
-                    share[y][z] -= 1
-                    share[z][y] -= 1
-                    share[x][z] += 1
-                    share[z][x] += 1
-            ra[i], rc[j] = y, x
+            swap_members(share, ra, rc, i, j)
         if step % 5_000 == 4_999:
             temperature *= 0.7
     for d, arr in pools:
