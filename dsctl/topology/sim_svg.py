@@ -30,8 +30,8 @@ def plane_svg(graph: SimGraph, util: np.ndarray, dead: np.ndarray, plane: int, t
     tier = np.array(graph.device_tier)
     rows = [np.flatnonzero((tier == t) & (graph.device_plane == plane)) for t in _TIERS]
     rows = [r for r in rows if len(r)]
-    width = float(min(_MAX_ROW_PX, max(60 * max(len(r) for r in rows), 400)) + 40)
-    height = 120 * len(rows) + 80
+    width = float(min(_MAX_ROW_PX, max(60 * max(len(r) for r in rows), 600)) + 40)
+    height = 120 * len(rows) + 50
     pos: dict[int, tuple[float, float]] = {}
     for level, devs in enumerate(rows):
         y = height - 60 - level * 120
@@ -44,8 +44,9 @@ def plane_svg(graph: SimGraph, util: np.ndarray, dead: np.ndarray, plane: int, t
            f'viewBox="0 0 {width:.0f} {height}" font-family="Helvetica, Arial, sans-serif" font-size="10">',
            f'<title>{escape(graph.kind)} plane {plane}: {escape(title)}</title>',
            '<rect width="100%" height="100%" fill="white"/>',
-           f'<text x="20" y="20" font-size="13">{escape(graph.kind)} plane {plane}: {escape(title)}; '
-           'cable colour = utilisation (green 0%, yellow 50%, red 100%), dashed = failed</text>']
+           f'<text x="20" y="20" font-size="13">{escape(graph.kind)} plane {plane}: {escape(title)}</text>',
+           '<text x="20" y="36">cable colour = utilisation (green 0%, yellow 50%, red 100%), dashed = failed; '
+           'leaf fill = its busiest NIC link</text>']
     for c in up.tolist():
         a, b = int(graph.link_src[c]), int(graph.link_dst[c])
         u = max(float(util[c]), float(util[c + num_cables]))
@@ -65,6 +66,7 @@ def plane_svg(graph: SimGraph, util: np.ndarray, dead: np.ndarray, plane: int, t
         out.append(f'<rect x="{bx - 24:.1f}" y="{by - 9:.1f}" width="48" height="18" rx="3" fill="{fill}" '
                    f'stroke="#334455"><title>{name}</title></rect>')
         if len(pos) <= 200:
-            out.append(f'<text x="{bx:.1f}" y="{by + 22:.1f}" text-anchor="middle">{name}</text>')
+            label_y = by + 22 if graph.device_tier[dev] == "leaf" else by - 13  # upper tiers: above, clear of cables
+            out.append(f'<text x="{bx:.1f}" y="{label_y:.1f}" text-anchor="middle">{name}</text>')
     out.append("</svg>")
     return "\n".join(out) + "\n"
