@@ -94,7 +94,8 @@ def timeline(ranks: list[RankLanes], title: str) -> str:
                          hint="give fewer trace files")
     span = max((r.span_us for r in ranks), default=0.0)
     scale = PLOT_W / span if span > 0 else 1.0
-    width, height = LABEL_W + PLOT_W + 20, TOP + len(lanes) * (LANE_H + 2) + 10
+    axis_y = TOP + len(lanes) * (LANE_H + 2) + 4
+    width, height = LABEL_W + PLOT_W + 20, axis_y + 28
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
              f'viewBox="0 0 {width} {height}" font-family="sans-serif">',
              f'<rect width="{width}" height="{height}" fill="white"/>',
@@ -116,5 +117,30 @@ def timeline(ranks: list[RankLanes], title: str) -> str:
             for a, w in zip((LABEL_W + s * scale).tolist(), np.maximum((e - s) * scale, 0.5).tolist(), strict=True):
                 parts.append(f'<rect x="{_fmt(a)}" y="{y}" width="{_fmt(w)}" height="{LANE_H}" fill="{colour}">'
                              f"<title>{category}</title></rect>")
+    parts.extend(_time_axis(span, scale, axis_y))
     parts.append("</svg>")
     return "\n".join(parts) + "\n"
+
+
+def _tick_step_us(span_us: float) -> float:
+    """A 1/2/5 x 10^k µs step giving at most 10 ticks over ``span_us``."""
+    if span_us <= 0:
+        return 1.0
+    step = 10.0 ** np.floor(np.log10(span_us / 10))
+    for factor in (1.0, 2.0, 5.0, 10.0):
+        if span_us / (step * factor) <= 10:
+            return float(step * factor)
+    return float(step * 10)
+
+
+def _time_axis(span_us: float, scale: float, y: float) -> list[str]:
+    """Ticks and labels (ms from each rank's window start) under the lanes."""
+    step = _tick_step_us(span_us)
+    parts = [f'<line x1="{LABEL_W}" y1="{y}" x2="{LABEL_W + PLOT_W}" y2="{y}" stroke="#666666"/>',
+             f'<text x="4" y="{y + 16}" font-size="10">ms from window start</text>']
+    for k in range(int(span_us // step) + 1):
+        x = LABEL_W + k * step * scale
+        parts.append(f'<line x1="{_fmt(x)}" y1="{y}" x2="{_fmt(x)}" y2="{y + 4}" stroke="#666666"/>')
+        parts.append(f'<text x="{_fmt(x)}" y="{y + 16}" font-size="10" text-anchor="middle">'
+                     f"{k * step / 1e3:g}</text>")
+    return parts

@@ -207,6 +207,7 @@ def test_timeline_per_rank_and_stream(cli, tmp_path: Path) -> None:
     assert "rank 3 gpu0 stream 7" in text and "rank 3 gpu0 stream 20" in text
     assert all(f"<title>{c}</title>" in text for c in ("computation", "communication", "memory"))
     assert "ProfilerStep#1, 10-70 us" in text
+    assert "ms from window start" in text and ">0.05</text>" in text  # 60 us drawn: ticks every 10 us
     _bad(cli("trace", "timeline", path, "--out", svg, "--step", "9"), "--step 9")
     _bad(cli("trace", "timeline", path, "--out", svg, "--from", "5000"), "--from/--to")
     _bad(cli("trace", "timeline", path, "--out", svg, "--from", "5", "--to", "2"), "--to must be after --from")

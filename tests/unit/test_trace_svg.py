@@ -42,3 +42,15 @@ def test_svg_size_is_bounded_by_pixels_not_events() -> None:
     rects = len(re.findall(r"<rect ", text))
     assert rects < 3 * 1000 + 20  # three kinds of lanes, at most about one rectangle per pixel each
     assert len(text) < 600_000
+
+
+def test_timeline_axis_ticks_are_one_two_five_steps() -> None:
+    from dsctl.trace.timeline import _tick_step_us
+
+    assert _tick_step_us(4_715.0) == 500.0   # 4.7 ms -> ticks every 0.5 ms (10 ticks at most)
+    assert _tick_step_us(1_000.0) == 100.0
+    assert _tick_step_us(12_000.0) == 2_000.0
+    assert _tick_step_us(0.0) == 1.0
+    for span in (1.0, 37.0, 999.0, 1e6, 3.3e7):
+        step = _tick_step_us(span)
+        assert span / step <= 10 and span / step > 1.9
