@@ -57,8 +57,10 @@ def _isolated_venv(env_dir: Path) -> Path:
 def test_non_editable_install_finds_the_profiles(wheel: Path, tmp_path: Path) -> None:
     env_dir = tmp_path / "venv"
     python = _isolated_venv(env_dir)
+    # --ignore-installed: through the .pth the nested venv also sees the outer dsctl (a non-editable install in CI),
+    # and pip would skip "the same version" and leave no dsctl script in the nested venv
     subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps",
-                    "--no-index", str(wheel)], check=True)
+                    "--no-index", "--ignore-installed", str(wheel)], check=True)
     work = tmp_path / "elsewhere"  # an unrelated folder, so that the source checkout is not importable
     work.mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "DSCTL_PROFILES")}
