@@ -10,7 +10,6 @@ escaped for its format instead: :func:`comment_text`, :func:`dot_string`, :func:
 from __future__ import annotations
 
 import re
-from xml.sax.saxutils import escape as _xml_escape
 
 from dsctl.errors import InputError
 
@@ -62,7 +61,8 @@ def xml_text(text: str) -> str:
 
     XML 1.0 forbids most C0 control characters even as references; they (and lone surrogates) become U+FFFD.
     """
-    return _xml_escape(_CONTROL.sub("\ufffd", text), {'"': "&quot;", "'": "&apos;"})
+    text = _CONTROL.sub("\ufffd", text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return text.replace('"', "&quot;").replace("'", "&apos;")
 
 
 def check_slurm_conf_name(value: str, what: str) -> str:

@@ -4,31 +4,34 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
-
-import yaml
-from rich.console import Console
+from typing import TYPE_CHECKING, Any
 
 from dsctl import __version__
 from dsctl.output.data import SCHEMA_VERSION, to_data
 from dsctl.output.formats import OutputFormat
-from dsctl.output.generic import generic_view
-from dsctl.output.registry import find_renderer, load_renderers
 
+if TYPE_CHECKING:
+    from rich.console import Console
 
-class _StdoutConsole(Console):
-    def on_broken_pipe(self) -> None:
-        # rich exits with 1 here, which means "a check found a problem"; the reader (| head) just stopped
-        # reading: let dsctl.cli.main end with 0
-        raise BrokenPipeError
+# rich and yaml are imported where a format needs them: JSON output (every node of a fleet check) pays for neither.
 
 
 def stdout_console() -> Console:
     # Created per call so that redirected sys.stdout (tests, pipes) is honoured.
+    from rich.console import Console
+
+    class _StdoutConsole(Console):
+        def on_broken_pipe(self) -> None:
+            # rich exits with 1 here, which means "a check found a problem"; the reader (| head) just stopped
+            # reading: let dsctl.cli.main end with 0
+            raise BrokenPipeError
+
     return _StdoutConsole(file=sys.stdout, soft_wrap=False)
 
 
 def stderr_console() -> Console:
+    from rich.console import Console
+
     return Console(file=sys.stderr, soft_wrap=True)
 
 
@@ -59,8 +62,13 @@ def emit(result: Any, fmt: OutputFormat, command: str) -> int:
     if fmt is OutputFormat.json:
         sys.stdout.write(render_json(envelope(result, command, exit_code)))
     elif fmt is OutputFormat.yaml:
+        import yaml
+
         sys.stdout.write(yaml.safe_dump(envelope(result, command, exit_code), sort_keys=False, allow_unicode=True))
     else:
+        from dsctl.output.generic import generic_view
+        from dsctl.output.registry import find_renderer, load_renderers
+
         console = stdout_console()
         load_renderers(command)
         renderer = find_renderer(result)
