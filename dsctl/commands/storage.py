@@ -132,20 +132,12 @@ def check_cmd(
         if not (source / CHAINS).exists():
             raise InputError(f"SOURCE {source} has no {CHAINS}")
         for name in FILE_NAMES:
-            texts[name] = _read_limited(source / name) if (source / name).exists() else None
+            texts[name] = read_text_input(source / name, "SOURCE") if (source / name).exists() else None
     else:
-        texts[CHAINS] = _read_limited(source)
+        texts[CHAINS] = read_text_input(source, "SOURCE")
     show(check_files(texts, str(source)), fmt, "storage check-chains")
 
 
-MAX_CHAIN_FILE_BYTES = 200_000_000
-
-
-def _read_limited(path: Path, what: str = "SOURCE") -> str:
-    text = read_text_input(path, what)
-    if len(text) > MAX_CHAIN_FILE_BYTES:
-        raise InputError(f"{what} {path} is larger than 200 MB")
-    return text
 
 
 @app.command("expand")
@@ -172,7 +164,8 @@ def expand_cmd(
 
     if not source.is_dir():
         raise InputError(f"--from {source} is not a folder with the four chain-table files")
-    texts = {name: _read_limited(source / name) if (source / name).exists() else None for name in FILE_NAMES}
+    texts = {name: read_text_input(source / name, "--from") if (source / name).exists() else None
+             for name in FILE_NAMES}
     if texts[FILE_NAMES[0]] is None:
         raise InputError(f"--from {source} has no {FILE_NAMES[0]}")
     profile = profile_store().storage(storage)
@@ -194,8 +187,8 @@ def doctor_cmd(
     chain unavailable now, and what to do; exit 1 when any chain lost redundancy."""
     from dsctl.storage.doctor import doctor
 
-    chains_text = _read_limited(chains, "--chains")
-    targets_text = _read_limited(targets, "--targets") if targets is not None else None
+    chains_text = read_text_input(chains, "--chains")
+    targets_text = read_text_input(targets, "--targets") if targets is not None else None
     show(doctor(chains_text, str(chains), targets_text, str(targets) if targets is not None else None), fmt,
          "storage doctor")
 
