@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from dsctl.cluster.plan_file import load_plan
 from dsctl.errors import InputError
 from dsctl.profiles.schema import NodeProfile, SwitchProfile
 from dsctl.topology.export import cabling_csv, plan_json, slurm_topology, switches_csv
@@ -16,7 +17,7 @@ from dsctl.topology.observed import parse_observed
 from dsctl.topology.plan import KINDS, Plan, PlanSpec, build_plan, default_planes, default_templates
 from dsctl.topology.sizing import Comparison, compare_topologies
 from dsctl.topology.summary import PlanSummary, summarize
-from dsctl.topology.verify import VerifyResult, load_plan_json, verify
+from dsctl.topology.verify import VerifyResult, verify
 
 PLAN_FILES = ("cabling.csv", "switches.csv", "plan.json", "topology.dot", "topology.conf", "topology.svg")
 
@@ -98,7 +99,7 @@ def compare(radix: int, switch_usd: float, link_usd: float, num_planes: int = 8)
 
 def verify_texts(plan_text: str, observed_text: str, plan_name: str, observed_name: str) -> VerifyResult:
     """Parse both inputs (InputError with the file and line on malformed text) and compare them."""
-    expected = load_plan_json(plan_text, plan_name)
+    expected = load_plan(plan_text, plan_name)
     observed = parse_observed(observed_text, observed_name)
     return verify(expected, observed, plan_name, observed_name)
 

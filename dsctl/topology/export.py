@@ -2,16 +2,7 @@
 
 Pure functions from a ``Plan`` to strings; the command layer writes them (all-or-nothing).
 
-plan.json schema (``"schema": "dsctl.topology.plan/1"``):
-
-- ``spec``: the inputs (kind, nodes, NICs per node, planes, radix, port rate, oversubscription, unit costs,
-  name templates, profile names).
-- ``summary``: the same object ``dsctl topology plan --format json`` prints (without the ``dsctl`` header).
-- ``nics``: NIC names by NIC index; ``nic_plane``: plane of each NIC index.
-- ``device_columns`` / ``devices``: one row per device ``[name, tier, plane, pod, ports]``; tier is node,
-  leaf, spine or core; plane and pod are 0-based, -1 where they do not apply.
-- ``cable_columns`` / ``cables``: one row per cable ``[plane, kind, a_device, a_port, b_device, b_port]``;
-  the a end is the lower tier; a node's port is its NIC name, a switch port a number 1..radix.
+The plan.json schema (and its reader) lives in :mod:`dsctl.cluster.plan_file`, which every group reads.
 """
 
 from __future__ import annotations
@@ -21,14 +12,11 @@ from typing import Any
 
 import numpy as np
 
+from dsctl.cluster.plan_file import CABLE_COLUMNS, CABLE_KINDS, DEVICE_COLUMNS, PLAN_SCHEMA, TIER_NAMES
 from dsctl.names import check_slurm_conf_name
 from dsctl.topology.naming import compress_hostlist
-from dsctl.topology.plan import CABLE_KINDS, TIER_NAMES, Plan
+from dsctl.topology.plan import Plan
 from dsctl.topology.summary import PlanSummary
-
-PLAN_SCHEMA = "dsctl.topology.plan/1"
-CABLE_COLUMNS = ("plane", "kind", "a_device", "a_port", "b_device", "b_port")
-DEVICE_COLUMNS = ("name", "tier", "plane", "pod", "ports")
 
 
 def _cable_columns(plan: Plan) -> tuple[list[int], list[str], list[str], list[str], list[str], list[int]]:

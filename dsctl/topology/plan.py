@@ -35,8 +35,6 @@ from dsctl.topology.naming import (
 from dsctl.topology.sizing import check_radix
 
 KINDS = ("mpft", "mrft", "ft2", "ft3")
-CABLE_KINDS = ("node-leaf", "leaf-spine", "spine-core")
-TIER_NAMES = ("node", "leaf", "spine", "core")
 #: (switch tiers, rail-optimized leaves) for each kind
 _SHAPE = {"mpft": (2, True), "mrft": (2, True), "ft2": (2, False), "ft3": (3, False)}
 

@@ -17,10 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dsctl.cluster.plan_file import CABLE_KINDS, load_plan
 from dsctl.errors import InputError
 from dsctl.textjson import load_json
-from dsctl.topology.plan import CABLE_KINDS
-from dsctl.topology.verify import load_plan_json
 
 LINK_KINDS = ("nic-up", "nic-down", "switch-up", "switch-down", "nvlink-out", "nvlink-in")
 NIC_UP, NIC_DOWN, SW_UP, SW_DOWN, NVL_OUT, NVL_IN = range(6)
@@ -108,9 +107,9 @@ def _spec_number(spec: dict[str, object], key: str, source: str, integer: bool) 
 
 
 def build_graph(plan_text: str, source: str, nvlink_gbyte_s: float) -> SimGraph:
-    """The graph of a plan.json text (validated by ``verify.load_plan_json``); NVLink at ``nvlink_gbyte_s``
+    """The graph of a plan.json text (validated by ``dsctl.cluster.load_plan``); NVLink at ``nvlink_gbyte_s``
     GB/s per direction per GPU. InputError names the file and field on malformed input."""
-    fabric = load_plan_json(plan_text, source)
+    fabric = load_plan(plan_text, source)
     doc = load_json(plan_text, source)
     spec = doc.get("spec")
     if not isinstance(spec, dict):

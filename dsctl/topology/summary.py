@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dsctl.topology.plan import CABLE_KINDS, Plan, max_nodes
+from dsctl.cluster.plan_file import CABLE_KINDS
+from dsctl.topology.plan import Plan, max_nodes
 
 
 @dataclass(frozen=True)

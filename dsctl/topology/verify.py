@@ -18,162 +18,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from dsctl.cluster.plan_file import PlannedFabric, Port
 from dsctl.errors import InputError
-from dsctl.textjson import load_json
-from dsctl.topology.export import CABLE_COLUMNS, DEVICE_COLUMNS, PLAN_SCHEMA
 from dsctl.topology.naming import short_repr
 from dsctl.topology.observed import ObservedEnd, ObservedFabric
-from dsctl.topology.plan import CABLE_KINDS, TIER_NAMES
 
 FINDING_KINDS = ("missing", "extra", "swapped", "cross_plane", "unmatched_device")
-Port = tuple[str, str]  # (device, port label)
 Key = tuple[Port, Port]
-
-
-@dataclass(frozen=True)
-class ExpectedFabric:
-    """The planned cables of a plan.json: device tier/plane, NIC planes, and cables by both ends.
-
-    ``ports`` is the number of ports of each device (a switch's ports are numbered 1..ports).
-    """
-
-    tier: dict[str, str]
-    plane: dict[str, int]
-    nic_plane: dict[str, int]
-    cables: list[tuple[int, str, Port, Port]]
-    kind: str = ""
-    ports: dict[str, int] = field(default_factory=dict)
-
-
-def _describe(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return short_repr(value)
-    if isinstance(value, (int, float)):
-        return str(value)
-    return f"a JSON {type(value).__name__.replace('dict', 'object').replace('list', 'array')}"
-
-
-class _PlanChecker:
-    """Field-by-field checks of a plan.json document; every failure names the key path."""
-
-    def __init__(self, source: str) -> None:
-        self.source = source
-
-    def fail(self, key: str, expected: str, value: object) -> InputError:
-        return InputError(f"{self.source}: {key} must be {expected}, got {_describe(value)}",
-                          hint="regenerate it with 'dsctl topology plan --out DIR'")
-
-    def array(self, doc: dict[str, object], key: str) -> list[object]:
-        value = doc.get(key)
-        if not isinstance(value, list):
-            raise self.fail(key, "an array", value)
-        return value
-
-    def row(self, value: object, key: str, columns: tuple[str, ...]) -> list[object]:
-        if not isinstance(value, list) or len(value) != len(columns):
-            raise self.fail(key, f"an array of {len(columns)} values ({', '.join(columns)})", value)
-        return value
-
-    def name(self, value: object, key: str) -> str:
-        if not isinstance(value, str) or not value:
-            raise self.fail(key, "a non-empty name", value)
-        return value
-
-    def integer(self, value: object, key: str, low: int, high: int | None = None, of: str = "") -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None
-                                                                                  and value > high):
-            expected = f"a whole number {low}..{high}" if high is not None else f"a whole number >= {low}"
-            raise self.fail(key, expected + of, value)
-        return value
-
-
-def _port_ok(port: object, device_tier: str | None, device_ports: int, nic_plane: dict[str, int]) -> bool:
-    if device_tier == "node":
-        return isinstance(port, str) and port in nic_plane
-    return type(port) is int and 1 <= port <= device_ports
-
-
-def _fast_cable(raw: object, tier: dict[str, str], ports: dict[str, int],
-                nic_plane: dict[str, int]) -> tuple[int, str, Port, Port] | None:
-    """The cable of a well-formed row, or None (then ``_checked_cable`` names the bad field)."""
-    if type(raw) is not list or len(raw) != 6:
-        return None
-    plane, kind, a_dev, a_port, b_dev, b_port = raw
-    if (type(plane) is int and plane >= 0 and kind in CABLE_KINDS and type(a_dev) is str and type(b_dev) is str
-            and a_dev in tier and b_dev in tier and _port_ok(a_port, tier[a_dev], ports[a_dev], nic_plane)
-            and _port_ok(b_port, tier[b_dev], ports[b_dev], nic_plane)):
-        return plane, kind, (a_dev, str(a_port)), (b_dev, str(b_port))
-    return None
-
-
-def _checked_cable(check: _PlanChecker, i: int, raw: object, tier: dict[str, str], ports: dict[str, int],
-                   nic_plane: dict[str, int]) -> tuple[int, str, Port, Port]:
-    """Field-by-field check of cable row ``i``; raises InputError naming the first bad key."""
-    row = check.row(raw, f"cables[{i}]", CABLE_COLUMNS)
-    cable_plane = check.integer(row[0], f"cables[{i}][0] (plane)", 0)
-    if row[1] not in CABLE_KINDS:
-        raise check.fail(f"cables[{i}][1] (kind)", "one of " + ", ".join(CABLE_KINDS), row[1])
-    ends: list[Port] = []
-    for col in (2, 4):
-        device = check.name(row[col], f"cables[{i}][{col}] ({CABLE_COLUMNS[col]})")
-        if device not in tier:
-            raise check.fail(f"cables[{i}][{col}] ({CABLE_COLUMNS[col]})", "a device listed in devices", device)
-        key, port = f"cables[{i}][{col + 1}] ({CABLE_COLUMNS[col + 1]})", row[col + 1]
-        if tier[device] == "node":
-            if not (isinstance(port, str) and port in nic_plane):
-                raise check.fail(key, f"a NIC name listed in nics (node {device})", port)
-            ends.append((device, port))
-        else:
-            ends.append((device, str(check.integer(port, key, 1, ports[device], f" (a port of {device})"))))
-    return cable_plane, str(row[1]), ends[0], ends[1]
-
-
-def load_plan_json(text: str, source: str = "plan.json") -> ExpectedFabric:
-    """Read and validate the parts of a plan.json that verification needs.
-
-    InputError (naming the key, e.g. ``cables[12][5] (b_port)``) if it is not a plan or a field is missing,
-    null or out of range: device names non-empty and unique, tiers node/leaf/spine/core, NIC names listed in
-    ``nics``, switch ports whole numbers 1..the switch's ports, cables between listed devices.
-    """
-    doc = load_json(text, source)
-    if not isinstance(doc, dict) or doc.get("schema") != PLAN_SCHEMA:
-        raise InputError(f"{source} is not a dsctl topology plan (expected \"schema\": \"{PLAN_SCHEMA}\")",
-                         hint="write one with 'dsctl topology plan --out DIR'")
-    check = _PlanChecker(source)
-    if doc.get("cable_columns") != list(CABLE_COLUMNS):
-        raise check.fail("cable_columns", str(list(CABLE_COLUMNS)), doc.get("cable_columns"))
-    tier: dict[str, str] = {}
-    plane: dict[str, int] = {}
-    ports: dict[str, int] = {}
-    for i, raw in enumerate(check.array(doc, "devices")):
-        row = check.row(raw, f"devices[{i}]", DEVICE_COLUMNS)
-        name = check.name(row[0], f"devices[{i}][0] (name)")
-        if name in tier:
-            raise check.fail(f"devices[{i}][0] (name)", "a name not used by an earlier device", name)
-        if row[1] not in TIER_NAMES:
-            raise check.fail(f"devices[{i}][1] (tier)", "one of " + ", ".join(TIER_NAMES), row[1])
-        tier[name] = str(row[1])
-        plane[name] = check.integer(row[2], f"devices[{i}][2] (plane)", -1)
-        check.integer(row[3], f"devices[{i}][3] (pod)", -1)
-        ports[name] = check.integer(row[4], f"devices[{i}][4] (ports)", 1)
-    nics = [check.name(n, f"nics[{i}]") for i, n in enumerate(check.array(doc, "nics"))]
-    nic_planes = check.array(doc, "nic_plane")
-    if len(nic_planes) != len(nics):
-        raise check.fail("nic_plane", f"an array of {len(nics)} planes (one per NIC in nics)",
-                         f"{len(nic_planes)} values")
-    nic_plane = {n: check.integer(p, f"nic_plane[{i}]", 0) for i, (n, p) in enumerate(zip(nics, nic_planes,
-                                                                                           strict=True))}
-    cables: list[tuple[int, str, Port, Port]] = []
-    for i, raw in enumerate(check.array(doc, "cables")):
-        cable = _fast_cable(raw, tier, ports, nic_plane)
-        cables.append(cable if cable is not None else _checked_cable(check, i, raw, tier, ports, nic_plane))
-    spec = doc.get("spec", {})
-    kind = str(spec.get("kind", "")) if isinstance(spec, dict) else ""
-    return ExpectedFabric(tier, plane, nic_plane, cables, kind, ports)
 
 
 @dataclass(frozen=True)
@@ -214,7 +65,7 @@ _SPLIT = re.compile(r"[\s;:/,|]+")
 class _Resolver:
     """Maps observed ends to planned (device, port label) and plane."""
 
-    def __init__(self, plan: ExpectedFabric) -> None:
+    def __init__(self, plan: PlannedFabric) -> None:
         self.plan = plan
 
     def device(self, end: ObservedEnd) -> str | None:
@@ -245,7 +96,7 @@ class _Resolver:
 _NUMBER = re.compile(r"[+-]?\d+")
 
 
-def check_csv_ports(plan: ExpectedFabric, observed: ObservedFabric, observed_name: str = "OBSERVED") -> None:
+def check_csv_ports(plan: PlannedFabric, observed: ObservedFabric, observed_name: str = "OBSERVED") -> None:
     """Raise InputError (file, line, field, valid range) for a malformed port in a links CSV.
 
     A port of a switch the plan has must be a whole number 1..that switch's ports; a number below 1 is
@@ -278,7 +129,7 @@ def _text(port: Port, tier: dict[str, str]) -> str:
     return f"{port[0]} {port[1]}" if tier.get(port[0]) == "node" else f"{port[0]} port {port[1]}"
 
 
-def verify(plan: ExpectedFabric, observed: ObservedFabric, plan_name: str = "plan",
+def verify(plan: PlannedFabric, observed: ObservedFabric, plan_name: str = "plan",
            observed_name: str = "observed") -> VerifyResult:
     """Compare; every cable and port is looked at once (dicts keyed by (device, port)).
 

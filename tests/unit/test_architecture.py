@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "dsctl"
-DOMAIN_PACKAGES = ["topology", "eplb", "health", "storage", "launch", "model", "trace"]
+DOMAIN_PACKAGES = ["topology", "eplb", "health", "storage", "launch", "model", "trace", "cluster"]
+# The shared cluster model (plan.json, ranks.csv) is read by every group, so it may import only these.
+LOW_FLOOR_ALLOWED = {"dsctl.errors", "dsctl.textjson", "dsctl.names", "numpy"}
 FORBIDDEN_IN_DOMAIN = {"typer", "rich", "pynvml", "yaml", "click"}
 # The hardware seam: only the NVML backend may import pynvml (it is not a domain module).
 PYNVML_ALLOWED = {"health/backends/nvml.py"}
@@ -89,3 +92,12 @@ def test_no_assert_statements_in_the_package() -> None:
             if isinstance(node, ast.Assert):
                 offenders.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
     assert not offenders, f"use explicit errors, not assert: {offenders}"
+
+
+@pytest.mark.parametrize("path", sorted((PACKAGE / "cluster").rglob("*.py")), ids=lambda p: p.name)
+def test_the_cluster_model_stays_low_floor(path: Path) -> None:
+    """dsctl.cluster imports no domain package: every group may import it without reaching into another."""
+    stdlib = set(sys.stdlib_module_names)
+    outside = {n for n in imported_modules(path)
+               if n.split(".")[0] not in stdlib and not n.startswith("dsctl.cluster") and n not in LOW_FLOOR_ALLOWED}
+    assert not outside, f"cluster/{path.name} imports {sorted(outside)}"

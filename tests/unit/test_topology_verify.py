@@ -10,11 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dsctl.cluster import load_plan
 from dsctl.errors import InputError
 from dsctl.topology.api import plan_files, verify_texts
 from dsctl.topology.observed import parse_ibnetdiscover, parse_links_csv, parse_observed, render_ibnetdiscover
 from dsctl.topology.summary import summarize
-from dsctl.topology.verify import load_plan_json, verify
+from dsctl.topology.verify import verify
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "topology"
 
@@ -165,16 +166,16 @@ Ca\t1 "H-a088c20300aa0001"\t\t# "node0001 mlx5_0"
     assert (link.a.desc, link.a.port, link.b.device, link.b.port) == ("MF0;p0-leaf01:MQM9700/U1", "1", "node0001",
                                                                       "mlx5_0")
     # switch descriptions are matched by the plan name they contain
-    result = verify(load_plan_json(PLAN_JSON), fabric)
+    result = verify(load_plan(PLAN_JSON), fabric)
     assert result.counts["unmatched_device"] == 0
     assert result.matched_cables == 1
 
 
 def test_plan_json_errors() -> None:
     with pytest.raises(InputError, match="not valid JSON"):
-        load_plan_json("{", "x/plan.json")
+        load_plan("{", "x/plan.json")
     with pytest.raises(InputError, match="not a dsctl topology plan"):
-        load_plan_json('{"schema": "other"}', "x/plan.json")
+        load_plan('{"schema": "other"}', "x/plan.json")
 
 
 @settings(max_examples=25, deadline=None)
@@ -185,7 +186,7 @@ def test_any_single_removed_or_moved_cable_is_reported(data: st.DataObject) -> N
     i = data.draw(st.integers(0, len(links) - 1))
     if data.draw(st.booleans()):
         removed = links.pop(i)
-        result = verify(load_plan_json(PLAN_JSON), parse_ibnetdiscover(render_ibnetdiscover(links, radix)))
+        result = verify(load_plan(PLAN_JSON), parse_ibnetdiscover(render_ibnetdiscover(links, radix)))
         assert kinds(result) == {"missing": 1}
         assert ends(result.findings[0]) == {(removed[0], removed[1]), (removed[2], removed[3])}
     else:
@@ -195,7 +196,7 @@ def test_any_single_removed_or_moved_cable_is_reported(data: st.DataObject) -> N
         if not free:
             return  # nowhere to move the cable on this switch
         links[i] = (a_dev, a_port, b_dev, str(data.draw(st.sampled_from(free))))
-        result = verify(load_plan_json(PLAN_JSON), parse_ibnetdiscover(render_ibnetdiscover(links, radix)))
+        result = verify(load_plan(PLAN_JSON), parse_ibnetdiscover(render_ibnetdiscover(links, radix)))
         assert kinds(result) == {"swapped": 1}
         assert ends(result.findings[0]) == {(a_dev, a_port), (b_dev, links[i][3])}
 
@@ -282,13 +283,13 @@ def _plan_doc_with(path: tuple[str | int, ...], value: object) -> str:
 ])
 def test_plan_json_fields_are_validated_by_key(path: tuple, value: object, match: str) -> None:
     with pytest.raises(InputError, match=match) as err:
-        load_plan_json(_plan_doc_with(path, value), "x/plan.json")
+        load_plan(_plan_doc_with(path, value), "x/plan.json")
     assert str(err.value).startswith("x/plan.json: ") and len(str(err.value)) < 200
 
 
 def test_plan_json_error_never_echoes_a_huge_value() -> None:
     with pytest.raises(InputError, match=r"\(1,000,000 characters\)") as err:
-        load_plan_json(_plan_doc_with(("cables", 0, 3), "m" * 1_000_000), "plan.json")
+        load_plan(_plan_doc_with(("cables", 0, 3), "m" * 1_000_000), "plan.json")
     assert len(str(err.value)) < 200
 
 

@@ -1,0 +1,218 @@
+"""plan.json, the planned fabric that ``dsctl topology plan --out DIR`` writes: its schema and its reader.
+
+Schema ``"schema": "dsctl.topology.plan/1"``:
+
+- ``spec``: the inputs (kind, num_nodes, num_nics_per_node, num_gpus_per_node, num_planes, radix, port_gbps, ...).
+- ``summary``: what ``dsctl topology plan --format json`` prints.
+- ``nics``: NIC names by NIC index; ``nic_plane``: the plane of each NIC index.
+- ``device_columns`` / ``devices``: one row per device ``[name, tier, plane, pod, ports]``; tier is node, leaf,
+  spine or core; plane and pod are 0-based, -1 where they do not apply. Nodes come first, in node-index order.
+- ``cable_columns`` / ``cables``: one row per cable ``[plane, kind, a_device, a_port, b_device, b_port]``; the
+  a end is the lower tier; a node's port is its NIC name, a switch port a whole number 1..ports.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from dsctl.errors import InputError
+from dsctl.names import shown
+from dsctl.textjson import load_json
+
+PLAN_SCHEMA = "dsctl.topology.plan/1"
+CABLE_COLUMNS = ("plane", "kind", "a_device", "a_port", "b_device", "b_port")
+DEVICE_COLUMNS = ("name", "tier", "plane", "pod", "ports")
+CABLE_KINDS = ("node-leaf", "leaf-spine", "spine-core")
+TIER_NAMES = ("node", "leaf", "spine", "core")
+REGENERATE = "regenerate it with 'dsctl topology plan --out DIR'"
+
+Port = tuple[str, str]
+"""One end of a cable: (device name, port label); a node's port label is its NIC name, a switch's the number."""
+
+
+@dataclass(frozen=True)
+class PlannedFabric:
+    """The devices and cables of a plan.json, keyed by name.
+
+    ``tier``/``plane``/``ports``: per device (insertion order = plan order, nodes first); a switch's ports are
+    numbered 1..``ports[name]``. ``nic_plane``: the plane of each NIC name (insertion order = NIC index).
+    ``cables``: ``(plane, kind, a_end, b_end)`` with a the lower tier. ``spec``: the plan's ``spec`` object
+    (numbers as written; :attr:`port_gbps` and :attr:`num_gpus_per_node` read the two most used).
+    """
+
+    tier: dict[str, str]
+    plane: dict[str, int]
+    nic_plane: dict[str, int]
+    cables: list[tuple[int, str, Port, Port]]
+    kind: str = ""
+    ports: dict[str, int] = field(default_factory=dict)
+    spec: dict[str, object] = field(default_factory=dict)
+
+    @cached_property
+    def nodes(self) -> tuple[str, ...]:
+        """Node names in node-index order (node ``i`` of ranks.csv is ``nodes[i]``)."""
+        return tuple(n for n, t in self.tier.items() if t == "node")
+
+    @cached_property
+    def nics(self) -> tuple[str, ...]:
+        """NIC names in NIC-index order (GPU ``i`` of a node is paired with NIC ``i``)."""
+        return tuple(self.nic_plane)
+
+    @cached_property
+    def num_planes(self) -> int:
+        return max(self.nic_plane.values(), default=-1) + 1
+
+    @cached_property
+    def uplink(self) -> dict[Port, Port]:
+        """The switch end of every node-leaf cable, by its node end: ``(node, nic) -> (leaf, port)``."""
+        return {a: b for _, kind, a, b in self.cables if kind == "node-leaf"}
+
+    def number(self, key: str, default: float = 0.0) -> float:
+        """A numeric ``spec`` field, or ``default`` where absent or not a number."""
+        value = self.spec.get(key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return default
+        return float(value)
+
+    @property
+    def port_gbps(self) -> float:
+        return self.number("port_gbps")
+
+    @property
+    def num_gpus_per_node(self) -> int:
+        return int(self.number("num_gpus_per_node", float(len(self.nic_plane))))
+
+
+def _describe(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return shown(value)
+    if isinstance(value, (int, float)):
+        return str(value)
+    return f"a JSON {type(value).__name__.replace('dict', 'object').replace('list', 'array')}"
+
+
+class _PlanChecker:
+    """Field-by-field checks of a plan.json document; every failure names the key path."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def fail(self, key: str, expected: str, value: object) -> InputError:
+        return InputError(f"{self.source}: {key} must be {expected}, got {_describe(value)}", hint=REGENERATE)
+
+    def array(self, doc: dict[str, object], key: str) -> list[object]:
+        value = doc.get(key)
+        if not isinstance(value, list):
+            raise self.fail(key, "an array", value)
+        return value
+
+    def row(self, value: object, key: str, columns: tuple[str, ...]) -> list[object]:
+        if not isinstance(value, list) or len(value) != len(columns):
+            raise self.fail(key, f"an array of {len(columns)} values ({', '.join(columns)})", value)
+        return value
+
+    def name(self, value: object, key: str) -> str:
+        if not isinstance(value, str) or not value:
+            raise self.fail(key, "a non-empty name", value)
+        return value
+
+    def integer(self, value: object, key: str, low: int, high: int | None = None, of: str = "") -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None
+                                                                                  and value > high):
+            expected = f"a whole number {low}..{high}" if high is not None else f"a whole number >= {low}"
+            raise self.fail(key, expected + of, value)
+        return value
+
+
+def _port_ok(port: object, device_tier: str | None, device_ports: int, nic_plane: dict[str, int]) -> bool:
+    if device_tier == "node":
+        return isinstance(port, str) and port in nic_plane
+    return type(port) is int and 1 <= port <= device_ports
+
+
+def _fast_cable(raw: object, tier: dict[str, str], ports: dict[str, int],
+                nic_plane: dict[str, int]) -> tuple[int, str, Port, Port] | None:
+    """The cable of a well-formed row, or None (then ``_checked_cable`` names the bad field)."""
+    if type(raw) is not list or len(raw) != 6:
+        return None
+    plane, kind, a_dev, a_port, b_dev, b_port = raw
+    if (type(plane) is int and plane >= 0 and kind in CABLE_KINDS and type(a_dev) is str and type(b_dev) is str
+            and a_dev in tier and b_dev in tier and _port_ok(a_port, tier[a_dev], ports[a_dev], nic_plane)
+            and _port_ok(b_port, tier[b_dev], ports[b_dev], nic_plane)):
+        return plane, kind, (a_dev, str(a_port)), (b_dev, str(b_port))
+    return None
+
+
+def _checked_cable(check: _PlanChecker, i: int, raw: object, tier: dict[str, str], ports: dict[str, int],
+                   nic_plane: dict[str, int]) -> tuple[int, str, Port, Port]:
+    """Field-by-field check of cable row ``i``; raises InputError naming the first bad key."""
+    row = check.row(raw, f"cables[{i}]", CABLE_COLUMNS)
+    cable_plane = check.integer(row[0], f"cables[{i}][0] (plane)", 0)
+    if row[1] not in CABLE_KINDS:
+        raise check.fail(f"cables[{i}][1] (kind)", "one of " + ", ".join(CABLE_KINDS), row[1])
+    ends: list[Port] = []
+    for col in (2, 4):
+        device = check.name(row[col], f"cables[{i}][{col}] ({CABLE_COLUMNS[col]})")
+        if device not in tier:
+            raise check.fail(f"cables[{i}][{col}] ({CABLE_COLUMNS[col]})", "a device listed in devices", device)
+        key, port = f"cables[{i}][{col + 1}] ({CABLE_COLUMNS[col + 1]})", row[col + 1]
+        if tier[device] == "node":
+            if not (isinstance(port, str) and port in nic_plane):
+                raise check.fail(key, f"a NIC name listed in nics (node {device})", port)
+            ends.append((device, port))
+        else:
+            ends.append((device, str(check.integer(port, key, 1, ports[device], f" (a port of {device})"))))
+    return cable_plane, str(row[1]), ends[0], ends[1]
+
+
+def load_plan(text: str, source: str = "plan.json") -> PlannedFabric:
+    """Read and validate a plan.json text.
+
+    InputError (naming the key, e.g. ``cables[12][5] (b_port)``) if it is not a plan or a field is missing,
+    null or out of range: device names non-empty and unique, tiers node/leaf/spine/core, nodes listed before the
+    switches, NIC names listed in ``nics``, switch ports whole numbers 1..the switch's ports, cables between
+    listed devices.
+    """
+    doc = load_json(text, source)
+    if not isinstance(doc, dict) or doc.get("schema") != PLAN_SCHEMA:
+        raise InputError(f"{source} is not a dsctl topology plan (expected \"schema\": \"{PLAN_SCHEMA}\")",
+                         hint="write one with 'dsctl topology plan --out DIR'")
+    check = _PlanChecker(source)
+    if doc.get("cable_columns") != list(CABLE_COLUMNS):
+        raise check.fail("cable_columns", str(list(CABLE_COLUMNS)), doc.get("cable_columns"))
+    tier: dict[str, str] = {}
+    plane: dict[str, int] = {}
+    ports: dict[str, int] = {}
+    for i, raw in enumerate(check.array(doc, "devices")):
+        row = check.row(raw, f"devices[{i}]", DEVICE_COLUMNS)
+        name = check.name(row[0], f"devices[{i}][0] (name)")
+        if name in tier:
+            raise check.fail(f"devices[{i}][0] (name)", "a name not used by an earlier device", name)
+        if row[1] not in TIER_NAMES:
+            raise check.fail(f"devices[{i}][1] (tier)", "one of " + ", ".join(TIER_NAMES), row[1])
+        if row[1] == "node" and len(tier) != sum(1 for t in tier.values() if t == "node"):
+            raise check.fail(f"devices[{i}][1] (tier)", "a switch tier (nodes are listed before switches)",
+                             row[1])
+        tier[name] = str(row[1])
+        plane[name] = check.integer(row[2], f"devices[{i}][2] (plane)", -1)
+        check.integer(row[3], f"devices[{i}][3] (pod)", -1)
+        ports[name] = check.integer(row[4], f"devices[{i}][4] (ports)", 1)
+    nics = [check.name(n, f"nics[{i}]") for i, n in enumerate(check.array(doc, "nics"))]
+    nic_planes = check.array(doc, "nic_plane")
+    if len(nic_planes) != len(nics):
+        raise check.fail("nic_plane", f"an array of {len(nics)} planes (one per NIC in nics)",
+                         f"{len(nic_planes)} values")
+    nic_plane = {n: check.integer(p, f"nic_plane[{i}]", 0) for i, (n, p) in enumerate(zip(nics, nic_planes,
+                                                                                           strict=True))}
+    cables: list[tuple[int, str, Port, Port]] = []
+    for i, raw in enumerate(check.array(doc, "cables")):
+        cable = _fast_cable(raw, tier, ports, nic_plane)
+        cables.append(cable if cable is not None else _checked_cable(check, i, raw, tier, ports, nic_plane))
+    spec = doc.get("spec", {})
+    spec = spec if isinstance(spec, dict) else {}
+    return PlannedFabric(tier, plane, nic_plane, cables, str(spec.get("kind", "")), ports, dict(spec))
