@@ -16,7 +16,7 @@ from benchmarks.case import Case
 from dsctl.profiles.loader import ProfileStore
 from dsctl.topology.api import make_spec, plan_files
 from dsctl.topology.plan import build_plan
-from dsctl.topology.sim_api import SimRequest, Workload, run
+from dsctl.topology.sim import SimRequest, Workload, run
 from dsctl.topology.summary import summarize
 
 

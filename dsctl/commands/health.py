@@ -83,8 +83,8 @@ def open_sources(from_record: Path | None, sysfs_root: Path | None, interval_s: 
     from dsctl.health.backends.host import read_host_facts
     from dsctl.health.backends.nvml import backend_from_record, live_backend
     from dsctl.health.backends.sysfs import SysfsReader, render_sysfs, write_counters
-    from dsctl.health.fixture import normalize
     from dsctl.health.model import HostFacts
+    from dsctl.health.record.format import normalize
 
     want_gpus = bool({"gpu", "nvlink"} & set(areas))
     if from_record is not None and sysfs_root is not None:
@@ -204,7 +204,7 @@ def record(
     import yaml
 
     from dsctl.health import api
-    from dsctl.health.record import snapshot_record
+    from dsctl.health.record.write import snapshot_record
     from dsctl.output.files import atomic_write
 
     if out.is_dir():

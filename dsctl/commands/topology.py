@@ -150,7 +150,7 @@ def simulate(
 
     from dsctl.output import topology_simulate as _sim_views  # noqa: F401  (registers the table view)
     from dsctl.output.files import atomic_write
-    from dsctl.topology import sim_api
+    from dsctl.topology import sim
     from dsctl.units import QuantityError, parse_bytes
 
     if svg is not None and not (svg.parent if str(svg.parent) else Path(".")).is_dir():
@@ -161,7 +161,7 @@ def simulate(
     if plan_dir.is_dir() and not plan_file.exists():
         raise InputError(f"PLAN_DIR {plan_dir} has no plan.json", hint="write one with 'dsctl topology plan --out DIR'")
     plan_text = read_text_input(plan_file, "PLAN_DIR")
-    profile_name, bisection = sim_api.plan_facts(plan_text, str(plan_file))
+    profile_name, bisection = sim.plan_facts(plan_text, str(plan_file))
     store = profile_store()
     node = store.node(node_profile or profile_name or "h800-hgx")
     try:
@@ -171,7 +171,7 @@ def simulate(
     prof = store.model(model)
     if prof.moe is None and workload.startswith("ep-"):
         raise InputError(f"--model {model} has no MoE layers; ep-dispatch/ep-combine need one")
-    ep_model = (sim_api.EpModel(prof.hidden_size, prof.moe.num_experts_per_token, prof.moe.num_limited_groups)
+    ep_model = (sim.EpModel(prof.hidden_size, prof.moe.num_experts_per_token, prof.moe.num_limited_groups)
                 if prof.moe is not None else None)
     node_ids = None
     if nodes is not None:
@@ -186,7 +186,7 @@ def simulate(
         weight = sum_stats([(str(p), read_input(p, "--stats")) for p in stats])
         loaded = read_placement(f"--eplb-plan {eplb_plan}", read_text_input(eplb_plan, "--eplb-plan"), *weight.shape)
         num_gpus = ep or (nodes or 0) * node.num_gpus or loaded.num_gpus or loaded.placement.num_slots
-        share = sim_api.eplb_gpu_share(np.asarray(weight), loaded.placement.phy2log, loaded.placement.logcnt,
+        share = sim.eplb_gpu_share(np.asarray(weight), loaded.placement.phy2log, loaded.placement.logcnt,
                                        int(num_gpus), layer)
     jobs_doc = None
     if jobs is not None:
@@ -195,10 +195,10 @@ def simulate(
         jobs_doc = load_yaml(read_text_input(jobs, "--jobs"), f"--jobs {jobs}")
     if ep is not None and ep < 1:
         raise InputError(f"--ep must be at least 1 GPU, got {ep}")
-    work = sim_api.Workload(workload, workload, size_bytes, node_ids, group_size, group_stride, tokens, share, ep)
-    request = sim_api.SimRequest(work, routing, seed, tuple(fail or ()), fail_random, jobs_doc, f"--jobs {jobs}",
+    work = sim.Workload(workload, workload, size_bytes, node_ids, group_size, group_stride, tokens, share, ep)
+    request = sim.SimRequest(work, routing, seed, tuple(fail or ()), fail_random, jobs_doc, f"--jobs {jobs}",
                                  ep_model, svg_plane if svg is not None else None, reflow)
-    result = sim_api.run(plan_text, str(plan_file), node.nvlink_bytes_per_s / 2 / 1e9, request, bisection)
+    result = sim.run(plan_text, str(plan_file), node.nvlink_bytes_per_s / 2 / 1e9, request, bisection)
     if svg is not None and result.svg is not None:
         atomic_write(svg, result.svg, "--svg")
     show(result, fmt, "topology simulate")

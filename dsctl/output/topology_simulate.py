@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from dsctl.output.registry import table_renderer
-from dsctl.topology.simulate import SimResult, Spread
+from dsctl.topology.sim import SimResult, Spread
 from dsctl.units import human_bytes
 
 

@@ -2,5 +2,6 @@
 
 Modules: ``sizing`` (closed-form topology sizes and costs), ``naming`` (name templates, hostlists),
 ``fabric`` (vectorised plane construction), ``plan`` (specs, plans), ``summary``, ``export`` (CSV, JSON,
-Slurm), ``graphics`` (DOT, SVG), ``observed`` (ibnetdiscover / links CSV parsers), ``verify``, ``api``.
+Slurm), ``graphics`` (DOT, SVG), ``observed`` (ibnetdiscover / links CSV parsers), ``verify``, ``api``;
+``sim/`` (flow-level simulation of a workload on a plan: ``dsctl topology simulate``).
 """

@@ -139,7 +139,7 @@ def test_show_pairs_gpus_with_nics(cli: Cli) -> None:
 
 def test_rdma_only_live_reads_a_sysfs_root(cli: Cli, tmp_path: Path) -> None:
     from dsctl.health.backends.sysfs import render_sysfs, write_counters
-    from dsctl.health.fixture import normalize
+    from dsctl.health.record.format import normalize
 
     node = normalize(yaml.safe_load(Path(rec("ib_port_down")).read_text()), "ib_port_down")
     render_sysfs(node, tmp_path)

@@ -234,7 +234,7 @@ def test_unsupported_nvlink_counters_are_a_skip_not_a_pass() -> None:
 @given(st.sampled_from(["gpu_defaults", "gpu_defaults.pcie", "gpu_defaults.nvlink", "gpu_defaults.fabric"]),
        st.text(alphabet="abcdefghijklmnopqrstuvwxyz_", min_size=3, max_size=12))
 def test_any_unknown_key_is_reported_with_its_path(where: str, key: str) -> None:
-    from dsctl.health.fixture import GPU_KEYS, TOP_KEYS, normalize
+    from dsctl.health.record.format import GPU_KEYS, TOP_KEYS, normalize
 
     node: Any = TOP_KEYS if where == "gpu_defaults" else GPU_KEYS
     parts = where.split(".")

@@ -24,9 +24,9 @@ from dsctl.errors import InputError
 from dsctl.health import api
 from dsctl.health.backends.fake import FakeNvml
 from dsctl.health.backends.sysfs import render_sysfs
-from dsctl.health.fixture import normalize
 from dsctl.health.model import NodeSnapshot, Severity
-from dsctl.health.record import snapshot_record
+from dsctl.health.record.format import normalize
+from dsctl.health.record.write import snapshot_record
 from dsctl.profiles.loader import ENV_VAR, ProfileStore
 from dsctl.safepath import safe_join
 

@@ -14,7 +14,7 @@ import yaml
 from dsctl.commands.health import take_snapshot
 from dsctl.health import api
 from dsctl.health.model import Finding, NodeSnapshot, Severity
-from dsctl.health.record import snapshot_record
+from dsctl.health.record.write import snapshot_record
 from dsctl.profiles.loader import ENV_VAR, ProfileStore
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "health"

@@ -10,8 +10,8 @@ import yaml
 
 from dsctl.errors import InputError
 from dsctl.health.backends.sysfs import SysfsReader, render_sysfs, write_counters
-from dsctl.health.fixture import normalize
 from dsctl.health.model import Unavailable
+from dsctl.health.record.format import normalize
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "health"
 

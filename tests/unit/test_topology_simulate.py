@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from dsctl.errors import InputError
 from dsctl.topology.api import plan_files
 from dsctl.topology.plan import PlanSpec, build_plan, default_planes, default_templates
-from dsctl.topology.sim_api import EpModel, SimRequest, Workload, run
-from dsctl.topology.sim_maxmin import max_min
-from dsctl.topology.simulate import SimResult
+from dsctl.topology.sim.api import EpModel, SimRequest, Workload, run
+from dsctl.topology.sim.maxmin import max_min
+from dsctl.topology.sim.solve import SimResult
 from dsctl.topology.summary import summarize
 
 LINE = 50.0  # GB/s of a 400 Gb/s NIC
@@ -231,7 +231,7 @@ def test_eplb_balanced_never_slower_dispatch_than_reference() -> None:
     from dsctl.eplb.balanced import rebalance_balanced
     from dsctl.eplb.placement import gpu_loads
     from dsctl.eplb.reference import rebalance_reference
-    from dsctl.topology.sim_api import eplb_gpu_share
+    from dsctl.topology.sim.api import eplb_gpu_share
 
     rng = np.random.default_rng(7)
     weight = np.round(rng.lognormal(0.0, 1.2, size=(4, 256)) * 1000)
@@ -249,7 +249,7 @@ def test_eplb_balanced_never_slower_dispatch_than_reference() -> None:
 
 
 def test_flow_limit_is_an_input_error() -> None:
-    from dsctl.topology import sim_traffic
+    from dsctl.topology.sim import traffic as sim_traffic
 
     text = plan_text("mrft", 16)
     old = sim_traffic.MAX_FLOWS_PER_PLANE
@@ -288,7 +288,7 @@ def test_max_min_invariants(num_links: int, num_flows: int, seed: int) -> None:
 def test_finish_times_reflow_by_hand() -> None:
     """1 GB and 3 GB share a 50 GB/s link: steady rates 25/25 give 0.04 s and 0.12 s; re-solved, the second
     flow gets the whole link after 0.04 s and ends at 0.08 s (= 4 GB / 50 GB/s, the lower bound)."""
-    from dsctl.topology.sim_maxmin import finish_times
+    from dsctl.topology.sim.maxmin import finish_times
 
     none = np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
     done = finish_times(np.array([[0], [0]]), np.ones(2), np.array([1e9, 3e9]), np.array([50e9]), *none)

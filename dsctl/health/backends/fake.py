@@ -1,6 +1,6 @@
 """A strict, data-fed fake of the ``pynvml`` *module*, so CI runs the real adapter (:class:`NvmlBackend`).
 
-The fake is built from a fake-node record (see :mod:`dsctl.health.fixture`) and the real ``pynvml`` module, passed
+The fake is built from a fake-node record (see :mod:`dsctl.health.record.format`) and the real ``pynvml`` module, passed
 in as ``lib`` by :func:`dsctl.health.backends.nvml.fake_module` (only nvml.py imports pynvml). It returns real pynvml
 structs (``nvmlPciInfo_t``, ``c_nvmlFieldValue_t`` arrays, the fabric and SRAM structs filled through ``byref``) and
 raises the real ``pynvml.NVMLError(code)``.
@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dsctl.errors import InputError
-from dsctl.health.fixture import normalize, per_link
+from dsctl.health.record.format import normalize, per_link
 
 
 class FakeNotImplemented(NotImplementedError):

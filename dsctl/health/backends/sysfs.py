@@ -211,7 +211,7 @@ def gpu_bdf(gpu: Mapping[str, Any]) -> str:
 
 
 def render_sysfs(node: Mapping[str, Any], root: Path) -> None:
-    """Write the sysfs tree of a normalized fake node (see :func:`dsctl.health.fixture.normalize`) under ``root``,
+    """Write the sysfs tree of a normalized fake node (see :func:`dsctl.health.record.format.normalize`) under ``root``,
     with counters at t0. Files listed in a NIC's ``missing`` are left out. Every path built from a record value
     goes through :func:`safe_join` (InputError naming the record field if it would leave ``root``)."""
     root = Path(root)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dsctl.errors import InputError
-from dsctl.topology.sim_graph import SimGraph
+from dsctl.topology.sim.graph import SimGraph
 
 NOBODY = -1
 #: most network flows in one plane (a 16,384-GPU MPFT all-to-all has 4.2M): bounds memory at a few GB

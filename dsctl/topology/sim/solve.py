@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dsctl.topology.sim_graph import LINK_KINDS, NIC_DOWN, NVL_IN, NVL_OUT, SW_UP, SimGraph
-from dsctl.topology.sim_maxmin import finish_times, max_min, route_loads
-from dsctl.topology.sim_routing import next_hops, route_flows
-from dsctl.topology.sim_traffic import Flows, Traffic, check_flow_count
+from dsctl.topology.sim.graph import LINK_KINDS, NIC_DOWN, NVL_IN, NVL_OUT, SW_UP, SimGraph
+from dsctl.topology.sim.maxmin import finish_times, max_min, route_loads
+from dsctl.topology.sim.routing import next_hops, route_flows
+from dsctl.topology.sim.traffic import Flows, Traffic, check_flow_count
 
 HOT_LINKS = 10
 

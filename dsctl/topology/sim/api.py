@@ -9,12 +9,12 @@ from typing import Any
 import numpy as np
 
 from dsctl.errors import InputError, one_of
-from dsctl.topology.sim_ep import DIRECTIONS, ep_traffic
-from dsctl.topology.sim_graph import SimGraph, build_graph, failed_links
-from dsctl.topology.sim_routing import ROUTINGS
-from dsctl.topology.sim_svg import plane_svg
-from dsctl.topology.sim_traffic import RING_FACTOR, Traffic, alltoall, merge, permutation, ring
-from dsctl.topology.simulate import SimResult, simulate
+from dsctl.topology.sim.ep import DIRECTIONS, ep_traffic
+from dsctl.topology.sim.graph import SimGraph, build_graph, failed_links
+from dsctl.topology.sim.routing import ROUTINGS
+from dsctl.topology.sim.solve import SimResult, simulate
+from dsctl.topology.sim.svg import plane_svg
+from dsctl.topology.sim.traffic import RING_FACTOR, Traffic, alltoall, merge, permutation, ring
 from dsctl.units import QuantityError, parse_bytes
 
 WORKLOADS = ("alltoall", "permutation", "allreduce", "allgather", "reducescatter", *DIRECTIONS)

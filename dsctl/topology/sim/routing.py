@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dsctl.errors import InputError
-from dsctl.topology.sim_graph import MAX_NEXT_HOP_ENTRIES, SW_DOWN, SW_UP, SimGraph
+from dsctl.topology.sim.graph import MAX_NEXT_HOP_ENTRIES, SW_DOWN, SW_UP, SimGraph
 
 ROUTINGS = ("static", "ecmp", "adaptive")
 _FAR = np.iinfo(np.int16).max

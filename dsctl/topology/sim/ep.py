@@ -22,8 +22,8 @@ import math
 import numpy as np
 
 from dsctl.errors import InputError
-from dsctl.topology.sim_graph import SimGraph
-from dsctl.topology.sim_traffic import NOBODY, Flows, Job, Traffic, by_plane
+from dsctl.topology.sim.graph import SimGraph
+from dsctl.topology.sim.traffic import NOBODY, Flows, Job, Traffic, by_plane
 
 DIRECTIONS = ("ep-dispatch", "ep-combine")
 

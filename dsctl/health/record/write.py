@@ -7,8 +7,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from dsctl.health.fixture import SCHEMA
 from dsctl.health.model import NVLINK_COUNTERS, Gpu, Nic, NodeSnapshot, PciDevice, Unavailable
+from dsctl.health.record.format import SCHEMA
 
 #: mlx5 hw_counters names (kernel drivers/infiniband/hw/mlx5/counters.c); others are PMA counters/
 HW_COUNTERS = frozenset({

@@ -10,7 +10,7 @@ from html import escape
 
 import numpy as np
 
-from dsctl.topology.sim_graph import NIC_DOWN, NIC_UP, SW_UP, SimGraph
+from dsctl.topology.sim.graph import NIC_DOWN, NIC_UP, SW_UP, SimGraph
 
 _TIERS = ("leaf", "spine", "core")
 #: widest row drawn box by box; wider rows are squeezed into this width

@@ -1,0 +1,26 @@
+"""Flow-level simulation of a workload on a planned fabric (``dsctl topology simulate``), see docs/topology.md.
+
+Modules, from the entry point down: ``api`` (options and jobs in, :class:`SimResult` out), ``solve`` (the two-stage
+max-min solve and the result types), ``traffic`` (flow sets: all-to-all, permutation, ring collectives), ``ep``
+(expert-parallel dispatch/combine traffic), ``routing`` (static / ECMP / adaptive next hops and paths), ``maxmin``
+(max-min fair rates and the fluid finish-time simulation), ``graph`` (the link graph of a plan), ``svg`` (the plane
+picture). The names below are the public surface used by commands, output and benchmarks.
+"""
+
+from dsctl.topology.sim.api import (
+    MAX_JOBS,
+    WORKLOADS,
+    EpModel,
+    SimRequest,
+    Workload,
+    eplb_gpu_share,
+    parse_jobs,
+    plan_facts,
+    run,
+)
+from dsctl.topology.sim.solve import JobResult, LinkUse, PlaneResult, SimResult, Spread
+
+__all__ = [
+    "MAX_JOBS", "WORKLOADS", "EpModel", "JobResult", "LinkUse", "PlaneResult", "SimRequest", "SimResult", "Spread",
+    "Workload", "eplb_gpu_share", "parse_jobs", "plan_facts", "run",
+]
