@@ -284,17 +284,15 @@ def _exchange(a: Path, b: Path) -> bool:
     raise OSError(err, os.strerror(err), str(b))
 
 
-def _swap_in(stage: Path, out_dir: Path, option: str = "--out") -> None:
-    """Make ``stage`` the folder ``out_dir``; a dsctl folder already there becomes ``out_dir.prev`` (an empty one
-    is removed); an existing ``.prev`` is deleted only if dsctl wrote it."""
+def _swap_in(stage: Path, out_dir: Path) -> None:
+    """Make ``stage`` the folder ``out_dir``; a folder already there becomes ``out_dir.prev`` (an empty one is
+    removed). The caller has checked (:func:`_check_out_dir`) that both are dsctl's, just before."""
     if not out_dir.exists():
         os.rename(stage, out_dir)
         return
-    _check_existing(out_dir, option)  # again, just before: it may have changed during the run
     prev = out_dir.with_name(out_dir.name + PREV_SUFFIX)
     keep = any(os.scandir(out_dir))
     if keep and os.path.lexists(prev):
-        _check_prev(prev, out_dir, option)
         shutil.rmtree(prev)
     if _exchange(stage, out_dir):
         if keep:
@@ -406,15 +404,16 @@ def _check_prev(prev: Path, out_dir: Path, option: str) -> None:
 
 
 def _check_out_dir(out_dir: Path, option: str) -> Path:
-    _check_existing(out_dir, option)
-    parent = out_dir.parent if str(out_dir.parent) else Path(".")
-    if not parent.is_dir():
-        raise InputError(f"cannot write into {out_dir}: folder {parent} does not exist")
+    """Refuse an ``--out`` folder dsctl may not replace (see the module docstring); returns its parent."""
     here = Path.cwd().resolve()
     target = out_dir.resolve()
     if target == here or target in here.parents or out_dir.name in ("", ".", ".."):
         raise InputError(f"{option} {out_dir} is the current folder or one above it; dsctl replaces the whole "
                          f"{option} folder, so give a folder of its own", hint=f"e.g. {option} plan/")
+    _check_existing(out_dir, option)
+    parent = out_dir.parent if str(out_dir.parent) else Path(".")
+    if not parent.is_dir():
+        raise InputError(f"cannot write into {out_dir}: folder {parent} does not exist")
     prev = out_dir.with_name(out_dir.name + PREV_SUFFIX)
     if out_dir.is_dir() and any(os.scandir(out_dir)) and os.path.lexists(prev):
         _check_prev(prev, out_dir, option)
@@ -450,7 +449,8 @@ def staged_directory(out_dir: Path, option: str = "--out") -> Iterator[Path]:
             stage.chmod(0o777 & ~_umask())  # mkdtemp makes 0700; the final folder should look like any other
             yield stage
             _write_manifest(stage)
-            _swap_in(stage, out_dir, option)
+            _check_out_dir(out_dir, option)  # again, just before: either folder may have changed during the run
+            _swap_in(stage, out_dir)
         finally:
             if stage.exists():
                 shutil.rmtree(stage, ignore_errors=True)
