@@ -46,8 +46,9 @@ def _check_outputs(outputs: dict[str, Path | None]) -> None:
         if path.is_dir():
             example = path / ("sglang.json" if option == "--sglang-out" else "plan.json")
             raise InputError(f"{option} {path}: is a folder; give a file path, e.g. {example}")
-        if path.exists() and not path.is_file():
-            raise InputError(f"{option} {path}: exists and is not a regular file")
+        from dsctl.output.files import check_target
+
+        check_target(path, option)  # a link, device or FIFO: refused before any work
         if not parent.is_dir():
             what = "is not a folder" if parent.exists() else "does not exist"
             raise InputError(f"{option} {path}: cannot write there, folder {parent} {what}")

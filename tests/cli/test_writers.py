@@ -320,3 +320,17 @@ def test_two_outputs_are_committed_together(cli, tmp_path: Path, monkeypatch: py
     assert result.exit_code == 2 and "--sglang-out" in result.stderr, result.stderr
     assert (out.read_bytes(), sg.read_bytes()) == old
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plan.json", "sg.json", "stats.json"]
+
+
+def test_a_link_or_unlisted_file_inside_a_dsctl_folder_makes_it_foreign(cli, tmp_path: Path) -> None:
+    out = tmp_path / "plan"
+    assert cli("launch", "layout", "--nodes", "128", "--out", out).exit_code == 0
+    (out / "sub").mkdir()
+    (out / "sub" / "extra.txt").write_text("mine")
+    assert "sub/extra.txt" in (files.foreign_reason(out) or "")
+    shutil.rmtree(out / "sub")
+    assert files.foreign_reason(out) is None
+    (out / "link").symlink_to(tmp_path)
+    before = _snapshot(out)
+    result = cli("launch", "layout", "--nodes", "256", "--out", out)
+    assert result.exit_code == 2 and "link" in result.stderr and _snapshot(out) == before
