@@ -330,7 +330,8 @@ def test_a_link_or_unlisted_file_inside_a_dsctl_folder_makes_it_foreign(cli, tmp
     assert "sub/extra.txt" in (files.foreign_reason(out) or "")
     shutil.rmtree(out / "sub")
     assert files.foreign_reason(out) is None
-    (out / "link").symlink_to(tmp_path)
+    (tmp_path / "elsewhere.txt").write_text("x")
+    (out / "link").symlink_to(tmp_path / "elsewhere.txt")
     before = _snapshot(out)
     result = cli("launch", "layout", "--nodes", "256", "--out", out)
     assert result.exit_code == 2 and "link" in result.stderr and _snapshot(out) == before
