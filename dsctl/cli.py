@@ -16,7 +16,7 @@ from typer.core import TyperGroup
 from dsctl import __version__
 from dsctl.commands._common import SETTINGS, silence_stdout
 from dsctl.errors import DsctlError, ExitCode
-from dsctl.inputs import DEFAULT_MAX_INPUT_BYTES, ENV_MAX_INPUT_BYTES, LIMITS, parse_limit
+from dsctl.inputs import DEFAULT_MAX_INPUT_BYTES, ENV_MAX_INPUT_BYTES, LIMITS, forget_inputs, parse_limit
 
 #: Every command group: ``dsctl NAME`` is the Typer app ``app`` of module ``dsctl.commands.NAME``, imported only
 #: when the group is run, completed or asked for its own help. The text is the group's help (the module's
@@ -148,6 +148,7 @@ def root(
     from dsctl import siteconfig
 
     SETTINGS.debug = debug or SETTINGS.debug
+    forget_inputs()  # outputs are checked against the inputs of this invocation only
     SETTINGS.profiles_dir = profiles_dir
     site = siteconfig.current()  # dsctl.toml: defaults for options not given on the command line
     SETTINGS.site_profile_dirs = site.profile_dirs()

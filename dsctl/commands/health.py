@@ -209,6 +209,9 @@ def record(
 
     if out.is_dir():
         raise InputError(f"--out {out}: is a folder; give a file name such as {out / 'node.yaml'}")
+    from dsctl.output.files import check_target
+
+    check_target(out, "--out")  # before sampling: a link, device or FIFO is never replaced
     snap = take_snapshot(from_record, sysfs_root, interval, api.AREAS, fmt)
     data = snapshot_record(snap)
     text = "# dsctl health record: replay with dsctl health check --from-record FILE\n" + yaml.safe_dump(

@@ -133,7 +133,12 @@ def submit(plan: LaunchPlan, backend: str | None, options: JobOptions, out: Path
     if plan.exit_code and not force:
         raise NotSubmitted(f"the plan does not fit in GPU memory ({plan.layout.describe()}); nothing was submitted",
                            hint="see the plan with --dry-run; --force submits anyway")
-    write_files(out_dir, files)
+    from dsctl.inputs import note_input
+
+    if plan.train_command and not plan.train_command[0].startswith("-"):
+        note_input(plan.train_command[0], "training script")  # the job folder never replaces it
+    # ./JOB_NAME (or --out) is written only if absent, empty or written by dsctl: never a folder of the user's
+    write_files(out_dir, files, option="--out" if out is not None else "--job-name folder")
     job_path = out_dir / JOB_FILE[backend]
     base = LaunchRun(backend=backend, job_name=spec.job_name, layout=plan.layout.describe(),
                      world_size=plan.world_size, out_dir=str(out_dir), files=tuple(sorted(files)), command=(),

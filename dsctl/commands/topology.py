@@ -149,12 +149,14 @@ def simulate(
     import numpy as np
 
     from dsctl.output import topology_simulate as _sim_views  # noqa: F401  (registers the table view)
-    from dsctl.output.files import atomic_write
+    from dsctl.output.files import atomic_write, check_target
     from dsctl.topology import sim
     from dsctl.units import QuantityError, parse_bytes
 
     if svg is not None and not (svg.parent if str(svg.parent) else Path(".")).is_dir():
         raise InputError(f"--svg {svg}: folder {svg.parent} does not exist")
+    if svg is not None:
+        check_target(svg, "--svg")  # a link, device or FIFO: refused before the simulation
     if (eplb_plan is None) != (not stats):
         raise InputError("--eplb-plan and --stats go together (a placement and the statistics it was made from)")
     plan_file = plan_dir / "plan.json" if plan_dir.is_dir() else plan_dir

@@ -44,7 +44,7 @@ def test_out_writes_plan_and_slurm_job(cli: Cli, tmp_path: Path) -> None:
     res = cli("launch", "--nodes", "256", "--backend", "slurm", "--job-name", "v3", "--out", out, "-f", "json",
               "--", "train.py", "--config", "v3.yaml")
     assert res.exit_code == 0, res.stderr
-    assert sorted(p.name for p in out.iterdir()) == ["job.sbatch", "layout.json", "ranks.csv"]
+    assert sorted(p.name for p in out.iterdir()) == [".dsctl-manifest.json", "job.sbatch", "layout.json", "ranks.csv"]
     assert res.json()["backend"] == "slurm" and res.json()["job_name"] == "v3"
     assert f"wrote job.sbatch, layout.json, ranks.csv to {out}" in res.stderr
     text = (out / "job.sbatch").read_text()
@@ -225,7 +225,7 @@ def test_submit_default_folder_is_the_job_name(cli: Cli, tmp_path: Path, monkeyp
     monkeypatch.chdir(tmp_path)
     res = cli(*V2_LITE_1, "--backend", "torchrun", "--submit", "--job-name", "mini", "--", "t.py")
     assert res.exit_code == 0, res.stderr
-    assert sorted(os.listdir(tmp_path / "mini")) == ["layout.json", "ranks.csv", "torchrun.sh"]
+    assert sorted(os.listdir(tmp_path / "mini")) == [".dsctl-manifest.json", "layout.json", "ranks.csv", "torchrun.sh"]
     assert "EXITED" in res.stdout
 
 

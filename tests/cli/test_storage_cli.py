@@ -66,8 +66,8 @@ def test_chains_writes_the_four_files_and_svg(cli: Cli, tmp_path: Path) -> None:
     assert data["balance"]["redirect"]["max"] == data["balance"]["redirect"]["min"] == 8
     assert data["balance"]["sync_source"]["max"] == data["balance"]["sync_source"]["min"] == 8
     names = sorted(p.name for p in out.iterdir())
-    assert names == ["create_target_cmd.txt", "generated_chain_table.csv", "generated_chains.csv",
-                     "pair_share.svg", "remove_target_cmd.txt"]
+    assert names == [".dsctl-manifest.json", "create_target_cmd.txt", "generated_chain_table.csv",
+                     "generated_chains.csv", "pair_share.svg", "remove_target_cmd.txt"]
     assert len((out / "create_target_cmd.txt").read_text().splitlines()) == 7 * 16 * 3
     assert (out / "pair_share.svg").read_text().startswith("<svg")
     check = cli("storage", "check-chains", str(out), "-f", "json")
