@@ -78,12 +78,14 @@ class LazyGroup(TyperGroup):
 
     def load(self, name: str) -> TyperGroup:
         """Import ``dsctl.commands.NAME`` and build its group."""
+        from dsctl.commands._aliases import add_deprecated_aliases
         from dsctl.commands._complete import add_profile_completion
 
         module = importlib.import_module(f"dsctl.commands.{name}")
         group = typer.main.get_group(module.app)
         group.name = name
         add_profile_completion(group)
+        add_deprecated_aliases(group, name)
         self.commands[name] = group
         return group
 

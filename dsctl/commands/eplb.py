@@ -95,7 +95,7 @@ def rebalance_cmd(
     replicas: Annotated[int, typer.Option("--replicas", "-r",
                                           help="Physical expert slots per layer (experts + redundant).")],
     gpus: Annotated[int, typer.Option("--gpus", "-g", help="GPUs in the expert-parallel group (slots split evenly).")],
-    nodes: Annotated[int, typer.Option("--nodes", "-n", help="Nodes (fast intra-node links) the GPUs span.")],
+    nodes: Annotated[int, typer.Option("--nodes", "-N", help="Nodes (fast intra-node links) the GPUs span.")],
     groups: Annotated[int | None, typer.Option("--groups", help="Expert groups (default: the model's, else 1).")] \
     = None,
     model: Annotated[str | None, typer.Option("--model", "-m", help="Model profile supplying experts and groups, "

@@ -135,7 +135,7 @@ def drain_self(report: HealthReport) -> None:
 
 
 def fleet(
-    nodes: Annotated[str, typer.Option("--nodes", help="Slurm hostlist, e.g. 'node[001-256]'.")],
+    nodelist: Annotated[str, typer.Option("--nodelist", "-w", help="Slurm hostlist, e.g. 'node[001-256]'.")],
     partition: Annotated[str | None, typer.Option("--partition", "-p", help="Slurm partition to run in.")] = None,
     interval: Annotated[float | None, typer.Option("--interval", help="Seconds between the two counter samples "
                                                    "on each node (default 10; a record carries its own).")] = None,
@@ -147,7 +147,7 @@ def fleet(
                                         "it the commands are only printed.")] = False,
     from_record: Annotated[str | None, typer.Option("--from-record", help="Each node replays a record; {node} "
                                                     "becomes its Slurm name (records/{node}.yaml).")] = None,
-    node: Annotated[str | None, typer.Option("--node", help="Node profile with the expected counts.")] = None,
+    node: Annotated[str | None, typer.Option("--node-profile", help="Node profile with the expected counts.")] = None,
     only: Annotated[str | None, typer.Option("--only", help="Comma list of areas: gpu, nvlink, rdma.")] = None,
     dsctl_path: Annotated[str, typer.Option("--dsctl", help="dsctl on the nodes (name on PATH or absolute "
                                             "path).")] = "dsctl",
@@ -175,7 +175,7 @@ def fleet(
     command = [dsctl_path, "health", "check", "--format", "json"]
     if from_record is not None:
         command += ["--from-record", str(Path(from_record).absolute())]
-    for option, value in (("--interval", interval), ("--node", node), ("--only", only)):
+    for option, value in (("--interval", interval), ("--node-profile", node), ("--only", only)):
         if value is not None:
             command += [option, f"{value:g}" if isinstance(value, float) else str(value)]
     extra = list(srun_arg or [])
@@ -183,7 +183,7 @@ def fleet(
         if not arg.startswith("--") or arg.split("=", 1)[0] in FIXED_SRUN_OPTIONS:
             raise InputError(f"--srun-arg {arg!r}: give a long srun option (--name=value) that dsctl does not set",
                              hint="dsctl sets " + ", ".join(sorted(FIXED_SRUN_OPTIONS)))
-    names = expand_hostlist(nodes)
+    names = expand_hostlist(nodelist)
     run = run_on_nodes(names, command, timeout_s=timeout, launch_timeout_s=launch_timeout, partition=partition,
                        ok_exit_codes=(0, 1), job_name="dsctl-health", extra_srun_args=extra)
     items = [NodeInput(a.node, a.document, a.reason) for a in run.answers]

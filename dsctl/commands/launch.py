@@ -96,8 +96,8 @@ app = typer.Typer(
          "\\[--out DIR] \\[--submit] -- TRAIN_SCRIPT \\[ARGS...]).",
 )
 
-NodesOpt = Annotated[int | None, typer.Option("--nodes", "-n", help="Number of nodes (required).")]
-ModelOpt = Annotated[str, typer.Option("--model", help="Model profile.")]
+NodesOpt = Annotated[int | None, typer.Option("--nodes", "-N", help="Number of nodes (required).")]
+ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Model profile.")]
 NodeProfileOpt = Annotated[str, typer.Option("--node-profile", help="Node profile (GPUs per node, HBM).")]
 PPOpt = Annotated[int | None, typer.Option("--pp", help="Pipeline ranks per pipeline \\[default: smallest that fits].")]
 EPOpt = Annotated[int | None, typer.Option("--ep", help="Expert parallelism \\[default: one expert group per node].")]
@@ -194,7 +194,7 @@ def launch(
     exclude: Annotated[str | None, typer.Option(
         "--exclude", help="Slurm: nodes never to use, e.g. gpu[013,077].")] = None,
     nodelist: Annotated[str | None, typer.Option(
-        "--nodelist", help="Slurm: nodes the job must include, e.g. gpu[001-016].")] = None,
+        "--nodelist", "-w", help="Slurm: nodes the job must include, e.g. gpu[001-016].")] = None,
     exclusive: Annotated[bool, typer.Option("--exclusive", help="Slurm: whole nodes, shared with no other job.")]
     = False,
     sbatch_arg: Annotated[list[str] | None, typer.Option(
@@ -255,14 +255,12 @@ def launch(
     show(plan, fmt, "launch")
 
 
-#: launch options that belong to one backend, by parameter name
-_BACKEND_OF = {"partition": "slurm", "time_limit": "slurm", "cpus_per_task": "slurm", "account": "slurm",
-               "qos": "slurm", "reservation": "slurm", "exclude": "slurm", "image": "kubernetes"}
-
-
 def _site_values(ctx: typer.Context, engine: str | None) -> set[str]:
-    """Parameters set by the site configuration (not the command line) for a backend other than ``engine``."""
-    return {name for name, owner in _BACKEND_OF.items()
+    """Parameters set by the site configuration (not the command line) for a backend other than ``engine``
+    (launch_run.OPTION_BACKEND says which backend each engine option belongs to)."""
+    from dsctl.commands.launch_run import OPTION_BACKEND
+
+    return {name for name, owner in OPTION_BACKEND.values()
             if owner != engine and getattr(ctx.get_parameter_source(name), "name", "") == "DEFAULT_MAP"}
 
 

@@ -10,8 +10,6 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-import yaml
-
 from dsctl.errors import DsctlError, ExitCode, InputError
 from dsctl.launch.engines import kubernetes, slurm, torchrun
 from dsctl.launch.engines.result import LaunchRun
@@ -20,6 +18,7 @@ from dsctl.launch.plan import LaunchPlan
 from dsctl.output import render_json
 from dsctl.output.files import write_files
 from dsctl.output.progress import Report
+from dsctl.output.yamltext import dump_yaml_documents
 from dsctl.runners import process
 from dsctl.runners import slurm as slurm_runner
 
@@ -42,15 +41,18 @@ def normal_backend(name: str) -> str:
     return "kubernetes" if name == "k8s" else name
 
 
-#: engine options and the backend each belongs to
-OPTION_BACKEND = {"--hosts": "torchrun", "--image": "kubernetes", "--partition": "slurm", "--time": "slurm",
-                  "--cpus-per-task": "slurm", "--account": "slurm", "--qos": "slurm", "--reservation": "slurm",
-                  "--exclude": "slurm", "--nodelist": "slurm", "--exclusive": "slurm", "--sbatch-arg": "slurm"}
+#: the one table of engine options: flag -> (the launch command's parameter name, the backend it belongs to)
+OPTION_BACKEND: dict[str, tuple[str, str]] = {
+    "--hosts": ("hosts", "torchrun"), "--image": ("image", "kubernetes"), "--partition": ("partition", "slurm"),
+    "--time": ("time_limit", "slurm"), "--cpus-per-task": ("cpus_per_task", "slurm"),
+    "--account": ("account", "slurm"), "--qos": ("qos", "slurm"), "--reservation": ("reservation", "slurm"),
+    "--exclude": ("exclude", "slurm"), "--nodelist": ("nodelist", "slurm"), "--exclusive": ("exclusive", "slurm"),
+    "--sbatch-arg": ("sbatch_arg", "slurm")}
 
 
 def check_option_backend(backend: str | None, given: dict[str, bool]) -> None:
     """Reject an engine option given for another backend (or none), instead of ignoring it."""
-    for flag, owner in OPTION_BACKEND.items():
+    for flag, (_, owner) in OPTION_BACKEND.items():
         if given.get(flag) and backend != owner:
             raise InputError(f"{flag} applies to --backend {owner}" + (f", not {backend}" if backend else ""),
                              hint=f"add --backend {owner}, or drop {flag}")
@@ -83,7 +85,7 @@ def job_files(spec: JobSpec, options: JobOptions, backend: str) -> dict[str, str
     if backend == "torchrun":
         return {JOB_FILE[backend]: torchrun.render_script(spec, options)}
     docs = kubernetes.manifests(spec, options)
-    return {JOB_FILE[backend]: yaml.safe_dump_all(docs, sort_keys=False, default_flow_style=False)}
+    return {JOB_FILE[backend]: dump_yaml_documents(docs)}
 
 
 def write_plan_and_job(plan: LaunchPlan, backend: str | None, options: JobOptions, out: Path) -> list[str]:

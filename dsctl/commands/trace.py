@@ -125,11 +125,11 @@ def overlap_cmd(
                                              "exposed communication in red.")] = None,
     jobs: JobsOpt = None,
     max_bytes: MaxBytesOpt = _MAX_BYTES,
-    slurm: Annotated[bool, typer.Option("--slurm", help="Run the analysis on every node of --nodes through srun "
+    slurm: Annotated[bool, typer.Option("--slurm", help="Run the analysis on every node of --nodelist through srun "
                                         "(traces on node-local disks; {node} in TRACE is the node's name) and merge "
                                         "the answers.")] = False,
-    nodes: Annotated[str | None, typer.Option("--nodes", help="--slurm: Slurm hostlist, e.g. node[001-256].")]
-    = None,
+    nodes: Annotated[str | None, typer.Option("--nodelist", "-w",
+                                              help="--slurm: Slurm hostlist, e.g. node[001-256].")] = None,
     dsctl_path: Annotated[str, typer.Option("--dsctl", help="--slurm: dsctl as the nodes run it.")] = "dsctl",
     node_timeout: Annotated[float, typer.Option("--node-timeout", min=1, max=86400,
                                                 help="--slurm: seconds each node may take.")] = 600.0,
@@ -151,7 +151,7 @@ def overlap_cmd(
     classifier = _classifier(comm_pattern, add_comm_pattern, compute_pattern)
     if slurm or nodes is not None:
         if not slurm or nodes is None:
-            raise InputError("--slurm and --nodes go together: --slurm --nodes node[001-016]")
+            raise InputError("--slurm and -w/--nodelist go together: --slurm -w node[001-016]")
         if svg is not None or explain_classes or all_steps:
             raise InputError("--slurm reports the overlap table only; drop --svg, --explain-classes and --all-steps")
         forwarded = _forwarded(step, comm_pattern, add_comm_pattern, compute_pattern, top, jobs, max_bytes)

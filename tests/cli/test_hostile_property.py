@@ -116,7 +116,7 @@ def test_eplb_options(option: str, value: str) -> None:
 
 test_health_options = _family(
     ["health", "check", "--from-record", str(ROOT / "tests" / "data" / "health" / "hgx_h800_healthy.yaml")],
-    ["--only", "--fail-on", "--node", "--kernel-log"])
+    ["--only", "--fail-on", "--node-profile", "--kernel-log"])
 test_profiles_options = _family(["profiles", "show"], ["--format"])
 
 
