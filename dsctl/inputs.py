@@ -142,3 +142,14 @@ def read_bytes(path: Path | str, what: str, error: type[InputError] = InputError
     except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise error(f"{what} {path}: cannot read ({reason})") from None
+
+
+def read_text(path: Path | str, what: str, hint: str | None = None, error: type[InputError] = InputError,
+              limit: int | None = None) -> str:
+    """:func:`read_bytes` decoded as UTF-8 (a leading byte-order mark is dropped); other bytes are an ``error``
+    naming ``what``, the path and the byte offset, with ``hint``."""
+    data = read_bytes(path, what, error=error, limit=limit)
+    try:
+        return data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as exc:
+        raise error(f"{what} {path}: not UTF-8 text (byte {exc.start})", hint=hint) from None

@@ -13,8 +13,15 @@ import re
 
 from dsctl.errors import InputError
 
-#: profile names (file names without ``.yaml``), Slurm job and partition names: letters, digits, ``._-``
+#: profile and node names (file names without ``.yaml``; 64 characters): letters, digits, ``._-``
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+#: a Slurm job, partition, account, QOS or reservation name (63 characters, as Slurm's name fields allow)
+SLURM_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
+#: a node name as Slurm prints it after hostlist expansion (no brackets, no spaces, nothing a shell would expand):
+#: the same rule as :data:`NAME`
+NODE_NAME = NAME
+#: a Slurm hostlist expression as typed (``gpu[001-016,020]``, comma-separated names), before expansion
+HOSTLIST = re.compile(r"[A-Za-z0-9][A-Za-z0-9._,\[\]-]{0,4095}")
 #: a DNS-1123 label short enough that ``<name>-node-<i>-<j>`` pod names stay within 63 characters
 K8S_NAME = re.compile(r"[a-z0-9](?:[-a-z0-9]{0,38}[a-z0-9])?")
 #: a host name or an IPv4/IPv6 address
@@ -29,8 +36,12 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\
 _LINE_BREAK = re.compile(r"[\n\r\x0b\x0c\x85\u2028\u2029]")
 
 
-def shown(value: str, limit: int = 40) -> str:
-    """``repr`` of a user value cut to ``limit`` characters (a huge value never floods a message)."""
+def shown(value: object, limit: int = 40) -> str:
+    """``repr`` of a user value cut to ``limit`` characters (a huge value never floods a message); a string is
+    quoted, anything else shown as its ``repr``."""
+    if not isinstance(value, str):
+        text = repr(value)
+        return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
     if len(value) <= limit:
         return repr(value)
     return f"{value[:limit]!r}... ({len(value):,} characters)"

@@ -11,8 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from dsctl.errors import InputError
-from dsctl.inputs import read_bytes
+from dsctl.inputs import read_bytes, read_text
 from dsctl.output.formats import OutputFormat
 
 if TYPE_CHECKING:
@@ -84,9 +83,5 @@ def read_input(path: Path, what: str) -> bytes:
 
 def read_text_input(path: Path, what: str, hint: str | None = None) -> str:
     """``read_input`` decoded as UTF-8 (a leading byte-order mark is dropped); other bytes are an InputError
-    naming the byte offset."""
-    data = read_input(path, what)
-    try:
-        return data.decode("utf-8").removeprefix("\ufeff")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{what} {path}: not UTF-8 text (byte {exc.start})", hint=hint) from None
+    naming the byte offset (:func:`dsctl.inputs.read_text`)."""
+    return read_text(path, what, hint)

@@ -27,12 +27,11 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from dsctl.errors import EnvironmentMissing, InputError
+from dsctl.names import NODE_NAME
 from dsctl.runners.process import capture, require
 
 SRUN_HINT = ("install Slurm's client tools (Debian: apt-get install slurm-client) on a host that can reach "
              "slurmctld; the nodes need dsctl on PATH (or give its path)")
-#: a node name as Slurm prints it after expansion (no hostlist brackets, no spaces, nothing a shell would expand)
-NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 MAX_NODES = 65536
 MAX_HOSTLIST_CHARS = 1 << 20
 #: bytes of stdout kept per node; a node printing more is unreachable ("output over ... bytes")

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dsctl.storage.balance import Balance, measure
-from dsctl.storage.chaintable import UINT32_MAX, decode_target
+from dsctl.storage.chaintable import UINT32_MAX, chain_disk, decode_target
 from dsctl.storage.choice import REDIRECT_LIMIT
 
 CHAINS = "generated_chains.csv"
@@ -174,14 +174,6 @@ def _read_removes(text: str, name: str, out: _Problems) -> dict[tuple[str, int],
     return found
 
 
-def _upstream_chain_disk(cid: int) -> int | None:
-    """0-based disk index in an upstream-scheme chain id (``[prefix][disk 3][index 5]``), None if not one."""
-    if cid < 100_000_000:
-        return None
-    disk = (cid // 100_000) % 1_000 - 1
-    return disk if disk >= 0 and cid % 100_000 >= 1 else None
-
-
 def _check_rows(rows: list[ChainRow], creates: dict[int, tuple[int, int, int, int]] | None, out: _Problems
                 ) -> tuple[dict[int, int], dict[int, int]]:
     """Per-chain checks; returns target -> node id and target -> disk index."""
@@ -218,7 +210,7 @@ def _check_rows(rows: list[ChainRow], creates: dict[int, tuple[int, int, int, in
         disks = sorted({disk_of[t] for t in row.targets})
         if len(disks) > 1:
             out.add(row.chain_id, f"members on disk indexes {disks}; a 3FS table keeps a chain on one index", where)
-        coded = _upstream_chain_disk(row.chain_id)
+        coded = chain_disk(row.chain_id)
         if creates is not None and coded is not None and len(disks) == 1 and coded != disks[0]:
             out.add(row.chain_id, f"chain id encodes disk index {coded}, its targets are on {disks[0]}", where)
     return node_of, disk_of

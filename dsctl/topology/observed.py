@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from dsctl.errors import InputError
-from dsctl.topology.naming import short_repr
+from dsctl.names import shown
 
 
 @dataclass(frozen=True)
@@ -122,7 +122,7 @@ def parse_ibnetdiscover(text: str, source: str = "OBSERVED") -> ObservedFabric:
         for node_id, port_no in (a_key, b_key):
             limit = num_ports.get(node_id)
             if limit is not None and not 1 <= port_no <= limit:
-                who = short_repr(descs[node_id] or node_id)
+                who = shown(descs[node_id] or node_id)
                 raise InputError(f"{source} line {number}: port {port_no} of {who} is outside 1..{limit} "
                                  f"(its 'Switch'/'Ca' line gives {limit} ports)")
         key = (a_key, b_key) if a_key <= b_key else (b_key, a_key)

@@ -188,7 +188,8 @@ def test_peak_memory_on_1gb_hostile_inputs(tmp_path: Path) -> None:
     dense = tmp_path / "dense.json"  # 60 MB, under the input limit: 30 million values, refused before parsing
     dense.write_text("[" + ",".join(["[" + ",".join(["1"] * 1000) + "]"] * 30_000) + "]")
     inputs = [str(big), str(npy), str(dense)] + (["/dev/zero"] if Path("/dev/zero").exists() else [])
-    proc = subprocess.run([sys.executable, "-c", script, *inputs], capture_output=True, text=True, timeout=120,
+    # no tight timeout: on loaded cores the child's start-up alone can take a minute, and time is not what is tested
+    proc = subprocess.run([sys.executable, "-c", script, *inputs], capture_output=True, text=True, timeout=900,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     codes, peak_kib = proc.stdout.rsplit("]", 1)
     assert codes == "[" + ", ".join(["2"] * len(inputs)), proc.stderr

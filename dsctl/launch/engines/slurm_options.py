@@ -7,10 +7,8 @@ import re
 from dataclasses import dataclass
 
 from dsctl.errors import InputError
+from dsctl.names import HOSTLIST, SLURM_NAME
 
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
-#: a Slurm hostlist expression: node names, commas, ranges in brackets (gpu[001-004,010])
-_HOSTLIST = re.compile(r"[A-Za-z0-9][A-Za-z0-9._,\[\]-]{0,4095}")
 _SBATCH_ARG = re.compile(r"--([a-z][a-z0-9-]{0,63})(=(.{1,4096}))?")
 _NCCL_ENV = re.compile(r"(NCCL_[A-Z0-9_]{1,64})=(.{0,4096})")
 #: #SBATCH options dsctl writes itself from the plan: a --sbatch-arg may not change them
@@ -46,11 +44,11 @@ def check_slurm_options(options: SlurmOptions) -> None:
     """InputError naming the option for any value that is not a Slurm name, hostlist or ``--name[=value]``."""
     for flag, value in (("--account", options.account), ("--qos", options.qos),
                         ("--reservation", options.reservation)):
-        if value is not None and not _NAME.fullmatch(value):
+        if value is not None and not SLURM_NAME.fullmatch(value):
             raise InputError(f"{flag} {value!r} is not a valid Slurm name: use 1-63 letters, digits, '.', '_' or "
                              "'-', starting with a letter or digit")
     for flag, value in (("--exclude", options.exclude), ("--nodelist", options.nodelist)):
-        if value is not None and not _HOSTLIST.fullmatch(value):
+        if value is not None and not HOSTLIST.fullmatch(value):
             raise InputError(f"{flag} {value!r} is not a Slurm node list: use names, commas and bracket ranges, "
                              "e.g. gpu[001-004],gpu017")
     for arg in options.sbatch_args:
