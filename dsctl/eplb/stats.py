@@ -17,8 +17,8 @@ from __future__ import annotations
 import csv
 import io
 import math
-import tokenize
 import re
+import tokenize
 from collections.abc import Sequence
 
 import numpy as np

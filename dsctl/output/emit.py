@@ -9,8 +9,8 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from dsctl import __version__
-from dsctl.output.data import SCHEMA_VERSION, to_data
 from dsctl.names import terminal_text
+from dsctl.output.data import SCHEMA_VERSION, to_data
 from dsctl.output.formats import OutputFormat
 
 if TYPE_CHECKING:

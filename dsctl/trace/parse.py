@@ -272,18 +272,18 @@ def _parse(events: Iterable[Any], meta: dict[str, Any], source: str) -> TraceDat
         if kind == _LAUNCH:
             l_ts(ts)
             corr = args.get("correlation")
-            l_corr(corr if type(corr) is int and -_INT_LIMIT <= corr <= _INT_LIMIT else _int(corr, -1))
+            l_corr(corr if type(corr) is int and abs(corr) <= _INT_LIMIT else _int(corr, -1))
             continue
         name = ev.get("name")
         if type(name) is not str:
             name = str(name)[:200]
         if kind == _GPU:
             device = args.get("device")
-            g_dev(device if type(device) is int and -_INT_LIMIT <= device <= _INT_LIMIT else _int(device, _int(ev.get("pid"), 0)))
+            g_dev(device if type(device) is int and abs(device) <= _INT_LIMIT else _int(device, _int(ev.get("pid"), 0)))
             stream = args.get("stream")
-            g_stream(stream if type(stream) is int and -_INT_LIMIT <= stream <= _INT_LIMIT else _int(stream, _int(ev.get("tid"), 0)))
+            g_stream(stream if type(stream) is int and abs(stream) <= _INT_LIMIT else _int(stream, _int(ev.get("tid"), 0)))
             corr = args.get("correlation")
-            g_corr(corr if type(corr) is int and -_INT_LIMIT <= corr <= _INT_LIMIT else _int(corr, -1))
+            g_corr(corr if type(corr) is int and abs(corr) <= _INT_LIMIT else _int(corr, -1))
             coll = args.get("Collective name")
             if coll is not None and type(coll) is str:
                 at = len(gpu.start)
