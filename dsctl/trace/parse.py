@@ -281,7 +281,8 @@ def _parse(events: Iterable[Any], meta: dict[str, Any], source: str) -> TraceDat
             device = args.get("device")
             g_dev(device if type(device) is int and abs(device) <= _INT_LIMIT else _int(device, _int(ev.get("pid"), 0)))
             stream = args.get("stream")
-            g_stream(stream if type(stream) is int and abs(stream) <= _INT_LIMIT else _int(stream, _int(ev.get("tid"), 0)))
+            g_stream(stream if type(stream) is int and abs(stream) <= _INT_LIMIT
+                     else _int(stream, _int(ev.get("tid"), 0)))
             corr = args.get("correlation")
             g_corr(corr if type(corr) is int and abs(corr) <= _INT_LIMIT else _int(corr, -1))
             coll = args.get("Collective name")
