@@ -34,7 +34,8 @@ SRUN_HINT = ("install Slurm's client tools (Debian: apt-get install slurm-client
 #: a node name as Slurm prints it after expansion (no hostlist brackets, no spaces, nothing a shell would expand)
 NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 MAX_NODES = 65536
-MAX_HOSTLIST_CHARS = 1 << 20
+#: longest --nodes hostlist: it is one argument of `scontrol show hostnames` (Linux: 128 KiB per argv string)
+MAX_HOSTLIST_CHARS = 120 * 1024
 #: bytes of stdout kept per node; a node printing more is unreachable ("output over ... bytes")
 MAX_OUTPUT_BYTES = 16 * 1024 * 1024
 #: a longer stdout line makes its node's output "over the limit"; longer stderr lines are cut
@@ -46,6 +47,8 @@ SRUN_LINES = 20000
 KILL_GRACE_S = 5.0
 #: sinfo states (``%T``, suffix flags removed) in which a node accepts a new job step
 USABLE_STATES = frozenset({"idle", "mixed", "allocated", "completing"})
+#: longest hostlist handed to sinfo/srun as one argument (Linux refuses one argv string above 128 KiB)
+MAX_ARG_CHARS = 64 * 1024
 #: srun options the runner sets itself (an extra argument may not override them)
 FIXED_SRUN_OPTIONS = frozenset({"--job-name", "--nodes", "--ntasks", "--ntasks-per-node", "--nodelist", "--label",
                                 "--kill-on-bad-exit", "--no-kill", "--wait", "--immediate", "--time", "--partition"})
@@ -176,17 +179,44 @@ def usable(state: str) -> bool:
     return state in USABLE_STATES
 
 
+def hostlist_chunks(nodes: Sequence[str], max_chars: int = MAX_ARG_CHARS) -> list[str]:
+    """``nodes`` as Slurm hostlist expressions of at most ``max_chars`` characters each (ranges compressed:
+    ``gpu[00001-65536]``), so that no argument reaches the kernel's 128 KiB limit on one argv string
+    (``sinfo -n`` with 14,000 plain names did, near 14,000 nodes)."""
+    from dsctl.topology.naming import compress_hostlist
+
+    whole = compress_hostlist(nodes)
+    if len(whole) <= max_chars:
+        return [whole]
+    chunks: list[str] = []
+    part: list[str] = []
+    size = 0
+    for name in nodes:  # names are at most 64 characters, far below max_chars
+        if part and size + len(name) + 1 > max_chars // 2:
+            chunks.append(compress_hostlist(part))
+            part, size = [], 0
+        part.append(name)
+        size += len(name) + 1
+    if part:
+        chunks.append(compress_hostlist(part))
+    return chunks
+
+
 def slurm_states(nodes: Sequence[str], partition: str | None) -> dict[str, tuple[str, str]]:
-    """State and reason of each node from sinfo (nodes Slurm does not know are absent)."""
+    """State and reason of each node from sinfo (nodes Slurm does not know are absent); one sinfo per hostlist
+    chunk (:func:`hostlist_chunks`)."""
     sinfo = require("sinfo", SRUN_HINT)
-    argv = [sinfo, "-h", "-N", "-o", "%N %T %E", "-n", ",".join(nodes)]
-    if partition:
-        argv += ["-p", partition]
-    done = capture(argv, timeout_s=60.0)
-    if done.returncode != 0:
-        raise EnvironmentMissing(f"sinfo failed: {_last_line(done.stderr) or done.returncode}",
-                                 hint="is slurmctld reachable from this host? (try: sinfo)")
-    states = parse_sinfo_states(done.stdout)
+    states: dict[str, tuple[str, str]] = {}
+    for chunk in hostlist_chunks(nodes):
+        argv = [sinfo, "-h", "-N", "-o", "%N %T %E", "-n", chunk]
+        if partition:
+            argv += ["-p", partition]
+        done = capture(argv, timeout_s=60.0)
+        if done.returncode != 0:
+            raise EnvironmentMissing(f"sinfo failed: {_last_line(done.stderr) or done.returncode}",
+                                     hint="is slurmctld reachable from this host? (try: sinfo)")
+        for node, state in parse_sinfo_states(done.stdout).items():
+            states.setdefault(node, state)
     if partition and not states:
         known = capture([sinfo, "-h", "-o", "%R"], timeout_s=60.0).stdout.split()
         if partition not in known:
@@ -200,8 +230,13 @@ def srun_argv(srun: str, nodes: Sequence[str], command: Sequence[str], *, token:
               extra_args: Sequence[str] = ()) -> list[str]:
     """The srun command line: one task per node, labelled output, no kill on a bad node, a job time limit."""
     minutes = max(1, math.ceil((timeout_s + launch_timeout_s + 2 * KILL_GRACE_S) / 60.0))
+    chunks = hostlist_chunks(nodes)
+    if len(chunks) > 1:
+        raise InputError(f"{len(nodes):,} node names do not compress into one Slurm hostlist of at most "
+                         f"{MAX_ARG_CHARS:,} characters (srun's --nodelist)",
+                         hint="use names with a common prefix and a number (gpu00001...), or fewer nodes per run")
     argv = [srun, f"--job-name={job_name}", f"--nodes={len(nodes)}", f"--ntasks={len(nodes)}",
-            "--ntasks-per-node=1", f"--nodelist={','.join(nodes)}", "--label", "--kill-on-bad-exit=0",
+            "--ntasks-per-node=1", f"--nodelist={chunks[0]}", "--label", "--kill-on-bad-exit=0",
             "--no-kill", "--wait=0", f"--immediate={max(1, math.ceil(launch_timeout_s))}", f"--time={minutes}"]
     if partition:
         argv.append(f"--partition={partition}")

@@ -276,8 +276,31 @@ def _target_findings(chains: list[ChainState], by_tid: dict[int, TargetState], d
 
 def diagnose(chains: list[ChainState], targets: list[TargetState], errors: list[str], chains_source: str,
              targets_source: str | None) -> DoctorResult:
-    """Findings over parsed ``list-chains`` (and ``list-targets``) output; exit code 1 when redundancy is lost."""
-    by_tid = {t.target_id: t for t in targets}
+    """Findings over parsed ``list-chains`` (and ``list-targets``) output; exit code 1 when redundancy is lost.
+
+    A chain (or target) listed twice, e.g. two saved outputs concatenated, is counted once (its first row) and
+    reported as a ``duplicate_row`` warning."""
+    first_line: dict[int, int] = {}
+    unique: list[ChainState] = []
+    duplicates: list[Finding] = []
+    for chain in chains:
+        if chain.chain_id in first_line:
+            duplicates.append(Finding("warning", "duplicate_row", f"chain {chain.chain_id}",
+                                      f"{chains_source} line {chain.line} repeats chain {chain.chain_id} of line "
+                                      f"{first_line[chain.chain_id]}; counted once (the first row)",
+                                      "save one `admin_cli list-chains` output and rerun"))
+            continue
+        first_line[chain.chain_id] = chain.line
+        unique.append(chain)
+    chains = unique
+    by_tid: dict[int, TargetState] = {}
+    for target in targets:
+        by_tid.setdefault(target.target_id, target)
+    if len(by_tid) < len(targets):
+        duplicates.append(Finding("warning", "duplicate_row", f"{len(targets) - len(by_tid)} target row(s)",
+                                  f"{targets_source} lists {len(targets) - len(by_tid)} target(s) twice; each "
+                                  "counted once (the first row)", "save one `admin_cli list-targets` output"))
+        targets = list(by_tid.values())
     replication = max(len(c.members) for c in chains)
     node_targets: dict[int, list[TargetState]] = defaultdict(list)
     for t in targets:
@@ -285,7 +308,7 @@ def diagnose(chains: list[ChainState], targets: list[TargetState], errors: list[
             node_targets[t.node_id].append(t)
     down_nodes = {n for n, ts in node_targets.items() if all(t.local == "OFFLINE" for t in ts)}
     findings = [Finding("warning", "admin_cli_error", "admin_cli", e, "rerun it; check the mgmtd addresses and "
-                        "the admin token") for e in errors]
+                        "the admin token") for e in errors] + duplicates
     chain_findings, alone, tally = _chain_findings(chains, by_tid, replication)
     findings += chain_findings
     for node in sorted(down_nodes):
