@@ -159,7 +159,7 @@ def fleet(
     """Run dsctl health check on every node through srun; one verdict, the nodes to drain; exit 1 when a node is
     critical or unreachable."""
     from dsctl.health import api
-    from dsctl.health.fleet import NodeInput, aggregate, with_drain_results
+    from dsctl.health.fleet import NodeInput, aggregate, digest, with_drain_results
     from dsctl.launch.engines.slurm_options import reserved_prefix
     from dsctl.output import health_fleet as _renderer  # noqa: F401  (registers the table view)
     from dsctl.runners.fleet import FIXED_SRUN_OPTIONS, drain_node, expand_hostlist, run_on_nodes
@@ -188,7 +188,7 @@ def fleet(
                              hint="dsctl sets " + ", ".join(sorted(FIXED_SRUN_OPTIONS)))
     names = expand_hostlist(nodes)
     run = run_on_nodes(names, command, timeout_s=timeout, launch_timeout_s=launch_timeout, partition=partition,
-                       ok_exit_codes=(0, 1), job_name="dsctl-health", extra_srun_args=extra)
+                       ok_exit_codes=(0, 1), job_name="dsctl-health", extra_srun_args=extra, digest=digest)
     items = [NodeInput(a.node, a.document, a.reason) for a in run.answers]
     report = aggregate(items, timeout_s=timeout, wall_s=run.wall_s)
     if drain:

@@ -13,6 +13,7 @@ run is bounded: srun is killed at ``timeout_s + launch_timeout_s + KILL_GRACE_S`
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import math
 import os
@@ -250,11 +251,13 @@ class LabelledOutput:
     ``exit_code`` ``None``. Memory is bounded: MAX_OUTPUT_BYTES of stdout and the last STDERR_LINES lines of stderr
     per task, SRUN_LINES of srun's own lines."""
 
-    def __init__(self, token: str) -> None:
+    def __init__(self, token: str, on_finished: Callable[[TaskOutput], None] | None = None) -> None:
         self.tasks: dict[int, TaskOutput] = {}
         self.srun_lines: list[str] = []
         self._head = f"{token} node="
         self._tail = f"{token} exit="
+        #: called once per task when its trailer arrives (the runner parses the answer then and drops the text)
+        self._on_finished = on_finished
 
     def stdout_line(self, line: str, *, truncated: bool = False) -> None:
         """One stdout line without its newline; ``truncated``: the line was longer than MAX_LINE_CHARS."""
@@ -274,6 +277,8 @@ class LabelledOutput:
             task.exit_code = int(value) if value.isdigit() else 255
             if task.stdout and task.stdout[-1] == "":
                 task.stdout.pop()  # the wrapper's newline before the trailer
+            if self._on_finished is not None:
+                self._on_finished(task)
             return
         task.num_bytes += MAX_OUTPUT_BYTES + 1 if truncated else len(text) + 1
         if task.num_bytes <= MAX_OUTPUT_BYTES:
@@ -356,13 +361,18 @@ def assemble(nodes: Sequence[str], tasks: dict[int, TaskOutput], stderr: str, *,
 def run_on_nodes(nodes: Sequence[str], command: Sequence[str], *, timeout_s: float = 60.0,
                  launch_timeout_s: float = 60.0, partition: str | None = None, ok_exit_codes: Iterable[int] = (0,),
                  job_name: str = "dsctl-fleet", extra_srun_args: Sequence[str] = (),
-                 check_states: bool = True) -> FleetRun:
+                 check_states: bool = True,
+                 digest: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> FleetRun:
     """Run ``command`` (argv, no shell) once on every node in ``nodes`` through one srun step.
 
     ``timeout_s`` bounds the command on each node (coreutils ``timeout``); ``launch_timeout_s`` bounds getting the
     allocation and starting the tasks. Nodes Slurm reports as not usable are not asked (unreachable with their
     state and reason). ``ok_exit_codes`` lists statuses whose stdout counts as an answer (``dsctl health check``
     exits 1 on a finding and still prints its report).
+
+    Each node's answer is parsed once, as soon as its task ends, and only ``digest(document)`` is kept (the
+    caller's typed summary, e.g. the listed findings of a health report); the text and the full document are
+    dropped then, so memory holds the answers still arriving plus the digests, not every node's whole answer.
     """
     if not command:
         raise InputError("no command to run on the nodes")
@@ -388,7 +398,19 @@ def run_on_nodes(nodes: Sequence[str], command: Sequence[str], *, timeout_s: flo
     token = "@@dsctl-fleet-" + secrets.token_hex(8)
     argv = srun_argv(srun, asked, command, token=token, timeout_s=timeout_s, launch_timeout_s=launch_timeout_s,
                      partition=partition, job_name=job_name, extra_args=extra_srun_args)
-    parser = LabelledOutput(token)
+    codes = tuple(ok_exit_codes)
+    early: dict[str, NodeAnswer] = {}
+
+    def finished(task: TaskOutput) -> None:
+        if task.node is None or task.node in early:
+            return
+        answer = classify(task.node, task, timeout_s=timeout_s, ok_exit_codes=codes)
+        if answer.document is not None and digest is not None:
+            answer = dataclasses.replace(answer, document=digest(answer.document))
+        early[task.node] = answer
+        task.stdout = []  # parsed: the text is not needed again
+
+    parser = LabelledOutput(token, finished)
     code, stopped = _run_bounded(argv, timeout_s + launch_timeout_s + KILL_GRACE_S, parser)
     tasks = parser.tasks
     stderr = "\n".join(parser.srun_lines)
@@ -398,9 +420,10 @@ def run_on_nodes(nodes: Sequence[str], command: Sequence[str], *, timeout_s: flo
                  else f"no answer within {timeout_s:g} s" if stopped else f"srun exited {code} with no output")
         if "invalid partition" in whole.lower():
             raise InputError(f"--partition {partition}: {whole}", hint="list partitions with: sinfo -s")
-    answers = assemble(asked, tasks, stderr, timeout_s=timeout_s, ok_exit_codes=ok_exit_codes,
-                       whole_step_reason=whole)
-    got = {a.node: a for a in answers}
+    pending = [n for n in asked if n not in early]
+    answers = assemble(pending, tasks, stderr, timeout_s=timeout_s, ok_exit_codes=codes,
+                       whole_step_reason=whole) if pending else ()
+    got = {**early, **{a.node: a for a in answers}}
     ordered = tuple(skipped[n] if n in skipped else got[n] for n in nodes)
     return FleetRun(ordered, tuple(argv), time.monotonic() - start, code, tuple(parser.srun_lines[-20:]))
 

@@ -26,6 +26,11 @@ from numpy.typing import NDArray
 from dsctl.errors import InputError
 from dsctl.trace.scan import DEFAULT_MAX_BYTES, iter_events
 
+#: events read from one trace file (any phase): memory grows with the events kept (about 100 bytes each), so a
+#: file with more is refused with this number, before memory passes ~1 GB; a profiler trace of a few steps of
+#: one rank holds well under a million
+MAX_EVENTS = 5_000_000
+
 #: categories of device-side events (Kineto spells them lower case; old versions capitalised them)
 GPU_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset"})
 #: categories of host-side events used when a trace has no device events
@@ -238,6 +243,10 @@ def _parse(events: Iterable[Any], meta: dict[str, Any], source: str) -> TraceDat
     l_ts, l_corr = launch_ts.append, launch_corr.append
     for ev in events:  # the one per-event Python loop: keep it lean (type() checks, no helper calls when typical)
         num_events += 1
+        if num_events > MAX_EVENTS:
+            raise InputError(f"{source}: more than {MAX_EVENTS:,} trace events; dsctl reads at most {MAX_EVENTS:,} "
+                             "per file (memory grows with the events)",
+                             hint="profile fewer steps (torch.profiler schedule active=1..2) or one rank per file")
         if type(ev) is not dict:
             skipped["not_an_object"] += 1
             continue
