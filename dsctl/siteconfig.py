@@ -145,20 +145,23 @@ def _parse(path: Path) -> dict[str, Any]:
         import tomllib
     else:  # pragma: no cover - exercised on Python 3.10 only
         import tomli as tomllib
-    try:
-        if path.stat().st_size > MAX_FILE_BYTES:
-            raise InputError(f"{path}: larger than {MAX_FILE_BYTES:,} bytes; a dsctl.toml is a few lines")
-        data = path.read_bytes()
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a folder, expected a dsctl.toml file") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read the configuration ({exc.strerror or exc})") from None
+    from dsctl.inputs import read_bytes
+
+    # the shared input reader: a FIFO or a device (/dev/zero) is refused from stat, before it is opened, and the
+    # read stops at the limit, so no file can block a command or grow memory
+    if str(path) == "-":
+        raise InputError(f"{ENV_VAR}=-: standard input is not a configuration file; give a dsctl.toml path")
+    data = read_bytes(path, "configuration file", limit=MAX_FILE_BYTES)
     try:
         return tomllib.loads(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise InputError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{path}: not valid TOML: {exc}") from None
+    except ValueError as exc:  # an integer of more than 4,300 digits
+        raise InputError(f"{path}: not valid TOML: {str(exc)[:120]}") from None
+    except RecursionError:
+        raise InputError(f"{path}: not valid TOML: arrays or tables nested too deeply") from None
 
 
 def _check(path: Path, data: dict[str, Any]) -> dict[str, Any]:
