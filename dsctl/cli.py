@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import importlib
 import os
@@ -151,10 +152,23 @@ def root(
     forget_inputs()  # outputs are checked against the inputs of this invocation only
     SETTINGS.profiles_dir = profiles_dir
     site = siteconfig.current()  # dsctl.toml: defaults for options not given on the command line
-    SETTINGS.site_profile_dirs = site.profile_dirs()
+    SETTINGS.site_profile_dirs = _existing_site_dirs(site)
+    SETTINGS.site_origins = site.origins()
     ctx.default_map = {**site.default_map(), **(ctx.default_map or {})}
     if max_input_bytes is not None:
         LIMITS.max_input_bytes = parse_limit(max_input_bytes, "--max-input-bytes")
+
+
+def _existing_site_dirs(site: Any) -> list[Path]:
+    """The site's ``defaults.profiles_dirs`` that exist; one missing (a mount absent on this host) is one
+    ``warning:`` line naming the file and key, not a failure of every command."""
+    found = []
+    for directory, origin in site.profile_dirs_with_origin():
+        if directory.is_dir():
+            found.append(directory)
+        else:
+            sys.stderr.write(f"warning: {origin}: profile folder {directory} does not exist; skipped\n")
+    return found
 
 
 def _is_click_exception(exc: BaseException) -> bool:
@@ -166,6 +180,24 @@ def _print_error(message: str, hint: str | None = None) -> None:
     if hint:
         sys.stderr.write(f"hint: {hint}\n")
     sys.stderr.flush()
+
+
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: Any = None, line: str | None = None) -> None:
+    """Every Python warning (numpy's RuntimeWarning, a DeprecationWarning of a library) as one ``warning:`` line
+    on stderr, without the source file and code line Python prints (those with --debug)."""
+    text = " ".join(str(message).split())
+    where = f" ({filename}:{lineno})" if SETTINGS.debug else ""
+    stream = sys.stderr if file is None else file
+    with contextlib.suppress(OSError, ValueError):  # stderr closed: a warning is never worth a failure
+        stream.write(f"warning: {text}{where}\n")
+
+
+def _route_warnings() -> None:
+    """One handler for Python warnings (see :func:`_show_warning`); the filters stay Python's (once per place)."""
+    import warnings
+
+    warnings.showwarning = _show_warning
 
 
 def _check_arguments(args: list[str]) -> None:
@@ -203,6 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     """Console-script entry point. Returns the process exit code (see ``dsctl.errors.ExitCode``)."""
     args = list(sys.argv[1:] if argv is None else argv)
     SETTINGS.debug = os.environ.get("DSCTL_DEBUG", "") not in ("", "0") or "--debug" in args
+    _route_warnings()
     command = typer.main.get_command(app)
     try:
         _check_arguments(args)
