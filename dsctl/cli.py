@@ -200,6 +200,73 @@ def _route_warnings() -> None:
     warnings.showwarning = _show_warning
 
 
+#: options of the root command (``dsctl OPTION GROUP ...``): flags, and those that take a value
+ROOT_FLAGS = ("--debug",)
+ROOT_VALUED = ("--profiles-dir", "--max-input-bytes")
+#: the per-command output option, accepted before the group too (``dsctl -f json model kv-cache``)
+FORMAT_OPTIONS = ("--format", "-f")
+
+
+def _takes(token: str, names: tuple[str, ...]) -> int:
+    """How many words the option ``token`` starts (1 or 2) if it is one of ``names``, else 0."""
+    if token in names:
+        return 2
+    if token.startswith("--") and token.split("=", 1)[0] in names:
+        return 1
+    if "-f" in names and token.startswith("-f") and len(token) > 2 and not token.startswith("--"):
+        return 1  # -fjson
+    return 0
+
+
+def place_global_options(args: list[str]) -> list[str]:
+    """Accept the global options where users put them: the root's ``--debug``, ``--profiles-dir``,
+    ``--max-input-bytes`` after the group or command are moved before it; ``--format``/``-f`` given before the
+    group, or between a group and its command, is moved to the end of the command's options (before ``--``).
+
+    Nothing after ``--`` (a training command's own arguments) is touched; the words are otherwise kept in order.
+    """
+    end = args.index("--") if "--" in args else len(args)
+    head, tail = args[:end], args[end:]
+    root: list[str] = []
+    fmt: list[str] = []
+    rest: list[str] = []
+    i = 0
+    # the root level: root options stay, a format option moves; the first other word is the group
+    while i < len(head):
+        token = head[i]
+        width = _takes(token, ROOT_VALUED) or (1 if token in ROOT_FLAGS else 0)
+        if width:
+            root += head[i:i + width]
+            i += width
+            continue
+        width = _takes(token, FORMAT_OPTIONS)
+        if not width:
+            break
+        fmt += head[i:i + width]
+        i += width
+    groups_done = False
+    if i < len(head) and not head[i].startswith("-"):
+        rest.append(head[i])  # the group
+        i += 1
+    while i < len(head):
+        token = head[i]
+        width = _takes(token, ROOT_VALUED) or (1 if token in ROOT_FLAGS else 0)
+        if width:
+            root += head[i:i + width]
+            i += width
+            continue
+        width = _takes(token, FORMAT_OPTIONS)
+        if width and not groups_done:
+            fmt += head[i:i + width]
+            i += width
+            continue
+        if not token.startswith("-"):
+            groups_done = True  # the command word (or a first argument): -f after it is already in place
+        rest.append(token)
+        i += 1
+    return [*root, *rest, *fmt, *tail]
+
+
 def _check_arguments(args: list[str]) -> None:
     """Arguments are UTF-8 text: an undecodable byte (a lone surrogate after Python's decoding) is bad input."""
     for number, arg in enumerate(args, start=1):
@@ -239,6 +306,7 @@ def main(argv: list[str] | None = None) -> int:
     command = typer.main.get_command(app)
     try:
         _check_arguments(args)
+        args = place_global_options(args)
         env_limit = os.environ.get(ENV_MAX_INPUT_BYTES, "")
         LIMITS.max_input_bytes = parse_limit(env_limit, ENV_MAX_INPUT_BYTES) if env_limit else DEFAULT_MAX_INPUT_BYTES
         result: Any = command.main(args=args, prog_name="dsctl", standalone_mode=False)

@@ -63,3 +63,38 @@ def test_an_unknown_profile_from_the_site_config_names_file_and_key(cli: Any, tm
     assert result.exit_code == 2
     assert f"unknown node profile 'h800-rack7' (set by {config}: defaults.node_profile)" in result.stderr
     assert cli("model", "kv-cache").exit_code == 0  # a command that does not use it is not affected
+
+
+@pytest.mark.parametrize("args", [
+    ("-f", "json", "model", "kv-cache"),
+    ("model", "--format", "json", "kv-cache"),
+    ("model", "kv-cache", "-f", "json"),
+    ("--format=json", "model", "kv-cache"),
+    ("-fjson", "model", "kv-cache"),
+])
+def test_format_is_accepted_before_the_group(cli: Any, args: tuple[str, ...]) -> None:
+    result = cli(*args)
+    assert result.exit_code == 0, result.stderr
+    assert result.json()["dsctl"]["command"] == "model kv-cache"
+
+
+def test_root_options_after_the_command_and_the_documented_health_example(cli: Any) -> None:
+    """docs/health.md's replay with a profiles folder, with --profiles-dir where users put it (after the command)
+    and where the docs now put it: the same answer."""
+    record = ROOT / "tests" / "data" / "health" / "roce_no_v2_gid.yaml"
+    profiles = ROOT / "tests" / "data" / "health" / "profiles"
+    after = cli("health", "check", "--from-record", record, "--profiles-dir", profiles, "--node", "h800-roce",
+                "-f", "json")
+    before = cli("--profiles-dir", profiles, "health", "check", "--from-record", record, "--node", "h800-roce",
+                 "-f", "json")
+    assert before.exit_code == after.exit_code and before.exit_code in (0, 1), (before.stderr, after.stderr)
+    assert after.json()["findings"] == before.json()["findings"]
+    assert "--profiles-dir tests/data/health/profiles health check" in (ROOT / "docs" / "health.md").read_text()
+
+
+def test_words_after_double_dash_are_never_moved() -> None:
+    from dsctl.cli import place_global_options
+
+    argv = ["launch", "--nodes", "4", "--debug", "--", "t.py", "--debug", "-f", "x", "--profiles-dir", "p"]
+    assert place_global_options(argv) == ["--debug", "launch", "--nodes", "4", "--", "t.py", "--debug", "-f", "x",
+                                          "--profiles-dir", "p"]
