@@ -74,6 +74,8 @@ KEYS: tuple[Key, ...] = (
     _key("topology.core_name", str, "topology.plan.core_name", None, "core switch name template (ft3)"),
 )
 KEYS_BY_NAME = {key.name: key for key in KEYS}
+#: keys whose value is a profile name
+PROFILE_KEYS = ("defaults.model", "defaults.node_profile", "defaults.storage", "defaults.switch")
 SECTIONS = sorted({key.name.split(".")[0] for key in KEYS})
 
 
@@ -111,6 +113,15 @@ class SiteConfig:
             return []
         base = Path(setting.source).parent
         return [base / Path(p).expanduser() for p in setting.value]
+
+    def profile_dirs_with_origin(self) -> list[tuple[Path, str]]:
+        """:meth:`profile_dirs`, each with "FILE: defaults.profiles_dirs" (for messages)."""
+        setting = next(s for s in self.settings if s.key == "defaults.profiles_dirs")
+        return [(d, f"{setting.source}: {setting.key}") for d in self.profile_dirs()]
+
+    def origins(self) -> dict[str, str]:
+        """Profile name -> "FILE: KEY" for every profile key a file sets."""
+        return {str(s.value): f"{s.source}: {s.key}" for s in self.from_files() if s.key in PROFILE_KEYS}
 
     def default_map(self) -> dict[str, Any]:
         """Click's ``default_map`` (nested by command words) for every option a file sets."""

@@ -6,6 +6,7 @@ nothing), ``dsctl.runners`` starts sbatch / torchrun / kubectl.
 
 from __future__ import annotations
 
+import glob
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -140,7 +141,10 @@ def submit(plan: LaunchPlan, backend: str | None, options: JobOptions, out: Path
     if plan.train_command and not plan.train_command[0].startswith("-"):
         note_input(plan.train_command[0], "training script")  # the job folder never replaces it
     # ./JOB_NAME (or --out) is written only if absent, empty or written by dsctl: never a folder of the user's
-    write_files(out_dir, files, option="--out" if out is not None else "--job-name folder")
+    # Slurm writes the job's log (JOB-%j.out) into the folder: the manifest declares it, so re-submitting the
+    # same job into it is accepted, and the logs of earlier runs are moved into the new folder, never deleted
+    logs = [f"{glob.escape(options.job_name)}-*.out"] if backend == "slurm" else []
+    write_files(out_dir, files, option="--out" if out is not None else "--job-name folder", job_outputs=logs)
     job_path = out_dir / JOB_FILE[backend]
     base = LaunchRun(backend=backend, job_name=spec.job_name, layout=plan.layout.describe(),
                      world_size=plan.world_size, out_dir=str(out_dir), files=tuple(sorted(files)), command=(),

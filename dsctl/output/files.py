@@ -16,6 +16,12 @@ The rule (also in docs/reliability.md, Limits, and docs/architecture.md):
   refused with exit 2; an empty folder is accepted (it is replaced, nothing is lost). The replaced dsctl folder is
   kept as ``DIR.prev``; an existing ``DIR.prev`` is deleted for it only if dsctl wrote it too (same manifest test),
   otherwise the run is refused before any work. Nothing outside ``DIR`` and ``DIR.prev`` is moved or deleted.
+* **Job outputs**: a folder whose job writes into it (``launch --submit``: Slurm's ``JOB-%j.out``) declares their
+  name patterns in the manifest (``"job_outputs": ["JOB-*.out"]``). Top-level regular files matching one are not
+  foreign, and they are never deleted: the next run into the folder moves them into the new folder (same inode,
+  so a job still running keeps writing its log), and its manifest declares their patterns too. So every log of
+  every run stays in ``DIR``; ``DIR.prev`` holds only dsctl's files, and one that holds job outputs (a run
+  interrupted between the two renames) is refused rather than deleted.
 * **Several outputs of one command** (:func:`write_together`: ``eplb --out A --sglang-out B``) are all written to
   temporaries first (a full disk fails here and changes nothing), then renamed into place one after the other.
   Before the renames, each target that exists is hard-linked to a backup name; if a rename fails, the targets
@@ -32,6 +38,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import fnmatch
 import json
 import os
 import shutil
@@ -353,8 +360,27 @@ def _listing(folder: Path) -> tuple[set[str], set[str], list[str]]:
     return files, dirs, other
 
 
-def foreign_reason(folder: Path) -> str | None:
-    """Why ``folder`` (an existing real folder) is not one dsctl wrote; None when dsctl wrote it or it is empty."""
+def job_outputs(folder: Path) -> tuple[list[str], list[str]]:
+    """The job-output patterns ``folder``'s manifest declares and its top-level regular files matching one."""
+    manifest = _read_manifest(folder)
+    raw = manifest.get("job_outputs", []) if manifest is not None else []
+    patterns = [p for p in raw if isinstance(p, str) and p and "/" not in p] if isinstance(raw, list) else []
+    names = manifest.get("files", []) if manifest is not None else []
+    listed = {str(name) for name in names} if isinstance(names, list) else set()
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return patterns, []
+    found = sorted(e.name for e in entries if e.name not in listed and e.name != MANIFEST_NAME
+                   and e.is_file(follow_symlinks=False) and any(fnmatch.fnmatchcase(e.name, p) for p in patterns))
+    return patterns, found
+
+
+def foreign_reason(folder: Path, *, allow_job_outputs: bool = True) -> str | None:
+    """Why ``folder`` (an existing real folder) is not one dsctl wrote; None when dsctl wrote it or it is empty.
+
+    Files matching the manifest's ``job_outputs`` patterns are accepted unless ``allow_job_outputs`` is False
+    (a ``.prev`` about to be deleted: job outputs are never deleted)."""
     files, dirs, other = _listing(folder)
     if not files and not dirs and not other:
         return None
@@ -364,7 +390,10 @@ def foreign_reason(folder: Path) -> str | None:
     names = manifest["files"]
     listed = {os.path.normpath(str(name)) for name in names} if isinstance(names, list) else set()
     listed.add(MANIFEST_NAME)
-    extra = sorted(other) + sorted(files - listed)
+    logs = set(job_outputs(folder)[1])
+    if logs and not allow_job_outputs:
+        return f"it holds job outputs ({', '.join(sorted(logs)[:3])}), which dsctl never deletes"
+    extra = sorted(other) + sorted(files - listed - logs)
     parents = {os.path.normpath(p) for name in listed for p in Path(name).parents if str(p) != "."}
     extra += sorted(dirs - parents)
     if extra:
@@ -396,7 +425,7 @@ def _check_prev(prev: Path, out_dir: Path, option: str) -> None:
     if prev.is_symlink() or not prev.is_dir():
         why = f"it is {_kind(os.lstat(prev).st_mode)}"
     else:
-        why = foreign_reason(prev)
+        why = foreign_reason(prev, allow_job_outputs=False)
     if why is not None:
         raise InputError(f"{option} {out_dir}: {prev} exists and was not written by dsctl ({why}); dsctl keeps the "
                          f"folder it replaces as {prev.name} and would delete it",
@@ -420,7 +449,7 @@ def _check_out_dir(out_dir: Path, option: str) -> Path:
     return parent
 
 
-def _write_manifest(stage: Path) -> None:
+def _write_manifest(stage: Path, patterns: Sequence[str] = ()) -> None:
     from dsctl import __version__
 
     files, _dirs, _other = _listing(stage)
@@ -428,17 +457,35 @@ def _write_manifest(stage: Path) -> None:
     command = " ".join(["dsctl", *argv[1:]])[:4096]
     data = {"written_by": "dsctl", "version": __version__, "command": command,
             "files": sorted(files - {MANIFEST_NAME})}
+    if patterns:
+        data["job_outputs"] = sorted(set(patterns))
     (stage / MANIFEST_NAME).write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
 
 
+def _carry(names: Sequence[str], src: Path, dst: Path) -> list[str]:
+    """Move the job outputs ``names`` from ``src`` to ``dst`` (renames: same inode); returns those moved."""
+    moved: list[str] = []
+    for name in names:
+        if os.path.lexists(dst / name):
+            continue  # the new run wrote a file of that name: the old one stays and goes to .prev
+        try:
+            os.rename(src / name, dst / name)
+        except FileNotFoundError:
+            continue
+        moved.append(name)
+    return moved
+
+
 @contextmanager
-def staged_directory(out_dir: Path, option: str = "--out") -> Iterator[Path]:
+def staged_directory(out_dir: Path, option: str = "--out", job_outputs: Sequence[str] = ()) -> Iterator[Path]:
     """Yield an empty sibling temporary folder; on success it replaces ``out_dir`` in one rename.
 
     ``out_dir`` may exist only as a folder dsctl wrote (or an empty one); the folder replaced is kept as
     ``out_dir.prev`` (replacing an older dsctl ``.prev``), so the result never mixes files of two runs. On any
     exception, SIGTERM or SIGHUP nothing at ``out_dir`` changes and the temporary folder is removed. The
-    manifest (:data:`MANIFEST_NAME`) listing the files written is added before the swap.
+    manifest (:data:`MANIFEST_NAME`) listing the files written is added before the swap. ``job_outputs``: name
+    patterns (``fnmatch``, top level) of files the job will write into the folder (see the module docstring);
+    those the replaced folder holds are moved into the new one.
     """
     out_dir = Path(out_dir)
     parent = _check_out_dir(out_dir, option)
@@ -448,22 +495,38 @@ def staged_directory(out_dir: Path, option: str = "--out") -> Iterator[Path]:
         try:
             stage.chmod(0o777 & ~_umask())  # mkdtemp makes 0700; the final folder should look like any other
             yield stage
-            _write_manifest(stage)
+            old_patterns, old_logs = _old_job_outputs(out_dir)
+            _write_manifest(stage, [*job_outputs, *old_patterns])
             _check_out_dir(out_dir, option)  # again, just before: either folder may have changed during the run
-            _swap_in(stage, out_dir)
+            carried = _carry(old_logs, out_dir, stage)
+            try:
+                _swap_in(stage, out_dir)
+            except BaseException:
+                _carry(carried, stage, out_dir)
+                raise
         finally:
             if stage.exists():
                 shutil.rmtree(stage, ignore_errors=True)
 
 
-def write_files(out_dir: Path, files: Mapping[str, str | bytes], option: str = "--out") -> list[Path]:
+def _old_job_outputs(out_dir: Path) -> tuple[list[str], list[str]]:
+    """Patterns and matching files of the folder about to be replaced (patterns kept only if files match)."""
+    if out_dir.is_symlink() or not out_dir.is_dir():
+        return [], []
+    patterns, logs = job_outputs(out_dir)
+    used = [p for p in patterns if any(fnmatch.fnmatchcase(name, p) for name in logs)]
+    return used, logs
+
+
+def write_files(out_dir: Path, files: Mapping[str, str | bytes], option: str = "--out",
+                job_outputs: Sequence[str] = ()) -> list[Path]:
     """Write several files into ``out_dir`` all-or-nothing; returns their final paths.
 
     A refused folder (foreign, holding an input) or an OS refusal (read-only or pseudo file system, no space)
-    raises ``InputError`` naming ``option``.
+    raises ``InputError`` naming ``option``. ``job_outputs``: see :func:`staged_directory`.
     """
     try:
-        with staged_directory(out_dir, option) as stage:
+        with staged_directory(out_dir, option, job_outputs) as stage:
             for name, content in files.items():
                 target = stage / name
                 target.parent.mkdir(parents=True, exist_ok=True)
