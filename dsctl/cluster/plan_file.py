@@ -79,6 +79,18 @@ class PlannedFabric:
     def port_gbps(self) -> float:
         return self.number("port_gbps")
 
+    @cached_property
+    def link(self) -> str:
+        """Width x speed every port should train at, as ibnetdiscover prints it (``4xNDR``; ``""`` if unknown).
+
+        The plan's ``spec.link`` (from the switch profile's ``link``), else inferred from ``port_gbps`` as a
+        4-lane link: 800 XDR, 400 NDR, 200 HDR, 100 EDR, 40 QDR (older plans carry no ``link``).
+        """
+        text = self.spec.get("link")
+        if isinstance(text, str) and text:
+            return text
+        return {800.0: "4xXDR", 400.0: "4xNDR", 200.0: "4xHDR", 100.0: "4xEDR", 40.0: "4xQDR"}.get(self.port_gbps, "")
+
     @property
     def num_gpus_per_node(self) -> int:
         return int(self.number("num_gpus_per_node", float(len(self.nic_plane))))

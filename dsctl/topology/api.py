@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,7 +60,7 @@ def make_spec(kind: str, num_nodes: int, node: NodeProfile, switch: SwitchProfil
                                                                               node.compute_nic_gbps),
         switch_usd=switch.cost_usd, link_usd=switch.link_cost_usd, endpoint_link_usd=switch.endpoint_link_cost_usd,
         oversubscription=oversubscription, templates=templates, node_profile=node.name,
-        switch_profile=switch.name)
+        switch_profile=switch.name, link=switch.link)
 
 
 @dataclass(frozen=True)
@@ -97,11 +98,29 @@ def compare(radix: int, switch_usd: float, link_usd: float, num_planes: int = 8)
     return compare_topologies(radix, switch_usd, link_usd, num_planes)
 
 
-def verify_texts(plan_text: str, observed_text: str, plan_name: str, observed_name: str) -> VerifyResult:
-    """Parse both inputs (InputError with the file and line on malformed text) and compare them."""
+def verify_texts(plan_text: str, observed_text: str | Sequence[tuple[str, str]], plan_name: str,
+                 observed_name: str = "OBSERVED", *, name_map: tuple[str, str] | None = None,
+                 guids: tuple[str, str] | None = None, counters: Sequence[tuple[str, str]] = (),
+                 thresholds: Sequence[str] = ()) -> VerifyResult:
+    """Parse every input (InputError with the file and line on malformed text) and compare.
+
+    ``observed_text`` is one dump's text, or ``(name, text)`` per dump (one per plane). ``name_map``/``guids``:
+    ``(name, text)`` of a node-name map (``--node-name-map``) and of recorded GUIDs (``--guids``, same format);
+    ``counters``: ``(name, text)`` of perfquery outputs; ``thresholds``: ``NAME=VALUE`` overrides.
+    """
+    from dsctl.topology.counters import parse_perfquery, parse_thresholds
+    from dsctl.topology.ibformats import parse_node_name_map
+    from dsctl.topology.verify import VerifyOptions
+
     expected = load_plan(plan_text, plan_name)
-    observed = parse_observed(observed_text, observed_name)
-    return verify(expected, observed, plan_name, observed_name)
+    texts = [(observed_name, observed_text)] if isinstance(observed_text, str) else list(observed_text)
+    dumps = [(name, parse_observed(text, name)) for name, text in texts]
+    rows = tuple(row for name, text in counters for row in parse_perfquery(text, name))
+    options = VerifyOptions(parse_node_name_map(name_map[1], name_map[0]) if name_map else {},
+                            parse_node_name_map(guids[1], guids[0]) if guids else {}, rows,
+                            parse_thresholds(list(thresholds)))
+    observed = dumps[0][1] if isinstance(observed_text, str) else dumps
+    return verify(expected, observed, plan_name, observed_name, options)
 
 
 __all__ = ["PLAN_FILES", "NameTemplates", "PlanResult", "compare", "make_spec", "nodes_for", "plan_files",

@@ -56,7 +56,7 @@ def spec_data(plan: Plan) -> dict[str, Any]:
         "num_gpus_per_node": s.num_gpus_per_node, "num_planes": s.num_planes, "radix": s.radix,
         "port_gbps": s.port_gbps, "oversubscription": s.oversubscription, "switch_usd": s.switch_usd,
         "link_usd": s.link_usd, "endpoint_link_usd": s.endpoint_link_usd, "node_profile": s.node_profile,
-        "switch_profile": s.switch_profile,
+        "switch_profile": s.switch_profile, "link": s.link,
         "templates": {"node": s.templates.node, "nic": s.templates.nic, "leaf": s.templates.leaf,
                       "spine": s.templates.spine, "core": s.templates.core},
     }

@@ -65,6 +65,7 @@ class PlanSpec:
     templates: NameTemplates = field(default_factory=NameTemplates)
     node_profile: str = ""
     switch_profile: str = ""
+    link: str = ""  # width x speed every port should train at (4xNDR); "" = inferred from port_gbps
 
     @property
     def tiers(self) -> int:
