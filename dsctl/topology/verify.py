@@ -345,7 +345,7 @@ def verify(plan: PlannedFabric, observed: ObservedFabric | Sequence[tuple[str, O
     guids = checks.guid_map(resolved_ends, tier)
     findings += checks.identity_findings(dumps, resolved_ends, opts.recorded_guids, tier)
     if opts.counters:
-        findings += checks.counter_findings(plan, dumps, opts.counters, opts.thresholds, resolver, at_port)
+        findings += checks.counter_findings(plan, dumps, opts.counters, opts.thresholds, resolver)
     order = {k: i for i, k in enumerate(FINDING_KINDS)}
     findings.sort(key=lambda f: (order[f.kind], f.source, f.line if f.line is not None else 0, f.a_device,
                                  f.a_port))

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from dsctl.cluster.plan_file import PlannedFabric, Port
+from dsctl.errors import InputError
 from dsctl.topology.counters import PortCounters, Thresholds, judge
 from dsctl.topology.observed import ObservedEnd, ObservedFabric, ObservedLink
 from dsctl.topology.verify import Finding, Key, Resolver, end_text, key_of
@@ -169,10 +170,11 @@ def identity_findings(dumps: Sequence[tuple[str, ObservedFabric]], resolved: Seq
         return out
     by_name = {v: k for k, v in recorded.items()}
     done: set[str] = set()
+    shared = {g for _, fabric in dumps for g in fabric.duplicate_guids}  # reported as duplicate_guid
     for end, port in resolved:
         name = device_name(end, port, tier)
         old = by_name.get(name)
-        if not end.guid or old is None or old == end.guid or name in done:
+        if not end.guid or old is None or old == end.guid or name in done or end.guid in shared:
             continue
         done.add(name)
         what = "HCA" if tier[port[0]] == "node" else "switch"
@@ -184,38 +186,54 @@ def identity_findings(dumps: Sequence[tuple[str, ObservedFabric]], resolved: Seq
     return out
 
 
+def _stem(name: str) -> str:
+    return name.replace("\\", "/").rsplit("/", 1)[-1].split(".", 1)[0]
+
+
+def _dump_for(source: str, dumps: Sequence[tuple[str, ObservedFabric]]) -> ObservedFabric:
+    """The dump a counters file belongs to: the only one, or the one named alike (plane3.perfquery, plane3.ibnet).
+
+    Each plane is its own subnet with its own LIDs, so a LID means nothing without its plane.
+    """
+    if len(dumps) == 1:
+        return dumps[0][1]
+    for name, fabric in dumps:
+        if _stem(name) == _stem(source):
+            return fabric
+    raise InputError(f"--counters {source}: no dump is named like it; LIDs differ per plane, so name each "
+                     "counters file like its plane's dump (plane3.perfquery for plane3.ibnet)")
+
+
 def counter_findings(plan: PlannedFabric, dumps: Sequence[tuple[str, ObservedFabric]],
-                     counters: Sequence[object], thresholds: object | None, resolver: Resolver,
-                     at_port: dict[Port, Key]) -> list[Finding]:
+                     counters: Sequence[object], thresholds: object | None, resolver: Resolver) -> list[Finding]:
     """``error_counters``/``link_downed`` per port whose counters break ``thresholds``, named by plan cable.
 
-    A counter row names its port by LID (perfquery) or GUID (ibdiagnet); the dumps map both to devices.
+    A counter row names its port by LID (perfquery); the dump of its plane maps the LID to a device.
     """
     tier = plan.tier
     limits = thresholds if isinstance(thresholds, Thresholds) else Thresholds()
-    by_lid: dict[int, tuple[str, bool]] = {}
-    ends_by_guid: dict[tuple[str, int], tuple[ObservedEnd, ObservedLink]] = {}
-    for _, fabric in dumps:
-        by_lid.update(fabric.lids)
-        for link in fabric.links:
-            for end in (link.a, link.b):
-                ends_by_guid[(end.guid, end.port_num)] = (end, link)
-    ca_port_of_lid: dict[int, int] = {}
-    for _, fabric in dumps:
-        for link in fabric.links:
-            for end in (link.a, link.b):
-                if end.is_switch is False and end.lid:
-                    ca_port_of_lid[end.lid] = end.port_num
+    index: dict[int, tuple[dict[tuple[str, int], tuple[ObservedEnd, ObservedLink]], dict[int, int]]] = {}
     out = []
     for row in counters:
-        if not isinstance(row, PortCounters):
+        if not isinstance(row, PortCounters) or not judge(row, limits):
             continue
+        fabric = _dump_for(row.source, dumps)
+        if id(fabric) not in index:
+            ends: dict[tuple[str, int], tuple[ObservedEnd, ObservedLink]] = {}
+            ca_port: dict[int, int] = {}
+            for link in fabric.links:
+                for end in (link.a, link.b):
+                    ends[(end.guid, end.port_num)] = (end, link)
+                    if end.is_switch is False and end.lid:
+                        ca_port[end.lid] = end.port_num
+            index[id(fabric)] = (ends, ca_port)
+        ends, ca_port = index[id(fabric)]
         guid, port_num = row.guid, row.port
-        if not guid and row.lid in by_lid:
-            guid, is_switch = by_lid[row.lid]
+        if not guid and row.lid in fabric.lids:
+            guid, is_switch = fabric.lids[row.lid]
             if not is_switch:
-                port_num = ca_port_of_lid.get(row.lid, port_num)
-        found = ends_by_guid.get((guid, port_num))
+                port_num = ca_port.get(row.lid, port_num)
+        found = ends.get((guid, port_num))
         if found is None:
             continue
         end, link = found
@@ -225,14 +243,18 @@ def counter_findings(plan: PlannedFabric, dumps: Sequence[tuple[str, ObservedFab
         peer_end = link.b if end is link.a else link.a
         there, _, _ = resolver.resolve(peer_end)
         cable = f"{end_text(here, tier)} <-> {end_text(there, tier)}" if there else end_text(here, tier)
+        b_dev, b_port = there if there else ("", "")
+        by_kind: dict[str, list[tuple[float, float, str]]] = {}
         for kind, value, limit, what in judge(row, limits):
-            action_kind = "reseat"
+            by_kind.setdefault(kind, []).append((value, limit, what))
+        for kind, items in by_kind.items():  # one finding per port and kind, every counter over its limit
+            what = ", ".join(w for _, _, w in items)
             action = (f"re-seat the cable {cable}; replace it (cable, then transceiver) if {what} keep rising "
                       "after clearing the counters (perfquery -x -R)")
-            b_dev, b_port = there if there else ("", "")
             out.append(Finding(kind, here[0], here[1], b_dev, b_port,
-                               str(plan.nic_plane.get(here[1], plan.plane.get(here[0], -1))), "", None,
-                               f"{cable}: {what} {value} at {end_text(here, tier)} (limit {limit})", row.source,
-                               action_kind, action, str(value), f"<= {limit}"))
-    _ = at_port
+                               str(plan.nic_plane.get(here[1], plan.plane.get(here[0], -1))), "", row.line,
+                               f"{cable}: " + ", ".join(f"{w} {v:g} (limit {lim:g})" for v, lim, w in items)
+                               + f" at {end_text(here, tier)}", row.source, "reseat", action,
+                               ", ".join(f"{w}={v:g}" for v, _, w in items),
+                               ", ".join(f"{w}<={lim:g}" for _, lim, w in items)))
     return out
