@@ -110,11 +110,14 @@ def rename(fabric: ObservedFabric, names: Mapping[str, str]) -> ObservedFabric:
 
     def one(end: ObservedEnd) -> ObservedEnd:
         name = names.get(end.guid)
-        if name is None or end.is_switch is None or end.guid in fabric.duplicate_guids:
+        if name is None or name == end.desc or end.is_switch is None or end.guid in fabric.duplicate_guids:
             return end
         return make_end(end.is_switch, end.guid, name, end.port_num, end.lid)
 
-    links = [replace(link, a=one(link.a), b=one(link.b)) for link in fabric.links]
+    links = []
+    for link in fabric.links:
+        a, b = one(link.a), one(link.b)
+        links.append(link if a is link.a and b is link.b else replace(link, a=a, b=b))
     return replace(fabric, links=links)
 
 
