@@ -182,8 +182,8 @@ def score(result: VerifyResult, sc: Scenario) -> tuple[float, list[str], list[st
     missed = []
     for damage, kind, end in sc.expected:
         hit = next((i for i, f in enumerate(result.findings) if f.kind == kind and i not in used and (
-            end in ((f.a_device, f.a_port), (f.b_device, f.b_port)) or end[0] in (f.a_device, f.b_device)
-            and not end[1])), None)
+            end in ((f.a_device, f.a_port), (f.b_device, f.b_port)) or (end[0] in (f.a_device, f.b_device)
+            and not end[1]))), None)
         if hit is None:
             missed.append(f"{damage}: {kind} at {end}")
         else:
