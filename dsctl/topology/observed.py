@@ -130,6 +130,37 @@ def _rate(comment: str) -> str:
     return found.group(1) + found.group(2) if found else ""
 
 
+_COMMENT = re.compile(r'^\s*(?:lid (\d+) lmc \d+\s+)?"([^"]*)"\s+lid (\d+)\s+(\d{1,2}x)([A-Z][A-Z0-9]*|\?\?\?)\s*$')
+_Raw = tuple[int, str, str, str, int, str, str, int, str, str, int, int]
+
+
+def _port_entry(number: int, current: tuple[str, str, str, int], port: re.Match[str],
+                lids: dict[int, tuple[str, bool]]) -> _Raw:
+    """One ``[port]`` line: (line, my type, my GUID, my desc, my port, peer type, peer GUID, peer port,
+    peer desc, rate, my LID, peer LID); records the LIDs it shows in ``lids``."""
+    comment = port.group(7) or ""
+    fast = _COMMENT.match(comment)
+    if fast:  # the usual shape: one regex for description, LIDs and rate
+        lid_list = [int(x) for x in (fast.group(1), fast.group(3)) if x]
+        peer_desc, rate = fast.group(2), fast.group(4) + fast.group(5)
+    else:
+        quoted = _QUOTED.search(comment)
+        lid_list = [int(x) for x in _LID.findall(comment)]
+        peer_desc, rate = (quoted.group(1) if quoted else ""), _rate(comment)
+    my_lid, peer_lid = current[3], 0
+    peer_type, peer_guid = port.group(3), port.group(4).lower()
+    if current[0] != "S" and lid_list:
+        my_lid = lid_list[0]
+        lids[my_lid] = (current[1], False)
+        peer_lid = lid_list[1] if len(lid_list) > 1 else 0
+    elif lid_list:
+        peer_lid = lid_list[-1]
+        if peer_type != "S":
+            lids[peer_lid] = (peer_guid, False)
+    return (number, current[0], current[1], current[2], int(port.group(1)), peer_type, peer_guid,
+            int(port.group(5)), peer_desc, rate, my_lid, peer_lid)
+
+
 def parse_ibnetdiscover(text: str, source: str = "OBSERVED") -> ObservedFabric:
     """Parse ibnetdiscover's default topology output. Raises InputError naming the line of a malformed entry.
 
@@ -142,10 +173,17 @@ def parse_ibnetdiscover(text: str, source: str = "OBSERVED") -> ObservedFabric:
     num_ports: dict[str, int] = {}
     dup: dict[str, list[str]] = {}
     lids: dict[int, tuple[str, bool]] = {}
-    raw: list[tuple[int, str, str, str, int, str, str, int, str, str, int, int]] = []
+    raw: list[_Raw] = []
     current: tuple[str, str, str, int] | None = None
     for number, line in enumerate(text.splitlines(), 1):
         stripped = line.strip()
+        port = _PORT.match(stripped) if stripped[:1] == "[" else None
+        if port:
+            if current is None:
+                raise InputError(f"{source} line {number}: port line before any 'Switch' or 'Ca' line: "
+                                 f"{stripped[:80]!r}")
+            raw.append(_port_entry(number, current, port, lids))
+            continue
         if not stripped or stripped.startswith("#") or _KEYVAL.match(stripped) or stripped.startswith(_PLAIN):
             continue
         header = _HEADER.match(stripped)
@@ -163,27 +201,6 @@ def parse_ibnetdiscover(text: str, source: str = "OBSERVED") -> ObservedFabric:
             if lid and node_type == "S":
                 lids[lid] = (guid, True)
             current = (node_type, guid, desc, lid)
-            continue
-        port = _PORT.match(stripped)
-        if port:
-            if current is None:
-                raise InputError(f"{source} line {number}: port line before any 'Switch' or 'Ca' line: "
-                                 f"{stripped[:80]!r}")
-            comment = port.group(7) or ""
-            quoted = _QUOTED.search(comment)
-            lid_list = [int(x) for x in _LID.findall(comment)]
-            my_lid, peer_lid = current[3], 0
-            if current[0] != "S" and lid_list:
-                my_lid = lid_list[0]
-                lids[my_lid] = (current[1], False)
-                peer_lid = lid_list[1] if len(lid_list) > 1 else 0
-            elif lid_list:
-                peer_lid = lid_list[-1]
-                if port.group(3) != "S":
-                    lids[peer_lid] = (port.group(4).lower(), False)
-            raw.append((number, current[0], current[1], current[2], int(port.group(1)), port.group(3),
-                        port.group(4).lower(), int(port.group(5)), quoted.group(1) if quoted else "",
-                        _rate(comment), my_lid, peer_lid))
             continue
         raise InputError(
             f"{source} line {number} is not ibnetdiscover output: {stripped[:80]!r}",
