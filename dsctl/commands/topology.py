@@ -32,7 +32,8 @@ def plan(
                                                     "(1 = non-blocking; two-tier kinds).")] = 1.0,
     node_name: Annotated[str | None, typer.Option("--node-name", help="Node name template, e.g. node{n:04d} "
                                                   "(names fit a 64-byte InfiniBand node description).")] = None,
-    nic_name: Annotated[str | None, typer.Option("--nic-name", help="NIC name template, e.g. mlx5_{nic}.")] = None,
+    nic_name: Annotated[str | None, typer.Option("--nic-name", help="NIC name template: mlx5_{nic} (from 0) "
+                                                 "or HCA-{nic1} (from 1).")] = None,
     leaf_name: Annotated[str | None, typer.Option("--leaf-name", help="Leaf name template, "
                                                   "e.g. p{plane}-leaf{leaf:02d}.")] = None,
     spine_name: Annotated[str | None, typer.Option("--spine-name", help="Spine name template, "
@@ -40,7 +41,8 @@ def plan(
     core_name: Annotated[str | None, typer.Option("--core-name", help="Core name template "
                                                   "(ft3), e.g. p{plane}-core{core:04d}.")] = None,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Write cabling.csv, switches.csv, plan.json, "
-                                             "topology.dot, topology.conf and topology.svg here.")] = None,
+                                             "topology.dot, topology.conf, topology.yaml, topology.svg and "
+                                             "expected-plane<P>.ibnet here.")] = None,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Plan every switch and cable of a multi-plane (or multi-rail, FT2, FT3) fat tree."""

@@ -13,7 +13,14 @@ from typing import Any
 from dsctl.cluster.plan_file import load_plan
 from dsctl.errors import InputError
 from dsctl.profiles.schema import NodeProfile, SwitchProfile
-from dsctl.topology.export import cabling_csv, plan_json, slurm_topology, switches_csv
+from dsctl.topology.export import (
+    cabling_csv,
+    expected_ibnetdiscover,
+    plan_json,
+    slurm_topology,
+    slurm_topology_yaml,
+    switches_csv,
+)
 from dsctl.topology.graphics import topology_dot, topology_svg
 from dsctl.topology.naming import NameTemplates, short_repr
 from dsctl.topology.observed import parse_observed
@@ -22,7 +29,8 @@ from dsctl.topology.sizing import Comparison, compare_topologies
 from dsctl.topology.summary import PlanSummary, summarize
 from dsctl.topology.verify import VerifyResult, verify
 
-PLAN_FILES = ("cabling.csv", "switches.csv", "plan.json", "topology.dot", "topology.conf", "topology.svg")
+PLAN_FILES = ("cabling.csv", "switches.csv", "plan.json", "topology.dot", "topology.conf", "topology.yaml",
+              "topology.svg", "expected-plane<P>.ibnet")
 
 
 def nodes_for(num_nodes: int | None, num_gpus: int | None, node: NodeProfile) -> int:
@@ -78,14 +86,19 @@ class PlanResult:
 
 
 def plan_files(plan: Plan, summary: PlanSummary) -> dict[str, str]:
-    """Every output file of a plan, by file name (see PLAN_FILES)."""
+    """Every output file of a plan, by file name (see PLAN_FILES; one ``expected-plane<P>.ibnet`` per plane)."""
+    link = plan.spec.link or {800.0: "4xXDR", 400.0: "4xNDR", 200.0: "4xHDR", 100.0: "4xEDR"}.get(
+        float(plan.spec.port_gbps), "4xNDR")
+    ibnet = {f"expected-plane{p}.ibnet": expected_ibnetdiscover(plan, p, link) for p in range(plan.spec.num_planes)}
     return {
         "cabling.csv": cabling_csv(plan),
         "switches.csv": switches_csv(plan),
         "plan.json": plan_json(plan, dataclasses.asdict(summary)),
         "topology.dot": topology_dot(plan, summary),
         "topology.conf": slurm_topology(plan, summary),
+        "topology.yaml": slurm_topology_yaml(plan),
         "topology.svg": topology_svg(plan, summary),
+        **ibnet,
     }
 
 

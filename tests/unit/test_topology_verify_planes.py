@@ -142,3 +142,50 @@ def test_name_map_errors_name_the_line() -> None:
         parse_node_name_map('0x1 "a"\n0x0000000000000001 "b"\n')
     assert parse_node_name_map('# c\n0002c903000a0b0c "node0001 mlx5_0"  # x\n0x5 sw1\n') == {
         "0002c903000a0b0c": "node0001 mlx5_0", "0000000000000005": "sw1"}
+
+
+def _small_plan_files(**names: str) -> dict[str, str]:
+    from dsctl.profiles.loader import ProfileStore
+    from dsctl.topology.api import make_spec, plan_files
+    from dsctl.topology.plan import build_plan
+    from dsctl.topology.summary import summarize
+
+    store = ProfileStore()
+    plan = build_plan(make_spec("mpft", 40, store.node("h800-hgx"), store.switch("ib-ndr-64"), radix=16,
+                                names=dict(names)))
+    return plan_files(plan, summarize(plan))
+
+
+def test_exported_expected_dumps_round_trip_to_zero_findings() -> None:
+    files = _small_plan_files()
+    dumps = [(n, t) for n, t in files.items() if n.startswith("expected-plane")]
+    assert len(dumps) == 8
+    result = verify_texts(files["plan.json"], dumps, "plan.json")
+    assert result.findings == [] and result.matched_cables == result.expected_cables
+    assert [d.plane for d in result.dumps] == list(range(8))
+
+
+def test_topology_yaml_follows_the_documented_schema() -> None:
+    from dsctl.profiles.textyaml import load_yaml
+
+    doc = load_yaml(_small_plan_files()["topology.yaml"], "topology.yaml")
+    assert isinstance(doc, list) and [t["topology"] for t in doc] == ["mpft-tree", "mpft-block"]
+    tree, block = doc
+    assert tree["cluster_default"] is True and set(tree) == {"topology", "cluster_default", "tree"}
+    switches = tree["tree"]["switches"]
+    assert all(set(s) in ({"switch", "nodes"}, {"switch", "children"}) for s in switches)
+    assert switches[0] == {"switch": "p0-leaf01", "nodes": "node[0001-0008]"}
+    assert {"switch": "p0-spine01", "children": "p0-leaf[01-05]"} in switches
+    assert block["block"]["block_sizes"] == [8]
+    assert [b["block"] for b in block["block"]["blocks"]] == [f"p0-leaf0{i}" for i in range(1, 6)]
+
+
+def test_nic_names_can_count_from_one() -> None:
+    files = _small_plan_files(nic="HCA-{nic1}", node="o{n:04d}")
+    plan = load_plan(files["plan.json"])
+    assert plan.nics == tuple(f"HCA-{i}" for i in range(1, 9))
+    report = (REAL / "infiniband_exporter_ports.out").read_text().splitlines()[0]
+    end = parse_ports_report(report).links[0].a  # 'o0001 HCA-1' as a site describes it
+    from dsctl.topology.verify import Resolver
+
+    assert Resolver(plan).resolve(end)[:2] == (("o0001", "HCA-1"), 0)
