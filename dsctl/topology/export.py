@@ -179,4 +179,11 @@ def expected_ibnetdiscover(plan: Plan, plane: int, link: str) -> str:
     names = plan.device_names
     radix = {names[i]: int(plan.device_ports[i]) for i in np.flatnonzero(plan.device_tier > 0)
              if plan.device_plane[i] == plane}
-    return render_ibnetdiscover(links, radix, default_rate=link or "4xNDR")
+    # GUIDs unique across planes (as real node GUIDs are): switches by device index, NICs by (node, NIC)
+    nic_index = {n: i for i, n in enumerate(plan.nic_names)}
+    node_index = {names[i]: i for i in np.flatnonzero(plan.device_tier == 0)}
+    guids = {name: f"{0xB83FD20300000000 + i + 1:016x}" for i, name in enumerate(names) if name in radix}
+    for a, ap, _, _ in links:
+        if a in node_index:
+            guids[f"{a} {ap}"] = f"{0x0002C90300000000 + node_index[a] * len(nic_index) + nic_index[ap] + 1:016x}"
+    return render_ibnetdiscover(links, radix, guids=guids, default_rate=link or "4xNDR")

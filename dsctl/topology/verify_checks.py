@@ -166,6 +166,19 @@ def identity_findings(dumps: Sequence[tuple[str, ObservedFabric]], resolved: Seq
                 f"GUID 0x{guid} is on {len(descs)} devices: {', '.join(shown)}", name, "replace_hca",
                 f"give one of {', '.join(shown)} its own GUID (re-burn the firmware GUIDs) or replace it; "
                 "the subnet manager routes only one of them", f"0x{guid}", "unique"))
+    names: dict[str, set[str]] = {}
+    flagged = {g for _, fabric in dumps for g in fabric.duplicate_guids}
+    for end, port in resolved:
+        if end.guid and end.guid not in flagged:
+            names.setdefault(end.guid, set()).add(device_name(end, port, tier))
+    for guid, seen in sorted(names.items()):
+        if len(seen) > 1:  # the same GUID in two planes' dumps (each subnet alone cannot tell)
+            shown = sorted(seen)
+            out.append(Finding(
+                "duplicate_guid", shown[0], "", shown[-1], "", "", "", None,
+                f"GUID 0x{guid} is on {len(shown)} devices in different dumps: {', '.join(shown)}", "",
+                "replace_hca", f"give one of {', '.join(shown)} its own GUID (re-burn the firmware GUIDs) or "
+                "replace it", f"0x{guid}", "unique"))
     if not recorded:
         return out
     by_name = {v: k for k, v in recorded.items()}
