@@ -235,7 +235,7 @@ def verify(plan: PlannedFabric, observed: ObservedFabric | Sequence[tuple[str, O
     """Compare; every cable and port is looked at once (dicts keyed by (device, port)).
 
     ``observed`` is one fabric or ``(name, fabric)`` per dump (one per plane; a cable printed in two dumps is
-    counted once). InputError for a malformed port of a links CSV (see ``check_csv_ports``).
+    counted once). When every dump is LLDP (RoCE, one per node) only NIC-to-leaf cables are expected. InputError for a malformed port of a links CSV (see ``check_csv_ports``).
     """
     from dsctl.topology import verify_checks as checks
 
@@ -246,7 +246,10 @@ def verify(plan: PlannedFabric, observed: ObservedFabric | Sequence[tuple[str, O
     tier = plan.tier
     expected: dict[Key, int] = {}
     at_port: dict[Port, Key] = {}
-    for plane, _, end_a, end_b in plan.cables:
+    hosts_only = bool(dumps) and all(f.source_format == "lldp" for _, f in dumps)  # RoCE: NIC-leaf cables only
+    for plane, kind, end_a, end_b in plan.cables:
+        if hosts_only and kind != "node-leaf":
+            continue
         key = key_of(end_a, end_b)
         expected[key] = plane
         at_port[end_a] = key

@@ -189,3 +189,35 @@ def test_nic_names_can_count_from_one() -> None:
     from dsctl.topology.verify import Resolver
 
     assert Resolver(plan).resolve(end)[:2] == (("o0001", "HCA-1"), 0)
+
+
+def _lldp(node_nics: dict[str, tuple[str, str]]) -> str:
+    import json
+
+    return json.dumps({"lldp": {"interface": [
+        {nic: {"via": "LLDP", "rid": "1", "age": "0 day, 00:01:02",
+               "chassis": {leaf: {"id": {"type": "mac", "value": "0c:42:a1:00:00:01"}, "descr": "Cumulus Linux"}},
+               "port": {"id": {"type": "ifname", "value": f"swp{port}"}, "descr": f"swp{port}", "ttl": "120"}}}
+        for nic, (leaf, port) in node_nics.items()]}})
+
+
+def test_roce_lldp_neighbours_are_checked_against_the_plan() -> None:
+    files = _small_plan_files()
+    plan = load_plan(files["plan.json"])
+    texts = []
+    for node in plan.nodes:
+        nics = {nic: (leaf, port) for (n, nic), (leaf, port) in plan.uplink.items() if n == node}
+        texts.append((f"lldp/{node}.json", _lldp(nics)))
+    ok = verify_texts(files["plan.json"], texts, "plan.json")
+    assert ok.findings == [] and ok.matched_cables == ok.expected_cables == len(plan.uplink)
+    assert ok.observed_format == "lldp"
+    # node0002 mlx5_3 is in p3-leaf01 swp2 per plan; cable it to p2-leaf01 swp2 instead
+    node = plan.nodes[1]
+    nics = {nic: (leaf, port) for (n, nic), (leaf, port) in plan.uplink.items() if n == node}
+    nics["mlx5_3"] = ("p2-leaf01", nics["mlx5_3"][1])
+    texts[1] = (texts[1][0], _lldp(nics))
+    bad = verify_texts(files["plan.json"], texts, "plan.json")
+    cross = [f for f in bad.findings if f.kind == "cross_plane"]
+    assert len(cross) == 1 and cross[0].a_device == node and cross[0].a_port == "mlx5_3"
+    assert cross[0].action == f"move the cable of {node} mlx5_3 from p2-leaf01:{nics['mlx5_3'][1]} to " \
+                              f"p3-leaf01:{nics['mlx5_3'][1]}"
