@@ -235,7 +235,8 @@ def verify(plan: PlannedFabric, observed: ObservedFabric | Sequence[tuple[str, O
     """Compare; every cable and port is looked at once (dicts keyed by (device, port)).
 
     ``observed`` is one fabric or ``(name, fabric)`` per dump (one per plane; a cable printed in two dumps is
-    counted once). When every dump is LLDP (RoCE, one per node) only NIC-to-leaf cables are expected. InputError for a malformed port of a links CSV (see ``check_csv_ports``).
+    counted once). When every dump is LLDP (RoCE, one per node) only NIC-to-leaf cables are expected.
+    InputError for a malformed port of a links CSV (see ``check_csv_ports``).
     """
     from dsctl.topology import verify_checks as checks
 
