@@ -144,14 +144,14 @@ def _gc_paused() -> Iterator[None]:
 def _verify_texts(plan_text: str, observed_text: str | Sequence[tuple[str, str]], plan_name: str,
                   observed_name: str, name_map: tuple[str, str] | None, guids: tuple[str, str] | None,
                   counters: Sequence[tuple[str, str]], thresholds: Sequence[str]) -> VerifyResult:
-    from dsctl.topology.counters import parse_perfquery, parse_thresholds
+    from dsctl.topology.counters import parse_counters, parse_thresholds
     from dsctl.topology.ibformats import parse_node_name_map
     from dsctl.topology.verify import VerifyOptions
 
     expected = load_plan(plan_text, plan_name)
     texts = [(observed_name, observed_text)] if isinstance(observed_text, str) else list(observed_text)
     dumps = [(name, parse_observed(text, name)) for name, text in texts]
-    rows = tuple(row for name, text in counters for row in parse_perfquery(text, name))
+    rows = tuple(row for name, text in counters for row in parse_counters(text, name))
     options = VerifyOptions(parse_node_name_map(name_map[1], name_map[0]) if name_map else {},
                             parse_node_name_map(guids[1], guids[0]) if guids else {}, rows,
                             parse_thresholds(list(thresholds)))

@@ -1,4 +1,5 @@
-"""Port error counters from ``perfquery`` output, and the thresholds ``verify`` judges them by.
+"""Port error counters from ``perfquery`` output or ibdiagnet's ``ibdiagnet2.db_csv`` PM_INFO section, and the
+thresholds ``verify`` judges them by.
 
 perfquery (infiniband-diags; format as in rdma-core's ``perfquery.c`` and the output kept as test data by
 treydock/infiniband_exporter) prints one block per port::
@@ -97,6 +98,65 @@ def parse_perfquery(text: str, source: str = "--counters") -> list[PortCounters]
     if not rows:
         raise InputError(f"{source} has no '# Port counters: Lid <lid> port <port>' block; is it perfquery output?")
     return rows
+
+
+_PM_COLUMNS = {"symbolerrorcounter": "symbol_errors", "linkerrorrecoverycounter": "link_recovers",
+               "linkdownedcounter": "link_downed", "portrcverrors": "rcv_errors"}
+
+
+def is_db_csv(text: str) -> bool:
+    """True if the text holds an ibdiagnet ``ibdiagnet2.db_csv`` ``START_PM_INFO`` section."""
+    return "START_PM_INFO" in text[:4_000_000]
+
+
+def parse_ibdiagnet_pm(text: str, source: str = "--counters") -> list[PortCounters]:
+    """The ``START_PM_INFO`` .. ``END_PM_INFO`` section of ``ibdiagnet2.db_csv`` (``ibdiagnet --pc``/``-P``).
+
+    A CSV with a header row; columns used: ``NodeGUID``, ``PortNumber`` (or ``PortNum``) and the four error
+    counters under their perfquery names, with or without the ``Ext`` suffix newer ibdiagnet versions add
+    (``LinkDownedCounterExt``); a column whose name contains ``EffectiveBER``/``Eff_BER`` is read as the
+    port's effective BER. Ports are named by node GUID, so no plane pairing is needed. (Section and column
+    names as read by public ibdiagnet post-processing scripts; NVIDIA documents the file, not its columns.)
+    """
+    lines = text.splitlines()
+    try:
+        start = next(i for i, line in enumerate(lines) if line.strip() == "START_PM_INFO")
+    except StopIteration:
+        raise InputError(f"{source} has no START_PM_INFO section; is it ibdiagnet2.db_csv?") from None
+    if start + 1 >= len(lines):
+        raise InputError(f"{source} line {start + 1}: START_PM_INFO has no header row")
+    header = [h.strip().lower() for h in lines[start + 1].split(",")]
+    col = {name: i for i, name in enumerate(header)}
+    guid_col = col.get("nodeguid")
+    port_col = col.get("portnumber", col.get("portnum"))
+    if guid_col is None or port_col is None:
+        raise InputError(f"{source} line {start + 2}: the PM_INFO header has no NodeGUID/PortNumber column")
+    counters = {field: col[name] for name, field in _PM_COLUMNS.items() if name in col}
+    counters.update({field: col[name + "ext"] for name, field in _PM_COLUMNS.items() if name + "ext" in col})
+    ber_col = next((i for i, h in enumerate(header) if "effectiveber" in h.replace("_", "")
+                    or "effber" in h.replace("_", "")), None)
+    rows: list[PortCounters] = []
+    for number in range(start + 2, len(lines)):
+        line = lines[number].strip()
+        if line == "END_PM_INFO":
+            break
+        if not line:
+            continue
+        cells = [c.strip() for c in line.split(",")]
+        try:
+            values = {f: int(cells[i], 0) if cells[i] not in ("", "N/A", "NA") else 0 for f, i in counters.items()}
+            ber = float(cells[ber_col]) if ber_col is not None and cells[ber_col] not in ("", "N/A", "NA") else None
+            guid = cells[guid_col].lower().removeprefix("0x").rjust(16, "0")
+            port = int(cells[port_col], 0)
+        except (ValueError, IndexError):
+            raise InputError(f"{source} line {number + 1}: a PM_INFO value is not a number: {line[:80]!r}") from None
+        rows.append(PortCounters(source, number + 1, 0, guid, port, effective_ber=ber, **values))
+    return rows
+
+
+def parse_counters(text: str, source: str = "--counters") -> list[PortCounters]:
+    """perfquery output or an ibdiagnet2.db_csv (by content)."""
+    return parse_ibdiagnet_pm(text, source) if is_db_csv(text) else parse_perfquery(text, source)
 
 
 def parse_thresholds(items: list[str]) -> Thresholds:

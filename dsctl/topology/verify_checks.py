@@ -230,7 +230,11 @@ def counter_findings(plan: PlannedFabric, dumps: Sequence[tuple[str, ObservedFab
     for row in counters:
         if not isinstance(row, PortCounters) or not judge(row, limits):
             continue
-        fabric = _dump_for(row.source, dumps)
+        if row.guid:  # named by node GUID (ibdiagnet): the dump that has it
+            fabric = next((f for _, f in dumps if any(e.guid == row.guid for lk in f.links for e in (lk.a, lk.b))),
+                          dumps[0][1])
+        else:
+            fabric = _dump_for(row.source, dumps)
         if id(fabric) not in index:
             ends: dict[tuple[str, int], tuple[ObservedEnd, ObservedLink]] = {}
             ca_port: dict[int, int] = {}

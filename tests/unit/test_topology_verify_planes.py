@@ -221,3 +221,22 @@ def test_roce_lldp_neighbours_are_checked_against_the_plan() -> None:
     assert len(cross) == 1 and cross[0].a_device == node and cross[0].a_port == "mlx5_3"
     assert cross[0].action == f"move the cable of {node} mlx5_3 from p2-leaf01:{nics['mlx5_3'][1]} to " \
                               f"p3-leaf01:{nics['mlx5_3'][1]}"
+
+
+def test_ibdiagnet_pm_info_counters_by_guid() -> None:
+    from dsctl.topology.counters import parse_counters
+
+    guid = next(g for g, n in parse_node_name_map(SC.recorded_guids).items() if n == "p2-leaf03")
+    db = ("START_NODES\nNodeGUID,NodeType,NodeDesc\n0x1,2,x\nEND_NODES\nSTART_PM_INFO\n"
+          "NodeGUID,PortGUID,PortNumber,LinkDownedCounterExt,SymbolErrorCounterExt,PortRcvErrorsExt,Eff_BER\n"
+          f"0x{guid},0x{guid},1,0,0,0,1e-15\n0x{guid},0x{guid},2,4,0,0,N/A\n0x{guid},0x{guid},5,0,0,0,3e-10\n"
+          "END_PM_INFO\n")
+    rows = parse_counters(db, "ibdiagnet2.db_csv")
+    assert [(r.port, r.link_downed, r.effective_ber) for r in rows] == [(1, 0, 1e-15), (2, 4, None), (5, 0, 3e-10)]
+    result = verify_texts(SC.plan_json, SC.dumps, "plan.json", name_map=("map", SC.name_map),
+                          guids=("guids", SC.recorded_guids), counters=[("ibdiagnet2.db_csv", db)])
+    mine = [f for f in result.findings if f.source == "ibdiagnet2.db_csv"]
+    assert sorted((f.kind, f.a_device if f.a_device.startswith("p") else f.b_device,
+                   f.a_port if f.a_device.startswith("p") else f.b_port) for f in mine) == [
+        ("error_counters", "p2-leaf03", "5"), ("link_downed", "p2-leaf03", "2")]
+    assert "effective BER" in next(f for f in mine if f.kind == "error_counters").message
