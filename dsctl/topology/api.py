@@ -89,7 +89,7 @@ def plan_files(plan: Plan, summary: PlanSummary) -> dict[str, str]:
     """Every output file of a plan, by file name (see PLAN_FILES; one ``expected-plane<P>.ibnet`` per plane)."""
     link = plan.spec.link or {800.0: "4xXDR", 400.0: "4xNDR", 200.0: "4xHDR", 100.0: "4xEDR"}.get(
         float(plan.spec.port_gbps), "4xNDR")
-    ibnet = {f"expected-plane{p}.ibnet": expected_ibnetdiscover(plan, p, link) for p in range(plan.spec.num_planes)}
+    ibnet = {f"expected-plane{p}.ibnet": text for p, text in expected_ibnetdiscover(plan, link).items()}
     return {
         "cabling.csv": cabling_csv(plan),
         "switches.csv": switches_csv(plan),

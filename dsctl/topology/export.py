@@ -170,20 +170,28 @@ def slurm_topology_yaml(plan: Plan) -> str:
     return "\n".join(lines) + "\n"
 
 
-def expected_ibnetdiscover(plan: Plan, plane: int, link: str) -> str:
-    """What ``ibnetdiscover`` on ``plane`` should print for this plan: its cables in ibnetdiscover's format,
-    synthetic GUIDs, every link at ``link`` (``4xNDR``). ``dsctl topology verify`` reads it back to no findings."""
+def expected_ibnetdiscover(plan: Plan, link: str) -> dict[int, str]:
+    """What ``ibnetdiscover`` on each plane should print for this plan, by plane: its cables in ibnetdiscover's
+    format, every link at ``link`` (``4xNDR``), synthetic GUIDs unique across planes (as real node GUIDs are:
+    switches by device index, NICs by node and NIC index). ``dsctl topology verify`` reads them back to no
+    findings."""
     planes, _, a_dev, a_port, b_dev, b_port = _cable_columns(plan)
-    links = [(a, str(ap), b, str(bp)) for p, a, ap, b, bp in zip(planes, a_dev, a_port, b_dev, b_port, strict=True)
-             if p == plane]
     names = plan.device_names
-    radix = {names[i]: int(plan.device_ports[i]) for i in np.flatnonzero(plan.device_tier > 0)
-             if plan.device_plane[i] == plane}
-    # GUIDs unique across planes (as real node GUIDs are): switches by device index, NICs by (node, NIC)
+    num_nics = len(plan.nic_names)
     nic_index = {n: i for i, n in enumerate(plan.nic_names)}
-    node_index = {names[i]: i for i in np.flatnonzero(plan.device_tier == 0)}
-    guids = {name: f"{0xB83FD20300000000 + i + 1:016x}" for i, name in enumerate(names) if name in radix}
-    for a, ap, _, _ in links:
+    node_index = {names[i]: i for i in np.flatnonzero(plan.device_tier == 0).tolist()}
+    switches = np.flatnonzero(plan.device_tier > 0).tolist()
+    switch_guid = {names[i]: f"{0xB83FD20300000000 + i + 1:016x}" for i in switches}
+    per_plane: dict[int, list[tuple[str, str, str, str]]] = {p: [] for p in range(plan.spec.num_planes)}
+    guids: dict[str, str] = dict(switch_guid)
+    for p, a, ap, b, bp in zip(planes, a_dev, a_port, b_dev, b_port, strict=True):
+        per_plane[p].append((a, str(ap), b, str(bp)))
         if a in node_index:
-            guids[f"{a} {ap}"] = f"{0x0002C90300000000 + node_index[a] * len(nic_index) + nic_index[ap] + 1:016x}"
-    return render_ibnetdiscover(links, radix, guids=guids, default_rate=link or "4xNDR")
+            guids[f"{a} {ap}"] = f"{0x0002C90300000000 + node_index[a] * num_nics + nic_index[ap] + 1:016x}"
+    ports = plan.device_ports.tolist()
+    out = {}
+    for plane, links in per_plane.items():
+        radix = {names[i]: ports[i] for i in np.flatnonzero((plan.device_tier > 0) & (plan.device_plane == plane))
+                 .tolist()}
+        out[plane] = render_ibnetdiscover(links, radix, guids=guids, default_rate=link or "4xNDR")
+    return out
