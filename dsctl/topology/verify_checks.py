@@ -89,15 +89,20 @@ def pair_swaps(findings: list[Finding], at_port: dict[Port, Key], tier: dict[str
     for i, item in enumerate(ends):
         if item is None:
             continue
-        _, move, want = item
+        stay, move, want = item
         j = moves.get((want, move))
         if j is None or j == i:
             continue
         f = findings[i]
+        other = ends[j]
         kind = "swapped" if f.kind == "port_offset" else f.kind  # two cables exchanged, not one slipped
+        if other is not None and other[0][0] == stay[0] and tier[stay[0]] == "node":  # two NICs of one node
+            nics = sorted((stay[1], other[0][1]))
+            action = f"swap the cables of {stay[0]} {nics[0]} and {nics[1]} at the node"
+        else:
+            action = f"swap the two cables at {end_text(move, tier)} and {end_text(want, tier)}"
         out[i] = Finding(kind, f.a_device, f.a_port, f.b_device, f.b_port, f.plane, f.expected, f.line, f.message,
-                         f.source, "swap", f"swap the two cables at {end_text(move, tier)} and "
-                                           f"{end_text(want, tier)}", f.value, f.expected_value)
+                         f.source, "swap", action, f.value, f.expected_value)
     return out
 
 
