@@ -241,3 +241,18 @@ def test_ibdiagnet_pm_info_counters_by_guid() -> None:
                    f.a_port if f.a_device.startswith("p") else f.b_port) for f in mine) == [
         ("error_counters", "p2-leaf03", "5"), ("link_downed", "p2-leaf03", "2")]
     assert "effective BER" in next(f for f in mine if f.kind == "error_counters").message
+
+
+@pytest.mark.parametrize("kind", ["mrft", "ft2"])
+def test_single_subnet_kinds_verify_with_one_dump(kind: str) -> None:
+    from dsctl.profiles.loader import ProfileStore
+    from dsctl.topology.api import make_spec, plan_files
+    from dsctl.topology.plan import build_plan
+    from dsctl.topology.summary import summarize
+
+    store = ProfileStore()
+    plan = build_plan(make_spec(kind, 16, store.node("h800-hgx"), store.switch("ib-ndr-64"), radix=16))
+    files = plan_files(plan, summarize(plan))
+    assert [n for n in files if n.startswith("expected-")] == ["expected-plane0.ibnet"]
+    result = verify_texts(files["plan.json"], files["expected-plane0.ibnet"], "plan.json", "fabric.ibnet")
+    assert result.findings == [] and result.matched_cables == result.expected_cables == 256
