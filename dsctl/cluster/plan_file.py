@@ -79,6 +79,18 @@ class PlannedFabric:
     def port_gbps(self) -> float:
         return self.number("port_gbps")
 
+    @cached_property
+    def link(self) -> str:
+        """Width x speed every port should train at, as ibnetdiscover prints it (``4xNDR``; ``""`` if unknown).
+
+        The plan's ``spec.link`` (from the switch profile's ``link``), else inferred from ``port_gbps`` as a
+        4-lane link: 800 XDR, 400 NDR, 200 HDR, 100 EDR, 40 QDR (older plans carry no ``link``).
+        """
+        text = self.spec.get("link")
+        if isinstance(text, str) and text:
+            return text
+        return {800.0: "4xXDR", 400.0: "4xNDR", 200.0: "4xHDR", 100.0: "4xEDR", 40.0: "4xQDR"}.get(self.port_gbps, "")
+
     @property
     def num_gpus_per_node(self) -> int:
         return int(self.number("num_gpus_per_node", float(len(self.nic_plane))))
@@ -188,6 +200,7 @@ def load_plan(text: str, source: str = "plan.json") -> PlannedFabric:
     tier: dict[str, str] = {}
     plane: dict[str, int] = {}
     ports: dict[str, int] = {}
+    num_nodes = 0  # nodes so far (they come first), counted once rather than per row
     for i, raw in enumerate(check.array(doc, "devices")):
         row = check.row(raw, f"devices[{i}]", DEVICE_COLUMNS)
         name = check.name(row[0], f"devices[{i}][0] (name)")
@@ -195,10 +208,11 @@ def load_plan(text: str, source: str = "plan.json") -> PlannedFabric:
             raise check.fail(f"devices[{i}][0] (name)", "a name not used by an earlier device", name)
         if row[1] not in TIER_NAMES:
             raise check.fail(f"devices[{i}][1] (tier)", "one of " + ", ".join(TIER_NAMES), row[1])
-        if row[1] == "node" and len(tier) != sum(1 for t in tier.values() if t == "node"):
+        if row[1] == "node" and len(tier) != num_nodes:
             raise check.fail(f"devices[{i}][1] (tier)", "a switch tier (nodes are listed before switches)",
                              row[1])
         tier[name] = str(row[1])
+        num_nodes += row[1] == "node"
         plane[name] = check.integer(row[2], f"devices[{i}][2] (plane)", -1)
         check.integer(row[3], f"devices[{i}][3] (pod)", -1)
         ports[name] = check.integer(row[4], f"devices[{i}][4] (ports)", 1)

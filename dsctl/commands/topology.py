@@ -32,7 +32,8 @@ def plan(
                                                     "(1 = non-blocking; two-tier kinds).")] = 1.0,
     node_name: Annotated[str | None, typer.Option("--node-name", help="Node name template, e.g. node{n:04d} "
                                                   "(names fit a 64-byte InfiniBand node description).")] = None,
-    nic_name: Annotated[str | None, typer.Option("--nic-name", help="NIC name template, e.g. mlx5_{nic}.")] = None,
+    nic_name: Annotated[str | None, typer.Option("--nic-name", help="NIC name template: mlx5_{nic} (from 0) "
+                                                 "or HCA-{nic1} (from 1).")] = None,
     leaf_name: Annotated[str | None, typer.Option("--leaf-name", help="Leaf name template, "
                                                   "e.g. p{plane}-leaf{leaf:02d}.")] = None,
     spine_name: Annotated[str | None, typer.Option("--spine-name", help="Spine name template, "
@@ -40,7 +41,8 @@ def plan(
     core_name: Annotated[str | None, typer.Option("--core-name", help="Core name template "
                                                   "(ft3), e.g. p{plane}-core{core:04d}.")] = None,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Write cabling.csv, switches.csv, plan.json, "
-                                             "topology.dot, topology.conf and topology.svg here.")] = None,
+                                             "topology.dot, topology.conf, topology.yaml, topology.svg and "
+                                             "expected-plane<P>.ibnet here.")] = None,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Plan every switch and cable of a multi-plane (or multi-rail, FT2, FT3) fat tree."""
@@ -85,23 +87,66 @@ def compare(
     show(result, fmt, "topology compare")
 
 
+def _dump_files(paths: list[Path]) -> list[Path]:
+    """The files named, a folder standing for its (non-hidden) files in name order."""
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            inside = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith("."))
+            if not inside:
+                raise InputError(f"OBSERVED folder {path} holds no files", hint="put one ibnetdiscover dump per "
+                                 "plane in it (ibnetdiscover -C mlx5_N -P 1 > planeN.ibnet)")
+            files += inside
+        else:
+            files.append(path)
+    if len(files) > 256:
+        raise InputError(f"OBSERVED: {len(files)} files; give at most 256 (one dump per plane)")
+    return files
+
+
 @app.command("verify")
 def verify(
     plan_dir: Annotated[Path, typer.Argument(help="Folder written by 'topology plan --out' (or its plan.json).")],
-    observed: Annotated[Path, typer.Argument(help="ibnetdiscover output, or a links CSV "
-                                             "(a_device,a_port,b_device,b_port).")],
+    observed: Annotated[list[Path], typer.Argument(help="ibnetdiscover output (default or -p), or a links CSV "
+                                                   "(a_device,a_port,b_device,b_port); one per plane, or a "
+                                                   "folder of them.")],
+    node_name_map: Annotated[Path | None, typer.Option("--node-name-map", help="GUID-to-name map "
+                                                       "(infiniband-diags/opensm format: 0x<guid> \"<name>\").")]
+    = None,
+    guids: Annotated[Path | None, typer.Option("--guids", help="GUIDs recorded by --record-guids: a changed one "
+                                               "is a guid_changed finding.")] = None,
+    record_guids: Annotated[Path | None, typer.Option("--record-guids", help="Write the GUID of every matched "
+                                                      "device as a node-name map.")] = None,
+    counters: Annotated[list[Path] | None, typer.Option("--counters", help="perfquery output (ports by LID); "
+                                                        "repeatable.")] = None,
+    threshold: Annotated[list[str] | None, typer.Option("--threshold", help="Counter limit NAME=VALUE "
+                                                        "(symbol_errors, rcv_errors, link_recovers, link_downed, "
+                                                        "effective_ber); repeatable.")] = None,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
-    """Compare a plan with the fabric as cabled; exit 1 on any missing, extra, swapped or cross-plane cable."""
+    """Compare a plan with the fabric as cabled (one dump per plane); exit 1 on any finding."""
+    from dsctl.output.files import atomic_write
     from dsctl.output.progress import progress
     from dsctl.topology import api
+    from dsctl.topology.ibformats import render_node_name_map
 
     plan_file = plan_dir / "plan.json" if plan_dir.is_dir() else plan_dir
     if plan_dir.is_dir() and not plan_file.exists():
         raise InputError(f"PLAN_DIR {plan_dir} has no plan.json", hint="write one with 'dsctl topology plan --out DIR'")
-    plan_text, observed_text = read_text_input(plan_file, "PLAN_DIR"), read_text_input(observed, "OBSERVED")
+    if record_guids is not None and not (record_guids.parent if str(record_guids.parent) else Path(".")).is_dir():
+        raise InputError(f"--record-guids {record_guids}: folder {record_guids.parent} does not exist")
+    plan_text = read_text_input(plan_file, "PLAN_DIR")
+    files = _dump_files(observed)
+    texts = [(str(p), read_text_input(p, "OBSERVED")) for p in files]
+    name_map = (str(node_name_map), read_text_input(node_name_map, "--node-name-map")) if node_name_map else None
+    recorded = (str(guids), read_text_input(guids, "--guids")) if guids else None
+    counter_texts = [(str(p), read_text_input(p, "--counters")) for p in counters or []]
     with progress("checking every cable against the plan", fmt):
-        result = api.verify_texts(plan_text, observed_text, str(plan_file), str(observed))
+        result = api.verify_texts(plan_text, texts[0][1] if len(texts) == 1 else texts, str(plan_file),
+                                  texts[0][0] if len(texts) == 1 else "OBSERVED", name_map=name_map,
+                                  guids=recorded, counters=counter_texts, thresholds=threshold or [])
+    if record_guids is not None:
+        atomic_write(record_guids, render_node_name_map(result.guids, f"from {result.observed}"), "--record-guids")
     show(result, fmt, "topology verify")
 
 

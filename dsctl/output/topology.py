@@ -90,30 +90,44 @@ def _end(device: str, port: str) -> str:
 def _verify(result: VerifyResult) -> Iterable[RenderableType]:
     ok = result.exit_code == 0
     head = (f"{result.matched_cables:,} of {result.expected_cables:,} planned cables found "
-            f"({result.observed_format}, {result.observed_cables:,} observed links)")
+            f"({result.observed_format}, {result.observed_cables:,} observed links"
+            + (f", planes {', '.join(map(str, result.planes_checked))}" if len(result.planes_checked) > 1 else "")
+            + (f", expected {result.expected_link}" if result.expected_link else "") + ")")
     yield Text(("OK: " if ok else "MISMATCH: ") + head, style="green" if ok else "bold red")
+    if len(result.dumps) > 1:
+        for dump in result.dumps:
+            other = (", also " + ", ".join(f"{n} devices of plane {p}" for p, n in dump.other_planes.items())
+                     if dump.other_planes else "")
+            yield Text(f"  {dump.name}: plane {dump.plane}, {dump.num_links:,} links{other}",
+                       style="yellow" if dump.other_planes else "dim")
     if ok:
         return
     counts = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in result.counts.items() if v)
     yield Text(counts)
     # four columns so that 80 terminal columns suffice: the three short ones never wrap, and the cable
-    # column holds both ends as found plus, dimmed underneath, what the plan has at those ports
+    # column holds both ends as found plus, dimmed underneath, what the plan has and what to do
     table = Table(title="findings", title_justify="left")
     table.add_column("kind", no_wrap=True)
     table.add_column("plane", no_wrap=True)
     table.add_column("line", justify="right", no_wrap=True)
-    table.add_column("cable", overflow="fold")
+    table.add_column("cable / action", overflow="fold")
     for f in result.findings[:MAX_FINDING_ROWS]:
-        cell = Text(f"{_end(f.a_device, f.a_port)} <-> {_end(f.b_device, f.b_port)}")
+        if f.b_device:
+            cell = Text(f"{_end(f.a_device, f.a_port)} <-> {_end(f.b_device, f.b_port)}")
+        else:
+            cell = Text(f.message)
+        if f.kind in ("unmatched_device", "degraded_width", "degraded_speed", "error_counters", "link_downed"):
+            cell.append("\n" + f.message, style="dim")
         if f.expected:
             for part in f.expected.removeprefix("plan: ").split("; "):
                 cell.append("\nplan: " + part, style="dim")
-        if f.kind == "unmatched_device":
-            cell.append("\n" + f.message, style="dim")
+        if f.action:
+            cell.append("\n-> " + f.action, style="cyan")
         table.add_row(f.kind, f.plane, "" if f.line is None else str(f.line), cell)
     yield table
     if len(result.findings) > MAX_FINDING_ROWS:
         yield Text(f"... {len(result.findings) - MAX_FINDING_ROWS} more; use --format json for all of them")
-    yield Text("cable: as found (missing: as planned); plan: what the plan has at those ports", style="dim")
+    yield Text("cable: as found (missing: as planned); plan: what the plan has at those ports; ->: what to do",
+               style="dim")
     if result.unmatched_devices:
         yield Text("devices not in the plan: " + ", ".join(result.unmatched_devices[:20]))

@@ -382,9 +382,16 @@ def _build_switch(doc: Doc, name: str) -> SwitchProfile:
         link_cost_usd=cost.number("link_usd"),
         endpoint_link_cost_usd=cost.number("endpoint_link_usd"),
         path=str(doc.file),
+        link=doc.text("link", default=""),
     )
+    if profile.link and not _IB_LINK.fullmatch(profile.link):
+        doc.fail(f"link must be <width>x<speed> as ibnetdiscover prints it (e.g. 4xNDR, 2xNDR), got "
+                 f"{profile.link!r}", "link")
     cost.finish()
     return profile
+
+
+_IB_LINK = re.compile(r"(1|2|4|8|12)x(SDR|DDR|QDR|FDR10|FDR|EDR|HDR|NDR|XDR)")
 
 
 def _build_storage(doc: Doc, name: str) -> StorageProfile:

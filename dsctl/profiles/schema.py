@@ -156,6 +156,9 @@ class SwitchProfile:
     link_cost_usd: float  # one inter-switch link, optics included
     endpoint_link_cost_usd: float  # one NIC-to-leaf cable, optics included
     path: str = ""
+    #: InfiniBand width x speed every port should train at, as ibnetdiscover prints it (``4xNDR``; ``2xNDR``
+    #: for a QM9700 in split mode, whose 64 400G ports are numbered as 128 200G ports); "" = from port_rate
+    link: str = ""
 
     kind = ProfileKind.SWITCH
 

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import gc
 import math
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,7 +14,14 @@ from dsctl.cluster.plan_file import load_plan
 from dsctl.errors import InputError
 from dsctl.names import shown
 from dsctl.profiles.schema import NodeProfile, SwitchProfile
-from dsctl.topology.export import cabling_csv, plan_json, slurm_topology, switches_csv
+from dsctl.topology.export import (
+    cabling_csv,
+    expected_ibnetdiscover,
+    plan_json,
+    slurm_topology,
+    slurm_topology_yaml,
+    switches_csv,
+)
 from dsctl.topology.graphics import topology_dot, topology_svg
 from dsctl.topology.naming import NameTemplates
 from dsctl.topology.observed import parse_observed
@@ -20,7 +30,8 @@ from dsctl.topology.sizing import Comparison, compare_topologies
 from dsctl.topology.summary import PlanSummary, summarize
 from dsctl.topology.verify import VerifyResult, verify
 
-PLAN_FILES = ("cabling.csv", "switches.csv", "plan.json", "topology.dot", "topology.conf", "topology.svg")
+PLAN_FILES = ("cabling.csv", "switches.csv", "plan.json", "topology.dot", "topology.conf", "topology.yaml",
+              "topology.svg", "expected-plane<P>.ibnet")
 
 
 def nodes_for(num_nodes: int | None, num_gpus: int | None, node: NodeProfile) -> int:
@@ -60,7 +71,7 @@ def make_spec(kind: str, num_nodes: int, node: NodeProfile, switch: SwitchProfil
                                                                               node.compute_nic_gbps),
         switch_usd=switch.cost_usd, link_usd=switch.link_cost_usd, endpoint_link_usd=switch.endpoint_link_cost_usd,
         oversubscription=oversubscription, templates=templates, node_profile=node.name,
-        switch_profile=switch.name)
+        switch_profile=switch.name, link=switch.link)
 
 
 @dataclass(frozen=True)
@@ -76,14 +87,19 @@ class PlanResult:
 
 
 def plan_files(plan: Plan, summary: PlanSummary) -> dict[str, str]:
-    """Every output file of a plan, by file name (see PLAN_FILES)."""
+    """Every output file of a plan, by file name (see PLAN_FILES; one ``expected-plane<P>.ibnet`` per plane)."""
+    link = plan.spec.link or {800.0: "4xXDR", 400.0: "4xNDR", 200.0: "4xHDR", 100.0: "4xEDR"}.get(
+        float(plan.spec.port_gbps), "4xNDR")
+    ibnet = {f"expected-plane{p}.ibnet": text for p, text in expected_ibnetdiscover(plan, link).items()}
     return {
         "cabling.csv": cabling_csv(plan),
         "switches.csv": switches_csv(plan),
         "plan.json": plan_json(plan, dataclasses.asdict(summary)),
         "topology.dot": topology_dot(plan, summary),
         "topology.conf": slurm_topology(plan, summary),
+        "topology.yaml": slurm_topology_yaml(plan),
         "topology.svg": topology_svg(plan, summary),
+        **ibnet,
     }
 
 
@@ -98,11 +114,50 @@ def compare(radix: int, switch_usd: float, link_usd: float, num_planes: int = 8)
     return compare_topologies(radix, switch_usd, link_usd, num_planes)
 
 
-def verify_texts(plan_text: str, observed_text: str, plan_name: str, observed_name: str) -> VerifyResult:
-    """Parse both inputs (InputError with the file and line on malformed text) and compare them."""
+def verify_texts(plan_text: str, observed_text: str | Sequence[tuple[str, str]], plan_name: str,
+                 observed_name: str = "OBSERVED", *, name_map: tuple[str, str] | None = None,
+                 guids: tuple[str, str] | None = None, counters: Sequence[tuple[str, str]] = (),
+                 thresholds: Sequence[str] = ()) -> VerifyResult:
+    """Parse every input (InputError with the file and line on malformed text) and compare.
+
+    ``observed_text`` is one dump's text, or ``(name, text)`` per dump (one per plane). ``name_map``/``guids``:
+    ``(name, text)`` of a node-name map (``--node-name-map``) and of recorded GUIDs (``--guids``, same format);
+    ``counters``: ``(name, text)`` of perfquery outputs; ``thresholds``: ``NAME=VALUE`` overrides.
+    """
+    with _gc_paused():
+        return _verify_texts(plan_text, observed_text, plan_name, observed_name, name_map, guids, counters,
+                             thresholds)
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic collector: parsing eight dumps allocates ~10^6 acyclic tuples and its scans of them
+    cost ~40% of a 16,384-GPU verify (measured; dsctl.trace pauses it for the same reason)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _verify_texts(plan_text: str, observed_text: str | Sequence[tuple[str, str]], plan_name: str,
+                  observed_name: str, name_map: tuple[str, str] | None, guids: tuple[str, str] | None,
+                  counters: Sequence[tuple[str, str]], thresholds: Sequence[str]) -> VerifyResult:
+    from dsctl.topology.counters import parse_counters, parse_thresholds
+    from dsctl.topology.ibformats import parse_node_name_map
+    from dsctl.topology.verify import VerifyOptions
+
     expected = load_plan(plan_text, plan_name)
-    observed = parse_observed(observed_text, observed_name)
-    return verify(expected, observed, plan_name, observed_name)
+    texts = [(observed_name, observed_text)] if isinstance(observed_text, str) else list(observed_text)
+    dumps = [(name, parse_observed(text, name)) for name, text in texts]
+    rows = tuple(row for name, text in counters for row in parse_counters(text, name))
+    options = VerifyOptions(parse_node_name_map(name_map[1], name_map[0]) if name_map else {},
+                            parse_node_name_map(guids[1], guids[0]) if guids else {}, rows,
+                            parse_thresholds(list(thresholds)))
+    observed = dumps[0][1] if isinstance(observed_text, str) else dumps
+    return verify(expected, observed, plan_name, observed_name, options)
 
 
 __all__ = ["PLAN_FILES", "NameTemplates", "PlanResult", "compare", "make_spec", "nodes_for", "plan_files",

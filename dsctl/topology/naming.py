@@ -3,7 +3,8 @@
 Templates are Python format strings. Fields (numbering conventions are part of the documented output):
 
 - node:  ``{n}``      node number, 1-based (``node{n:04d}`` -> node0001)
-- nic:   ``{nic}``    NIC index inside the node, 0-based like the kernel's device names (``mlx5_{nic}``)
+- nic:   ``{nic}``    NIC index inside the node, 0-based like the kernel's device names (``mlx5_{nic}``);
+         ``{nic1}`` the same counted from 1, for sites whose descriptions say ``HCA-1`` .. ``HCA-8``
 - leaf:  ``{plane}``  plane, 0-based (= the NIC index it serves in MPFT); ``{leaf}`` leaf number in its
          plane, 1-based; ``{pod}`` pod number, 1-based (three-tier only, 1 otherwise)
 - spine: ``{plane}``, ``{spine}`` 1-based (in a three-tier plane the spines are the pods' aggregation switches)
@@ -43,7 +44,7 @@ class NameTemplates:
 
 _FIELDS = {
     "node": {"n"},
-    "nic": {"nic"},
+    "nic": {"nic", "nic1"},
     "leaf": {"plane", "leaf", "pod"},
     "spine": {"plane", "spine", "pod"},
     "core": {"plane", "core"},

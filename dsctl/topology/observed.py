@@ -24,7 +24,7 @@ from __future__ import annotations
 import csv
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from dsctl.errors import InputError
 from dsctl.names import shown
@@ -42,23 +42,37 @@ class ObservedEnd:
     desc: str = ""
     guid: str = ""
     is_switch: bool | None = None
+    port_num: int = 0
+    lid: int = 0
 
 
 @dataclass(frozen=True)
 class ObservedLink:
-    """A cable seen in the fabric, with the 1-based line of the file it was read from."""
+    """A cable seen in the fabric, with the 1-based line of the file it was read from.
+
+    ``rate`` is the trained width and speed as ibnetdiscover prints it (``4xNDR``; ``""`` where unknown, as in
+    a links CSV); ``source`` names the dump the cable was read from.
+    """
 
     a: ObservedEnd
     b: ObservedEnd
     line: int
+    rate: str = ""
+    source: str = ""
 
 
 @dataclass(frozen=True)
 class ObservedFabric:
-    """Every cable of an observed fabric; ``source_format`` is ``ibnetdiscover`` or ``csv``."""
+    """Every cable of an observed fabric; ``source_format`` is ``ibnetdiscover``, ``ibnetdiscover-p`` or ``csv``.
+
+    ``duplicate_guids``: node GUIDs (16 hex digits) seen on two devices, with the descriptions seen.
+    ``lids``: LID -> (GUID, is_switch) for every port whose LID the dump prints (perfquery names ports by LID).
+    """
 
     links: list[ObservedLink]
     source_format: str
+    duplicate_guids: dict[str, list[str]] = field(default_factory=dict)
+    lids: dict[int, tuple[str, bool]] = field(default_factory=dict)
 
 
 _HEADER = re.compile(r'^(Switch|Ca|Rt)\s+(\d{1,9})\s+"([SHR])-([0-9a-fA-F]+)"\s*(?:#\s*"(.*?)"(.*))?$')
@@ -70,54 +84,144 @@ _QUOTED = re.compile(r'"(.*?)"')
 _PLAIN = ("Non-Chassis Nodes", "Chassis ", "Hostname:")
 
 
-def _end(node_type: str, guid: str, desc: str, port: int) -> ObservedEnd:
-    if node_type == "S":
-        return ObservedEnd(desc or f"S-{guid}", str(port), desc, guid, True)
+def make_end(is_switch: bool, guid: str, desc: str, port: int, lid: int = 0) -> ObservedEnd:
+    """An end named from its description: a switch by the whole description, a CA "<host> <ibdev>"."""
+    if is_switch:
+        return ObservedEnd(desc or f"S-{guid}", str(port), desc, guid, True, port, lid)
     tokens = desc.split()
     device = tokens[0] if tokens else f"H-{guid}"
     ibdev = tokens[1] if len(tokens) > 1 else "port"
     label = ibdev if port == 1 else f"{ibdev}/{port}"
-    return ObservedEnd(device, label, desc, guid, False)
+    return ObservedEnd(device, label, desc, guid, False, port, lid)
+
+
+def _end(node_type: str, guid: str, desc: str, port: int, lid: int = 0) -> ObservedEnd:
+    return make_end(node_type == "S", guid, desc, port, lid)
+
+
+def rename(fabric: ObservedFabric, names: Mapping[str, str]) -> ObservedFabric:
+    """The fabric with each end whose GUID is in ``names`` (16 lower-case hex digits -> name) renamed.
+
+    A name map replaces the NodeDescription, as ``--node-name-map`` does in infiniband-diags. A GUID that two
+    devices of this fabric share names neither (each keeps the description printed on its line).
+    """
+    if not names:
+        return fabric
+
+    def one(end: ObservedEnd) -> ObservedEnd:
+        name = names.get(end.guid)
+        if name is None or name == end.desc or end.is_switch is None or end.guid in fabric.duplicate_guids:
+            return end
+        return make_end(end.is_switch, end.guid, name, end.port_num, end.lid)
+
+    links = []
+    for link in fabric.links:
+        a, b = one(link.a), one(link.b)
+        links.append(link if a is link.a and b is link.b else replace(link, a=a, b=b))
+    return replace(fabric, links=links)
+
+
+_RATE = re.compile(r"\b(\d{1,2}x)([A-Z][A-Z0-9]*|\?\?\?)\s*$")
+_LID = re.compile(r"\blid\s+(\d{1,5})\b")
+
+
+def _rate(comment: str) -> str:
+    found = _RATE.search(comment)
+    return found.group(1) + found.group(2) if found else ""
+
+
+_COMMENT = re.compile(r'^\s*(?:lid (\d+) lmc \d+\s+)?"([^"]*)"\s+lid (\d+)\s+(\d{1,2}x)([A-Z][A-Z0-9]*|\?\?\?)\s*$')
+_Raw = tuple[int, str, str, str, int, str, str, int, str, str, int, int]
+
+
+def _port_entry(number: int, current: tuple[str, str, str, int], port: re.Match[str],
+                lids: dict[int, tuple[str, bool]]) -> _Raw:
+    """One ``[port]`` line: (line, my type, my GUID, my desc, my port, peer type, peer GUID, peer port,
+    peer desc, rate, my LID, peer LID); records the LIDs it shows in ``lids``."""
+    comment = port.group(7) or ""
+    fast = _COMMENT.match(comment)
+    if fast:  # the usual shape: one regex for description, LIDs and rate
+        lid_list = [int(x) for x in (fast.group(1), fast.group(3)) if x]
+        peer_desc, rate = fast.group(2), fast.group(4) + fast.group(5)
+    else:
+        quoted = _QUOTED.search(comment)
+        lid_list = [int(x) for x in _LID.findall(comment)]
+        peer_desc, rate = (quoted.group(1) if quoted else ""), _rate(comment)
+    my_lid, peer_lid = current[3], 0
+    peer_type, peer_guid = port.group(3), port.group(4).lower()
+    if current[0] != "S" and lid_list:
+        my_lid = lid_list[0]
+        lids[my_lid] = (current[1], False)
+        peer_lid = lid_list[1] if len(lid_list) > 1 else 0
+    elif lid_list:
+        peer_lid = lid_list[-1]
+        if peer_type != "S":
+            lids[peer_lid] = (peer_guid, False)
+    return (number, current[0], current[1], current[2], int(port.group(1)), peer_type, peer_guid,
+            int(port.group(5)), peer_desc, rate, my_lid, peer_lid)
 
 
 def parse_ibnetdiscover(text: str, source: str = "OBSERVED") -> ObservedFabric:
-    """Parse ibnetdiscover's default topology output. Raises InputError naming the line of a malformed entry."""
+    """Parse ibnetdiscover's default topology output. Raises InputError naming the line of a malformed entry.
+
+    A node GUID printed in two ``Switch``/``Ca`` blocks, or one CA port reached from two different peer ports,
+    is a duplicate GUID (``duplicate_guids``); the ends of such a device are named by the description printed
+    on each line rather than by the (ambiguous) GUID.
+    """
     # pass 1: node headers (descriptions by GUID) and raw port lines
     descs: dict[str, str] = {}
     num_ports: dict[str, int] = {}
-    raw: list[tuple[int, str, str, int, str, str, int, str]] = []
-    current: tuple[str, str] | None = None
+    dup: dict[str, list[str]] = {}
+    lids: dict[int, tuple[str, bool]] = {}
+    raw: list[_Raw] = []
+    current: tuple[str, str, str, int] | None = None
     for number, line in enumerate(text.splitlines(), 1):
         stripped = line.strip()
+        port = _PORT.match(stripped) if stripped[:1] == "[" else None
+        if port:
+            if current is None:
+                raise InputError(f"{source} line {number}: port line before any 'Switch' or 'Ca' line: "
+                                 f"{stripped[:80]!r}")
+            raw.append(_port_entry(number, current, port, lids))
+            continue
         if not stripped or stripped.startswith("#") or _KEYVAL.match(stripped) or stripped.startswith(_PLAIN):
             continue
         header = _HEADER.match(stripped)
         if header:
             node_type = header.group(3)
             guid = header.group(4).lower()
-            descs[f"{node_type}-{guid}"] = header.group(5) or ""
-            num_ports[f"{node_type}-{guid}"] = int(header.group(2))
-            current = (node_type, guid)
-            continue
-        port = _PORT.match(stripped)
-        if port:
-            if current is None:
-                raise InputError(f"{source} line {number}: port line before any 'Switch' or 'Ca' line: "
-                                 f"{stripped[:80]!r}")
-            comment = port.group(7) or ""
-            quoted = _QUOTED.search(comment)
-            raw.append((number, current[0], current[1], int(port.group(1)), port.group(3), port.group(4).lower(),
-                        int(port.group(5)), quoted.group(1) if quoted else ""))
+            node_id = f"{node_type}-{guid}"
+            desc = header.group(5) or ""
+            if node_id in descs:
+                dup.setdefault(guid, [descs[node_id]]).append(desc)
+            descs[node_id] = desc
+            num_ports[node_id] = int(header.group(2))
+            lid_found = _LID.search(header.group(6) or "")
+            lid = int(lid_found.group(1)) if lid_found else 0
+            if lid and node_type == "S":
+                lids[lid] = (guid, True)
+            current = (node_type, guid, desc, lid)
             continue
         raise InputError(
             f"{source} line {number} is not ibnetdiscover output: {stripped[:80]!r}",
             hint="expected 'Switch N \"S-<guid>\" # \"desc\" ...', 'Ca N \"H-<guid>\" # \"desc\"', "
-                 "'[port] \"S-<guid>\"[port] ...' or a links CSV with header a_device,a_port,b_device,b_port")
+                 "'[port] \"S-<guid>\"[port] ...', an 'ibnetdiscover -p' ports report or a links CSV with "
+                 "header a_device,a_port,b_device,b_port")
     if not descs:
         raise InputError(f"{source} has no 'Switch' or 'Ca' blocks; is it ibnetdiscover output?")
+    # a CA port reached from two different peer ports: two CAs share the GUID
+    reached: dict[tuple[str, int], tuple[str, int]] = {}
+    for _, my_type, my_guid, _, my_port, peer_type, peer_guid, peer_port, peer_desc, *_ in raw:
+        if peer_type == "S":
+            continue
+        here, there = (f"{my_type}-{my_guid}", my_port), (f"{peer_type}-{peer_guid}", peer_port)
+        before = reached.setdefault(there, here)
+        if before != here and peer_guid not in dup:
+            dup[peer_guid] = [descs.get(there[0], ""), peer_desc]
     links: list[ObservedLink] = []
     seen: set[tuple[tuple[str, int], tuple[str, int]]] = set()
-    for number, my_type, my_guid, my_port, peer_type, peer_guid, peer_port, peer_desc in raw:
+    for number, my_type, my_guid, my_desc, my_port, peer_type, peer_guid, peer_port, peer_desc, rate, \
+            my_lid, peer_lid in raw:
         a_key, b_key = (f"{my_type}-{my_guid}", my_port), (f"{peer_type}-{peer_guid}", peer_port)
         for node_id, port_no in (a_key, b_key):
             limit = num_ports.get(node_id)
@@ -125,14 +229,32 @@ def parse_ibnetdiscover(text: str, source: str = "OBSERVED") -> ObservedFabric:
                 who = shown(descs[node_id] or node_id)
                 raise InputError(f"{source} line {number}: port {port_no} of {who} is outside 1..{limit} "
                                  f"(its 'Switch'/'Ca' line gives {limit} ports)")
+        a_dup, b_dup = my_guid in dup, peer_guid in dup
         key = (a_key, b_key) if a_key <= b_key else (b_key, a_key)
-        if key in seen:
-            continue
-        seen.add(key)
-        a = _end(my_type, my_guid, descs.get(a_key[0], ""), my_port)
-        b = _end(peer_type, peer_guid, descs.get(b_key[0], peer_desc), peer_port)
-        links.append(ObservedLink(a, b, number))
-    return ObservedFabric(links, "ibnetdiscover")
+        if not (a_dup or b_dup):
+            if key in seen:
+                continue
+            seen.add(key)
+        b_desc = peer_desc if b_dup or b_key[0] not in descs else descs[b_key[0]]
+        a = _end(my_type, my_guid, my_desc, my_port, my_lid)
+        b = _end(peer_type, peer_guid, b_desc, peer_port, peer_lid)
+        links.append(ObservedLink(a, b, number, rate, source))
+    if dup:
+        links = _dedupe_named(links)
+    return ObservedFabric(links, "ibnetdiscover", dup, lids)
+
+
+def _dedupe_named(links: list[ObservedLink]) -> list[ObservedLink]:
+    """Links of duplicated GUIDs are kept from both ends; count each (name, port) pair once."""
+    out: list[ObservedLink] = []
+    seen: set[tuple[tuple[str, str, str], tuple[str, str, str]]] = set()
+    for link in links:
+        a, b = (link.a.guid, link.a.device, link.a.port), (link.b.guid, link.b.device, link.b.port)
+        key = (a, b) if a <= b else (b, a)
+        if key not in seen:
+            seen.add(key)
+            out.append(link)
+    return out
 
 
 LINK_COLUMNS = ("a_device", "a_port", "b_device", "b_port")
@@ -198,7 +320,9 @@ def _show(end: tuple[str, str]) -> str:
 
 
 def parse_observed(text: str, source: str = "OBSERVED") -> ObservedFabric:
-    """Detect the format (links CSV if the first data line names a_device and b_device) and parse it."""
+    """Detect the format and parse it: a links CSV if the first data line names a_device and b_device, an
+    ``ibnetdiscover -p`` ports report if the first line is one, ``lldpctl -f json`` output (one node's, named by
+    the file's stem) if it is a JSON object with ``lldp``, else ibnetdiscover's default output."""
     for line in text.splitlines():
         stripped = line.strip()
         if not stripped or stripped.startswith("#"):
@@ -207,6 +331,13 @@ def parse_observed(text: str, source: str = "OBSERVED") -> ObservedFabric:
         if "a_device" in lowered and "b_device" in lowered:
             return parse_links_csv(text, source)
         break
+    from dsctl.topology.ibformats import is_ports_report, parse_ports_report
+    from dsctl.topology.lldp import looks_like_lldp, parse_lldp
+
+    if looks_like_lldp(text):
+        return parse_lldp(text, source)
+    if is_ports_report(text):
+        return parse_ports_report(text, source)
     return parse_ibnetdiscover(text, source)
 
 
@@ -215,36 +346,46 @@ def _guid(kind: str, index: int) -> str:
     return f"{base + index:016x}"
 
 
-def render_ibnetdiscover(links: Iterable[tuple[str, str, str, str]], switch_radix: Mapping[str, int]) -> str:
+def render_ibnetdiscover(links: Iterable[tuple[str, str, str, str]], switch_radix: Mapping[str, int], *,
+                         rates: Mapping[int, str] | None = None, guids: Mapping[str, str] | None = None,
+                         descs: Mapping[str, str] | None = None, default_rate: str = "4xNDR") -> str:
     """ibnetdiscover-format text for ``links`` (a_device, a_port, b_device, b_port).
 
     A device named in ``switch_radix`` is a switch (ports are numbers); any other device is a host whose
     port label is an ibdev name, rendered as a one-port CA described "<host> <ibdev>". GUIDs are synthetic
-    and deterministic. Used to write test fixtures and to show what a correct fabric looks like.
+    and deterministic unless ``guids`` gives one (key: switch name or "<host> <ibdev>", value 16 hex digits;
+    two keys may share one, as a duplicate GUID does); ``descs`` overrides a NodeDescription by the same key;
+    ``rates`` gives link ``i``'s width x speed (else ``default_rate``). Used for test fixtures, benchmarks and
+    the plan's own ``topology.ibnet`` (what a correct fabric looks like).
     """
-    ports: dict[str, dict[int, tuple[str, str, int]]] = {}
+    ports: dict[str, dict[int, tuple[str, str, int, str]]] = {}
     desc_of: dict[str, str] = {}
     guid_of: dict[str, str] = {}
     lid_of: dict[str, int] = {}
+    given = guids or {}
+    names = descs or {}
+    rate_of = rates or {}
 
     def node_id(device: str, port: str) -> tuple[str, int]:
         if device in switch_radix:
             key = f"S:{device}"
             if key not in guid_of:
-                guid_of[key] = "S-" + _guid("S", len(guid_of) + 1)
-                desc_of[key] = device
+                guid_of[key] = "S-" + given.get(device, _guid("S", len(guid_of) + 1))
+                desc_of[key] = names.get(device, device)
             return key, int(port)
-        key = f"H:{device} {port}"
+        name = f"{device} {port}"
+        key = f"H:{name}"
         if key not in guid_of:
-            guid_of[key] = "H-" + _guid("H", len(guid_of) + 1)
-            desc_of[key] = f"{device} {port}"
+            guid_of[key] = "H-" + given.get(name, _guid("H", len(guid_of) + 1))
+            desc_of[key] = names.get(name, name)
         return key, 1
 
-    for a_dev, a_port, b_dev, b_port in links:
+    for i, (a_dev, a_port, b_dev, b_port) in enumerate(links):
         a_key, a_num = node_id(a_dev, a_port)
         b_key, b_num = node_id(b_dev, b_port)
-        ports.setdefault(a_key, {})[a_num] = (b_key, b_dev, b_num)
-        ports.setdefault(b_key, {})[b_num] = (a_key, a_dev, a_num)
+        rate = rate_of.get(i, default_rate)
+        ports.setdefault(a_key, {})[a_num] = (b_key, b_dev, b_num, rate)
+        ports.setdefault(b_key, {})[b_num] = (a_key, a_dev, a_num, rate)
     for i, key in enumerate(sorted(guid_of), 1):
         lid_of[key] = i
     out = ["#", "# Topology file: generated by dsctl (synthetic ibnetdiscover format)", "#",
@@ -253,21 +394,21 @@ def render_ibnetdiscover(links: Iterable[tuple[str, str, str, str]], switch_radi
         guid = guid_of[key]
         out += ["vendid=0x2c9", "devid=0xd2f0", f"sysimgguid=0x{guid[2:].lstrip('0')}",
                 f"switchguid=0x{guid[2:].lstrip('0')}({guid[2:].lstrip('0')})",
-                f'Switch\t{switch_radix[desc_of[key]]} "{guid}"\t\t# "{desc_of[key]}" enhanced port 0 '
+                f'Switch\t{switch_radix[key[2:]]} "{guid}"\t\t# "{desc_of[key]}" enhanced port 0 '
                 f"lid {lid_of[key]} lmc 0"]
         for num in sorted(ports.get(key, {})):
-            peer, _, peer_port = ports[key][num]
+            peer, _, peer_port, rate = ports[key][num]
             pguid = guid_of[peer]
             portguid = f"({pguid[2:].lstrip('0')})" if peer.startswith("H:") else ""
-            out.append(f'[{num}]\t"{pguid}"[{peer_port}]{portguid}\t\t# "{desc_of[peer]}" lid {lid_of[peer]} 4xNDR')
+            out.append(f'[{num}]\t"{pguid}"[{peer_port}]{portguid}\t\t# "{desc_of[peer]}" lid {lid_of[peer]} {rate}')
         out.append("")
     for key in sorted(k for k in guid_of if k.startswith("H:")):
         guid = guid_of[key]
         out += ["vendid=0x2c9", "devid=0x1021", f"sysimgguid=0x{guid[2:].lstrip('0')}",
                 f"caguid=0x{guid[2:].lstrip('0')}", f'Ca\t1 "{guid}"\t\t# "{desc_of[key]}"']
         for num in sorted(ports.get(key, {})):
-            peer, _, peer_port = ports[key][num]
+            peer, _, peer_port, rate = ports[key][num]
             out.append(f'[{num}]({guid[2:].lstrip("0")}) \t"{guid_of[peer]}"[{peer_port}]\t\t# lid {lid_of[key]} '
-                       f'lmc 0 "{desc_of[peer]}" lid {lid_of[peer]} 4xNDR')
+                       f'lmc 0 "{desc_of[peer]}" lid {lid_of[peer]} {rate}')
         out.append("")
     return "\n".join(out)

@@ -65,6 +65,7 @@ class PlanSpec:
     templates: NameTemplates = field(default_factory=NameTemplates)
     node_profile: str = ""
     switch_profile: str = ""
+    link: str = ""  # width x speed every port should train at (4xNDR); "" = inferred from port_gbps
 
     @property
     def tiers(self) -> int:
@@ -215,7 +216,8 @@ def build_plan(spec: PlanSpec) -> Plan:
     # devices
     t = spec.templates
     node_names = format_names(t.node, "--node-name", n=np.arange(1, n_nodes + 1))
-    nic_names = format_names(t.nic, "--nic-name", nic=np.arange(spec.num_nics_per_node))
+    nic_names = format_names(t.nic, "--nic-name", nic=np.arange(spec.num_nics_per_node),
+                             nic1=np.arange(1, spec.num_nics_per_node + 1))
     check_host_descriptions(node_names, nic_names)
     plane_col = np.repeat(np.arange(planes), width)
     tier_local = np.concatenate([np.full(n_leaf, 1), np.full(n_spine, 2), np.full(n_core, 3)]).astype(np.int8)

@@ -1,35 +1,53 @@
-"""Compare a plan (plan.json text) with an observed fabric and name every difference.
+"""Compare a plan (plan.json) with one or more observed fabrics (one dump per plane) and name every difference.
 
-Finding kinds, each with the cable's both ends as observed (or as planned, for ``missing``):
+Cable findings, each with the cable's both ends as observed (as planned, for ``missing``):
 
 - ``cross_plane``       an observed cable joins two planes (e.g. NIC mlx5_3 plugged into a plane-4 leaf).
-- ``swapped``           an observed cable has one end where the plan puts it and the other on a different
-                        port or switch (two cables exchanged on a switch show up as two of these).
-- ``extra``             an observed cable the plan does not have, touching no planned cable's port.
+- ``swapped``           one end is where the plan puts it, the other on a different port or switch (two cables
+                        exchanged show up as two of these, and their action says "swap").
+- ``port_offset``       as ``swapped``, but on the planned switch one port away from the planned port.
+- ``impossible_port``   a switch port beyond the plan's radix for that switch (a split-mode switch checked
+                        against a non-split plan, or a wrong port map): never called swapped.
+- ``extra``             an observed cable the plan does not have, touching no planned cable's port, or of a kind
+                        the plan never has (leaf to leaf, NIC to spine).
 - ``missing``           a planned cable not seen and not explained by a finding above.
 - ``unmatched_device``  an observed cable with an end whose device (or NIC) the plan does not know.
 
-Planned cables explained by a ``cross_plane`` or ``swapped`` finding (they share a port with it) are not
-reported again as ``missing``; the finding's ``expected`` text says what the plan has at those ports.
+Identity and quality findings (see ``verify_checks``): ``degraded_width``, ``degraded_speed``, ``guid_changed``,
+``duplicate_guid``, ``error_counters``, ``link_downed``, ``plane_not_seen``.
+
+Planned cables explained by a ``cross_plane``/``swapped``/``port_offset``/``impossible_port`` finding (they
+share a port with it) are not reported again as ``missing``; the finding's ``expected`` says what the plan has.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from dsctl.cluster.plan_file import PlannedFabric, Port
 from dsctl.errors import InputError
 from dsctl.topology.naming import short_repr
-from dsctl.topology.observed import ObservedEnd, ObservedFabric
+from dsctl.topology.observed import ObservedEnd, ObservedFabric, ObservedLink, rename
 
-FINDING_KINDS = ("missing", "extra", "swapped", "cross_plane", "unmatched_device")
+CABLE_KINDS = ("cross_plane", "swapped", "port_offset", "impossible_port", "missing", "extra", "unmatched_device")
+QUALITY_KINDS = ("degraded_width", "degraded_speed", "error_counters", "link_downed")
+IDENTITY_KINDS = ("guid_changed", "duplicate_guid", "plane_not_seen")
+FINDING_KINDS = CABLE_KINDS + QUALITY_KINDS + IDENTITY_KINDS
+ACTION_KINDS = ("move", "swap", "plug", "remove", "reseat", "replace_hca", "rediscover", "check_plan")
 Key = tuple[Port, Port]
 
 
 @dataclass(frozen=True)
 class Finding:
-    """One difference between plan and fabric. ``line`` is the observed file's line (None for ``missing``)."""
+    """One difference between plan and fabric, typed by fields.
+
+    ``line``/``source``: the observed file's line and name (None/"" for ``missing``). ``action_kind`` is one of
+    ACTION_KINDS and ``action`` says it with the plan's names (``move the cable of node0001 mlx5_2 from
+    p2-leaf01:2 to p2-leaf01:1``). ``value``/``expected_value``: what was seen and what the plan expects (link
+    rate ``2xNDR``/``4xNDR``, GUIDs, counter values).
+    """
 
     kind: str
     a_device: str
@@ -40,11 +58,31 @@ class Finding:
     expected: str
     line: int | None
     message: str
+    source: str = ""
+    action_kind: str = ""
+    action: str = ""
+    value: str = ""
+    expected_value: str = ""
+
+
+@dataclass(frozen=True)
+class DumpInfo:
+    """One observed file: the plane its devices belong to (majority; -1 if none), and devices of other planes."""
+
+    name: str
+    format: str
+    num_links: int
+    plane: int
+    other_planes: dict[int, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class VerifyResult:
-    """Outcome of ``dsctl topology verify``; ``exit_code`` 1 when any finding exists."""
+    """Outcome of ``dsctl topology verify``; ``exit_code`` 1 when any finding exists.
+
+    ``guids``: node GUID -> plan name ("node0001 mlx5_0" for a NIC, the switch name) of every device matched,
+    what ``--record-guids`` writes. ``expected_link``: the rate every planned cable should train at.
+    """
 
     plan: str
     observed: str
@@ -57,16 +95,36 @@ class VerifyResult:
     plan_devices_not_seen: int
     findings: list[Finding] = field(default_factory=list)
     exit_code: int = 0
+    dumps: list[DumpInfo] = field(default_factory=list)
+    planes_checked: list[int] = field(default_factory=list)
+    expected_link: str = ""
+    guids: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class VerifyOptions:
+    """What besides the dumps goes into a verify.
+
+    ``name_map``: GUID -> name (``--node-name-map``); ``recorded_guids``: GUID -> name of an earlier verified
+    fabric (``--guids``), used to resolve ends and to flag replaced devices; ``counters``: per-port error
+    counters (``verify_checks.PortCounters``); ``thresholds``: their limits.
+    """
+
+    name_map: dict[str, str] = field(default_factory=dict)
+    recorded_guids: dict[str, str] = field(default_factory=dict)
+    counters: tuple[object, ...] = ()
+    thresholds: object | None = None
 
 
 _SPLIT = re.compile(r"[\s;:/,|]+")
 
 
-class _Resolver:
+class Resolver:
     """Maps observed ends to planned (device, port label) and plane."""
 
     def __init__(self, plan: PlannedFabric) -> None:
         self.plan = plan
+        self.single_nic = plan.nics[0] if len(plan.nics) == 1 else None
 
     def device(self, end: ObservedEnd) -> str | None:
         if end.device in self.plan.tier:
@@ -83,6 +141,8 @@ class _Resolver:
             return None, None, f"device {short_repr(end.desc or end.device, 60)} is not in the plan"
         if self.plan.tier[device] == "node":
             port = end.port
+            if port not in self.plan.nic_plane and self.single_nic is not None and len(end.desc.split()) < 2:
+                port = self.single_nic
             if port not in self.plan.nic_plane:
                 return None, None, f"NIC {short_repr(port, 60)} of {device} is not in the plan"
             return (device, port), self.plan.nic_plane[port], ""
@@ -105,7 +165,7 @@ def check_csv_ports(plan: PlannedFabric, observed: ObservedFabric, observed_name
     """
     if observed.source_format != "csv":
         return
-    resolver = _Resolver(plan)
+    resolver = Resolver(plan)
     for link in observed.links:
         for end, field_name in ((link.a, "a_port"), (link.b, "b_port")):
             device = resolver.device(end)
@@ -121,85 +181,181 @@ def check_csv_ports(plan: PlannedFabric, observed: ObservedFabric, observed_name
                 raise InputError(f"{where} is not a port: ports are numbered from 1 (switch ports 1..radix)")
 
 
-def _key(a: Port, b: Port) -> Key:
+def key_of(a: Port, b: Port) -> Key:
     return (a, b) if a <= b else (b, a)
 
 
-def _text(port: Port, tier: dict[str, str]) -> str:
+def plan_text(port: Port, tier: dict[str, str]) -> str:
+    """``node0001 mlx5_0`` / ``p0-leaf01 port 3``: how ``expected`` names planned ends."""
     return f"{port[0]} {port[1]}" if tier.get(port[0]) == "node" else f"{port[0]} port {port[1]}"
 
 
-def verify(plan: PlannedFabric, observed: ObservedFabric, plan_name: str = "plan",
-           observed_name: str = "observed") -> VerifyResult:
+def _note(keys: list[Key], tier: dict[str, str]) -> str:
+    words = [f"{plan_text(k[0], tier)} <-> {plan_text(k[1], tier)}" for k in keys]
+    return ("plan: " + "; ".join(words)) if words else "plan: these ports are unused"
+
+
+def end_text(port: Port, tier: dict[str, str]) -> str:
+    """``node0001 mlx5_0`` for a NIC, ``p0-leaf01:3`` for a switch port (the form actions use)."""
+    return f"{port[0]} {port[1]}" if tier.get(port[0]) == "node" else f"{port[0]}:{port[1]}"
+
+
+_TIER_RANK = {"node": 0, "leaf": 1, "spine": 2, "core": 3}
+
+
+def _plannable(a: Port, b: Port, tier: dict[str, str]) -> bool:
+    """True if a cable between these tiers can exist in a plan (adjacent tiers: node-leaf, leaf-spine, ...)."""
+    ranks = sorted((_TIER_RANK.get(tier[a[0]], 9), _TIER_RANK.get(tier[b[0]], 9)))
+    return ranks[1] - ranks[0] == 1
+
+
+@dataclass
+class _Seen:
+    link: ObservedLink
+    ends: Key
+    planes: tuple[int, int]
+
+
+def _dump_plane(plan: PlannedFabric, resolver: Resolver, fabric: ObservedFabric) -> tuple[int, dict[int, int]]:
+    votes: dict[int, int] = {}
+    for link in fabric.links:
+        for end in (link.a, link.b):
+            device = resolver.device(end)
+            if device is not None and plan.tier[device] != "node":
+                votes[plan.plane[device]] = votes.get(plan.plane[device], 0) + 1
+    if not votes:
+        return -1, {}
+    plane = max(votes, key=lambda p: (votes[p], -p))
+    return plane, {p: n for p, n in sorted(votes.items()) if p != plane}
+
+
+def verify(plan: PlannedFabric, observed: ObservedFabric | Sequence[tuple[str, ObservedFabric]],
+           plan_name: str = "plan", observed_name: str = "observed",
+           options: VerifyOptions | None = None) -> VerifyResult:
     """Compare; every cable and port is looked at once (dicts keyed by (device, port)).
 
+    ``observed`` is one fabric or ``(name, fabric)`` per dump (one per plane; a cable printed in two dumps is
+    counted once). When every dump is LLDP (RoCE, one per node) only NIC-to-leaf cables are expected.
     InputError for a malformed port of a links CSV (see ``check_csv_ports``).
     """
-    check_csv_ports(plan, observed, observed_name)
+    from dsctl.topology import verify_checks as checks
+
+    opts = options or VerifyOptions()
+    dumps = [(observed_name, observed)] if isinstance(observed, ObservedFabric) else list(observed)
+    names = {**opts.recorded_guids, **opts.name_map}
+    dumps = [(name, rename(fabric, names)) for name, fabric in dumps]
     tier = plan.tier
     expected: dict[Key, int] = {}
     at_port: dict[Port, Key] = {}
-    for plane, _, end_a, end_b in plan.cables:
-        key = _key(end_a, end_b)
+    hosts_only = bool(dumps) and all(f.source_format == "lldp" for _, f in dumps)  # RoCE: NIC-leaf cables only
+    for plane, kind, end_a, end_b in plan.cables:
+        if hosts_only and kind != "node-leaf":
+            continue
+        key = key_of(end_a, end_b)
         expected[key] = plane
         at_port[end_a] = key
         at_port[end_b] = key
     findings: list[Finding] = []
     unmatched: dict[str, None] = {}
     seen_devices: set[str] = set()
-    observed_keys: dict[Key, tuple[int, int, int]] = {}
-    resolver = _Resolver(plan)
-    for link in observed.links:
-        a, a_plane, why_a = resolver.resolve(link.a)
-        b, b_plane, why_b = resolver.resolve(link.b)
-        for port in (a, b):
-            if port is not None:
-                seen_devices.add(port[0])
-        if a is None or b is None:
-            for end, why in ((link.a, why_a), (link.b, why_b)):
-                if why:
-                    unmatched[end.desc or end.device] = None
-            findings.append(Finding(
-                "unmatched_device", link.a.device, link.a.port, link.b.device, link.b.port, "",
-                "", link.line, "; ".join(w for w in (why_a, why_b) if w)))
-            continue
-        key = _key(a, b)
-        if key not in observed_keys:
-            observed_keys[key] = (link.line, a_plane if a_plane is not None else -1,
-                                  b_plane if b_plane is not None else -1)
-    matched = [k for k in observed_keys if k in expected]
-    missing = {k for k in expected if k not in observed_keys}
+    seen: dict[Key, _Seen] = {}
+    resolver = Resolver(plan)
+    infos: list[DumpInfo] = []
     explained: set[Key] = set()
+    resolved_ends: list[tuple[ObservedEnd, Port]] = []
+    for name, fabric in dumps:
+        check_csv_ports(plan, fabric, name)
+        dump_plane, others = _dump_plane(plan, resolver, fabric)
+        infos.append(DumpInfo(name, fabric.source_format, len(fabric.links), dump_plane, others))
+        for link in fabric.links:
+            a, a_plane, why_a = resolver.resolve(link.a)
+            b, b_plane, why_b = resolver.resolve(link.b)
+            for port, end in ((a, link.a), (b, link.b)):
+                if port is not None:
+                    seen_devices.add(port[0])
+                    resolved_ends.append((end, port))
+            if a is None or b is None:
+                for end, why in ((link.a, why_a), (link.b, why_b)):
+                    if why:
+                        unmatched[end.desc or end.device] = None
+                findings.append(Finding(
+                    "unmatched_device", link.a.device, link.a.port, link.b.device, link.b.port, "", "", link.line,
+                    "; ".join(w for w in (why_a, why_b) if w), name, "check_plan",
+                    "add the device to the plan, or give its GUID a name with --node-name-map"))
+                continue
+            bad = next((p for p in (a, b) if tier[p[0]] != "node" and int(p[1]) > plan.ports[p[0]]), None)
+            if bad is not None:
+                good = b if bad == a else a
+                explains = [at_port[good]] if good in at_port else []
+                explained.update(explains)
+                note = _note(explains, tier)
+                findings.append(Finding(
+                    "impossible_port", a[0], a[1], b[0], b[1], str(a_plane), note, link.line,
+                    f"{end_text(bad, tier)} is beyond the {plan.ports[bad[0]]} ports the plan gives {bad[0]}",
+                    name, "check_plan",
+                    f"{bad[0]} reports port {bad[1]} but the plan has ports 1..{plan.ports[bad[0]]}: if the switch "
+                    "runs split ports, plan it with a split-port switch profile (e.g. --switch ib-ndr-128-split); "
+                    f"else move the cable to {checks.planned_peer_text(good, at_port, tier)}",
+                    bad[1], f"1..{plan.ports[bad[0]]}"))
+                continue
+            key = key_of(a, b)
+            if key not in seen:
+                planes = (a_plane if a_plane is not None else -1, b_plane if b_plane is not None else -1)
+                seen[key] = _Seen(link, key, planes if key == (a, b) else (planes[1], planes[0]))
+    matched = [k for k in seen if k in expected]
+    missing = {k for k in expected if k not in seen}
 
-    def expected_at(key: Key) -> tuple[str, list[Key]]:
+    def explaining(key: Key) -> list[Key]:
         found = [at_port[p] for p in key if p in at_port and at_port[p] in missing]
-        found = list(dict.fromkeys(found))
-        words = [f"{_text(k[0], tier)} <-> {_text(k[1], tier)}" for k in found]
-        return ("plan: " + "; ".join(words)) if words else "plan: these ports are unused", found
+        return list(dict.fromkeys(found))
 
-    for key in [k for k in observed_keys if k not in expected]:
-        line, pa, pb = observed_keys[key]
+    for key in [k for k in seen if k not in expected]:
+        item = seen[key]
         end_a, end_b = key
-        note, explains = expected_at(key)
+        pa, pb = item.planes
+        explains = explaining(key)
+        note = _note(explains, tier)
         if pa != pb:
-            kind, plane_text = "cross_plane", f"{pa}/{pb}"
-            msg = f"cable joins plane {pa} and plane {pb}"
+            kind, plane_text, msg = "cross_plane", f"{pa}/{pb}", f"cable joins plane {pa} and plane {pb}"
+        elif not _plannable(end_a, end_b, tier):
+            kind, plane_text, msg = "extra", str(pa), f"a {tier[end_a[0]]}-{tier[end_b[0]]} cable is never planned"
+            explains, note = [], "plan: never a cable between these tiers"
         elif explains:
-            kind, plane_text = "swapped", str(pa)
-            msg = "cable is on a different port than planned"
+            kind, plane_text, msg = "swapped", str(pa), "cable is on a different port than planned"
+            if checks.is_offset(key, at_port, tier):
+                kind, msg = "port_offset", "cable is one port away from its planned port"
         else:
-            kind, plane_text = "extra", str(pa)
-            msg = "cable is not in the plan"
-        explained.update(explains if kind != "extra" else [])
-        findings.append(Finding(kind, end_a[0], end_a[1], end_b[0], end_b[1], plane_text, note, line,
-                                f"{_text(end_a, tier)} <-> {_text(end_b, tier)}: {msg}"))
+            kind, plane_text, msg = "extra", str(pa), "cable is not in the plan"
+        explained.update(explains)
+        action_kind, action = checks.cable_action(kind, key, at_port, tier)
+        findings.append(Finding(kind, end_a[0], end_a[1], end_b[0], end_b[1], plane_text, note, item.link.line,
+                                f"{end_text(end_a, tier)} <-> {end_text(end_b, tier)}: {msg}", item.link.source,
+                                action_kind, action))
+    checked = sorted({plan.plane[d] if tier[d] != "node" else -1 for d in seen_devices} - {-1})
+    unseen_planes = sorted(set(plan.nic_plane.values()) | {p for d, p in plan.plane.items() if tier[d] != "node"
+                                                           and p >= 0}) if dumps else []
+    unseen_planes = [p for p in unseen_planes if p not in checked]
     for key in sorted(missing - explained, key=lambda k: (expected[k], k)):
+        if expected[key] in unseen_planes:
+            continue
         end_a, end_b = key
         findings.append(Finding("missing", end_a[0], end_a[1], end_b[0], end_b[1], str(expected[key]), "", None,
-                                f"{_text(end_a, tier)} <-> {_text(end_b, tier)}: planned cable not found"))
-    order = {k: i for i, k in enumerate(("cross_plane", "swapped", "missing", "extra", "unmatched_device"))}
-    findings.sort(key=lambda f: (order[f.kind], f.line if f.line is not None else 0, f.a_device, f.a_port))
+                                f"{end_text(end_a, tier)} <-> {end_text(end_b, tier)}: planned cable not found",
+                                "", "plug", f"plug a cable between {end_text(end_a, tier)} and "
+                                            f"{end_text(end_b, tier)} (or re-seat it if it is there: no link)"))
+    findings += checks.plane_findings(plan, unseen_planes, len(dumps))
+    findings = checks.pair_swaps(findings, at_port, tier)
+    findings += checks.rate_findings(plan, [(k, seen[k].link) for k in matched], tier)
+    guids = checks.guid_map(resolved_ends, tier)
+    findings += checks.identity_findings(dumps, resolved_ends, opts.recorded_guids, tier)
+    if opts.counters:
+        findings += checks.counter_findings(plan, dumps, opts.counters, opts.thresholds, resolver)
+    order = {k: i for i, k in enumerate(FINDING_KINDS)}
+    findings.sort(key=lambda f: (order[f.kind], f.source, f.line if f.line is not None else 0, f.a_device,
+                                 f.a_port))
     counts = {k: sum(1 for f in findings if f.kind == k) for k in FINDING_KINDS}
     not_seen = sum(1 for d in tier if d not in seen_devices)
-    return VerifyResult(plan_name, observed_name, observed.source_format, len(expected), len(observed.links),
-                        len(matched), counts, list(unmatched), not_seen, findings, 1 if findings else 0)
+    formats = sorted({fabric.source_format for _, fabric in dumps})
+    return VerifyResult(plan_name, ", ".join(n for n, _ in dumps), "+".join(formats), len(expected),
+                        sum(len(f.links) for _, f in dumps), len(matched), counts, list(unmatched), not_seen,
+                        findings, 1 if findings else 0, infos, checked, plan.link, guids)

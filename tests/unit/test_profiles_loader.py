@@ -172,7 +172,7 @@ def test_node_profile_type() -> None:
 
 
 def test_a_name_of_another_kind_is_named() -> None:
-    expected = "'h800-hgx' is a node profile, not a switch profile; switch profiles: ib-ndr-64"
+    expected = "'h800-hgx' is a node profile, not a switch profile; switch profiles: ib-ndr-128-split, ib-ndr-64"
     with pytest.raises(ProfileError, match=expected):
         ProfileStore().switch("h800-hgx")
     assert ProfileStore().kind_of("ib-ndr-64") is ProfileKind.SWITCH and ProfileStore().kind_of("nope") is None

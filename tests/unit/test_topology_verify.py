@@ -190,15 +190,20 @@ def test_any_single_removed_or_moved_cable_is_reported(data: st.DataObject) -> N
         assert kinds(result) == {"missing": 1}
         assert ends(result.findings[0]) == {(removed[0], removed[1]), (removed[2], removed[3])}
     else:
-        a_dev, a_port, b_dev, _ = links[i]
+        a_dev, a_port, b_dev, old_port = links[i]
         used = {int(e[1]) for link in links for e in ((link[0], link[1]), (link[2], link[3])) if e[0] == b_dev}
         free = sorted(set(range(1, PLAN.spec.radix + 1)) - used)
         if not free:
             return  # nowhere to move the cable on this switch
         links[i] = (a_dev, a_port, b_dev, str(data.draw(st.sampled_from(free))))
         result = verify(load_plan(PLAN_JSON), parse_ibnetdiscover(render_ibnetdiscover(links, radix)))
-        assert kinds(result) == {"swapped": 1}
+        # one port away on the planned switch is a slipped cable (port_offset), further away a moved one
+        kind = "port_offset" if abs(int(links[i][3]) - int(old_port)) == 1 else "swapped"
+        assert kinds(result) == {kind: 1}
         assert ends(result.findings[0]) == {(a_dev, a_port), (b_dev, links[i][3])}
+        node = a_dev.startswith("node")
+        here = f"of {a_dev} {a_port}" if node else f"at {a_dev}:{a_port}"
+        assert result.findings[0].action == f"move the cable {here} from {b_dev}:{links[i][3]} to {b_dev}:{old_port}"
 
 
 def test_findings_dataclass_is_serialisable() -> None:

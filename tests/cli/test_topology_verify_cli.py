@@ -1,0 +1,72 @@
+"""dsctl topology verify with one dump per plane through the real entry point: folders, GUID records, counters."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture()
+def plan_dir(cli, tmp_path: Path) -> Path:
+    out = tmp_path / "plan"
+    assert cli("topology", "plan", "--nodes", "10", "--radix", "8", "--out", str(out)).exit_code == 0
+    return out
+
+
+def _dumps(plan_dir: Path, tmp_path: Path) -> Path:
+    folder = tmp_path / "dumps"
+    folder.mkdir()
+    for p in range(8):
+        (folder / f"plane{p}.ibnet").write_text((plan_dir / f"expected-plane{p}.ibnet").read_text())
+    return folder
+
+
+def test_a_folder_of_dumps_records_guids_and_flags_a_replaced_hca(cli, plan_dir: Path, tmp_path: Path) -> None:
+    folder = _dumps(plan_dir, tmp_path)
+    record = tmp_path / "guids.map"
+    ok = cli("topology", "verify", str(plan_dir), str(folder), "--record-guids", str(record), "-f", "json")
+    assert ok.exit_code == 0, ok.stderr
+    assert [d["plane"] for d in ok.json()["dumps"]] == list(range(8))
+    lines = [x for x in record.read_text().splitlines() if not x.startswith("#")]
+    assert len(lines) == 10 * 8 + 8 * 5  # every NIC and every switch
+    # replace node0003's mlx5_2 HCA: same description, new GUID
+    old = next(x.split()[0] for x in lines if x.endswith('"node0003 mlx5_2"'))
+    dump = folder / "plane2.ibnet"
+    dump.write_text(dump.read_text().replace(old[2:], "00000000deadbeef"))
+    bad = cli("topology", "verify", str(plan_dir), str(folder), "--guids", str(record), "-f", "json")
+    assert bad.exit_code == 1
+    findings = bad.json()["findings"]
+    assert [(f["kind"], f["a_device"], f["a_port"]) for f in findings] == [("guid_changed", "node0003", "mlx5_2")]
+    assert findings[0]["value"] == "0x00000000deadbeef" and findings[0]["action_kind"] == "check_plan"
+
+
+def test_one_dump_left_out_and_counters(cli, plan_dir: Path, tmp_path: Path) -> None:
+    folder = _dumps(plan_dir, tmp_path)
+    (folder / "plane7.ibnet").unlink()
+    text = (folder / "plane0.ibnet").read_text()
+    lid = next(int(x.split("lid ")[1].split()[0]) for x in text.splitlines() if x.startswith("Switch"))
+    counters = tmp_path / "plane0.perfquery"
+    counters.write_text(f"# Port counters: Lid {lid} port 1\nSymbolErrorCounter:..............99\n"
+                        "LinkDownedCounter:...............3\n")
+    res = cli("topology", "verify", str(plan_dir), str(folder), "--counters", str(counters), "-f", "json")
+    assert res.exit_code == 1
+    kinds = sorted(f["kind"] for f in res.json()["findings"])
+    assert kinds == ["error_counters", "link_downed", "plane_not_seen"]
+    table = cli("topology", "verify", str(plan_dir), str(folder), "--counters", str(counters))
+    assert "plane_not_seen" in table.stdout and "ibnetdiscover -C mlx5_7 -P 1" in table.stdout.replace("\n", " ")
+    strict = cli("topology", "verify", str(plan_dir), str(folder), "--counters", str(counters),
+                 "--threshold", "bogus=1")
+    assert strict.exit_code == 2 and "unknown counter" in strict.stderr
+
+
+def test_bad_name_map_and_empty_folder_exit_2(cli, plan_dir: Path, tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    res = cli("topology", "verify", str(plan_dir), str(empty))
+    assert res.exit_code == 2 and "holds no files" in res.stderr
+    bad_map = tmp_path / "names.map"
+    bad_map.write_text("0x12 \"a\"\nnot a map line\n")
+    res = cli("topology", "verify", str(plan_dir), str(plan_dir / "expected-plane0.ibnet"), "--node-name-map",
+              str(bad_map))
+    assert res.exit_code == 2 and "line 2" in res.stderr
