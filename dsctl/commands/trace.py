@@ -134,6 +134,7 @@ def overlap_cmd(
     from dsctl.output.files import atomic_write
     from dsctl.runners.trace_files import default_jobs, expand, overlap_file, run_per_file
     from dsctl.trace.explain import explain
+    from dsctl.trace.job import check_job
     from dsctl.trace.overlap import combine
 
     if step is not None and all_steps:
@@ -154,11 +155,12 @@ def overlap_cmd(
     keep_lanes = svg is not None
     per_file = run_per_file(overlap_file, [(p, i, classifier, step, all_steps, top, keep_lanes, max_bytes)
                                            for i, p in enumerate(paths)], jobs or default_jobs())
-    rows = [row for file_rows in per_file for row in file_rows]
+    job = check_job([ident for ident, _ in per_file])
+    rows = [row for _, file_rows in per_file for row in file_rows]
     if explain_classes:
         show(explain(rows, classifier.patterns, list(classifier.compute_patterns)), fmt, "trace overlap")
         return
-    result = combine(rows, classifier, step)
+    result = combine(rows, classifier, step, job.notes)
     if svg is not None:
         from dsctl.trace.svg import timeline_svg
         atomic_write(svg, timeline_svg(result), option="--svg")
@@ -184,6 +186,7 @@ def stragglers_cmd(
     """Match each collective across ranks: skew, the ranks others waited for most, and the critical path."""
     import dsctl.output.trace_skew  # noqa: F401  (registers the table renderer)
     from dsctl.runners.trace_files import collectives_file, default_jobs, expand, run_per_file
+    from dsctl.trace.job import check_job
     from dsctl.trace.skew import stragglers
 
     if align not in ("ends", "none"):
@@ -192,7 +195,9 @@ def stragglers_cmd(
     paths = expand(traces)
     per_file = run_per_file(collectives_file, [(p, i, classifier, step, max_bytes) for i, p in enumerate(paths)],
                             jobs or default_jobs())
-    show(stragglers([part for parts in per_file for part in parts], align, top), fmt, "trace stragglers")
+    job = check_job([ident for ident, _ in per_file])
+    result = stragglers([part for _, parts in per_file for part in parts], align, top, job)
+    show(result, fmt, "trace stragglers")
 
 
 @app.command("timeline")
@@ -214,6 +219,7 @@ def timeline_cmd(
     from dsctl.output import stderr_console
     from dsctl.output.files import atomic_write
     from dsctl.runners.trace_files import default_jobs, expand, lanes_file, run_per_file
+    from dsctl.trace.job import check_job
     from dsctl.trace.timeline import timeline
 
     _check_out(out, "--out")
@@ -221,9 +227,11 @@ def timeline_cmd(
         raise InputError(f"--from {from_us:g} --to {to_us:g}: --to must be after --from")
     classifier = _classifier(comm_pattern, add_comm_pattern, compute_pattern)
     paths = expand(traces)
-    ranks = run_per_file(lanes_file, [(p, i, classifier, step, from_us, to_us, max_bytes)
-                                      for i, p in enumerate(paths)], jobs or default_jobs())
+    per_file = run_per_file(lanes_file, [(p, i, classifier, step, from_us, to_us, max_bytes)
+                                         for i, p in enumerate(paths)], jobs or default_jobs())
+    check_job([ident for ident, _ in per_file])
+    ranks = [lanes for _, lanes in per_file]
     what = f"ProfilerStep#{step}" if step is not None else "whole trace"
     cut = f", {from_us or 0:g}-{to_us:g} us" if to_us is not None else (f", from {from_us:g} us" if from_us else "")
-    atomic_write(out, timeline(ranks, f"Kernels per rank and stream ({what}{cut})"), option="--out")
+    atomic_write(out, timeline(ranks, f"Kernels (GPU) or ops (CPU) per rank and lane ({what}{cut})"), option="--out")
     stderr_console().print(f"wrote {out}")
