@@ -95,6 +95,8 @@ class TraceData:
     base_us: float | None = None
     #: ``distributedInfo.pg_config`` as ``(pg_name, pg_size, ranks)`` per process group (empty when absent)
     pg_config: tuple[tuple[str, int, tuple[int, ...]], ...] = ()
+    #: the top-level ``host_name`` Kineto writes (empty when absent): ranks of one host share one clock
+    host_name: str = ""
 
 
 def _int(value: Any, default: int) -> int:
@@ -359,6 +361,7 @@ def _parse(events: Iterable[Any], meta: dict[str, Any], source: str) -> TraceDat
         skipped={k: v for k, v in skipped.items() if v},
         base_us=base / 1e3 if base is not None and base > 0 else None,
         pg_config=_pg_config(info.get("pg_config")),
+        host_name=host[:200] if isinstance(host := meta.get("host_name"), str) else "",
     )
 
 

@@ -7,9 +7,12 @@ name without template arguments), so the same collective is matched by its order
 
 Across ranks (:func:`stragglers`), with P participants (rank, device) and K matched keys as ``K x P`` matrices:
 
-- clock alignment (``align="ends"``): ranks' clocks differ (Kineto does not align hosts), but a synchronising
-  collective ends at about the same moment everywhere, so each rank's offset is the median over keys of
-  ``end[k, p] - median_p(end[k, :])``, subtracted from its times (``align="none"`` keeps the trace clocks);
+- clock alignment (``align="ends"``): hosts' clocks differ (Kineto does not align hosts), but a synchronising
+  collective (all-reduce, all-gather, reduce-scatter, all-to-all, barrier; never broadcast or point-to-point:
+  :func:`dsctl.trace.comms.is_synchronising`) ends at about the same moment everywhere. Participants whose traces
+  name the same ``host_name`` read one system clock and share one offset; each clock's offset is the median, over
+  synchronising keys k and its participants p, of ``end[k, p] - median_p(end[k, :])``, subtracted from their
+  times. One host: no offset at all. ``align="none"`` keeps the trace clocks;
 - arrival = the aligned start of the rank's kernel; per key: ``skew_us = max - min`` arrival, the last rank
   (``argmax``), and ``wait_us = sum_p(max - arrival_p)``, the time the other ranks spent waiting for it;
 - straggler score of a rank = the wait it made earlier ranks spend, ``sum_o max(0, a_r - a_o)`` per key
@@ -54,6 +57,8 @@ class RankCollectives:
     sync: NDArray[np.bool_]
     #: where the events come from: "gpu kernels" or a host source of dsctl.trace.comms.HOST_SOURCES
     basis: str = "gpu kernels"
+    #: the trace's host_name ("" when absent): participants of one host share one clock
+    host: str = ""
 
 
 def rank_collectives(trace: TraceData, index: int, classifier: Classifier, step: int | None) -> list[RankCollectives]:
@@ -112,7 +117,7 @@ def rank_collectives(trace: TraceData, index: int, classifier: Classifier, step:
             sync[j] = is_synchronising(coll or name)
         out.append(RankCollectives(trace.source, rank, "cpu" if on_host else f"gpu{device}", tuple(keys), key_code,
                                    key_index, table.start_us[idx] + trace.origin_us,
-                                   table.end_us[idx] + trace.origin_us, sync, source))
+                                   table.end_us[idx] + trace.origin_us, sync, source, trace.host_name))
     return out
 
 
@@ -238,10 +243,12 @@ def stragglers(parts: Sequence[RankCollectives], align: str = "ends", top: int =
         notes.append("collectives read from " + ", ".join(bases) + " events (host side; see docs/trace.md)")
     offsets = np.zeros(len(parts))
     num_sync = int(sync.sum())
-    if align == "ends" and num_sync:
+    clock = _clocks(parts)
+    if align == "ends" and num_sync and int(clock.max()) > 0:
         with np.errstate(all="ignore"):
             diff = end[sync] - np.nanmedian(end[sync], axis=1, keepdims=True)
-            offsets = np.nan_to_num(np.nanmedian(diff, axis=0))
+            per_clock = np.array([np.nanmedian(diff[:, clock == c]) for c in range(int(clock.max()) + 1)])
+            offsets = np.nan_to_num(per_clock[clock])
         start, end = start - offsets, end - offsets
     elif align == "ends":
         notes.append("no synchronising collective (all-reduce, all-gather, reduce-scatter, all-to-all, barrier) "
@@ -271,6 +278,17 @@ def stragglers(parts: Sequence[RankCollectives], align: str = "ends", top: int =
     return StragglerResult(len(parts), len(keys), align, round(float(np.max(np.abs(offsets))), 3), ranking,
                            collectives, crit_ranks, segments, notes, num_sync if align == "ends" else 0,
                            job.world_size if job else None, list(job.missing) if job else [])
+
+
+def _clocks(parts: Sequence[RankCollectives]) -> NDArray[np.int64]:
+    """Clock index of each participant: one per ``host`` (processes of one host read one system clock), one per
+    participant whose trace names no host."""
+    index: dict[str, int] = {}
+    out = np.empty(len(parts), dtype=np.int64)
+    for p, part in enumerate(parts):
+        key = f"host {part.host}" if part.host else f"file {p}"
+        out[p] = index.setdefault(key, len(index))
+    return out
 
 
 def _blame(arrival: NDArray[np.float64], present: NDArray[np.bool_]) -> NDArray[np.float64]:
