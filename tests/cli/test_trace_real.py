@@ -19,9 +19,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from e2e.conftest import need  # skip locally, fail under CI=true
-
 import real_traces
+from e2e.conftest import need  # skip locally, fail under CI=true
 
 GENERATOR = Path(__file__).resolve().parents[1] / "real_traces.py"
 SLOW = {job.name: job.slow_rank for job in real_traces.JOBS}
@@ -48,7 +47,7 @@ def _independent_skews(files: list[Path]) -> dict[tuple[str, int], float]:
     """max - min start of the k-th ``gloo:<op>`` of every rank, straight from the JSON (one host: one clock)."""
     starts: dict[tuple[str, int], list[float]] = {}
     for path in files:
-        info, events = _events(path)
+        _info, events = _events(path)
         seen: dict[str, int] = {}
         for ev in sorted((e for e in events if e.get("ph") == "X" and str(e.get("name")).startswith("gloo:")),
                          key=lambda e: e["ts"]):
@@ -114,7 +113,6 @@ def test_one_job_checked_same_file_twice_two_jobs_and_a_missing_rank(cli, jobs, 
 
 
 def test_a_run_hours_later_is_another_job(cli, jobs, tmp_path: Path) -> None:
-    info, events = _events(jobs["w8-sleep"][7])
     doc = json.loads(jobs["w8-sleep"][7].read_text())
     doc["baseTimeNanoseconds"] += 3600 * 10**9
     later = tmp_path / "later.json"
