@@ -20,7 +20,7 @@ from pathlib import Path
 
 MAX_WORLD = 8
 ACTIVE = 3
-SLEEP_S = 0.04
+SLEEP_S = 0.1
 
 
 @dataclass(frozen=True)
@@ -31,11 +31,13 @@ class Job:
     slow: str  # "sleep" or "compute"
     exporter: str  # "chrome" (export_chrome_trace to rank{r}.json) or "tensorboard" (tensorboard_trace_handler)
     gzip: bool
+    #: side of the square matrices multiplied 4 times per step (x3 on a compute straggler)
+    matrix: int
 
 
 JOBS = (
-    Job("w8-sleep", 8, 5, "sleep", "chrome", False),
-    Job("w4-compute", 4, 2, "compute", "tensorboard", True),
+    Job("w8-sleep", 8, 5, "sleep", "chrome", False, 160),
+    Job("w4-compute", 4, 2, "compute", "tensorboard", True, 400),
 )
 
 
@@ -48,7 +50,7 @@ def _run_job(rank: int, job: Job, port: int, out: Path) -> None:
     os.environ["MASTER_PORT"] = str(port)
     dist.init_process_group("gloo", rank=rank, world_size=job.world_size)
     world = job.world_size
-    a = torch.randn(160, 160) / 12
+    a = torch.randn(job.matrix, job.matrix) / job.matrix**0.5
     grad = torch.randn(128 * 1024)
     part = torch.randn(16 * 1024)
     gathered = [torch.empty_like(part) for _ in range(world)]

@@ -13,6 +13,7 @@ from dsctl.errors import InputError
 from dsctl.output.formats import OutputFormat
 
 if TYPE_CHECKING:
+    from dsctl.cluster import Places
     from dsctl.trace.classify import Classifier
 
 app = typer.Typer(
@@ -169,6 +170,16 @@ def overlap_cmd(
         stderr_console().print(f"wrote {svg}")
 
 
+def _places(ranks: Path, plan: Path | None) -> Places:
+    from dsctl.commands._common import read_text_input
+    from dsctl.trace.place import places_from_texts
+
+    ranks = ranks / "ranks.csv" if ranks.is_dir() else ranks
+    plan = plan / "plan.json" if plan is not None and plan.is_dir() else plan
+    return places_from_texts(read_text_input(ranks, "--ranks"), str(ranks),
+                             read_text_input(plan, "--plan") if plan is not None else None, str(plan))
+
+
 @app.command("stragglers")
 def stragglers_cmd(
     traces: TracesArg,
@@ -179,6 +190,13 @@ def stragglers_cmd(
     add_comm_pattern: AddCommOpt = None,
     compute_pattern: ComputeOpt = None,
     top: Annotated[int, typer.Option("--top", min=1, max=1000, help="Rows per table.")] = 10,
+    ranks: Annotated[Path | None, typer.Option("--ranks", help="The job's rank map (ranks.csv, or the folder "
+                                               "that 'dsctl launch --out' wrote): put each rank in its place "
+                                               "(node, GPU, PP stage, EP/DP group) and look for concentrations."
+                                               )] = None,
+    plan: Annotated[Path | None, typer.Option("--plan", help="With --ranks: the fabric plan (plan.json, or the "
+                                              "folder of 'dsctl topology plan --out'): adds node names, NIC, "
+                                              "plane and leaf switch.")] = None,
     jobs: JobsOpt = None,
     max_bytes: MaxBytesOpt = _MAX_BYTES,
     fmt: FormatOpt = OutputFormat.table,
@@ -191,12 +209,16 @@ def stragglers_cmd(
 
     if align not in ("ends", "none"):
         raise InputError(f"--align {align!r}: expected ends or none")
+    if plan is not None and ranks is None:
+        raise InputError("--plan needs --ranks (the rank map says which node and GPU each rank ran on)",
+                         hint="--ranks JOB/ranks.csv --plan FABRIC/plan.json")
+    places = _places(ranks, plan) if ranks is not None else None
     classifier = _classifier(comm_pattern, add_comm_pattern, compute_pattern)
     paths = expand(traces)
     per_file = run_per_file(collectives_file, [(p, i, classifier, step, max_bytes) for i, p in enumerate(paths)],
                             jobs or default_jobs())
     job = check_job([ident for ident, _ in per_file])
-    result = stragglers([part for _, parts in per_file for part in parts], align, top, job)
+    result = stragglers([part for _, parts in per_file for part in parts], align, top, job, places)
     show(result, fmt, "trace stragglers")
 
 

@@ -31,12 +31,14 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
+from dsctl.cluster import Places
 from dsctl.errors import InputError
 from dsctl.trace.classify import Classifier, classify_names, collective_label
 from dsctl.trace.comms import host_collectives, host_label, is_synchronising
 from dsctl.trace.job import JobCheck
 from dsctl.trace.overlap import launch_times, select_steps, step_of
 from dsctl.trace.parse import TraceData
+from dsctl.trace.place import PlaceReport, locate
 
 ALIGN_MODES = ("ends", "none")
 
@@ -133,6 +135,8 @@ class Straggler:
     #: this rank's score over the sum of all ranks' scores
     share_of_wait: float
     clock_offset_us: float
+    #: node, GPU, NIC, plane, leaf, PP stage, EP/DP group (with --ranks/--plan; see dsctl.cluster.Places.of)
+    place: dict[str, object] | None = None
 
 
 @dataclass(frozen=True)
@@ -188,6 +192,8 @@ class StragglerResult:
     #: the job's size (distributedInfo.world_size) and the ranks of it that no file holds
     world_size: int | None = None
     missing_ranks: list[int] = field(default_factory=list)
+    #: where the slow ranks sit and where they concentrate (with --ranks/--plan)
+    placement: PlaceReport | None = None
 
 
 def _matrices(parts: Sequence[RankCollectives]) -> tuple[list[tuple[str, int]], NDArray[np.float64],
@@ -222,9 +228,10 @@ def _matrices(parts: Sequence[RankCollectives]) -> tuple[list[tuple[str, int]], 
 
 
 def stragglers(parts: Sequence[RankCollectives], align: str = "ends", top: int = 10,
-               job: JobCheck | None = None) -> StragglerResult:
+               job: JobCheck | None = None, places: Places | None = None) -> StragglerResult:
     """Skew, straggler ranking and critical path over participants (see the module docstring); ``job`` (the
-    checked set of files) adds its missing ranks to the result."""
+    checked set of files) adds its missing ranks to the result; ``places`` (ranks.csv + plan.json) puts every
+    reported rank in its place and looks for concentrations (:mod:`dsctl.trace.place`)."""
     if align not in ALIGN_MODES:
         raise InputError(f"--align {align!r}: expected ends or none")
     if len(parts) < 2:
@@ -250,7 +257,7 @@ def stragglers(parts: Sequence[RankCollectives], align: str = "ends", top: int =
             per_clock = np.array([np.nanmedian(diff[:, clock == c]) for c in range(int(clock.max()) + 1)])
             offsets = np.nan_to_num(per_clock[clock])
         start, end = start - offsets, end - offsets
-    elif align == "ends":
+    elif align == "ends" and not num_sync:
         notes.append("no synchronising collective (all-reduce, all-gather, reduce-scatter, all-to-all, barrier) "
                      "matched on two ranks: clocks are used as traced")
     arrival = np.where(present, start, -np.inf)
@@ -263,9 +270,14 @@ def stragglers(parts: Sequence[RankCollectives], align: str = "ends", top: int =
     count = np.bincount(last, minlength=len(parts))
     total_wait = float(score.sum())
     order = sorted(range(len(parts)), key=lambda p: (-score[p], -count[p], parts[p].rank))
+    report = _placed(parts, score, places, top) if places is not None else None
+
+    def where(p: int) -> dict[str, object] | None:
+        return places.of(parts[p].rank) if places is not None else None
+
     ranking = [Straggler(parts[p].rank, parts[p].device, parts[p].source, int(count[p]), round(float(score[p]), 3),
                          round(float(score[p]) / total_wait, 6) if total_wait > 0 else 0.0,
-                         round(float(offsets[p]), 3))
+                         round(float(offsets[p]), 3), where(p))
                for p in order if score[p] > 0][:top]
     by_skew = np.argsort(-skew, kind="stable")[:top]
     collectives = [SkewedCollective(keys[k][0], keys[k][1], int(present[k].sum()), round(float(skew[k]), 3),
@@ -277,7 +289,20 @@ def stragglers(parts: Sequence[RankCollectives], align: str = "ends", top: int =
                      "were not seen on every rank (different steps profiled, or dropped events)")
     return StragglerResult(len(parts), len(keys), align, round(float(np.max(np.abs(offsets))), 3), ranking,
                            collectives, crit_ranks, segments, notes, num_sync if align == "ends" else 0,
-                           job.world_size if job else None, list(job.missing) if job else [])
+                           job.world_size if job else None, list(job.missing) if job else [], report)
+
+
+def _placed(parts: Sequence[RankCollectives], score: NDArray[np.float64], places: Places,
+            top: int) -> PlaceReport:
+    """Scores summed per rank (a rank's devices together), then :func:`dsctl.trace.place.locate`."""
+    ranks = np.array([p.rank for p in parts], dtype=np.int64)
+    outside = ranks[ranks >= places.world_size]
+    if outside.size:
+        raise InputError(f"--ranks: the rank map has {places.world_size:,} ranks but the traces hold rank "
+                         f"{int(outside[0]):,}", hint="give the ranks.csv of the job that wrote these traces")
+    unique, inverse = np.unique(ranks, return_inverse=True)
+    summed = np.bincount(inverse, weights=score, minlength=unique.size).astype(np.float64)
+    return locate(unique.tolist(), summed, places, top)
 
 
 def _clocks(parts: Sequence[RankCollectives]) -> NDArray[np.int64]:

@@ -152,3 +152,45 @@ def test_gzipped_chrome_export_reads_like_the_plain_one(cli, jobs, tmp_path: Pat
     assert [s["rank"] for s in a["stragglers"]] == [s["rank"] for s in b["stragglers"]]
     assert np.allclose([s["wait_caused_us"] for s in a["stragglers"]],
                        [s["wait_caused_us"] for s in b["stragglers"]])
+
+
+def test_stragglers_in_place_with_a_real_rank_map_and_plan(cli, jobs, tmp_path: Path) -> None:
+    launch = cli("launch", "--nodes", "1", "--pp", "2", "--ep", "4", "--model", "deepseek-v2-lite",
+                 "--out", str(tmp_path / "job"))
+    assert (tmp_path / "job" / "ranks.csv").exists(), launch.stderr
+    plan = cli("topology", "plan", "--nodes", "1", "--out", str(tmp_path / "fabric"))
+    assert plan.exit_code == 0, plan.stderr
+    files = jobs["w8-sleep"]
+    result = cli("trace", "stragglers", *files, "--ranks", str(tmp_path / "job"), "--plan",
+                 str(tmp_path / "fabric" / "plan.json"), "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    data = result.json()
+    first = data["stragglers"][0]
+    assert first["rank"] == 5
+    assert first["place"] == {"rank": 5, "node": 0, "node_name": "node0001", "gpu": 5, "nic": "mlx5_5", "plane": 5,
+                              "leaf": "p5-leaf01", "leaf_port": first["place"]["leaf_port"], "pp_stage": 1,
+                              "ep_group": first["place"]["ep_group"], "dp_group": first["place"]["dp_group"]}
+    assert all(s["place"]["rank"] == s["rank"] for s in data["stragglers"])
+    assert data["placement"]["num_ranks"] == 8
+    # a single slowed rank is no concentration: nothing is claimed, no node is suspected
+    assert data["placement"]["concentrations"] == [] and data["placement"]["suspect_nodes"] == []
+    table = cli("trace", "stragglers", *files, "--ranks", str(tmp_path / "job" / "ranks.csv"))
+    assert table.exit_code == 0 and "Stragglers in place" in table.stdout
+    alone = cli("trace", "stragglers", *files, "--plan", str(tmp_path / "fabric"))
+    assert alone.exit_code == 2 and "--plan needs --ranks" in alone.stderr
+    small = tmp_path / "small.csv"
+    small.write_text("\n".join((tmp_path / "job" / "ranks.csv").read_text().splitlines()[:5]) + "\n")
+    short = cli("trace", "stragglers", *files, "--ranks", str(small))
+    assert short.exit_code == 2 and "--ranks" in short.stderr
+
+
+def test_tables_fit_80_columns_without_dropping_a_column(cli, jobs, monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    files = jobs["w8-sleep"]
+    outputs = [cli("trace", "stragglers", *files).stdout, cli("trace", "overlap", *files).stdout,
+               cli("trace", "overlap", *files, "--all-steps").stdout]
+    for out in outputs:
+        assert out and max(len(line) for line in out.splitlines()) <= 80
+    headers = ("times last", "wait caused", "share", "clock offset", "last rank", "critical", "slack")
+    for header in headers:
+        assert header in outputs[0]
