@@ -106,8 +106,8 @@ def rank_collectives(trace: TraceData, index: int, classifier: Classifier, step:
             name = table.names[table.name_code[i]]
             coll = table.collective.get(i)
             group = table.group.get(i)
-            if group is not None:
-                label, k = "pg " + group[0], group[1]
+            if group is not None:  # the op name keeps the process group's collective and P2P counters apart
+                label, k = f"{collective_label(name, coll)} (pg {group[0]})", group[1]
             else:
                 label = host_label(name) if on_host and coll is None else collective_label(name, coll)
                 k = -1
