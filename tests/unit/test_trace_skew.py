@@ -98,3 +98,29 @@ def test_gloo_host_collectives_are_matched_by_order() -> None:
     assert (top.label, top.skew_us, top.last_rank) == ("all_reduce", 40.0, 1)
     assert result.num_matched == 2  # gloo:<op> preferred over the c10d enqueue ops: no double counting
     assert any("gloo" in n for n in result.notes)
+
+
+def _comms(name: str, pg: str, seq: int) -> dict[str, object]:
+    return {"Collective name": name, "Process Group Name": pg, "Seq": seq, "In msg nelems": 1024,
+            "Out msg nelems": 1024, "dtype": "BFloat16", "Group size": 2}
+
+
+def test_nccl_traces_match_by_group_and_seq_and_align_on_all_reduce_only() -> None:
+    # NCCL: record_param_comms on the host, its args copied onto the kernel; the two ranks issue the broadcast
+    # and the all-reduce of group "0" in different orders, Seq still pairs them; rank 1's clock is 500 us ahead
+    docs = []
+    for rank, shift in ((0, 0.0), (1, 500.0)):
+        events = [tb.cpu_op("record_param_comms", 5 + shift, 1), tb.cpu_op("c10d::allreduce_", 4 + shift, 3)]
+        events[0]["args"] = _comms("allreduce", "0", 7)
+        reduce = tb.nccl(10 + 20 * rank + shift, 50 - 20 * rank, **_comms("allreduce", "0", 7))
+        bcast = tb.nccl(100 + shift - 30 * rank, 10 + 30 * rank, collective="Broadcast",
+                        **_comms("broadcast", "0", 8))
+        events += [bcast, reduce] if rank else [reduce, bcast]
+        docs.append(tb.trace(events, rank=rank))
+    got = parts(docs)
+    assert [p.basis for p in got] == ["gpu kernels", "gpu kernels"]  # kernels, not the host record
+    result = stragglers(got)
+    assert result.num_matched == 2 and result.num_aligned == 1
+    assert result.max_clock_offset_us == pytest.approx(250.0)  # from the all-reduce ends only
+    reduce = next(c for c in result.collectives if c.label.startswith("allreduce"))
+    assert (reduce.index, reduce.skew_us, reduce.last_rank) == (7, pytest.approx(20.0), 1)
