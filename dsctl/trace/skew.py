@@ -247,7 +247,8 @@ def stragglers(parts: Sequence[RankCollectives], align: str = "ends", top: int =
     notes: list[str] = list(job.notes) if job is not None else []
     bases = sorted({p.basis for p in parts})
     if bases != ["gpu kernels"]:
-        notes.append("collectives read from " + ", ".join(bases) + " events (host side; see docs/trace.md)")
+        notes.append("collectives read from " + ", ".join(bases) + " events (host side: the trace has no GPU "
+                     "communication kernels)")
     offsets = np.zeros(len(parts))
     num_sync = int(sync.sum())
     clock = _clocks(parts)
