@@ -23,13 +23,16 @@ NODES = 256
 @pytest.fixture(scope="module")
 def job_dirs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """``(launch --out folder, topology plan --out folder)`` of a 256-node DeepSeek-V3 job."""
-    from conftest import run_cli
+    import io
+    from contextlib import redirect_stdout
+
+    from dsctl.cli import main
 
     out = tmp_path_factory.mktemp("place")
-    launch = run_cli("launch", "--nodes", str(NODES), "--out", str(out / "job"))
-    assert launch.exit_code == 0, launch.stderr
-    plan = run_cli("topology", "plan", "--nodes", str(NODES), "--out", str(out / "fabric"))
-    assert plan.exit_code == 0, plan.stderr
+    for argv in (["launch", "--nodes", str(NODES), "--out", str(out / "job")],
+                 ["topology", "plan", "--nodes", str(NODES), "--out", str(out / "fabric")]):
+        with redirect_stdout(io.StringIO()):
+            assert main(argv) == 0, argv
     return out / "job", out / "fabric"
 
 
