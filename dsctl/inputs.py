@@ -33,6 +33,40 @@ class Limits:
 LIMITS = Limits()
 
 
+@dataclass(frozen=True)
+class ReadInput:
+    """One input file this invocation read: its identity (device, inode), what named it and its real path."""
+
+    device: int
+    inode: int
+    what: str
+    path: str
+
+
+#: every input file read in this invocation (reset by ``dsctl.cli`` per command); outputs are checked against it
+INPUTS_READ: list[ReadInput] = []
+
+
+def note_input(path: Path | str, what: str) -> None:
+    """Record ``path`` as an input of this command, so no output of the command may replace it.
+
+    :func:`read_bytes` records every file it reads; call this for an input a command uses without reading it
+    through here (a script it points a job at, a folder it reads). A path that does not exist is ignored.
+    """
+    if str(path) == "-":
+        return
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return
+    INPUTS_READ.append(ReadInput(info.st_dev, info.st_ino, what, os.path.realpath(path)))
+
+
+def forget_inputs() -> None:
+    """Start a new invocation: no inputs read yet."""
+    INPUTS_READ.clear()
+
+
 def parse_limit(text: str, source: str) -> int:
     """A byte count from an option or variable: a whole number >= 1 (``_`` separators allowed)."""
     try:
@@ -94,7 +128,9 @@ def read_bytes(path: Path | str, what: str, error: type[InputError] = InputError
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):  # replaced between stat and open
                 raise error(f"{what} {path}: is not a regular file")
-            return _read_limited(fd, limit, what, path)
+            data = _read_limited(fd, limit, what, path)
+            note_input(path, what)
+            return data
         finally:
             os.close(fd)
     except InputError as exc:
@@ -106,3 +142,14 @@ def read_bytes(path: Path | str, what: str, error: type[InputError] = InputError
     except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise error(f"{what} {path}: cannot read ({reason})") from None
+
+
+def read_text(path: Path | str, what: str, hint: str | None = None, error: type[InputError] = InputError,
+              limit: int | None = None) -> str:
+    """:func:`read_bytes` decoded as UTF-8 (a leading byte-order mark is dropped); other bytes are an ``error``
+    naming ``what``, the path and the byte offset, with ``hint``."""
+    data = read_bytes(path, what, error=error, limit=limit)
+    try:
+        return data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as exc:
+        raise error(f"{what} {path}: not UTF-8 text (byte {exc.start})", hint=hint) from None

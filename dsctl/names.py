@@ -13,8 +13,15 @@ import re
 
 from dsctl.errors import InputError
 
-#: profile names (file names without ``.yaml``), Slurm job and partition names: letters, digits, ``._-``
+#: profile and node names (file names without ``.yaml``; 64 characters): letters, digits, ``._-``
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+#: a Slurm job, partition, account, QOS or reservation name (63 characters, as Slurm's name fields allow)
+SLURM_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
+#: a node name as Slurm prints it after hostlist expansion (no brackets, no spaces, nothing a shell would expand):
+#: the same rule as :data:`NAME`
+NODE_NAME = NAME
+#: a Slurm hostlist expression as typed (``gpu[001-016,020]``, comma-separated names), before expansion
+HOSTLIST = re.compile(r"[A-Za-z0-9][A-Za-z0-9._,\[\]-]{0,4095}")
 #: a DNS-1123 label short enough that ``<name>-node-<i>-<j>`` pod names stay within 63 characters
 K8S_NAME = re.compile(r"[a-z0-9](?:[-a-z0-9]{0,38}[a-z0-9])?")
 #: a host name or an IPv4/IPv6 address
@@ -27,10 +34,29 @@ DEVICE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._:/@+-]*")
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
 _LINE_BREAK = re.compile(r"[\n\r\x0b\x0c\x85\u2028\u2029]")
+#: what a terminal would act on inside one line of text: C0/C1 controls (ESC starts a sequence that can move the
+#: cursor, retitle the window or clear the screen), CR, line/paragraph separators and lone surrogates
+_TERMINAL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufffe\uffff]")
 
 
-def shown(value: str, limit: int = 40) -> str:
-    """``repr`` of a user value cut to ``limit`` characters (a huge value never floods a message)."""
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def terminal_text(text: str) -> str:
+    """``text`` safe to show on a terminal: control characters, CR and lone surrogates become visible escapes
+    (``\\x1b``, ``\\r``, ``\\ud800``); newlines and tabs stay. Every table cell passes through this
+    (``dsctl.output.emit``)."""
+    return _TERMINAL.sub(_escaped, text) if _TERMINAL.search(text) else text
+
+
+def shown(value: object, limit: int = 40) -> str:
+    """``repr`` of a user value cut to ``limit`` characters (a huge value never floods a message); a string is
+    quoted, anything else shown as its ``repr``."""
+    if not isinstance(value, str):
+        text = repr(value)
+        return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
     if len(value) <= limit:
         return repr(value)
     return f"{value[:limit]!r}... ({len(value):,} characters)"

@@ -105,6 +105,13 @@ def human_bytes(num_bytes: float, binary: bool = True, digits: int = 1) -> str:
     return f"{value:.{digits}f} {units[-1]}"
 
 
+def format_gib(num_bytes: float, digits: int = 1, unit: bool = True) -> str:
+    """``format_gib(74197237760) == '69.1 GiB'``: always in GiB (``unit=False``: the number alone), so that
+    memory figures of one table line up, unlike :func:`human_bytes` which picks the unit."""
+    text = f"{num_bytes / GIB:.{digits}f}"
+    return f"{text} GiB" if unit else text
+
+
 def human_count(value: float, digits: int = 2) -> str:
     """``human_count(2_788_000) == '2.79M'``."""
     for suffix, factor in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):

@@ -11,8 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from dsctl.errors import InputError
-from dsctl.inputs import read_bytes
+from dsctl.inputs import read_bytes, read_text
 from dsctl.output.formats import OutputFormat
 
 if TYPE_CHECKING:
@@ -38,6 +37,8 @@ class Settings:
     profiles_dir: Path | None = None
     #: ``defaults.profiles_dirs`` of the site configuration (dsctl.toml)
     site_profile_dirs: list[Path] = field(default_factory=list)
+    #: profile name -> "FILE: KEY" of the site configuration that set it (named in an unknown-profile error)
+    site_origins: dict[str, str] = field(default_factory=dict)
 
 
 SETTINGS = Settings()
@@ -50,7 +51,9 @@ def profile_store(site_dirs: list[Path] | None = None) -> ProfileStore:
 
     site = SETTINGS.site_profile_dirs if site_dirs is None else site_dirs
     dirs = [*site, *(Path(p) for p in os.environ.get(ENV_VAR, "").split(os.pathsep) if p)]
-    return ProfileStore([*dirs, *([SETTINGS.profiles_dir] if SETTINGS.profiles_dir is not None else [])])
+    store = ProfileStore([*dirs, *([SETTINGS.profiles_dir] if SETTINGS.profiles_dir is not None else [])])
+    store.origins = dict(SETTINGS.site_origins)
+    return store
 
 
 def show(result: Any, fmt: OutputFormat, command: str) -> None:
@@ -84,9 +87,5 @@ def read_input(path: Path, what: str) -> bytes:
 
 def read_text_input(path: Path, what: str, hint: str | None = None) -> str:
     """``read_input`` decoded as UTF-8 (a leading byte-order mark is dropped); other bytes are an InputError
-    naming the byte offset."""
-    data = read_input(path, what)
-    try:
-        return data.decode("utf-8").removeprefix("\ufeff")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{what} {path}: not UTF-8 text (byte {exc.start})", hint=hint) from None
+    naming the byte offset (:func:`dsctl.inputs.read_text`)."""
+    return read_text(path, what, hint)

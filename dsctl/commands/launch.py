@@ -96,8 +96,8 @@ app = typer.Typer(
          "\\[--out DIR] \\[--submit] -- TRAIN_SCRIPT \\[ARGS...]).",
 )
 
-NodesOpt = Annotated[int | None, typer.Option("--nodes", "-n", help="Number of nodes (required).")]
-ModelOpt = Annotated[str, typer.Option("--model", help="Model profile.")]
+NodesOpt = Annotated[int | None, typer.Option("--nodes", "-N", help="Number of nodes (required).")]
+ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Model profile.")]
 NodeProfileOpt = Annotated[str, typer.Option("--node-profile", help="Node profile (GPUs per node, HBM).")]
 PPOpt = Annotated[int | None, typer.Option("--pp", help="Pipeline ranks per pipeline \\[default: smallest that fits].")]
 EPOpt = Annotated[int | None, typer.Option("--ep", help="Expert parallelism \\[default: one expert group per node].")]
@@ -194,7 +194,7 @@ def launch(
     exclude: Annotated[str | None, typer.Option(
         "--exclude", help="Slurm: nodes never to use, e.g. gpu[013,077].")] = None,
     nodelist: Annotated[str | None, typer.Option(
-        "--nodelist", help="Slurm: nodes the job must include, e.g. gpu[001-016].")] = None,
+        "--nodelist", "-w", help="Slurm: nodes the job must include, e.g. gpu[001-016].")] = None,
     exclusive: Annotated[bool, typer.Option("--exclusive", help="Slurm: whole nodes, shared with no other job.")]
     = False,
     sbatch_arg: Annotated[list[str] | None, typer.Option(
@@ -213,6 +213,7 @@ def launch(
     from dsctl.launch.engines.slurm_options import SlurmOptions, job_environment
     from dsctl.launch.engines.spec import JobOptions
     from dsctl.launch.plan import plan_launch
+    from dsctl.output.progress import progress
 
     if dry_run and submit:
         raise InputError("--dry-run and --submit exclude each other; give one")
@@ -239,10 +240,9 @@ def launch(
     request = _request(nodes, pp, ep, tp, dp, schedule, micro_batches, global_batch, seq_len,
                        backend=engine, job_name=job_name, train_command=train_command)
     model_profile = store.model(model)
-    plan = _with_min_nodes(plan_launch(model_profile, node, request), model_profile, node, request, fmt)
+    with progress("planning the launch", fmt) as report:
+        plan = plan_launch(model_profile, node, request, suggest_min_nodes=True, progress=report)
     if submit:
-        from dsctl.output.progress import progress
-
         with progress(f"waiting for Slurm job {options.job_name}" if wait else "submitting", fmt) as report:
             run = launch_run.submit(plan, engine, options, out, wait=wait, wait_timeout_s=wait_timeout,
                                     test_only=test_only, force=force, report=report)
@@ -255,35 +255,13 @@ def launch(
     show(plan, fmt, "launch")
 
 
-#: launch options that belong to one backend, by parameter name
-_BACKEND_OF = {"partition": "slurm", "time_limit": "slurm", "cpus_per_task": "slurm", "account": "slurm",
-               "qos": "slurm", "reservation": "slurm", "exclude": "slurm", "image": "kubernetes"}
-
-
 def _site_values(ctx: typer.Context, engine: str | None) -> set[str]:
-    """Parameters set by the site configuration (not the command line) for a backend other than ``engine``."""
-    return {name for name, owner in _BACKEND_OF.items()
+    """Parameters set by the site configuration (not the command line) for a backend other than ``engine``
+    (launch_run.OPTION_BACKEND says which backend each engine option belongs to)."""
+    from dsctl.commands.launch_run import OPTION_BACKEND
+
+    return {name for name, owner in OPTION_BACKEND.values()
             if owner != engine and getattr(ctx.get_parameter_source(name), "name", "") == "DEFAULT_MAP"}
-
-
-def _with_min_nodes(plan: Any, model: Any, node: Any, request: LaunchRequest, fmt: OutputFormat) -> Any:
-    """A plan that does not fit gets a note naming the smallest node count that does."""
-    from dataclasses import replace
-
-    from dsctl.launch.minnodes import SEARCH_LIMIT_NODES, min_nodes
-    from dsctl.output.progress import progress
-
-    if plan.memory.fits:
-        return plan
-    with progress("searching the smallest node count that fits", fmt) as report:
-        smallest = min_nodes(model, node, request, progress=report)
-    if smallest is None:
-        note = (f"no node count up to {SEARCH_LIMIT_NODES:,} fits with these options; try --tp, --pp or a "
-                "smaller --global-batch / --micro-batches")
-    else:
-        note = (f"the smallest node count that fits is {smallest} (--nodes {smallest}; "
-                "'dsctl launch layout --min-nodes' shows its layout)")
-    return replace(plan, notes=(*plan.notes, note))
 
 
 def _hosts(text: str | None) -> tuple[str, ...]:
@@ -318,35 +296,23 @@ def layout(
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Choose or check a parallel layout and its rank map; --explain prints the groups."""
-    from dataclasses import replace
-
-    from dsctl.launch.minnodes import SEARCH_LIMIT_NODES, min_nodes
-    from dsctl.launch.plan import layout_report, plan_launch
+    from dsctl.launch.plan import plan_layout
     from dsctl.output.emit import render_json
     from dsctl.output.files import write_files
     from dsctl.output.progress import progress
 
     store = profile_store()
     model_profile, node = store.model(model), store.node(node_profile)
-    found = None
-    if min_nodes_:
-        if nodes is not None:
-            raise InputError("--min-nodes chooses the node count; drop --nodes")
-        with progress("searching the smallest node count that fits", fmt) as report:
-            found = min_nodes(model_profile, node, _request(1, pp, ep, tp, dp, schedule, micro_batches,
-                                                             global_batch, seq_len), progress=report)
-        if found is None:
-            raise InputError(f"no node count up to {SEARCH_LIMIT_NODES:,} fits {model} on {node_profile} with "
-                             "these options", hint="try --tp, --pp, or a smaller --global-batch / --micro-batches")
-        nodes = found
-    request = _request(nodes, pp, ep, tp, dp, schedule, micro_batches, global_batch, seq_len)
-    plan = plan_launch(model_profile, node, request, simulate_schedule=False)
+    if min_nodes_ and nodes is not None:
+        raise InputError("--min-nodes chooses the node count; drop --nodes")
+    request = _request(1 if min_nodes_ else nodes, pp, ep, tp, dp, schedule, micro_batches, global_batch, seq_len)
+    with progress("searching the smallest node count that fits" if min_nodes_ else "planning the layout",
+                  fmt) as report:
+        report_ = plan_layout(model_profile, node, request, explain=explain,
+                              find_min_nodes=min_nodes_, progress=report)
     if out is not None:
-        write_files(out, {"layout.json": render_json(plan.layout_file()), "ranks.csv": plan.ranks.to_csv()})
-    report_ = layout_report(plan, explain)
-    if found is not None:
-        report_ = replace(report_, choices=(*report_.choices, f"--min-nodes: {found} is the smallest node count "
-                                            "that fits (every smaller count was checked)"))
+        write_files(out, {"layout.json": render_json(report_.plan.layout_file()),
+                          "ranks.csv": report_.plan.ranks.to_csv()})
     show(report_, fmt, "launch layout")
 
 

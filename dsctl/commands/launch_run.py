@@ -6,11 +6,10 @@ nothing), ``dsctl.runners`` starts sbatch / torchrun / kubectl.
 
 from __future__ import annotations
 
+import glob
 import time
 from dataclasses import replace
 from pathlib import Path
-
-import yaml
 
 from dsctl.errors import DsctlError, ExitCode, InputError
 from dsctl.launch.engines import kubernetes, slurm, torchrun
@@ -20,6 +19,7 @@ from dsctl.launch.plan import LaunchPlan
 from dsctl.output import render_json
 from dsctl.output.files import write_files
 from dsctl.output.progress import Report
+from dsctl.output.yamltext import dump_yaml_documents
 from dsctl.runners import process
 from dsctl.runners import slurm as slurm_runner
 
@@ -42,15 +42,18 @@ def normal_backend(name: str) -> str:
     return "kubernetes" if name == "k8s" else name
 
 
-#: engine options and the backend each belongs to
-OPTION_BACKEND = {"--hosts": "torchrun", "--image": "kubernetes", "--partition": "slurm", "--time": "slurm",
-                  "--cpus-per-task": "slurm", "--account": "slurm", "--qos": "slurm", "--reservation": "slurm",
-                  "--exclude": "slurm", "--nodelist": "slurm", "--exclusive": "slurm", "--sbatch-arg": "slurm"}
+#: the one table of engine options: flag -> (the launch command's parameter name, the backend it belongs to)
+OPTION_BACKEND: dict[str, tuple[str, str]] = {
+    "--hosts": ("hosts", "torchrun"), "--image": ("image", "kubernetes"), "--partition": ("partition", "slurm"),
+    "--time": ("time_limit", "slurm"), "--cpus-per-task": ("cpus_per_task", "slurm"),
+    "--account": ("account", "slurm"), "--qos": ("qos", "slurm"), "--reservation": ("reservation", "slurm"),
+    "--exclude": ("exclude", "slurm"), "--nodelist": ("nodelist", "slurm"), "--exclusive": ("exclusive", "slurm"),
+    "--sbatch-arg": ("sbatch_arg", "slurm")}
 
 
 def check_option_backend(backend: str | None, given: dict[str, bool]) -> None:
     """Reject an engine option given for another backend (or none), instead of ignoring it."""
-    for flag, owner in OPTION_BACKEND.items():
+    for flag, (_, owner) in OPTION_BACKEND.items():
         if given.get(flag) and backend != owner:
             raise InputError(f"{flag} applies to --backend {owner}" + (f", not {backend}" if backend else ""),
                              hint=f"add --backend {owner}, or drop {flag}")
@@ -83,7 +86,7 @@ def job_files(spec: JobSpec, options: JobOptions, backend: str) -> dict[str, str
     if backend == "torchrun":
         return {JOB_FILE[backend]: torchrun.render_script(spec, options)}
     docs = kubernetes.manifests(spec, options)
-    return {JOB_FILE[backend]: yaml.safe_dump_all(docs, sort_keys=False, default_flow_style=False)}
+    return {JOB_FILE[backend]: dump_yaml_documents(docs)}
 
 
 def write_plan_and_job(plan: LaunchPlan, backend: str | None, options: JobOptions, out: Path) -> list[str]:
@@ -133,7 +136,15 @@ def submit(plan: LaunchPlan, backend: str | None, options: JobOptions, out: Path
     if plan.exit_code and not force:
         raise NotSubmitted(f"the plan does not fit in GPU memory ({plan.layout.describe()}); nothing was submitted",
                            hint="see the plan with --dry-run; --force submits anyway")
-    write_files(out_dir, files)
+    from dsctl.inputs import note_input
+
+    if plan.train_command and not plan.train_command[0].startswith("-"):
+        note_input(plan.train_command[0], "training script")  # the job folder never replaces it
+    # ./JOB_NAME (or --out) is written only if absent, empty or written by dsctl: never a folder of the user's
+    # Slurm writes the job's log (JOB-%j.out) into the folder: the manifest declares it, so re-submitting the
+    # same job into it is accepted, and the logs of earlier runs are moved into the new folder, never deleted
+    logs = [f"{glob.escape(options.job_name)}-*.out"] if backend == "slurm" else []
+    write_files(out_dir, files, option="--out" if out is not None else "--job-name folder", job_outputs=logs)
     job_path = out_dir / JOB_FILE[backend]
     base = LaunchRun(backend=backend, job_name=spec.job_name, layout=plan.layout.describe(),
                      world_size=plan.world_size, out_dir=str(out_dir), files=tuple(sorted(files)), command=(),

@@ -20,12 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dsctl.errors import InputError, one_of
-
-#: schedules the planner knows, in the order they are offered
-SCHEDULES: tuple[str, ...] = ("dualpipe", "dualpipev", "1f1b", "zb1p")
-
-#: schedules that hold two stages' weights per rank (and PP+1 micro-batch activations in flight)
-DUAL_SCHEDULES: frozenset[str] = frozenset({"dualpipe", "dualpipev"})
+from dsctl.launch.rules import check_schedule_layout, check_schedule_name, divisors, ep_node_aligned, num_stages
 
 
 @dataclass(frozen=True)
@@ -46,6 +41,36 @@ class ParallelLayout:
     schedule: str = "dualpipe"
     zero_stage: int = 1
 
+    def __post_init__(self) -> None:
+        """A layout is valid by construction: every rule that needs no model is checked here (InputError with the
+        arithmetic); the model's rules (experts, layers) and the batch's are :func:`validate_layout`'s."""
+        for name in ("pp", "ep", "tp", "dp"):
+            _positive(name, getattr(self, name))
+        if self.num_nodes < 1:
+            raise InputError(f"--nodes {self.num_nodes} is not valid: it must be a whole number >= 1")
+        gpn, world = self.gpus_per_node, self.world_size
+        resolve_dp(self.num_nodes, gpn, self.pp, self.tp, self.dp)
+        if self.tp > gpn or gpn % self.tp:
+            raise InputError(
+                f"tp {self.tp} must divide the {gpn} GPUs of a node (tensor parallelism stays on NVLink)",
+                hint=f"valid tp: {one_of([str(d) for d in divisors(gpn)])}",
+            )
+        stage_ranks = self.stage_ranks
+        if stage_ranks % self.ep:
+            raise InputError(
+                f"ep {self.ep} does not divide the tp {self.tp} x dp {self.dp} = {stage_ranks} ranks of a "
+                f"pipeline stage (EP is carved out of them; it does not multiply the world size {world})",
+                hint=f"valid ep here: {one_of([str(d) for d in divisors(stage_ranks)][:12])}",
+            )
+        if not ep_node_aligned(self.ep, gpn):
+            raise InputError(
+                f"ep {self.ep} neither divides nor is a multiple of the {gpn} GPUs of a node, so EP groups "
+                f"would straddle nodes unevenly and miss network planes",
+                hint=f"use ep = {gpn} x k (k nodes per EP group) or a divisor of {gpn}",
+            )
+        object.__setattr__(self, "schedule", check_schedule_name(self.schedule))
+        check_schedule_layout(self.schedule, self.pp, None)
+
     @property
     def world_size(self) -> int:
         """Number of GPUs (ranks)."""
@@ -64,7 +89,7 @@ class ParallelLayout:
     @property
     def num_stages(self) -> int:
         """Model stages: ``2 x pp`` under DualPipeV (two per rank), else ``pp``."""
-        return 2 * self.pp if self.schedule == "dualpipev" else self.pp
+        return num_stages(self.schedule, self.pp)
 
     def degrees(self) -> dict[str, int]:
         """``{"pp", "ep", "tp", "dp"}`` as plain ints (the JSON shape of a layout)."""
@@ -78,30 +103,9 @@ class ParallelLayout:
         return f"PP{self.pp} EP{self.ep} TP{self.tp} DP{self.dp}"
 
 
-def divisors(n: int) -> list[int]:
-    """All positive divisors of ``n`` in increasing order."""
-    small, large = [], []
-    i = 1
-    while i * i <= n:
-        if n % i == 0:
-            small.append(i)
-            if i != n // i:
-                large.append(n // i)
-        i += 1
-    return small + large[::-1]
-
-
 def _positive(name: str, value: int | None) -> None:
     if value is not None and value < 1:
         raise InputError(f"--{name} {value} is not valid: it must be a whole number >= 1")
-
-
-def check_schedule_name(schedule: str) -> str:
-    """Return ``schedule`` lower-cased, or raise naming the valid schedules."""
-    name = schedule.lower()
-    if name not in SCHEDULES:
-        raise InputError(f"--schedule {schedule!r} is not known; valid schedules: {one_of(list(SCHEDULES))}")
-    return name
 
 
 def resolve_dp(num_nodes: int, gpus_per_node: int, pp: int, tp: int, dp: int | None) -> int:
@@ -128,35 +132,12 @@ def resolve_dp(num_nodes: int, gpus_per_node: int, pp: int, tp: int, dp: int | N
 
 def validate_layout(layout: ParallelLayout, *, num_layers: int, num_routed_experts: int,
                     num_micro_batches: int | None = None) -> None:
-    """Check every constraint of ``layout`` for a model; raise InputError with the arithmetic on the first failure.
+    """Check the model's constraints on ``layout`` (its own were checked when it was built); raise InputError with
+    the arithmetic on the first failure.
 
     ``num_layers`` are the model's transformer layers (MTP modules excluded); ``num_routed_experts`` is 0 for a
     dense model. ``num_micro_batches`` (per pipeline per step) is checked against the schedule when given.
     """
-    for name in ("pp", "ep", "tp", "dp"):
-        _positive(name, getattr(layout, name))
-    if layout.num_nodes < 1:
-        raise InputError(f"--nodes {layout.num_nodes} is not valid: it must be a whole number >= 1")
-    gpn, world = layout.gpus_per_node, layout.world_size
-    resolve_dp(layout.num_nodes, gpn, layout.pp, layout.tp, layout.dp)
-    if layout.tp > gpn or gpn % layout.tp:
-        raise InputError(
-            f"tp {layout.tp} must divide the {gpn} GPUs of a node (tensor parallelism stays on NVLink)",
-            hint=f"valid tp: {one_of([str(d) for d in divisors(gpn)])}",
-        )
-    stage_ranks = layout.stage_ranks
-    if stage_ranks % layout.ep:
-        raise InputError(
-            f"ep {layout.ep} does not divide the tp {layout.tp} x dp {layout.dp} = {stage_ranks} ranks of a "
-            f"pipeline stage (EP is carved out of them; it does not multiply the world size {world})",
-            hint=f"valid ep here: {one_of([str(d) for d in divisors(stage_ranks)][:12])}",
-        )
-    if gpn % layout.ep and layout.ep % gpn:
-        raise InputError(
-            f"ep {layout.ep} neither divides nor is a multiple of the {gpn} GPUs of a node, so EP groups "
-            f"would straddle nodes unevenly and miss network planes",
-            hint=f"use ep = {gpn} x k (k nodes per EP group) or a divisor of {gpn}",
-        )
     if num_routed_experts:
         if num_routed_experts % layout.ep:
             raise InputError(
@@ -174,34 +155,3 @@ def validate_layout(layout: ParallelLayout, *, num_layers: int, num_routed_exper
                if layout.schedule == "dualpipev" else ""),
         )
     check_schedule_layout(layout.schedule, layout.pp, num_micro_batches)
-
-
-def min_micro_batches(schedule: str, pp: int) -> int:
-    """Fewest micro-batches per step the schedule accepts: 2 x pp for DualPipe(V), pp otherwise."""
-    return 2 * pp if schedule in DUAL_SCHEDULES else pp
-
-
-def check_schedule_layout(schedule: str, pp: int, num_micro_batches: int | None, source: str | None = None) -> None:
-    """Pipeline-schedule requirements in launch terms (``pp`` = pipeline ranks, M = micro-batches per step).
-
-    - dualpipe: pp even; M even and M >= 2 x pp (each direction gets M/2).
-    - dualpipev: 2 x pp stages; M >= 2 x pp (the number of stages).
-    - 1f1b, zb1p: M >= pp, so that every stage reaches its steady state.
-
-    ``source`` says where M came from in the error message (default ``--micro-batches M``), e.g.
-    ``30 micro-batches (--global-batch 3840 / dp 128)``.
-    """
-    name = check_schedule_name(schedule)
-    m = num_micro_batches
-    got = source or f"--micro-batches {m}"
-    if name == "dualpipe":
-        if pp % 2:
-            raise InputError(f"dualpipe needs an even pp (rank r pairs with rank pp-1-r); got pp {pp}",
-                             hint="use --schedule dualpipev, 1f1b or zb1p for an odd pp")
-        if m is not None and (m % 2 or m < 2 * pp):
-            raise InputError(f"dualpipe needs an even number of micro-batches >= 2 x pp = {2 * pp}; got {got}")
-    elif name == "dualpipev":
-        if m is not None and m < 2 * pp:
-            raise InputError(f"dualpipev needs micro-batches >= its {2 * pp} stages (2 x pp {pp}); got {got}")
-    elif m is not None and m < pp:
-        raise InputError(f"{name} needs micro-batches >= pp {pp}; got {got}")

@@ -35,8 +35,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dsctl.launch.layout import DUAL_SCHEDULES, ParallelLayout
-from dsctl.launch.rankmap import stages_of_rank
+from dsctl.launch import rules
+from dsctl.launch.layout import ParallelLayout
 from dsctl.launch.stages import Stage
 from dsctl.profiles.schema import ModelProfile
 from dsctl.units import GIB
@@ -137,11 +137,20 @@ def stage_activation_bytes_per_token(model: ModelProfile, stage: Stage) -> float
     return total
 
 
+def rank_parameters(stages: tuple[Stage, ...], held: tuple[int, ...]) -> tuple[int, int]:
+    """``(dense, routed)`` parameters of the stages a pipeline rank holds (``routed``: all routed experts, before
+    the EP split). One rank holding both ends counts the MTP embedding copy once: it is the same tensor as the
+    stage-0 table."""
+    dense = sum(stages[s].dense_params for s in held)
+    routed = sum(stages[s].routed_expert_params for s in held)
+    if len(held) == 2 and stages[held[0]].embedding_params and stages[held[1]].embedding_params:
+        dense -= min(stages[held[0]].embedding_params, stages[held[1]].embedding_params)
+    return dense, routed
+
+
 def activation_chunks(layout: ParallelLayout, pp_rank: int, num_micro_batches: int) -> int:
     """Peak micro-batch stage-chunks in flight on ``pp_rank`` (README table; 1F1B: ``pp - r``)."""
-    if layout.schedule in DUAL_SCHEDULES:
-        return layout.num_stages + 1  # the schedule already requires micro-batches >= 2 x pp
-    return max(1, min(layout.pp - pp_rank, num_micro_batches))
+    return rules.activation_chunks(layout.schedule, layout.pp, pp_rank, num_micro_batches)
 
 
 def estimate_memory(model: ModelProfile, layout: ParallelLayout, stages: tuple[Stage, ...], hbm_bytes: int,
@@ -151,12 +160,8 @@ def estimate_memory(model: ModelProfile, layout: ParallelLayout, stages: tuple[S
     a = assumptions or MemoryAssumptions()
     rows = []
     for r in range(layout.pp):
-        held = stages_of_rank(layout, r)
-        dense = sum(stages[s].dense_params for s in held)
-        routed_full = sum(stages[s].routed_expert_params for s in held)
-        if len(held) == 2 and stages[held[0]].embedding_params and stages[held[1]].embedding_params:
-            # one rank holds both ends: the MTP embedding copy is the same tensor as the stage-0 table
-            dense -= min(stages[held[0]].embedding_params, stages[held[1]].embedding_params)
+        held = rules.stages_of_rank(layout.schedule, layout.pp, r)
+        dense, routed_full = rank_parameters(stages, held)
         routed = routed_full // layout.ep
         params = dense + routed
         weights = int(params * a.weight_bytes)

@@ -26,11 +26,11 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from dsctl.errors import InputError
-from dsctl.launch.layout import DUAL_SCHEDULES, ParallelLayout, check_schedule_layout, divisors
-from dsctl.launch.memory import MemoryAssumptions, stage_activation_bytes_per_token
-from dsctl.launch.plan import LaunchRequest, check_request, layout_fits, resolve_batch
-from dsctl.launch.rankmap import stages_of_rank
+from dsctl.launch import rules
+from dsctl.launch.batch import batch_rules_pass
+from dsctl.launch.candidates import PlanInputs, layout_fits
+from dsctl.launch.memory import MemoryAssumptions, rank_parameters, stage_activation_bytes_per_token
+from dsctl.launch.request import LaunchRequest, check_request
 from dsctl.launch.stages import split_stages
 from dsctl.model.params import ParameterCounts, count_parameters
 from dsctl.profiles.schema import ModelProfile, NodeProfile
@@ -66,7 +66,7 @@ def min_nodes(model: ModelProfile, node: NodeProfile, request: LaunchRequest,
     assumptions = MemoryAssumptions()
     counts = count_parameters(model)
     gpn = node.num_gpus
-    tp = request.tp if request.tp is not None else 1
+    tp = request.tp_or_default
     needs = {need.pp: need for need in _needs(model, node, request, counts, assumptions, tp)}
     starts = [_first_count(need, request.dp, tp, gpn) for need in needs.values()]
     first = min(starts, default=max_nodes + 1)
@@ -83,14 +83,10 @@ def min_nodes(model: ModelProfile, node: NodeProfile, request: LaunchRequest,
             dp = request.dp if request.dp is not None else world // (pp * tp)
             if dp < need.min_dp or pp * tp * dp != world:
                 return False
-            try:  # the batch rules, without a plan
-                check_schedule_layout(request.schedule, pp, resolve_batch(request, dp, pp)[0].micro_batches)
-            except InputError:
-                return False
-            return True
+            return batch_rules_pass(request, pp, dp)  # the batch rules, without a plan
 
         if any(worth_trying(pp) for pp in needs) and layout_fits(
-                model, node, replace(request, num_nodes=num_nodes), counts, assumptions, worth_trying):
+                PlanInputs(model, node, replace(request, num_nodes=num_nodes), counts, assumptions), worth_trying):
             return num_nodes
     return None
 
@@ -106,29 +102,19 @@ def _needs(model: ModelProfile, node: NodeProfile, request: LaunchRequest, count
            a: MemoryAssumptions, tp: int) -> list[_Need]:
     """Every pipeline degree that could ever fit, with the dp it needs (the bound of the module docstring)."""
     schedule = request.schedule
-    per_rank = 2 if schedule == "dualpipev" else 1
-    pps = [request.pp] if request.pp is not None else range(1, model.num_layers // per_rank + 1)
-    ep_max = 1
-    if model.moe is not None:
-        target = node.num_gpus * max(1, model.moe.num_expert_groups)
-        ep_max = request.ep or max(e for e in divisors(model.moe.num_routed_experts) if e <= target)
+    pps = [request.pp] if request.pp is not None else range(1, model.num_layers + 1)
+    ep_max = request.ep or rules.default_ep(model, node.num_gpus, None)
     out = []
     for pp in pps:
-        stages_count = pp * per_rank
-        if stages_count > model.num_layers or (schedule == "dualpipe" and pp % 2):
+        if not rules.pipeline_degree_allowed(schedule, pp, model.num_layers):
             continue
-        stages = split_stages(model, counts, stages_count)
-        layout = ParallelLayout(pp, node.num_gpus, pp, 1, 1, 1, schedule)  # only pp and schedule are read
+        stages = split_stages(model, counts, rules.num_stages(schedule, pp))
         min_dp = 1
         for r in range(pp):
-            held = stages_of_rank(layout, r)
-            dense = sum(stages[s].dense_params for s in held)
-            routed = sum(stages[s].routed_expert_params for s in held)
-            if len(held) == 2 and stages[held[0]].embedding_params and stages[held[1]].embedding_params:
-                dense -= min(stages[held[0]].embedding_params, stages[held[1]].embedding_params)
-            chunks = stages_count + 1 if schedule in DUAL_SCHEDULES else pp - r
-            activations = chunks * request.seq_len * max(stage_activation_bytes_per_token(model, stages[s])
-                                                         for s in held)
+            held = rules.stages_of_rank(schedule, pp, r)
+            dense, routed = rank_parameters(stages, held)
+            activations = (rules.activation_chunks(schedule, pp, r) * request.seq_len
+                           * max(stage_activation_bytes_per_token(model, stages[s]) for s in held))
             fixed = ((a.weight_bytes + a.grad_bytes) * (dense + routed / ep_max) + activations + a.reserve_bytes
                      - _SLACK_BYTES)
             sharded = a.optimizer_bytes * (dense + routed / tp)

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from dsctl.launch import rules
 from dsctl.launch.layout import ParallelLayout
 
 #: column order of ``ranks.csv`` and of :meth:`RankMap.columns`
@@ -188,15 +189,8 @@ def build_rank_map(layout: ParallelLayout) -> RankMap:
 
 
 def stages_of_rank(layout: ParallelLayout, pp_rank: int) -> tuple[int, ...]:
-    """Model stages held by pipeline rank ``r``: DualPipe ``(r, pp-1-r)``, DualPipeV ``(r, 2pp-1-r)``, else ``(r,)``.
-
-    Under DualPipe the second entry is a *copy* of a stage another rank also holds.
-    """
-    if layout.schedule == "dualpipe" and layout.pp > 1:
-        return (pp_rank, layout.pp - 1 - pp_rank)
-    if layout.schedule == "dualpipev":
-        return (pp_rank, 2 * layout.pp - 1 - pp_rank)
-    return (pp_rank,)
+    """Model stages held by pipeline rank ``r`` of ``layout`` (:func:`dsctl.launch.rules.stages_of_rank`)."""
+    return rules.stages_of_rank(layout.schedule, layout.pp, pp_rank)
 
 
 def _stage_text(layout: ParallelLayout) -> list[str]:

@@ -14,7 +14,7 @@ from dsctl.launch.memory import MemoryEstimate, RankMemory
 from dsctl.launch.plan import LaunchPlan, LayoutReport
 from dsctl.launch.rankmap import RankMapSummary, compact_ranks
 from dsctl.output.registry import table_renderer
-from dsctl.units import GIB, human_bytes
+from dsctl.units import format_gib, human_bytes
 
 _EXPLAIN_ROWS = 4
 
@@ -24,10 +24,10 @@ def _params(n: int) -> str:
 
 
 def _gib(n: float) -> str:
-    return f"{n / GIB:.1f}"
+    return format_gib(n, unit=False)
 
 
-def _layout_table(plan: LaunchPlan | LayoutReport) -> Table:
+def _layout_table(plan: LaunchPlan) -> Table:
     table = Table(title=f"Layout: {plan.model} on {plan.num_nodes:,} x {plan.node_profile} "
                         f"({plan.world_size:,} GPUs)", title_justify="left")
     for col in ("PP", "EP", "TP", "DP", "expert-DP", "ZeRO", "schedule", "stages"):
@@ -143,15 +143,16 @@ def _render_plan(plan: LaunchPlan) -> Iterator[RenderableType]:
 
 @table_renderer(LayoutReport)
 def _render_layout(report: LayoutReport) -> Iterator[RenderableType]:
-    yield _layout_table(report)
+    plan = report.plan
+    yield _layout_table(plan)
     yield _bullets("Why this layout", report.choices)
-    yield _stage_table(report.stages)
-    verdict = "fits" if report.memory_fits else "DOES NOT FIT"
-    yield Text(f"memory: {verdict} (worst GPU {human_bytes(report.max_memory_bytes)} of "
-               f"{human_bytes(report.hbm_bytes)}; details: dsctl launch --dry-run)")
-    yield _rank_table(report.rank_map)
-    node = report.ranks.node
-    plane = report.ranks.plane
+    yield _stage_table(plan.stages)
+    verdict = "fits" if plan.memory.fits else "DOES NOT FIT"
+    yield Text(f"memory: {verdict} (worst GPU {human_bytes(plan.memory.max_total_bytes)} of "
+               f"{human_bytes(plan.memory.hbm_bytes)}; details: dsctl launch --dry-run)")
+    yield _rank_table(plan.rank_map)
+    node = plan.ranks.node
+    plane = plan.ranks.plane
     for listing in report.groups:
         table = Table(title=f"{listing.kind} groups: {listing.num_groups:,} x {listing.group_size:,} - "
                             f"{listing.meaning}", title_justify="left")

@@ -6,6 +6,10 @@ Ids (decimal digit concatenation; ``disk`` and ``t`` 0-based, written +1):
   where ``t`` numbers a node's chains on that disk index in ascending chain index;
 - ``chain_id  = (chain_prefix * 1_000 + disk + 1) * 100_000 + chain_index`` (chain_index 1..b).
 
+Every other module builds and reads ids through the functions here (:func:`target_id`, :func:`decode_target`,
+:func:`target_prefix`, :func:`target_slot`, :func:`chain_id`, :func:`chain_disk`, :func:`chain_index`), never by
+its own digit arithmetic.
+
 Files: ``generated_chains.csv``, ``generated_chain_table.csv``, ``create_target_cmd.txt`` and
 ``remove_target_cmd.txt``, byte-for-byte in the upstream layout (``\\n`` line endings, no spaces).
 Reading them back is ``crosscheck``'s job.
@@ -15,6 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -27,6 +32,13 @@ MAX_DISKS = 999
 MAX_TARGETS_PER_DISK = 99
 MAX_CHAINS_PER_DISK = 99_999
 MAX_PREFIX = 99
+#: field widths of the upstream ids, as powers of ten
+_NODE = 1_000_000  # 6 digits of node id
+_DISK = 1_000  # 3 digits of disk index + 1
+_SLOT = 100  # 2 digits of t + 1
+_CHAIN_INDEX = 100_000  # 5 digits of chain index
+#: the smallest chain id of the upstream scheme (chain prefix 1, disk 0, index 0)
+MIN_UPSTREAM_CHAIN_ID = _DISK * _CHAIN_INDEX
 _SIZE = re.compile(r"\d{1,15}(B|KB|MB|GB|TB|K|M|G|T)?")
 
 
@@ -57,19 +69,47 @@ def check_ids(scheme: IdScheme, num_nodes: int, num_disks: int, targets_per_ssd:
     if chains_per_disk > MAX_CHAINS_PER_DISK:
         raise InputError(f"{chains_per_disk} chains per disk index do not fit the 5 chain-index digits of a chain "
                          f"id (max {MAX_CHAINS_PER_DISK}); lower --nodes or --targets-per-ssd")
-    top = chain_id(scheme, num_disks - 1, chains_per_disk)
+    top = chain_id(scheme.chain_prefix, num_disks - 1, chains_per_disk)
     if top > UINT32_MAX:
         # largest prefix p with (p * 1000 + num_disks) * 100_000 + chains_per_disk <= UINT32_MAX
-        best = ((UINT32_MAX - chains_per_disk) // 100_000 - num_disks) // 1_000
+        best = ((UINT32_MAX - chains_per_disk) // _CHAIN_INDEX - num_disks) // _DISK
         advice = (f"use a prefix of {best} or less" if best >= 1 else
                   f"no prefix fits with {num_disks} disk indexes; lower --ssds-per-node")
         raise InputError(f"--chain-id-prefix {scheme.chain_prefix} gives chain id {top} above the uint32 maximum "
                          f"{UINT32_MAX}; {advice}")
 
 
-def chain_id(scheme: IdScheme, disk: int, index: int) -> int:
-    """Chain id of 1-based ``index`` on 0-based ``disk``."""
-    return (scheme.chain_prefix * 1_000 + disk + 1) * 100_000 + index
+def chain_id(prefix: Any, disk: Any, index: Any) -> Any:
+    """Chain id of 1-based ``index`` on 0-based ``disk`` (ints or numpy arrays, elementwise)."""
+    return (prefix * _DISK + disk + 1) * _CHAIN_INDEX + index
+
+
+def chain_index(cid: int) -> int:
+    """The 1-based chain index of an upstream-scheme chain id (its last 5 digits)."""
+    return cid % _CHAIN_INDEX
+
+
+def chain_disk(cid: int) -> int | None:
+    """0-based disk index in an upstream-scheme chain id (``[prefix][disk 3][index 5]``), None if not one."""
+    if cid < MIN_UPSTREAM_CHAIN_ID:
+        return None
+    disk = (cid // _CHAIN_INDEX) % _DISK - 1
+    return disk if disk >= 0 and chain_index(cid) >= 1 else None
+
+
+def target_id(prefix: Any, node_id: Any, disk: Any, t: Any) -> Any:
+    """Target id of the 0-based ``t``-th target of ``node_id`` on 0-based ``disk`` (ints or numpy arrays)."""
+    return ((prefix * _NODE + node_id) * _DISK + disk + 1) * _SLOT + t + 1
+
+
+def target_prefix(tid: int) -> int:
+    """The target-id prefix (the digits before node, disk and t)."""
+    return tid // (_NODE * _DISK * _SLOT)
+
+
+def target_slot(tid: int) -> int:
+    """``t + 1`` of a target id (its last 2 digits)."""
+    return tid % _SLOT
 
 
 def target_ids(layout: Layout, scheme: IdScheme) -> np.ndarray:
@@ -88,13 +128,12 @@ def target_ids(layout: Layout, scheme: IdScheme) -> np.ndarray:
     rank = np.empty(len(order), dtype=np.int64)
     rank[order] = np.arange(len(order)) - run_start
     node_id = flat_node + scheme.first_node_id
-    tid = ((scheme.target_prefix * 1_000_000 + node_id) * 1_000 + flat_disk + 1) * 100 + rank + 1
-    return tid.reshape(count, k)
+    return np.asarray(target_id(scheme.target_prefix, node_id, flat_disk, rank)).reshape(count, k)
 
 
 def chain_ids(layout: Layout, scheme: IdScheme) -> np.ndarray:
     """Chain id of every chain, shape (C,)."""
-    return (scheme.chain_prefix * 1_000 + layout.disk + 1) * 100_000 + layout.index
+    return np.asarray(chain_id(scheme.chain_prefix, layout.disk, layout.index))
 
 
 def render_files(layout: Layout, scheme: IdScheme, chunk_sizes: tuple[str, ...] = ()) -> dict[str, str]:
@@ -134,4 +173,4 @@ def check_chunk_sizes(values: list[str]) -> tuple[str, ...]:
 
 def decode_target(tid: int) -> tuple[int, int]:
     """(node_id, 0-based disk index) from a target id built with the upstream mapping."""
-    return (tid // 100_000) % 1_000_000, (tid // 100) % 1_000 - 1
+    return (tid // (_DISK * _SLOT)) % _NODE, (tid // _SLOT) % _DISK - 1

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dsctl.storage.balance import Balance, measure
-from dsctl.storage.chaintable import UINT32_MAX, decode_target
+from dsctl.storage.chaintable import UINT32_MAX, chain_disk, decode_target
 from dsctl.storage.choice import REDIRECT_LIMIT
 
 CHAINS = "generated_chains.csv"
@@ -33,9 +33,10 @@ UINT64_MAX = 2**64 - 1
 MAX_PROBLEMS = 1_000  # problems kept (the count of the rest is reported)
 MAX_BALANCE_NODES = 10_000  # the balance figures need a node x node matrix (800 MB at this size)
 
-_CREATE_LINE = re.compile(r"create-target --node-id (\d+) --disk-index (\d+) --target-id (\d+) --chain-id (\d+)"
+_CREATE_LINE = re.compile(r"create-target --node-id (\d{1,20}) --disk-index (\d{1,20}) --target-id (\d{1,20}) "
+                          r"--chain-id (\d{1,20})"
                           r"(?: +--chunk-size(?: +\d+(?:B|KB|MB|GB|TB|K|M|G|T)?)+)? *(?: --use-new-chunk-engine)?")
-_REMOVE_LINE = re.compile(r"(offline-target|remove-target) --node-id (\d+) --target-id (\d+)")
+_REMOVE_LINE = re.compile(r"(offline-target|remove-target) --node-id (\d{1,20}) --target-id (\d{1,20})")
 
 
 @dataclass(frozen=True)
@@ -104,8 +105,11 @@ def _read_chains(text: str, name: str, out: _Problems) -> list[ChainRow]:
     rows: list[ChainRow] = []
     for number, line in lines[1:]:
         where = f"{name} line {number}"
+        cells = line.split(",")
         try:
-            values = [int(c) for c in line.split(",")]
+            if any(len(c.strip()) > 20 for c in cells):  # longer than any uint64 (and int() refuses 4,300 digits)
+                raise ValueError
+            values = [int(c) for c in cells]
         except ValueError:
             out.add(0, f"not a row of integer ids: {line[:80]!r}", where)
             continue
@@ -131,7 +135,7 @@ def _read_table(text: str, name: str, out: _Problems) -> list[tuple[int, int]]:
         return []
     ids: list[tuple[int, int]] = []
     for number, line in lines[1:]:
-        if not line.isdigit() or not 1 <= int(line) <= UINT32_MAX:
+        if not line.isdigit() or len(line) > 10 or not 1 <= int(line) <= UINT32_MAX:
             out.add(0, f"not a chain id (1..{UINT32_MAX}): {line[:80]!r}", f"{name} line {number}")
             continue
         ids.append((number, int(line)))
@@ -174,14 +178,6 @@ def _read_removes(text: str, name: str, out: _Problems) -> dict[tuple[str, int],
     return found
 
 
-def _upstream_chain_disk(cid: int) -> int | None:
-    """0-based disk index in an upstream-scheme chain id (``[prefix][disk 3][index 5]``), None if not one."""
-    if cid < 100_000_000:
-        return None
-    disk = (cid // 100_000) % 1_000 - 1
-    return disk if disk >= 0 and cid % 100_000 >= 1 else None
-
-
 def _check_rows(rows: list[ChainRow], creates: dict[int, tuple[int, int, int, int]] | None, out: _Problems
                 ) -> tuple[dict[int, int], dict[int, int]]:
     """Per-chain checks; returns target -> node id and target -> disk index."""
@@ -218,7 +214,7 @@ def _check_rows(rows: list[ChainRow], creates: dict[int, tuple[int, int, int, in
         disks = sorted({disk_of[t] for t in row.targets})
         if len(disks) > 1:
             out.add(row.chain_id, f"members on disk indexes {disks}; a 3FS table keeps a chain on one index", where)
-        coded = _upstream_chain_disk(row.chain_id)
+        coded = chain_disk(row.chain_id)
         if creates is not None and coded is not None and len(disks) == 1 and coded != disks[0]:
             out.add(row.chain_id, f"chain id encodes disk index {coded}, its targets are on {disks[0]}", where)
     return node_of, disk_of

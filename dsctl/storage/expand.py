@@ -35,7 +35,18 @@ import numpy as np
 
 from dsctl.errors import InputError
 from dsctl.storage.balance import Balance, measure
-from dsctl.storage.chaintable import MAX_NODE_ID, MAX_TARGETS_PER_DISK, UINT32_MAX
+from dsctl.storage.chaintable import (
+    MAX_CHAINS_PER_DISK,
+    MAX_NODE_ID,
+    MAX_TARGETS_PER_DISK,
+    MIN_UPSTREAM_CHAIN_ID,
+    UINT32_MAX,
+    chain_index,
+    decode_target,
+    target_id,
+    target_prefix,
+    target_slot,
+)
 from dsctl.storage.choice import CHOICE_MARGIN, REDIRECT_LIMIT, bound_ratio, choose_targets_per_ssd, pair_share_ideal
 from dsctl.storage.crosscheck import CHAINS, CREATE, REMOVE, TABLE, ChainRow, read_checked
 from dsctl.storage.design import swap_members
@@ -281,10 +292,6 @@ def _polish(chains: list[np.ndarray], share_arr: np.ndarray, rng: random.Random)
     share_arr[:] = np.asarray(share, dtype=np.int64)
 
 
-def _target_id(prefix: int, node_id: int, disk: int, t: int) -> int:
-    return ((prefix * 1_000_000 + node_id) * 1_000 + disk + 1) * 100 + t + 1
-
-
 def expand(texts: dict[str, str | None], source: str, add_nodes: int, target_bytes: float | None,
            ssd_capacity_bytes: float, used: float) -> ExpandResult:
     """Plan growing the table in ``texts`` (the four chain-table files) by ``add_nodes`` storage nodes.
@@ -309,7 +316,7 @@ def expand(texts: dict[str, str | None], source: str, add_nodes: int, target_byt
         raise InputError(f"--add-nodes {n}: new node ids {first_new}..{first_new + n - 1} pass {MAX_NODE_ID} "
                          "(6 digits in a target id)")
     all_old_tids = {int(t) for arr in old.tids for t in arr.ravel()}
-    prefix = min(all_old_tids) // 100_000_000_000
+    prefix = target_prefix(min(all_old_tids))
     share = np.zeros((v_new, v_new), dtype=np.int64)
     for arr in old.nodes:
         for p in range(k):
@@ -366,15 +373,15 @@ def _assemble(old: _Table, texts: dict[str, str | None], source: str, n: int, fi
     used_t: dict[tuple[int, int], int] = defaultdict(int)
     for i, arr in enumerate(old.tids):
         for t in arr.ravel().tolist():
-            key = ((t // 100_000) % 1_000_000, old.disks[i])
-            used_t[key] = max(used_t[key], t % 100)
+            key = (decode_target(t)[0], old.disks[i])
+            used_t[key] = max(used_t[key], target_slot(t))
 
     def fresh(node: int, disk: int) -> int:
         t = used_t[(node, disk)]
         used_t[(node, disk)] = t + 1
         if t + 1 > MAX_TARGETS_PER_DISK:
             raise InputError(f"node {node} disk {disk} would need target number {t + 1} (two digits allow 99)")
-        return _target_id(prefix, node, disk, t)
+        return int(target_id(prefix, node, disk, t))
 
     # final rows: chain id -> (disk, [(tid, node id)] head -> tail)
     rows: dict[int, tuple[int, list[tuple[int, int]]]] = {}
@@ -408,10 +415,10 @@ def _assemble(old: _Table, texts: dict[str, str | None], source: str, n: int, fi
         disk = old.disks[i]
         base_cid = old.chain_ids[i][0]
         top = max(old.chain_ids[i])
-        follows = base_cid >= 100_000_000
+        follows = base_cid >= MIN_UPSTREAM_CHAIN_ID
         for j, chain in enumerate(arr.tolist()):
-            cid = (top // 100_000) * 100_000 + top % 100_000 + j + 1 if follows else max(rows) + 1
-            if cid > UINT32_MAX or (follows and top % 100_000 + j + 1 > 99_999):
+            cid = top + j + 1 if follows else max(rows) + 1
+            if cid > UINT32_MAX or (follows and chain_index(top) + j + 1 > MAX_CHAINS_PER_DISK):
                 raise InputError(f"new chain ids on disk index {disk} pass the 5 chain-index digits")
             rows[cid] = (disk, [(fresh(node_ids[m], disk), node_ids[m]) for m in chain])
             new_rows.append(cid)

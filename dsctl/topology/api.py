@@ -9,10 +9,11 @@ from typing import Any
 
 from dsctl.cluster.plan_file import load_plan
 from dsctl.errors import InputError
+from dsctl.names import shown
 from dsctl.profiles.schema import NodeProfile, SwitchProfile
 from dsctl.topology.export import cabling_csv, plan_json, slurm_topology, switches_csv
 from dsctl.topology.graphics import topology_dot, topology_svg
-from dsctl.topology.naming import NameTemplates, short_repr
+from dsctl.topology.naming import NameTemplates
 from dsctl.topology.observed import parse_observed
 from dsctl.topology.plan import KINDS, Plan, PlanSpec, build_plan, default_planes, default_templates
 from dsctl.topology.sizing import Comparison, compare_topologies
@@ -47,7 +48,7 @@ def make_spec(kind: str, num_nodes: int, node: NodeProfile, switch: SwitchProfil
     """A PlanSpec from profiles and options; ``names`` overrides templates (keys node, nic, leaf, spine, core)."""
     kind = kind.lower()
     if kind not in KINDS:
-        raise InputError(f"--kind {short_repr(kind)} is not a topology kind; use one of {', '.join(KINDS)}")
+        raise InputError(f"--kind {shown(kind)} is not a topology kind; use one of {', '.join(KINDS)}")
     templates = default_templates(kind)
     overrides = {k: v for k, v in (names or {}).items() if v is not None}
     if overrides:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dsctl.errors import InputError
-from dsctl.names import DEVICE
+from dsctl.names import DEVICE, shown
 
 
 @dataclass(frozen=True)
@@ -61,13 +61,9 @@ _RULE = ("names must be letters, digits and '._:/@+-', starting with a letter, d
          "quotes, brackets, '#', '=' or control characters: they break CSV, DOT and Slurm's topology.conf)")
 
 
-def short_repr(value: object, limit: int = 40) -> str:
-    """``repr`` of a user-supplied value cut to ``limit`` characters, so a huge value never floods a message."""
-    text = value if isinstance(value, str) else repr(value)
-    if len(text) <= limit:
-        return repr(text) if isinstance(value, str) else text
-    shown = repr(text[:limit]) if isinstance(value, str) else text[:limit]
-    return f"{shown}... ({len(text):,} characters)"
+#: the old name of :func:`dsctl.names.shown`, kept only for topology/verify.py (another engineer's file this
+#: round); remove once it imports ``shown``
+short_repr = shown
 
 
 def _check_spec_widths(text: str, option: str, parsed: list[tuple[str, str | None, str | None, str | None]]) -> None:
@@ -76,10 +72,10 @@ def _check_spec_widths(text: str, option: str, parsed: list[tuple[str, str | Non
         if name is None or not spec:
             continue
         if "{" in spec or "}" in spec:
-            raise InputError(f"{option} {short_repr(text)}: a field's format may not contain another field")
+            raise InputError(f"{option} {shown(text)}: a field's format may not contain another field")
         widths = [int(w) for w in _WIDTH.findall(spec)]
         if widths and max(widths) > MAX_NAME_BYTES:
-            raise InputError(f"{option} {short_repr(text)}: field width {max(widths):,} is above the "
+            raise InputError(f"{option} {shown(text)}: field width {max(widths):,} is above the "
                              f"{MAX_NAME_BYTES}-byte limit of an InfiniBand node description",
                              hint="use a zero-padded width such as {n:04d}")
 
@@ -90,31 +86,31 @@ def check_templates(templates: NameTemplates) -> NameTemplates:
     for kind, allowed in _FIELDS.items():
         text = getattr(templates, kind)
         option = _OPTION[kind]
-        shown = short_repr(text)
+        given = shown(text)
         if len(text) > MAX_TEMPLATE_CHARS:
-            raise InputError(f"{option} {shown} is too long: a name template has at most {MAX_TEMPLATE_CHARS} "
+            raise InputError(f"{option} {given} is too long: a name template has at most {MAX_TEMPLATE_CHARS} "
                              f"characters (names at most {MAX_NAME_BYTES} bytes, as InfiniBand node "
                              "descriptions allow)")
         try:
             parsed = list(string.Formatter().parse(text))
         except ValueError as exc:
-            raise InputError(f"{option} {shown} is not a valid name template: {exc}") from exc
+            raise InputError(f"{option} {given} is not a valid name template: {exc}") from exc
         fields = {f for _, f, _, _ in parsed if f is not None}
         bad = {f.split(".")[0].split("[")[0] for f in fields} - allowed
         if bad or "" in fields:
-            unknown = ", ".join(short_repr(b, 20) for b in sorted(bad)) or "{}"
+            unknown = ", ".join(shown(b, 20) for b in sorted(bad)) or "{}"
             raise InputError(
-                f"{option} {shown} uses unknown field(s) {unknown}",
+                f"{option} {given} uses unknown field(s) {unknown}",
                 hint=f"a {kind} name may use {', '.join('{' + f + '}' for f in sorted(allowed))}",
             )
         _check_spec_widths(text, option, parsed)
         try:
             sample = text.format(**{f: 1 for f in allowed})
         except (ValueError, TypeError, IndexError, KeyError, AttributeError) as exc:
-            raise InputError(f"{option} {shown} cannot be formatted with whole numbers: "
-                             f"{short_repr(str(exc), 60)}") from exc
+            raise InputError(f"{option} {given} cannot be formatted with whole numbers: "
+                             f"{shown(str(exc), 60)}") from exc
         if not DEVICE.fullmatch(sample):
-            raise InputError(f"{option} {shown} gives {short_repr(sample)}; {_RULE}")
+            raise InputError(f"{option} {given} gives {shown(sample)}; {_RULE}")
         check_name_length([sample], option)
     return templates
 
@@ -124,8 +120,8 @@ def check_name_length(names: Sequence[str], option: str, limit: int = MAX_NAME_B
     longest = max(names, key=lambda n: len(n.encode()), default="")
     size = len(longest.encode())
     if size > limit:
-        shown = repr(longest[:40]) + ("..." if len(longest) > 40 else "")
-        raise InputError(f"{option} gives a {size}-byte name {shown}; names are at most {limit} bytes, "
+        cut = repr(longest[:40]) + ("..." if len(longest) > 40 else "")
+        raise InputError(f"{option} gives a {size}-byte name {cut}; names are at most {limit} bytes, "
                          "as an InfiniBand node description allows", hint="use a shorter template")
 
 
@@ -138,8 +134,8 @@ def check_host_descriptions(node_names: Sequence[str], nic_names: Sequence[str])
     size = len(node.encode()) + 1 + len(nic.encode())
     if size > MAX_NAME_BYTES:
         desc = node + " " + nic
-        shown = repr(desc[:40]) + ("..." if len(desc) > 40 else "")
-        raise InputError(f"--node-name/--nic-name give a {size}-byte host description {shown}; "
+        cut = repr(desc[:40]) + ("..." if len(desc) > 40 else "")
+        raise InputError(f"--node-name/--nic-name give a {size}-byte host description {cut}; "
                          f"\"<node> <nic>\" must fit the {MAX_NAME_BYTES}-byte InfiniBand node description",
                          hint="shorten the node or NIC name template")
 
@@ -155,13 +151,13 @@ def format_names(template: str, option: str, **columns: Any) -> list[str]:
     try:
         names = [template.format(**dict(zip(keys, map(int, row), strict=True))) for row in rows]
     except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
-        raise InputError(f"{option} {short_repr(template)} cannot be used: {short_repr(str(exc), 60)}") from exc
+        raise InputError(f"{option} {shown(template)} cannot be used: {shown(str(exc), 60)}") from exc
     bad = _FORBIDDEN.search("\x00".join(names))
     if bad:
-        raise InputError(f"{option} {short_repr(template)} gives a name with {bad.group()!r}; {_RULE}")
+        raise InputError(f"{option} {shown(template)} gives a name with {bad.group()!r}; {_RULE}")
     odd = next((n for n in names if not DEVICE.fullmatch(n)), None)
     if odd is not None:
-        raise InputError(f"{option} {short_repr(template)} gives {short_repr(odd)}; {_RULE}")
+        raise InputError(f"{option} {shown(template)} gives {shown(odd)}; {_RULE}")
     check_name_length(names, option)
     return names
 
@@ -171,7 +167,7 @@ def require_unique(names: Sequence[str], what: str) -> None:
     if len(set(names)) != len(names):
         seen: set[str] = set()
         dup = next(n for n in names if n in seen or seen.add(n))  # type: ignore[func-returns-value]
-        raise InputError(f"the name templates give two devices the same name {short_repr(dup)} ({what})",
+        raise InputError(f"the name templates give two devices the same name {shown(dup)} ({what})",
                          hint="include every field of that device kind in its template, e.g. {plane} and {leaf}")
 
 

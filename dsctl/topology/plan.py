@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dsctl.errors import InputError, one_of
+from dsctl.names import shown
 from dsctl.topology.fabric import PlaneLayout, build_three_tier, build_two_tier
 from dsctl.topology.naming import (
     NameTemplates,
@@ -30,7 +31,6 @@ from dsctl.topology.naming import (
     check_templates,
     format_names,
     require_unique,
-    short_repr,
 )
 from dsctl.topology.sizing import check_radix
 
@@ -112,7 +112,7 @@ def default_planes(kind: str, nics: int) -> int:
 def check_spec(spec: PlanSpec) -> PlanSpec:
     """Validate a spec; every problem is an InputError naming the option."""
     if spec.kind not in KINDS:
-        raise InputError(f"--kind {short_repr(spec.kind)} is not a topology kind; use {one_of(KINDS)}")
+        raise InputError(f"--kind {shown(spec.kind)} is not a topology kind; use {one_of(KINDS)}")
     check_radix(spec.radix, "--radix")
     if spec.num_nodes <= 0:
         raise InputError(f"--nodes must be at least 1, got {spec.num_nodes}")

@@ -25,9 +25,8 @@ def test_launch_default_plan_json(cli: Cli) -> None:
     assert data["rank_map"]["groups"]["ep"]["max_nodes_per_group"] == 8
     assert data["batch"]["global_batch"] == 15360
     fig = data["schedule_figures"]
-    if fig is not None:  # the simulator lives in dsctl.launch.schedule
-        assert fig["bubble"] == fig["bubble_formula"] == 14.0  # (PP/2 - 1)(F&B + B - 3W) = 7 x 2
-        assert fig["peak_activations"] == 17
+    assert fig["bubble"] == fig["bubble_formula"] == 14.0  # (PP/2 - 1)(F&B + B - 3W) = 7 x 2
+    assert fig["peak_activations"] == 17
 
 
 def test_training_script_named_like_a_subcommand(cli: Cli) -> None:

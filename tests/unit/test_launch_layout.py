@@ -7,8 +7,9 @@ import re
 import pytest
 
 from dsctl.errors import InputError
-from dsctl.launch.layout import ParallelLayout, check_schedule_layout, resolve_dp, validate_layout
-from dsctl.launch.plan import LaunchRequest, default_ep, plan_launch
+from dsctl.launch.layout import ParallelLayout, resolve_dp, validate_layout
+from dsctl.launch.plan import LaunchRequest, plan_launch
+from dsctl.launch.rules import check_schedule_layout, default_ep
 from dsctl.launch.stages import slots_per_stage, split_stages
 from dsctl.model.params import count_parameters
 from dsctl.profiles.loader import ProfileStore
@@ -50,9 +51,9 @@ def test_default_ep_is_one_expert_group_per_node(store: ProfileStore) -> None:
 )
 def test_constraint_failures_show_the_arithmetic(nodes: int, pp: int, ep: int, tp: int, dp: int,
                                                  message: str) -> None:
-    layout = ParallelLayout(nodes, 8, pp, ep, tp, dp)
-    with pytest.raises(InputError, match=re.escape(message)):
-        validate_layout(layout, num_layers=61, num_routed_experts=256, num_micro_batches=2 * pp)
+    with pytest.raises(InputError, match=re.escape(message)):  # the layout's own rules fail where it is built
+        validate_layout(ParallelLayout(nodes, 8, pp, ep, tp, dp), num_layers=61, num_routed_experts=256,
+                        num_micro_batches=2 * pp)
 
 
 def test_schedule_requirements() -> None:

@@ -1,4 +1,4 @@
-"""Schedule figures inside the launch plan (uses the simulator in dsctl.launch.schedule when present)."""
+"""Schedule figures inside the launch plan (the simulator in dsctl.launch.schedule)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,6 @@ import pytest
 import dsctl.launch.plan as plan_module
 from dsctl.launch.layout import ParallelLayout
 from dsctl.launch.plan import BatchPlan, _schedule_figures
-
-pytest.importorskip("dsctl.launch.schedule")
 
 
 @pytest.mark.parametrize(("schedule", "pp"), [("dualpipe", 8), ("dualpipev", 4), ("1f1b", 8), ("zb1p", 8)])

@@ -8,8 +8,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsctl.launch.layout import ParallelLayout, divisors
+from dsctl.launch.layout import ParallelLayout
 from dsctl.launch.rankmap import GROUP_KINDS, build_rank_map, compact_ranks, stages_of_rank
+from dsctl.launch.rules import divisors
 
 
 @st.composite

@@ -1,19 +1,20 @@
-"""dsctl.launch.search: why each candidate pp was passed over, the error naming the preferred layout, fixes."""
+"""dsctl.launch.explanation and batch_suggestion: why each candidate pp was passed over, the error naming the
+preferred layout, fixes."""
 
 from __future__ import annotations
 
 import pytest
 
-from dsctl.launch.memory import MemoryEstimate
-from dsctl.launch.search import (
-    PPCandidate,
-    batch_suggestion,
+from dsctl.launch.batch import batch_suggestion
+from dsctl.launch.candidates import Candidate
+from dsctl.launch.explanation import (
     missed_fit_notes,
     no_layout_error,
     preferred_candidate,
     rejection_lines,
     rejection_reason,
 )
+from dsctl.launch.memory import MemoryEstimate
 from dsctl.units import GIB
 
 HBM = 80 * GIB
@@ -27,10 +28,10 @@ def _memory(total_gib: float) -> MemoryEstimate:
 
 
 CONSIDERED = [
-    PPCandidate(2, 1024, "PP2 EP64 TP1 DP1024", "--global-batch 3840 % dp 1024 = 768", None, _memory(221.8)),
-    PPCandidate(8, 256, "PP8 EP64 TP1 DP256", memory=_memory(93.6)),
-    PPCandidate(16, 128, "PP16 EP64 TP1 DP128", "dualpipe needs ... >= 2 x pp = 32; got 30", None, _memory(69.1)),
-    PPCandidate(32, 64, "PP32 EP64 TP1 DP64", "dualpipe needs ... >= 2 x pp = 64; got 60", None, _memory(58.8)),
+    Candidate(2, 1024, "PP2 EP64 TP1 DP1024", "--global-batch 3840 % dp 1024 = 768", None, _memory(221.8)),
+    Candidate(8, 256, "PP8 EP64 TP1 DP256", memory=_memory(93.6)),
+    Candidate(16, 128, "PP16 EP64 TP1 DP128", "dualpipe needs ... >= 2 x pp = 32; got 30", None, _memory(69.1)),
+    Candidate(32, 64, "PP32 EP64 TP1 DP64", "dualpipe needs ... >= 2 x pp = 64; got 60", None, _memory(58.8)),
 ]
 
 
@@ -40,7 +41,7 @@ def test_reasons() -> None:
     full = rejection_reason(CONSIDERED[0])
     assert full.startswith("--global-batch 3840 % dp 1024") and "would not fit either: needs 221.8 GiB" in full
     assert rejection_reason(CONSIDERED[0], terse=True) == "does not fit: needs 221.8 GiB per GPU > 80.0 GiB HBM"
-    assert rejection_reason(PPCandidate(4, 512, "pp 4", "ep 7 bad")) == "ep 7 bad"
+    assert rejection_reason(Candidate(4, 512, "pp 4", "ep 7 bad")) == "ep 7 bad"
 
 
 def test_preferred_is_the_smallest_that_fits_even_if_rejected_by_a_batch_rule() -> None:
@@ -48,7 +49,7 @@ def test_preferred_is_the_smallest_that_fits_even_if_rejected_by_a_batch_rule() 
     assert preferred.pp == 16 and "smallest pp whose memory fits" in why
     closest, why = preferred_candidate(CONSIDERED[:2])
     assert closest.pp == 8 and "closest" in why
-    first, _ = preferred_candidate([PPCandidate(4, 512, "pp 4", "bad"), PPCandidate(8, 256, "pp 8", "worse")])
+    first, _ = preferred_candidate([Candidate(4, 512, "pp 4", "bad"), Candidate(8, 256, "pp 8", "worse")])
     assert first.pp == 4
 
 

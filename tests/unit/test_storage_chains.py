@@ -102,14 +102,14 @@ def test_uint32_advice_names_a_prefix_that_fits(disks: int, chains: int) -> None
     with pytest.raises(InputError, match="--chain-id-prefix 43") as info:
         check_ids(IdScheme(chain_prefix=43), 5, disks, 6, chains)
     advised = int(info.value.message.split("use a prefix of ")[1].split()[0])
-    assert chain_id(IdScheme(chain_prefix=advised), disks - 1, chains) <= UINT32_MAX
-    assert chain_id(IdScheme(chain_prefix=advised + 1), disks - 1, chains) > UINT32_MAX
+    assert chain_id(advised, disks - 1, chains) <= UINT32_MAX
+    assert chain_id(advised + 1, disks - 1, chains) > UINT32_MAX
 
 
 def test_id_examples_of_the_sheet() -> None:
     scheme = IdScheme(first_node_id=10001, target_prefix=1, chain_prefix=9)
-    assert chain_id(scheme, 0, 1) == 900100001
-    assert chain_id(scheme, 15, 10) == 901600010
+    assert chain_id(scheme.chain_prefix, 0, 1) == 900100001
+    assert chain_id(scheme.chain_prefix, 15, 10) == 901600010
     layout = ascending_layout([np.array([[0, 1]])], 2, 2)
     assert target_ids(layout, scheme).tolist() == [[101000100101, 101000200101]]
 

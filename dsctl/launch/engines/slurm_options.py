@@ -4,13 +4,12 @@ environment of a job (``NCCL_IB_HCA`` from the node profile, ``--nccl-env``). Pu
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from dsctl.errors import InputError
+from dsctl.names import HOSTLIST, SLURM_NAME
 
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
-#: a Slurm hostlist expression: node names, commas, ranges in brackets (gpu[001-004,010])
-_HOSTLIST = re.compile(r"[A-Za-z0-9][A-Za-z0-9._,\[\]-]{0,4095}")
 _SBATCH_ARG = re.compile(r"--([a-z][a-z0-9-]{0,63})(=(.{1,4096}))?")
 _NCCL_ENV = re.compile(r"(NCCL_[A-Z0-9_]{1,64})=(.{0,4096})")
 #: #SBATCH options dsctl writes itself from the plan: a --sbatch-arg may not change them
@@ -20,6 +19,16 @@ RESERVED_SBATCH = {
     "partition": "--partition", "time": "--time", "account": "--account", "qos": "--qos",
     "reservation": "--reservation", "exclude": "--exclude", "nodelist": "--nodelist", "exclusive": "--exclusive",
 }
+
+
+def reserved_prefix(name: str, reserved: Iterable[str]) -> str | None:
+    """The reserved long option ``name`` stands for, or None. sbatch and srun (getopt_long) accept any
+    unambiguous prefix of a long option (``--outpu`` is ``--output``), so a prefix of a reserved name is
+    refused too (an ambiguous one would be refused by Slurm anyway)."""
+    for option in sorted(reserved):
+        if option == name:
+            return option
+    return next((option for option in sorted(reserved) if option.startswith(name)), None)
 
 
 @dataclass(frozen=True)
@@ -46,11 +55,11 @@ def check_slurm_options(options: SlurmOptions) -> None:
     """InputError naming the option for any value that is not a Slurm name, hostlist or ``--name[=value]``."""
     for flag, value in (("--account", options.account), ("--qos", options.qos),
                         ("--reservation", options.reservation)):
-        if value is not None and not _NAME.fullmatch(value):
+        if value is not None and not SLURM_NAME.fullmatch(value):
             raise InputError(f"{flag} {value!r} is not a valid Slurm name: use 1-63 letters, digits, '.', '_' or "
                              "'-', starting with a letter or digit")
     for flag, value in (("--exclude", options.exclude), ("--nodelist", options.nodelist)):
-        if value is not None and not _HOSTLIST.fullmatch(value):
+        if value is not None and not HOSTLIST.fullmatch(value):
             raise InputError(f"{flag} {value!r} is not a Slurm node list: use names, commas and bracket ranges, "
                              "e.g. gpu[001-004],gpu017")
     for arg in options.sbatch_args:
@@ -58,9 +67,11 @@ def check_slurm_options(options: SlurmOptions) -> None:
         if match is None or any(c in arg for c in "\n\r\0"):
             raise InputError(f"--sbatch-arg {arg!r} is not one sbatch option: use --name or --name=value on one "
                              "line, e.g. --sbatch-arg=--mail-type=END")
-        owner = RESERVED_SBATCH.get(match.group(1))
-        if owner is not None:
-            raise InputError(f"--sbatch-arg {arg!r}: dsctl writes --{match.group(1)} itself; use {owner}")
+        reserved = reserved_prefix(match.group(1), RESERVED_SBATCH)
+        if reserved is not None:
+            same = "" if reserved == match.group(1) else " (a prefix of it, which sbatch may read as it)"
+            raise InputError(f"--sbatch-arg {arg!r}: dsctl writes --{reserved} itself{same}; use "
+                             f"{RESERVED_SBATCH[reserved]}")
 
 
 def slurm_directives(options: SlurmOptions) -> list[str]:

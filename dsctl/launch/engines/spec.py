@@ -39,12 +39,11 @@ from dsctl.errors import InputError
 from dsctl.launch.defaults import DEFAULT_JOB_NAME, DEFAULT_PORT
 from dsctl.launch.engines.slurm_options import SlurmOptions, check_slurm_options
 from dsctl.launch.plan import LaunchPlan
-from dsctl.names import HOST, IMAGE, K8S_NAME, check_name
+from dsctl.names import HOST, IMAGE, K8S_NAME, SLURM_NAME, check_name
 
 #: the backends ``--backend`` accepts (``k8s`` is an alias of ``kubernetes``)
 BACKENDS: tuple[str, ...] = ("slurm", "torchrun", "kubernetes")
 
-_SLURM_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
 _SLURM_TIME = re.compile(r"\d{1,9}|\d{1,9}:\d{2}(:\d{2})?|\d{1,6}-\d{1,2}(:\d{2}(:\d{2})?)?")
 
 
@@ -114,7 +113,7 @@ def check_job_name(name: str, backend: str) -> str:
                 f"--job-name {name!r} is not valid for Kubernetes: use 1-40 lowercase letters, digits or '-', "
                 "starting and ending with a letter or digit (it names the JobSet, its Service and its pods)",
                 hint="e.g. --job-name v3-pretrain")
-    elif not _SLURM_NAME.fullmatch(name):
+    elif not SLURM_NAME.fullmatch(name):
         raise InputError(f"--job-name {name!r} is not valid: use 1-63 letters, digits, '.', '_' or '-', "
                          "starting with a letter or digit", hint="e.g. --job-name v3-pretrain")
     return name
@@ -132,7 +131,7 @@ def check_options(options: JobOptions, backend: str, num_nodes: int) -> None:
     if options.time_limit is not None and not _SLURM_TIME.fullmatch(options.time_limit):
         raise InputError(f"--time {options.time_limit!r} is not a Slurm time limit: use MINUTES, HH:MM:SS, "
                          "D-HH or D-HH:MM:SS", hint="e.g. --time 2-00:00:00 for two days")
-    if options.partition is not None and not _SLURM_NAME.fullmatch(options.partition):
+    if options.partition is not None and not SLURM_NAME.fullmatch(options.partition):
         raise InputError(f"--partition {options.partition!r} is not a valid partition name")
     for host in options.hosts:
         if not HOST.fullmatch(host):

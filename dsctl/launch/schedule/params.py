@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from dsctl.errors import InputError, one_of
-
-SCHEDULES = ("dualpipe", "dualpipev", "1f1b", "zb1p")
+from dsctl.launch.rules import SCHEDULES
 
 #: stages x micro-batches above which a simulation would take too long to be useful interactively
 MAX_STAGE_MICRO_BATCHES = 1_000_000
