@@ -17,6 +17,8 @@ from dsctl.cluster import Places, load_plan, load_ranks, place_ranks
 from dsctl.trace.place import hypergeom_tail, locate
 from dsctl.trace.skew import RankCollectives, stragglers
 
+#: recording (or planning 256 nodes) takes tens of seconds on a busy machine: the slow step of .ci/run
+pytestmark = pytest.mark.slow
 NODES = 256
 
 

@@ -22,6 +22,8 @@ import pytest
 import real_traces
 from e2e.conftest import need  # skip locally, fail under CI=true
 
+#: recording (or planning 256 nodes) takes tens of seconds on a busy machine: the slow step of .ci/run
+pytestmark = pytest.mark.slow
 GENERATOR = Path(__file__).resolve().parents[1] / "real_traces.py"
 SLOW = {job.name: job.slow_rank for job in real_traces.JOBS}
 
