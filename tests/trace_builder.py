@@ -53,13 +53,16 @@ def cpu_op(name: str, ts: float, dur: float, tid: int = 100, cat: str = "cpu_op"
     return {"ph": "X", "cat": cat, "name": name, "pid": 100, "tid": tid, "ts": ts, "dur": dur, "args": {}}
 
 
-def trace(events: list[dict[str, Any]], rank: int | None = None, world_size: int = 2) -> dict[str, Any]:
-    """A whole trace document, as ``export_chrome_trace`` writes it (plus a metadata event)."""
+def trace(events: list[dict[str, Any]], rank: int | None = None, world_size: int | None = None) -> dict[str, Any]:
+    """A whole trace document, as ``export_chrome_trace`` writes it (plus a metadata event); ``world_size``
+    None leaves it out of ``distributedInfo`` (then no rank is missing whatever the files)."""
     doc: dict[str, Any] = {"schemaVersion": 1, "deviceProperties": [],
                            "traceEvents": [{"ph": "M", "name": "process_name", "pid": 0, "args": {"name": "gpu"}},
                                            *events]}
     if rank is not None:
-        doc["distributedInfo"] = {"backend": "nccl", "rank": rank, "world_size": world_size}
+        doc["distributedInfo"] = {"backend": "nccl", "rank": rank}
+        if world_size is not None:
+            doc["distributedInfo"]["world_size"] = world_size
     return doc
 
 

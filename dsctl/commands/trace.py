@@ -13,6 +13,7 @@ from dsctl.errors import InputError
 from dsctl.output.formats import OutputFormat
 
 if TYPE_CHECKING:
+    from dsctl.cluster import Places
     from dsctl.trace.classify import Classifier
 
 app = typer.Typer(
@@ -142,6 +143,7 @@ def overlap_cmd(
     from dsctl.output.files import atomic_write
     from dsctl.runners.trace_files import default_jobs, expand, overlap_file, run_per_file
     from dsctl.trace.explain import explain
+    from dsctl.trace.job import check_job
     from dsctl.trace.overlap import combine
 
     if step is not None and all_steps:
@@ -164,17 +166,28 @@ def overlap_cmd(
     keep_lanes = svg is not None
     per_file = run_per_file(overlap_file, [(p, i, classifier, step, all_steps, top, keep_lanes, max_bytes)
                                            for i, p in enumerate(paths)], jobs or default_jobs())
-    rows = [row for file_rows in per_file for row in file_rows]
+    job = check_job([ident for ident, _ in per_file])
+    rows = [row for _, file_rows in per_file for row in file_rows]
     if explain_classes:
         show(explain(rows, classifier.patterns, list(classifier.compute_patterns)), fmt, "trace overlap")
         return
-    result = combine(rows, classifier, step)
+    result = combine(rows, classifier, step, job.notes)
     if svg is not None:
         from dsctl.trace.svg import timeline_svg
         atomic_write(svg, timeline_svg(result), option="--svg")
     show(result, fmt, "trace overlap")
     if svg is not None:
         stderr_console().print(f"wrote {svg}")
+
+
+def _places(ranks: Path, plan: Path | None) -> Places:
+    from dsctl.commands._common import read_text_input
+    from dsctl.trace.place import places_from_texts
+
+    ranks = ranks / "ranks.csv" if ranks.is_dir() else ranks
+    plan = plan / "plan.json" if plan is not None and plan.is_dir() else plan
+    return places_from_texts(read_text_input(ranks, "--ranks"), str(ranks),
+                             read_text_input(plan, "--plan") if plan is not None else None, str(plan))
 
 
 @app.command("stragglers")
@@ -187,6 +200,13 @@ def stragglers_cmd(
     add_comm_pattern: AddCommOpt = None,
     compute_pattern: ComputeOpt = None,
     top: Annotated[int, typer.Option("--top", min=1, max=1000, help="Rows per table.")] = 10,
+    ranks: Annotated[Path | None, typer.Option("--ranks", help="The job's rank map (ranks.csv, or the folder "
+                                               "that 'dsctl launch --out' wrote): put each rank in its place "
+                                               "(node, GPU, PP stage, EP/DP group) and look for concentrations."
+                                               )] = None,
+    plan: Annotated[Path | None, typer.Option("--plan", help="With --ranks: the fabric plan (plan.json, or the "
+                                              "folder of 'dsctl topology plan --out'): adds node names, NIC, "
+                                              "plane and leaf switch.")] = None,
     jobs: JobsOpt = None,
     max_bytes: MaxBytesOpt = _MAX_BYTES,
     fmt: FormatOpt = OutputFormat.table,
@@ -194,15 +214,22 @@ def stragglers_cmd(
     """Match each collective across ranks: skew, the ranks others waited for most, and the critical path."""
     import dsctl.output.trace_skew  # noqa: F401  (registers the table renderer)
     from dsctl.runners.trace_files import collectives_file, default_jobs, expand, run_per_file
+    from dsctl.trace.job import check_job
     from dsctl.trace.skew import stragglers
 
     if align not in ("ends", "none"):
         raise InputError(f"--align {align!r}: expected ends or none")
+    if plan is not None and ranks is None:
+        raise InputError("--plan needs --ranks (the rank map says which node and GPU each rank ran on)",
+                         hint="--ranks JOB/ranks.csv --plan FABRIC/plan.json")
+    places = _places(ranks, plan) if ranks is not None else None
     classifier = _classifier(comm_pattern, add_comm_pattern, compute_pattern)
     paths = expand(traces)
     per_file = run_per_file(collectives_file, [(p, i, classifier, step, max_bytes) for i, p in enumerate(paths)],
                             jobs or default_jobs())
-    show(stragglers([part for parts in per_file for part in parts], align, top), fmt, "trace stragglers")
+    job = check_job([ident for ident, _ in per_file])
+    result = stragglers([part for _, parts in per_file for part in parts], align, top, job, places)
+    show(result, fmt, "trace stragglers")
 
 
 @app.command("timeline")
@@ -224,6 +251,7 @@ def timeline_cmd(
     from dsctl.output import stderr_console
     from dsctl.output.files import atomic_write
     from dsctl.runners.trace_files import default_jobs, expand, lanes_file, run_per_file
+    from dsctl.trace.job import check_job
     from dsctl.trace.timeline import timeline
 
     _check_out(out, "--out")
@@ -232,9 +260,11 @@ def timeline_cmd(
     classifier = _classifier(comm_pattern, add_comm_pattern, compute_pattern)
     paths = expand(traces)
     _check_out(out, "--out", [str(p) for p in paths])
-    ranks = run_per_file(lanes_file, [(p, i, classifier, step, from_us, to_us, max_bytes)
-                                      for i, p in enumerate(paths)], jobs or default_jobs())
+    per_file = run_per_file(lanes_file, [(p, i, classifier, step, from_us, to_us, max_bytes)
+                                         for i, p in enumerate(paths)], jobs or default_jobs())
+    check_job([ident for ident, _ in per_file])
+    ranks = [lanes for _, lanes in per_file]
     what = f"ProfilerStep#{step}" if step is not None else "whole trace"
     cut = f", {from_us or 0:g}-{to_us:g} us" if to_us is not None else (f", from {from_us:g} us" if from_us else "")
-    atomic_write(out, timeline(ranks, f"Kernels per rank and stream ({what}{cut})"), option="--out")
+    atomic_write(out, timeline(ranks, f"Kernels (GPU) or ops (CPU) per rank and lane ({what}{cut})"), option="--out")
     stderr_console().print(f"wrote {out}")

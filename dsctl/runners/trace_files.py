@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from dsctl.errors import DsctlError, ExitCode, InputError
-from dsctl.trace import rank_overlap, read_trace
+from dsctl.trace import read_trace
 from dsctl.trace.classify import Classifier
-from dsctl.trace.overlap import RankOverlap
+from dsctl.trace.job import TraceIdentity, identity
+from dsctl.trace.overlap import RankOverlap, analyse_trace
 from dsctl.trace.skew import RankCollectives, rank_collectives
 from dsctl.trace.timeline import RankLanes, rank_lanes
 
@@ -138,20 +139,21 @@ def default_jobs() -> int:
 
 
 def overlap_file(path: Path, index: int, classifier: Classifier, step: int | None, all_steps: bool, top: int,
-                 keep_lanes: bool, max_bytes: int) -> list[RankOverlap]:
-    """Overlap rows of one trace file, streamed (the pool's unit of work)."""
-    return rank_overlap(open_chunks(path, max_bytes), str(path), index, classifier, step, all_steps, top,
-                        keep_lanes, max_bytes)
+                 keep_lanes: bool, max_bytes: int) -> tuple[TraceIdentity, list[RankOverlap]]:
+    """Who wrote one trace file and its overlap rows, streamed (the pool's unit of work)."""
+    trace = read_trace(open_chunks(path, max_bytes), str(path), max_bytes)
+    return identity(trace), analyse_trace(trace, index, classifier, step, all_steps, top, keep_lanes)
 
 
 def collectives_file(path: Path, index: int, classifier: Classifier, step: int | None,
-                     max_bytes: int) -> list[RankCollectives]:
-    """The matchable communication events of one trace file, streamed (the pool's unit of work)."""
-    return rank_collectives(read_trace(open_chunks(path, max_bytes), str(path), max_bytes), index, classifier, step)
+                     max_bytes: int) -> tuple[TraceIdentity, list[RankCollectives]]:
+    """Who wrote one trace file and its matchable collectives, streamed (the pool's unit of work)."""
+    trace = read_trace(open_chunks(path, max_bytes), str(path), max_bytes)
+    return identity(trace), rank_collectives(trace, index, classifier, step)
 
 
 def lanes_file(path: Path, index: int, classifier: Classifier, step: int | None, from_us: float | None,
-               to_us: float | None, max_bytes: int) -> RankLanes:
-    """Timeline lanes of one trace file, streamed (the pool's unit of work)."""
-    return rank_lanes(read_trace(open_chunks(path, max_bytes), str(path), max_bytes), index, classifier, step,
-                      from_us, to_us)
+               to_us: float | None, max_bytes: int) -> tuple[TraceIdentity, RankLanes]:
+    """Who wrote one trace file and its timeline lanes, streamed (the pool's unit of work)."""
+    trace = read_trace(open_chunks(path, max_bytes), str(path), max_bytes)
+    return identity(trace), rank_lanes(trace, index, classifier, step, from_us, to_us)

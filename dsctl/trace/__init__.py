@@ -4,8 +4,10 @@ The runner layer opens the files and hands their byte chunks here; everything in
 :mod:`~dsctl.trace.scan` (byte chunks -> events, streaming), :mod:`~dsctl.trace.parse` (events -> columns),
 :mod:`~dsctl.trace.kernels` and :mod:`~dsctl.trace.classify` (the classification table and options),
 :mod:`~dsctl.trace.intervals` (numpy interval algebra), :mod:`~dsctl.trace.overlap` (the per-rank figures),
-:mod:`~dsctl.trace.spread` (across ranks), :mod:`~dsctl.trace.skew` (collective matching, stragglers, critical
-path) and the SVG pictures.
+:mod:`~dsctl.trace.spread` (across ranks), :mod:`~dsctl.trace.comms` (which events are collectives, per
+backend, and which synchronise), :mod:`~dsctl.trace.job` (the files are one job), :mod:`~dsctl.trace.skew`
+(collective matching, clock alignment, stragglers, critical path), :mod:`~dsctl.trace.place` (slow ranks in
+their place on the cluster) and the SVG pictures.
 """
 
 from __future__ import annotations

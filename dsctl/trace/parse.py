@@ -95,6 +95,13 @@ class TraceData:
     #: trace timestamp (µs) subtracted from every time above, so that times start near 0 (float64 precision)
     origin_us: float = 0.0
     skipped: dict[str, int] = field(default_factory=dict)
+    #: ``baseTimeNanoseconds / 1000``: trace µs + this = Unix µs (None when the trace has no base: old Kineto
+    #: wrote epoch µs in ``ts`` itself)
+    base_us: float | None = None
+    #: ``distributedInfo.pg_config`` as ``(pg_name, pg_size, ranks)`` per process group (empty when absent)
+    pg_config: tuple[tuple[str, int, tuple[int, ...]], ...] = ()
+    #: the top-level ``host_name`` Kineto writes (empty when absent): ranks of one host share one clock
+    host_name: str = ""
 
 
 _INT_LIMIT = 2**53  # pid, tid, device and stream numbers beyond this are not ids (and would overflow int64 arrays)
@@ -315,6 +322,14 @@ def _parse(events: Iterable[Any], meta: dict[str, Any], source: str) -> TraceDat
                 raw_steps.append((int(match.group(1)), float(ts), float(dur)))
                 continue
         cols = cpu
+        coll = args.get("Collective name")
+        if coll is not None and type(coll) is str:
+            at = len(cols.start)
+            cols.coll[at] = coll
+            group = args.get("Process Group Name")
+            seq = args.get("Seq")
+            if type(group) is str and type(seq) is int and 0 <= seq < _INT64:
+                cols.group[at] = (group, seq)
         cols.device.append(-1)
         cols.stream.append(_int(ev.get("tid"), 0))
         cols.corr.append(-1)
@@ -348,6 +363,7 @@ def _parse(events: Iterable[Any], meta: dict[str, Any], source: str) -> TraceDat
     rank = _int(info.get("rank"), -1)
     world = _int(info.get("world_size"), -1)
     backend = info.get("backend")
+    base = _number(meta.get("baseTimeNanoseconds"))
     return TraceData(
         source=source,
         rank=rank if 0 <= rank < 2**31 else None,
@@ -361,7 +377,26 @@ def _parse(events: Iterable[Any], meta: dict[str, Any], source: str) -> TraceDat
         num_events=num_events,
         origin_us=origin,
         skipped={k: v for k, v in skipped.items() if v},
+        base_us=base / 1e3 if base is not None and base > 0 else None,
+        pg_config=_pg_config(info.get("pg_config")),
+        host_name=host[:200] if isinstance(host := meta.get("host_name"), str) else "",
     )
+
+
+def _pg_config(value: Any) -> tuple[tuple[str, int, tuple[int, ...]], ...]:
+    """``distributedInfo.pg_config`` entries as ``(pg_name, pg_size, ranks)``; malformed entries are left out."""
+    if not isinstance(value, list):
+        return ()
+    out = []
+    for entry in value[:4096]:
+        if not isinstance(entry, dict):
+            continue
+        name = entry.get("pg_name")
+        ranks = entry.get("ranks")
+        ranks = tuple(r for r in ranks[:1 << 20] if type(r) is int) if isinstance(ranks, list) else ()
+        size = _int(entry.get("pg_size"), len(ranks))
+        out.append((str(name)[:80], size, ranks))
+    return tuple(out)
 
 
 def _dedupe_steps(steps: list[Step]) -> list[Step]:

@@ -28,7 +28,8 @@ DEFAULT_MAX_BYTES = 8 * 1024**3
 MAX_VALUE_CHARS = 64 * 1024**2
 CHUNK_CHARS = 1 << 20
 #: top-level keys kept in ``meta`` (small values); other keys' values are parsed and dropped
-META_KEYS = frozenset({"distributedInfo", "baseTimeNanoseconds", "schemaVersion", "traceName", "displayTimeUnit"})
+META_KEYS = frozenset({"distributedInfo", "baseTimeNanoseconds", "schemaVersion", "traceName", "displayTimeUnit",
+                       "host_name"})
 
 _WS = re.compile(r"[ \t\n\r]*")
 _SEPARATOR = re.compile(r"[ \t\n\r]*,[ \t\n\r]*")

@@ -7,9 +7,12 @@ name without template arguments), so the same collective is matched by its order
 
 Across ranks (:func:`stragglers`), with P participants (rank, device) and K matched keys as ``K x P`` matrices:
 
-- clock alignment (``align="ends"``): ranks' clocks differ (Kineto does not align hosts), but a synchronising
-  collective ends at about the same moment everywhere, so each rank's offset is the median over keys of
-  ``end[k, p] - median_p(end[k, :])``, subtracted from its times (``align="none"`` keeps the trace clocks);
+- clock alignment (``align="ends"``): hosts' clocks differ (Kineto does not align hosts), but a synchronising
+  collective (all-reduce, all-gather, reduce-scatter, all-to-all, barrier; never broadcast or point-to-point:
+  :func:`dsctl.trace.comms.is_synchronising`) ends at about the same moment everywhere. Participants whose traces
+  name the same ``host_name`` read one system clock and share one offset; each clock's offset is the median, over
+  synchronising keys k and its participants p, of ``end[k, p] - median_p(end[k, :])``, subtracted from their
+  times. One host: no offset at all. ``align="none"`` keeps the trace clocks;
 - arrival = the aligned start of the rank's kernel; per key: ``skew_us = max - min`` arrival, the last rank
   (``argmax``), and ``wait_us = sum_p(max - arrival_p)``, the time the other ranks spent waiting for it;
 - straggler score of a rank = the wait it made earlier ranks spend, ``sum_o max(0, a_r - a_o)`` per key
@@ -23,15 +26,19 @@ Across ranks (:func:`stragglers`), with P participants (rank, device) and K matc
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
 
+from dsctl.cluster import Places
 from dsctl.errors import InputError
 from dsctl.trace.classify import Classifier, classify_names, collective_label
+from dsctl.trace.comms import host_collectives, host_label, is_synchronising
+from dsctl.trace.job import JobCheck
 from dsctl.trace.overlap import launch_times, select_steps, step_of
 from dsctl.trace.parse import TraceData
+from dsctl.trace.place import PlaceReport, locate
 
 ALIGN_MODES = ("ends", "none")
 
@@ -48,44 +55,71 @@ class RankCollectives:
     key_index: NDArray[np.int64]
     start_us: NDArray[np.float64]
     end_us: NDArray[np.float64]
+    #: whether each event is a synchronising collective (a clock reference; see dsctl.trace.comms)
+    sync: NDArray[np.bool_]
+    #: where the events come from: "gpu kernels" or a host source of dsctl.trace.comms.HOST_SOURCES
+    basis: str = "gpu kernels"
+    #: the trace's host_name ("" when absent): participants of one host share one clock
+    host: str = ""
 
 
 def rank_collectives(trace: TraceData, index: int, classifier: Classifier, step: int | None) -> list[RankCollectives]:
-    """The matchable communication events of each device of one trace (``index`` = rank if the file has none)."""
+    """The matchable collectives of each device of one trace (``index`` = rank if the file has none).
+
+    GPU communication kernels when the trace has any, else the host collectives of a CPU-only trace (gloo's
+    ``gloo:<op>`` annotations first; see :mod:`dsctl.trace.comms`), one participant ``cpu`` per file.
+    """
     table = trace.gpu
-    if table.size == 0:
-        raise InputError(f"{trace.source}: no GPU kernels; straggler analysis needs device communication kernels")
-    codes, _ = classify_names(table.names, classifier)
-    comm = codes[table.name_code] == 1
+    comm = np.zeros(table.size, dtype=bool)
+    if table.size:
+        codes, _ = classify_names(table.names, classifier)
+        comm = codes[table.name_code] == 1
+    on_host = not comm.any()
+    source = "gpu kernels"
+    if on_host:
+        table = trace.cpu
+        source, comm = host_collectives(table)
+        if not comm.any():
+            raise InputError(f"{trace.source}: no collectives: neither GPU communication kernels nor host "
+                             "collectives (gloo:<op> annotations, record_param_comms, c10d:: ops)",
+                             hint="profile a distributed run (torch.profiler with the process group initialised)")
+        when = table.start_us
+    else:
+        when = launch_times(table, trace)
     if trace.steps:
         chosen = select_steps(trace, step)
-        in_step = np.isin(step_of(launch_times(table, trace), trace), chosen)
-        comm &= in_step
+        comm &= np.isin(step_of(when, trace), chosen)
     elif step is not None:
         select_steps(trace, step)
     rank = trace.rank if trace.rank is not None else index
+    devices = [-1] if on_host else np.unique(table.device[comm]).tolist()
     out = []
-    for device in np.unique(table.device[comm]).tolist():
-        idx = np.flatnonzero(comm & (table.device == device))
+    for device in devices:
+        idx = np.flatnonzero(comm if on_host else comm & (table.device == device))
         idx = idx[np.argsort(table.start_us[idx], kind="stable")]
         keys: dict[str, int] = {}
         key_code = np.empty(idx.size, dtype=np.int64)
         key_index = np.empty(idx.size, dtype=np.int64)
+        sync = np.empty(idx.size, dtype=bool)
         seen: dict[int, int] = {}
         for j, i in enumerate(idx.tolist()):
+            name = table.names[table.name_code[i]]
+            coll = table.collective.get(i)
             group = table.group.get(i)
-            if group is not None:
-                label, k = "pg " + group[0], group[1]
+            if group is not None:  # the op name keeps the process group's collective and P2P counters apart
+                label, k = f"{collective_label(name, coll)} (pg {group[0]})", group[1]
             else:
-                label = collective_label(table.names[table.name_code[i]], table.collective.get(i))
+                label = host_label(name) if on_host and coll is None else collective_label(name, coll)
                 k = -1
             code = keys.setdefault(label, len(keys))
             if k < 0:
                 k = seen.get(code, 0)
                 seen[code] = k + 1
             key_code[j], key_index[j] = code, k
-        out.append(RankCollectives(trace.source, rank, f"gpu{device}", tuple(keys), key_code, key_index,
-                                   table.start_us[idx] + trace.origin_us, table.end_us[idx] + trace.origin_us))
+            sync[j] = is_synchronising(coll or name)
+        out.append(RankCollectives(trace.source, rank, "cpu" if on_host else f"gpu{device}", tuple(keys), key_code,
+                                   key_index, table.start_us[idx] + trace.origin_us,
+                                   table.end_us[idx] + trace.origin_us, sync, source, trace.host_name))
     return out
 
 
@@ -101,6 +135,8 @@ class Straggler:
     #: this rank's score over the sum of all ranks' scores
     share_of_wait: float
     clock_offset_us: float
+    #: node, GPU, NIC, plane, leaf, PP stage, EP/DP group (with --ranks/--plan; see dsctl.cluster.Places.of)
+    place: dict[str, object] | None = None
 
 
 @dataclass(frozen=True)
@@ -151,11 +187,19 @@ class StragglerResult:
     critical_ranks: list[CriticalRank]
     critical_segments: list[CriticalSegment]
     notes: list[str]
+    #: matched collectives the clock offsets were fitted on (synchronising ones only)
+    num_aligned: int = 0
+    #: the job's size (distributedInfo.world_size) and the ranks of it that no file holds
+    world_size: int | None = None
+    missing_ranks: list[int] = field(default_factory=list)
+    #: where the slow ranks sit and where they concentrate (with --ranks/--plan)
+    placement: PlaceReport | None = None
 
 
 def _matrices(parts: Sequence[RankCollectives]) -> tuple[list[tuple[str, int]], NDArray[np.float64],
-                                                          NDArray[np.float64]]:
-    """``(keys, start[K, P], end[K, P])`` with NaN where a participant lacks the key."""
+                                                          NDArray[np.float64], NDArray[np.bool_]]:
+    """``(keys, start[K, P], end[K, P], sync[K])`` with NaN where a participant lacks the key; ``sync[k]`` when
+    every participant that has key k saw a synchronising collective there."""
     labels: dict[str, int] = {}
     per_part: list[NDArray[np.int64]] = []
     for part in parts:
@@ -170,6 +214,7 @@ def _matrices(parts: Sequence[RankCollectives]) -> tuple[list[tuple[str, int]], 
     keys = [(names[int(label)], int(k)) for label, k in pairs.tolist()]
     start = np.full((len(keys), len(parts)), np.nan)
     end = np.full((len(keys), len(parts)), np.nan)
+    sync = np.ones(len(keys), dtype=bool)
     flat = pairs[:, 0] * (int(all_index.max()) + 1 if all_index.size else 1) + pairs[:, 1]
     for p, (part, lab) in enumerate(zip(parts, per_part, strict=True)):
         if not lab.size:
@@ -178,30 +223,44 @@ def _matrices(parts: Sequence[RankCollectives]) -> tuple[list[tuple[str, int]], 
         row = np.searchsorted(flat, code)
         start[row, p] = part.start_us
         end[row, p] = part.end_us
-    return keys, start, end
+        sync[row[~part.sync]] = False
+    return keys, start, end, sync
 
 
-def stragglers(parts: Sequence[RankCollectives], align: str = "ends", top: int = 10) -> StragglerResult:
-    """Skew, straggler ranking and critical path over participants (see the module docstring)."""
+def stragglers(parts: Sequence[RankCollectives], align: str = "ends", top: int = 10,
+               job: JobCheck | None = None, places: Places | None = None) -> StragglerResult:
+    """Skew, straggler ranking and critical path over participants (see the module docstring); ``job`` (the
+    checked set of files) adds its missing ranks to the result; ``places`` (ranks.csv + plan.json) puts every
+    reported rank in its place and looks for concentrations (:mod:`dsctl.trace.place`)."""
     if align not in ALIGN_MODES:
         raise InputError(f"--align {align!r}: expected ends or none")
     if len(parts) < 2:
         raise InputError("straggler analysis needs the traces of at least two ranks", hint="give one file per rank")
-    keys, start, end = _matrices(parts)
+    keys, start, end, sync = _matrices(parts)
     present = np.isfinite(start)
     shared = present.sum(axis=1) >= 2
     keys = [k for k, ok in zip(keys, shared.tolist(), strict=True) if ok]
-    start, end, present = start[shared], end[shared], present[shared]
+    start, end, present, sync = start[shared], end[shared], present[shared], sync[shared]
     if not keys:
         raise InputError("no collective appears on two or more ranks; nothing to match",
                          hint="check that the traces are from the same job and steps (--step)")
-    notes: list[str] = []
+    notes: list[str] = list(job.notes) if job is not None else []
+    bases = sorted({p.basis for p in parts})
+    if bases != ["gpu kernels"]:
+        notes.append("collectives read from " + ", ".join(bases) + " events (host side: the trace has no GPU "
+                     "communication kernels)")
     offsets = np.zeros(len(parts))
-    if align == "ends":
+    num_sync = int(sync.sum())
+    clock = _clocks(parts)
+    if align == "ends" and num_sync and int(clock.max()) > 0:
         with np.errstate(all="ignore"):
-            diff = end - np.nanmedian(end, axis=1, keepdims=True)
-            offsets = np.nan_to_num(np.nanmedian(diff, axis=0))
+            diff = end[sync] - np.nanmedian(end[sync], axis=1, keepdims=True)
+            per_clock = np.array([np.nanmedian(diff[:, clock == c]) for c in range(int(clock.max()) + 1)])
+            offsets = np.nan_to_num(per_clock[clock])
         start, end = start - offsets, end - offsets
+    elif align == "ends" and not num_sync:
+        notes.append("no synchronising collective (all-reduce, all-gather, reduce-scatter, all-to-all, barrier) "
+                     "matched on two ranks: clocks are used as traced")
     arrival = np.where(present, start, -np.inf)
     last = np.argmax(arrival, axis=1)
     latest = arrival[np.arange(len(keys)), last]
@@ -212,9 +271,14 @@ def stragglers(parts: Sequence[RankCollectives], align: str = "ends", top: int =
     count = np.bincount(last, minlength=len(parts))
     total_wait = float(score.sum())
     order = sorted(range(len(parts)), key=lambda p: (-score[p], -count[p], parts[p].rank))
+    report = _placed(parts, score, places, top) if places is not None else None
+
+    def where(p: int) -> dict[str, object] | None:
+        return places.of(parts[p].rank) if places is not None else None
+
     ranking = [Straggler(parts[p].rank, parts[p].device, parts[p].source, int(count[p]), round(float(score[p]), 3),
                          round(float(score[p]) / total_wait, 6) if total_wait > 0 else 0.0,
-                         round(float(offsets[p]), 3))
+                         round(float(offsets[p]), 3), where(p))
                for p in order if score[p] > 0][:top]
     by_skew = np.argsort(-skew, kind="stable")[:top]
     collectives = [SkewedCollective(keys[k][0], keys[k][1], int(present[k].sum()), round(float(skew[k]), 3),
@@ -225,7 +289,32 @@ def stragglers(parts: Sequence[RankCollectives], align: str = "ends", top: int =
         notes.append(f"{int(present.size - present.sum()):,} (collective, rank) pairs missing: some collectives "
                      "were not seen on every rank (different steps profiled, or dropped events)")
     return StragglerResult(len(parts), len(keys), align, round(float(np.max(np.abs(offsets))), 3), ranking,
-                           collectives, crit_ranks, segments, notes)
+                           collectives, crit_ranks, segments, notes, num_sync if align == "ends" else 0,
+                           job.world_size if job else None, list(job.missing) if job else [], report)
+
+
+def _placed(parts: Sequence[RankCollectives], score: NDArray[np.float64], places: Places,
+            top: int) -> PlaceReport:
+    """Scores summed per rank (a rank's devices together), then :func:`dsctl.trace.place.locate`."""
+    ranks = np.array([p.rank for p in parts], dtype=np.int64)
+    outside = ranks[ranks >= places.world_size]
+    if outside.size:
+        raise InputError(f"--ranks: the rank map has {places.world_size:,} ranks but the traces hold rank "
+                         f"{int(outside[0]):,}", hint="give the ranks.csv of the job that wrote these traces")
+    unique, inverse = np.unique(ranks, return_inverse=True)
+    summed = np.bincount(inverse, weights=score, minlength=unique.size).astype(np.float64)
+    return locate(unique.tolist(), summed, places, top)
+
+
+def _clocks(parts: Sequence[RankCollectives]) -> NDArray[np.int64]:
+    """Clock index of each participant: one per ``host`` (processes of one host read one system clock), one per
+    participant whose trace names no host."""
+    index: dict[str, int] = {}
+    out = np.empty(len(parts), dtype=np.int64)
+    for p, part in enumerate(parts):
+        key = f"host {part.host}" if part.host else f"file {p}"
+        out[p] = index.setdefault(key, len(index))
+    return out
 
 
 def _blame(arrival: NDArray[np.float64], present: NDArray[np.bool_]) -> NDArray[np.float64]:

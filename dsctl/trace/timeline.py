@@ -50,13 +50,14 @@ class RankLanes:
 def rank_lanes(trace: TraceData, index: int, classifier: Classifier, step: int | None, from_us: float | None,
                to_us: float | None) -> RankLanes:
     """Lanes of one trace (see the module docstring); times relative to the chosen window's start."""
-    table = trace.gpu
+    on_host = trace.gpu.size == 0
+    table = trace.cpu if on_host else trace.gpu
     if table.size == 0:
-        raise InputError(f"{trace.source}: no GPU kernels to draw")
+        raise InputError(f"{trace.source}: no GPU kernels and no CPU ops to draw")
     sel = np.ones(table.size, dtype=bool)
     if step is not None:
         k = select_steps(trace, step)[0]
-        sel = step_of(launch_times(table, trace), trace) == k
+        sel = step_of(table.start_us if on_host else launch_times(table, trace), trace) == k
         if not sel.any():
             raise InputError(f"--step {step}: {trace.source} has no kernels launched in ProfilerStep#{step}")
     lo = float(table.start_us[sel].min())
@@ -69,6 +70,8 @@ def rank_lanes(trace: TraceData, index: int, classifier: Classifier, step: int |
     sel &= (table.end_us > a) & (table.start_us < b)
     codes, _ = classify_names(table.names, classifier)
     cls = codes[table.name_code]
+    if on_host:  # host annotations (record_function regions) are neither compute nor drawn, unless collectives
+        cls = np.where(table.annotation & (cls != 1), np.int8(-1), cls)
     gap = 0.5 * (b - a) / PLOT_W
     s, e = np.clip(table.start_us, a, b) - a, np.clip(table.end_us, a, b) - a
     rank = trace.rank if trace.rank is not None else index
@@ -78,8 +81,14 @@ def rank_lanes(trace: TraceData, index: int, classifier: Classifier, step: int |
             on = sel & (table.device == device) & (table.stream == stream)
             intervals = {CATEGORY[name]: union(s[on & (cls == c)], e[on & (cls == c)], gap_us=gap)
                          for c, name in enumerate(CLASS_NAMES)}
-            lanes.append(Lane(rank, f"gpu{device}", int(stream), intervals))
+            if on_host and not any(v[0].size for v in intervals.values()):
+                continue  # a thread with nothing but annotations
+            lanes.append(Lane(rank, "cpu" if on_host else f"gpu{device}", int(stream), intervals))
     return RankLanes(trace.source, b - a, lanes)
+
+
+def _lane_kind(lane: Lane) -> str:
+    return "thread" if lane.device == "cpu" else "stream"
 
 
 def _fmt(x: float) -> str:
@@ -110,7 +119,7 @@ def timeline(ranks: list[RankLanes], title: str) -> str:
     for i, lane in enumerate(lanes):
         y = TOP + i * (LANE_H + 2)
         parts.append(f'<text x="4" y="{y + LANE_H - 2}" font-size="10">'
-                     f"{escape(f'rank {lane.rank} {lane.device} stream {lane.stream}')}</text>")
+                     f"{escape(f'rank {lane.rank} {lane.device} {_lane_kind(lane)} {lane.stream}')}</text>")
         parts.append(f'<rect x="{LABEL_W}" y="{y}" width="{PLOT_W}" height="{LANE_H}" fill="#f3f3f3"/>')
         for category, (s, e) in lane.intervals.items():
             colour = COLOURS[category]

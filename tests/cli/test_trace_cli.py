@@ -122,13 +122,16 @@ def test_many_ranks_show_details_for_the_worst_only(cli, tmp_path: Path) -> None
     assert "rank 0 gpu0: communication by collective" not in result.stdout
 
 
-def test_yaml_and_duplicate_rank_note(cli, tmp_path: Path) -> None:
+def test_yaml_and_duplicate_rank_refused(cli, tmp_path: Path) -> None:
     a = _write(tmp_path, "a.json", tb.trace([tb.compute(0, 10)], rank=0))
     b = _write(tmp_path, "b.json", tb.trace([tb.compute(0, 10)], rank=0))
-    result = cli("trace", "overlap", a, b, "-f", "yaml")
+    c = _write(tmp_path, "c.json", tb.trace([tb.compute(0, 10)], rank=1))
+    result = cli("trace", "overlap", a, c, "-f", "yaml")
     assert result.exit_code == 0, result.stderr
     assert "exposed_comm_us: 0.0" in result.stdout and "overlap_ratio: null" in result.stdout
-    assert "rank 0 gpu0 appears in both" in result.stdout
+    twice = cli("trace", "overlap", a, b)
+    assert twice.exit_code == 2 and "rank 0 appears in 2 files" in twice.stderr
+    assert "a.json" in twice.stderr and "b.json" in twice.stderr
     table = cli("trace", "overlap", a)
     assert "n/a" in table.stdout  # no communication: no overlap ratio
 

@@ -7,9 +7,12 @@ import json
 
 import pytest
 import trace_builder as tb  # tests/trace_builder.py (tests/ is on sys.path via its conftest)
+from hypothesis import given
+from hypothesis import strategies as st
 
 from dsctl.errors import InputError
 from dsctl.trace import overlap_from_bytes
+from dsctl.trace.job import check_job, identity
 from dsctl.trace.parse import parse_trace
 
 
@@ -91,3 +94,33 @@ def test_nan_and_infinite_times_are_skipped() -> None:
     assert data.gpu.size == 1 and data.skipped["bad_ts"] == 2
     assert data.gpu.collective == {0: "allreduce"} and data.launch_start_us.size == 0
     assert data.gpu.start_us.tolist() == [0.0]
+
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats() | st.text(max_size=8),
+                     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner,
+                                                                                 max_size=4), max_leaves=12)
+
+
+@given(info=st.dictionaries(st.sampled_from(["rank", "world_size", "backend", "pg_config", "x"]), _JSON,
+                            max_size=5),
+       base=_JSON, host=_JSON)
+def test_any_distributed_info_gives_an_identity_or_nothing(info, base, host) -> None:
+    doc = tb.trace([tb.compute(5, 10)])
+    doc.update({"distributedInfo": info, "baseTimeNanoseconds": base, "host_name": host})
+    trace = parse(json.dumps(doc).encode())
+    ident = identity(trace)
+    assert ident.rank is None or 0 <= ident.rank < 2**31
+    assert ident.world_size is None or 0 < ident.world_size < 2**31
+    assert all(isinstance(n, str) and isinstance(s, int) for n, s in ident.groups)
+    assert isinstance(trace.host_name, str)
+    check_job([ident])  # one file is always one job
+
+
+def test_pg_config_and_host_name_are_read() -> None:
+    doc = tb.trace([tb.compute(5, 10)], rank=1, world_size=2)
+    doc["distributedInfo"]["pg_config"] = [{"pg_name": "0", "pg_desc": "default_pg", "pg_size": 2,
+                                            "ranks": [0, 1]}, "junk"]
+    doc.update({"host_name": "node0007", "baseTimeNanoseconds": 1790857026000000000})
+    trace = parse(json.dumps(doc).encode())
+    assert trace.pg_config == (("0", 2, (0, 1)),) and trace.host_name == "node0007"
+    assert identity(trace).start_unix_us == pytest.approx(1790857026000000 + 5)

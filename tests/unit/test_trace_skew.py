@@ -55,3 +55,72 @@ def test_needs_two_ranks_with_shared_collectives() -> None:
     with pytest.raises(InputError, match="no collective appears on two"):
         stragglers(parts([tb.trace([tb.nccl(0, 5, collective="AllGather")], rank=0),
                           tb.trace([tb.nccl(0, 5, collective="ReduceScatter")], rank=1)]))
+
+
+def _hosted(events: list[dict[str, object]], rank: int, host: str) -> dict[str, object]:
+    doc = tb.trace(events, rank=rank)
+    doc["host_name"] = host
+    return doc
+
+
+def test_ranks_of_one_host_share_one_clock_and_broadcast_never_aligns() -> None:
+    # hosts a (ranks 0, 1) and b (ranks 2, 3, clock 1000 us ahead); the all-reduce ends together on every rank,
+    # the broadcast ends 700 us earlier on rank 3 (a non-root leaves before the root arrives)
+    docs = []
+    for rank in range(4):
+        shift = 1000.0 if rank >= 2 else 0.0
+        arrive = 10.0 + 5 * rank
+        docs.append(_hosted([tb.nccl(arrive + shift, 100 - arrive),
+                             tb.nccl(200 + shift - (700 if rank == 3 else 0), 50 + (700 if rank == 3 else 0),
+                                     collective="Broadcast")], rank, "ab"[rank // 2]))
+    result = stragglers(parts(docs))
+    offsets = {s.rank: s.clock_offset_us for s in result.stragglers}
+    assert offsets[1] == offsets.get(0, offsets[1]) and offsets[2] == offsets[3]
+    assert offsets[3] - offsets[1] == pytest.approx(1000.0)
+    assert result.num_aligned == 1  # the all-reduce; the broadcast is matched but not used for the clocks
+    reduce = next(c for c in result.collectives if c.label == "AllReduce")
+    assert reduce.skew_us == pytest.approx(15.0) and reduce.last_rank == 3
+    one_host = stragglers(parts([_hosted(d["traceEvents"][1:], r, "a") for r, d in enumerate(docs)]))
+    assert one_host.max_clock_offset_us == 0.0
+
+
+def test_gloo_host_collectives_are_matched_by_order() -> None:
+    docs = []
+    for rank in range(3):
+        late = 40.0 if rank == 1 else 0.0
+        docs.append(tb.trace([tb.cpu_op("aten::mm", 0, 10 + late, tid=1),
+                              tb.cpu_op("c10d::allreduce_", 10 + late, 2, tid=1),
+                              tb.cpu_op("gloo:all_reduce", 12 + late, 100 - late, tid=7, cat="user_annotation"),
+                              tb.cpu_op("gloo:broadcast", 120, 5, tid=7, cat="user_annotation")], rank=rank))
+    result = stragglers(parts(docs), align="none")
+    assert result.stragglers[0].rank == 1 and result.stragglers[0].device == "cpu"
+    top = result.collectives[0]
+    assert (top.label, top.skew_us, top.last_rank) == ("all_reduce", 40.0, 1)
+    assert result.num_matched == 2  # gloo:<op> preferred over the c10d enqueue ops: no double counting
+    assert any("gloo" in n for n in result.notes)
+
+
+def _comms(name: str, pg: str, seq: int) -> dict[str, object]:
+    return {"Collective name": name, "Process Group Name": pg, "Seq": seq, "In msg nelems": 1024,
+            "Out msg nelems": 1024, "dtype": "BFloat16", "Group size": 2}
+
+
+def test_nccl_traces_match_by_group_and_seq_and_align_on_all_reduce_only() -> None:
+    # NCCL: record_param_comms on the host, its args copied onto the kernel; the two ranks issue the broadcast
+    # and the all-reduce of group "0" in different orders, Seq still pairs them; rank 1's clock is 500 us ahead
+    docs = []
+    for rank, shift in ((0, 0.0), (1, 500.0)):
+        events = [tb.cpu_op("record_param_comms", 5 + shift, 1), tb.cpu_op("c10d::allreduce_", 4 + shift, 3)]
+        events[0]["args"] = _comms("allreduce", "0", 7)
+        reduce = tb.nccl(10 + 20 * rank + shift, 50 - 20 * rank, **_comms("allreduce", "0", 7))
+        bcast = tb.nccl(100 + shift - 30 * rank, 10 + 30 * rank, collective="Broadcast",
+                        **_comms("broadcast", "0", 8))
+        events += [bcast, reduce] if rank else [reduce, bcast]
+        docs.append(tb.trace(events, rank=rank))
+    got = parts(docs)
+    assert [p.basis for p in got] == ["gpu kernels", "gpu kernels"]  # kernels, not the host record
+    result = stragglers(got)
+    assert result.num_matched == 2 and result.num_aligned == 1
+    assert result.max_clock_offset_us == pytest.approx(250.0)  # from the all-reduce ends only
+    reduce = next(c for c in result.collectives if c.label.startswith("allreduce"))
+    assert (reduce.index, reduce.skew_us, reduce.last_rank) == (7, pytest.approx(20.0), 1)
