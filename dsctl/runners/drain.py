@@ -20,7 +20,10 @@ def read_states(nodes: Iterable[str]) -> dict[str, NodeState]:
 
 
 def plan_and_drain(wanted: list[tuple[str, str]], fleet_size: int, limit: DrainLimit) -> DrainPlan:
-    """Plan against the nodes' current states and run scontrol for the nodes the plan drains."""
+    """Plan against the nodes' current states and run scontrol for the nodes the plan drains. More nodes wanted
+    than the limit trips the breaker before anything is asked of Slurm."""
+    if len(dict(wanted)) > limit.nodes(fleet_size):
+        return plan_drain(wanted, {}, fleet_size, limit)
     plan = plan_drain(wanted, read_states(n for n, _ in wanted), fleet_size, limit)
     results: dict[str, str | None] = {}
     if not plan.tripped:

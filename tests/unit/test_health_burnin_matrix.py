@@ -70,6 +70,8 @@ MATRIX: list[tuple[str, list[dict[str, Any]], list[tuple[str, str]]]] = [
     ("two cables in one plane", [{"cable": "p0-leaf01:33", "rate": 0.5}, {"cable": "p0-leaf07:60", "rate": 0.5}],
      [("cable", cable("p0-leaf01:33")), ("cable", cable("p0-leaf07:60"))]),
     ("nic and its intra partner", [{"nic": "node0002:mlx5_0", "rate": 0.5}], [("nic", "node0002:mlx5_0")]),
+    ("three nics on one leaf", [{"nic": f"node00{n}:mlx5_0", "rate": 0.5} for n in ("01", "04", "07")],
+     [("nic", f"node00{n}:mlx5_0") for n in ("01", "04", "07")]),
     ("gpu nvlink", [{"gpu": "node0077:gpu5", "rate": 0.5}], [("gpu", "node0077:gpu5")]),
     ("gpu nvlink on node 1", [{"gpu": "node0001:gpu0", "rate": 0.5}], [("gpu", "node0001:gpu0")]),
     ("nic and a cable of another plane on one node",

@@ -109,9 +109,12 @@ def make_round(graph: SimGraph, hops: NextHops, name: str, kind: str, src: np.nd
     return Round(name, kind, src, dst, routes, solve_rates(graph, routes))
 
 
-def leaf_positions(graph: SimGraph) -> dict[int, np.ndarray]:
-    """Cabled NIC endpoints of every leaf (device index) in port order."""
-    cabled = np.flatnonzero(graph.ep_leaf >= 0)
+def leaf_positions(graph: SimGraph, selected: np.ndarray | None = None) -> dict[int, np.ndarray]:
+    """Cabled NIC endpoints of every leaf (device index) in port order (of the ``selected`` bool [N] nodes)."""
+    usable = graph.ep_leaf >= 0
+    if selected is not None:
+        usable &= np.repeat(selected, graph.nics_per_node)
+    cabled = np.flatnonzero(usable)
     order = cabled[np.lexsort((graph.ep_pos[cabled], graph.ep_leaf[cabled]))]
     leaves, starts = np.unique(graph.ep_leaf[order], return_index=True)
     bounds = np.r_[starts, len(order)]
@@ -138,9 +141,11 @@ def _leaf_matching(num: int, r: int) -> list[tuple[int, int]]:
     return [(a, b) for a, b in pairs if a < num and b < num]
 
 
-def design_flows(graph: SimGraph) -> list[tuple[str, str, np.ndarray, np.ndarray]]:
-    """(name, kind, src, dst) of every designed round (all planes at once; planes share no cable)."""
-    by_leaf = leaf_positions(graph)
+def design_flows(graph: SimGraph, selected: np.ndarray | None = None
+                 ) -> list[tuple[str, str, np.ndarray, np.ndarray]]:
+    """(name, kind, src, dst) of every designed round (all planes at once; planes share no cable) over the
+    ``selected`` bool [N] nodes (default all)."""
+    by_leaf = leaf_positions(graph, selected)
     plane_leaves: dict[int, list[int]] = {}
     for leaf in sorted(by_leaf):
         plane_leaves.setdefault(int(graph.device_plane[leaf]), []).append(leaf)
@@ -171,7 +176,8 @@ def design_flows(graph: SimGraph) -> list[tuple[str, str, np.ndarray, np.ndarray
             out.append((f"cross-{r}", "cross", np.concatenate(srcs), np.concatenate(dsts)))
     g = graph.gpus_per_node
     if g >= 2:
-        base = np.arange(graph.num_nodes)[:, None] * g
+        nodes = np.arange(graph.num_nodes) if selected is None else np.flatnonzero(selected)
+        base = nodes[:, None] * g
         even = (base + np.arange(0, g - 1, 2)).ravel()
         out.append(("nvlink", "nvlink", np.r_[even, even + 1], np.r_[even + 1, even]))
     order = ("cross-1", "intra-a", "intra-b", "cross-2", "nvlink")
@@ -195,12 +201,28 @@ def lower_bound(graph: SimGraph) -> int:
     return max(1, worst)
 
 
-def coverage(graph: SimGraph, rounds: list[Round] | tuple[Round, ...]) -> Coverage:
+def wanted_links(graph: SimGraph, selected: np.ndarray | None, nvlink: bool = True) -> np.ndarray:
+    """bool [L]: the links a burn-in over the ``selected`` nodes should drive: every switch-to-switch cable
+    direction, the NIC links and (with ``nvlink``) the NVLink links of the selected nodes."""
+    kinds = (NIC_UP, NIC_DOWN, SW_UP, SW_DOWN, NVL_OUT, NVL_IN) if nvlink else (NIC_UP, NIC_DOWN, SW_UP, SW_DOWN)
+    wanted = np.isin(graph.link_kind, kinds)
+    if selected is not None:
+        node = np.full(graph.num_links, -1, dtype=np.int64)
+        nic = np.isin(graph.link_kind, (NIC_UP, NIC_DOWN))
+        node[nic] = np.where(graph.link_kind[nic] == NIC_UP, graph.link_src[nic], graph.link_dst[nic])
+        nvl = graph.link_gpu >= 0
+        node[nvl] = graph.link_gpu[nvl] // graph.gpus_per_node
+        wanted &= (node < 0) | selected[np.maximum(node, 0)]
+    return wanted
+
+
+def coverage(graph: SimGraph, rounds: list[Round] | tuple[Round, ...], selected: np.ndarray | None = None,
+             nvlink: bool = True) -> Coverage:
     """Which cable directions (and NVLink directions) the rounds drive at line rate, per plane."""
     driven = np.zeros(graph.num_links, dtype=bool)
     for rnd in rounds:
         driven |= driven_links(graph, rnd)
-    wanted = np.isin(graph.link_kind, (NIC_UP, NIC_DOWN, SW_UP, SW_DOWN, NVL_OUT, NVL_IN))
+    wanted = wanted_links(graph, selected, nvlink)
     per_plane = {}
     for plane in sorted(set(graph.link_plane[wanted].tolist())):
         mine = wanted & (graph.link_plane == plane)
@@ -209,10 +231,12 @@ def coverage(graph: SimGraph, rounds: list[Round] | tuple[Round, ...]) -> Covera
     return Coverage(driven, per_plane, tuple(graph.link_name(int(x)) for x in missing[:20]))
 
 
-def design(graph: SimGraph, hops: NextHops) -> Design:
-    """Every designed round, routed and rated, with the covering-round count and the lower bound."""
-    rounds = [make_round(graph, hops, name, kind, s, d) for name, kind, s, d in design_flows(graph)]
-    wanted = np.isin(graph.link_kind, (NIC_UP, NIC_DOWN, SW_UP, SW_DOWN))
+def design(graph: SimGraph, hops: NextHops, selected: np.ndarray | None = None, nvlink: bool = True) -> Design:
+    """Every designed round, routed and rated, with the covering-round count and the lower bound, over the
+    ``selected`` bool [N] nodes (default all; a subset may leave spine cables uncovered: the coverage says)."""
+    rounds = [make_round(graph, hops, name, kind, s, d) for name, kind, s, d in design_flows(graph, selected)
+              if nvlink or kind != "nvlink"]
+    wanted = wanted_links(graph, selected, nvlink=False)
     driven = np.zeros(graph.num_links, dtype=bool)
     covering = len([r for r in rounds if r.kind != "nvlink"])
     for k, rnd in enumerate(r for r in rounds if r.kind != "nvlink"):
@@ -220,4 +244,4 @@ def design(graph: SimGraph, hops: NextHops) -> Design:
         if driven[wanted].all():
             covering = k + 1
             break
-    return Design(tuple(rounds), covering, lower_bound(graph), coverage(graph, rounds))
+    return Design(tuple(rounds), covering, lower_bound(graph), coverage(graph, rounds, selected, nvlink))

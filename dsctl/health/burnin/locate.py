@@ -172,7 +172,9 @@ def locate(graph: SimGraph, rounds: list[Round], verdicts: list[Judgement]
         top = [o for o, v in score.items() if v == best]
         rank = min(_RANK[o.kind] for o in top)
         top = sorted((o for o in top if _RANK[o.kind] == rank), key=lambda o: (o.kind, o.key))
-        covered = set().union(*(explains[o] & todo for o in top))
+        mine = explains[top[0]] & todo
+        top = [o for o in top if explains[o] & todo == mine]  # tied only if they explain the same flows
+        covered = mine
         evidence = tuple(_evidence(graph, flows[i]) for i in sorted(covered))
         findings.append(_finding(graph, top, evidence))
         if len(top) > 1:
