@@ -13,7 +13,6 @@ import typer
 from dsctl.commands._common import read_text_input
 from dsctl.commands.health_fleet import HealthFormat, HealthFormatOpt
 from dsctl.errors import InputError
-from dsctl.health.drain import DEFAULT_MAX_DRAIN
 from dsctl.output.formats import OutputFormat
 
 if TYPE_CHECKING:
@@ -70,9 +69,10 @@ def burn_in(
         "--textfile-dir", help="Also write the Prometheus text to DIR/dsctl_burnin.prom (atomically).")] = None,
     drain: Annotated[bool, typer.Option("--drain", help="Drain the nodes at fault (after the report is "
                                         "written); without it the commands are only printed.")] = False,
-    max_drain: Annotated[str, typer.Option("--max-drain", help="Circuit breaker: drain nothing when more than N "
-                                           "nodes (or P% of the tested nodes) would be drained.")]
-    = DEFAULT_MAX_DRAIN,
+    max_drain: Annotated[str | None, typer.Option(
+        "--max-drain", help="Circuit breaker: drain nothing when more than N "
+                                           "nodes (or P% of the tested nodes) would be drained; default 10%.")]
+    = None,
     partition: Annotated[str | None, typer.Option("--partition", "-p", help="Slurm partition (real runs).")]
     = None,
     backend: Annotated[str, typer.Option("--backend", help="Probe transport: gloo (CPU, TCP) or nccl (GPUs, "
@@ -90,11 +90,11 @@ def burn_in(
     """Drive every planned cable at line rate round by round; slow flows (vs the simulator) localised to one
     cable, NIC or node. Exit 1 when anything was found."""
     from dsctl.health.burnin.api import BurninRequest, run
-    from dsctl.health.drain import parse_max_drain
+    from dsctl.health.drain import DEFAULT_MAX_DRAIN, parse_max_drain
     from dsctl.output.progress import progress
     from dsctl.units import QuantityError, parse_bytes
 
-    limit = parse_max_drain(max_drain)
+    limit = parse_max_drain(max_drain if max_drain is not None else DEFAULT_MAX_DRAIN)
     if backend not in BACKENDS:
         raise InputError(f"--backend {backend!r}: use gloo or nccl")
     if not 1 <= repeats <= 100 or not 0 < timeout <= 86400:

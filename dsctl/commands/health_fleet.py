@@ -15,7 +15,6 @@ import typer
 
 from dsctl.commands._common import show
 from dsctl.errors import InputError
-from dsctl.health.drain import DEFAULT_MAX_DRAIN
 from dsctl.output.formats import OutputFormat
 
 if TYPE_CHECKING:
@@ -148,8 +147,9 @@ def fleet(
                                                   "the tasks.")] = 60.0,
     drain: Annotated[bool, typer.Option("--drain", help="Drain every critical node (scontrol update); without "
                                         "it the commands are only printed.")] = False,
-    max_drain: Annotated[str, typer.Option("--max-drain", help="Circuit breaker: drain nothing when more than N "
-                                           "nodes (or P% of them) would be drained.")] = DEFAULT_MAX_DRAIN,
+    max_drain: Annotated[str | None, typer.Option(
+        "--max-drain", help="Circuit breaker: drain nothing when more than N "
+                                           "nodes (or P% of them) would be drained; default 10%.")] = None,
     from_record: Annotated[str | None, typer.Option("--from-record", help="Each node replays a record; {node} "
                                                     "becomes its Slurm name (records/{node}.yaml).")] = None,
     node: Annotated[str | None, typer.Option("--node", help="Node profile with the expected counts.")] = None,
@@ -164,13 +164,13 @@ def fleet(
     """Run dsctl health check on every node through srun; one verdict, the nodes to drain; exit 1 when a node is
     critical or unreachable."""
     from dsctl.health import api
-    from dsctl.health.drain import parse_max_drain
+    from dsctl.health.drain import DEFAULT_MAX_DRAIN, parse_max_drain
     from dsctl.health.fleet import NodeInput, aggregate, with_drain_results
     from dsctl.output import health_fleet as _renderer  # noqa: F401  (registers the table view)
     from dsctl.runners.drain import plan_and_drain
     from dsctl.runners.fleet import FIXED_SRUN_OPTIONS, expand_hostlist, run_on_nodes
 
-    limit = parse_max_drain(max_drain)
+    limit = parse_max_drain(max_drain if max_drain is not None else DEFAULT_MAX_DRAIN)
 
     if only is not None:
         api.parse_only(only)
