@@ -147,3 +147,15 @@ def test_one_fault_at_2048_nodes_within_the_round_budget() -> None:
         result = rehearse({"noise": 0.03, "faults": [fault]}, "mpft", 2048, plan)
         assert [(f.kind, f.subject) for f in result.findings] == [want]
         assert result.rounds_run <= plan.covering_rounds + math.ceil(math.log2(2048)) + 2
+
+
+def test_a_flow_between_slow_and_fine_proves_nothing() -> None:
+    import numpy as np
+
+    expected = np.full(8, 1.0)
+    ones = np.ones(8, dtype=bool)
+    # CPU-bound gloo: every flow far below the plan's rate, one 9 scaled MADs below, one 2.5 (neither)
+    med = np.array([0.50, 0.52, 0.48, 0.51, 0.49, 0.50, 0.30, 0.44])
+    verdict = judge(expected, Measured(med, med, ones))
+    assert verdict.slow.tolist() == [False] * 6 + [True, False]
+    assert verdict.good.tolist() == [True] * 6 + [False, False]

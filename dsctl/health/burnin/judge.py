@@ -7,7 +7,8 @@ median and median absolute deviation of ``r`` over the round and ``s = max(1.482
 
 - slow  : ``r_f < fraction`` and ``(med - r_f) / s > k``
 - flaky : not slow, but the same test holds for ``m_f / E_f`` (slow in some repeats only: a flapping link)
-- good  : neither; a good flow proves every link on its path can carry its expected rate.
+- good  : neither, and clearly fine: ``r_f >= fraction`` or at most ``k / 2`` scaled MADs below ``med``; a good
+  flow proves every link on its path. A flow in between (not slow, not clearly fine) proves nothing.
 
 No per-SKU constants: the only numbers are ``fraction`` (default 0.9) and ``k`` (default 4).
 """
@@ -70,9 +71,12 @@ def judge(expected_gbps: np.ndarray, measured: Measured, fraction: float = DEFAU
         med, scale, med_min, scale_min = reference
     else:
         (med, scale), (med_min, scale_min) = robust(ratio), robust(ratio_min)
-    slow = (ratio < fraction) & ((med - ratio) / scale > mad_k)
+    depth = (med - ratio) / scale
+    slow = (ratio < fraction) & (depth > mad_k)
     flaky = ~slow & (ratio_min < fraction) & ((med_min - ratio_min) / scale_min > mad_k)
-    return Judgement(ratio, ratio_min, slow, flaky, ~slow & ~flaky, med, scale)
+    # a flow proves its links only when clearly fine: at the fraction, or at most k/2 MADs below the median
+    good = ~slow & ~flaky & ((ratio >= fraction) | (depth <= mad_k / 2))
+    return Judgement(ratio, ratio_min, slow, flaky, good, med, scale)
 
 
 def statistics(judgements: list[Judgement]) -> tuple[float, float, float, float]:
