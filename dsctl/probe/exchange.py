@@ -38,10 +38,16 @@ def exchange(spec: dict[str, Any], rank: int, master: str) -> dict[str, Any]:
     send = torch.ones(count, dtype=torch.float32, device=device)
     recv = torch.empty(count, dtype=torch.float32, device=device)
     peer = partner.get(rank)
+    ping = torch.ones(1, dtype=torch.float32, device=device)
+    pong = torch.empty(1, dtype=torch.float32, device=device)
     times = []
     try:
         for rep in range(spec["repeats"] + 1):  # the first exchange is a warm-up (connections, buffers)
             dist.barrier()
+            if peer is not None:
+                # the pair starts together: a partner that left the barrier early (its release reached us late,
+                # queued behind its data on a slow link) may not start its transfer before we are ready to time it
+                _handshake(dist, ping, pong, peer)
             start = time.perf_counter()
             if peer is not None:
                 if backend == "nccl":
@@ -64,6 +70,19 @@ def exchange(spec: dict[str, Any], rank: int, master: str) -> dict[str, Any]:
     finally:
         dist.destroy_process_group()
     return {"rank": rank, "peer": peer, "times_s": times}
+
+
+def _handshake(dist: Any, ping: Any, pong: Any, peer: int) -> None:
+    """Exchange one float with the partner and wait for both: the pair's clocks start within one latency."""
+    if dist.get_backend() == "nccl":
+        for req in dist.batch_isend_irecv([dist.P2POp(dist.isend, ping, peer), dist.P2POp(dist.irecv, pong, peer)]):
+            req.wait()
+        return
+    sent = dist.isend(ping, peer)
+    got = dist.irecv(pong, peer)
+    for req in (got, sent):
+        if req is not None:
+            req.wait()
 
 
 def _child(spec: dict[str, Any], rank: int, master: str, queue: Any) -> None:
