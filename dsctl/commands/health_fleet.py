@@ -114,7 +114,8 @@ def slurm_check_interval(interval: float | None) -> float:
 def drain_self(report: HealthReport) -> None:
     """NHC's convention: a CRIT finding drains this node with dsctl's reason; a healthy node is left alone, and a
     node already drained for another reason (an operator's) keeps that reason."""
-    from dsctl.health.fleet import REASON_PREFIX, drain_reason
+    from dsctl.health.drain import is_ours
+    from dsctl.health.fleet import drain_reason
     from dsctl.output import stderr_console
     from dsctl.runners.fleet import drain_node, node_drain_state
 
@@ -122,8 +123,9 @@ def drain_self(report: HealthReport) -> None:
         return
     name = node_name()
     drained, reason = node_drain_state(name)
-    if drained and not reason.startswith(REASON_PREFIX):
-        stderr_console().print(f"{name} is already drained ({reason}); not changing it", markup=False)
+    if reason and reason not in ("none", "(null)") and not is_ours(reason):
+        state = "already drained" if drained else "carrying another reason"
+        stderr_console().print(f"{name} is {state} ({reason}); not changing it", markup=False)
         return
     why = drain_reason({"check": f.check, "severity": f.severity.value, "subject": f.subject, "message": f.message}
                        for f in report.findings)
@@ -145,6 +147,9 @@ def fleet(
                                                   "the tasks.")] = 60.0,
     drain: Annotated[bool, typer.Option("--drain", help="Drain every critical node (scontrol update); without "
                                         "it the commands are only printed.")] = False,
+    max_drain: Annotated[str | None, typer.Option(
+        "--max-drain", help="Circuit breaker: drain nothing when more than N "
+                                           "nodes (or P% of them) would be drained; default 10%.")] = None,
     from_record: Annotated[str | None, typer.Option("--from-record", help="Each node replays a record; {node} "
                                                     "becomes its Slurm name (records/{node}.yaml).")] = None,
     node: Annotated[str | None, typer.Option("--node-profile", help="Node profile with the expected counts.")] = None,
@@ -159,10 +164,14 @@ def fleet(
     """Run dsctl health check on every node through srun; one verdict, the nodes to drain; exit 1 when a node is
     critical or unreachable."""
     from dsctl.health import api
+    from dsctl.health.drain import DEFAULT_MAX_DRAIN, parse_max_drain
     from dsctl.health.fleet import NodeInput, aggregate, digest, with_drain_results
     from dsctl.launch.engines.slurm_options import reserved_prefix
     from dsctl.output import health_fleet as _renderer  # noqa: F401  (registers the table view)
-    from dsctl.runners.fleet import FIXED_SRUN_OPTIONS, drain_node, expand_hostlist, run_on_nodes
+    from dsctl.runners.drain import plan_and_drain
+    from dsctl.runners.fleet import FIXED_SRUN_OPTIONS, expand_hostlist, run_on_nodes
+
+    limit = parse_max_drain(max_drain if max_drain is not None else DEFAULT_MAX_DRAIN)
 
     if only is not None:
         api.parse_only(only)
@@ -191,8 +200,17 @@ def fleet(
                        ok_exit_codes=(0, 1), job_name="dsctl-health", extra_srun_args=extra, digest=digest)
     items = [NodeInput(a.node, a.document, a.reason) for a in run.answers]
     report = aggregate(items, timeout_s=timeout, wall_s=run.wall_s)
-    if drain:
-        report = with_drain_results(report, {d.node: drain_node(d.node, d.reason) for d in report.drain})
+    if drain and report.drain:
+        if textfile_dir is not None:  # the report is on disk before any node is drained
+            write_textfile(textfile_dir, prometheus_text(report))
+            textfile_dir = None
+        try:
+            plan = plan_and_drain([(d.node, d.reason) for d in report.drain], len(names), limit)
+            results = {s.node: (None if s.done else s.error) for s in plan.steps if s.done is not None}
+            report = with_drain_results(report, results, plan.message)
+        finally:  # printed whatever the drain did
+            emit_health(report, fmt, "health fleet", textfile_dir)
+        return
     emit_health(report, fmt, "health fleet", textfile_dir)
 
 

@@ -12,12 +12,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from dsctl.health.drain import MAX_REASON_CHARS, REASON_PREFIX, one_line, reason  # noqa: F401  (re-exported)
+
 STATUSES = ("healthy", "warn", "crit", "unreachable")
 #: severities listed in the fleet's findings table (INFO/SKIP/OK stay in the per-node reports)
 LISTED = ("CRIT", "WARN")
-#: Slurm keeps the reason as given; a short one reads in ``sinfo -R`` and fits every version's limits
-MAX_REASON_CHARS = 120
-REASON_PREFIX = "dsctl"
 
 
 @dataclass(frozen=True)
@@ -53,7 +52,7 @@ class NodeVerdict:
 
 @dataclass(frozen=True)
 class DrainAction:
-    """A node to drain and the one-line reason (``dsctl G6 crit gpu3 1 NVLink(s) down (inactive: 7)``)."""
+    """A node to drain and the one-line reason (``dsctl:G6 crit gpu3 1 NVLink(s) down (inactive: 7)``)."""
 
     node: str
     reason: str
@@ -78,6 +77,8 @@ class FleetReport:
     timeout_s: float = 0.0
     wall_s: float = 0.0
     exit_code: int = field(default=0, metadata={"output": False})
+    #: what the drain did or why it did nothing (circuit breaker, reasons set by others); "" without --drain
+    drain_note: str = ""
 
     def to_data(self) -> dict[str, Any]:
         return {
@@ -91,29 +92,19 @@ class FleetReport:
             "drain": [{"node": d.node, "reason": d.reason, "command": list(d.argv), "done": d.done,
                        **({"error": d.error} if d.error else {})} for d in self.drain],
             "drained": self.drained,
+            "drain_note": self.drain_note,
         }
 
 
-def one_line(text: str) -> str:
-    """Printable ASCII-safe single line: control characters and quotes become spaces, runs of spaces one."""
-    cleaned = "".join(c if c.isprintable() and c not in "\"'`\\" else " " for c in text)
-    return " ".join(cleaned.split())
-
-
 def drain_reason(findings: Iterable[Mapping[str, Any]]) -> str:
-    """``dsctl G6 crit gpu3 1 NVLink(s) down (inactive: 7)``: the first CRIT finding, ``(+N more)`` for the rest,
-    cut to ``MAX_REASON_CHARS``."""
+    """``dsctl:G6 crit gpu3 1 NVLink(s) down (inactive: 7)``: the first CRIT finding, ``(+N more)`` for the rest,
+    cut to ``MAX_REASON_CHARS`` (:func:`dsctl.health.drain.reason`)."""
     crit = [f for f in findings if f.get("severity") == "CRIT"]
     if not crit:
         return ""
     first = crit[0]
-    more = f" (+{len(crit) - 1} more)" if len(crit) > 1 else ""
-    text = one_line(f"{REASON_PREFIX} {first.get('check', '?')} crit {first.get('subject', '')} "
-                    f"{first.get('message', '')}")
-    room = MAX_REASON_CHARS - len(more)
-    if len(text) > room:
-        text = text[:room - 3].rstrip() + "..."
-    return text + more
+    return reason(str(first.get("check", "?")), f"crit {first.get('subject', '')} {first.get('message', '')}",
+                  len(crit) - 1)
 
 
 def report_problem(report: Mapping[str, Any]) -> str:
@@ -179,9 +170,11 @@ def aggregate(items: Iterable[NodeInput], *, timeout_s: float = 0.0, wall_s: flo
                        1 if failed else 0)
 
 
-def with_drain_results(report: FleetReport, results: Mapping[str, str | None]) -> FleetReport:
-    """The report after ``scontrol update`` ran: ``results`` maps node -> error text (``None`` = drained)."""
-    done = tuple(DrainAction(d.node, d.reason, results.get(d.node) is None, results.get(d.node) or "")
+def with_drain_results(report: FleetReport, results: Mapping[str, str | None], note: str = "") -> FleetReport:
+    """The report after the drain: ``results`` maps node -> error text (``None`` = drained); a node missing from
+    ``results`` was not drained (breaker or a foreign reason: ``note`` says which)."""
+    done = tuple(DrainAction(d.node, d.reason, results[d.node] is None, results[d.node] or "")
+                 if d.node in results else DrainAction(d.node, d.reason, False, "not drained: " + (note or "held"))
                  for d in report.drain)
-    return replace(report, drain=done, drained=True)
+    return replace(report, drain=done, drained=True, drain_note=note)
 

@@ -32,6 +32,8 @@ def _fleet(report: FleetReport) -> Iterable[RenderableType]:
             table.add_row(Text(f.node), Text(sev, style=STYLE.get(f.severity, "bold magenta")), Text(f.check),
                           Text(f.subject), Text(f.message))
         yield table
+    if report.drain_note:
+        yield Text(f"drain: {report.drain_note}", style="bold")
     if report.drain:
         if report.drained:
             yield Text("drained:", style="bold")

@@ -32,6 +32,13 @@ HELP = {
     "nvlink_errors_total": "NVLink DL error counters at the second sample, summed over the GPU's links.",
     "fleet_nodes": "Nodes of the last fleet run by status.",
     "fleet_run_duration_seconds": "Wall time of the last fleet run.",
+    "burnin_last_run_timestamp_seconds": "Unix time the burn-in finished.",
+    "burnin_rounds": "Rounds the last burn-in ran (design and follow-up rounds).",
+    "burnin_coverage_ratio": "Fraction of planned cable directions the burn-in drove at line rate.",
+    "burnin_findings": "Faults the last burn-in localised.",
+    "burnin_nic_send_bytes_per_second": "Median over the burn-in rounds of the bandwidth the NIC sent at.",
+    "burnin_nic_receive_bytes_per_second": "Median over the burn-in rounds of the bandwidth the NIC received at.",
+    "burnin_finding_ratio": "Measured / expected bandwidth of a burn-in finding (one series per finding).",
 }
 
 

@@ -220,3 +220,42 @@ def compress_hostlist(names: Iterable[str]) -> str:
         else:
             parts.append(f"{prefix}[{','.join(ranges)}]")
     return ",".join(parts)
+
+
+_BRACKETS = re.compile(r"([^\[\],]*)\[([^\]]*)\]([^\[\],]*)|([^\[\],]+)")
+#: most names one expression may expand to without Slurm (the Slurm path has its own limit)
+MAX_EXPANDED = 100_000
+
+
+def expand_hostlist_local(expression: str, option: str = "--nodelist") -> list[str]:
+    """The names of a simple Slurm hostlist without scontrol (the inverse of :func:`compress_hostlist`):
+    comma-separated names and ``prefix[a-b,c]suffix`` groups (one bracket per group; zero padding kept)."""
+    text = expression.strip()
+    out: list[str] = []
+    pos = 0
+    while pos < len(text):
+        match = _BRACKETS.match(text, pos)
+        if not match or match.end() == pos:
+            raise InputError(f"{option} {expression!r}: not a hostlist", hint="use names and ranges such as "
+                             "node[0001-0016] or gpu01,gpu02")
+        if match.group(4) is not None:
+            out.append(match.group(4))
+        else:
+            prefix, body, suffix = match.group(1), match.group(2), match.group(3)
+            for part in body.split(","):
+                low, _, high = part.partition("-")
+                if not low.isdigit() or (high and not high.isdigit()) or (high and int(high) < int(low)):
+                    raise InputError(f"{option} {expression!r}: bad range {part!r} in brackets")
+                width = len(low)
+                end = int(high) if high else int(low)
+                if len(out) + end - int(low) >= MAX_EXPANDED:
+                    raise InputError(f"{option} {expression!r}: more than {MAX_EXPANDED:,} names")
+                out.extend(f"{prefix}{n:0{width}d}{suffix}" for n in range(int(low), end + 1))
+        pos = match.end()
+        if pos < len(text):
+            if text[pos] != ",":
+                raise InputError(f"{option} {expression!r}: expected ',' at character {pos + 1}")
+            pos += 1
+    if not out:
+        raise InputError(f"{option}: empty hostlist")
+    return list(dict.fromkeys(out))

@@ -123,7 +123,7 @@ def test_fleet_names_exactly_the_faulty_nodes_and_drains_the_critical_ones(cli: 
     assert set(drained) == crit_nodes, drained
     for node in crit_nodes:
         check, _, subject = specials[node][1]  # type: ignore[misc]
-        assert drained[node].startswith(f"dsctl {check} crit {subject} "), drained[node]
+        assert drained[node].startswith(f"dsctl:{check} crit {subject} "), drained[node]
     print(f"\nfleet over {num} emulated nodes: {data['wall_s']:.1f} s (per-node timeout {data['timeout_s']:g} s)")
 
     families = {f.name: f for f in text_string_to_metric_families((textfiles / "dsctl_health.prom").read_text())}

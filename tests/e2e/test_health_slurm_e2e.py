@@ -75,7 +75,7 @@ def test_health_check_program_drains_the_critical_node_only(slurm_cluster: int, 
         runs = ended(log)
         state, reason = node_line("n2")
         assert state == "drained", (state, reason, runs)
-        assert reason.startswith("dsctl G6 crit gpu3 1 NVLink(s) down"), reason
+        assert reason.startswith("dsctl:G6 crit gpu3 1 NVLink(s) down"), reason
         assert node_line("n3")[0] == "idle" and node_line("n4")[0] == "idle"
         by_node = {line.split()[0]: line for line in runs}
         assert {n: by_node[n].split()[1] for n in NODES} == {"n2": "rc=1", "n3": "rc=0", "n4": "rc=0"}

@@ -40,7 +40,7 @@ def test_statuses_summary_and_exit_code() -> None:
         ("n1", "healthy", 0, 0), ("n2", "crit", 1, 1), ("n3", "warn", 0, 1), ("n4", "unreachable", 0, 0)]
     assert [(f.node, f.check, f.severity) for f in got.findings] == [
         ("n2", "G6", "CRIT"), ("n2", "G16", "WARN"), ("n3", "G12", "WARN"), ("n4", "-", "UNREACHABLE")]
-    assert [(d.node, d.reason) for d in got.drain] == [("n2", "dsctl G6 crit gpu3 1 NVLink(s) down (inactive: 7)")]
+    assert [(d.node, d.reason) for d in got.drain] == [("n2", "dsctl:G6 crit gpu3 1 NVLink(s) down (inactive: 7)")]
     assert got.exit_code == 1
     assert aggregate(items[:1] + items[2:3]).exit_code == 0  # WARN alone passes
 
@@ -53,7 +53,7 @@ def test_a_document_that_is_not_a_health_report_is_unreachable() -> None:
 
 def test_drain_reason_is_one_bounded_line() -> None:
     many = [finding("G9", "CRIT", f"gpu{i}", "fabric not started: CUDA fails with 802") for i in range(8)]
-    assert drain_reason(many) == "dsctl G9 crit gpu0 fabric not started: CUDA fails with 802 (+7 more)"
+    assert drain_reason(many) == "dsctl:G9 crit gpu0 fabric not started: CUDA fails with 802 (+7 more)"
     long = drain_reason([finding("R2", "CRIT", "mlx5_0/1", 'x"\n' * 200)])
     assert len(long) <= MAX_REASON_CHARS and long.endswith("...") and "\n" not in long and '"' not in long
     assert drain_reason([finding("G1", "WARN")]) == ""
@@ -71,7 +71,7 @@ def test_drain_results_mark_each_node() -> None:
     done = with_drain_results(base, {"n1": None, "n2": "Invalid node name specified"})
     assert done.drained and [(d.node, d.done, d.error) for d in done.drain] == [
         ("n1", True, ""), ("n2", False, "Invalid node name specified")]
-    assert done.drain[0].argv == ("scontrol", "update", "NodeName=n1", "State=DRAIN", "Reason=dsctl G3 crit gpu0 m")
+    assert done.drain[0].argv == ("scontrol", "update", "NodeName=n1", "State=DRAIN", "Reason=dsctl:G3 crit gpu0 m")
 
 
 def test_findings_keep_node_order_within_a_severity() -> None:
@@ -90,5 +90,5 @@ def test_table_view_lists_problems_and_drain_commands(capsys: pytest.CaptureFixt
     assert emit(aggregate(items, timeout_s=30, wall_s=4.2), OutputFormat.table, "health fleet") == 1
     out = capsys.readouterr().out
     assert "fleet of 3 nodes: 1 healthy, 0 warn, 1 crit, 1 unreachable (per-node timeout 30 s, run 4.2 s)" in out
-    assert "scontrol update NodeName=n2 State=DRAIN 'Reason=dsctl G6 crit gpu3 link 7 down'" in out
+    assert "scontrol update NodeName=n2 State=DRAIN 'Reason=dsctl:G6 crit gpu3 link 7 down'" in out
     assert "no answer within 30 s" in out and "FAIL: 1 crit, 1 unreachable" in out

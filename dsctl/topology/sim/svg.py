@@ -25,8 +25,14 @@ def colour(util: float) -> str:
     return f"#{red:02x}{green:02x}30"
 
 
-def plane_svg(graph: SimGraph, util: np.ndarray, dead: np.ndarray, plane: int, title: str) -> str:
-    """A self-contained SVG document of ``plane`` (util float [L], dead bool [L])."""
+LEGEND = ("cable colour = utilisation (green 0%, yellow 50%, red 100%), dashed = failed; leaf fill = its busiest "
+          "NIC link")
+
+
+def plane_svg(graph: SimGraph, util: np.ndarray, dead: np.ndarray, plane: int, title: str,
+              legend: str = LEGEND, label: str = "") -> str:
+    """A self-contained SVG document of ``plane`` (util float [L] in 0..1 picks each colour, dead bool [L]);
+    ``legend`` explains the colours; ``label`` formats the cable tooltip (``{u}`` = util, ``{r}`` = 1 - util)."""
     tier = np.array(graph.device_tier)
     rows = [np.flatnonzero((tier == t) & (graph.device_plane == plane)) for t in _TIERS]
     rows = [r for r in rows if len(r)]
@@ -45,8 +51,7 @@ def plane_svg(graph: SimGraph, util: np.ndarray, dead: np.ndarray, plane: int, t
            f'<title>{escape(graph.kind)} plane {plane}: {escape(title)}</title>',
            '<rect width="100%" height="100%" fill="white"/>',
            f'<text x="20" y="20" font-size="13">{escape(graph.kind)} plane {plane}: {escape(title)}</text>',
-           '<text x="20" y="36">cable colour = utilisation (green 0%, yellow 50%, red 100%), dashed = failed; '
-           'leaf fill = its busiest NIC link</text>']
+           f'<text x="20" y="36">{escape(legend)}</text>']
     for c in up.tolist():
         a, b = int(graph.link_src[c]), int(graph.link_dst[c])
         u = max(float(util[c]), float(util[c + num_cables]))
@@ -55,7 +60,7 @@ def plane_svg(graph: SimGraph, util: np.ndarray, dead: np.ndarray, plane: int, t
                  f'stroke="{colour(u)}" stroke-width="1.5"')
         name = escape(graph.link_name(c).replace(" -> ", " <-> "))
         out.append(f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" {style}>'
-                   f'<title>{name}: {u:.0%}</title></line>')
+                   f'<title>{name}: {label.format(u=u, r=1 - u) if label else f"{u:.0%}"}</title></line>')
     nic = (graph.link_kind == NIC_UP) | (graph.link_kind == NIC_DOWN)
     leaf_util = np.zeros(len(graph.device_names))
     ends = np.where(graph.link_kind == NIC_UP, graph.link_dst, graph.link_src)

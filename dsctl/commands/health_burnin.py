@@ -1,0 +1,173 @@
+"""dsctl health burn-in: drive every planned link at line rate, judge against the simulator, name the bad cable,
+NIC or node; rehearse on a simulated fabric with --fabric-model (docs/burn-in.md)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from dsctl.commands._common import read_text_input
+from dsctl.commands.health_fleet import HealthFormat, HealthFormatOpt
+from dsctl.errors import InputError
+from dsctl.output.formats import OutputFormat
+
+if TYPE_CHECKING:
+    from dsctl.health.burnin.api import BurninResult
+    from dsctl.health.drain import DrainLimit
+
+BACKENDS = ("gloo", "nccl")
+
+
+def plan_text_of(plan: Path) -> tuple[str, str]:
+    """(plan.json text, its name) of PLAN_DIR or a plan.json path."""
+    plan_file = plan / "plan.json" if plan.is_dir() else plan
+    if plan.is_dir() and not plan_file.exists():
+        raise InputError(f"PLAN {plan} has no plan.json", hint="write one with 'dsctl topology plan --out DIR'")
+    return read_text_input(plan_file, "PLAN"), str(plan_file)
+
+
+def node_names(nodelist: str | None) -> tuple[str, ...]:
+    """``-w/--nodelist``: Slurm's expansion where scontrol exists, else the simple local one."""
+    if nodelist is None:
+        return ()
+    import shutil
+
+    if shutil.which("scontrol"):
+        from dsctl.runners.fleet import expand_hostlist
+
+        return tuple(expand_hostlist(nodelist, option="--nodelist"))
+    from dsctl.topology.naming import expand_hostlist_local
+
+    return tuple(expand_hostlist_local(nodelist))
+
+
+def fabric_document(path: Path) -> object:
+    from dsctl.profiles.textyaml import load_yaml
+
+    return load_yaml(read_text_input(path, "--fabric-model"), f"--fabric-model {path}")
+
+
+def burn_in(
+    plan: Annotated[Path, typer.Argument(help="Folder written by 'topology plan --out' (or its plan.json).")],
+    fabric_model: Annotated[Path | None, typer.Option(
+        "--fabric-model", help="Rehearse on a simulated fabric with the faults this YAML/JSON file injects "
+        "(no Slurm, no hardware).")] = None,
+    nodelist: Annotated[str | None, typer.Option("--nodelist", "-w", help="Slurm hostlist of the nodes to test "
+                                                 "(default: every node of the plan).")] = None,
+    fraction: Annotated[float, typer.Option("--fraction", help="Slow = below this fraction of the simulated "
+                                            "expectation (and a MAD outlier of its round).")] = 0.9,
+    mad_k: Annotated[float, typer.Option("--mad-k", help="Slow = more than this many MADs below the round's "
+                                         "median (and below --fraction).")] = 4.0,
+    no_nvlink: Annotated[bool, typer.Option("--no-nvlink", help="Skip the intra-node NVLink round.")] = False,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write burnin.json, dsctl_burnin.prom and one "
+                                             "SVG per plane here.")] = None,
+    textfile_dir: Annotated[Path | None, typer.Option(
+        "--textfile-dir", help="Also write the Prometheus text to DIR/dsctl_burnin.prom (atomically).")] = None,
+    drain: Annotated[bool, typer.Option("--drain", help="Drain the nodes at fault (after the report is "
+                                        "written); without it the commands are only printed.")] = False,
+    max_drain: Annotated[str | None, typer.Option(
+        "--max-drain", help="Circuit breaker: drain nothing when more than N "
+                                           "nodes (or P% of the tested nodes) would be drained; default 10%.")]
+    = None,
+    partition: Annotated[str | None, typer.Option("--partition", "-p", help="Slurm partition (real runs).")]
+    = None,
+    backend: Annotated[str, typer.Option("--backend", help="Probe transport: gloo (CPU, TCP) or nccl (GPUs, "
+                                         "NCCL_IB_HCA pinned to the plane's NIC).")] = "nccl",
+    size: Annotated[str, typer.Option("--size", help="Bytes each pair exchanges per repeat (real runs).")]
+    = "256MiB",
+    repeats: Annotated[int, typer.Option("--repeats", help="Exchanges per pair per round (real runs).")] = 5,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds one round may take (real runs).")] = 300.0,
+    python: Annotated[str, typer.Option("--python", help="Python on the nodes with dsctl and torch importable "
+                                        "(real runs).")] = "python3",
+    node_profile_name: Annotated[str | None, typer.Option(
+        "--node-profile", help="Node profile for the NVLink rate (default: the plan's).")] = None,
+    fmt: HealthFormatOpt = HealthFormat.table,
+) -> None:
+    """Drive every planned cable at line rate round by round; slow flows (vs the simulator) localised to one
+    cable, NIC or node. Exit 1 when anything was found."""
+    from dsctl.health.burnin.api import BurninRequest, run
+    from dsctl.health.drain import DEFAULT_MAX_DRAIN, parse_max_drain
+    from dsctl.output.progress import progress
+    from dsctl.units import QuantityError, parse_bytes
+
+    limit = parse_max_drain(max_drain if max_drain is not None else DEFAULT_MAX_DRAIN)
+    if backend not in BACKENDS:
+        raise InputError(f"--backend {backend!r}: use gloo or nccl")
+    if not 1 <= repeats <= 100 or not 0 < timeout <= 86400:
+        raise InputError("--repeats must be 1..100 and --timeout seconds in (0, 86400]")
+    try:
+        size_bytes = int(parse_bytes(size))
+    except QuantityError as exc:
+        raise InputError(f"--size: {exc}") from None
+    if out is not None and out.exists() and not out.is_dir():
+        raise InputError(f"--out {out}: exists and is not a folder")
+    if textfile_dir is not None and not textfile_dir.is_dir():
+        raise InputError(f"--textfile-dir {textfile_dir}: not a folder")
+    text, source = plan_text_of(plan)
+    from dsctl.commands._common import profile_store
+    from dsctl.topology.sim import plan_facts
+
+    profile_name, _ = plan_facts(text, source)
+    node_profile = profile_store().node(node_profile_name or profile_name or "h800-hgx")
+    # gloo runs on CPUs: there is no NVLink round to run
+    nvlink = not no_nvlink and (fabric_model is not None or backend == "nccl")
+    request = BurninRequest(node_names(nodelist), fraction, mad_k, nvlink,
+                            fabric_document(fabric_model) if fabric_model is not None else None,
+                            f"--fabric-model {fabric_model}", node_profile.nvlink_bytes_per_s / 2 / 1e9,
+                            svg=out is not None)
+    factory = None
+    if fabric_model is None:
+        from dsctl.runners.burnin import ProbeOptions, slurm_measure
+
+        options = ProbeOptions(backend, size_bytes, repeats, timeout, partition, python)
+        factory = slurm_measure(options)
+    view = OutputFormat(fmt.value) if fmt is not HealthFormat.prometheus else OutputFormat.json
+    with progress("burn-in", view) as report:
+        result = run(text, source, request, factory,
+                     on_round=lambda done, total, name: report(done, total, f"round {done + 1}/{total}: {name}"
+                                                               if name != "done" else "done"))
+    finish(result, fmt, out, textfile_dir, drain, limit)
+
+
+def finish(result: BurninResult, fmt: HealthFormat, out: Path | None, textfile_dir: Path | None, drain: bool,
+           limit: DrainLimit) -> None:
+    """Write the report, then drain (if asked), then print whatever the drain did."""
+    from dataclasses import replace
+
+    from dsctl.commands._common import show
+    from dsctl.health.drain import plan_drain
+    from dsctl.output import health_burnin as view
+    from dsctl.output.emit import envelope, render_json
+    from dsctl.output.files import atomic_write, write_files
+
+    prom = view.prometheus_text(result, time.time())
+    wanted = result.drain_wanted()
+    fleet = len(result.selected) or result.num_nodes
+    if wanted:  # the plan (breaker, commands) is part of the report even without --drain
+        result = replace(result, drain=plan_drain(wanted, {}, fleet, limit))
+    if out is not None:
+        write_files(out, view.out_files(result, render_json(envelope(result, "health burn-in", result.exit_code)),
+                                        prom))
+    if textfile_dir is not None:
+        atomic_write(textfile_dir / view.TEXTFILE_NAME, prom, option="--textfile-dir")
+    try:
+        if drain and wanted:
+            from dsctl.runners.drain import plan_and_drain
+
+            result = replace(result, drain=plan_and_drain(wanted, fleet, limit))
+    finally:
+        if fmt is HealthFormat.prometheus:
+            sys.stdout.write(prom)
+            sys.stdout.flush()
+            if result.exit_code:
+                raise typer.Exit(result.exit_code)
+        else:
+            show(result, OutputFormat(fmt.value), "health burn-in")
+
+
+def add_commands(app: typer.Typer) -> None:
+    app.command("burn-in")(burn_in)

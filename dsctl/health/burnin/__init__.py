@@ -1,0 +1,6 @@
+"""``dsctl health burn-in``: rounds designed from plan.json, judged against the simulator, faults localised.
+
+Modules: ``design`` (rounds, coverage, lower bound), ``judge`` (slow flows: below a fraction of the simulated
+expectation and a median/MAD outlier), ``locate`` (suspects, proven-good links, findings, follow-up rounds),
+``fabric`` (a simulated fabric with injected faults for rehearsals), ``api`` (the whole run). See docs/burn-in.md.
+"""
