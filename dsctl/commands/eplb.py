@@ -127,7 +127,8 @@ def rebalance_cmd(
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Plan expert replicas and their GPUs from routing statistics; report balancedness before/after."""
-    from dsctl.eplb.export import read_placement, sglang_expert_location, sglang_server_args
+    from dsctl.eplb.placement_file import read_placement
+    from dsctl.eplb.result import sglang_expert_location, sglang_server_args
     from dsctl.eplb.rebalance import expert_size_bytes, rebalance
     from dsctl.eplb.stats import sum_stats
     from dsctl.output.emit import envelope, render_json, stderr_console
@@ -184,7 +185,7 @@ def simulate_cmd(
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Per-GPU loads and balancedness an existing placement yields on (other) statistics."""
-    from dsctl.eplb.export import read_placement
+    from dsctl.eplb.placement_file import read_placement
     from dsctl.eplb.simulate import simulate
     from dsctl.eplb.stats import sum_stats
 

@@ -14,7 +14,8 @@ import numpy as np
 
 from dsctl.eplb.balanced import rebalance_balanced
 from dsctl.eplb.checks import Layout, check_layout, check_weight
-from dsctl.eplb.export import LoadedPlacement, MigrationSummary, RebalanceResult, placement_warnings
+from dsctl.eplb.placement_file import LoadedPlacement, placement_warnings
+from dsctl.eplb.result import MigrationSummary, RebalanceResult
 from dsctl.eplb.metrics import placement_metrics
 from dsctl.eplb.migration import rebalance_with_previous
 from dsctl.eplb.placement import Placement

@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from dsctl.eplb.balanced_search import Batch, recount_search, repair_duplicates, spread_duplicates, swap_refine
+from dsctl.eplb.balanced.search import Batch, recount_search, repair_duplicates, spread_duplicates, swap_refine
 from dsctl.eplb.placement import Placement, gpu_loads, placement_from_phy2log
 from dsctl.eplb.reference import rebalance_reference
 
