@@ -72,10 +72,21 @@ def _fewest_above(weight: np.ndarray, total_t: np.ndarray, j: int, num_slots: in
     return result
 
 
+def _feasible(weight: np.ndarray, t: np.ndarray, num_slots: int, num_gpus: int) -> np.ndarray:
+    """Per row: does T = ``t`` pass every threshold test j = 2..k (see module doc)?"""
+    k = num_slots // num_gpus
+    feasible = np.ones(weight.shape[0], dtype=bool)
+    with np.errstate(divide="ignore", invalid="ignore"):  # an all-zero row may hold T = 0
+        for j in range(2, k + 1):
+            feasible &= _fewest_above(weight, t, j, num_slots) <= (j - 1) * num_gpus
+    return feasible
+
+
 def slot_bound(weight: np.ndarray, num_slots: int, num_gpus: int, start: np.ndarray | None = None) -> np.ndarray:
     """The replica-granularity bound per row (see module doc), float64 [rows]; at least ``start`` when given.
 
     ``weight`` [rows, X] sharing ``num_slots`` slots on ``num_gpus`` GPUs of k = num_slots / num_gpus slots each.
+    Rows whose ``start`` already passes the test cost one test; only the others are bisected.
     """
     weight = np.asarray(weight, dtype=np.float64)
     rows = weight.shape[0]
@@ -84,17 +95,18 @@ def slot_bound(weight: np.ndarray, num_slots: int, num_gpus: int, start: np.ndar
     if k < 2 or rows == 0:
         return lo
     hi = np.maximum(lo, k * weight.max(axis=1, initial=0.0))  # every replica <= T / k: the test always passes
-    active = hi > lo
+    todo = np.flatnonzero((hi > lo) & ~_feasible(weight, lo, num_slots, num_gpus))
+    sub_w, sub_lo, sub_hi = weight[todo], lo[todo], hi[todo]
     for _ in range(_BISECT_STEPS):
-        if not active.any():
+        if not todo.size:
             break
-        mid = 0.5 * (lo + hi)
-        feasible = np.ones(rows, dtype=bool)
-        for j in range(2, k + 1):
-            feasible &= _fewest_above(weight, mid, j, num_slots) <= (j - 1) * num_gpus
-        lo = np.where(active & ~feasible, mid, lo)
-        hi = np.where(active & feasible, mid, hi)
-        active = hi > lo * (1.0 + 1e-12)
+        mid = 0.5 * (sub_lo + sub_hi)
+        ok = _feasible(sub_w, mid, num_slots, num_gpus)
+        sub_lo = np.where(ok, sub_lo, mid)
+        sub_hi = np.where(ok, mid, sub_hi)
+        if np.all(sub_hi <= sub_lo * (1.0 + 1e-12)):
+            break
+    lo[todo] = sub_lo
     return lo
 
 
@@ -105,7 +117,7 @@ def global_lower_bound(weight: np.ndarray, num_replicas: int, num_gpus: int) -> 
     return slot_bound(weight, num_replicas, num_gpus, base)
 
 
-def _equal_partitions(items: tuple[int, ...], block: int) -> list[list[tuple[int, ...]]]:
+def equal_partitions(items: tuple[int, ...], block: int) -> list[list[tuple[int, ...]]]:
     """All partitions of ``items`` into blocks of ``block`` items (block order canonical: by smallest member)."""
     if not items:
         return [[]]
@@ -113,7 +125,7 @@ def _equal_partitions(items: tuple[int, ...], block: int) -> list[list[tuple[int
     out: list[list[tuple[int, ...]]] = []
     for mates in combinations(rest, block - 1):
         remaining = tuple(i for i in rest if i not in mates)
-        for tail in _equal_partitions(remaining, block):
+        for tail in equal_partitions(remaining, block):
             out.append([(first, *mates), *tail])
     return out
 
@@ -149,7 +161,7 @@ def hierarchical_lower_bound(
     block_weight = grouped[:, members, :].reshape(num_layers * len(blocks), block * group_size)
     block_cost = global_lower_bound(block_weight, slots_per_node, gpus_per_node).reshape(num_layers, len(blocks))
     partitions = np.array(
-        [[block_index[b] for b in part] for part in _equal_partitions(tuple(range(num_groups)), block)],
+        [[block_index[b] for b in part] for part in equal_partitions(tuple(range(num_groups)), block)],
         dtype=np.int64,
     )  # [np, N]
     per_partition = block_cost[:, partitions].max(axis=2)  # [L, np]

@@ -17,14 +17,15 @@ Loads float64 in the statistics' unit (tokens).
 from __future__ import annotations
 
 from dataclasses import dataclass
+
 import numpy as np
 
-from dsctl.eplb.bounds import _equal_partitions
+from dsctl.eplb.bounds import equal_partitions
 
 #: relative improvement the search must find to replace the incumbent (below it, plans count as equal)
 REL_EPS = 1e-9
 #: default search nodes per layer before giving up ("not proved")
-DEFAULT_NODE_BUDGET = 2_000_000
+DEFAULT_NODE_BUDGET = 300_000
 #: largest instance `--prove` attempts: slots per layer (beyond it the search is hopeless in seconds)
 MAX_PROVE_SLOTS = 64
 
@@ -41,38 +42,47 @@ class _Budget:
 @dataclass(frozen=True)
 class ExactResult:
     """Per layer: ``optimum`` float64 [L] (the smallest possible max GPU load, or the best found), ``proved``
-    bool [L] (False: the node budget ran out first), ``counts`` int64 [L, E] replicas per expert at the optimum."""
+    bool [L] (False: the node budget ran out first), ``phy2log`` int64 [L, R] a plan reaching ``optimum`` where
+    the search built one (else -1 rows), ``improved`` bool [L]: that plan is strictly better than the start."""
 
     optimum: np.ndarray
     proved: np.ndarray
-    counts: np.ndarray
+    phy2log: np.ndarray
+    improved: np.ndarray
 
 
-def _pack(items: np.ndarray, num_gpus: int, k: int, best: float, budget: _Budget) -> float:
-    """Smallest max GPU load packing ``items`` (sorted descending, len = num_gpus * k) exactly k per GPU, if it is
-    below ``best`` (else returns ``best``)."""
+def _pack(items: np.ndarray, num_gpus: int, k: int, best: float, budget: _Budget) -> tuple[float, np.ndarray | None]:
+    """Smallest max GPU load packing ``items`` (sorted descending, len = num_gpus * k) exactly k per GPU, if below
+    ``best``: (load, GPU of each item int64 [n]); else (``best``, None)."""
+    n = len(items)
     if k == 1:
-        return min(best, float(items[0]))
+        return (float(items[0]), np.arange(n)) if items[0] < best else (best, None)
     if k == 2:
         pairs = float((items[:num_gpus] + items[::-1][:num_gpus]).max())
-        return min(best, pairs)
+        gpu = np.concatenate([np.arange(num_gpus), np.arange(num_gpus)[::-1]])
+        return (pairs, gpu) if pairs < best else (best, None)
     loads = [0.0] * num_gpus
     counts = [0] * num_gpus
+    assign = [0] * n
     values = items.tolist()
-    n = len(values)
-    suffix_min = values[-1]
+    smallest = values[-1]
     found = best
+    found_assign: list[int] | None = None
 
     def dfs(i: int) -> None:
-        nonlocal found
+        nonlocal found, found_assign
         if i == n:
-            found = min(found, max(loads))
+            top = max(loads)
+            if top < found:
+                found, found_assign = top, list(assign)
             return
         if not budget.spend():
             return
         item = values[i]
         tried: set[tuple[float, int]] = set()
-        for g in range(num_gpus):
+        # identical replicas go to GPUs in non-decreasing order (their permutations are the same plan)
+        first = assign[i - 1] if i > 0 and values[i - 1] == item else 0
+        for g in range(first, num_gpus):
             if counts[g] >= k:
                 continue
             key = (loads[g], counts[g])
@@ -80,28 +90,40 @@ def _pack(items: np.ndarray, num_gpus: int, k: int, best: float, budget: _Budget
                 continue
             tried.add(key)
             # the GPU's remaining slots take at least the smallest item each
-            if loads[g] + item + (k - counts[g] - 1) * suffix_min >= found * (1.0 - REL_EPS):
+            if loads[g] + item + (k - counts[g] - 1) * smallest >= found * (1.0 - REL_EPS):
                 continue
             loads[g] += item
             counts[g] += 1
+            assign[i] = g
             dfs(i + 1)
             loads[g] -= item
             counts[g] -= 1
 
     dfs(0)
-    return found
+    return found, None if found_assign is None else np.array(found_assign, dtype=np.int64)
 
 
 def _quick_bound(items: np.ndarray, num_gpus: int, k: int) -> float:
-    """A fast lower bound for a fixed replica multiset (sorted descending): mean, largest + (k - 1) smallest."""
-    return max(float(items.sum()) / num_gpus, float(items[0] + items[len(items) - k + 1:].sum()))
+    """A lower bound for a fixed replica multiset (sorted descending, n = P k): the mean; the largest plus the k - 1
+    smallest; and for j = 2..k, some GPU holds j of the (j - 1) P + 1 largest (pigeonhole): the j smallest of those
+    plus the k - j smallest overall."""
+    n = len(items)
+    bound = max(float(items.sum()) / num_gpus, float(items[0] + items[n - k + 1:].sum()))
+    for j in range(2, k + 1):
+        top = (j - 1) * num_gpus + 1
+        if top > n:
+            break
+        rest = float(items[n - (k - j):].sum()) if k > j else 0.0
+        bound = max(bound, float(items[top - j:top].sum()) + rest)
+    return bound
 
 
 def solve_node(weight: np.ndarray, num_slots: int, num_gpus: int, start: float,
-               budget: _Budget) -> tuple[float, np.ndarray | None, bool]:
-    """Exact min max GPU load for ``weight`` [X] (one node or the global problem).
+               budget: _Budget) -> tuple[float, np.ndarray | None]:
+    """Exact min max GPU load for ``weight`` [X] (one node, or the whole global problem).
 
-    ``start`` is an achievable max load (or inf). Returns (best, counts or None if nothing beat ``start``, proved).
+    ``start`` is an achievable max load (or inf). Returns (best, slot experts int64 [num_slots] (local ids, slot s
+    on GPU s // k) or None if nothing beat ``start``). ``budget.left < 0`` afterwards means "not proved".
     """
     w = np.asarray(weight, dtype=np.float64)
     order = np.argsort(-w, kind="stable")
@@ -109,114 +131,115 @@ def solve_node(weight: np.ndarray, num_slots: int, num_gpus: int, start: float,
     num_items = len(ws)
     k = num_slots // num_gpus
     best = float(start)
-    best_counts: np.ndarray | None = None
-    if ws.sum() == 0:
-        zero_counts = np.ones(num_items, dtype=np.int64)
-        zero_counts[0] += num_slots - num_items
-        return 0.0, zero_counts, True
+    best_slots: np.ndarray | None = None
     counts = [0] * num_items
 
-    def above_ok(chosen: int, limit: float) -> bool:
+    def above_ok(chosen: int) -> bool:
         for j in range(2, k + 1):
-            tau = limit / j
-            above = sum(counts[e] for e in range(chosen) if ws[e] / counts[e] > tau * (1 + REL_EPS))
+            tau = best / j * (1 + REL_EPS)
+            above = sum(counts[e] for e in range(chosen) if ws[e] / counts[e] > tau)
             if above > (j - 1) * num_gpus:
                 return False
         return True
 
+    def leaf() -> None:
+        nonlocal best, best_slots
+        cnt = np.array(counts, dtype=np.int64)
+        owner = np.repeat(np.arange(num_items), cnt)
+        share = np.repeat(ws / cnt, cnt)
+        sort = np.argsort(-share, kind="stable")
+        items = share[sort]
+        if not budget.spend() or _quick_bound(items, num_gpus, k) >= best * (1.0 - REL_EPS):
+            return
+        got, gpu = _pack(items, num_gpus, k, best, budget)
+        if gpu is not None and got < best * (1.0 - REL_EPS):
+            slot_order = np.argsort(gpu, kind="stable")
+            best, best_slots = got, order[owner[sort][slot_order]]
+
     def rec(e: int, left: int) -> None:
-        nonlocal best, best_counts
         if budget.left < 0:
             return
         if e == num_items - 1:
             counts[e] = left
-            if ws[e] / left >= best * (1.0 - REL_EPS) and ws[e] > 0:
-                return
-            items = np.sort(np.repeat(ws / np.array(counts, dtype=np.float64), counts))[::-1]
-            if not budget.spend():
-                return
-            if _quick_bound(items, num_gpus, k) >= best * (1.0 - REL_EPS):
-                return
-            got = _pack(items, num_gpus, k, best, budget)
-            if got < best * (1.0 - REL_EPS):
-                best = got
-                best_counts = np.array(counts, dtype=np.int64)
+            if not (ws[e] > 0 and ws[e] / left >= best * (1.0 - REL_EPS)) and above_ok(num_items):
+                leaf()
+            counts[e] = 0
             return
         rest = num_items - e - 1
-        low = 1 if ws[e] == 0 or not np.isfinite(best) else max(1, int(np.floor(ws[e] / best)) + 0)
-        for r in range(max(1, low), left - rest + 1):
+        for r in range(1, left - rest + 1):
             if ws[e] > 0 and ws[e] / r >= best * (1.0 - REL_EPS):
                 continue
             counts[e] = r
-            if not above_ok(e + 1, best):
-                continue
-            rec(e + 1, left - r)
+            if above_ok(e + 1):
+                rec(e + 1, left - r)
             if budget.left < 0:
-                return
+                break
         counts[e] = 0
 
+    if ws.sum() == 0:
+        slots = np.concatenate([np.arange(num_items), np.zeros(num_slots - num_items, dtype=np.int64)])
+        return 0.0, (order[slots] if start > 0 else None)
     rec(0, num_slots)
-    proved = budget.left >= 0
-    if best_counts is None:
-        return best, None, proved
-    out = np.empty(num_items, dtype=np.int64)
-    out[order] = best_counts
-    return best, out, proved
+    return best, best_slots
 
 
 def solve_layer(weight: np.ndarray, num_replicas: int, num_gpus: int, num_groups: int = 1, num_nodes: int = 1,
-                start: float = float("inf"), node_budget: int = DEFAULT_NODE_BUDGET) -> tuple[float, np.ndarray, bool]:
+                start: float = float("inf"), node_budget: int = DEFAULT_NODE_BUDGET
+                ) -> tuple[float, np.ndarray | None, bool]:
     """Exact optimum for one layer ``weight`` [E]; hierarchical when ``num_nodes`` > 1 (groups confined to nodes).
 
-    Returns (optimum or best found, counts int64 [E] (zeros if nothing beat ``start``), proved).
+    Returns (optimum or best found, phy2log row int64 [R] or None if nothing beat ``start``, proved).
     """
     w = np.asarray(weight, dtype=np.float64)
     budget = _Budget(node_budget)
     num_experts = len(w)
     if num_nodes <= 1:
-        best, counts, proved = solve_node(w, num_replicas, num_gpus, start, budget)
-        return best, counts if counts is not None else np.zeros(num_experts, dtype=np.int64), proved
+        best, slots = solve_node(w, num_replicas, num_gpus, start, budget)
+        return best, slots, budget.left >= 0
     group_size = num_experts // num_groups
     block = num_groups // num_nodes
-    slots, gpus = num_replicas // num_nodes, num_gpus // num_nodes
+    slots_per_node, gpus = num_replicas // num_nodes, num_gpus // num_nodes
     cache: dict[tuple[int, ...], tuple[float, np.ndarray | None]] = {}
     best = float(start)
-    best_counts = np.zeros(num_experts, dtype=np.int64)
+    best_row: np.ndarray | None = None
 
     def members(b: tuple[int, ...]) -> np.ndarray:
         return np.concatenate([np.arange(g * group_size, (g + 1) * group_size) for g in b])
 
-    for part in _equal_partitions(tuple(range(num_groups)), block):
-        worst, parts_counts = 0.0, []
+    for part in equal_partitions(tuple(range(num_groups)), block):
+        worst, rows = 0.0, []
         for b in sorted(part, key=lambda b: -float(w[members(b)].sum())):
             if b not in cache:
-                cache[b] = solve_node(w[members(b)], slots, gpus, float("inf"), budget)[:2]
-            value, c = cache[b]
+                cache[b] = solve_node(w[members(b)], slots_per_node, gpus, float("inf"), budget)
+            value, local = cache[b]
             worst = max(worst, value)
-            parts_counts.append((b, c))
-            if worst >= best * (1.0 - REL_EPS):
+            rows.append(None if local is None else members(b)[local])
+            if worst >= best * (1.0 - REL_EPS) or budget.left < 0:
                 break
-        if worst < best * (1.0 - REL_EPS):
-            best = worst
-            for b, c in parts_counts:
-                best_counts[members(b)] = c if c is not None else 0
+        if worst < best * (1.0 - REL_EPS) and len(rows) == num_nodes and all(r is not None for r in rows):
+            best, best_row = worst, np.concatenate([r for r in rows if r is not None])
         if budget.left < 0:
             break
-    return best, best_counts, budget.left >= 0
+    return best, best_row, budget.left >= 0
 
 
 def solve(weight: np.ndarray, num_replicas: int, num_gpus: int, num_groups: int = 1, num_nodes: int = 1,
           start: np.ndarray | None = None, node_budget: int = DEFAULT_NODE_BUDGET) -> ExactResult:
-    """``solve_layer`` for every row of ``weight`` [L, E]; ``start`` float64 [L] achievable max loads (optional)."""
+    """``solve_layer`` for every row of ``weight`` [L, E]; ``start`` float64 [L] achievable max loads (optional).
+
+    Where nothing beats ``start`` and the search completed, ``start`` is the proved optimum (within REL_EPS).
+    """
     w = np.asarray(weight, dtype=np.float64)
     rows = w.shape[0]
     optimum = np.empty(rows)
     proved = np.zeros(rows, dtype=bool)
-    counts = np.zeros(w.shape, dtype=np.int64)
+    improved = np.zeros(rows, dtype=bool)
+    phy2log = np.full((rows, num_replicas), -1, dtype=np.int64)
     for i in range(rows):
         first = float("inf") if start is None else float(start[i]) * (1.0 + 1e-9)
-        optimum[i], counts[i], proved[i] = solve_layer(w[i], num_replicas, num_gpus, num_groups, num_nodes,
-                                                       first, node_budget)
-        if start is not None and optimum[i] > start[i]:
-            optimum[i] = start[i]  # nothing beat the plan: it is the optimum (within REL_EPS) when proved
-    return ExactResult(optimum, proved, counts)
+        value, row, proved[i] = solve_layer(w[i], num_replicas, num_gpus, num_groups, num_nodes, first, node_budget)
+        if row is not None:
+            phy2log[i] = row
+            improved[i] = start is None or value < float(start[i]) * (1.0 - REL_EPS)
+        optimum[i] = value if row is not None or start is None else min(value, float(start[i]))
+    return ExactResult(optimum, proved, phy2log, improved)
