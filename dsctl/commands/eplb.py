@@ -128,8 +128,8 @@ def rebalance_cmd(
 ) -> None:
     """Plan expert replicas and their GPUs from routing statistics; report balancedness before/after."""
     from dsctl.eplb.placement_file import read_placement
-    from dsctl.eplb.result import sglang_expert_location, sglang_server_args
     from dsctl.eplb.rebalance import expert_size_bytes, rebalance
+    from dsctl.eplb.result import sglang_expert_location, sglang_server_args
     from dsctl.eplb.stats import sum_stats
     from dsctl.output.emit import envelope, render_json, stderr_console
     from dsctl.output.progress import progress

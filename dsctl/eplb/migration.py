@@ -28,8 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dsctl.eplb.balanced import join_batch, rebalance_balanced, refine_placement, split_batch
-from dsctl.eplb.balanced import REL_EPS, Batch
+from dsctl.eplb.balanced import REL_EPS, Batch, join_batch, rebalance_balanced, refine_placement, split_batch
 from dsctl.eplb.placement import Placement, balancedness, gpu_loads, placement_from_phy2log
 from dsctl.eplb.reference import rebalance_reference
 from dsctl.errors import InputError

@@ -14,12 +14,12 @@ import numpy as np
 
 from dsctl.eplb.balanced import rebalance_balanced
 from dsctl.eplb.checks import Layout, check_layout, check_weight
-from dsctl.eplb.placement_file import LoadedPlacement, placement_warnings
-from dsctl.eplb.result import MigrationSummary, RebalanceResult
 from dsctl.eplb.metrics import placement_metrics
 from dsctl.eplb.migration import rebalance_with_previous
 from dsctl.eplb.placement import Placement
+from dsctl.eplb.placement_file import LoadedPlacement, placement_warnings
 from dsctl.eplb.reference import rebalance_layout
+from dsctl.eplb.result import MigrationSummary, RebalanceResult
 from dsctl.errors import InputError
 from dsctl.model.params import bytes_per_routed_expert
 from dsctl.profiles.schema import ModelProfile

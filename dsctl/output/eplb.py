@@ -10,8 +10,8 @@ from rich.table import Table
 from rich.text import Text
 
 from dsctl.eplb.checks import Layout
-from dsctl.eplb.result import RebalanceResult
 from dsctl.eplb.metrics import PlacementMetrics
+from dsctl.eplb.result import RebalanceResult
 from dsctl.eplb.simulate import SimulationResult
 from dsctl.output.generic import format_scalar
 from dsctl.output.registry import table_renderer

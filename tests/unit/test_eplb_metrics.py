@@ -7,7 +7,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsctl.eplb.checks import check_layout
 from dsctl.eplb.bounds import (
     equal_partitions,
     global_lower_bound,
@@ -15,6 +14,7 @@ from dsctl.eplb.bounds import (
     min_max_replica_load,
     num_partitions,
 )
+from dsctl.eplb.checks import check_layout
 from dsctl.eplb.metrics import contiguous_loads, placement_metrics
 from dsctl.eplb.reference import rebalance_reference
 
