@@ -16,6 +16,7 @@ import numpy as np
 
 from dsctl.eplb.bounds import MAX_PARTITIONS, global_lower_bound, hierarchical_lower_bound, num_partitions
 from dsctl.eplb.checks import Layout
+from dsctl.eplb.exact import ExactResult
 from dsctl.eplb.placement import Placement, balancedness, gpu_loads
 
 
@@ -46,6 +47,25 @@ class PlacementMetrics:
     after: LoadMetrics
     lower_bound_gpu_load: np.ndarray  # float64 [L]
     bound_kind: str
+    optimum_gpu_load: np.ndarray | None = None  # float64 [L], with --prove: proved optimum (or best found)
+    proved: np.ndarray | None = None  # bool [L], with --prove: the exact search completed
+
+    @property
+    def gap_to_bound(self) -> np.ndarray:
+        """max GPU load / lower bound - 1 per layer, float64 [L] (0 = proved optimal by the bound)."""
+        out = np.zeros_like(self.lower_bound_gpu_load)
+        np.divide(self.after.max_gpu_load, self.lower_bound_gpu_load, out=out, where=self.lower_bound_gpu_load > 0)
+        return np.where(self.lower_bound_gpu_load > 0, out - 1.0, 0.0)
+
+    @property
+    def gap_to_optimum(self) -> np.ndarray | None:
+        """max GPU load / proved optimum - 1 per layer, float64 [L]; None without --prove."""
+        if self.optimum_gpu_load is None:
+            return None
+        opt = self.optimum_gpu_load
+        out = np.ones_like(opt)
+        np.divide(self.after.max_gpu_load, opt, out=out, where=opt > 0)
+        return np.maximum(out - 1.0, 0.0)
 
     @property
     def num_layers(self) -> int:
@@ -76,15 +96,30 @@ class PlacementMetrics:
             "worst_balancedness_after": float(self.after.balancedness[worst]),
             "worst_layer_balancedness_bound": float(bound[worst]),
             "bound_kind": self.bound_kind,
-        }
+            "mean_gap_to_bound": float(self.gap_to_bound.mean()),
+            "max_gap_to_bound": float(self.gap_to_bound.max()),
+            "worst_gap_layer": int(np.argmax(self.gap_to_bound)),
+        } | self._proof_summary()
+
+    def _proof_summary(self) -> dict[str, Any]:
+        gap = self.gap_to_optimum
+        if gap is None or self.proved is None:
+            return {}
+        return {"layers_proved": int(self.proved.sum()),
+                "layers_proved_optimal": int((self.proved & (gap <= 1e-9)).sum()),
+                "max_gap_to_optimum": float(gap.max())}
 
     def to_data(self) -> dict[str, Any]:
         bound = self.balancedness_bound
         layers = [
             {"layer": i, "before": self.before.layer(i), "after": self.after.layer(i),
-             "bound": {"max_gpu_load": float(self.lower_bound_gpu_load[i]), "balancedness": float(bound[i])}}
+             "bound": {"max_gpu_load": float(self.lower_bound_gpu_load[i]), "balancedness": float(bound[i])},
+             "gap_to_bound": float(self.gap_to_bound[i])}
             for i in range(self.num_layers)
         ]
+        if self.optimum_gpu_load is not None and self.proved is not None:
+            for i, layer in enumerate(layers):
+                layer["optimum"] = {"max_gpu_load": float(self.optimum_gpu_load[i]), "proved": bool(self.proved[i])}
         return {"summary": self.summary(), "layers": layers}
 
 
@@ -109,10 +144,15 @@ def lower_bound(weight: np.ndarray, layout: Layout) -> tuple[np.ndarray, str]:
     return bound, kind
 
 
-def placement_metrics(weight: np.ndarray, placement: Placement, layout: Layout) -> PlacementMetrics:
-    """Before (contiguous, one copy per expert) and after metrics of ``placement`` on ``weight`` [L, E]."""
+def placement_metrics(weight: np.ndarray, placement: Placement, layout: Layout,
+                      proof: ExactResult | None = None) -> PlacementMetrics:
+    """Before (contiguous, one copy per expert) and after metrics of ``placement`` on ``weight`` [L, E];
+    ``proof`` (``dsctl.eplb.exact.solve`` from this placement) adds the optimum per layer."""
     weight = np.asarray(weight, dtype=np.float64)
     before = LoadMetrics.from_loads(contiguous_loads(weight, layout.num_gpus))
     after = LoadMetrics.from_loads(gpu_loads(weight, placement.phy2log, placement.logcnt, layout.num_gpus))
     bound, kind = lower_bound(weight, layout)
-    return PlacementMetrics(before, after, bound, kind)
+    if proof is None:
+        return PlacementMetrics(before, after, bound, kind)
+    optimum = np.minimum(proof.optimum, after.max_gpu_load)
+    return PlacementMetrics(before, after, bound, kind, optimum, proof.proved.copy())

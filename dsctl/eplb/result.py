@@ -22,6 +22,7 @@ import numpy as np
 from dsctl.eplb.checks import Layout
 from dsctl.eplb.metrics import PlacementMetrics
 from dsctl.eplb.placement import Placement
+from dsctl.errors import InputError
 
 
 def layout_data(layout: Layout) -> dict[str, Any]:
@@ -56,6 +57,9 @@ class RebalanceResult:
     warnings: tuple[str, ...] = ()
     migration: MigrationSummary | None = None
     num_dense_layers: int = 0  # model layers before the first MoE layer (for the SGLang export)
+    model: str | None = None  # the model profile the statistics belong to (given or inferred)
+    model_num_layers: int | None = None  # its layer count, dense layers included (the rows SGLang expects)
+    notes: tuple[str, ...] = ()  # how the layout was chosen (deployment defaults)
 
     def to_data(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -67,6 +71,8 @@ class RebalanceResult:
             "algorithm": self.algorithm,
             "sources": list(self.sources),
             "warnings": list(self.warnings),
+            "model": self.model,
+            "notes": list(self.notes),
         }
         if self.migration is not None:
             data["migration"] = self.migration
@@ -83,6 +89,31 @@ def sglang_expert_location(placement: Placement, num_dense_layers: int = 0) -> d
     trivial = np.arange(placement.num_slots, dtype=np.int64) % placement.num_experts
     rows = np.concatenate([np.broadcast_to(trivial, (num_dense_layers, placement.num_slots)), phy2log], axis=0)
     return {"physical_to_logical_map": rows.tolist()}
+
+
+def check_sglang_name(name: str) -> None:
+    """SGLang reads ``--init-expert-location`` as JSON only from a name ending in ``.json`` (``.pt`` goes to
+    torch.load, anything else is parsed as an inline JSON string): refuse other names."""
+    if not name.endswith(".json"):
+        raise InputError(f"--sglang-out {name}: SGLang reads --init-expert-location as a JSON file only when the "
+                         "name ends in .json (other names are parsed as inline JSON text and fail)",
+                         hint=f"e.g. --sglang-out {name.rsplit('.', 1)[0] if '.' in name else name}.json")
+
+
+def sglang_export(result: RebalanceResult, name: str) -> dict[str, Any]:
+    """The ``--sglang-out`` object, refusing a map whose row count is not the model's layer count (SGLang indexes
+    it by model layer and accepts a short map silently, shifting every layer)."""
+    check_sglang_name(name)
+    rows = result.num_dense_layers + result.layout.num_layers
+    if result.model_num_layers is None:
+        raise InputError(f"--sglang-out {name}: the model is unknown, so the map's layer count cannot be checked",
+                         hint="give -m/--model (SGLang needs one row per model layer, dense layers included)")
+    if rows != result.model_num_layers:
+        raise InputError(f"--sglang-out {name}: the map would have {rows} rows ({result.num_dense_layers} dense + "
+                         f"{result.layout.num_layers} statistics rows) but {result.model} has "
+                         f"{result.model_num_layers} layers; SGLang would shift every layer",
+                         hint="give statistics for the model's MoE layers only (or every layer)")
+    return sglang_expert_location(result.placement, result.num_dense_layers)
 
 
 def sglang_server_args(layout: Layout, path: str) -> str:

@@ -32,15 +32,24 @@ def _layer_table(metrics: PlacementMetrics, layers: Iterable[int], title: str, f
     """``first_layer``: the model layer number of row 0 (the dense layers before the first MoE layer)."""
     bound = metrics.balancedness_bound
     table = Table(title=title, title_justify="left")
-    for name in ("model layer" if first_layer else "layer", "before", "after", "bound", "max GPU load",
-                 "mean GPU load", "lower bound"):
+    proved = metrics.proved
+    optimum = metrics.optimum_gpu_load
+    names = ["model layer" if first_layer else "layer", "before", "after", "bound", "max GPU load",
+             "mean GPU load", "lower bound", "gap"]
+    if optimum is not None:
+        names.append("optimum")
+    for name in names:
         table.add_column(name, justify="right")
+    gap = metrics.gap_to_bound
     for i in layers:
-        table.add_row(str(i + first_layer), f"{metrics.before.balancedness[i]:.4f}",
-                      f"{metrics.after.balancedness[i]:.4f}", f"{bound[i]:.4f}",
-                      format_scalar(float(metrics.after.max_gpu_load[i])),
-                      format_scalar(float(metrics.after.mean_gpu_load[i])),
-                      format_scalar(float(metrics.lower_bound_gpu_load[i])))
+        cells = [str(i + first_layer), f"{metrics.before.balancedness[i]:.4f}",
+                 f"{metrics.after.balancedness[i]:.4f}", f"{bound[i]:.4f}",
+                 format_scalar(float(metrics.after.max_gpu_load[i])),
+                 format_scalar(float(metrics.after.mean_gpu_load[i])),
+                 format_scalar(float(metrics.lower_bound_gpu_load[i])), f"{gap[i]:.2%}"]
+        if optimum is not None and proved is not None:
+            cells.append(format_scalar(float(optimum[i])) + (" proved" if proved[i] else " (best found)"))
+        table.add_row(*cells)
     return table
 
 
@@ -98,6 +107,8 @@ def _warnings(warnings: Iterable[str]) -> Iterator[RenderableType]:
 @table_renderer(RebalanceResult)
 def _render_rebalance(result: RebalanceResult) -> Iterator[RenderableType]:
     yield Text(f"EPLB rebalance ({result.algorithm}): {_layout_line(result.layout)}", style="bold")
+    for note in result.notes:
+        yield Text(note)
     yield from _warnings(result.warnings)
     if result.num_dense_layers:
         yield Text(f"layers are numbered as in the model: row 0 of the statistics is model layer "
@@ -108,6 +119,14 @@ def _render_rebalance(result: RebalanceResult) -> Iterator[RenderableType]:
                f"{summary['mean_balancedness_after']:.4f} "
                f"(bound {summary['mean_balancedness_bound']:.4f}, {summary['bound_kind']}); "
                f"max replicas per expert {result.placement.log2phy.shape[2]}")
+    first = result.num_dense_layers
+    yield Text(f"gap to the lower bound (max GPU load / bound - 1): mean {summary['mean_gap_to_bound']:.2%}, "
+               f"worst {summary['max_gap_to_bound']:.2%} (layer {summary['worst_gap_layer'] + first})")
+    if "layers_proved" in summary:
+        yield Text(f"exact search: {summary['layers_proved_optimal']} of {summary['num_layers']} layers proved "
+                   f"optimal ({summary['layers_proved']} searched to the end); largest gap to the optimum "
+                   f"{summary['max_gap_to_optimum']:.2%}", style="green" if summary["layers_proved_optimal"]
+                   == summary["num_layers"] else "yellow")
     if result.migration is not None:
         moved = result.migration
         size = "n/a (give --model)" if moved.bytes_moved is None else human_bytes(moved.bytes_moved, digits=2)
