@@ -109,6 +109,13 @@ def rebalance_cmd(
     tolerance: Annotated[float | None, typer.Option("--tolerance", help="With --previous: allowed loss of "
                                                     "balancedness against the unconstrained plan (fraction; "
                                                     "default 0.01).")] = None,
+    max_moves: Annotated[int | None, typer.Option("--max-moves", help="With --previous: at most this many "
+                                                  "replicas moved (all layers).")] = None,
+    max_move_bytes: Annotated[int | None, typer.Option("--max-move-bytes", help="With --previous: at most this "
+                                                       "many bytes of expert weights moved.")] = None,
+    min_gain: Annotated[float | None, typer.Option("--min-gain", help="With --previous: below this relative drop "
+                                                   "of the max GPU load per step, keep the current placement "
+                                                   "(default 0.02).")] = None,
     bytes_per_param: Annotated[float, typer.Option("--bytes-per-param", help="Expert weight bytes per parameter for "
                                                    "bytes moved (1 = FP8, 2 = BF16).")] = 1.0,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the placement JSON (phy2log, log2phy, logcnt, "
@@ -141,6 +148,7 @@ def rebalance_cmd(
             policy=policy, algorithm=algorithm, previous=previous_placement, tolerance=tolerance,
             model=profile, candidate_models=_all_models() if profile is None else (), deployment=deployment,
             bytes_per_param=bytes_per_param, sources=tuple(str(p) for p in stats), prove=prove, progress=report,
+            max_moves=max_moves, max_move_bytes=max_move_bytes, min_gain=min_gain,
         )
     contents: list[tuple[Path, str]] = []  # render everything before writing anything
     if out is not None:

@@ -18,7 +18,7 @@ from dsctl.eplb.checks import Layout, check_layout, check_weight
 from dsctl.eplb.deployments import deployment_for, infer_model
 from dsctl.eplb.exact import MAX_PROVE_SLOTS, ExactResult, solve
 from dsctl.eplb.metrics import placement_metrics
-from dsctl.eplb.migration import rebalance_with_previous
+from dsctl.eplb.pareto import DEFAULT_MIN_GAIN, TOLERANCES, trade_off
 from dsctl.eplb.placement import Placement, gpu_loads, placement_from_phy2log
 from dsctl.eplb.placement_file import LoadedPlacement, placement_warnings
 from dsctl.eplb.reference import rebalance_layout
@@ -145,6 +145,9 @@ def rebalance(
     deployment: str = "prefill",
     bytes_per_param: float = 1.0,
     prove: bool = False,
+    max_moves: int | None = None,
+    max_move_bytes: int | None = None,
+    min_gain: float | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> RebalanceResult:
     """Plan a placement for ``weight`` [L, E] (summed routing statistics) and measure it before/after.
@@ -153,9 +156,11 @@ def rebalance(
     one of ``candidate_models`` matching the statistics' shape, else an InputError listing them). With a model,
     the expert count is checked, ``expert_bytes`` defaults to its expert size at ``bytes_per_param``, and the
     dense-layer offset (model layers before the first MoE layer) is set when the rows are its MoE layers.
-    ``previous`` is the current placement (read by ``placement_file.read_placement``); ``tolerance`` (None =
-    ``DEFAULT_TOLERANCE``) only applies with it. ``prove``: run the exact search (dsctl.eplb.exact) per layer from
-    the plan; a better plan found replaces the layer; layers are marked proved optimal where the search completed.
+    ``previous`` is the current placement (read by ``placement_file.read_placement``): the plan is then the
+    choice of the balance-versus-migration trade-off (``dsctl.eplb.pareto``: candidate tolerances plus ``tolerance``
+    (None = ``DEFAULT_TOLERANCE``), budgets ``max_moves``/``max_move_bytes``, ``min_gain`` below which the previous
+    placement is kept); ``tolerance`` only applies with it. ``prove``: run the exact search (dsctl.eplb.exact) per
+    layer from the plan; a better plan found replaces the layer; layers are marked proved where the search ended.
     ``progress(steps_done, num_steps)`` is called as the balanced algorithm's refinement steps finish.
     Raises InputError for any bad input (rules V1-V12, unknown algorithm, mismatching previous placement).
     """
@@ -168,6 +173,9 @@ def rebalance(
     model = resolve_model(shape, model, candidate_models, layout_missing) if raw.ndim == 2 else model
     replicas, gpus, nodes, groups, note = resolve_layout(request, model)
     extra_warnings: tuple[str, ...] = ()
+    if previous is None and (max_moves is not None or max_move_bytes is not None or min_gain is not None):
+        raise InputError("--max-moves, --max-move-bytes and --min-gain only apply with --previous",
+                         hint="give the current placement with --previous FILE")
     if tolerance is not None:
         if not 0.0 <= tolerance < 1.0:
             raise InputError(f"--tolerance {tolerance} must be in [0, 1) (a fraction: 0.01 = 1% of the balancedness)")
@@ -191,18 +199,23 @@ def rebalance(
     zero = zero_rows_warning(checked, model)
     notes = (note,) if note else ()
     migration = None
+    trade = None
     if previous is None:
         placement = _run_algorithm(checked, layout, algorithm, progress)
     else:
         _check_previous(previous, layout)
-        result = rebalance_with_previous(checked, previous, layout.num_replicas, layout.num_groups,
-                                         layout.num_nodes, layout.num_gpus, layout.policy, tolerance, algorithm)
-        placement = result.placement
-        moved = int(result.replicas_moved)
-        details: dict[str, Any] = {f.name: getattr(result, f.name) for f in dataclasses.fields(result)
-                                   if f.name not in ("placement", "replicas_moved")}
-        migration = MigrationSummary(moved, None if expert_bytes is None else moved * expert_bytes,
-                                     expert_bytes, tolerance, details)
+        tolerances = tuple(sorted({*TOLERANCES, tolerance}))
+        trade, placement, result = trade_off(checked, previous, layout, algorithm, expert_bytes,
+                                             max_moves=max_moves, max_move_bytes=max_move_bytes,
+                                             min_gain=DEFAULT_MIN_GAIN if min_gain is None else min_gain,
+                                             tolerances=tolerances, accept=tolerance, progress=progress)
+        moved = 0 if result is None else int(result.replicas_moved)
+        details: dict[str, Any] = {} if result is None else {
+            f.name: getattr(result, f.name) for f in dataclasses.fields(result)
+            if f.name not in ("placement", "replicas_moved")}
+        chosen_tolerance = trade.points[trade.chosen].tolerance
+        migration = MigrationSummary(moved, None if expert_bytes is None else moved * expert_bytes, expert_bytes,
+                                     tolerance if chosen_tolerance is None else chosen_tolerance, details)
     proof = None
     if prove:
         placement, proof = prove_placement(checked, placement, layout)
@@ -210,7 +223,7 @@ def rebalance(
     return RebalanceResult(placement, metrics, layout, algorithm, sources,
                            weight_warnings + layout.warnings + extra_warnings + ((zero,) if zero else ()),
                            migration, num_dense_layers, model.name if model is not None else None,
-                           model.num_layers if model is not None else None, notes)
+                           model.num_layers if model is not None else None, notes, trade)
 
 
 def prove_placement(weight: np.ndarray, placement: Placement, layout: Layout) -> tuple[Placement, ExactResult]:

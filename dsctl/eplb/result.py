@@ -21,6 +21,7 @@ import numpy as np
 
 from dsctl.eplb.checks import Layout
 from dsctl.eplb.metrics import PlacementMetrics
+from dsctl.eplb.pareto import TradeOff
 from dsctl.eplb.placement import Placement
 from dsctl.errors import InputError
 
@@ -60,6 +61,7 @@ class RebalanceResult:
     model: str | None = None  # the model profile the statistics belong to (given or inferred)
     model_num_layers: int | None = None  # its layer count, dense layers included (the rows SGLang expects)
     notes: tuple[str, ...] = ()  # how the layout was chosen (deployment defaults)
+    trade_off: TradeOff | None = None  # with --previous: the Pareto table and the decision
 
     def to_data(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -76,6 +78,8 @@ class RebalanceResult:
         }
         if self.migration is not None:
             data["migration"] = self.migration
+        if self.trade_off is not None:
+            data["trade_off"] = self.trade_off
         return data
 
 

@@ -11,6 +11,7 @@ from rich.text import Text
 
 from dsctl.eplb.checks import Layout
 from dsctl.eplb.metrics import PlacementMetrics
+from dsctl.eplb.pareto import TradeOff
 from dsctl.eplb.result import RebalanceResult
 from dsctl.eplb.simulate import SimulationResult
 from dsctl.output.generic import format_scalar
@@ -131,7 +132,26 @@ def _render_rebalance(result: RebalanceResult) -> Iterator[RenderableType]:
         moved = result.migration
         size = "n/a (give --model)" if moved.bytes_moved is None else human_bytes(moved.bytes_moved, digits=2)
         yield Text(f"migration: {moved.replicas_moved:,} replicas moved, {size} (tolerance {moved.tolerance:.2%})")
+    if result.trade_off is not None:
+        yield from trade_off_views(result.trade_off)
     yield load_chart(result.metrics, result.metrics.worst_layer, result.num_dense_layers)
+
+
+def trade_off_views(trade: TradeOff) -> Iterator[RenderableType]:
+    """The Pareto table (balance versus replicas and bytes moved) and the decision."""
+    table = Table(title="Balance versus migration (on the new statistics)", title_justify="left")
+    for name in ("plan", "max load (sum of layers)", "gain / step", "balancedness", "replicas moved", "share",
+                 "bytes moved", ""):
+        table.add_column(name, justify="right" if name not in ("plan", "") else "left")
+    for i, p in enumerate(trade.points):
+        label = "keep current" if p.tolerance is None else f"tolerance {p.tolerance:.1%}"
+        flags = ", ".join(f for f, on in (("chosen", i == trade.chosen), ("front", p.on_front),
+                                          ("over budget", not p.within_budget)) if on)
+        size = "n/a" if p.bytes_moved is None else human_bytes(p.bytes_moved, digits=2)
+        table.add_row(label, format_scalar(p.max_load), f"{p.gain:.2%}", f"{p.mean_balancedness:.4f}",
+                      f"{p.replicas_moved:,}", f"{p.replicas_moved / max(1, trade.num_slots):.1%}", size, flags)
+    yield table
+    yield Text(trade.reason, style="green" if trade.worth_it else "yellow")
 
 
 @table_renderer(SimulationResult)
