@@ -185,3 +185,43 @@ def simulate_cmd(
     text = read_text_input(placement, "placement")
     loaded = read_placement(str(placement), text, *weight.shape)
     show(simulate(weight, loaded, gpus, tuple(str(p) for p in files)), fmt, "eplb simulate")
+
+
+@app.command("replay")
+def replay_cmd(
+    windows: Annotated[list[Path], typer.Argument(help="Statistics windows in time order (one file each: .json, "
+                                                  ".csv, .npy or SGLang .pt).")],
+    replicas: Annotated[int | None, typer.Option("--replicas", "-r", help="Slots per layer (default: the model's "
+                                                 "deployment).")] = None,
+    gpus: Annotated[int | None, typer.Option("--gpus", "-g", help="GPUs (default: the model's deployment).")] = None,
+    nodes: Annotated[int | None, typer.Option("--nodes", "-n", help="Nodes (default: the model's deployment).")]
+    = None,
+    groups: Annotated[int | None, typer.Option("--groups", help="Expert groups (default: the model's, else 1).")] \
+    = None,
+    model: Annotated[str | None, typer.Option("--model", "-m", help="Model profile (default: inferred from the "
+                                              "statistics' shape).")] = None,
+    deployment: Annotated[str, typer.Option("--deployment", help="prefill or decode.")] = "prefill",
+    algorithm: Annotated[str, typer.Option("--algorithm", help="reference or balanced.")] = "balanced",
+    interval: Annotated[list[int] | None, typer.Option("--interval", help="Re-planning intervals in windows "
+                                                       "(repeatable; default 1 2 4 8).")] = None,
+    min_gain: Annotated[float, typer.Option("--min-gain", help="A re-plan pays off when it lowers the next "
+                                            "window's max GPU load by at least this fraction.")] = 0.02,
+    fmt: FormatOpt = OutputFormat.table,
+) -> None:
+    """Plan on window t, score on window t+1: the balancedness plans deliver and the best re-planning interval."""
+    from dsctl.eplb.rebalance import LayoutRequest, resolve_layout, resolve_model
+    from dsctl.eplb.stats import parse_stats
+    from dsctl.eplb.windows import DEFAULT_INTERVALS, replay_windows
+    from dsctl.output.progress import progress
+
+    weights = [parse_stats(str(p), read_input(p, "statistics file")) for p in windows]
+    first = weights[0]
+    shape = (int(first.shape[0]), int(first.shape[1]))
+    missing = None in (replicas, gpus, nodes)
+    profile = resolve_model(shape, _model(model), _all_models() if model is None else (), missing)
+    r, g, n, grp, _ = resolve_layout(LayoutRequest(replicas, gpus, nodes, groups, deployment), profile)
+    with progress("planning windows", fmt, total=len(weights)) as report:
+        result = replay_windows(weights, num_replicas=r, num_gpus=g, num_nodes=n, num_groups=grp,
+                                algorithm=algorithm, intervals=tuple(interval or DEFAULT_INTERVALS),
+                                min_gain=min_gain, sources=tuple(str(p) for p in windows), progress=report)
+    show(result, fmt, "eplb replay")

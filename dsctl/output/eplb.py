@@ -14,6 +14,7 @@ from dsctl.eplb.metrics import PlacementMetrics
 from dsctl.eplb.pareto import TradeOff
 from dsctl.eplb.result import RebalanceResult
 from dsctl.eplb.simulate import SimulationResult
+from dsctl.eplb.windows import WindowReplay
 from dsctl.output.generic import format_scalar
 from dsctl.output.registry import table_renderer
 from dsctl.units import human_bytes
@@ -152,6 +153,24 @@ def trade_off_views(trade: TradeOff) -> Iterator[RenderableType]:
                       f"{p.replicas_moved:,}", f"{p.replicas_moved / max(1, trade.num_slots):.1%}", size, flags)
     yield table
     yield Text(trade.reason, style="green" if trade.worth_it else "yellow")
+
+
+@table_renderer(WindowReplay)
+def _render_replay(result: WindowReplay) -> Iterator[RenderableType]:
+    yield Text(f"EPLB replay ({result.algorithm}): {result.num_windows} windows, plan on t, score on t+1; "
+               f"{_layout_line(result.layout)}", style="bold")
+    table = Table(title="Delivered balancedness by re-planning interval", title_justify="left")
+    for name in ("interval (windows)", "delivered mean", "worst window", "re-plans", "replicas moved / window",
+                 "re-plans that pay off"):
+        table.add_column(name, justify="right")
+    for s in result.scores:
+        paid = "n/a" if s.pays_off is None else f"{s.pays_off:.0%}"
+        table.add_row(str(s.interval), f"{s.delivered:.4f}", f"{s.worst_window:.4f}", str(s.replans),
+                      f"{s.replicas_moved_per_window:,.1f}", paid)
+    yield table
+    yield Text(f"hindsight (each window planned on itself) {result.oracle:.4f}; first plan never changed "
+               f"{result.stale:.4f}; best interval: {result.best_interval} window(s) (longest within 0.5% of the "
+               f"best delivered; a re-plan pays off at >= {result.min_gain:.0%} less max load)")
 
 
 @table_renderer(SimulationResult)
