@@ -225,3 +225,36 @@ def replay_cmd(
                                 algorithm=algorithm, intervals=tuple(interval or DEFAULT_INTERVALS),
                                 min_gain=min_gain, sources=tuple(str(p) for p in windows), progress=report)
     show(result, fmt, "eplb replay")
+
+
+@app.command("budget")
+def budget_cmd(
+    stats: StatsArg,
+    total_slots: Annotated[int | None, typer.Option("--total-slots", help="Slots over all MoE layers (memory "
+                                                    "budget; default: layers x the deployment's slots).")] = None,
+    replicas: Annotated[int | None, typer.Option("--replicas", "-r", help="Uniform slots per layer compared "
+                                                 "with (default: the model's deployment).")] = None,
+    gpus: Annotated[int | None, typer.Option("--gpus", "-g", help="GPUs (default: the model's deployment).")] = None,
+    nodes: Annotated[int | None, typer.Option("--nodes", "-n", help="Nodes (default: the model's deployment).")]
+    = None,
+    groups: Annotated[int | None, typer.Option("--groups", help="Expert groups (default: the model's, else 1).")] \
+    = None,
+    model: Annotated[str | None, typer.Option("--model", "-m", help="Model profile (default: inferred).")] = None,
+    deployment: Annotated[str, typer.Option("--deployment", help="prefill or decode.")] = "prefill",
+    policy: Annotated[str, typer.Option("--policy", help="auto, hierarchical or global.")] = "auto",
+    algorithm: Annotated[str, typer.Option("--algorithm", help="reference or balanced.")] = "balanced",
+    fmt: FormatOpt = OutputFormat.table,
+) -> None:
+    """Spend a total slot budget per layer where it lowers the max GPU load most, against the uniform count."""
+    from dsctl.eplb.budget import allocate_slots
+    from dsctl.eplb.rebalance import LayoutRequest, resolve_layout, resolve_model
+    from dsctl.eplb.stats import sum_stats
+
+    weight = sum_stats([(str(p), read_input(p, "statistics file")) for p in stats])
+    shape = (int(weight.shape[0]), int(weight.shape[1]))
+    missing = None in (replicas, gpus, nodes)
+    profile = resolve_model(shape, _model(model), _all_models() if model is None else (), missing)
+    r, g, n, grp, _ = resolve_layout(LayoutRequest(replicas, gpus, nodes, groups, deployment), profile)
+    total = total_slots if total_slots is not None else r * shape[0]
+    show(allocate_slots(weight, total_slots=total, num_gpus=g, num_nodes=n, num_groups=grp, policy=policy,
+                        algorithm=algorithm), fmt, "eplb budget")

@@ -9,6 +9,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from dsctl.eplb.budget import BudgetResult
 from dsctl.eplb.checks import Layout
 from dsctl.eplb.metrics import PlacementMetrics
 from dsctl.eplb.pareto import TradeOff
@@ -171,6 +172,23 @@ def _render_replay(result: WindowReplay) -> Iterator[RenderableType]:
     yield Text(f"hindsight (each window planned on itself) {result.oracle:.4f}; first plan never changed "
                f"{result.stale:.4f}; best interval: {result.best_interval} window(s) (longest within 0.5% of the "
                f"best delivered; a re-plan pays off at >= {result.min_gain:.0%} less max load)")
+
+
+@table_renderer(BudgetResult)
+def _render_budget(result: BudgetResult) -> Iterator[RenderableType]:
+    layers = len(result.slots_per_layer)
+    yield Text(f"EPLB budget ({result.algorithm}, {result.policy}): {result.total_slots:,} slots over {layers} "
+               f"layers on {result.num_gpus} GPUs; uniform {result.uniform_slots} per layer", style="bold")
+    table = Table(title="Slots per layer", title_justify="left")
+    for name in ("slots per layer", "per GPU", "layers"):
+        table.add_column(name, justify="right")
+    values, counts = np.unique(result.slots_per_layer, return_counts=True)
+    for value, count in zip(values.tolist(), counts.tolist(), strict=True):
+        table.add_row(str(value), str(value // result.num_gpus), str(count))
+    yield table
+    yield Text(f"sum of max GPU loads: per-layer {format_scalar(float(result.max_load_per_layer.sum()))} vs uniform "
+               f"{format_scalar(float(result.max_load_uniform.sum()))} ({result.gain:+.2%} per MoE step); mean "
+               f"balancedness {result.balancedness_per_layer:.4f} vs {result.balancedness_uniform:.4f}")
 
 
 @table_renderer(SimulationResult)
