@@ -28,8 +28,8 @@ import numpy as np
 #: above this many group -> node partitions the hierarchical bound uses its weaker closed form (8 groups on 4 nodes:
 #: 105; 16 groups on 4 nodes: 2.6 million)
 MAX_PARTITIONS = 20_000
-#: bisection steps of the slot bound (relative precision about 2**-40)
-_BISECT_STEPS = 40
+#: bisection steps of the slot bound (the bracket shrinks 2**24-fold; the result stays on the valid side)
+_BISECT_STEPS = 24
 #: relative slack in the feasibility test, so rounding can only make the slot bound weaker, never invalid
 _SLACK = 1e-12
 
@@ -47,29 +47,34 @@ def min_max_replica_load(weight: np.ndarray, num_slots: int) -> np.ndarray:
     return result
 
 
-def _fewest_above(weight: np.ndarray, total_t: np.ndarray, j: int, num_slots: int) -> np.ndarray:
-    """Per row, a lower bound on the replicas above T / j over every count vector with loads <= T; inf if none fits.
+def _passes(weight: np.ndarray, total_t: np.ndarray, j: int, num_slots: int, limit: int) -> np.ndarray:
+    """Per row: can some count vector with every replica <= T keep at most ``limit`` replicas above T / j?
 
-    ``weight`` [rows, X] > 0 entries only matter; ``total_t`` [rows] the candidate T.
+    ``weight`` [rows, X]; ``total_t`` [rows] the candidate T. The minimal counts r0 = ceil(w / T) are tried first
+    (cheap); rows they do not settle solve the fractional knapsack (module doc).
     """
     t = total_t[:, None] * (1.0 + _SLACK)
     tau = t / j
     r0 = np.maximum(1.0, np.ceil(weight / t))
     above0 = np.where(weight / r0 > tau, r0, 0.0)
-    r1 = np.maximum(1.0, np.ceil(weight / tau))
-    cost = np.where(above0 > 0, r1 - r0, np.inf)  # extra slots to bring the expert under T / j
     capacity = num_slots - r0.sum(axis=1)
-    ratio = np.where(above0 > 0, above0 / np.where(np.isfinite(cost), cost, 1.0), -1.0)
+    ok = (capacity >= 0) & (above0.sum(axis=1) <= limit)
+    hard = np.flatnonzero((capacity >= 0) & ~ok)
+    if not hard.size:
+        return ok
+    w, r0, above0, capacity, tau = weight[hard], r0[hard], above0[hard], capacity[hard], tau[hard]
+    r1 = np.maximum(1.0, np.ceil(w / tau))
+    cost = np.where(above0 > 0, r1 - r0, 0.0)  # extra slots to bring the expert under T / j
+    ratio = np.where(above0 > 0, above0 / np.maximum(cost, 1.0), -1.0)
     order = np.argsort(-ratio, axis=1, kind="stable")
-    cost_sorted = np.take_along_axis(np.where(np.isfinite(cost), cost, 0.0), order, axis=1)
+    cost_sorted = np.take_along_axis(cost, order, axis=1)
     gain_sorted = np.take_along_axis(above0, order, axis=1)
     spent_before = np.cumsum(cost_sorted, axis=1) - cost_sorted
     room = np.clip(capacity[:, None] - spent_before, 0.0, None)
     share = np.divide(np.minimum(room, cost_sorted), cost_sorted, out=np.zeros_like(room), where=cost_sorted > 0)
-    saved = (share * gain_sorted).sum(axis=1)
-    fewest = np.ceil(above0.sum(axis=1) - saved - 1e-9)
-    result: np.ndarray = np.where(capacity < 0, np.inf, fewest)
-    return result
+    fewest = np.ceil(above0.sum(axis=1) - (share * gain_sorted).sum(axis=1) - 1e-9)
+    ok[hard] = fewest <= limit
+    return ok
 
 
 def _feasible(weight: np.ndarray, t: np.ndarray, num_slots: int, num_gpus: int) -> np.ndarray:
@@ -78,7 +83,10 @@ def _feasible(weight: np.ndarray, t: np.ndarray, num_slots: int, num_gpus: int) 
     feasible = np.ones(weight.shape[0], dtype=bool)
     with np.errstate(divide="ignore", invalid="ignore"):  # an all-zero row may hold T = 0
         for j in range(2, k + 1):
-            feasible &= _fewest_above(weight, t, j, num_slots) <= (j - 1) * num_gpus
+            rows = np.flatnonzero(feasible)
+            if not rows.size:
+                break
+            feasible[rows] = _passes(weight[rows], t[rows], j, num_slots, (j - 1) * num_gpus)
     return feasible
 
 
