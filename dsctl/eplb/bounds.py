@@ -28,8 +28,8 @@ import numpy as np
 #: above this many group -> node partitions the hierarchical bound uses its weaker closed form (8 groups on 4 nodes:
 #: 105; 16 groups on 4 nodes: 2.6 million)
 MAX_PARTITIONS = 20_000
-#: bisection steps of the slot bound (the bracket shrinks 2**24-fold; the result stays on the valid side)
-_BISECT_STEPS = 24
+#: bisection steps of the slot bound (the bracket shrinks 2**36-fold; the result stays on the valid side)
+_BISECT_STEPS = 36
 #: relative slack in the feasibility test, so rounding can only make the slot bound weaker, never invalid
 _SLACK = 1e-12
 

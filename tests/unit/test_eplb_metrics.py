@@ -53,7 +53,7 @@ def test_readme_metrics_and_bounds() -> None:
     assert summary["worst_layer"] == 1
     assert summary["mean_balancedness_after"] == pytest.approx((129.125 / 156 + 144.5 / 179.5) / 2)
     data = m.to_data()
-    assert set(data["layers"][0]) == {"layer", "before", "after", "bound"}
+    assert set(data["layers"][0]) == {"layer", "before", "after", "bound", "gap_to_bound"}
     assert set(data["layers"][0]["after"]) == {"gpu_loads", "max_gpu_load", "mean_gpu_load", "balancedness"}
 
 
