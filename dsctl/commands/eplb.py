@@ -137,6 +137,8 @@ def rebalance_cmd(
     if sglang_out is not None:
         check_sglang_name(str(sglang_out))
     profile = _model(model)
+    # the model profiles are read only when the model matters: missing layout numbers or an SGLang export
+    needs_model = None in (replicas, gpus, nodes) or sglang_out is not None
     weight = sum_stats([(str(p), read_input(p, "statistics file")) for p in stats])
     previous_placement = None
     if previous is not None:
@@ -146,7 +148,8 @@ def rebalance_cmd(
         result = rebalance(
             weight, num_replicas=replicas, num_gpus=gpus, num_nodes=nodes, num_groups=groups,
             policy=policy, algorithm=algorithm, previous=previous_placement, tolerance=tolerance,
-            model=profile, candidate_models=_all_models() if profile is None else (), deployment=deployment,
+            model=profile, candidate_models=_all_models() if profile is None and needs_model else (),
+            deployment=deployment,
             bytes_per_param=bytes_per_param, sources=tuple(str(p) for p in stats), prove=prove, progress=report,
             max_moves=max_moves, max_move_bytes=max_move_bytes, min_gain=min_gain,
         )
