@@ -306,3 +306,37 @@ def test_a_failing_second_write_removes_the_first_file(
     out, sg = tmp_path / "plan.json", tmp_path / "sg.json"
     res = cli("eplb", "rebalance", readme, *README_ARGS, "--out", out, "--sglang-out", sg)
     assert res.exit_code != 0 and not out.exists() and not sg.exists()
+
+
+def test_prove_replay_budget_and_sglang_dump(cli: Callable, tmp_path: Path) -> None:
+    stats = tmp_path / "a3042.json"
+    stats.write_text("[[600, 560, 120, 120, 20, 10, 10, 10]]")
+    res = cli("eplb", "rebalance", stats, "-r", "16", "-g", "8", "-n", "1", "--algorithm", "balanced", "--prove",
+              "-f", "json")
+    assert res.exit_code == 0, res.stderr
+    data = res.json()
+    layer = data["metrics"]["layers"][0]
+    assert layer["optimum"]["proved"] and abs(layer["optimum"]["max_gpu_load"] - 590 / 3) < 1e-9
+    assert abs(layer["after"]["max_gpu_load"] - 590 / 3) < 1e-9
+    assert data["metrics"]["summary"]["layers_proved_optimal"] == 1
+    assert abs(data["metrics"]["summary"]["max_gap_to_bound"] - (590 / 3 / 181.25 - 1)) < 1e-9
+    table = cli("eplb", "rebalance", stats, "-r", "16", "-g", "8", "-n", "1", "--prove")
+    assert table.exit_code == 0 and "1 of 1 layers proved optimal" in table.stdout
+    rng = np.random.default_rng(0)
+    windows = []
+    w = rng.lognormal(0, 1, (2, 32)) * 100
+    for t in range(3):
+        windows.append(tmp_path / f"w{t}.npy")
+        np.save(windows[-1], np.round(w))
+        w = w * np.exp(0.2 * rng.standard_normal(w.shape))
+    rep = cli("eplb", "replay", *windows, "-r", "48", "-g", "8", "-n", "2", "--groups", "4", "--interval", "1",
+              "--interval", "2", "-f", "json")
+    assert rep.exit_code == 0, rep.stderr
+    assert [s["interval"] for s in rep.json()["scores"]] == [1, 2] and rep.json()["num_windows"] == 3
+    bud = cli("eplb", "budget", windows[0], "--total-slots", "96", "-r", "48", "-g", "8", "-n", "1", "-f", "json")
+    assert bud.exit_code == 0, bud.stderr
+    assert sum(bud.json()["slots_per_layer"]) == 96
+    dump = Path(__file__).resolve().parents[1] / "data" / "eplb" / "expert_distribution_recorder_1764600000.0_0.pt"
+    sg = cli("eplb", "rebalance", dump, "-r", "16", "-g", "4", "-n", "1", "-f", "json")
+    assert sg.exit_code == 0, sg.stderr
+    assert len(sg.json()["phy2log"]) == 4
