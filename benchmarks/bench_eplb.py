@@ -14,6 +14,7 @@ import numpy as np
 from benchmarks.case import Case
 from benchmarks.eplb_layouts import LAYOUTS
 from dsctl.eplb.checks import check_layout
+from dsctl.eplb.exact import solve
 from dsctl.eplb.metrics import placement_metrics
 from dsctl.eplb.rebalance import rebalance
 from dsctl.eplb.reference import rebalance_reference
@@ -52,8 +53,48 @@ def _csv_setup() -> bytes:
 
 CASES = [
     *(_reference_case(*layout, REFERENCE_S[layout[0]]) for layout in LAYOUTS),
-    Case("eplb: metrics + bounds hier 288/4x8", _metrics_setup, lambda a: placement_metrics(*a), target_s=0.05),
+    Case("eplb: metrics + bounds (with the slot bound) hier 288/4x8", _metrics_setup,
+         lambda a: placement_metrics(*a), target_s=0.15),
     Case("eplb: rebalance() reference + metrics hier 288/4x8", _full_setup,
-         lambda w: rebalance(w, num_replicas=288, num_gpus=32, num_nodes=4, num_groups=8), target_s=0.1),
+         lambda w: rebalance(w, num_replicas=288, num_gpus=32, num_nodes=4, num_groups=8), target_s=0.2),
     Case("eplb: parse 58x256 CSV statistics", _csv_setup, lambda b: parse_stats("s.csv", b), target_s=0.05),
+]
+
+
+#: vllm-ascend#3042: 8 experts on 8 GPUs x 2 slots (exact optimum 196.67)
+_ASCEND_3042 = np.array([[600.0, 560, 120, 120, 20, 10, 10, 10]])
+
+
+def _small_instances() -> list[tuple[np.ndarray, int, int, int, int]]:
+    """20 random small instances (7-8 experts, 4 GPUs x 3 slots or 8 GPUs x 2 slots, lognormal sigma 1.2)."""
+    rng = np.random.default_rng(7)
+    out = []
+    for i in range(20):
+        gpus, k = (4, 3) if i % 2 else (8, 2)
+        out.append((np.round(rng.lognormal(0, 1.2, (1, int(rng.integers(7, 9)))) * 100), k * gpus, 1, 1, gpus))
+    return out
+
+
+def _solve_all(cases: list[tuple[np.ndarray, int, int, int, int]]) -> None:
+    for w, replicas, groups, nodes, gpus in cases:
+        solve(w, replicas, gpus, groups, nodes)
+
+
+def _pareto_setup() -> Any:
+    rng = np.random.default_rng(3)
+    w0 = rng.lognormal(0, 1.0, (58, 256)) * 1000
+    w1 = np.round(w0 * np.exp(0.1 * rng.standard_normal(w0.shape)))
+    previous = rebalance(np.round(w0), num_replicas=288, num_gpus=32, num_nodes=4, num_groups=8,
+                         algorithm="balanced").placement
+    return w1, previous
+
+
+CASES += [
+    Case("eplb: exact optimum vllm-ascend#3042 (8 experts, 8x2, no start)", lambda: _ASCEND_3042,
+         lambda w: solve(w, 16, 8), target_s=2.0),
+    Case("eplb: exact optimum 20 small instances (7-8 experts, 4x3 / 8x2)", _small_instances, _solve_all,
+         target_s=30.0),
+    Case("eplb: Pareto search --previous, 6+1 candidates, hier 288/4x8 (58x256)", _pareto_setup,
+         lambda a: rebalance(a[0], num_replicas=288, num_gpus=32, num_nodes=4, num_groups=8, algorithm="balanced",
+                             previous=a[1]), target_s=30.0),
 ]

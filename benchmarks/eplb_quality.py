@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.eplb_layouts import LAYOUTS, NUM_EXPERTS, NUM_GROUPS, NUM_LAYERS
 from dsctl.eplb.balanced import rebalance_balanced
-from dsctl.eplb.balanced_bounds import global_lower_bound, hierarchical_lower_bound
+from dsctl.eplb.bounds import global_lower_bound, hierarchical_lower_bound
 from dsctl.eplb.migration import rebalance_with_previous
 from dsctl.eplb.placement import Placement, balancedness, gpu_loads
 from dsctl.eplb.reference import rebalance_reference

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -25,12 +24,14 @@ app = typer.Typer(
 
 
 def _model(name: str | None) -> ModelProfile | None:
-    if name is None:
-        return None
-    model = profile_store().model(name)
-    if model.moe is None:
-        raise InputError(f"--model {name} has no MoE layers; EPLB needs a mixture-of-experts model")
-    return model
+    return None if name is None else profile_store().model(name)
+
+
+def _all_models() -> list[ModelProfile]:
+    from dsctl.profiles.schema import ProfileKind
+
+    store = profile_store()
+    return [store.model(n) for n in store.names(ProfileKind.MODEL)]
 
 
 def _check_outputs(outputs: dict[str, Path | None]) -> None:
@@ -67,23 +68,6 @@ def _write_all(contents: list[tuple[Path, str | bytes, str | None]]) -> None:
     write_together(contents)
 
 
-def _zero_rows_warning(weight: Any, profile: ModelProfile | None) -> str | None:
-    """A warning for statistics rows that are all zero (no token was routed: usually dense layers given as rows)."""
-    import numpy as np
-
-    zero = [int(i) for i in np.flatnonzero(weight.sum(axis=1) == 0)]
-    if not zero:
-        return None
-    rows = ", ".join(map(str, zero[:8])) + (", ..." if len(zero) > 8 else "")
-    text = f"statistics rows {rows} are all zero ({len(zero)} of {weight.shape[0]}): their placement is arbitrary"
-    if profile is not None and profile.num_dense_layers and weight.shape[0] == profile.num_layers:
-        moe_rows = profile.num_layers - profile.num_dense_layers
-        return (f"{text}; {profile.name} has {profile.num_layers} layers of which the first "
-                f"{profile.num_dense_layers} are dense: give only its {moe_rows} MoE layers' rows "
-                f"(model layers {profile.num_dense_layers}-{profile.num_layers - 1})")
-    return text + "; were dense layers (no experts) included?"
-
-
 StatsArg = Annotated[list[Path], typer.Argument(
     help="Routing statistics, layers x experts: .json (2-D list or {\"load\": ...}), .csv (one row per layer) "
     "or .npy; several are summed.")]
@@ -92,69 +76,79 @@ StatsArg = Annotated[list[Path], typer.Argument(
 @app.command("rebalance")
 def rebalance_cmd(
     stats: StatsArg,
-    replicas: Annotated[int, typer.Option("--replicas", "-r",
-                                          help="Physical expert slots per layer (experts + redundant).")],
-    gpus: Annotated[int, typer.Option("--gpus", "-g", help="GPUs in the expert-parallel group (slots split evenly).")],
-    nodes: Annotated[int, typer.Option("--nodes", "-N", help="Nodes (fast intra-node links) the GPUs span.")],
+    replicas: Annotated[int | None, typer.Option("--replicas", "-r", help="Physical expert slots per layer (experts "
+                                                 "+ redundant; default: the model's deployment).")] = None,
+    gpus: Annotated[int | None, typer.Option("--gpus", "-g", help="GPUs in the expert-parallel group (slots split "
+                                             "evenly; default: the model's deployment).")] = None,
+    nodes: Annotated[int | None, typer.Option("--nodes", "-N", help="Nodes (fast intra-node links) the GPUs span "
+                                              "(default: the model's deployment).")] = None,
     groups: Annotated[int | None, typer.Option("--groups", help="Expert groups (default: the model's, else 1).")] \
     = None,
-    model: Annotated[str | None, typer.Option("--model", "-m", help="Model profile supplying experts and groups, "
-                                              "e.g. deepseek-v3.")] = None,
+    model: Annotated[str | None, typer.Option("--model", "-m", help="Model profile supplying experts, groups and "
+                                              "the deployment, e.g. deepseek-v3 (default: inferred from the "
+                                              "statistics' shape).")] = None,
+    deployment: Annotated[str, typer.Option("--deployment", help="Published deployment used for missing layout "
+                                            "numbers: prefill or decode.")] = "prefill",
     policy: Annotated[str, typer.Option("--policy", help="auto (hierarchical iff groups % nodes == 0), "
                                          "hierarchical or global.")] = "auto",
     algorithm: Annotated[str, typer.Option("--algorithm", help="reference (DeepSeek's EPLB, exact) or balanced.")]
     = "reference",
+    prove: Annotated[bool, typer.Option("--prove", help="Small instances: search for the exact optimum per layer "
+                                        "(take it if better) and report which layers are proved optimal.")] = False,
     previous: Annotated[Path | None, typer.Option("--previous", help="Current placement (dsctl or SGLang JSON): "
                                                   "move as few replicas as possible.")] = None,
     tolerance: Annotated[float | None, typer.Option("--tolerance", help="With --previous: allowed loss of "
                                                     "balancedness against the unconstrained plan (fraction; "
                                                     "default 0.01).")] = None,
+    max_moves: Annotated[int | None, typer.Option("--max-moves", help="With --previous: at most this many "
+                                                  "replicas moved (all layers).")] = None,
+    max_move_bytes: Annotated[int | None, typer.Option("--max-move-bytes", help="With --previous: at most this "
+                                                       "many bytes of expert weights moved.")] = None,
+    min_gain: Annotated[float | None, typer.Option("--min-gain", help="With --previous: below this relative drop "
+                                                   "of the max GPU load per step, keep the current placement "
+                                                   "(default 0.02).")] = None,
     bytes_per_param: Annotated[float, typer.Option("--bytes-per-param", help="Expert weight bytes per parameter for "
                                                    "bytes moved (1 = FP8, 2 = BF16).")] = 1.0,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the placement JSON (phy2log, log2phy, logcnt, "
                                              "metrics) to this file.")] = None,
     sglang_out: Annotated[Path | None, typer.Option("--sglang-out", help="Write SGLang's --init-expert-location "
-                                                    "JSON to this file.")] = None,
+                                                    "JSON to this file (name must end in .json).")] = None,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
-    """Plan expert replicas and their GPUs from routing statistics; report balancedness before/after."""
-    from dsctl.eplb.export import read_placement, sglang_expert_location, sglang_server_args
-    from dsctl.eplb.rebalance import expert_size_bytes, rebalance
+    """Plan expert replicas and their GPUs from routing statistics; report balancedness before/after and the gap
+    to the lower bound (and to the exact optimum with --prove)."""
+    from dsctl.eplb.placement_file import read_placement
+    from dsctl.eplb.rebalance import rebalance
+    from dsctl.eplb.result import check_sglang_name, sglang_export, sglang_server_args
     from dsctl.eplb.stats import sum_stats
     from dsctl.output.emit import envelope, render_json, stderr_console
     from dsctl.output.progress import progress
 
     _check_outputs({"--out": out, "--sglang-out": sglang_out})
+    if sglang_out is not None:
+        check_sglang_name(str(sglang_out))
     profile = _model(model)
-    moe = profile.moe if profile is not None else None
+    # the model profiles are read only when the model matters: missing layout numbers or an SGLang export
+    needs_model = None in (replicas, gpus, nodes) or sglang_out is not None
     weight = sum_stats([(str(p), read_input(p, "statistics file")) for p in stats])
-    if moe is not None and weight.shape[1] != moe.num_routed_experts:
-        raise InputError(f"statistics have {weight.shape[1]} experts per layer but --model {model} has "
-                         f"{moe.num_routed_experts} routed experts")
-    dense = 0
-    if profile is not None and weight.shape[0] == profile.num_layers - profile.num_dense_layers:
-        dense = profile.num_dense_layers
-    zero_warning = _zero_rows_warning(weight, profile)
     previous_placement = None
     if previous is not None:
         text = read_text_input(previous, "--previous")
         previous_placement = read_placement(f"--previous {previous}", text, *weight.shape)
     with progress(f"{algorithm} placement", fmt, total=1) as report:
         result = rebalance(
-            weight, num_replicas=replicas, num_gpus=gpus, num_nodes=nodes,
-            num_groups=groups if groups is not None else (moe.num_expert_groups if moe is not None else 1),
+            weight, num_replicas=replicas, num_gpus=gpus, num_nodes=nodes, num_groups=groups,
             policy=policy, algorithm=algorithm, previous=previous_placement, tolerance=tolerance,
-            expert_bytes=expert_size_bytes(profile, bytes_per_param) if profile is not None else None,
-            sources=tuple(str(p) for p in stats), num_dense_layers=dense, progress=report,
+            model=profile, candidate_models=_all_models() if profile is None and needs_model else (),
+            deployment=deployment,
+            bytes_per_param=bytes_per_param, sources=tuple(str(p) for p in stats), prove=prove, progress=report,
+            max_moves=max_moves, max_move_bytes=max_move_bytes, min_gain=min_gain,
         )
-    if zero_warning:
-        result = dataclasses.replace(result, warnings=(*result.warnings, zero_warning))
     contents: list[tuple[Path, str | bytes, str | None]] = []  # render everything before writing anything
     if out is not None:
         contents.append((out, render_json(envelope(result, "eplb rebalance", 0)), "--out"))
     if sglang_out is not None:
-        contents.append((sglang_out, json.dumps(sglang_expert_location(result.placement, dense)) + "\n",
-                         "--sglang-out"))
+        contents.append((sglang_out, json.dumps(sglang_export(result, str(sglang_out))) + "\n", "--sglang-out"))
     _write_all(contents)
     show(result, fmt, "eplb rebalance")
     err = stderr_console()
@@ -176,7 +170,7 @@ def simulate_cmd(
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Per-GPU loads and balancedness an existing placement yields on (other) statistics."""
-    from dsctl.eplb.export import read_placement
+    from dsctl.eplb.placement_file import read_placement
     from dsctl.eplb.simulate import simulate
     from dsctl.eplb.stats import sum_stats
 
@@ -185,3 +179,76 @@ def simulate_cmd(
     text = read_text_input(placement, "placement")
     loaded = read_placement(str(placement), text, *weight.shape)
     show(simulate(weight, loaded, gpus, tuple(str(p) for p in files)), fmt, "eplb simulate")
+
+
+@app.command("replay")
+def replay_cmd(
+    windows: Annotated[list[Path], typer.Argument(help="Statistics windows in time order (one file each: .json, "
+                                                  ".csv, .npy or SGLang .pt).")],
+    replicas: Annotated[int | None, typer.Option("--replicas", "-r", help="Slots per layer (default: the model's "
+                                                 "deployment).")] = None,
+    gpus: Annotated[int | None, typer.Option("--gpus", "-g", help="GPUs (default: the model's deployment).")] = None,
+    nodes: Annotated[int | None, typer.Option("--nodes", "-N", help="Nodes (default: the model's deployment).")]
+    = None,
+    groups: Annotated[int | None, typer.Option("--groups", help="Expert groups (default: the model's, else 1).")] \
+    = None,
+    model: Annotated[str | None, typer.Option("--model", "-m", help="Model profile (default: inferred from the "
+                                              "statistics' shape).")] = None,
+    deployment: Annotated[str, typer.Option("--deployment", help="prefill or decode.")] = "prefill",
+    algorithm: Annotated[str, typer.Option("--algorithm", help="reference or balanced.")] = "balanced",
+    interval: Annotated[list[int] | None, typer.Option("--interval", help="Re-planning intervals in windows "
+                                                       "(repeatable; default 1 2 4 8).")] = None,
+    min_gain: Annotated[float, typer.Option("--min-gain", help="A re-plan pays off when it lowers the next "
+                                            "window's max GPU load by at least this fraction.")] = 0.02,
+    fmt: FormatOpt = OutputFormat.table,
+) -> None:
+    """Plan on window t, score on window t+1: the balancedness plans deliver and the best re-planning interval."""
+    from dsctl.eplb.rebalance import LayoutRequest, resolve_layout, resolve_model
+    from dsctl.eplb.stats import parse_stats
+    from dsctl.eplb.windows import DEFAULT_INTERVALS, replay_windows
+    from dsctl.output.progress import progress
+
+    weights = [parse_stats(str(p), read_input(p, "statistics file")) for p in windows]
+    first = weights[0]
+    shape = (int(first.shape[0]), int(first.shape[1]))
+    missing = None in (replicas, gpus, nodes)
+    profile = resolve_model(shape, _model(model), _all_models() if model is None else (), missing)
+    r, g, n, grp, _ = resolve_layout(LayoutRequest(replicas, gpus, nodes, groups, deployment), profile)
+    with progress("planning windows", fmt, total=len(weights)) as report:
+        result = replay_windows(weights, num_replicas=r, num_gpus=g, num_nodes=n, num_groups=grp,
+                                algorithm=algorithm, intervals=tuple(interval or DEFAULT_INTERVALS),
+                                min_gain=min_gain, sources=tuple(str(p) for p in windows), progress=report)
+    show(result, fmt, "eplb replay")
+
+
+@app.command("budget")
+def budget_cmd(
+    stats: StatsArg,
+    total_slots: Annotated[int | None, typer.Option("--total-slots", help="Slots over all MoE layers (memory "
+                                                    "budget; default: layers x the deployment's slots).")] = None,
+    replicas: Annotated[int | None, typer.Option("--replicas", "-r", help="Uniform slots per layer compared "
+                                                 "with (default: the model's deployment).")] = None,
+    gpus: Annotated[int | None, typer.Option("--gpus", "-g", help="GPUs (default: the model's deployment).")] = None,
+    nodes: Annotated[int | None, typer.Option("--nodes", "-N", help="Nodes (default: the model's deployment).")]
+    = None,
+    groups: Annotated[int | None, typer.Option("--groups", help="Expert groups (default: the model's, else 1).")] \
+    = None,
+    model: Annotated[str | None, typer.Option("--model", "-m", help="Model profile (default: inferred).")] = None,
+    deployment: Annotated[str, typer.Option("--deployment", help="prefill or decode.")] = "prefill",
+    policy: Annotated[str, typer.Option("--policy", help="auto, hierarchical or global.")] = "auto",
+    algorithm: Annotated[str, typer.Option("--algorithm", help="reference or balanced.")] = "balanced",
+    fmt: FormatOpt = OutputFormat.table,
+) -> None:
+    """Spend a total slot budget per layer where it lowers the max GPU load most, against the uniform count."""
+    from dsctl.eplb.budget import allocate_slots
+    from dsctl.eplb.rebalance import LayoutRequest, resolve_layout, resolve_model
+    from dsctl.eplb.stats import sum_stats
+
+    weight = sum_stats([(str(p), read_input(p, "statistics file")) for p in stats])
+    shape = (int(weight.shape[0]), int(weight.shape[1]))
+    missing = None in (replicas, gpus, nodes)
+    profile = resolve_model(shape, _model(model), _all_models() if model is None else (), missing)
+    r, g, n, grp, _ = resolve_layout(LayoutRequest(replicas, gpus, nodes, groups, deployment), profile)
+    total = total_slots if total_slots is not None else r * shape[0]
+    show(allocate_slots(weight, total_slots=total, num_gpus=g, num_nodes=n, num_groups=grp, policy=policy,
+                        algorithm=algorithm), fmt, "eplb budget")

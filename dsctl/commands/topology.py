@@ -227,7 +227,7 @@ def simulate(
         node_ids = tuple(range(nodes))
     share = None
     if eplb_plan is not None and stats:
-        from dsctl.eplb.export import read_placement
+        from dsctl.eplb.placement_file import read_placement
         from dsctl.eplb.stats import sum_stats
 
         weight = sum_stats([(str(p), read_input(p, "--stats")) for p in stats])

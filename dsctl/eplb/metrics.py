@@ -4,27 +4,20 @@ Definitions (per layer; loads in the statistics' unit, e.g. tokens):
 - GPU load = sum over the GPU's slots of load(e) / logcnt(e); slot s is on GPU s // (R / G).
 - balancedness = mean GPU load / max GPU load (1.0 = perfect; 1.0 for an all-zero layer).
 - "before" = one copy per expert, contiguous: expert e on GPU floor(e * G / E).
-- m*(experts, S) = smallest achievable largest per-replica load with S slots (the replication greedy attains it).
-- global lower bound = max(total / G, m*(all E experts, R slots)), valid for any placement.
-- hierarchical lower bound (groups and their replicas confined to one node, S = R / N slots per node) =
-  min over group->node partitions of max over nodes of max(node load / (G / N), m*(node's experts, S)).
+- lower bounds on the max GPU load: dsctl.eplb.bounds (mean, m*, replica granularity, per node and group).
 """
 
 from __future__ import annotations
 
-import itertools
-import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from dsctl.eplb.bounds import MAX_PARTITIONS, global_lower_bound, hierarchical_lower_bound, num_partitions
 from dsctl.eplb.checks import Layout
+from dsctl.eplb.exact import ExactResult
 from dsctl.eplb.placement import Placement, balancedness, gpu_loads
-from dsctl.eplb.reference import min_max_replica_load
-
-#: enumerate group->node partitions only up to this many (8 groups on 4 nodes: 105)
-MAX_PARTITIONS = 20_000
 
 
 @dataclass(frozen=True)
@@ -54,6 +47,25 @@ class PlacementMetrics:
     after: LoadMetrics
     lower_bound_gpu_load: np.ndarray  # float64 [L]
     bound_kind: str
+    optimum_gpu_load: np.ndarray | None = None  # float64 [L], with --prove: proved optimum (or best found)
+    proved: np.ndarray | None = None  # bool [L], with --prove: the exact search completed
+
+    @property
+    def gap_to_bound(self) -> np.ndarray:
+        """max GPU load / lower bound - 1 per layer, float64 [L] (0 = proved optimal by the bound)."""
+        out = np.zeros_like(self.lower_bound_gpu_load)
+        np.divide(self.after.max_gpu_load, self.lower_bound_gpu_load, out=out, where=self.lower_bound_gpu_load > 0)
+        return np.where(self.lower_bound_gpu_load > 0, out - 1.0, 0.0)
+
+    @property
+    def gap_to_optimum(self) -> np.ndarray | None:
+        """max GPU load / proved optimum - 1 per layer, float64 [L]; None without --prove."""
+        if self.optimum_gpu_load is None:
+            return None
+        opt = self.optimum_gpu_load
+        out = np.ones_like(opt)
+        np.divide(self.after.max_gpu_load, opt, out=out, where=opt > 0)
+        return np.maximum(out - 1.0, 0.0)
 
     @property
     def num_layers(self) -> int:
@@ -84,15 +96,30 @@ class PlacementMetrics:
             "worst_balancedness_after": float(self.after.balancedness[worst]),
             "worst_layer_balancedness_bound": float(bound[worst]),
             "bound_kind": self.bound_kind,
-        }
+            "mean_gap_to_bound": float(self.gap_to_bound.mean()),
+            "max_gap_to_bound": float(self.gap_to_bound.max()),
+            "worst_gap_layer": int(np.argmax(self.gap_to_bound)),
+        } | self._proof_summary()
+
+    def _proof_summary(self) -> dict[str, Any]:
+        gap = self.gap_to_optimum
+        if gap is None or self.proved is None:
+            return {}
+        return {"layers_proved": int(self.proved.sum()),
+                "layers_proved_optimal": int((self.proved & (gap <= 1e-9)).sum()),
+                "max_gap_to_optimum": float(gap.max())}
 
     def to_data(self) -> dict[str, Any]:
         bound = self.balancedness_bound
         layers = [
             {"layer": i, "before": self.before.layer(i), "after": self.after.layer(i),
-             "bound": {"max_gpu_load": float(self.lower_bound_gpu_load[i]), "balancedness": float(bound[i])}}
+             "bound": {"max_gpu_load": float(self.lower_bound_gpu_load[i]), "balancedness": float(bound[i])},
+             "gap_to_bound": float(self.gap_to_bound[i])}
             for i in range(self.num_layers)
         ]
+        if self.optimum_gpu_load is not None and self.proved is not None:
+            for i, layer in enumerate(layers):
+                layer["optimum"] = {"max_gpu_load": float(self.optimum_gpu_load[i]), "proved": bool(self.proved[i])}
         return {"summary": self.summary(), "layers": layers}
 
 
@@ -106,67 +133,26 @@ def contiguous_loads(weight: np.ndarray, num_gpus: int) -> np.ndarray:
     return loads.T.copy()
 
 
-def global_lower_bound(weight: np.ndarray, num_replicas: int, num_gpus: int) -> np.ndarray:
-    """max(total / G, m*(all experts, R slots)) per layer, float64 [L]: no placement can do better."""
-    weight = np.asarray(weight, dtype=np.float64)
-    return np.maximum(weight.sum(axis=1) / num_gpus, min_max_replica_load(weight, num_replicas))
-
-
-def _equal_partitions(num_items: int, block: int) -> list[list[tuple[int, ...]]]:
-    """Every partition of range(num_items) into blocks of ``block`` items (blocks sorted, first item fixed)."""
-    def rec(remaining: tuple[int, ...]) -> list[list[tuple[int, ...]]]:
-        if not remaining:
-            return [[]]
-        first, rest = remaining[0], remaining[1:]
-        out = []
-        for others in itertools.combinations(rest, block - 1):
-            chosen = (first, *others)
-            left = tuple(x for x in rest if x not in others)
-            out.extend([[chosen, *tail] for tail in rec(left)])
-        return out
-    return rec(tuple(range(num_items)))
-
-
-def _count_partitions(num_items: int, block: int) -> int:
-    num_blocks = num_items // block
-    return math.factorial(num_items) // (math.factorial(block) ** num_blocks * math.factorial(num_blocks))
-
-
-def hierarchical_lower_bound(weight: np.ndarray, layout: Layout) -> np.ndarray | None:
-    """The hierarchical bound per layer, float64 [L]; None when there are too many partitions to enumerate."""
-    weight = np.asarray(weight, dtype=np.float64)
-    num_layers, num_experts = weight.shape
-    groups, nodes = layout.num_groups, layout.num_nodes
-    per_node = groups // nodes
-    if _count_partitions(groups, per_node) > MAX_PARTITIONS:
-        return None
-    group_size = num_experts // groups
-    subsets = list(itertools.combinations(range(groups), per_node))
-    index = {s: i for i, s in enumerate(subsets)}
-    by_group = weight.reshape(num_layers, groups, group_size)
-    subset_weight = by_group[:, np.array(subsets), :].reshape(num_layers * len(subsets), per_node * group_size)
-    m_star = min_max_replica_load(subset_weight, layout.slots_per_node).reshape(num_layers, len(subsets))
-    node_avg = subset_weight.sum(axis=1).reshape(num_layers, len(subsets)) / layout.gpus_per_node
-    per_subset = np.maximum(m_star, node_avg)  # [L, subsets]
-    partitions = np.array([[index[b] for b in part] for part in _equal_partitions(groups, per_node)])
-    return np.asarray(per_subset[:, partitions].max(axis=2).min(axis=1))
-
-
 def lower_bound(weight: np.ndarray, layout: Layout) -> tuple[np.ndarray, str]:
     """Best valid lower bound on the max GPU load for the layout's policy, float64 [L], and its name."""
-    bound = global_lower_bound(weight, layout.num_replicas, layout.num_gpus)
     if layout.policy != "hierarchical":
-        return bound, "global"
-    hier = hierarchical_lower_bound(weight, layout)
-    if hier is None:
-        return bound, "global (too many group->node partitions to enumerate the hierarchical bound)"
-    return np.maximum(bound, hier), "hierarchical"
+        return global_lower_bound(weight, layout.num_replicas, layout.num_gpus), "global"
+    kind = "hierarchical"
+    if num_partitions(layout.num_groups, layout.num_groups // layout.num_nodes) > MAX_PARTITIONS:
+        kind = "hierarchical (closed form: too many group->node partitions to enumerate)"
+    bound = hierarchical_lower_bound(weight, layout.num_replicas, layout.num_groups, layout.num_nodes, layout.num_gpus)
+    return bound, kind
 
 
-def placement_metrics(weight: np.ndarray, placement: Placement, layout: Layout) -> PlacementMetrics:
-    """Before (contiguous, one copy per expert) and after metrics of ``placement`` on ``weight`` [L, E]."""
+def placement_metrics(weight: np.ndarray, placement: Placement, layout: Layout,
+                      proof: ExactResult | None = None) -> PlacementMetrics:
+    """Before (contiguous, one copy per expert) and after metrics of ``placement`` on ``weight`` [L, E];
+    ``proof`` (``dsctl.eplb.exact.solve`` from this placement) adds the optimum per layer."""
     weight = np.asarray(weight, dtype=np.float64)
     before = LoadMetrics.from_loads(contiguous_loads(weight, layout.num_gpus))
     after = LoadMetrics.from_loads(gpu_loads(weight, placement.phy2log, placement.logcnt, layout.num_gpus))
     bound, kind = lower_bound(weight, layout)
-    return PlacementMetrics(before, after, bound, kind)
+    if proof is None:
+        return PlacementMetrics(before, after, bound, kind)
+    optimum = np.minimum(proof.optimum, after.max_gpu_load)
+    return PlacementMetrics(before, after, bound, kind, optimum, proof.proved.copy())

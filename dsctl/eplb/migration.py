@@ -28,8 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dsctl.eplb.balanced import join_batch, rebalance_balanced, refine_placement, split_batch
-from dsctl.eplb.balanced_search import REL_EPS, Batch
+from dsctl.eplb.balanced import REL_EPS, Batch, join_batch, rebalance_balanced, refine_placement, split_batch
 from dsctl.eplb.placement import Placement, balancedness, gpu_loads, placement_from_phy2log
 from dsctl.eplb.reference import rebalance_reference
 from dsctl.errors import InputError
@@ -331,11 +330,13 @@ def rebalance_with_previous(
     policy: str,
     tolerance: float = 0.01,
     algorithm: str = "balanced",
+    target: Placement | None = None,
 ) -> MigrationResult:
     """Plan for ``weight`` [L, E] (validated) that moves few replicas away from ``previous``.
 
     ``policy`` "hierarchical" | "global" (resolved); ``tolerance`` in [0, 1): relative balancedness shortfall allowed
-    versus the unconstrained plan; ``algorithm`` "balanced" | "reference" for the unconstrained plan.
+    versus the unconstrained plan; ``algorithm`` "balanced" | "reference" for the unconstrained plan; ``target``
+    that unconstrained plan when already computed (the Pareto search reuses it across tolerances).
     """
     if not 0.0 <= tolerance < 1.0 or not np.isfinite(tolerance):
         raise InputError(f"--tolerance {tolerance} must be in [0, 1) (a relative shortfall, 0.01 = 1 %)")
@@ -345,7 +346,8 @@ def rebalance_with_previous(
     prev = np.asarray(previous.phy2log, dtype=np.int64)
     nodes_eff = num_nodes if policy == "hierarchical" else 1
 
-    target = _unconstrained(weight, num_replicas, num_groups, num_nodes, num_gpus, policy, algorithm)
+    if target is None:
+        target = _unconstrained(weight, num_replicas, num_groups, num_nodes, num_gpus, policy, algorithm)
     target_loads = gpu_loads(weight, target.phy2log, target.logcnt, num_gpus)
     target_bal = balancedness(target_loads)
     threshold = target_loads.max(axis=1) / (1.0 - tolerance)

@@ -7,18 +7,22 @@ and migration-aware planning from a previous placement (dsctl.eplb.migration).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from dsctl.eplb.balanced import rebalance_balanced
 from dsctl.eplb.checks import Layout, check_layout, check_weight
-from dsctl.eplb.export import LoadedPlacement, MigrationSummary, RebalanceResult, placement_warnings
+from dsctl.eplb.deployments import deployment_for, infer_model
+from dsctl.eplb.exact import MAX_PROVE_SLOTS, ExactResult, solve
 from dsctl.eplb.metrics import placement_metrics
-from dsctl.eplb.migration import rebalance_with_previous
-from dsctl.eplb.placement import Placement
+from dsctl.eplb.pareto import DEFAULT_MIN_GAIN, TOLERANCES, trade_off
+from dsctl.eplb.placement import Placement, gpu_loads, placement_from_phy2log
+from dsctl.eplb.placement_file import LoadedPlacement, placement_warnings
 from dsctl.eplb.reference import rebalance_layout
+from dsctl.eplb.result import MigrationSummary, RebalanceResult
 from dsctl.errors import InputError
 from dsctl.model.params import bytes_per_routed_expert
 from dsctl.profiles.schema import ModelProfile
@@ -57,33 +61,121 @@ def _check_previous(previous: Placement, layout: Layout) -> None:
                          f"the statistics have {layout.num_experts}")
 
 
+def zero_rows_warning(weight: np.ndarray, model: ModelProfile | None) -> str | None:
+    """A warning for statistics rows that are all zero (no token was routed: usually dense layers given as rows)."""
+    zero = [int(i) for i in np.flatnonzero(weight.sum(axis=1) == 0)]
+    if not zero:
+        return None
+    rows = ", ".join(map(str, zero[:8])) + (", ..." if len(zero) > 8 else "")
+    text = f"statistics rows {rows} are all zero ({len(zero)} of {weight.shape[0]}): their placement is arbitrary"
+    if model is not None and model.num_dense_layers and weight.shape[0] == model.num_layers:
+        return (f"{text}; {model.name} has {model.num_layers} layers of which the first "
+                f"{model.num_dense_layers} are dense: give only its {model.num_moe_layers} MoE layers' rows "
+                f"(model layers {model.num_dense_layers}-{model.num_layers - 1})")
+    return text + "; were dense layers (no experts) included?"
+
+
+@dataclass(frozen=True)
+class LayoutRequest:
+    """What the user gave for the layout (None = not given): filled from the model's deployment when missing."""
+
+    num_replicas: int | None = None
+    num_gpus: int | None = None
+    num_nodes: int | None = None
+    num_groups: int | None = None
+    deployment: str = "prefill"
+
+
+def resolve_model(weight_shape: tuple[int, int], model: ModelProfile | None,
+                  candidates: Sequence[ModelProfile], needed: bool) -> ModelProfile | None:
+    """The model the statistics belong to: ``model`` (its expert count checked), else inferred from the shape
+    among ``candidates`` when ``needed`` (InputError listing the choices), else inferred only if unambiguous."""
+    num_layers, num_experts = weight_shape
+    if model is not None:
+        if model.moe is None:
+            raise InputError(f"--model {model.name} has no MoE layers; EPLB needs a mixture-of-experts model")
+        if num_experts != model.moe.num_routed_experts:
+            raise InputError(f"statistics have {num_experts} experts per layer but --model {model.name} has "
+                             f"{model.moe.num_routed_experts} routed experts")
+        return model
+    if needed:
+        return infer_model(num_layers, num_experts, candidates)
+    try:
+        return infer_model(num_layers, num_experts, candidates)
+    except InputError:
+        return None
+
+
+def resolve_layout(request: LayoutRequest, model: ModelProfile | None) -> tuple[int, int, int, int, str | None]:
+    """(replicas, GPUs, nodes, groups, deployment note or None): the request, gaps filled from the deployment."""
+    given = (request.num_replicas, request.num_gpus, request.num_nodes)
+    groups = request.num_groups
+    if groups is None:
+        groups = model.moe.num_expert_groups if model is not None and model.moe is not None else 1
+    if None not in given:
+        return int(request.num_replicas or 0), int(request.num_gpus or 0), int(request.num_nodes or 0), groups, None
+    if model is None or model.moe is None:
+        raise InputError("give the layout with --replicas, --gpus and -N/--nodes, or -m/--model for a model with a "
+                         "published deployment")
+    dep = deployment_for(model, request.deployment)
+    replicas = request.num_replicas or model.moe.num_routed_experts + dep.num_redundant_experts
+    gpus = request.num_gpus or dep.num_gpus
+    nodes = request.num_nodes or dep.num_nodes
+    note = (f"layout from {model.name}'s {dep.kind} deployment ({dep.source}): {gpus} GPUs on {nodes} nodes, "
+            f"{replicas} slots per layer ({replicas - model.moe.num_routed_experts} redundant)")
+    return replicas, gpus, nodes, groups, note
+
+
 def rebalance(
     weight: np.ndarray,
     *,
-    num_replicas: int,
-    num_gpus: int,
-    num_nodes: int,
-    num_groups: int,
+    num_replicas: int | None = None,
+    num_gpus: int | None = None,
+    num_nodes: int | None = None,
+    num_groups: int | None = None,
     policy: str = "auto",
     algorithm: str = "reference",
     previous: Placement | LoadedPlacement | None = None,
     tolerance: float | None = None,
     expert_bytes: int | None = None,
     sources: tuple[str, ...] = (),
-    num_dense_layers: int = 0,
+    num_dense_layers: int | None = None,
+    model: ModelProfile | None = None,
+    candidate_models: Sequence[ModelProfile] = (),
+    deployment: str = "prefill",
+    bytes_per_param: float = 1.0,
+    prove: bool = False,
+    max_moves: int | None = None,
+    max_move_bytes: int | None = None,
+    min_gain: float | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> RebalanceResult:
     """Plan a placement for ``weight`` [L, E] (summed routing statistics) and measure it before/after.
 
-    ``previous`` is the current placement (read by ``export.read_placement``, the reader ``simulate`` uses too);
-    ``tolerance`` (None = ``DEFAULT_TOLERANCE``) only applies with it: a value other than the default without
-    ``previous`` is an InputError, the default given explicitly only a warning.
+    Layout: the numbers given; missing ones come from ``model``'s published ``deployment`` (``model`` None: the
+    one of ``candidate_models`` matching the statistics' shape, else an InputError listing them). With a model,
+    the expert count is checked, ``expert_bytes`` defaults to its expert size at ``bytes_per_param``, and the
+    dense-layer offset (model layers before the first MoE layer) is set when the rows are its MoE layers.
+    ``previous`` is the current placement (read by ``placement_file.read_placement``): the plan is then the
+    choice of the balance-versus-migration trade-off (``dsctl.eplb.pareto``: candidate tolerances plus ``tolerance``
+    (None = ``DEFAULT_TOLERANCE``), budgets ``max_moves``/``max_move_bytes``, ``min_gain`` below which the previous
+    placement is kept); ``tolerance`` only applies with it. ``prove``: run the exact search (dsctl.eplb.exact) per
+    layer from the plan; a better plan found replaces the layer; layers are marked proved where the search ended.
     ``progress(steps_done, num_steps)`` is called as the balanced algorithm's refinement steps finish.
     Raises InputError for any bad input (rules V1-V12, unknown algorithm, mismatching previous placement).
     """
     if algorithm not in ALGORITHMS:
         raise InputError(f"--algorithm {algorithm!r} is not valid: choose reference or balanced")
+    raw = np.asarray(weight)
+    request = LayoutRequest(num_replicas, num_gpus, num_nodes, num_groups, deployment)
+    shape = (int(raw.shape[0]), int(raw.shape[1])) if raw.ndim == 2 else (0, 0)
+    layout_missing = None in (num_replicas, num_gpus, num_nodes)
+    model = resolve_model(shape, model, candidate_models, layout_missing) if raw.ndim == 2 else model
+    replicas, gpus, nodes, groups, note = resolve_layout(request, model)
     extra_warnings: tuple[str, ...] = ()
+    if previous is None and (max_moves is not None or max_move_bytes is not None or min_gain is not None):
+        raise InputError("--max-moves, --max-move-bytes and --min-gain only apply with --previous",
+                         hint="give the current placement with --previous FILE")
     if tolerance is not None:
         if not 0.0 <= tolerance < 1.0:
             raise InputError(f"--tolerance {tolerance} must be in [0, 1) (a fraction: 0.01 = 1% of the balancedness)")
@@ -97,20 +189,53 @@ def rebalance(
         extra_warnings += placement_warnings(previous)
         previous = previous.placement
     checked, weight_warnings = check_weight(weight, "statistics")
-    layout = check_layout(checked.shape[0], checked.shape[1], num_replicas, num_groups, num_nodes, num_gpus, policy)
+    layout = check_layout(checked.shape[0], checked.shape[1], replicas, groups, nodes, gpus, policy)
+    if num_dense_layers is None:
+        num_dense_layers = 0
+        if model is not None and checked.shape[0] == model.num_moe_layers:
+            num_dense_layers = model.num_dense_layers
+    if expert_bytes is None and model is not None:
+        expert_bytes = expert_size_bytes(model, bytes_per_param)
+    zero = zero_rows_warning(checked, model)
+    notes = (note,) if note else ()
     migration = None
+    trade = None
     if previous is None:
         placement = _run_algorithm(checked, layout, algorithm, progress)
     else:
         _check_previous(previous, layout)
-        result = rebalance_with_previous(checked, previous, layout.num_replicas, layout.num_groups,
-                                                layout.num_nodes, layout.num_gpus, layout.policy, tolerance, algorithm)
-        placement = result.placement
-        moved = int(result.replicas_moved)
-        details: dict[str, Any] = {f.name: getattr(result, f.name) for f in dataclasses.fields(result)
-                                   if f.name not in ("placement", "replicas_moved")}
-        migration = MigrationSummary(moved, None if expert_bytes is None else moved * expert_bytes,
-                                     expert_bytes, tolerance, details)
-    metrics = placement_metrics(checked, placement, layout)
+        tolerances = tuple(sorted({*TOLERANCES, tolerance}))
+        trade, placement, result = trade_off(checked, previous, layout, algorithm, expert_bytes,
+                                             max_moves=max_moves, max_move_bytes=max_move_bytes,
+                                             min_gain=DEFAULT_MIN_GAIN if min_gain is None else min_gain,
+                                             tolerances=tolerances, accept=tolerance, progress=progress)
+        moved = 0 if result is None else int(result.replicas_moved)
+        details: dict[str, Any] = {} if result is None else {
+            f.name: getattr(result, f.name) for f in dataclasses.fields(result)
+            if f.name not in ("placement", "replicas_moved")}
+        chosen_tolerance = trade.points[trade.chosen].tolerance
+        migration = MigrationSummary(moved, None if expert_bytes is None else moved * expert_bytes, expert_bytes,
+                                     tolerance if chosen_tolerance is None else chosen_tolerance, details)
+    proof = None
+    if prove:
+        placement, proof = prove_placement(checked, placement, layout)
+    metrics = placement_metrics(checked, placement, layout, proof)
     return RebalanceResult(placement, metrics, layout, algorithm, sources,
-                           weight_warnings + layout.warnings + extra_warnings, migration, num_dense_layers)
+                           weight_warnings + layout.warnings + extra_warnings + ((zero,) if zero else ()),
+                           migration, num_dense_layers, model.name if model is not None else None,
+                           model.num_layers if model is not None else None, notes, trade)
+
+
+def prove_placement(weight: np.ndarray, placement: Placement, layout: Layout) -> tuple[Placement, ExactResult]:
+    """Run the exact search on every layer from ``placement``; take any better plan it finds (checked layout)."""
+    if layout.slots_per_node > MAX_PROVE_SLOTS:
+        raise InputError(f"--prove solves small instances only: {layout.slots_per_node} slots per "
+                         f"{'node' if layout.policy == 'hierarchical' else 'layer'} exceeds {MAX_PROVE_SLOTS}",
+                         hint="the gap to the lower bound is reported without --prove")
+    current = gpu_loads(weight, placement.phy2log, placement.logcnt, layout.num_gpus).max(axis=1)
+    exact = solve(weight, layout.num_replicas, layout.num_gpus, layout.num_groups_eff, layout.num_nodes_eff,
+                  start=current)
+    if exact.improved.any():
+        phy2log = np.where(exact.improved[:, None], exact.phy2log, placement.phy2log)
+        placement = placement_from_phy2log(phy2log, layout.num_experts)
+    return placement, exact

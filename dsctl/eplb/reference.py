@@ -115,16 +115,6 @@ def replicate_experts(weight: np.ndarray, num_slots: int) -> tuple[np.ndarray, n
     return slot_expert, slot_rank, counts.astype(np.int64)
 
 
-def min_max_replica_load(weight: np.ndarray, num_slots: int) -> np.ndarray:
-    """m*: the smallest achievable largest per-replica load with ``num_slots`` slots, per row, float64 [rows].
-
-    ``weight`` [rows, X]; the replication greedy attains it.
-    """
-    w32 = np.asarray(weight, dtype=np.float32)
-    _, _, counts = replicate_experts(w32, num_slots)
-    return np.asarray((w32.astype(np.float64) / counts).max(axis=1))
-
-
 def _inverse_permutation(perm: np.ndarray) -> np.ndarray:
     inverse = np.empty_like(perm)
     put_rows(inverse, perm, np.broadcast_to(np.arange(perm.shape[1]), perm.shape))

@@ -8,8 +8,9 @@ from typing import Any
 import numpy as np
 
 from dsctl.eplb.checks import Layout, check_weight
-from dsctl.eplb.export import LoadedPlacement, drop_trivial_leading_layers, layout_data, placement_warnings
 from dsctl.eplb.metrics import PlacementMetrics, placement_metrics
+from dsctl.eplb.placement_file import LoadedPlacement, drop_trivial_leading_layers, placement_warnings
+from dsctl.eplb.result import layout_data
 from dsctl.errors import InputError
 
 

@@ -5,7 +5,9 @@ Accepted formats (chosen by file suffix, or sniffed when the suffix says nothing
 - CSV: one row per layer, values separated by commas (or, in a file without any comma, by spaces/tabs); blank
   lines and lines starting with ``#`` are skipped, and a first row whose cells are all words (each holds a
   letter and is not a number) is taken as a header;
-- ``.npy``: a 2-D integer or floating-point array (no pickles, no booleans).
+- ``.npy``: a 2-D integer or floating-point array (no pickles, no booleans);
+- ``.pt``: an SGLang expert-distribution recorder dump (``torch.save`` zip with ``logical_count`` [steps, layers,
+  experts], steps summed), read without torch by ``dsctl.eplb.torch_dump``'s restricted unpickler.
 Every format must give a 2-D table [layers, experts] (rule V1); a 1-D list or array is rejected with the shape
 found and the shape wanted. Several files (a window of snapshots) are summed element by element.
 
@@ -23,11 +25,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from dsctl.eplb.torch_dump import sglang_logical_count
 from dsctl.errors import InputError
 from dsctl.textjson import load_json
 
-FORMATS = ("json", "csv", "npy")
+FORMATS = ("json", "csv", "npy", "pt")
 _NPY_MAGIC = b"\x93NUMPY"
+_ZIP_MAGIC = b"PK\x03\x04"
 
 
 def detect_format(name: str, content: bytes) -> str:
@@ -38,6 +42,8 @@ def detect_format(name: str, content: bytes) -> str:
             return fmt
     if content.startswith(_NPY_MAGIC):
         return "npy"
+    if content.startswith(_ZIP_MAGIC):
+        return "pt"
     head = content.lstrip()[:1]
     return "json" if head in (b"[", b"{") else "csv"
 
@@ -242,6 +248,8 @@ def parse_stats(name: str, content: bytes) -> np.ndarray:
     fmt = detect_format(name, content)
     if fmt == "npy":
         return parse_npy(name, content)
+    if fmt == "pt":
+        return sglang_logical_count(name, content)
     try:
         text = content.decode("utf-8-sig")
     except UnicodeDecodeError:

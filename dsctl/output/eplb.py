@@ -9,10 +9,13 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from dsctl.eplb.budget import BudgetResult
 from dsctl.eplb.checks import Layout
-from dsctl.eplb.export import RebalanceResult
 from dsctl.eplb.metrics import PlacementMetrics
+from dsctl.eplb.pareto import TradeOff
+from dsctl.eplb.result import RebalanceResult
 from dsctl.eplb.simulate import SimulationResult
+from dsctl.eplb.windows import WindowReplay
 from dsctl.output.generic import format_scalar
 from dsctl.output.registry import table_renderer
 from dsctl.units import human_bytes
@@ -32,15 +35,24 @@ def _layer_table(metrics: PlacementMetrics, layers: Iterable[int], title: str, f
     """``first_layer``: the model layer number of row 0 (the dense layers before the first MoE layer)."""
     bound = metrics.balancedness_bound
     table = Table(title=title, title_justify="left")
-    for name in ("model layer" if first_layer else "layer", "before", "after", "bound", "max GPU load",
-                 "mean GPU load", "lower bound"):
+    proved = metrics.proved
+    optimum = metrics.optimum_gpu_load
+    names = ["model layer" if first_layer else "layer", "before", "after", "bound", "max GPU load",
+             "mean GPU load", "lower bound", "gap"]
+    if optimum is not None:
+        names.append("optimum")
+    for name in names:
         table.add_column(name, justify="right")
+    gap = metrics.gap_to_bound
     for i in layers:
-        table.add_row(str(i + first_layer), f"{metrics.before.balancedness[i]:.4f}",
-                      f"{metrics.after.balancedness[i]:.4f}", f"{bound[i]:.4f}",
-                      format_scalar(float(metrics.after.max_gpu_load[i])),
-                      format_scalar(float(metrics.after.mean_gpu_load[i])),
-                      format_scalar(float(metrics.lower_bound_gpu_load[i])))
+        cells = [str(i + first_layer), f"{metrics.before.balancedness[i]:.4f}",
+                 f"{metrics.after.balancedness[i]:.4f}", f"{bound[i]:.4f}",
+                 format_scalar(float(metrics.after.max_gpu_load[i])),
+                 format_scalar(float(metrics.after.mean_gpu_load[i])),
+                 format_scalar(float(metrics.lower_bound_gpu_load[i])), f"{gap[i]:.2%}"]
+        if optimum is not None and proved is not None:
+            cells.append(format_scalar(float(optimum[i])) + (" proved" if proved[i] else " (best found)"))
+        table.add_row(*cells)
     return table
 
 
@@ -98,6 +110,8 @@ def _warnings(warnings: Iterable[str]) -> Iterator[RenderableType]:
 @table_renderer(RebalanceResult)
 def _render_rebalance(result: RebalanceResult) -> Iterator[RenderableType]:
     yield Text(f"EPLB rebalance ({result.algorithm}): {_layout_line(result.layout)}", style="bold")
+    for note in result.notes:
+        yield Text(note)
     yield from _warnings(result.warnings)
     if result.num_dense_layers:
         yield Text(f"layers are numbered as in the model: row 0 of the statistics is model layer "
@@ -108,11 +122,73 @@ def _render_rebalance(result: RebalanceResult) -> Iterator[RenderableType]:
                f"{summary['mean_balancedness_after']:.4f} "
                f"(bound {summary['mean_balancedness_bound']:.4f}, {summary['bound_kind']}); "
                f"max replicas per expert {result.placement.log2phy.shape[2]}")
+    first = result.num_dense_layers
+    yield Text(f"gap to the lower bound (max GPU load / bound - 1): mean {summary['mean_gap_to_bound']:.2%}, "
+               f"worst {summary['max_gap_to_bound']:.2%} (layer {summary['worst_gap_layer'] + first})")
+    if "layers_proved" in summary:
+        yield Text(f"exact search: {summary['layers_proved_optimal']} of {summary['num_layers']} layers proved "
+                   f"optimal ({summary['layers_proved']} searched to the end); largest gap to the optimum "
+                   f"{summary['max_gap_to_optimum']:.2%}", style="green" if summary["layers_proved_optimal"]
+                   == summary["num_layers"] else "yellow")
     if result.migration is not None:
         moved = result.migration
         size = "n/a (give --model)" if moved.bytes_moved is None else human_bytes(moved.bytes_moved, digits=2)
         yield Text(f"migration: {moved.replicas_moved:,} replicas moved, {size} (tolerance {moved.tolerance:.2%})")
+    if result.trade_off is not None:
+        yield from trade_off_views(result.trade_off)
     yield load_chart(result.metrics, result.metrics.worst_layer, result.num_dense_layers)
+
+
+def trade_off_views(trade: TradeOff) -> Iterator[RenderableType]:
+    """The Pareto table (balance versus replicas and bytes moved) and the decision."""
+    table = Table(title="Balance versus migration (on the new statistics)", title_justify="left")
+    for name in ("plan", "max load (sum of layers)", "gain / step", "balancedness", "replicas moved", "share",
+                 "bytes moved", ""):
+        table.add_column(name, justify="right" if name not in ("plan", "") else "left")
+    for i, p in enumerate(trade.points):
+        label = "keep current" if p.tolerance is None else f"tolerance {p.tolerance:.1%}"
+        flags = ", ".join(f for f, on in (("chosen", i == trade.chosen), ("front", p.on_front),
+                                          ("over budget", not p.within_budget)) if on)
+        size = "n/a" if p.bytes_moved is None else human_bytes(p.bytes_moved, digits=2)
+        table.add_row(label, format_scalar(p.max_load), f"{p.gain:.2%}", f"{p.mean_balancedness:.4f}",
+                      f"{p.replicas_moved:,}", f"{p.replicas_moved / max(1, trade.num_slots):.1%}", size, flags)
+    yield table
+    yield Text(trade.reason, style="green" if trade.worth_it else "yellow")
+
+
+@table_renderer(WindowReplay)
+def _render_replay(result: WindowReplay) -> Iterator[RenderableType]:
+    yield Text(f"EPLB replay ({result.algorithm}): {result.num_windows} windows, plan on t, score on t+1; "
+               f"{_layout_line(result.layout)}", style="bold")
+    table = Table(title="Delivered balancedness by re-planning interval", title_justify="left")
+    for name in ("interval (windows)", "delivered mean", "worst window", "re-plans", "replicas moved / window",
+                 "re-plans that pay off"):
+        table.add_column(name, justify="right")
+    for s in result.scores:
+        paid = "n/a" if s.pays_off is None else f"{s.pays_off:.0%}"
+        table.add_row(str(s.interval), f"{s.delivered:.4f}", f"{s.worst_window:.4f}", str(s.replans),
+                      f"{s.replicas_moved_per_window:,.1f}", paid)
+    yield table
+    yield Text(f"hindsight (each window planned on itself) {result.oracle:.4f}; first plan never changed "
+               f"{result.stale:.4f}; best interval: {result.best_interval} window(s) (longest within 0.5% of the "
+               f"best delivered; a re-plan pays off at >= {result.min_gain:.0%} less max load)")
+
+
+@table_renderer(BudgetResult)
+def _render_budget(result: BudgetResult) -> Iterator[RenderableType]:
+    layers = len(result.slots_per_layer)
+    yield Text(f"EPLB budget ({result.algorithm}, {result.policy}): {result.total_slots:,} slots over {layers} "
+               f"layers on {result.num_gpus} GPUs; uniform {result.uniform_slots} per layer", style="bold")
+    table = Table(title="Slots per layer", title_justify="left")
+    for name in ("slots per layer", "per GPU", "layers"):
+        table.add_column(name, justify="right")
+    values, counts = np.unique(result.slots_per_layer, return_counts=True)
+    for value, count in zip(values.tolist(), counts.tolist(), strict=True):
+        table.add_row(str(value), str(value // result.num_gpus), str(count))
+    yield table
+    yield Text(f"sum of max GPU loads: per-layer {format_scalar(float(result.max_load_per_layer.sum()))} vs uniform "
+               f"{format_scalar(float(result.max_load_uniform.sum()))} ({result.gain:+.2%} per MoE step); mean "
+               f"balancedness {result.balancedness_per_layer:.4f} vs {result.balancedness_uniform:.4f}")
 
 
 @table_renderer(SimulationResult)

@@ -52,22 +52,46 @@ def test_table_output_has_balancedness_and_chart(cli: Callable, readme: Path) ->
 
 def test_model_out_and_sglang_export(cli: Callable, v3_stats: Path, tmp_path: Path) -> None:
     out, sg = tmp_path / "plan.json", tmp_path / "sglang.json"
+    # 6 statistics rows for a 61-layer model: SGLang would accept the 6-row map and shift layers, so it is refused
+    refused = cli("eplb", "rebalance", v3_stats, "-r", "288", "-g", "32", "-n", "4", "--model", "deepseek-v3",
+                  "--out", out, "--sglang-out", sg)
+    assert refused.exit_code == 2 and "deepseek-v3 has 61 layers" in refused.stderr
+    assert not out.exists() and not sg.exists()
     res = cli("eplb", "rebalance", v3_stats, "-r", "288", "-g", "32", "-n", "4", "--model", "deepseek-v3",
-              "--out", out, "--sglang-out", sg)
+              "--out", out)
     assert res.exit_code == 0, res.stderr
     plan = json.loads(out.read_text())
     assert len(plan["phy2log"]) == 6 and len(plan["phy2log"][0]) == 288
     assert plan["layout"]["num_groups"] == 8 and plan["layout"]["policy"] == "hierarchical"
-    sglang = json.loads(sg.read_text())
-    assert list(sglang) == ["physical_to_logical_map"]
-    assert sglang["physical_to_logical_map"] == plan["phy2log"]  # 6 layers != 58 MoE layers: no dense padding
-    assert "--ep-num-redundant-experts 32" in res.stderr
     sim = cli("eplb", "simulate", v3_stats, out, "--format", "json")
     assert sim.exit_code == 0, sim.stderr
     after = [layer["after"]["balancedness"] for layer in sim.json()["metrics"]["layers"]]
     assert after == [layer["after"]["balancedness"] for layer in plan["metrics"]["layers"]]
-    sim2 = cli("eplb", "simulate", v3_stats, sg, "--gpus", "32", "--format", "json")
-    assert sim2.exit_code == 0 and sim2.json()["placement_kind"] == "sglang"
+    bad_name = cli("eplb", "rebalance", v3_stats, "-m", "deepseek-v3", "--sglang-out", tmp_path / "loc.txt")
+    assert bad_name.exit_code == 2 and "ends in .json" in bad_name.stderr
+
+
+def test_stats_alone_plan_deepseek_v3_prefill(cli: Callable, tmp_path: Path) -> None:
+    stats, sg = tmp_path / "s.npy", tmp_path / "loc.json"
+    np.save(stats, np.random.default_rng(1).random((58, 256)))
+    res = cli("eplb", "rebalance", stats, "--sglang-out", sg, "--format", "json")
+    assert res.exit_code == 0, res.stderr
+    data = res.json()
+    assert data["model"] == "deepseek-v3"
+    layout = data["layout"]
+    assert (layout["num_replicas"], layout["num_gpus"], layout["num_nodes"], layout["policy"]) == (
+        288, 32, 4, "hierarchical")
+    rows = json.loads(sg.read_text())["physical_to_logical_map"]
+    assert len(rows) == 61 and rows[3] == data["phy2log"][0]
+    assert "--ep-num-redundant-experts 32" in res.stderr
+    summary = data["metrics"]["summary"]
+    assert 0.0 <= summary["mean_gap_to_bound"] <= summary["max_gap_to_bound"]
+    decode = cli("eplb", "rebalance", stats, "--deployment", "decode", "--format", "json")
+    assert decode.exit_code == 0 and decode.json()["layout"]["num_gpus"] == 320
+    small = tmp_path / "small.json"
+    small.write_text("[[1, 2, 3, 4]]")
+    none = cli("eplb", "rebalance", small)
+    assert none.exit_code == 2 and "matches no model profile" in none.stderr and "deepseek-v3" in none.stderr
 
 
 def test_sglang_export_pads_dense_layers(cli: Callable, tmp_path: Path) -> None:
@@ -200,9 +224,12 @@ def test_huge_replicas_are_rejected_fast(cli: Callable, readme: Path) -> None:
 def test_previous_reads_sglang_file_with_dense_rows_like_simulate(
     cli: Callable, readme: Path, tmp_path: Path
 ) -> None:
-    sg = tmp_path / "sg.json"
-    assert cli("eplb", "rebalance", readme, *README_ARGS, "--sglang-out", sg).exit_code == 0
-    rows = json.loads(sg.read_text())["physical_to_logical_map"]
+    sg, plan = tmp_path / "sg.json", tmp_path / "plan.json"
+    # no model profile has the README's shape, so --sglang-out is refused (its layer count cannot be checked)
+    refused = cli("eplb", "rebalance", readme, *README_ARGS, "--sglang-out", sg)
+    assert refused.exit_code == 2 and "give -m/--model" in refused.stderr and not sg.exists()
+    assert cli("eplb", "rebalance", readme, *README_ARGS, "--out", plan).exit_code == 0
+    rows = json.loads(plan.read_text())["phy2log"]
     trivial = [s % 12 for s in range(16)]
     sg.write_text(json.dumps({"physical_to_logical_map": [trivial] * 3 + rows}))  # 3 dense + 2 MoE layers
     sim = cli("eplb", "simulate", readme, sg, "-g", "8", "-f", "json")
@@ -279,3 +306,37 @@ def test_a_failing_second_write_removes_the_first_file(
     out, sg = tmp_path / "plan.json", tmp_path / "sg.json"
     res = cli("eplb", "rebalance", readme, *README_ARGS, "--out", out, "--sglang-out", sg)
     assert res.exit_code != 0 and not out.exists() and not sg.exists()
+
+
+def test_prove_replay_budget_and_sglang_dump(cli: Callable, tmp_path: Path) -> None:
+    stats = tmp_path / "a3042.json"
+    stats.write_text("[[600, 560, 120, 120, 20, 10, 10, 10]]")
+    res = cli("eplb", "rebalance", stats, "-r", "16", "-g", "8", "-n", "1", "--algorithm", "balanced", "--prove",
+              "-f", "json")
+    assert res.exit_code == 0, res.stderr
+    data = res.json()
+    layer = data["metrics"]["layers"][0]
+    assert layer["optimum"]["proved"] and abs(layer["optimum"]["max_gpu_load"] - 590 / 3) < 1e-9
+    assert abs(layer["after"]["max_gpu_load"] - 590 / 3) < 1e-9
+    assert data["metrics"]["summary"]["layers_proved_optimal"] == 1
+    assert abs(data["metrics"]["summary"]["max_gap_to_bound"] - (590 / 3 / 181.25 - 1)) < 1e-9
+    table = cli("eplb", "rebalance", stats, "-r", "16", "-g", "8", "-n", "1", "--prove")
+    assert table.exit_code == 0 and "1 of 1 layers proved optimal" in table.stdout
+    rng = np.random.default_rng(0)
+    windows = []
+    w = rng.lognormal(0, 1, (2, 32)) * 100
+    for t in range(3):
+        windows.append(tmp_path / f"w{t}.npy")
+        np.save(windows[-1], np.round(w))
+        w = w * np.exp(0.2 * rng.standard_normal(w.shape))
+    rep = cli("eplb", "replay", *windows, "-r", "48", "-g", "8", "-n", "2", "--groups", "4", "--interval", "1",
+              "--interval", "2", "-f", "json")
+    assert rep.exit_code == 0, rep.stderr
+    assert [s["interval"] for s in rep.json()["scores"]] == [1, 2] and rep.json()["num_windows"] == 3
+    bud = cli("eplb", "budget", windows[0], "--total-slots", "96", "-r", "48", "-g", "8", "-n", "1", "-f", "json")
+    assert bud.exit_code == 0, bud.stderr
+    assert sum(bud.json()["slots_per_layer"]) == 96
+    dump = Path(__file__).resolve().parents[1] / "data" / "eplb" / "expert_distribution_recorder_1764600000.0_0.pt"
+    sg = cli("eplb", "rebalance", dump, "-r", "16", "-g", "4", "-n", "1", "-f", "json")
+    assert sg.exit_code == 0, sg.stderr
+    assert len(sg.json()["phy2log"]) == 4

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dsctl.eplb.balanced import rebalance_balanced
-from dsctl.eplb.balanced_bounds import global_lower_bound, hierarchical_lower_bound, min_max_replica_load
+from dsctl.eplb.bounds import global_lower_bound, hierarchical_lower_bound, min_max_replica_load
 from dsctl.eplb.placement import Placement, balancedness, gpu_loads
 from dsctl.eplb.reference import rebalance_reference
 

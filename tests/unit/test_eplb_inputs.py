@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 
 from dsctl.eplb.checks import MAX_SLOTS_PER_EXPERT, MAX_SLOTS_PER_LAYER, check_layout, max_slots_per_layer
-from dsctl.eplb.export import read_placement, sglang_expert_location
+from dsctl.eplb.placement_file import read_placement
 from dsctl.eplb.rebalance import rebalance
 from dsctl.eplb.reference import rebalance_reference
+from dsctl.eplb.result import sglang_expert_location
 from dsctl.eplb.simulate import simulate
 from dsctl.errors import InputError
 

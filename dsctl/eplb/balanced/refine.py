@@ -23,7 +23,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from dsctl.eplb.balanced_search import Batch, recount_search, repair_duplicates, spread_duplicates, swap_refine
+from dsctl.eplb.balanced.search import Batch, recount_search, repair_duplicates, spread_duplicates, swap_refine
+from dsctl.eplb.exact import solve
 from dsctl.eplb.placement import Placement, gpu_loads, placement_from_phy2log
 from dsctl.eplb.reference import rebalance_reference
 
@@ -31,6 +32,11 @@ from dsctl.eplb.reference import rebalance_reference
 _BOTTLENECK_REL = 1e-9
 #: rounds of the swap-and-repair pass against co-located replicas
 _REPAIR_ROUNDS = 24
+#: small layouts (at most this many slots and experts per node) are finished by the exact search (dsctl.eplb.exact)
+#: under a node budget per layer; it starts from the refined plan, so it only ever lowers a layer's max load
+EXACT_FINISH_SLOTS = 32
+EXACT_FINISH_EXPERTS = 16
+EXACT_FINISH_BUDGET = 10_000
 
 
 def split_batch(
@@ -154,4 +160,14 @@ def rebalance_balanced(
     """
     reference = rebalance_reference(weight, num_replicas, num_groups, num_nodes, num_gpus, policy)
     nodes_eff = num_nodes if policy == "hierarchical" else 1
-    return refine_placement(np.asarray(weight, dtype=np.float64), reference, num_gpus, nodes_eff, progress=progress)
+    w = np.asarray(weight, dtype=np.float64)
+    refined = refine_placement(w, reference, num_gpus, nodes_eff, progress=progress)
+    if num_replicas // nodes_eff > EXACT_FINISH_SLOTS or w.shape[1] // nodes_eff > EXACT_FINISH_EXPERTS:
+        return refined
+    groups_eff = num_groups if policy == "hierarchical" else 1
+    current = gpu_loads(w, refined.phy2log, refined.logcnt, num_gpus).max(axis=1)
+    exact = solve(w, num_replicas, num_gpus, groups_eff, nodes_eff, start=current, node_budget=EXACT_FINISH_BUDGET)
+    if not exact.improved.any():
+        return refined
+    phy2log = np.where(exact.improved[:, None], exact.phy2log, refined.phy2log)
+    return placement_from_phy2log(phy2log, w.shape[1])
