@@ -161,6 +161,7 @@ def fleet(
     from dsctl.health import api
     from dsctl.health.fleet import NodeInput, aggregate, with_drain_results
     from dsctl.output import health_fleet as _renderer  # noqa: F401  (registers the table view)
+    from dsctl.output.envelope import read_node_report
     from dsctl.runners.fleet import FIXED_SRUN_OPTIONS, drain_node, expand_hostlist, run_on_nodes
 
     if only is not None:
@@ -183,10 +184,11 @@ def fleet(
         if not arg.startswith("--") or arg.split("=", 1)[0] in FIXED_SRUN_OPTIONS:
             raise InputError(f"--srun-arg {arg!r}: give a long srun option (--name=value) that dsctl does not set",
                              hint="dsctl sets " + ", ".join(sorted(FIXED_SRUN_OPTIONS)))
-    names = expand_hostlist(nodelist)
+    names = expand_hostlist(nodelist, option="--nodelist")
     run = run_on_nodes(names, command, timeout_s=timeout, launch_timeout_s=launch_timeout, partition=partition,
                        ok_exit_codes=(0, 1), job_name="dsctl-health", extra_srun_args=extra)
-    items = [NodeInput(a.node, a.document, a.reason) for a in run.answers]
+    reports = [read_node_report(a.node, a.document, "health check", a.reason) for a in run.answers]
+    items = [NodeInput(r.node, r.data, r.reason) for r in reports]
     report = aggregate(items, timeout_s=timeout, wall_s=run.wall_s)
     if drain:
         report = with_drain_results(report, {d.node: drain_node(d.node, d.reason) for d in report.drain})

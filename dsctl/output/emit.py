@@ -49,6 +49,14 @@ def envelope(result: Any, command: str, exit_code: int) -> Any:
     return data
 
 
+def error_envelope(command: str, message: str, hint: str | None, exit_code: int) -> dict[str, Any]:
+    """What ``--format json`` prints on stdout when the command fails (the ``error:`` line still goes to stderr):
+    the usual header and one ``error`` object (docs/output.md)."""
+    header = {"schema_version": SCHEMA_VERSION, "command": command, "dsctl_version": __version__,
+              "exit_code": exit_code}
+    return {"dsctl": header, "error": {"message": message, "hint": hint, "exit_code": exit_code}}
+
+
 def render_json(data: Any) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
