@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import socket
-import sys
 import time
 from enum import Enum
 from pathlib import Path
@@ -73,8 +72,9 @@ def emit_health(result: HealthReport | FleetReport, fmt: HealthFormat, command: 
         if textfile_dir is not None:
             write_textfile(textfile_dir, text)
         if fmt is HealthFormat.prometheus:
-            sys.stdout.write(text)
-            sys.stdout.flush()
+            from dsctl.output.emit import emit_text
+
+            emit_text(text)
             if result.exit_code:
                 raise typer.Exit(result.exit_code)
             return

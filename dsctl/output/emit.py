@@ -61,6 +61,12 @@ def render_json(data: Any) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
+def emit_text(text: str) -> None:
+    """Print already-rendered text (Prometheus exposition) to stdout as it is."""
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
 def emit(result: Any, fmt: OutputFormat, command: str) -> int:
     """Print ``result`` to stdout in ``fmt`` and return the process exit code it carries.
 
