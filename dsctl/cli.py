@@ -269,6 +269,50 @@ def place_global_options(args: list[str]) -> list[str]:
     return [*root, *rest, *fmt, *tail]
 
 
+def _wants_json(args: list[str]) -> bool:
+    """``--format json`` / ``-f json`` / ``--format=json`` among the options (not after ``--``)."""
+    for i, arg in enumerate(args):
+        if arg == "--":
+            return False
+        if arg in ("--format", "-f") and i + 1 < len(args):
+            if args[i + 1].lower() == "json":
+                return True
+        elif arg.lower() in ("--format=json", "-fjson"):
+            return True
+    return False
+
+
+def _command_name(args: list[str]) -> str:
+    """``health check`` from ``dsctl --debug health check --from-record x``: the leading words that name a group
+    and its subcommand."""
+    words: list[str] = []
+    for arg in args:
+        if arg.startswith("-"):
+            if words:
+                break
+            continue
+        if not words and arg not in GROUPS:
+            continue  # the value of a root option (--profiles-dir DIR)
+        words.append(arg)
+        if len(words) == 2:
+            break
+    return " ".join(words)
+
+
+def _fail(args: list[str], code: int, message: str, hint: str | None = None) -> int:
+    """The error on stderr; with ``--format json`` also a JSON error envelope on stdout. Returns ``code``."""
+    _print_error(message, hint)
+    if _wants_json(args):
+        from dsctl.output.emit import error_envelope, render_json
+
+        try:
+            sys.stdout.write(render_json(error_envelope(_command_name(args), message, hint, code)))
+            sys.stdout.flush()
+        except (OSError, ValueError):  # stdout is gone or full: the stderr line stands
+            pass
+    return code
+
+
 def _check_arguments(args: list[str]) -> None:
     """Arguments are UTF-8 text: an undecodable byte (a lone surrogate after Python's decoding) is bad input."""
     for number, arg in enumerate(args, start=1):
@@ -316,8 +360,7 @@ def main(argv: list[str] | None = None) -> int:
     except DsctlError as exc:
         if SETTINGS.debug:
             traceback.print_exc()
-        _print_error(exc.message, exc.hint)
-        return int(exc.exit_code)
+        return _fail(args, int(exc.exit_code), exc.message, exc.hint)
     except KeyboardInterrupt:
         _print_error("interrupted")
         return 130
@@ -342,16 +385,14 @@ def main(argv: list[str] | None = None) -> int:
             where = f" ({ctx.command_path})" if ctx is not None else ""
             hint = f"run '{ctx.command_path} --help'" if ctx is not None else "run 'dsctl --help'"
             message = exc.format_message().replace("\n", " ")  # type: ignore[attr-defined]
-            _print_error(f"{message}{where}", hint)
-            return int(getattr(exc, "exit_code", 2)) or int(ExitCode.BAD_INPUT)
+            return _fail(args, int(getattr(exc, "exit_code", 2)) or int(ExitCode.BAD_INPUT), f"{message}{where}", hint)
         if type(exc).__name__ == "Abort":
             _print_error("aborted")
             return 130
         if SETTINGS.debug:
             traceback.print_exc()
-        _print_error(f"internal error: {type(exc).__name__}: {exc}",
+        return _fail(args, int(ExitCode.INTERNAL), f"internal error: {type(exc).__name__}: {exc}",
                      "this is a bug in dsctl; rerun with --debug for the traceback and report it")
-        return int(ExitCode.INTERNAL)
     return result if isinstance(result, int) else 0
 
 

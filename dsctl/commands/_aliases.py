@@ -70,12 +70,12 @@ def _value_options(command: Any) -> set[str]:
 
 
 def rewrite(args: Sequence[str], aliases: Sequence[Alias], value_options: set[str],
-            stop_at: set[str] | frozenset[str] = frozenset()) -> list[str]:
+            stop_at: set[str] | frozenset[str] = frozenset(), *, quiet: bool = False) -> list[str]:
     """``args`` with every deprecated spelling of ``aliases`` replaced (and noted on stderr).
 
     Scanning ends at ``--`` and at the first of ``stop_at`` (a subcommand name: its own arguments follow); the
     value of an option in ``value_options`` is never taken for an option. ``--old=value`` and, for a short
-    option, ``-oVALUE`` are understood.
+    option, ``-oVALUE`` are understood. ``quiet`` (shell completion) notes nothing.
     """
     by_old = {a.old: a for a in aliases}
     out = list(args)
@@ -92,7 +92,8 @@ def rewrite(args: Sequence[str], aliases: Sequence[Alias], value_options: set[st
             value = attached if sep else (out[i + 1] if i + 1 < len(out) else "")
             if alias.refuse is not None and alias.refuse(value):
                 raise InputError(f"{alias.old} {value}: this command takes {alias.new}", hint=alias.refuse_hint)
-            warn_deprecated(alias.old, alias.new)
+            if not quiet:
+                warn_deprecated(alias.old, alias.new)
             out[i] = f"{alias.new}={attached}" if sep else alias.new
             name = alias.new
         if not sep and name in value_options:
@@ -110,7 +111,8 @@ def add_deprecated_aliases(command: Any, path: str) -> None:
         subcommands = frozenset(getattr(command, "commands", {}) or ())
 
         def parse_args(ctx: Any, args: list[str], _original: Any = original) -> Any:
-            return _original(ctx, rewrite(args, aliases, _value_options(command), subcommands))
+            quiet = bool(getattr(ctx, "resilient_parsing", False))  # completing: hidden aliases stay silent
+            return _original(ctx, rewrite(args, aliases, _value_options(command), subcommands, quiet=quiet))
 
         command.parse_args = parse_args
     for name, sub in (getattr(command, "commands", {}) or {}).items():

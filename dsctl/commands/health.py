@@ -22,7 +22,6 @@ from dsctl.commands.health_fleet import (
 )
 from dsctl.errors import InputError
 from dsctl.output.formats import OutputFormat
-from dsctl.profiles.textyaml import load_yaml
 
 if TYPE_CHECKING:
     from dsctl.health.model import NodeSnapshot
@@ -45,6 +44,8 @@ RecordOpt = Annotated[Path | None, typer.Option("--from-record", help="Replay a 
 
 def load_record(path: Path) -> Any:
     """The parsed ``--from-record`` YAML (validated by :func:`dsctl.health.source.choose_source`)."""
+    from dsctl.profiles.textyaml import load_yaml
+
     text = read_text_input(path, "--from-record", hint="give a YAML file written by dsctl health record")
     return load_yaml(text, f"--from-record {path}")
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import os
 import socket
-import sys
 import time
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -73,8 +72,9 @@ def emit_health(result: HealthReport | FleetReport, fmt: HealthFormat, command: 
         if textfile_dir is not None:
             write_textfile(textfile_dir, text)
         if fmt is HealthFormat.prometheus:
-            sys.stdout.write(text)
-            sys.stdout.flush()
+            from dsctl.output.emit import emit_text
+
+            emit_text(text)
             if result.exit_code:
                 raise typer.Exit(result.exit_code)
             return
@@ -136,6 +136,19 @@ def drain_self(report: HealthReport) -> None:
         stderr_console().print(f"drained {name}: {why}", markup=False)
 
 
+#: key of a digested answer that is not a readable health check report (its value says why)
+_UNREADABLE = "dsctl_unreadable"
+
+
+def _digest_report(document: Any, digest: Any, read_node_report: Any) -> dict[str, Any]:
+    """Check a node's answer as a ``health check`` report (schema version, command, error envelope), then keep
+    only its digest; an unreadable answer keeps only the reason."""
+    report = read_node_report("", document, "health check")
+    if report.data is None:
+        return {_UNREADABLE: report.reason}
+    return digest(report.data)
+
+
 def fleet(
     nodelist: Annotated[str, typer.Option("--nodelist", "-w", help="Slurm hostlist, e.g. 'node[001-256]'.")],
     partition: Annotated[str | None, typer.Option("--partition", "-p", help="Slurm partition to run in.")] = None,
@@ -168,6 +181,7 @@ def fleet(
     from dsctl.health.fleet import NodeInput, aggregate, digest, with_drain_results
     from dsctl.launch.engines.slurm_options import reserved_prefix
     from dsctl.output import health_fleet as _renderer  # noqa: F401  (registers the table view)
+    from dsctl.output.envelope import read_node_report
     from dsctl.runners.drain import plan_and_drain
     from dsctl.runners.fleet import FIXED_SRUN_OPTIONS, expand_hostlist, run_on_nodes
 
@@ -195,10 +209,13 @@ def fleet(
                 or reserved_prefix(name[2:], [o[2:] for o in FIXED_SRUN_OPTIONS]) is not None):
             raise InputError(f"--srun-arg {arg!r}: give a long srun option (--name=value) that dsctl does not set",
                              hint="dsctl sets " + ", ".join(sorted(FIXED_SRUN_OPTIONS)))
-    names = expand_hostlist(nodelist)
+    names = expand_hostlist(nodelist, option="--nodelist")
     run = run_on_nodes(names, command, timeout_s=timeout, launch_timeout_s=launch_timeout, partition=partition,
-                       ok_exit_codes=(0, 1), job_name="dsctl-health", extra_srun_args=extra, digest=digest)
-    items = [NodeInput(a.node, a.document, a.reason) for a in run.answers]
+                       ok_exit_codes=(0, 1), job_name="dsctl-health", extra_srun_args=extra,
+                       digest=lambda doc: _digest_report(doc, digest, read_node_report))
+    items = [NodeInput(a.node, None, a.document[_UNREADABLE])
+             if a.document is not None and _UNREADABLE in a.document else NodeInput(a.node, a.document, a.reason)
+             for a in run.answers]
     report = aggregate(items, timeout_s=timeout, wall_s=run.wall_s)
     if drain and report.drain:
         if textfile_dir is not None:  # the report is on disk before any node is drained

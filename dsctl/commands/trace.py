@@ -89,16 +89,18 @@ def _forwarded(step: int | None, comm: list[str] | None, add: list[str] | None, 
 
 def _on_nodes(traces: list[str], forwarded: list[str], nodes: str, dsctl_path: str, node_timeout: float,
               partition: str | None, classifier: Classifier, step: int | None) -> object:
+    from dsctl.output.envelope import read_node_report
     from dsctl.runners.fleet import expand_hostlist, run_on_nodes
     from dsctl.trace.nodes import rows_from_nodes
     from dsctl.trace.overlap import combine
 
-    names = expand_hostlist(nodes)
+    names = expand_hostlist(nodes, option="--nodelist")
     command = [dsctl_path, "trace", "overlap", *traces, *forwarded]
     run = run_on_nodes(names, command, timeout_s=node_timeout, partition=partition, job_name="dsctl-trace")
-    documents = [(a.node, a.document) for a in run.answers if a.document is not None]
-    unreachable = [{"node": a.node, "reason": a.reason + (f": {a.stderr_tail}" if a.stderr_tail else "")}
-                   for a in run.answers if a.document is None]
+    reports = {a.node: read_node_report(a.node, a.document, "trace overlap", a.reason) for a in run.answers}
+    documents = [(node, r.data) for node, r in reports.items() if r.data is not None]
+    unreachable = [{"node": a.node, "reason": reports[a.node].reason + (f": {a.stderr_tail}" if a.stderr_tail else "")}
+                   for a in run.answers if reports[a.node].data is None]
     notes = [f"--slurm: {len(documents)} of {len(names)} nodes answered in {run.wall_s:.1f} s"]
     return combine(rows_from_nodes(documents), classifier, step, notes, unreachable)
 

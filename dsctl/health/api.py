@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from dsctl.errors import InputError, one_of
-from dsctl.health.checks_gpu import GPU_CHECKS
-from dsctl.health.checks_rdma import RDMA_CHECKS, compute_nics, roce_ports
+from dsctl.health.checks import CHECKS, ORDER, Check
+from dsctl.health.checks_rdma import compute_nics, roce_ports
 from dsctl.health.expectations import Expectations, expectations_for, find_sku
 from dsctl.health.metrics import Sample, node_samples
 from dsctl.health.model import SEVERITY_ORDER, Finding, NodeSnapshot, Severity, Unavailable
@@ -20,25 +19,11 @@ from dsctl.profiles.schema import NodeProfile
 AREAS = ("gpu", "nvlink", "rdma")
 FAIL_ON = {"crit": Severity.CRIT, "warn": Severity.WARN}
 
-#: checks that need at least one NVLink / one compute RDMA port; SKIP (not OK) without
-LINK_CHECKS = frozenset({"G7", "G8", "G10"})
-PORT_CHECKS = frozenset({"R2", "R3", "R4", "R5", "R6", "R7", "R8", "R9", "R10", "R11", "R12"})
-#: RDMA checks about the GPUs (affinity, GPUDirect, IBGDA): SKIP (not OK) when NVML did not list the GPUs
-GPU_RDMA_CHECKS = frozenset({"R9", "R10", "R12"})
-#: page retirement: left out (not even OK) unless a GPU reports retired pages (pre-Ampere; Hopper remaps rows, G16)
-RETIREMENT_CHECKS = frozenset({"G17"})
-#: checks on counter deltas: SKIP (not OK) when the node was sampled once (``--interval 0``)
-RATE_CHECKS = frozenset({"G8", "G13", "R5", "R6"})
-GPU_SUBJECT = re.compile(r"gpu(\d+)\b")
-#: RoCE-only checks: left out (not even OK) unless a compute port is Ethernet or the profile's compute NICs are
-ROCE_CHECKS = frozenset({"R11"})
-
-CheckFn = Callable[[NodeSnapshot, Expectations], list[Finding]]
 
 
-def all_checks() -> list[tuple[str, str, CheckFn]]:
-    """(id, title, function) for every check, in report order."""
-    return [*GPU_CHECKS, *RDMA_CHECKS]
+def all_checks() -> list[Check]:
+    """Every check that reads the snapshot, in report order (G22, the kernel-log scan, runs separately)."""
+    return [c for c in CHECKS if c.fn is not None]
 
 
 def parse_only(text: str | None) -> tuple[str, ...]:
@@ -80,10 +65,6 @@ def choose_expectations(snap: NodeSnapshot, profile: NodeProfile | None,
     return exp
 
 
-def _area(check_id: str) -> str:
-    return Finding(check_id, Severity.OK, "", "", "", "").area
-
-
 def _collapse_skips(findings: list[Finding]) -> list[Finding]:
     """One SKIP line per (check, message) with the subjects joined, instead of eight identical lines."""
     out: list[Finding] = []
@@ -95,7 +76,9 @@ def _collapse_skips(findings: list[Finding]) -> list[Finding]:
             out.append(f)
     for (check, message), items in groups.items():
         subjects = ", ".join(i.subject for i in items)
-        out.append(Finding(check, Severity.SKIP, subjects, items[0].observed, items[0].expected, message))
+        gpus = {i.gpu for i in items}
+        out.append(Finding(check, Severity.SKIP, subjects, items[0].observed, items[0].expected, message,
+                           gpu=gpus.pop() if len(gpus) == 1 else None))
     return out
 
 
@@ -120,7 +103,7 @@ class HealthReport:
             "findings": [
                 {"check": f.check, "severity": f.severity.value, "area": f.area, "subject": f.subject,
                  "observed": f.observed, "expected": f.expected, "message": f.message, "remedy": f.remedy,
-                 "gpu_uuid": f.gpu_uuid, "gpu_serial": f.gpu_serial}
+                 "gpu": f.gpu, "gpu_uuid": f.gpu_uuid, "gpu_serial": f.gpu_serial, "value": f.value, "unit": f.unit}
                 for f in self.findings
             ],
             "metrics": [g.to_data() for g in self.metrics],
@@ -128,13 +111,12 @@ class HealthReport:
 
 
 def _with_gpu_ids(findings: list[Finding], snap: NodeSnapshot) -> list[Finding]:
-    """Findings about one GPU (subject ``gpu3``, ``gpu3 link 7``) carry its NVML UUID and serial where known."""
+    """Findings about one GPU (``Finding.gpu``) carry its NVML UUID and serial where known."""
     ids = {g.index: (g.uuid if isinstance(g.uuid, str) else None, g.serial if isinstance(g.serial, str) else None)
            for g in snap.gpus}
     out = []
     for f in findings:
-        m = GPU_SUBJECT.match(f.subject)
-        uuid, serial = ids.get(int(m.group(1)), (None, None)) if m and "," not in f.subject else (None, None)
+        uuid, serial = ids.get(f.gpu, (None, None)) if f.gpu is not None else (None, None)
         out.append(dataclasses.replace(f, gpu_uuid=uuid, gpu_serial=serial) if uuid or serial else f)
     return out
 
@@ -149,42 +131,41 @@ def run_checks(snap: NodeSnapshot, exp: Expectations, *, areas: Iterable[str] = 
     selected = set(areas)
     findings: list[Finding] = []
     sampled_gpus = not (isinstance(snap.device_count, Unavailable) and snap.device_count.code == "NOT_SAMPLED")
-    checks = [c for c in all_checks() if _area(c[0]) in selected and (c[0].startswith("R") or sampled_gpus)]
+    checks = [c for c in all_checks() if c.area in selected and (c.area == "rdma" or sampled_gpus)]
     if kernel_log is None:
         kernel_log = snap.kernel_log
     has_links = any(g.links for g in snap.gpus if g.lost is None)
     has_ports = bool(compute_nics(snap, exp))
     retiring = any(not isinstance(g.retired_pages, Unavailable) for g in snap.gpus if g.lost is None)
     roce = bool(roce_ports(snap, exp)) or (exp.compute_link_layer or "").lower() == "ethernet"
-    for check_id, title, fn in checks:
-        if check_id in ROCE_CHECKS and not roce:
+    for check in checks:
+        check_id, title = check.id, check.title
+        if (check.roce_only and not roce) or (check.retirement_only and not retiring):
             continue
-        if check_id in RETIREMENT_CHECKS and not retiring:
-            continue
-        if snap.nvml is not None and check_id.startswith("G") and check_id != "G1":
+        if snap.nvml is not None and check.area != "rdma" and check_id != "G1":
             findings.append(Finding(check_id, Severity.SKIP, "node", str(snap.nvml), "-",
                                     f"{title}: not checked (nvmlInit answered {snap.nvml.code})"))
             continue
-        if check_id in GPU_RDMA_CHECKS and (not sampled_gpus or snap.nvml is not None):
+        if check.needs_gpus and (not sampled_gpus or snap.nvml is not None):
             why = "--only without gpu" if not sampled_gpus else f"nvmlInit answered {snap.nvml.code}"  # type: ignore[union-attr]
             findings.append(Finding(check_id, Severity.SKIP, "node", "GPUs not read", "-",
                                     f"{title}: not checked, the GPUs were not read ({why})"))
             continue
-        if check_id in RATE_CHECKS and snap.interval_s == 0:
+        if check.rate and snap.interval_s == 0:
             findings.append(Finding(check_id, Severity.SKIP, "node", "one sample", "two samples",
                                     f"{title}: not measured (--interval 0 takes one sample; rates need two)"))
             continue
-        if check_id in LINK_CHECKS and not has_links:
+        if check.needs_links and not has_links:
             findings.append(Finding(check_id, Severity.SKIP, "node", "no NVLink", "-", f"{title}: no NVLinks"))
             continue
-        if check_id in PORT_CHECKS and not has_ports:
+        if check.needs_ports and not has_ports:
             findings.append(Finding(check_id, Severity.SKIP, "node", "no compute NIC", "-",
                                     f"{title}: no compute RDMA ports"))
             continue
-        got = fn(snap, exp)
+        got = check.fn(snap, exp) if check.fn is not None else []
         if not got:
             got = [Finding(check_id, Severity.OK, "node", "ok", "-", f"{title}: ok")]
-        elif all(f.severity is Severity.SKIP for f in got) and check_id.startswith("G"):
+        elif all(f.severity is Severity.SKIP for f in got) and check.area != "rdma":
             live = [g for g in snap.gpus if g.lost is None]
             if len(got) < len(live):  # some GPUs were checked and passed
                 got.append(Finding(check_id, Severity.OK, "node", "ok", "-", f"{title}: ok where supported"))
@@ -193,8 +174,7 @@ def run_checks(snap: NodeSnapshot, exp: Expectations, *, areas: Iterable[str] = 
         got = xid_findings(kernel_log, snap)
         findings.extend(got or [Finding(XID_CHECK_ID, Severity.OK, "node", "no Xid", "-", "Xid history: none")])
     findings = _collapse_skips(_with_gpu_ids(findings, snap))
-    order = {c[0]: i for i, c in enumerate(all_checks())}
-    findings.sort(key=lambda f: (f.severity.rank, order.get(f.check, 99), f.subject))
+    findings.sort(key=lambda f: (f.severity.rank, ORDER.get(f.check, 99), f.subject))
     summary = {s.value.lower(): sum(1 for f in findings if f.severity is s) for s in SEVERITY_ORDER}
     failed = any(f.severity.rank <= fail_on.rank for f in findings)
     gpus = [g for g in snap.gpus if g.lost is None]

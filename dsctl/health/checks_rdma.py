@@ -4,7 +4,6 @@ always on deltas between the two samples, never absolute values."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
 from dsctl.health.checks_gpu import counter_reset
 from dsctl.health.expectations import Expectations
@@ -113,7 +112,8 @@ def r3_rate(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
         if exp.compute_nic_gbps is not None and parsed[0] < exp.compute_nic_gbps:
             out.append(Finding("R3", CRIT, _psub(port), port.rate, f"{exp.compute_nic_gbps:g} Gb/sec",
                                "port trained below the expected rate: this node straggles every collective",
-                               exp.profile_remedy("check the cable/transceiver type and the switch port speed")))
+                               exp.profile_remedy("check the cable/transceiver type and the switch port speed"),
+                               value=parsed[0], unit="Gb/s"))
     return out
 
 
@@ -264,7 +264,7 @@ def r9_affinity(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
         if levels[0][0] > AFFINITY_LEVELS.index("PXB"):
             out.append(Finding("R9", WARN, f"gpu{gpu.index}", f"nearest NIC {name} at {best}", "a NIC at PIX/PXB",
                                "no compute NIC under this GPU's PCIe switch: GPUDirect RDMA crosses the CPU",
-                               "check NIC slot placement and NUMA; compare nvidia-smi topo -m"))
+                               "check NIC slot placement and NUMA; compare nvidia-smi topo -m", gpu=gpu.index))
     return out
 
 
@@ -372,19 +372,3 @@ def r11_roce(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
                                f"RoCE netdev {dev} is not up", f"ip link set {dev} up; check the cable and the "
                                "switch port"))
     return out
-
-
-RDMA_CHECKS: list[tuple[str, str, Callable[[NodeSnapshot, Expectations], list[Finding]]]] = [
-    ("R1", "compute NIC count", r1_nic_count),
-    ("R2", "port state", r2_port_state),
-    ("R3", "port rate", r3_rate),
-    ("R4", "LID / SM", r4_lid),
-    ("R5", "fatal link counters", r5_fatal_counters),
-    ("R6", "degradation counters", r6_degradation),
-    ("R7", "NIC PCIe link", r7_nic_pcie),
-    ("R8", "NIC firmware", r8_firmware),
-    ("R9", "GPU-NIC affinity", r9_affinity),
-    ("R10", "GPUDirect RDMA", r10_peermem),
-    ("R11", "RoCE GID and netdev", r11_roce),
-    ("R12", "IBGDA readiness", r12_ibgda),
-]

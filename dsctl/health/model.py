@@ -293,7 +293,13 @@ SEVERITY_ORDER = [Severity.CRIT, Severity.WARN, Severity.INFO, Severity.SKIP, Se
 
 @dataclass(frozen=True)
 class Finding:
-    """One result line: check id (G6, R3...), severity, subject (``gpu3``, ``gpu3 link 7``, ``mlx5_2/1``, ``node``)."""
+    """One result line: check id (G6, R3...), severity, subject (``gpu3``, ``gpu3 link 7``, ``mlx5_2/1``, ``node``).
+
+    ``observed``/``expected`` are the text people read; the typed facts behind them are fields: ``gpu`` the NVML
+    index of the one GPU the finding is about (None: the node, a NIC, several GPUs), ``value`` the measured number
+    where there is one, in ``unit`` (``links``, ``lanes``, ``1/s``, ``1/min``, ``C``, ``W``, ``Gb/s``, ``errors``,
+    ``pages``...). ``gpu_uuid``/``gpu_serial`` identify that GPU (NVML) where known.
+    """
 
     check: str
     severity: Severity
@@ -304,13 +310,16 @@ class Finding:
     remedy: str = ""
     gpu_uuid: str | None = None
     gpu_serial: str | None = None
+    gpu: int | None = None
+    value: float | None = None
+    unit: str = ""
 
     @property
     def area(self) -> str:
-        """``gpu``, ``nvlink`` or ``rdma`` (what ``--only`` filters on)."""
-        if self.check.startswith("R"):
-            return "rdma"
-        return "nvlink" if self.check in NVLINK_CHECKS else "gpu"
+        """``gpu``, ``nvlink`` or ``rdma`` (what ``--only`` filters on), from the check table."""
+        from dsctl.health.checks import BY_ID  # the table imports the checks, which import this module
 
-
-NVLINK_CHECKS = frozenset({"G6", "G7", "G8", "G9", "G10"})
+        check = BY_ID.get(self.check)
+        if check is not None:
+            return check.area
+        return "rdma" if self.check.startswith("R") else "gpu"

@@ -48,21 +48,23 @@ def parse_xids(text: str) -> list[tuple[str, int]]:
 
 def xid_findings(text: str, snap: NodeSnapshot) -> list[Finding]:
     """One finding per (GPU, Xid) with its count; the GPU is named by index when its bus id is known."""
-    by_bus = {str(g.bus_id)[:-2]: f"gpu{g.index}" for g in snap.gpus if isinstance(g.bus_id, str)}
+    by_bus = {str(g.bus_id)[:-2]: g.index for g in snap.gpus if isinstance(g.bus_id, str)}
     # a lost GPU has no NVML bus id: when the PCI GPUs NVML could not name are exactly as many as the lost GPUs,
     # pair them in order (NVML enumerates in PCI bus order), so "Xid 79 on gpu4" names the lost GPU, not a PCI address
     named = {str(g.bus_id) for g in snap.gpus if isinstance(g.bus_id, str)}
     spare = sorted(d.bdf for d in snap.pci_gpus if d.bdf not in named)
     lost = [g for g in snap.gpus if not isinstance(g.bus_id, str)]
     if spare and len(spare) == len(lost):
-        by_bus.update({bdf[:-2]: f"gpu{g.index}" for bdf, g in zip(spare, lost, strict=True)})
-    counts: dict[tuple[str, int], int] = {}
+        by_bus.update({bdf[:-2]: g.index for bdf, g in zip(spare, lost, strict=True)})
+    counts: dict[tuple[str, int], tuple[int | None, int]] = {}
     for bus, xid in parse_xids(text):
-        key = (by_bus.get(bus, f"PCI {bus}"), xid)
-        counts[key] = counts.get(key, 0) + 1
+        gpu = by_bus.get(bus)
+        key = (f"gpu{gpu}" if gpu is not None else f"PCI {bus}", xid)
+        counts[key] = (gpu, counts.get(key, (None, 0))[1] + 1)
     out = []
-    for (subject, xid), n in sorted(counts.items()):
+    for (subject, xid), (gpu, n) in sorted(counts.items()):
         meaning = XID_MEANING.get(xid, "see NVIDIA's Xid catalogue")
         out.append(Finding(XID_CHECK_ID, xid_severity(xid), subject, f"Xid {xid} x{n}", "no Xid",
-                           f"kernel log has Xid {xid} ({meaning})", XID_ACTION[xid_severity(xid)]))
+                           f"kernel log has Xid {xid} ({meaning})", XID_ACTION[xid_severity(xid)], gpu=gpu,
+                           value=n, unit="events"))
     return out

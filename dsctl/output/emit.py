@@ -73,6 +73,14 @@ def envelope(result: Any, command: str, exit_code: int) -> Any:
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
+def error_envelope(command: str, message: str, hint: str | None, exit_code: int) -> dict[str, Any]:
+    """What ``--format json`` prints on stdout when the command fails (the ``error:`` line still goes to stderr):
+    the usual header and one ``error`` object (docs/output.md)."""
+    header = {"schema_version": SCHEMA_VERSION, "command": command, "dsctl_version": __version__,
+              "exit_code": exit_code}
+    return {"dsctl": header, "error": {"message": message, "hint": hint, "exit_code": exit_code}}
+
+
 def render_json(data: Any) -> str:
     """Indented JSON, UTF-8 as is; a lone surrogate (undecodable text in an input, e.g. a kernel name) is written
     as its JSON escape ``\\udXXX`` (valid JSON, and writable to a UTF-8 stream)."""
@@ -80,6 +88,12 @@ def render_json(data: Any) -> str:
     if _SURROGATE.search(text):
         text = _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
     return text
+
+
+def emit_text(text: str) -> None:
+    """Print already-rendered text (Prometheus exposition) to stdout as it is."""
+    sys.stdout.write(text)
+    sys.stdout.flush()
 
 
 def emit(result: Any, fmt: OutputFormat, command: str) -> int:

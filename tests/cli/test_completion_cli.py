@@ -73,7 +73,7 @@ def test_user_profiles_complete_too(complete: Callable, tmp_path: Path, monkeypa
 def test_zsh_and_fish_speak_their_protocols(complete: Callable) -> None:
     zsh = complete("zsh", "dsctl storage size --storage ")
     assert len(zsh) == 1 and '"3fs-reference"' in zsh[0]
-    assert complete("fish", "dsctl health check --node h1") == ["h100-hgx"]
+    assert complete("fish", "dsctl health check --node-profile h1") == ["h100-hgx"]
 
 
 @pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 README = [[90, 132, 40, 61, 104, 165, 39, 4, 73, 56, 183, 86], [20, 107, 104, 64, 19, 197, 187, 157, 172, 86, 16, 27]]
-README_ARGS = ("-r", "16", "-g", "8", "-n", "2", "--groups", "4")
+README_ARGS = ("-r", "16", "-g", "8", "-N", "2", "--groups", "4")
 
 
 @pytest.fixture
@@ -53,11 +53,11 @@ def test_table_output_has_balancedness_and_chart(cli: Callable, readme: Path) ->
 def test_model_out_and_sglang_export(cli: Callable, v3_stats: Path, tmp_path: Path) -> None:
     out, sg = tmp_path / "plan.json", tmp_path / "sglang.json"
     # 6 statistics rows for a 61-layer model: SGLang would accept the 6-row map and shift layers, so it is refused
-    refused = cli("eplb", "rebalance", v3_stats, "-r", "288", "-g", "32", "-n", "4", "--model", "deepseek-v3",
+    refused = cli("eplb", "rebalance", v3_stats, "-r", "288", "-g", "32", "-N", "4", "--model", "deepseek-v3",
                   "--out", out, "--sglang-out", sg)
     assert refused.exit_code == 2 and "deepseek-v3 has 61 layers" in refused.stderr
     assert not out.exists() and not sg.exists()
-    res = cli("eplb", "rebalance", v3_stats, "-r", "288", "-g", "32", "-n", "4", "--model", "deepseek-v3",
+    res = cli("eplb", "rebalance", v3_stats, "-r", "288", "-g", "32", "-N", "4", "--model", "deepseek-v3",
               "--out", out)
     assert res.exit_code == 0, res.stderr
     plan = json.loads(out.read_text())
@@ -98,7 +98,7 @@ def test_sglang_export_pads_dense_layers(cli: Callable, tmp_path: Path) -> None:
     stats = tmp_path / "s.npy"
     np.save(stats, np.random.default_rng(0).random((58, 256)))
     sg = tmp_path / "sg.json"
-    res = cli("eplb", "rebalance", stats, "-r", "256", "-g", "32", "-n", "4", "-m", "deepseek-v3", "--sglang-out", sg,
+    res = cli("eplb", "rebalance", stats, "-r", "256", "-g", "32", "-N", "4", "-m", "deepseek-v3", "--sglang-out", sg,
               "--format", "json")
     assert res.exit_code == 0
     rows = json.loads(sg.read_text())["physical_to_logical_map"]
@@ -121,13 +121,13 @@ def test_several_stats_files_are_summed(cli: Callable, tmp_path: Path) -> None:
     ("[[1, -1]]", README_ARGS, "-1 is negative"),
     ('[[1, "a"]]', README_ARGS, "is not a number"),
     ("", README_ARGS, "file is empty"),
-    (json.dumps(README), ("-r", "18", "-g", "8", "-n", "2", "--groups", "4"), "not a multiple of --gpus 8"),
-    (json.dumps(README), ("-r", "8", "-g", "8", "-n", "2", "--groups", "4"), "smaller than the number of experts 12"),
-    (json.dumps(README), ("-r", "16", "-g", "8", "-n", "3", "--groups", "6", "--policy", "hierarchical"),
+    (json.dumps(README), ("-r", "18", "-g", "8", "-N", "2", "--groups", "4"), "not a multiple of --gpus 8"),
+    (json.dumps(README), ("-r", "8", "-g", "8", "-N", "2", "--groups", "4"), "smaller than the number of experts 12"),
+    (json.dumps(README), ("-r", "16", "-g", "8", "-N", "3", "--groups", "6", "--policy", "hierarchical"),
      "multiple of --nodes 3"),
-    (json.dumps(README), ("-r", "16", "-g", "6", "-n", "4", "--groups", "4"), "--gpus 6 to be a multiple of --nodes 4"),
-    (json.dumps(README), ("-r", "16", "-g", "8", "-n", "2", "--groups", "8"), "12 experts to split into --groups 8"),
-    (json.dumps(README), ("-r", "16", "-g", "8", "-n", "0"), "--nodes must be >= 1"),
+    (json.dumps(README), ("-r", "16", "-g", "6", "-N", "4", "--groups", "4"), "--gpus 6 to be a multiple of --nodes 4"),
+    (json.dumps(README), ("-r", "16", "-g", "8", "-N", "2", "--groups", "8"), "12 experts to split into --groups 8"),
+    (json.dumps(README), ("-r", "16", "-g", "8", "-N", "0"), "--nodes must be >= 1"),
     (json.dumps(README), (*README_ARGS, "--policy", "fast"), "--policy 'fast' is not valid"),
     (json.dumps(README), (*README_ARGS, "--algorithm", "magic"), "--algorithm 'magic' is not valid"),
     (json.dumps(README), (*README_ARGS, "--tolerance", "2"), "--tolerance 2.0 must be in [0, 1)"),
@@ -180,7 +180,7 @@ def test_previous_reports_replicas_moved(cli: Callable, readme: Path, tmp_path: 
 
 
 def test_balanced_is_never_worse_than_reference(cli: Callable, v3_stats: Path) -> None:
-    args = (v3_stats, "-r", "288", "-g", "32", "-n", "4", "-m", "deepseek-v3", "-f", "json")
+    args = (v3_stats, "-r", "288", "-g", "32", "-N", "4", "-m", "deepseek-v3", "-f", "json")
     ref = cli("eplb", "rebalance", *args)
     bal = cli("eplb", "rebalance", *args, "--algorithm", "balanced")
     if importlib.util.find_spec("dsctl.eplb.balanced") is None:
@@ -215,7 +215,7 @@ def test_bad_output_paths_exit_2_and_write_nothing(
 
 
 def test_huge_replicas_are_rejected_fast(cli: Callable, readme: Path) -> None:
-    res = cli("eplb", "rebalance", readme, "-r", "100000000", "-g", "8", "-n", "2", "--groups", "4")
+    res = cli("eplb", "rebalance", readme, "-r", "100000000", "-g", "8", "-N", "2", "--groups", "4")
     assert res.exit_code == 2
     assert "--replicas 100000000 is above the limit of 192 slots per layer for 12 experts" in res.stderr
     assert "rule V12" in res.stderr

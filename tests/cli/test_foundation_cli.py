@@ -117,3 +117,17 @@ def test_a_group_without_subcommand_prints_its_help(cli) -> None:
 def test_wrong_profile_kind_is_named(cli) -> None:
     result = cli("profiles", "show", "x" * 500)
     assert result.exit_code == 2 and len(result.stderr.splitlines()[0]) < 400 and "(500 characters)" in result.stderr
+
+
+def test_json_errors_are_an_envelope_on_stdout_and_a_line_on_stderr(cli) -> None:
+    """--format json: a failing command still prints JSON (scripts parse stdout), the error line stays on stderr."""
+    bad = cli("launch", "-N", "0", "--format", "json")
+    assert bad.exit_code == 2
+    assert bad.stderr.startswith("error: --nodes 0 is not valid")
+    doc = bad.json()
+    assert doc["dsctl"]["command"] == "launch" and doc["dsctl"]["exit_code"] == 2
+    assert doc["error"]["exit_code"] == 2 and doc["error"]["message"] == bad.stderr.splitlines()[0][len("error: "):]
+    usage = cli("health", "check", "--no-such-option", "-f", "json")
+    assert usage.exit_code == 2 and usage.json()["dsctl"]["command"] == "health check"
+    assert "--no-such-option" in usage.json()["error"]["message"]
+    assert cli("launch", "-N", "0").stdout == ""  # table (the default): nothing on stdout

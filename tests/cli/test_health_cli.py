@@ -28,7 +28,8 @@ def test_healthy_node_exits_0_with_stable_json_shape(cli: Cli) -> None:
     assert data["verdict"] == "pass"
     assert data["node"]["num_gpus"] == 8 and data["node"]["gpu_name"] == "NVIDIA H800 80GB HBM3"
     assert set(data["findings"][0]) == {"check", "severity", "area", "subject", "observed", "expected", "message",
-                                        "remedy", "gpu_uuid", "gpu_serial"}
+                                        "remedy", "gpu", "gpu_uuid", "gpu_serial", "value", "unit"}
+    assert data["node"]["source"].startswith("--from-record ")
     assert data["dsctl"]["exit_code"] == 0
 
 
@@ -37,6 +38,7 @@ def test_crit_finding_exits_1_and_is_listed_first(cli: Cli) -> None:
     assert r.exit_code == 1
     first = r.json()["findings"][0]
     assert (first["check"], first["severity"], first["subject"], first["area"]) == ("G6", "CRIT", "gpu3", "nvlink")
+    assert (first["gpu"], first["value"], first["unit"]) == (3, 17, "links")  # typed: no "gpu3" to parse back
 
 
 def test_fail_on_warn(cli: Cli) -> None:

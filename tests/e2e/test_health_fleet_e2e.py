@@ -101,7 +101,7 @@ def test_fleet_names_exactly_the_faulty_nodes_and_drains_the_critical_ones(cli: 
     num, specials = fleet_setup["num"], fleet_setup["specials"]
     textfiles = fleet_setup["folder"] / "textfiles"
     textfiles.mkdir()
-    res = cli("health", "fleet", "--nodes", f"n[1-{num}]", "--from-record", fleet_setup["records"] / "{node}.yaml",
+    res = cli("health", "fleet", "-w", f"n[1-{num}]", "--from-record", fleet_setup["records"] / "{node}.yaml",
               "--dsctl", fleet_setup["dsctl"], "--timeout", f"{node_timeout_s(num):g}", "--drain",
               "--textfile-dir", textfiles, "-f", "json")
     assert res.exit_code == 1, res.stdout[-3000:] + res.stderr
@@ -137,7 +137,7 @@ def test_fleet_names_exactly_the_faulty_nodes_and_drains_the_critical_ones(cli: 
 
 
 def test_fleet_reports_nodes_slurm_cannot_use(cli: Cli, fleet_setup: dict[str, Any]) -> None:
-    res = cli("health", "fleet", "--nodes", "n1,nosuchnode", "--from-record",
+    res = cli("health", "fleet", "-w", "n1,nosuchnode", "--from-record",
               fleet_setup["records"] / "{node}.yaml", "--dsctl", fleet_setup["dsctl"], "--timeout", "60",
               "--srun-arg=--comment=dsctl-e2e", "-f", "json")
     data = res.json()
@@ -147,6 +147,6 @@ def test_fleet_reports_nodes_slurm_cannot_use(cli: Cli, fleet_setup: dict[str, A
 
 
 def test_fleet_unknown_partition_is_bad_input(cli: Cli, fleet_setup: dict[str, Any]) -> None:
-    res = cli("health", "fleet", "--nodes", "n1", "--partition", "nosuch", "--dsctl", fleet_setup["dsctl"])
+    res = cli("health", "fleet", "-w", "n1", "--partition", "nosuch", "--dsctl", fleet_setup["dsctl"])
     assert res.exit_code == 2 and "--partition nosuch: no such partition" in res.stderr, res.stderr
     assert "partitions: debug" in res.stderr

@@ -1,0 +1,40 @@
+"""The one reader of node reports (health fleet, trace overlap --slurm) checks the envelope before the data."""
+
+from __future__ import annotations
+
+import json
+
+from dsctl.output.emit import envelope, error_envelope
+from dsctl.output.envelope import Header, read_node_report
+
+
+def _doc(command: str = "health check", version: object = 1, **data: object) -> dict:
+    return {"dsctl": {"schema_version": version, "command": command, "dsctl_version": "0.1.0", "exit_code": 1},
+            **data}
+
+
+def test_a_report_of_this_schema_is_read_without_its_header() -> None:
+    r = read_node_report("n1", _doc(findings=[]), "health check")
+    assert r.header == Header(1, "health check", "0.1.0", 1) and r.data == {"findings": []} and r.reason == ""
+
+
+def test_what_dsctl_itself_prints_round_trips() -> None:
+    class Result:
+        def to_data(self) -> dict:
+            return {"ranks": [1, 2]}
+
+    printed = json.loads(json.dumps(envelope(Result(), "trace overlap", 0)))
+    assert read_node_report("n1", printed, "trace overlap").data == {"ranks": [1, 2]}
+
+
+def test_other_schemas_commands_errors_and_silence_are_reasons() -> None:
+    cases = [
+        (_doc(version=2, findings=[]), "schema_version 2 and this dsctl reads 1"),
+        ({"findings": []}, "no dsctl header"),
+        (_doc(command="trace overlap", ranks=[]), "a dsctl trace overlap report, not health check"),
+        (error_envelope("health check", "--node-profile x: no such profile", None, 2), "failed on the node: --node"),
+        (None, "exit 2: boom"),
+    ]
+    for doc, needle in cases:
+        r = read_node_report("n1", doc, "health check", "exit 2: boom" if doc is None else "")
+        assert r.data is None and needle in r.reason, (doc, r.reason)
