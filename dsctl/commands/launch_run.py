@@ -37,25 +37,6 @@ class NotSubmitted(DsctlError):
     exit_code = ExitCode.CHECK_FAILED
 
 
-def normal_backend(name: str) -> str:
-    """``k8s`` is an alias of ``kubernetes``."""
-    return "kubernetes" if name == "k8s" else name
-
-
-#: engine options and the backend each belongs to
-OPTION_BACKEND = {"--hosts": "torchrun", "--image": "kubernetes", "--partition": "slurm", "--time": "slurm",
-                  "--cpus-per-task": "slurm", "--account": "slurm", "--qos": "slurm", "--reservation": "slurm",
-                  "--exclude": "slurm", "--nodelist": "slurm", "--exclusive": "slurm", "--sbatch-arg": "slurm"}
-
-
-def check_option_backend(backend: str | None, given: dict[str, bool]) -> None:
-    """Reject an engine option given for another backend (or none), instead of ignoring it."""
-    for flag, owner in OPTION_BACKEND.items():
-        if given.get(flag) and backend != owner:
-            raise InputError(f"{flag} applies to --backend {owner}" + (f", not {backend}" if backend else ""),
-                             hint=f"add --backend {owner}, or drop {flag}")
-
-
 def check_training_script(train_command: tuple[str, ...], cwd: Path) -> None:
     """The training script (the first word after ``--``, unless it is a torchrun option such as ``-m``) must
     exist before a job is submitted: a 256-node allocation should not start only to fail on a typo.
