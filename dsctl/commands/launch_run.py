@@ -10,14 +10,13 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-import yaml
-
 from dsctl.errors import DsctlError, ExitCode, InputError
 from dsctl.launch.engines import kubernetes, slurm, torchrun
 from dsctl.launch.engines.result import LaunchRun
 from dsctl.launch.engines.spec import JobOptions, JobSpec, job_spec
 from dsctl.launch.plan import LaunchPlan
 from dsctl.output import render_json
+from dsctl.output.emit import render_yaml_documents
 from dsctl.output.files import write_files
 from dsctl.output.progress import Report
 from dsctl.runners import process
@@ -64,7 +63,7 @@ def job_files(spec: JobSpec, options: JobOptions, backend: str) -> dict[str, str
     if backend == "torchrun":
         return {JOB_FILE[backend]: torchrun.render_script(spec, options)}
     docs = kubernetes.manifests(spec, options)
-    return {JOB_FILE[backend]: yaml.safe_dump_all(docs, sort_keys=False, default_flow_style=False)}
+    return {JOB_FILE[backend]: render_yaml_documents(docs)}
 
 
 def write_plan_and_job(plan: LaunchPlan, backend: str | None, options: JobOptions, out: Path) -> list[str]:

@@ -53,6 +53,13 @@ def render_json(data: Any) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
+def render_yaml_documents(docs: list[Any]) -> str:
+    """Plain data as a multi-document YAML stream (``---`` between documents), keys in their given order."""
+    import yaml
+
+    return str(yaml.safe_dump_all(docs, sort_keys=False, default_flow_style=False))
+
+
 def emit(result: Any, fmt: OutputFormat, command: str) -> int:
     """Print ``result`` to stdout in ``fmt`` and return the process exit code it carries.
 
