@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import importlib
 import os
@@ -16,7 +17,7 @@ from typer.core import TyperGroup
 from dsctl import __version__
 from dsctl.commands._common import SETTINGS, silence_stdout
 from dsctl.errors import DsctlError, ExitCode
-from dsctl.inputs import DEFAULT_MAX_INPUT_BYTES, ENV_MAX_INPUT_BYTES, LIMITS, parse_limit
+from dsctl.inputs import DEFAULT_MAX_INPUT_BYTES, ENV_MAX_INPUT_BYTES, LIMITS, forget_inputs, parse_limit
 
 #: Every command group: ``dsctl NAME`` is the Typer app ``app`` of module ``dsctl.commands.NAME``, imported only
 #: when the group is run, completed or asked for its own help. The text is the group's help (the module's
@@ -78,12 +79,14 @@ class LazyGroup(TyperGroup):
 
     def load(self, name: str) -> TyperGroup:
         """Import ``dsctl.commands.NAME`` and build its group."""
+        from dsctl.commands._aliases import add_deprecated_aliases
         from dsctl.commands._complete import add_profile_completion
 
         module = importlib.import_module(f"dsctl.commands.{name}")
         group = typer.main.get_group(module.app)
         group.name = name
         add_profile_completion(group)
+        add_deprecated_aliases(group, name)
         self.commands[name] = group
         return group
 
@@ -148,12 +151,26 @@ def root(
     from dsctl import siteconfig
 
     SETTINGS.debug = debug or SETTINGS.debug
+    forget_inputs()  # outputs are checked against the inputs of this invocation only
     SETTINGS.profiles_dir = profiles_dir
     site = siteconfig.current()  # dsctl.toml: defaults for options not given on the command line
-    SETTINGS.site_profile_dirs = site.profile_dirs()
+    SETTINGS.site_profile_dirs = _existing_site_dirs(site)
+    SETTINGS.site_origins = site.origins()
     ctx.default_map = {**site.default_map(), **(ctx.default_map or {})}
     if max_input_bytes is not None:
         LIMITS.max_input_bytes = parse_limit(max_input_bytes, "--max-input-bytes")
+
+
+def _existing_site_dirs(site: Any) -> list[Path]:
+    """The site's ``defaults.profiles_dirs`` that exist; one missing (a mount absent on this host) is one
+    ``warning:`` line naming the file and key, not a failure of every command."""
+    found = []
+    for directory, origin in site.profile_dirs_with_origin():
+        if directory.is_dir():
+            found.append(directory)
+        else:
+            sys.stderr.write(f"warning: {origin}: profile folder {directory} does not exist; skipped\n")
+    return found
 
 
 def _is_click_exception(exc: BaseException) -> bool:
@@ -165,6 +182,91 @@ def _print_error(message: str, hint: str | None = None) -> None:
     if hint:
         sys.stderr.write(f"hint: {hint}\n")
     sys.stderr.flush()
+
+
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: Any = None, line: str | None = None) -> None:
+    """Every Python warning (numpy's RuntimeWarning, a DeprecationWarning of a library) as one ``warning:`` line
+    on stderr, without the source file and code line Python prints (those with --debug)."""
+    text = " ".join(str(message).split())
+    where = f" ({filename}:{lineno})" if SETTINGS.debug else ""
+    stream = sys.stderr if file is None else file
+    with contextlib.suppress(OSError, ValueError):  # stderr closed: a warning is never worth a failure
+        stream.write(f"warning: {text}{where}\n")
+
+
+def _route_warnings() -> None:
+    """One handler for Python warnings (see :func:`_show_warning`); the filters stay Python's (once per place)."""
+    import warnings
+
+    warnings.showwarning = _show_warning
+
+
+#: options of the root command (``dsctl OPTION GROUP ...``): flags, and those that take a value
+ROOT_FLAGS = ("--debug",)
+ROOT_VALUED = ("--profiles-dir", "--max-input-bytes")
+#: the per-command output option, accepted before the group too (``dsctl -f json model kv-cache``)
+FORMAT_OPTIONS = ("--format", "-f")
+
+
+def _takes(token: str, names: tuple[str, ...]) -> int:
+    """How many words the option ``token`` starts (1 or 2) if it is one of ``names``, else 0."""
+    if token in names:
+        return 2
+    if token.startswith("--") and token.split("=", 1)[0] in names:
+        return 1
+    if "-f" in names and token.startswith("-f") and len(token) > 2 and not token.startswith("--"):
+        return 1  # -fjson
+    return 0
+
+
+def place_global_options(args: list[str]) -> list[str]:
+    """Accept the global options where users put them: the root's ``--debug``, ``--profiles-dir``,
+    ``--max-input-bytes`` after the group or command are moved before it; ``--format``/``-f`` given before the
+    group, or between a group and its command, is moved to the end of the command's options (before ``--``).
+
+    Nothing after ``--`` (a training command's own arguments) is touched; the words are otherwise kept in order.
+    """
+    end = args.index("--") if "--" in args else len(args)
+    head, tail = args[:end], args[end:]
+    root: list[str] = []
+    fmt: list[str] = []
+    rest: list[str] = []
+    i = 0
+    # the root level: root options stay, a format option moves; the first other word is the group
+    while i < len(head):
+        token = head[i]
+        width = _takes(token, ROOT_VALUED) or (1 if token in ROOT_FLAGS else 0)
+        if width:
+            root += head[i:i + width]
+            i += width
+            continue
+        width = _takes(token, FORMAT_OPTIONS)
+        if not width:
+            break
+        fmt += head[i:i + width]
+        i += width
+    groups_done = False
+    if i < len(head) and not head[i].startswith("-"):
+        rest.append(head[i])  # the group
+        i += 1
+    while i < len(head):
+        token = head[i]
+        width = _takes(token, ROOT_VALUED) or (1 if token in ROOT_FLAGS else 0)
+        if width:
+            root += head[i:i + width]
+            i += width
+            continue
+        width = _takes(token, FORMAT_OPTIONS)
+        if width and not groups_done:
+            fmt += head[i:i + width]
+            i += width
+            continue
+        if not token.startswith("-"):
+            groups_done = True  # the command word (or a first argument): -f after it is already in place
+        rest.append(token)
+        i += 1
+    return [*root, *rest, *fmt, *tail]
 
 
 def _check_arguments(args: list[str]) -> None:
@@ -202,9 +304,11 @@ def main(argv: list[str] | None = None) -> int:
     """Console-script entry point. Returns the process exit code (see ``dsctl.errors.ExitCode``)."""
     args = list(sys.argv[1:] if argv is None else argv)
     SETTINGS.debug = os.environ.get("DSCTL_DEBUG", "") not in ("", "0") or "--debug" in args
+    _route_warnings()
     command = typer.main.get_command(app)
     try:
         _check_arguments(args)
+        args = place_global_options(args)
         env_limit = os.environ.get(ENV_MAX_INPUT_BYTES, "")
         LIMITS.max_input_bytes = parse_limit(env_limit, ENV_MAX_INPUT_BYTES) if env_limit else DEFAULT_MAX_INPUT_BYTES
         result: Any = command.main(args=args, prog_name="dsctl", standalone_mode=False)

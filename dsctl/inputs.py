@@ -33,6 +33,40 @@ class Limits:
 LIMITS = Limits()
 
 
+@dataclass(frozen=True)
+class ReadInput:
+    """One input file this invocation read: its identity (device, inode), what named it and its real path."""
+
+    device: int
+    inode: int
+    what: str
+    path: str
+
+
+#: every input file read in this invocation (reset by ``dsctl.cli`` per command); outputs are checked against it
+INPUTS_READ: list[ReadInput] = []
+
+
+def note_input(path: Path | str, what: str) -> None:
+    """Record ``path`` as an input of this command, so no output of the command may replace it.
+
+    :func:`read_bytes` records every file it reads; call this for an input a command uses without reading it
+    through here (a script it points a job at, a folder it reads). A path that does not exist is ignored.
+    """
+    if str(path) == "-":
+        return
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return
+    INPUTS_READ.append(ReadInput(info.st_dev, info.st_ino, what, os.path.realpath(path)))
+
+
+def forget_inputs() -> None:
+    """Start a new invocation: no inputs read yet."""
+    INPUTS_READ.clear()
+
+
 def parse_limit(text: str, source: str) -> int:
     """A byte count from an option or variable: a whole number >= 1 (``_`` separators allowed)."""
     try:
@@ -94,7 +128,9 @@ def read_bytes(path: Path | str, what: str, error: type[InputError] = InputError
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):  # replaced between stat and open
                 raise error(f"{what} {path}: is not a regular file")
-            return _read_limited(fd, limit, what, path)
+            data = _read_limited(fd, limit, what, path)
+            note_input(path, what)
+            return data
         finally:
             os.close(fd)
     except InputError as exc:

@@ -34,6 +34,21 @@ DEVICE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._:/@+-]*")
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
 _LINE_BREAK = re.compile(r"[\n\r\x0b\x0c\x85\u2028\u2029]")
+#: what a terminal would act on inside one line of text: C0/C1 controls (ESC starts a sequence that can move the
+#: cursor, retitle the window or clear the screen), CR, line/paragraph separators and lone surrogates
+_TERMINAL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufffe\uffff]")
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def terminal_text(text: str) -> str:
+    """``text`` safe to show on a terminal: control characters, CR and lone surrogates become visible escapes
+    (``\\x1b``, ``\\r``, ``\\ud800``); newlines and tabs stay. Every table cell passes through this
+    (``dsctl.output.emit``)."""
+    return _TERMINAL.sub(_escaped, text) if _TERMINAL.search(text) else text
 
 
 def shown(value: object, limit: int = 40) -> str:

@@ -74,6 +74,8 @@ KEYS: tuple[Key, ...] = (
     _key("topology.core_name", str, "topology.plan.core_name", None, "core switch name template (ft3)"),
 )
 KEYS_BY_NAME = {key.name: key for key in KEYS}
+#: keys whose value is a profile name
+PROFILE_KEYS = ("defaults.model", "defaults.node_profile", "defaults.storage", "defaults.switch")
 SECTIONS = sorted({key.name.split(".")[0] for key in KEYS})
 
 
@@ -112,6 +114,15 @@ class SiteConfig:
         base = Path(setting.source).parent
         return [base / Path(p).expanduser() for p in setting.value]
 
+    def profile_dirs_with_origin(self) -> list[tuple[Path, str]]:
+        """:meth:`profile_dirs`, each with "FILE: defaults.profiles_dirs" (for messages)."""
+        setting = next(s for s in self.settings if s.key == "defaults.profiles_dirs")
+        return [(d, f"{setting.source}: {setting.key}") for d in self.profile_dirs()]
+
+    def origins(self) -> dict[str, str]:
+        """Profile name -> "FILE: KEY" for every profile key a file sets."""
+        return {str(s.value): f"{s.source}: {s.key}" for s in self.from_files() if s.key in PROFILE_KEYS}
+
     def default_map(self) -> dict[str, Any]:
         """Click's ``default_map`` (nested by command words) for every option a file sets."""
         root: dict[str, Any] = {}
@@ -145,20 +156,23 @@ def _parse(path: Path) -> dict[str, Any]:
         import tomllib
     else:  # pragma: no cover - exercised on Python 3.10 only
         import tomli as tomllib
-    try:
-        if path.stat().st_size > MAX_FILE_BYTES:
-            raise InputError(f"{path}: larger than {MAX_FILE_BYTES:,} bytes; a dsctl.toml is a few lines")
-        data = path.read_bytes()
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a folder, expected a dsctl.toml file") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read the configuration ({exc.strerror or exc})") from None
+    from dsctl.inputs import read_bytes
+
+    # the shared input reader: a FIFO or a device (/dev/zero) is refused from stat, before it is opened, and the
+    # read stops at the limit, so no file can block a command or grow memory
+    if str(path) == "-":
+        raise InputError(f"{ENV_VAR}=-: standard input is not a configuration file; give a dsctl.toml path")
+    data = read_bytes(path, "configuration file", limit=MAX_FILE_BYTES)
     try:
         return tomllib.loads(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise InputError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{path}: not valid TOML: {exc}") from None
+    except ValueError as exc:  # an integer of more than 4,300 digits
+        raise InputError(f"{path}: not valid TOML: {str(exc)[:120]}") from None
+    except RecursionError:
+        raise InputError(f"{path}: not valid TOML: arrays or tables nested too deeply") from None
 
 
 def _check(path: Path, data: dict[str, Any]) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from dsctl.inputs import DEFAULT_MAX_INPUT_BYTES, ENV_MAX_INPUT_BYTES  # noqa: E
 from dsctl.launch.plan import MAX_COUNT, MAX_NODES  # noqa: E402
 from dsctl.launch.schedule import MAX_SVG_OPS  # noqa: E402
 from dsctl.launch.schedule.params import MAX_STAGE_MICRO_BATCHES  # noqa: E402
-from dsctl.output.files import PREV_SUFFIX  # noqa: E402
+from dsctl.output.files import MANIFEST_NAME, PREV_SUFFIX  # noqa: E402
 from dsctl.topology.naming import MAX_NAME_BYTES, MAX_TEMPLATE_CHARS  # noqa: E402
 from tests.reliability_cases import CASES, FAMILIES, FAULTS, Case, run_case  # noqa: E402
 
@@ -48,9 +48,19 @@ LIMITS = [
      "a trailing newline is refused (Python's `$` would accept it)"),
     ("JSON/YAML values", "integers up to Python's 4,300 digits, nesting within the recursion limit",
      "beyond is exit 2; YAML keys must be unique"),
-    ("`--out DIR`", f"built whole in a sibling temporary folder, swapped in with one rename; the previous "
-     f"folder is kept as `DIR{PREV_SUFFIX}`", "temporaries are removed on errors, SIGINT, SIGTERM, SIGHUP, and "
+    ("output file target (`--svg`, `--out FILE`, `--sglang-out`, `--textfile-dir`)", "an existing target must be "
+     "a regular file and not one of the command's inputs (same device and inode)", "a symbolic link, folder, "
+     "character or block device, FIFO, socket or input is refused with exit 2 before anything is written, and left "
+     "as it was; a regular file is replaced (no `--force`)"),
+    ("`--out DIR` (and `launch --submit`'s `./JOB_NAME`)", f"built whole in a sibling temporary folder, swapped in "
+     f"with one rename; an existing DIR is replaced only if dsctl wrote it (its `{MANIFEST_NAME}` lists every file "
+     f"in it) or it is empty; the replaced folder is kept as `DIR{PREV_SUFFIX}`, and an existing "
+     f"`DIR{PREV_SUFFIX}` is deleted for it only if dsctl wrote it", "a foreign DIR or DIR.prev, or a DIR holding "
+     "an input, is exit 2 and nothing is moved; temporaries are removed on errors, SIGINT, SIGTERM, SIGHUP, and "
      "(pid gone) by the next run after a SIGKILL"),
+    ("several outputs (`eplb --out A --sglang-out B`)", "all written to temporaries first, then renamed",
+     "a failure while writing changes no target; a failed rename puts the earlier targets back from hard-link "
+     "backups"),
 ]
 
 

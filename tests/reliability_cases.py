@@ -151,13 +151,15 @@ def _killed_run_leftovers(tmp: Path) -> int:
 
 
 def _out_existing(tmp: Path) -> int:
-    """--out into a folder of an earlier run: the new result replaces it whole, the old one is DIR.prev."""
+    """--out into a folder of an earlier run: the new result replaces it whole, the old one is DIR.prev; a file
+    added there since makes it foreign (refused, exit 2, nothing moved)."""
     from tests.conftest import run_cli
 
     run_cli("launch", "layout", "--nodes", "128", "--out", str(tmp / "job"))
+    run_cli("launch", "layout", "--nodes", "256", "--out", str(tmp / "job"))
     (tmp / "job" / "stale.txt").write_text("from another run")
-    code = run_cli("launch", "layout", "--nodes", "256", "--out", str(tmp / "job")).exit_code
-    fine = not (tmp / "job" / "stale.txt").exists() and (tmp / "job.prev" / "stale.txt").exists()
+    code = run_cli("launch", "layout", "--nodes", "64", "--out", str(tmp / "job")).exit_code
+    fine = (tmp / "job" / "stale.txt").exists() and (tmp / "job.prev" / "layout.json").exists()
     return code if fine else -1
 
 
@@ -313,8 +315,8 @@ FAULTS: list[Case] = [
          128 + signal.SIGTERM, _sigterm_during_out),
     Case("temporaries of a SIGKILLed run", "topology", ".DIR.dsctl-<dead pid>-* beside --out DIR", None, 0,
          _killed_run_leftovers),
-    Case("--out into an earlier run's folder", "launch", "launch layout --out DIR twice, a stale file in DIR",
-         None, 0, _out_existing),
+    Case("--out into an earlier run's folder", "launch", "launch layout --out DIR twice, then a file added to DIR",
+         None, 2, _out_existing),
     Case("--out on a read-only place", "storage", "storage chains --out under a read-only folder", None, 2,
          _read_only_out),
 ]

@@ -37,6 +37,8 @@ class Settings:
     profiles_dir: Path | None = None
     #: ``defaults.profiles_dirs`` of the site configuration (dsctl.toml)
     site_profile_dirs: list[Path] = field(default_factory=list)
+    #: profile name -> "FILE: KEY" of the site configuration that set it (named in an unknown-profile error)
+    site_origins: dict[str, str] = field(default_factory=dict)
 
 
 SETTINGS = Settings()
@@ -49,7 +51,9 @@ def profile_store(site_dirs: list[Path] | None = None) -> ProfileStore:
 
     site = SETTINGS.site_profile_dirs if site_dirs is None else site_dirs
     dirs = [*site, *(Path(p) for p in os.environ.get(ENV_VAR, "").split(os.pathsep) if p)]
-    return ProfileStore([*dirs, *([SETTINGS.profiles_dir] if SETTINGS.profiles_dir is not None else [])])
+    store = ProfileStore([*dirs, *([SETTINGS.profiles_dir] if SETTINGS.profiles_dir is not None else [])])
+    store.origins = dict(SETTINGS.site_origins)
+    return store
 
 
 def show(result: Any, fmt: OutputFormat, command: str) -> None:

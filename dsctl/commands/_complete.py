@@ -26,7 +26,7 @@ def profile_names(kind: str, incomplete: str) -> list[str]:
     from dsctl.profiles.schema import ProfileKind
 
     try:  # the root command's callback (which reads dsctl.toml) does not run while completing
-        site_dirs = siteconfig.current().profile_dirs()
+        site_dirs = [d for d in siteconfig.current().profile_dirs() if d.is_dir()]
     except DsctlError:
         site_dirs = []
     try:

@@ -46,8 +46,9 @@ def _check_outputs(outputs: dict[str, Path | None]) -> None:
         if path.is_dir():
             example = path / ("sglang.json" if option == "--sglang-out" else "plan.json")
             raise InputError(f"{option} {path}: is a folder; give a file path, e.g. {example}")
-        if path.exists() and not path.is_file():
-            raise InputError(f"{option} {path}: exists and is not a regular file")
+        from dsctl.output.files import check_target
+
+        check_target(path, option)  # a link, device or FIFO: refused before any work
         if not parent.is_dir():
             what = "is not a folder" if parent.exists() else "does not exist"
             raise InputError(f"{option} {path}: cannot write there, folder {parent} {what}")
@@ -59,21 +60,11 @@ def _check_outputs(outputs: dict[str, Path | None]) -> None:
         seen[key] = option
 
 
-def _write_all(contents: list[tuple[Path, str]]) -> None:
-    """Write each file atomically; if one fails, remove the files this call created before it."""
-    from dsctl.output.files import atomic_write
+def _write_all(contents: list[tuple[Path, str | bytes, str | None]]) -> None:
+    """Write the files together: every one replaced or none (``dsctl.output.files.write_together``)."""
+    from dsctl.output.files import write_together
 
-    created: list[Path] = []
-    try:
-        for path, content in contents:
-            existed = path.exists()
-            atomic_write(path, content)
-            if not existed:
-                created.append(path)
-    except BaseException:
-        for path in created:
-            path.unlink(missing_ok=True)
-        raise
+    write_together(contents)
 
 
 def _zero_rows_warning(weight: Any, profile: ModelProfile | None) -> str | None:
@@ -104,7 +95,7 @@ def rebalance_cmd(
     replicas: Annotated[int, typer.Option("--replicas", "-r",
                                           help="Physical expert slots per layer (experts + redundant).")],
     gpus: Annotated[int, typer.Option("--gpus", "-g", help="GPUs in the expert-parallel group (slots split evenly).")],
-    nodes: Annotated[int, typer.Option("--nodes", "-n", help="Nodes (fast intra-node links) the GPUs span.")],
+    nodes: Annotated[int, typer.Option("--nodes", "-N", help="Nodes (fast intra-node links) the GPUs span.")],
     groups: Annotated[int | None, typer.Option("--groups", help="Expert groups (default: the model's, else 1).")] \
     = None,
     model: Annotated[str | None, typer.Option("--model", "-m", help="Model profile supplying experts and groups, "
@@ -158,11 +149,12 @@ def rebalance_cmd(
         )
     if zero_warning:
         result = dataclasses.replace(result, warnings=(*result.warnings, zero_warning))
-    contents: list[tuple[Path, str]] = []  # render everything before writing anything
+    contents: list[tuple[Path, str | bytes, str | None]] = []  # render everything before writing anything
     if out is not None:
-        contents.append((out, render_json(envelope(result, "eplb rebalance", 0))))
+        contents.append((out, render_json(envelope(result, "eplb rebalance", 0)), "--out"))
     if sglang_out is not None:
-        contents.append((sglang_out, json.dumps(sglang_expert_location(result.placement, dense)) + "\n"))
+        contents.append((sglang_out, json.dumps(sglang_expert_location(result.placement, dense)) + "\n",
+                         "--sglang-out"))
     _write_all(contents)
     show(result, fmt, "eplb rebalance")
     err = stderr_console()

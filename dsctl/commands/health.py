@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import tempfile
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -13,7 +9,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from dsctl.commands._common import FormatOpt, profile_store, read_input, read_text_input, show
-from dsctl.commands._record_values import check_record_numbers
 from dsctl.commands.health_fleet import (
     HealthFormat,
     HealthFormatOpt,
@@ -26,10 +21,10 @@ from dsctl.commands.health_fleet import (
 )
 from dsctl.errors import InputError
 from dsctl.output.formats import OutputFormat
+from dsctl.profiles.textyaml import load_yaml
 
 if TYPE_CHECKING:
-    from dsctl.health.backends.base import GpuBackend, RdmaSource
-    from dsctl.health.model import HostFacts, NodeSnapshot
+    from dsctl.health.model import NodeSnapshot
 
 app = typer.Typer(
     name="health",
@@ -37,7 +32,7 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
-NodeOpt = Annotated[str | None, typer.Option("--node", help="Node profile with the expected counts "
+NodeOpt = Annotated[str | None, typer.Option("--node-profile", help="Node profile with the expected counts "
                                              "(default: chosen from the GPU SKU, e.g. h800-hgx).")]
 SysfsOpt = Annotated[Path | None, typer.Option("--sysfs-root", help="Read sysfs under this folder instead of /.")]
 IntervalOpt = Annotated[float | None, typer.Option("--interval", help="Seconds between the two counter samples "
@@ -47,99 +42,27 @@ RecordOpt = Annotated[Path | None, typer.Option("--from-record", help="Replay a 
                                                 "fake-node YAML instead of reading this machine.")]
 
 
-MAX_INTERVAL_S = 3600.0  # counters are sampled twice this far apart; longer is a typo (the command would just wait)
-
-
-def load_record(path: Path) -> dict[str, Any]:
-    """Parse a fake-node YAML file into a dict (validated later by the fake and the renderer)."""
-
+def load_record(path: Path) -> Any:
+    """The parsed ``--from-record`` YAML (validated by :func:`dsctl.health.source.choose_source`)."""
     text = read_text_input(path, "--from-record", hint="give a YAML file written by dsctl health record")
-    from dsctl.profiles.textyaml import load_yaml
-
-    data = load_yaml(text, f"--from-record {path}")
-    if not isinstance(data, dict):
-        raise InputError(f"--from-record {path}: expected a mapping of fake-node keys (hostname, gpus, nics, ...)",
-                         hint="write one with 'dsctl health record --out node.yaml'")
-    check_record_numbers(data, f"--from-record {path}")
-    return data
-
-
-@dataclass
-class Sources:
-    gpus: GpuBackend | None
-    rdma: RdmaSource | None
-    wait: Callable[[float], None]
-    interval_s: float
-    hostname: str
-    host: HostFacts | None
-    kernel_log: str | None = None
-
-
-@contextmanager
-def open_sources(from_record: Path | None, sysfs_root: Path | None, interval_s: float | None,
-                 areas: tuple[str, ...]) -> Iterator[Sources]:
-    """Live NVML + sysfs, or a record replayed through the real adapter over the fake NVML module and a sysfs
-    tree rendered into a temporary folder (removed afterwards)."""
-    from dsctl.health.backends.host import read_host_facts
-    from dsctl.health.backends.nvml import backend_from_record, live_backend
-    from dsctl.health.backends.sysfs import SysfsReader, render_sysfs, write_counters
-    from dsctl.health.model import HostFacts
-    from dsctl.health.record.format import normalize
-
-    want_gpus = bool({"gpu", "nvlink"} & set(areas))
-    if from_record is not None and sysfs_root is not None:
-        raise InputError("--sysfs-root and --from-record exclude each other",
-                         hint="a record carries its own sysfs view; drop --sysfs-root")
-    if from_record is not None and interval_s is not None and interval_s != 0:
-        raise InputError("--interval does not apply to --from-record (except 0: replay the first sample only)",
-                         hint="the record carries the interval its two counter samples were taken apart (interval_s)")
-    if from_record is not None:
-        data = load_record(from_record)
-        node = normalize(data, str(from_record))
-        backend, fake = backend_from_record(data, source=str(from_record))
-        with tempfile.TemporaryDirectory(prefix="dsctl-health-") as tmp:
-            render_sysfs(node, Path(tmp))
-
-            def advance(_: float) -> None:
-                fake.advance()
-                write_counters(node, Path(tmp), "t1")
-
-            yield Sources(backend if want_gpus else None, SysfsReader(tmp), advance,
-                          float(node["interval_s"]) if interval_s is None else 0.0, node["hostname"],
-                          HostFacts(**node["host"]) if node["host"] is not None else None, node["kernel_log"])
-        return
-    root = sysfs_root if sysfs_root is not None else Path("/")
-    if sysfs_root is not None and not sysfs_root.is_dir():
-        raise InputError(f"--sysfs-root {sysfs_root}: not a folder")
-    host = read_host_facts()
-    yield Sources(live_backend() if want_gpus else None, SysfsReader(root), time.sleep,
-                  10.0 if interval_s is None else interval_s, host.hostname or "unknown-host", host)
+    return load_yaml(text, f"--from-record {path}")
 
 
 def take_snapshot(from_record: Path | None, sysfs_root: Path | None, interval_s: float | None,
                   areas: tuple[str, ...], fmt: OutputFormat | None = None) -> NodeSnapshot:
     """One snapshot of this node or the record; live sampling shows progress on a terminal for table ``fmt``."""
-    from dsctl.health.sample import sample_node
+    from dsctl.health.backends.source import open_source
+    from dsctl.health.sample import sample_sources
+    from dsctl.health.source import check_interval, choose_source
     from dsctl.output.progress import progress, sleep_reporting
 
-    if interval_s is not None and not 0 <= interval_s <= MAX_INTERVAL_S:  # also rejects nan
-        raise InputError(f"--interval must be 0 (one sample, rate checks skipped) or a number of seconds up to "
-                         f"{MAX_INTERVAL_S:g}, got {interval_s:g}")
-    with open_sources(from_record, sysfs_root, interval_s, areas) as src, \
-            progress("sampling counters", fmt if from_record is None else None, total=src.interval_s) as report:
-        wait = src.wait if from_record is not None else lambda seconds: sleep_reporting(seconds, report)
-        try:
-            return sample_node(src.gpus, src.rdma, src.interval_s, wait, hostname=src.hostname, host=src.host,
-                               kernel_log=src.kernel_log)
-        except (ValueError, TypeError, OverflowError, KeyError, IndexError, AttributeError) as exc:
-            if from_record is None:
-                raise
-            # a replayed record is data: a value of the wrong type (a word, null or NaN where NVML returns a whole
-            # number, an integer beyond 64 bits) is bad input, not a bug
-            raise InputError(f"--from-record {from_record}: a value has the wrong type for its field "
-                             f"({type(exc).__name__}: {str(exc)[:120]})",
-                             hint="counters, widths, generations and limits are whole numbers"
-                             ) from None
+    check_interval(interval_s)
+    choice = choose_source(record_name=str(from_record) if from_record is not None else None,
+                           read_record=(lambda: load_record(from_record)) if from_record is not None else None,
+                           sysfs_root=str(sysfs_root) if sysfs_root is not None else None, interval_s=interval_s)
+    with progress("sampling counters", fmt if choice.live else None, total=choice.interval_s) as report, \
+            open_source(choice, areas, sleep=lambda seconds: sleep_reporting(seconds, report)) as src:
+        return sample_sources(src)
 
 
 @app.command("check")
@@ -201,18 +124,19 @@ def record(
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Sample this node (NVML + sysfs, counters twice) into a fake-node YAML that --from-record replays."""
-    import yaml
-
     from dsctl.health import api
     from dsctl.health.record.write import snapshot_record
     from dsctl.output.files import atomic_write
+    from dsctl.output.yamltext import dump_yaml
 
     if out.is_dir():
         raise InputError(f"--out {out}: is a folder; give a file name such as {out / 'node.yaml'}")
+    from dsctl.output.files import check_target
+
+    check_target(out, "--out")  # before sampling: a link, device or FIFO is never replaced
     snap = take_snapshot(from_record, sysfs_root, interval, api.AREAS, fmt)
     data = snapshot_record(snap)
-    text = "# dsctl health record: replay with dsctl health check --from-record FILE\n" + yaml.safe_dump(
-        data, sort_keys=False, default_flow_style=None, width=120)
+    text = "# dsctl health record: replay with dsctl health check --from-record FILE\n" + dump_yaml(data)
     atomic_write(out, text, option="--out")
     show(RecordResult(str(out), snap.hostname, len(snap.gpus), len(snap.nics), snap.interval_s), fmt,
          "health record")

@@ -135,7 +135,7 @@ def drain_self(report: HealthReport) -> None:
 
 
 def fleet(
-    nodes: Annotated[str, typer.Option("--nodes", help="Slurm hostlist, e.g. 'node[001-256]'.")],
+    nodelist: Annotated[str, typer.Option("--nodelist", "-w", help="Slurm hostlist, e.g. 'node[001-256]'.")],
     partition: Annotated[str | None, typer.Option("--partition", "-p", help="Slurm partition to run in.")] = None,
     interval: Annotated[float | None, typer.Option("--interval", help="Seconds between the two counter samples "
                                                    "on each node (default 10; a record carries its own).")] = None,
@@ -147,7 +147,7 @@ def fleet(
                                         "it the commands are only printed.")] = False,
     from_record: Annotated[str | None, typer.Option("--from-record", help="Each node replays a record; {node} "
                                                     "becomes its Slurm name (records/{node}.yaml).")] = None,
-    node: Annotated[str | None, typer.Option("--node", help="Node profile with the expected counts.")] = None,
+    node: Annotated[str | None, typer.Option("--node-profile", help="Node profile with the expected counts.")] = None,
     only: Annotated[str | None, typer.Option("--only", help="Comma list of areas: gpu, nvlink, rdma.")] = None,
     dsctl_path: Annotated[str, typer.Option("--dsctl", help="dsctl on the nodes (name on PATH or absolute "
                                             "path).")] = "dsctl",
@@ -159,7 +159,8 @@ def fleet(
     """Run dsctl health check on every node through srun; one verdict, the nodes to drain; exit 1 when a node is
     critical or unreachable."""
     from dsctl.health import api
-    from dsctl.health.fleet import NodeInput, aggregate, with_drain_results
+    from dsctl.health.fleet import NodeInput, aggregate, digest, with_drain_results
+    from dsctl.launch.engines.slurm_options import reserved_prefix
     from dsctl.output import health_fleet as _renderer  # noqa: F401  (registers the table view)
     from dsctl.runners.fleet import FIXED_SRUN_OPTIONS, drain_node, expand_hostlist, run_on_nodes
 
@@ -174,23 +175,35 @@ def fleet(
         raise InputError(f"--interval {interval:g} must be positive and below --timeout {timeout:g}")
     command = [dsctl_path, "health", "check", "--format", "json"]
     if from_record is not None:
-        command += ["--from-record", str(Path(from_record).absolute())]
-    for option, value in (("--interval", interval), ("--node", node), ("--only", only)):
+        command += ["--from-record", _absolute(Path(from_record))]
+    for option, value in (("--interval", interval), ("--node-profile", node), ("--only", only)):
         if value is not None:
             command += [option, f"{value:g}" if isinstance(value, float) else str(value)]
     extra = list(srun_arg or [])
     for arg in extra:
-        if not arg.startswith("--") or arg.split("=", 1)[0] in FIXED_SRUN_OPTIONS:
+        name = arg.split("=", 1)[0]
+        if (not arg.startswith("--") or len(name) < 3
+                or reserved_prefix(name[2:], [o[2:] for o in FIXED_SRUN_OPTIONS]) is not None):
             raise InputError(f"--srun-arg {arg!r}: give a long srun option (--name=value) that dsctl does not set",
                              hint="dsctl sets " + ", ".join(sorted(FIXED_SRUN_OPTIONS)))
-    names = expand_hostlist(nodes)
+    names = expand_hostlist(nodelist)
     run = run_on_nodes(names, command, timeout_s=timeout, launch_timeout_s=launch_timeout, partition=partition,
-                       ok_exit_codes=(0, 1), job_name="dsctl-health", extra_srun_args=extra)
+                       ok_exit_codes=(0, 1), job_name="dsctl-health", extra_srun_args=extra, digest=digest)
     items = [NodeInput(a.node, a.document, a.reason) for a in run.answers]
     report = aggregate(items, timeout_s=timeout, wall_s=run.wall_s)
     if drain:
         report = with_drain_results(report, {d.node: drain_node(d.node, d.reason) for d in report.drain})
     emit_health(report, fmt, "health fleet", textfile_dir)
+
+
+def _absolute(path: Path) -> str:
+    """``path`` from the node's point of view (its own working folder differs); a relative path needs this
+    folder, which may have been deleted under the shell (exit 2, not a traceback)."""
+    try:
+        return str(path.absolute())
+    except OSError as exc:
+        raise InputError(f"--from-record {path}: the current folder is gone ({exc.strerror or exc}); give an "
+                         "absolute path") from None
 
 
 def add_commands(app: typer.Typer) -> None:

@@ -96,8 +96,8 @@ app = typer.Typer(
          "\\[--out DIR] \\[--submit] -- TRAIN_SCRIPT \\[ARGS...]).",
 )
 
-NodesOpt = Annotated[int | None, typer.Option("--nodes", "-n", help="Number of nodes (required).")]
-ModelOpt = Annotated[str, typer.Option("--model", help="Model profile.")]
+NodesOpt = Annotated[int | None, typer.Option("--nodes", "-N", help="Number of nodes (required).")]
+ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Model profile.")]
 NodeProfileOpt = Annotated[str, typer.Option("--node-profile", help="Node profile (GPUs per node, HBM).")]
 PPOpt = Annotated[int | None, typer.Option("--pp", help="Pipeline ranks per pipeline \\[default: smallest that fits].")]
 EPOpt = Annotated[int | None, typer.Option("--ep", help="Expert parallelism \\[default: one expert group per node].")]
@@ -194,7 +194,7 @@ def launch(
     exclude: Annotated[str | None, typer.Option(
         "--exclude", help="Slurm: nodes never to use, e.g. gpu[013,077].")] = None,
     nodelist: Annotated[str | None, typer.Option(
-        "--nodelist", help="Slurm: nodes the job must include, e.g. gpu[001-016].")] = None,
+        "--nodelist", "-w", help="Slurm: nodes the job must include, e.g. gpu[001-016].")] = None,
     exclusive: Annotated[bool, typer.Option("--exclusive", help="Slurm: whole nodes, shared with no other job.")]
     = False,
     sbatch_arg: Annotated[list[str] | None, typer.Option(

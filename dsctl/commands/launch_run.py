@@ -6,6 +6,7 @@ nothing), ``dsctl.runners`` starts sbatch / torchrun / kubectl.
 
 from __future__ import annotations
 
+import glob
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -16,9 +17,9 @@ from dsctl.launch.engines.result import LaunchRun
 from dsctl.launch.engines.spec import JobOptions, JobSpec, job_spec
 from dsctl.launch.plan import LaunchPlan
 from dsctl.output import render_json
-from dsctl.output.emit import render_yaml_documents
 from dsctl.output.files import write_files
 from dsctl.output.progress import Report
+from dsctl.output.yamltext import dump_yaml_documents
 from dsctl.runners import process
 from dsctl.runners import slurm as slurm_runner
 
@@ -63,7 +64,7 @@ def job_files(spec: JobSpec, options: JobOptions, backend: str) -> dict[str, str
     if backend == "torchrun":
         return {JOB_FILE[backend]: torchrun.render_script(spec, options)}
     docs = kubernetes.manifests(spec, options)
-    return {JOB_FILE[backend]: render_yaml_documents(docs)}
+    return {JOB_FILE[backend]: dump_yaml_documents(docs)}
 
 
 def write_plan_and_job(plan: LaunchPlan, backend: str | None, options: JobOptions, out: Path) -> list[str]:
@@ -113,7 +114,15 @@ def submit(plan: LaunchPlan, backend: str | None, options: JobOptions, out: Path
     if plan.exit_code and not force:
         raise NotSubmitted(f"the plan does not fit in GPU memory ({plan.layout.describe()}); nothing was submitted",
                            hint="see the plan with --dry-run; --force submits anyway")
-    write_files(out_dir, files)
+    from dsctl.inputs import note_input
+
+    if plan.train_command and not plan.train_command[0].startswith("-"):
+        note_input(plan.train_command[0], "training script")  # the job folder never replaces it
+    # ./JOB_NAME (or --out) is written only if absent, empty or written by dsctl: never a folder of the user's
+    # Slurm writes the job's log (JOB-%j.out) into the folder: the manifest declares it, so re-submitting the
+    # same job into it is accepted, and the logs of earlier runs are moved into the new folder, never deleted
+    logs = [f"{glob.escape(options.job_name)}-*.out"] if backend == "slurm" else []
+    write_files(out_dir, files, option="--out" if out is not None else "--job-name folder", job_outputs=logs)
     job_path = out_dir / JOB_FILE[backend]
     base = LaunchRun(backend=backend, job_name=spec.job_name, layout=plan.layout.describe(),
                      world_size=plan.world_size, out_dir=str(out_dir), files=tuple(sorted(files)), command=(),

@@ -44,10 +44,13 @@ def schedule(
     if svg is not None and svg.is_dir():
         raise InputError(f"--svg {svg} is a folder; give a file name such as {svg / 'timeline.svg'}")
     if svg is not None:
+        from dsctl.output.files import check_target
+
+        check_target(svg, "--svg")
         check_svg_size(min_ops(pp, micro_batches), exact=False)  # before a long simulation
     result = simulate(schedule_name, pp, micro_batches, OpCosts(f=f, b=b, w=w, fb=fb), comm_model)
     if svg is not None:
-        atomic_write(svg, timeline_svg(result))
+        atomic_write(svg, timeline_svg(result), option="--svg")
         stderr_console().print(f"wrote {svg}")
     show(result, fmt, "launch schedule")
 

@@ -21,7 +21,7 @@ app = typer.Typer(
 
 @app.command("size")
 def size_cmd(
-    nodes: Annotated[int | None, typer.Option("--nodes", "-n", help="Storage nodes (3FS storage services); "
+    nodes: Annotated[int | None, typer.Option("--nodes", "-N", help="Storage nodes (3FS storage services); "
                                               "leave out to get the smallest cluster meeting every need.")] = None,
     storage: Annotated[str, typer.Option("--storage", help="Storage node profile.")] = "3fs-reference",
     replication: Annotated[int, typer.Option("--replication", "-k", help="Replicas per chain.")] = 3,
@@ -83,7 +83,7 @@ def size_cmd(
 
 @app.command("chains")
 def chains_cmd(
-    nodes: Annotated[int, typer.Option("--nodes", "-n", help="Storage nodes (services) in the table.")],
+    nodes: Annotated[int, typer.Option("--nodes", "-N", help="Storage nodes (services) in the table.")],
     ssds_per_node: Annotated[int, typer.Option("--ssds-per-node", "-d", help="SSDs (disk indexes) per node.")],
     replication: Annotated[int, typer.Option("--replication", "-k", help="Targets per chain.")] = 3,
     targets_per_ssd: Annotated[int | None, typer.Option("--targets-per-ssd", "-r", help="Targets per SSD "

@@ -20,7 +20,7 @@ app = typer.Typer(
 
 @app.command("plan")
 def plan(
-    nodes: Annotated[int | None, typer.Option("--nodes", "-n", help="Number of nodes.")] = None,
+    nodes: Annotated[int | None, typer.Option("--nodes", "-N", help="Number of nodes.")] = None,
     gpus: Annotated[int | None, typer.Option("--gpus", help="Number of GPUs (whole nodes).")] = None,
     node_profile: Annotated[str, typer.Option("--node-profile", help="Node profile.")] = "h800-hgx",
     switch: Annotated[str, typer.Option("--switch", help="Switch profile (ports, rate, unit costs).")] = "ib-ndr-64",
@@ -108,7 +108,7 @@ def verify(
 @app.command("simulate")
 def simulate(
     plan_dir: Annotated[Path, typer.Argument(help="Folder written by 'topology plan --out' (or its plan.json).")],
-    workload: Annotated[str, typer.Option("--workload", "-w", help="alltoall, permutation, allreduce, allgather, "
+    workload: Annotated[str, typer.Option("--workload", help="alltoall, permutation, allreduce, allgather, "
                                           "reducescatter, ep-dispatch or ep-combine.")] = "alltoall",
     routing: Annotated[str, typer.Option("--routing", help="static (by destination), ecmp (per-flow hash) or "
                                          "adaptive (ideal per-hop split).")] = "adaptive",
@@ -124,7 +124,7 @@ def simulate(
     = 8,
     group_stride: Annotated[int | None, typer.Option("--group-stride", help="GPUs between ring members "
                                                      "(default: GPUs per node).")] = None,
-    nodes: Annotated[int | None, typer.Option("--nodes", "-n", help="Use the first N nodes (default: all).")] = None,
+    nodes: Annotated[int | None, typer.Option("--nodes", "-N", help="Use the first N nodes (default: all).")] = None,
     model: Annotated[str, typer.Option("--model", "-m", help="Model profile for ep-dispatch/ep-combine.")]
     = "deepseek-v3",
     tokens: Annotated[int, typer.Option("--tokens", help="Tokens per GPU for ep-dispatch/ep-combine.")] = 4096,
@@ -149,12 +149,14 @@ def simulate(
     import numpy as np
 
     from dsctl.output import topology_simulate as _sim_views  # noqa: F401  (registers the table view)
-    from dsctl.output.files import atomic_write
+    from dsctl.output.files import atomic_write, check_target
     from dsctl.topology import sim
     from dsctl.units import QuantityError, parse_bytes
 
     if svg is not None and not (svg.parent if str(svg.parent) else Path(".")).is_dir():
         raise InputError(f"--svg {svg}: folder {svg.parent} does not exist")
+    if svg is not None:
+        check_target(svg, "--svg")  # a link, device or FIFO: refused before the simulation
     if (eplb_plan is None) != (not stats):
         raise InputError("--eplb-plan and --stats go together (a placement and the statistics it was made from)")
     plan_file = plan_dir / "plan.json" if plan_dir.is_dir() else plan_dir

@@ -41,7 +41,14 @@ MaxBytesOpt = Annotated[int, typer.Option("--max-bytes", min=1, max=2**50,
                                           help="Refuse a trace over this many bytes, after gzip decompression.")]
 
 
-def _check_out(path: Path, option: str) -> None:
+def _check_out(path: Path, option: str, inputs: list[str] | None = None) -> None:
+    """Refuse an output path before any trace is read (the file rule of ``dsctl.output.files``): a folder, a
+    missing or unwritable folder, a link, device or FIFO, or one of the ``inputs``."""
+    from dsctl.inputs import note_input
+    from dsctl.output.files import check_target
+
+    for trace in inputs or ():
+        note_input(trace, "TRACE")  # traces are read by worker processes: record them here
     parent = path.parent if str(path.parent) else Path(".")
     if path.is_dir():
         raise InputError(f"{option} {path}: is a folder; give a file path, e.g. {path / 'trace.svg'}")
@@ -49,6 +56,7 @@ def _check_out(path: Path, option: str) -> None:
         raise InputError(f"{option} {path}: cannot write there, folder {parent} does not exist")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise InputError(f"{option} {path}: cannot write there, folder {parent} is not writable")
+    check_target(path, option)
 
 
 def _fill_node(pattern: str) -> str:
@@ -117,11 +125,11 @@ def overlap_cmd(
                                              "exposed communication in red.")] = None,
     jobs: JobsOpt = None,
     max_bytes: MaxBytesOpt = _MAX_BYTES,
-    slurm: Annotated[bool, typer.Option("--slurm", help="Run the analysis on every node of --nodes through srun "
+    slurm: Annotated[bool, typer.Option("--slurm", help="Run the analysis on every node of --nodelist through srun "
                                         "(traces on node-local disks; {node} in TRACE is the node's name) and merge "
                                         "the answers.")] = False,
-    nodes: Annotated[str | None, typer.Option("--nodes", help="--slurm: Slurm hostlist, e.g. node[001-256].")]
-    = None,
+    nodes: Annotated[str | None, typer.Option("--nodelist", "-w",
+                                              help="--slurm: Slurm hostlist, e.g. node[001-256].")] = None,
     dsctl_path: Annotated[str, typer.Option("--dsctl", help="--slurm: dsctl as the nodes run it.")] = "dsctl",
     node_timeout: Annotated[float, typer.Option("--node-timeout", min=1, max=86400,
                                                 help="--slurm: seconds each node may take.")] = 600.0,
@@ -143,7 +151,7 @@ def overlap_cmd(
     classifier = _classifier(comm_pattern, add_comm_pattern, compute_pattern)
     if slurm or nodes is not None:
         if not slurm or nodes is None:
-            raise InputError("--slurm and --nodes go together: --slurm --nodes node[001-016]")
+            raise InputError("--slurm and -w/--nodelist go together: --slurm -w node[001-016]")
         if svg is not None or explain_classes or all_steps:
             raise InputError("--slurm reports the overlap table only; drop --svg, --explain-classes and --all-steps")
         forwarded = _forwarded(step, comm_pattern, add_comm_pattern, compute_pattern, top, jobs, max_bytes)
@@ -151,6 +159,8 @@ def overlap_cmd(
              "trace overlap")
         return
     paths = expand([_fill_node(t) for t in traces])
+    if svg is not None:
+        _check_out(svg, "--svg", [str(p) for p in paths])
     keep_lanes = svg is not None
     per_file = run_per_file(overlap_file, [(p, i, classifier, step, all_steps, top, keep_lanes, max_bytes)
                                            for i, p in enumerate(paths)], jobs or default_jobs())
@@ -221,6 +231,7 @@ def timeline_cmd(
         raise InputError(f"--from {from_us:g} --to {to_us:g}: --to must be after --from")
     classifier = _classifier(comm_pattern, add_comm_pattern, compute_pattern)
     paths = expand(traces)
+    _check_out(out, "--out", [str(p) for p in paths])
     ranks = run_per_file(lanes_file, [(p, i, classifier, step, from_us, to_us, max_bytes)
                                       for i, p in enumerate(paths)], jobs or default_jobs())
     what = f"ProfilerStep#{step}" if step is not None else "whole trace"

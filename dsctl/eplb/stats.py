@@ -18,6 +18,7 @@ import csv
 import io
 import math
 import re
+import tokenize
 from collections.abc import Sequence
 
 import numpy as np
@@ -197,7 +198,7 @@ def _check_npy_header(name: str, content: bytes) -> None:
             raise ValueError(f".npy format version {version[0]}.{version[1]} is not supported (use 1.0 or 2.0)")
         shape, _, dtype = read_header(stream)
         count = math.prod(int(n) for n in shape)
-    except (ValueError, TypeError, OverflowError, SyntaxError) as exc:
+    except (ValueError, TypeError, OverflowError, SyntaxError, tokenize.TokenError, RecursionError) as exc:
         raise InputError(f"{name}: not a readable .npy array ({str(exc)[:200]})") from None
     if count > MAX_STATS_VALUES:
         raise InputError(f"{name}: .npy header asks for shape {tuple(shape)} = {count:,} values; statistics are "

@@ -63,7 +63,7 @@ def parse_fail_on(text: str) -> Severity:
 
 def choose_expectations(snap: NodeSnapshot, profile: NodeProfile | None,
                         lookup: Callable[[str], NodeProfile], expect_gpus: int | None = None) -> Expectations:
-    """Targets from ``--node`` if given, else from the node profile named by the detected SKU's table row, else
+    """Targets from ``--node-profile`` if given, else from the node profile named by the detected SKU's table row, else
     from the SKU row alone (counts then unchecked). ``expect_gpus`` (``--expect-gpus``) overrides the GPU count."""
     live = [g for g in snap.gpus if g.lost is None and isinstance(g.name, str)]
     sku = None
@@ -206,6 +206,7 @@ def run_checks(snap: NodeSnapshot, exp: Expectations, *, areas: Iterable[str] = 
         "num_nics": len(snap.nics),
         "interval_s": snap.interval_s,
         "expectations": exp.source,
+        "source": snap.source,
         "areas": sorted(selected),
         "host": dataclasses.asdict(snap.host) if snap.host is not None else None,
     }

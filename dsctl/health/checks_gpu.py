@@ -124,9 +124,10 @@ def _profile_mismatch(m: ProfileMismatch) -> Finding:
         message = (f"node profile {m.profile} is for {m.profile_sku} GPUs but this node has {m.detected_name} "
                    "(not in the SKU table): counts are still checked against the profile")
     if m.suggested_profile is not None:
-        remedy = f"check with --node {m.suggested_profile}, or omit --node to choose the profile from the GPU SKU"
+        remedy = (f"check with --node-profile {m.suggested_profile}, or omit --node-profile to choose the profile "
+                  "from the GPU SKU")
     else:
-        remedy = f"omit --node, or write a node profile for {m.detected_name} (dsctl profiles)"
+        remedy = f"omit --node-profile, or write a node profile for {m.detected_name} (dsctl profiles)"
     return Finding("G4", WARN, "node", m.detected, f"{m.profile_gpu_model} (node profile {m.profile})",
                    message, remedy)
 

@@ -126,6 +126,17 @@ def report_problem(report: Mapping[str, Any]) -> str:
     return ""
 
 
+def digest(report: Mapping[str, Any]) -> dict[str, Any]:
+    """What :func:`judge` reads of a node's answer: its listed (CRIT/WARN) findings with the four fields used;
+    the fleet runner keeps only this of each node's (up to 16 MiB) document. A document that is not a health
+    report digests to one that :func:`report_problem` refuses the same way."""
+    problem = report_problem(report)
+    if problem:
+        return {} if "no findings" in problem else {"findings": [{}]}
+    return {"findings": [{key: f[key] for key in ("check", "severity", "subject", "message") if key in f}
+                         for f in report["findings"] if f["severity"] in LISTED]}
+
+
 def judge(item: NodeInput) -> tuple[NodeVerdict, list[FleetFinding], DrainAction | None]:
     """One node's verdict, its listed findings and its drain action (CRIT only)."""
     if item.report is None or report_problem(item.report):

@@ -257,7 +257,7 @@ class NodeSnapshot:
     ``interval_s`` 0 means one sample only (``counters_t1`` equal ``t0``; rate checks are skipped). ``nvml`` is set
     when ``nvmlInit`` itself answered an error that is not "library missing" (NO_PERMISSION): no GPU was read.
     ``kernel_log`` is kernel-log text carried by a record (G22); ``driver`` the NVIDIA driver facts (None when not
-    read)."""
+    read); ``source`` says where the readings came from (:attr:`dsctl.health.source.SourceChoice.origin`)."""
 
     hostname: str
     driver_version: Reading[str]
@@ -271,6 +271,7 @@ class NodeSnapshot:
     host: HostFacts | None = None
     kernel_log: str | None = None
     driver: DriverFacts | None = None
+    source: str = ""
 
 
 class Severity(Enum):

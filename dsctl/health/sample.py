@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from dsctl.errors import InputError
 from dsctl.health.backends.base import GpuBackend, NvmlNoPermission, RdmaSource
@@ -89,3 +90,35 @@ def sample_node(gpus: GpuBackend | None, rdma: RdmaSource | None, interval_s: fl
         kernel_log=kernel_log,
         driver=rdma.driver_facts() if rdma is not None else None,
     )
+
+
+@dataclass
+class Sources:
+    """Opened backends (``dsctl.health.backends.source.open_source``): ``wait(seconds)`` between the samples,
+    ``interval_s`` apart; ``replayed`` names the record being replayed ('' live); ``origin`` says why these."""
+
+    gpus: GpuBackend | None
+    rdma: RdmaSource | None
+    wait: Callable[[float], None]
+    interval_s: float
+    hostname: str
+    host: HostFacts | None
+    kernel_log: str | None = None
+    replayed: str = ""
+    origin: str = ""
+
+
+def sample_sources(src: Sources) -> NodeSnapshot:
+    """:func:`sample_node` over opened sources. A replayed record is data: a value of the wrong type for its
+    field (a word, null or NaN where NVML returns a whole number, an integer beyond 64 bits) is an InputError
+    naming the record, not a bug."""
+    try:
+        snap = sample_node(src.gpus, src.rdma, src.interval_s, src.wait, hostname=src.hostname, host=src.host,
+                           kernel_log=src.kernel_log)
+    except (ValueError, TypeError, OverflowError, KeyError, IndexError, AttributeError) as exc:
+        if not src.replayed:
+            raise
+        raise InputError(f"--from-record {src.replayed}: a value has the wrong type for its field "
+                         f"({type(exc).__name__}: {str(exc)[:120]})",
+                         hint="counters, widths, generations and limits are whole numbers") from None
+    return dataclasses.replace(snap, source=src.origin)

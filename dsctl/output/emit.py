@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from dsctl import __version__
+from dsctl.names import terminal_text
 from dsctl.output.data import SCHEMA_VERSION, to_data
 from dsctl.output.formats import OutputFormat
 
@@ -16,11 +19,31 @@ if TYPE_CHECKING:
 # rich and yaml are imported where a format needs them: JSON output (every node of a fleet check) pays for neither.
 
 
+def _safe_console_class() -> type[Console]:
+    """A rich Console that shows terminal control characters escaped: every table cell, title and line printed
+    through it passes through :func:`dsctl.names.terminal_text`, so names from records, node JSON, job names or
+    trace kernels can never move the cursor, retitle the window or clear the screen (issue 23)."""
+    from rich.console import Console
+    from rich.segment import Segment
+
+    class _SafeConsole(Console):
+        def render_str(self, text: str, **kwargs: Any) -> Any:
+            # before layout: column widths are measured on the escaped text
+            return super().render_str(terminal_text(text), **kwargs)
+
+        def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+            # after layout, for rich Text objects built by renderers (they bypass render_str); rich's own
+            # cursor/colour codes are control segments or styles, not text, and stay
+            return super()._render_buffer(
+                Segment(terminal_text(seg.text), seg.style, seg.control) if not seg.control else seg
+                for seg in buffer)
+
+    return _SafeConsole
+
+
 def stdout_console() -> Console:
     # Created per call so that redirected sys.stdout (tests, pipes) is honoured.
-    from rich.console import Console
-
-    class _StdoutConsole(Console):
+    class _StdoutConsole(_safe_console_class()):  # type: ignore[misc]
         def on_broken_pipe(self) -> None:
             # rich exits with 1 here, which means "a check found a problem"; the reader (| head) just stopped
             # reading: let dsctl.cli.main end with 0
@@ -30,9 +53,7 @@ def stdout_console() -> Console:
 
 
 def stderr_console() -> Console:
-    from rich.console import Console
-
-    return Console(file=sys.stderr, soft_wrap=True)
+    return _safe_console_class()(file=sys.stderr, soft_wrap=True)
 
 
 def envelope(result: Any, command: str, exit_code: int) -> Any:
@@ -49,15 +70,16 @@ def envelope(result: Any, command: str, exit_code: int) -> Any:
     return data
 
 
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
 def render_json(data: Any) -> str:
-    return json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-
-
-def render_yaml_documents(docs: list[Any]) -> str:
-    """Plain data as a multi-document YAML stream (``---`` between documents), keys in their given order."""
-    import yaml
-
-    return str(yaml.safe_dump_all(docs, sort_keys=False, default_flow_style=False))
+    """Indented JSON, UTF-8 as is; a lone surrogate (undecodable text in an input, e.g. a kernel name) is written
+    as its JSON escape ``\\udXXX`` (valid JSON, and writable to a UTF-8 stream)."""
+    text = json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    if _SURROGATE.search(text):
+        text = _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return text
 
 
 def emit(result: Any, fmt: OutputFormat, command: str) -> int:

@@ -69,7 +69,7 @@ def _report(report: HealthReport) -> Iterable[RenderableType]:
     s = report.summary
     if report.verdict == "nothing checked":
         yield Text(f"NOTHING CHECKED: every selected check was skipped ({s['skip']} skip); not a pass. Give a node "
-                   "profile (--node) or run where the selected hardware is present.", style="bold yellow")
+                   "profile (--node-profile) or run where the selected hardware is present.", style="bold yellow")
         return
     verdict = "FAIL" if report.exit_code else "PASS"
     yield Text(f"{verdict} (fail on {report.fail_on}): {s['crit']} crit, {s['warn']} warn, {s['info']} info, "

@@ -7,6 +7,7 @@ files from several nodes, or one fleet file, never collide.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -34,11 +35,24 @@ HELP = {
 }
 
 
+_LABEL_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n"}
+_NEEDS_ESCAPE = re.compile(r'[\\"\n\r\x00-\x08\x0b\x0c\x0e-\x1f\x7f]')
+
+
+def _escape_char(match: re.Match[str]) -> str:
+    char = match.group()
+    if char == "\r":
+        return "\\n"  # a line break of its own (CR or CRLF): the format's only line-break escape
+    return _LABEL_ESCAPES.get(char, "\ufffd")  # other control characters have no escape: replaced
+
+
 def escape(value: str) -> str:
-    """A label value as the exposition format wants it: backslash, double quote and newline escaped."""
-    if "\\" not in value and '"' not in value and "\n" not in value:
+    """A label value as the exposition format (0.0.4) wants it: backslash, double quote and newline escaped
+    (``\\``, ``\"``, ``\n``); a carriage return (alone or in CRLF) becomes ``\n`` too, since a raw CR ends the line
+    for line-based readers; other control characters, which the format cannot escape, become U+FFFD."""
+    if not _NEEDS_ESCAPE.search(value):
         return value
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return _NEEDS_ESCAPE.sub(_escape_char, value.replace("\r\n", "\n"))
 
 
 def number(value: float) -> str:
@@ -57,10 +71,17 @@ class Exposition:
 
     def __init__(self) -> None:
         self.series: dict[str, list[str]] = {}
+        self._seen: set[str] = set()
 
     def add(self, name: str, labels: Iterable[tuple[str, str]], value: float) -> None:
+        """One sample; a series (name and label set) already added is kept once, the first value wins
+        (Prometheus rejects a scrape with a duplicate series: a finding listed twice, a node named twice)."""
         body = ",".join(f'{key}="{escape(str(val))}"' for key, val in labels)
-        self.series.setdefault(name, []).append(f"{PREFIX}{name}{{{body}}} {number(value)}")
+        series = f"{PREFIX}{name}{{{body}}}"
+        if series in self._seen:
+            return
+        self._seen.add(series)
+        self.series.setdefault(name, []).append(f"{series} {number(value)}")
 
     def text(self) -> str:
         lines: list[str] = []

@@ -145,6 +145,8 @@ class ProfileStore:
             for path, kind in _scan(directory):
                 self._entries[kind][path.stem] = ProfileEntry(path.stem, kind, path, builtin)
         self._cache: dict[tuple[ProfileKind, str], Profile] = {}
+        #: profile name -> where a configuration file set it ("FILE: KEY"), named when the name is unknown
+        self.origins: dict[str, str] = {}
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str], profiles_dir: Path | None = None) -> ProfileStore:
@@ -177,8 +179,9 @@ class ProfileStore:
                     hint="list every profile with: dsctl profiles list",
                 )
             close = difflib.get_close_matches(name, names, n=1)
+            origin = f" (set by {self.origins[name]})" if name in self.origins else ""
             raise ProfileError(
-                f"unknown {wanted} profile {short(name)}; available: {', '.join(names) or '(none)'}",
+                f"unknown {wanted} profile {short(name)}{origin}; available: {', '.join(names) or '(none)'}",
                 hint=(f"did you mean {close[0]!r}? " if close else "")
                 + "add your own with --profiles-dir DIR or DSCTL_PROFILES",
             )

@@ -13,6 +13,7 @@ run is bounded: srun is killed at ``timeout_s + launch_timeout_s + KILL_GRACE_S`
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import math
 import os
@@ -33,7 +34,8 @@ from dsctl.runners.process import capture, require
 SRUN_HINT = ("install Slurm's client tools (Debian: apt-get install slurm-client) on a host that can reach "
              "slurmctld; the nodes need dsctl on PATH (or give its path)")
 MAX_NODES = 65536
-MAX_HOSTLIST_CHARS = 1 << 20
+#: longest --nodes hostlist: it is one argument of `scontrol show hostnames` (Linux: 128 KiB per argv string)
+MAX_HOSTLIST_CHARS = 120 * 1024
 #: bytes of stdout kept per node; a node printing more is unreachable ("output over ... bytes")
 MAX_OUTPUT_BYTES = 16 * 1024 * 1024
 #: a longer stdout line makes its node's output "over the limit"; longer stderr lines are cut
@@ -45,6 +47,8 @@ SRUN_LINES = 20000
 KILL_GRACE_S = 5.0
 #: sinfo states (``%T``, suffix flags removed) in which a node accepts a new job step
 USABLE_STATES = frozenset({"idle", "mixed", "allocated", "completing"})
+#: longest hostlist handed to sinfo/srun as one argument (Linux refuses one argv string above 128 KiB)
+MAX_ARG_CHARS = 64 * 1024
 #: srun options the runner sets itself (an extra argument may not override them)
 FIXED_SRUN_OPTIONS = frozenset({"--job-name", "--nodes", "--ntasks", "--ntasks-per-node", "--nodelist", "--label",
                                 "--kill-on-bad-exit", "--no-kill", "--wait", "--immediate", "--time", "--partition"})
@@ -175,17 +179,44 @@ def usable(state: str) -> bool:
     return state in USABLE_STATES
 
 
+def hostlist_chunks(nodes: Sequence[str], max_chars: int = MAX_ARG_CHARS) -> list[str]:
+    """``nodes`` as Slurm hostlist expressions of at most ``max_chars`` characters each (ranges compressed:
+    ``gpu[00001-65536]``), so that no argument reaches the kernel's 128 KiB limit on one argv string
+    (``sinfo -n`` with 14,000 plain names did, near 14,000 nodes)."""
+    from dsctl.topology.naming import compress_hostlist
+
+    whole = compress_hostlist(nodes)
+    if len(whole) <= max_chars:
+        return [whole]
+    chunks: list[str] = []
+    part: list[str] = []
+    size = 0
+    for name in nodes:  # names are at most 64 characters, far below max_chars
+        if part and size + len(name) + 1 > max_chars // 2:
+            chunks.append(compress_hostlist(part))
+            part, size = [], 0
+        part.append(name)
+        size += len(name) + 1
+    if part:
+        chunks.append(compress_hostlist(part))
+    return chunks
+
+
 def slurm_states(nodes: Sequence[str], partition: str | None) -> dict[str, tuple[str, str]]:
-    """State and reason of each node from sinfo (nodes Slurm does not know are absent)."""
+    """State and reason of each node from sinfo (nodes Slurm does not know are absent); one sinfo per hostlist
+    chunk (:func:`hostlist_chunks`)."""
     sinfo = require("sinfo", SRUN_HINT)
-    argv = [sinfo, "-h", "-N", "-o", "%N %T %E", "-n", ",".join(nodes)]
-    if partition:
-        argv += ["-p", partition]
-    done = capture(argv, timeout_s=60.0)
-    if done.returncode != 0:
-        raise EnvironmentMissing(f"sinfo failed: {_last_line(done.stderr) or done.returncode}",
-                                 hint="is slurmctld reachable from this host? (try: sinfo)")
-    states = parse_sinfo_states(done.stdout)
+    states: dict[str, tuple[str, str]] = {}
+    for chunk in hostlist_chunks(nodes):
+        argv = [sinfo, "-h", "-N", "-o", "%N %T %E", "-n", chunk]
+        if partition:
+            argv += ["-p", partition]
+        done = capture(argv, timeout_s=60.0)
+        if done.returncode != 0:
+            raise EnvironmentMissing(f"sinfo failed: {_last_line(done.stderr) or done.returncode}",
+                                     hint="is slurmctld reachable from this host? (try: sinfo)")
+        for node, state in parse_sinfo_states(done.stdout).items():
+            states.setdefault(node, state)
     if partition and not states:
         known = capture([sinfo, "-h", "-o", "%R"], timeout_s=60.0).stdout.split()
         if partition not in known:
@@ -199,8 +230,13 @@ def srun_argv(srun: str, nodes: Sequence[str], command: Sequence[str], *, token:
               extra_args: Sequence[str] = ()) -> list[str]:
     """The srun command line: one task per node, labelled output, no kill on a bad node, a job time limit."""
     minutes = max(1, math.ceil((timeout_s + launch_timeout_s + 2 * KILL_GRACE_S) / 60.0))
+    chunks = hostlist_chunks(nodes)
+    if len(chunks) > 1:
+        raise InputError(f"{len(nodes):,} node names do not compress into one Slurm hostlist of at most "
+                         f"{MAX_ARG_CHARS:,} characters (srun's --nodelist)",
+                         hint="use names with a common prefix and a number (gpu00001...), or fewer nodes per run")
     argv = [srun, f"--job-name={job_name}", f"--nodes={len(nodes)}", f"--ntasks={len(nodes)}",
-            "--ntasks-per-node=1", f"--nodelist={','.join(nodes)}", "--label", "--kill-on-bad-exit=0",
+            "--ntasks-per-node=1", f"--nodelist={chunks[0]}", "--label", "--kill-on-bad-exit=0",
             "--no-kill", "--wait=0", f"--immediate={max(1, math.ceil(launch_timeout_s))}", f"--time={minutes}"]
     if partition:
         argv.append(f"--partition={partition}")
@@ -214,11 +250,13 @@ class LabelledOutput:
     ``exit_code`` ``None``. Memory is bounded: MAX_OUTPUT_BYTES of stdout and the last STDERR_LINES lines of stderr
     per task, SRUN_LINES of srun's own lines."""
 
-    def __init__(self, token: str) -> None:
+    def __init__(self, token: str, on_finished: Callable[[TaskOutput], None] | None = None) -> None:
         self.tasks: dict[int, TaskOutput] = {}
         self.srun_lines: list[str] = []
         self._head = f"{token} node="
         self._tail = f"{token} exit="
+        #: called once per task when its trailer arrives (the runner parses the answer then and drops the text)
+        self._on_finished = on_finished
 
     def stdout_line(self, line: str, *, truncated: bool = False) -> None:
         """One stdout line without its newline; ``truncated``: the line was longer than MAX_LINE_CHARS."""
@@ -238,6 +276,8 @@ class LabelledOutput:
             task.exit_code = int(value) if value.isdigit() else 255
             if task.stdout and task.stdout[-1] == "":
                 task.stdout.pop()  # the wrapper's newline before the trailer
+            if self._on_finished is not None:
+                self._on_finished(task)
             return
         task.num_bytes += MAX_OUTPUT_BYTES + 1 if truncated else len(text) + 1
         if task.num_bytes <= MAX_OUTPUT_BYTES:
@@ -320,13 +360,18 @@ def assemble(nodes: Sequence[str], tasks: dict[int, TaskOutput], stderr: str, *,
 def run_on_nodes(nodes: Sequence[str], command: Sequence[str], *, timeout_s: float = 60.0,
                  launch_timeout_s: float = 60.0, partition: str | None = None, ok_exit_codes: Iterable[int] = (0,),
                  job_name: str = "dsctl-fleet", extra_srun_args: Sequence[str] = (),
-                 check_states: bool = True) -> FleetRun:
+                 check_states: bool = True,
+                 digest: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> FleetRun:
     """Run ``command`` (argv, no shell) once on every node in ``nodes`` through one srun step.
 
     ``timeout_s`` bounds the command on each node (coreutils ``timeout``); ``launch_timeout_s`` bounds getting the
     allocation and starting the tasks. Nodes Slurm reports as not usable are not asked (unreachable with their
     state and reason). ``ok_exit_codes`` lists statuses whose stdout counts as an answer (``dsctl health check``
     exits 1 on a finding and still prints its report).
+
+    Each node's answer is parsed once, as soon as its task ends, and only ``digest(document)`` is kept (the
+    caller's typed summary, e.g. the listed findings of a health report); the text and the full document are
+    dropped then, so memory holds the answers still arriving plus the digests, not every node's whole answer.
     """
     if not command:
         raise InputError("no command to run on the nodes")
@@ -352,7 +397,19 @@ def run_on_nodes(nodes: Sequence[str], command: Sequence[str], *, timeout_s: flo
     token = "@@dsctl-fleet-" + secrets.token_hex(8)
     argv = srun_argv(srun, asked, command, token=token, timeout_s=timeout_s, launch_timeout_s=launch_timeout_s,
                      partition=partition, job_name=job_name, extra_args=extra_srun_args)
-    parser = LabelledOutput(token)
+    codes = tuple(ok_exit_codes)
+    early: dict[str, NodeAnswer] = {}
+
+    def finished(task: TaskOutput) -> None:
+        if task.node is None or task.node in early:
+            return
+        answer = classify(task.node, task, timeout_s=timeout_s, ok_exit_codes=codes)
+        if answer.document is not None and digest is not None:
+            answer = dataclasses.replace(answer, document=digest(answer.document))
+        early[task.node] = answer
+        task.stdout = []  # parsed: the text is not needed again
+
+    parser = LabelledOutput(token, finished)
     code, stopped = _run_bounded(argv, timeout_s + launch_timeout_s + KILL_GRACE_S, parser)
     tasks = parser.tasks
     stderr = "\n".join(parser.srun_lines)
@@ -362,9 +419,10 @@ def run_on_nodes(nodes: Sequence[str], command: Sequence[str], *, timeout_s: flo
                  else f"no answer within {timeout_s:g} s" if stopped else f"srun exited {code} with no output")
         if "invalid partition" in whole.lower():
             raise InputError(f"--partition {partition}: {whole}", hint="list partitions with: sinfo -s")
-    answers = assemble(asked, tasks, stderr, timeout_s=timeout_s, ok_exit_codes=ok_exit_codes,
-                       whole_step_reason=whole)
-    got = {a.node: a for a in answers}
+    pending = [n for n in asked if n not in early]
+    answers = assemble(pending, tasks, stderr, timeout_s=timeout_s, ok_exit_codes=codes,
+                       whole_step_reason=whole) if pending else ()
+    got = {**early, **{a.node: a for a in answers}}
     ordered = tuple(skipped[n] if n in skipped else got[n] for n in nodes)
     return FleetRun(ordered, tuple(argv), time.monotonic() - start, code, tuple(parser.srun_lines[-20:]))
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from dsctl.errors import InputError
 from dsctl.storage.balance import Balance, measure
-from dsctl.storage.chaintable import MAX_CHAINS_PER_DISK, IdScheme, check_ids, render_files
+from dsctl.storage.chaintable import MAX_CHAINS_PER_DISK, MAX_DISKS, IdScheme, check_ids, render_files
 from dsctl.storage.choice import REDIRECT_LIMIT, choose_targets_per_ssd, fallback_targets_per_ssd
 from dsctl.storage.crosscheck import CHAINS, CREATE, CheckResult, check_files
 from dsctl.storage.graphics import pair_share_svg
@@ -85,8 +85,9 @@ def generate_chains(num_nodes: int, ssds_per_node: int, replication: int, target
     if not 2 <= num_nodes <= MAX_CHAIN_NODES:
         raise InputError(f"--nodes {num_nodes} must be 2..{MAX_CHAIN_NODES} (3FS chains need at least 2 storage "
                          "nodes for replication)")
-    if ssds_per_node < 1:
-        raise InputError(f"--ssds-per-node {ssds_per_node} must be at least 1")
+    if not 1 <= ssds_per_node <= MAX_DISKS:  # checked before any float arithmetic (309 digits overflow a float)
+        raise InputError(f"--ssds-per-node {str(ssds_per_node)[:40]} must be 1..{MAX_DISKS} (a target id has 3 digits "
+                         "for the disk)")
     if not 2 <= replication <= num_nodes:
         raise InputError(f"--replication {replication} must be 2..--nodes ({num_nodes}): every replica of a chain "
                          "sits on a different node")

@@ -33,9 +33,10 @@ UINT64_MAX = 2**64 - 1
 MAX_PROBLEMS = 1_000  # problems kept (the count of the rest is reported)
 MAX_BALANCE_NODES = 10_000  # the balance figures need a node x node matrix (800 MB at this size)
 
-_CREATE_LINE = re.compile(r"create-target --node-id (\d+) --disk-index (\d+) --target-id (\d+) --chain-id (\d+)"
+_CREATE_LINE = re.compile(r"create-target --node-id (\d{1,20}) --disk-index (\d{1,20}) --target-id (\d{1,20}) "
+                          r"--chain-id (\d{1,20})"
                           r"(?: +--chunk-size(?: +\d+(?:B|KB|MB|GB|TB|K|M|G|T)?)+)? *(?: --use-new-chunk-engine)?")
-_REMOVE_LINE = re.compile(r"(offline-target|remove-target) --node-id (\d+) --target-id (\d+)")
+_REMOVE_LINE = re.compile(r"(offline-target|remove-target) --node-id (\d{1,20}) --target-id (\d{1,20})")
 
 
 @dataclass(frozen=True)
@@ -104,8 +105,11 @@ def _read_chains(text: str, name: str, out: _Problems) -> list[ChainRow]:
     rows: list[ChainRow] = []
     for number, line in lines[1:]:
         where = f"{name} line {number}"
+        cells = line.split(",")
         try:
-            values = [int(c) for c in line.split(",")]
+            if any(len(c.strip()) > 20 for c in cells):  # longer than any uint64 (and int() refuses 4,300 digits)
+                raise ValueError
+            values = [int(c) for c in cells]
         except ValueError:
             out.add(0, f"not a row of integer ids: {line[:80]!r}", where)
             continue
@@ -131,7 +135,7 @@ def _read_table(text: str, name: str, out: _Problems) -> list[tuple[int, int]]:
         return []
     ids: list[tuple[int, int]] = []
     for number, line in lines[1:]:
-        if not line.isdigit() or not 1 <= int(line) <= UINT32_MAX:
+        if not line.isdigit() or len(line) > 10 or not 1 <= int(line) <= UINT32_MAX:
             out.add(0, f"not a chain id (1..{UINT32_MAX}): {line[:80]!r}", f"{name} line {number}")
             continue
         ids.append((number, int(line)))

@@ -25,7 +25,15 @@ from dsctl.errors import InputError
 MAX_ROWS = 1_000_000
 PUBLIC_STATES = ("SERVING", "LASTSRV", "SYNCING", "WAITING", "OFFLINE", "INVALID")
 LOCAL_STATES = ("UPTODATE", "ONLINE", "OFFLINE", "INVALID")
-_CELL = re.compile(r"(\d+)\(([A-Z]+)-([A-Z]+)\)")
+_CELL = re.compile(r"(\d{1,20})\(([A-Z]+)-([A-Z]+)\)")
+_ID = re.compile(r"[0-9]{1,20}")  # ASCII digits, at most a uint64's 20 (int() refuses 4,300+ digits)
+
+
+def _id(cell: str) -> bool:
+    """A cell holding a whole number admin_cli can print (an id, version, index or byte count)."""
+    return _ID.fullmatch(cell) is not None
+
+
 _PREFERRED = re.compile(r"\[[0-9,]*\]")
 _CHAIN_STATUS = re.compile(r"SERVING|SYNCING|UNAVAILABLE|SERVING\(\d+/\d+\)")
 
@@ -117,7 +125,7 @@ def parse_list_chains(text: str, where: str) -> tuple[list[ChainState], list[str
     for number, cells in _tokens(text):
         if cells[0] == "ChainId":
             continue
-        if cells[0] == "Encounter" or not cells[0].isdigit():
+        if cells[0] == "Encounter" or not _id(cells[0]):
             if cells[0] == "Encounter" or after_error:  # the error line, then its optional message line
                 errors.append(f"{where} line {number}: {' '.join(cells)}")
                 after_error = cells[0] == "Encounter"
@@ -136,7 +144,7 @@ def parse_list_chains(text: str, where: str) -> tuple[list[ChainState], list[str
                                  "'<targetId>(<PUBLIC>-<LOCAL>)'")
             members.append(Member(int(match.group(1)), match.group(2), match.group(3)))
         version = cells[pref - 2]
-        if not version.isdigit():
+        if not _id(version):
             raise InputError(f"{where} line {number}: ChainVersion {version!r} is not a number")
         chains.append(ChainState(int(cells[0]), int(version), cells[pref - 1], members, number))
         after_error = False
@@ -153,14 +161,14 @@ def parse_list_targets(text: str, where: str) -> tuple[list[TargetState], list[s
     for number, cells in _tokens(text):
         if cells[0] == "TargetId":
             continue
-        if cells[0] == "Encounter" or (after_error and not cells[0].isdigit()):
+        if cells[0] == "Encounter" or (after_error and not _id(cells[0])):
             errors.append(f"{where} line {number}: {' '.join(cells)}")
             after_error = cells[0] == "Encounter"
             continue
         after_error = False
-        ok = (len(cells) == 8 and cells[0].isdigit() and cells[1].isdigit() and cells[2] in ("HEAD", "MIDDLE", "TAIL")
-              and cells[3] in PUBLIC_STATES and cells[4] in LOCAL_STATES and cells[7].isdigit()
-              and all(c.isdigit() or c == "N/A" for c in cells[5:7]))
+        ok = (len(cells) == 8 and _id(cells[0]) and _id(cells[1]) and cells[2] in ("HEAD", "MIDDLE", "TAIL")
+              and cells[3] in PUBLIC_STATES and cells[4] in LOCAL_STATES and _id(cells[7])
+              and all(_id(c) or c == "N/A" for c in cells[5:7]))
         if not ok:
             raise InputError(f"{where} line {number}: not a list-targets row (TargetId ChainId Role PublicState "
                              f"LocalState NodeId DiskIndex UsedSize): {' '.join(cells)[:80]!r}")
@@ -268,8 +276,31 @@ def _target_findings(chains: list[ChainState], by_tid: dict[int, TargetState], d
 
 def diagnose(chains: list[ChainState], targets: list[TargetState], errors: list[str], chains_source: str,
              targets_source: str | None) -> DoctorResult:
-    """Findings over parsed ``list-chains`` (and ``list-targets``) output; exit code 1 when redundancy is lost."""
-    by_tid = {t.target_id: t for t in targets}
+    """Findings over parsed ``list-chains`` (and ``list-targets``) output; exit code 1 when redundancy is lost.
+
+    A chain (or target) listed twice, e.g. two saved outputs concatenated, is counted once (its first row) and
+    reported as a ``duplicate_row`` warning."""
+    first_line: dict[int, int] = {}
+    unique: list[ChainState] = []
+    duplicates: list[Finding] = []
+    for chain in chains:
+        if chain.chain_id in first_line:
+            duplicates.append(Finding("warning", "duplicate_row", f"chain {chain.chain_id}",
+                                      f"{chains_source} line {chain.line} repeats chain {chain.chain_id} of line "
+                                      f"{first_line[chain.chain_id]}; counted once (the first row)",
+                                      "save one `admin_cli list-chains` output and rerun"))
+            continue
+        first_line[chain.chain_id] = chain.line
+        unique.append(chain)
+    chains = unique
+    by_tid: dict[int, TargetState] = {}
+    for target in targets:
+        by_tid.setdefault(target.target_id, target)
+    if len(by_tid) < len(targets):
+        duplicates.append(Finding("warning", "duplicate_row", f"{len(targets) - len(by_tid)} target row(s)",
+                                  f"{targets_source} lists {len(targets) - len(by_tid)} target(s) twice; each "
+                                  "counted once (the first row)", "save one `admin_cli list-targets` output"))
+        targets = list(by_tid.values())
     replication = max(len(c.members) for c in chains)
     node_targets: dict[int, list[TargetState]] = defaultdict(list)
     for t in targets:
@@ -277,7 +308,7 @@ def diagnose(chains: list[ChainState], targets: list[TargetState], errors: list[
             node_targets[t.node_id].append(t)
     down_nodes = {n for n, ts in node_targets.items() if all(t.local == "OFFLINE" for t in ts)}
     findings = [Finding("warning", "admin_cli_error", "admin_cli", e, "rerun it; check the mgmtd addresses and "
-                        "the admin token") for e in errors]
+                        "the admin token") for e in errors] + duplicates
     chain_findings, alone, tally = _chain_findings(chains, by_tid, replication)
     findings += chain_findings
     for node in sorted(down_nodes):

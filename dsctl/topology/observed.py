@@ -138,6 +138,15 @@ def parse_ibnetdiscover(text: str, source: str = "OBSERVED") -> ObservedFabric:
 LINK_COLUMNS = ("a_device", "a_port", "b_device", "b_port")
 
 
+def _csv_row(source: str, number: int, line: str) -> list[str]:
+    """One CSV line's fields; a syntax error or a field above the csv module's limit (131,072 characters) names
+    the line (exit 2)."""
+    try:
+        return next(csv.reader([line]))
+    except csv.Error as exc:
+        raise InputError(f"{source} line {number}: not valid CSV ({exc})") from None
+
+
 def parse_links_csv(text: str, source: str = "OBSERVED") -> ObservedFabric:
     """Parse a links CSV: header with a_device,a_port,b_device,b_port (other columns are ignored).
 
@@ -151,7 +160,7 @@ def parse_links_csv(text: str, source: str = "OBSERVED") -> ObservedFabric:
     if not numbered:
         raise InputError(f"{source} is empty")
     header_no, header_line = numbered[0]
-    header = [h.strip().lower() for h in next(csv.reader([header_line]))]
+    header = [h.strip().lower() for h in _csv_row(source, header_no, header_line)]
     missing = [c for c in LINK_COLUMNS if c not in header]
     if missing:
         raise InputError(f"{source} line {header_no}: the links CSV header lacks {', '.join(missing)}",
@@ -161,7 +170,7 @@ def parse_links_csv(text: str, source: str = "OBSERVED") -> ObservedFabric:
     cable_line: dict[tuple[tuple[str, str], tuple[str, str]], int] = {}
     port_line: dict[tuple[str, str], int] = {}
     for number, line in numbered[1:]:
-        row = next(csv.reader([line]))
+        row = _csv_row(source, number, line)
         if len(row) != len(header):
             raise InputError(f"{source} line {number} has {len(row)} fields, the header has {len(header)}")
         a_dev, a_port, b_dev, b_port = (row[c].strip() for c in col)

@@ -112,12 +112,12 @@ def check_csv_ports(plan: PlannedFabric, observed: ObservedFabric, observed_name
             where = f"{observed_name} line {link.line}: {field_name} {short_repr(end.port, 20)}"
             if device is not None and plan.tier[device] != "node":
                 radix = plan.ports.get(device)
-                digits = end.port.isascii() and end.port.isdigit()
+                digits = end.port.isascii() and end.port.isdigit() and len(end.port) <= 9
                 if not digits or not 1 <= int(end.port) <= (radix or int(end.port)):
                     valid = f"1..{radix}" if radix else "from 1"
                     raise InputError(f"{where} of switch {short_repr(device)} is not a port number {valid}",
                                      hint="switch ports are numbered 1..radix, as on the face plate")
-            elif _NUMBER.fullmatch(end.port) and int(end.port) < 1:
+            elif _NUMBER.fullmatch(end.port) and len(end.port) <= 9 and int(end.port) < 1:
                 raise InputError(f"{where} is not a port: ports are numbered from 1 (switch ports 1..radix)")
 
 

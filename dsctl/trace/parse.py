@@ -26,6 +26,11 @@ from numpy.typing import NDArray
 from dsctl.errors import InputError
 from dsctl.trace.scan import DEFAULT_MAX_BYTES, iter_events
 
+#: events read from one trace file (any phase): memory grows with the events kept (about 100 bytes each), so a
+#: file with more is refused with this number, before memory passes ~1 GB; a profiler trace of a few steps of
+#: one rank holds well under a million
+MAX_EVENTS = 5_000_000
+
 #: categories of device-side events (Kineto spells them lower case; old versions capitalised them)
 GPU_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset"})
 #: categories of host-side events used when a trace has no device events
@@ -92,15 +97,23 @@ class TraceData:
     skipped: dict[str, int] = field(default_factory=dict)
 
 
+_INT_LIMIT = 2**53  # pid, tid, device and stream numbers beyond this are not ids (and would overflow int64 arrays)
+
+
 def _int(value: Any, default: int) -> int:
+    """An id from a trace field: a JSON integer, an integral float or a string of ASCII digits ("¹" is a digit to
+    ``str.isdigit`` but not to ``int``); anything else, or beyond +-2^53, is ``default``."""
     if isinstance(value, bool):
         return default
-    if isinstance(value, int):
+    if isinstance(value, float) and value.is_integer() and abs(value) <= _INT_LIMIT:
+        value = int(value)
+    if isinstance(value, str):
+        text = value.strip()
+        digits = text[1:] if text.startswith("-") else text
+        if digits.isascii() and digits.isdigit() and len(digits) < 17:
+            value = int(text)
+    if isinstance(value, int) and abs(value) <= _INT_LIMIT:
         return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit() and len(value) < 20:
-        return int(value)
     return default
 
 
@@ -230,6 +243,10 @@ def _parse(events: Iterable[Any], meta: dict[str, Any], source: str) -> TraceDat
     l_ts, l_corr = launch_ts.append, launch_corr.append
     for ev in events:  # the one per-event Python loop: keep it lean (type() checks, no helper calls when typical)
         num_events += 1
+        if num_events > MAX_EVENTS:
+            raise InputError(f"{source}: more than {MAX_EVENTS:,} trace events; dsctl reads at most {MAX_EVENTS:,} "
+                             "per file (memory grows with the events)",
+                             hint="profile fewer steps (torch.profiler schedule active=1..2) or one rank per file")
         if type(ev) is not dict:
             skipped["not_an_object"] += 1
             continue
@@ -264,18 +281,19 @@ def _parse(events: Iterable[Any], meta: dict[str, Any], source: str) -> TraceDat
         if kind == _LAUNCH:
             l_ts(ts)
             corr = args.get("correlation")
-            l_corr(corr if type(corr) is int else _int(corr, -1))
+            l_corr(corr if type(corr) is int and abs(corr) <= _INT_LIMIT else _int(corr, -1))
             continue
         name = ev.get("name")
         if type(name) is not str:
             name = str(name)[:200]
         if kind == _GPU:
             device = args.get("device")
-            g_dev(device if type(device) is int else _int(device, _int(ev.get("pid"), 0)))
+            g_dev(device if type(device) is int and abs(device) <= _INT_LIMIT else _int(device, _int(ev.get("pid"), 0)))
             stream = args.get("stream")
-            g_stream(stream if type(stream) is int else _int(stream, _int(ev.get("tid"), 0)))
+            g_stream(stream if type(stream) is int and abs(stream) <= _INT_LIMIT
+                     else _int(stream, _int(ev.get("tid"), 0)))
             corr = args.get("correlation")
-            g_corr(corr if type(corr) is int else _int(corr, -1))
+            g_corr(corr if type(corr) is int and abs(corr) <= _INT_LIMIT else _int(corr, -1))
             coll = args.get("Collective name")
             if coll is not None and type(coll) is str:
                 at = len(gpu.start)

@@ -51,7 +51,7 @@ def test_groups_and_subcommands_complete(complete: Callable) -> None:
     ("dsctl model memory --model q", ["qwen2.5-72b"]),
     ("dsctl eplb rebalance --model deepseek-v3", ["deepseek-v3"]),
     ("dsctl launch --node-profile h", ["h100-hgx", "h200-hgx", "h800-hgx"]),
-    ("dsctl health check --node h8", ["h800-hgx"]),
+    ("dsctl health check --node-profile h8", ["h800-hgx"]),
     ("dsctl storage size --storage ", ["3fs-reference"]),
     ("dsctl storage size --client-node h2", ["h200-hgx"]),
     ("dsctl topology plan --switch ", ["ib-ndr-64"]),

@@ -268,14 +268,14 @@ def test_a_failing_second_write_removes_the_first_file(
 ) -> None:
     import dsctl.output.files as files
 
-    real_write = files.atomic_write
+    real_write = files._write_temp
 
-    def failing_write(path: Path, content: str | bytes) -> None:
+    def failing_write(path: Path, content: str | bytes, option: str | None) -> Path:
         if Path(path).name == "sg.json":
-            raise OSError(28, "No space left on device")
-        real_write(path, content)
+            raise files._refused(option, path, OSError(28, "No space left on device"))
+        return real_write(path, content, option)
 
-    monkeypatch.setattr(files, "atomic_write", failing_write)
+    monkeypatch.setattr(files, "_write_temp", failing_write)
     out, sg = tmp_path / "plan.json", tmp_path / "sg.json"
     res = cli("eplb", "rebalance", readme, *README_ARGS, "--out", out, "--sglang-out", sg)
     assert res.exit_code != 0 and not out.exists() and not sg.exists()

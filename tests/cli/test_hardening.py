@@ -201,13 +201,17 @@ def test_peak_memory_on_1gb_hostile_inputs(tmp_path: Path) -> None:
 def test_out_dir_is_swapped_whole_and_previous_kept(cli, tmp_path: Path) -> None:
     out = tmp_path / "plan"
     assert cli("topology", "plan", "--nodes", "16", "--out", out).exit_code == 0
-    (out / "stale-from-another-run.csv").write_text("old")
     first = (out / "plan.json").read_text()
     assert cli("topology", "plan", "--nodes", "32", "--out", out).exit_code == 0
-    assert not (out / "stale-from-another-run.csv").exists()
     assert (out / "plan.json").read_text() != first
     assert (tmp_path / "plan.prev" / "plan.json").read_text() == first
+    assert cli("topology", "plan", "--nodes", "64", "--out", out).exit_code == 0  # the dsctl .prev is replaced
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plan", "plan.prev"]
+    # a file added to dsctl's folder makes it foreign: refused, nothing moved
+    (out / "stale-from-another-run.csv").write_text("old")
+    before = sorted(p.name for p in out.iterdir())
+    _bad(cli("topology", "plan", "--nodes", "16", "--out", out), "stale-from-another-run.csv", "not written by dsctl")
+    assert sorted(p.name for p in out.iterdir()) == before
 
 
 def test_failed_run_changes_nothing(cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

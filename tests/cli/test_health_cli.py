@@ -83,7 +83,7 @@ def test_live_check_without_driver_exits_3_with_one_line(cli: Cli) -> None:
 @pytest.mark.parametrize(("args", "needle"), [
     (["--only", "gpus"], "--only: unknown area gpus"),
     (["--fail-on", "info"], "--fail-on: 'info' is not valid"),
-    (["--node", "h900-hgx"], "h900-hgx"),
+    (["--node-profile", "h900-hgx"], "h900-hgx"),
     (["--interval=-1"], "--interval must be 0 (one sample, rate checks skipped) or a number of seconds up to 3600"),
     (["--interval", "4000"], "--interval must be 0 (one sample, rate checks skipped) or a number of seconds up to"),
     (["--interval", "5", "--from-record", rec("hgx_h100_healthy")], "--interval does not apply to --from-record"),
@@ -144,7 +144,7 @@ def test_rdma_only_live_reads_a_sysfs_root(cli: Cli, tmp_path: Path) -> None:
     node = normalize(yaml.safe_load(Path(rec("ib_port_down")).read_text()), "ib_port_down")
     render_sysfs(node, tmp_path)
     write_counters(node, tmp_path, "t1")
-    r = cli("health", "check", "--only", "rdma", "--sysfs-root", str(tmp_path), "--node", "h800-hgx",
+    r = cli("health", "check", "--only", "rdma", "--sysfs-root", str(tmp_path), "--node-profile", "h800-hgx",
             "--interval", "0.01", "-f", "json")
     assert r.exit_code == 1, r.stderr
     crit = [(f["check"], f["subject"]) for f in r.json()["findings"] if f["severity"] == "CRIT"]
@@ -260,10 +260,21 @@ def test_mismatched_node_profile_is_a_warn_naming_both_models(cli: Cli) -> None:
 
 def test_roce_fixture_under_a_roce_profile_fires_r11(cli: Cli) -> None:
     r = cli("--profiles-dir", str(DATA / "profiles"), "health", "check", "--from-record", rec("roce_no_v2_gid"),
-            "--node", "h800-roce", "--format", "json")
+            "--node-profile", "h800-roce", "--format", "json")
     assert r.exit_code == 1, r.stderr
     data = r.json()
     assert data["node"]["expectations"] == "node profile h800-roce + SKU H800-SXM"
     found = [(f["check"], f["severity"], f["subject"]) for f in data["findings"] if f["severity"] != "OK"]
     assert found == [("R11", "CRIT", "mlx5_4/1")]
     assert data["findings"][0]["observed"] == "2 GIDs, types: IB/RoCE v1"
+
+
+def test_old_option_spellings_still_work_with_a_deprecation_note(cli: Cli) -> None:
+    """--node (health) became --node-profile; the old spelling is a hidden alias for one release."""
+    new = cli("health", "check", "--from-record", rec("hgx_h800_healthy"), "--node-profile", "h100-hgx", "-f", "json")
+    old = cli("health", "check", "--from-record", rec("hgx_h800_healthy"), "--node=h100-hgx", "-f", "json")
+    assert old.exit_code == new.exit_code == 0 and old.stdout == new.stdout
+    assert [f["check"] for f in new.json()["findings"] if f["severity"] == "WARN"] == ["G4"]  # the profile applied
+    assert old.stderr.splitlines()[0] == "warning: --node is deprecated; use --node-profile"
+    assert "warning" not in new.stderr
+    assert "--node " not in cli("health", "check", "--help").stdout.replace("--node-profile", "")

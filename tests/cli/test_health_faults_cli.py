@@ -59,7 +59,7 @@ def test_topo_table_fits_80_columns_and_has_a_legend(cli: Cli, monkeypatch: pyte
 
 def test_topo_of_a_roce_node_uses_the_profiles_link_layer(cli: Cli) -> None:
     r = cli("--profiles-dir", str(DATA / "profiles"), "health", "topo", "--from-record", rec("roce_no_v2_gid"),
-            "--node", "h800-roce", "-f", "json")
+            "--node-profile", "h800-roce", "-f", "json")
     data = r.json()
     assert data["compute_link_layer"] == "ethernet"
     assert [p["nic"] for p in data["planes"]] == [f"mlx5_{i}" for i in range(9)]

@@ -138,11 +138,11 @@ def test_fleet_exposition_escapes_label_values() -> None:
     (["--only", "disk"], "--only: unknown area"),
 ])
 def test_fleet_rejects_bad_options_before_touching_slurm(cli: Cli, args: list[str], message: str) -> None:
-    r = cli("health", "fleet", "--nodes", "n[1-4]", *args)
+    r = cli("health", "fleet", "-w", "n[1-4]", *args)
     assert r.exit_code == 2 and message in r.stderr, r.stderr
 
 
 @pytest.mark.parametrize("arg", ["-w", "--nodelist=n9", "--label", "reservation=x"])
 def test_fleet_srun_arg_cannot_override_the_runner(cli: Cli, arg: str) -> None:
-    r = cli("health", "fleet", "--nodes", "n1", f"--srun-arg={arg}")
+    r = cli("health", "fleet", "-w", "n1", f"--srun-arg={arg}")
     assert r.exit_code == 2 and "--srun-arg" in r.stderr, r.stderr

@@ -28,6 +28,7 @@ from dsctl.profiles.loader import builtin_profiles_dir
 from tests.conftest import CliResult, run_cli
 
 EXAMPLES = int(os.environ.get("DSCTL_HOSTILE_EXAMPLES", "40"))
+SCALES_WITH_EXAMPLES = True  # tests/conftest.py leaves these counts alone in an exploration run
 ROOT = Path(__file__).resolve().parents[2]
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
@@ -116,7 +117,7 @@ def test_eplb_options(option: str, value: str) -> None:
 
 test_health_options = _family(
     ["health", "check", "--from-record", str(ROOT / "tests" / "data" / "health" / "hgx_h800_healthy.yaml")],
-    ["--only", "--fail-on", "--node", "--kernel-log"])
+    ["--only", "--fail-on", "--node-profile", "--kernel-log"])
 test_profiles_options = _family(["profiles", "show"], ["--format"])
 
 

@@ -44,7 +44,7 @@ def test_out_writes_plan_and_slurm_job(cli: Cli, tmp_path: Path) -> None:
     res = cli("launch", "--nodes", "256", "--backend", "slurm", "--job-name", "v3", "--out", out, "-f", "json",
               "--", "train.py", "--config", "v3.yaml")
     assert res.exit_code == 0, res.stderr
-    assert sorted(p.name for p in out.iterdir()) == ["job.sbatch", "layout.json", "ranks.csv"]
+    assert sorted(p.name for p in out.iterdir()) == [".dsctl-manifest.json", "job.sbatch", "layout.json", "ranks.csv"]
     assert res.json()["backend"] == "slurm" and res.json()["job_name"] == "v3"
     assert f"wrote job.sbatch, layout.json, ranks.csv to {out}" in res.stderr
     text = (out / "job.sbatch").read_text()
@@ -225,10 +225,49 @@ def test_submit_default_folder_is_the_job_name(cli: Cli, tmp_path: Path, monkeyp
     monkeypatch.chdir(tmp_path)
     res = cli(*V2_LITE_1, "--backend", "torchrun", "--submit", "--job-name", "mini", "--", "t.py")
     assert res.exit_code == 0, res.stderr
-    assert sorted(os.listdir(tmp_path / "mini")) == ["layout.json", "ranks.csv", "torchrun.sh"]
+    assert sorted(os.listdir(tmp_path / "mini")) == [".dsctl-manifest.json", "layout.json", "ranks.csv", "torchrun.sh"]
     assert "EXITED" in res.stdout
 
 
 def test_out_on_an_unwritable_file_system_exits_2(cli: Cli) -> None:
     res = cli(*V2_LITE_1, "--backend", "slurm", "--out", "/proc/dsctl-job", "--", "train.py")
     assert res.exit_code == 2 and "--out /proc/dsctl-job: cannot write" in res.stderr
+
+
+def test_resubmit_into_the_folder_of_an_earlier_run_keeps_its_logs(cli: Cli, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Slurm writes JOB-%j.out into ./JOB_NAME: the manifest declares it, a re-submit is accepted, every log kept
+    in the new folder (same inode: a running job keeps writing), anything else still refused."""
+    fake_bin(tmp_path, monkeypatch, {"sbatch": "echo 8", "scontrol": 'echo "JobId=8 JobState=PENDING StdOut=/l"'})
+    run = (*V2_LITE_1, "--backend", "slurm", "--submit", "--job-name", "proj", "--", "t.py")
+    assert cli(*run).exit_code == 0
+    folder = tmp_path / "proj"
+    manifest = json.loads((folder / ".dsctl-manifest.json").read_text())
+    assert manifest["job_outputs"] == ["proj-*.out"]
+    (folder / "proj-8.out").write_text("step 1 loss 9.1\n")
+    inode = (folder / "proj-8.out").stat().st_ino
+    res = cli(*run)
+    assert res.exit_code == 0, res.stderr
+    assert (folder / "proj-8.out").read_text() == "step 1 loss 9.1\n" and (folder / "proj-8.out").stat().st_ino == inode
+    assert sorted(os.listdir(tmp_path / "proj.prev")) == [".dsctl-manifest.json", "job.sbatch", "layout.json",
+                                                          "ranks.csv"]
+    (folder / "proj-9.out").write_text("second run\n")
+    assert cli(*run).exit_code == 0  # the .prev (dsctl's files only) is replaced; both logs move on
+    assert {"proj-8.out", "proj-9.out"} <= set(os.listdir(folder))
+    assert not any(name.endswith(".out") for name in os.listdir(tmp_path / "proj.prev"))
+    (folder / "notes.txt").write_text("mine")  # not a job output: the folder is foreign again
+    (folder / "other-1.out").write_text("another job's log")
+    res = cli(*run)
+    assert res.exit_code == 2 and "notes.txt, other-1.out" in res.stderr, res.stderr
+    assert (folder / "notes.txt").read_text() == "mine"
+
+
+def test_a_prev_holding_job_outputs_is_refused_not_deleted(cli: Cli, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_bin(tmp_path, monkeypatch, {"sbatch": "echo 8", "scontrol": 'echo "JobId=8 JobState=PENDING StdOut=/l"'})
+    run = (*V2_LITE_1, "--backend", "slurm", "--submit", "--job-name", "proj", "--", "t.py")
+    assert cli(*run).exit_code == 0 and cli(*run).exit_code == 0
+    (tmp_path / "proj.prev" / "proj-3.out").write_text("log of an interrupted run")
+    res = cli(*run)
+    assert res.exit_code == 2 and "job outputs (proj-3.out)" in res.stderr, res.stderr
+    assert (tmp_path / "proj.prev" / "proj-3.out").read_text() == "log of an interrupted run"

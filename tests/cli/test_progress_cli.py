@@ -106,7 +106,7 @@ def test_storage_chains_and_topology_verify_show_a_status_line(no_delay: None, t
 def test_eplb_balanced_reports_its_refinement_steps(no_delay: None, tmp_path: Path) -> None:
     stats = tmp_path / "stats.npy"
     np.save(stats, np.random.default_rng(0).zipf(1.5, size=(4, 64)).astype(np.int64))
-    code, _, err = run("eplb", "rebalance", stats, "-r", "80", "-g", "16", "-n", "2", "--algorithm", "balanced")
+    code, _, err = run("eplb", "rebalance", stats, "-r", "80", "-g", "16", "-N", "2", "--algorithm", "balanced")
     assert code == 0, err
     assert "balanced placement" in err and "100%" in err
 

@@ -116,12 +116,31 @@ def test_eplb_warns_about_all_zero_rows_and_numbers_layers_as_the_model(cli: Cli
     every_layer, moe_only = tmp_path / "all.npy", tmp_path / "moe.npy"
     np.save(every_layer, weight)
     np.save(moe_only, weight[3:])
-    args = ("-r", "288", "-g", "32", "-n", "4", "--model", "deepseek-v3")
+    args = ("-r", "288", "-g", "32", "-N", "4", "--model", "deepseek-v3")
     res = cli("eplb", "rebalance", every_layer, *args, "-f", "json")
     assert res.exit_code == 0, res.stderr
     warning = next(w for w in res.json()["warnings"] if "all zero" in w)
     assert "rows 0, 1, 2 are all zero (3 of 61)" in warning and "give only its 58 MoE layers' rows" in warning
     table = cli("eplb", "rebalance", moe_only, *args).stdout
     assert "row 0 of the statistics is model layer 3" in table and "model" in table and "all zero" not in table
-    plain = cli("eplb", "rebalance", moe_only, "-r", "288", "-g", "32", "-n", "4").stdout
+    plain = cli("eplb", "rebalance", moe_only, "-r", "288", "-g", "32", "-N", "4").stdout
     assert "model layer" not in plain
+
+
+def test_one_name_per_concept_with_hidden_deprecated_aliases(cli) -> None:
+    """-N/--nodes is a count and -w/--nodelist a hostlist everywhere; -m/--model in launch too. Old spellings
+    (-n, a hostlist --nodes, -w for --workload) work for one release with one deprecation line on stderr."""
+    new = cli("launch", "-N", "256", "-m", "deepseek-v3", "-f", "json")
+    assert new.exit_code == 0, new.stderr
+    assert new.json()["num_nodes"] == 256 and "warning" not in new.stderr
+    old = cli("launch", "-n", "256", "--model", "deepseek-v3", "-f", "json")
+    assert old.stdout == new.stdout
+    assert old.stderr == "warning: -n is deprecated; use --nodes\n"
+    # an option's value is never mistaken for an old spelling; nothing after '--' is rewritten
+    assert cli("launch", "-N", "256", "--job-name", "-n", "-f", "json", "--", "train.py", "-n", "3").stderr == ""
+    # a count where a hostlist is wanted is refused, naming the new spelling
+    bad = cli("health", "fleet", "--nodes", "256")
+    assert bad.exit_code == 2 and "-w/--nodelist" in bad.stderr and bad.stdout == ""
+    for group in ("launch", "eplb rebalance", "storage chains", "topology plan"):
+        text = cli(*group.split(), "--help").stdout
+        assert "-N" in text and " -n " not in text, group

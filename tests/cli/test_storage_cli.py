@@ -66,8 +66,8 @@ def test_chains_writes_the_four_files_and_svg(cli: Cli, tmp_path: Path) -> None:
     assert data["balance"]["redirect"]["max"] == data["balance"]["redirect"]["min"] == 8
     assert data["balance"]["sync_source"]["max"] == data["balance"]["sync_source"]["min"] == 8
     names = sorted(p.name for p in out.iterdir())
-    assert names == ["create_target_cmd.txt", "generated_chain_table.csv", "generated_chains.csv",
-                     "pair_share.svg", "remove_target_cmd.txt"]
+    assert names == [".dsctl-manifest.json", "create_target_cmd.txt", "generated_chain_table.csv",
+                     "generated_chains.csv", "pair_share.svg", "remove_target_cmd.txt"]
     assert len((out / "create_target_cmd.txt").read_text().splitlines()) == 7 * 16 * 3
     assert (out / "pair_share.svg").read_text().startswith("<svg")
     check = cli("storage", "check-chains", str(out), "-f", "json")
@@ -150,13 +150,13 @@ def test_check_chains_without_balance_prints_no_empty_table(cli: Cli, tmp_path: 
 
 
 def test_chains_out_on_an_unwritable_file_system_exits_2(cli: Cli) -> None:
-    result = cli("storage", "chains", "-n", "5", "-d", "2", "-o", "/proc/dsctl-chains")
+    result = cli("storage", "chains", "-N", "5", "-d", "2", "-o", "/proc/dsctl-chains")
     assert result.exit_code == 2 and "--out /proc/dsctl-chains: cannot write" in result.stderr
 
 
 def test_expand_writes_a_table_that_check_chains_passes(cli: Cli, tmp_path: Path) -> None:
     old, new = tmp_path / "old", tmp_path / "new"
-    assert cli("storage", "chains", "-n", "9", "-d", "2", "-o", str(old)).exit_code == 0
+    assert cli("storage", "chains", "-N", "9", "-d", "2", "-o", str(old)).exit_code == 0
     result = cli("storage", "expand", "--from", str(old), "--add-nodes", "2", "--out", str(new),
                  "--target-bytes", "1 TiB", "-f", "json")
     assert result.exit_code == 0, result.stderr
@@ -173,7 +173,7 @@ def test_expand_bad_input_exit_2(cli: Cli, tmp_path: Path) -> None:
     missing = cli("storage", "expand", "--from", str(tmp_path / "nope"), "--add-nodes", "2")
     assert missing.exit_code == 2 and "--from" in missing.stderr
     old = tmp_path / "old"
-    cli("storage", "chains", "-n", "9", "-d", "1", "-o", str(old))
+    cli("storage", "chains", "-N", "9", "-d", "1", "-o", str(old))
     assert cli("storage", "expand", "--from", str(old), "--add-nodes", "0").exit_code == 2
 
 

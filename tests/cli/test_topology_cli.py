@@ -58,7 +58,8 @@ def test_plan_out_writes_every_file_and_counts_agree(cli, tmp_path: Path) -> Non
     res = cli("topology", "plan", "--nodes", "100", "--out", str(out), "-f", "json")
     assert res.exit_code == 0, res.stderr
     names = sorted(p.name for p in out.iterdir())
-    assert names == ["cabling.csv", "plan.json", "switches.csv", "topology.conf", "topology.dot", "topology.svg"]
+    assert names == [".dsctl-manifest.json", "cabling.csv", "plan.json",
+                     "switches.csv", "topology.conf", "topology.dot", "topology.svg"]
     summary = res.json()
     cabling = (out / "cabling.csv").read_text().splitlines()
     plan = json.loads((out / "plan.json").read_text())

@@ -30,7 +30,7 @@ def test_simulate_json_and_svg(cli, plan_dir: Path, tmp_path: Path) -> None:
 
 
 def test_simulate_table_ep_and_jobs(cli, plan_dir: Path, tmp_path: Path) -> None:
-    res = cli("topology", "simulate", str(plan_dir), "-w", "ep-dispatch", "--tokens", "1024")
+    res = cli("topology", "simulate", str(plan_dir), "--workload", "ep-dispatch", "--tokens", "1024")
     assert res.exit_code == 0, res.stderr
     assert "per-GPU GB/s" in res.stdout and "7,472 B/token" in res.stdout and "hottest links" in res.stdout
     jobs = tmp_path / "jobs.yaml"
@@ -49,7 +49,7 @@ def test_simulate_with_eplb_placement(cli, plan_dir: Path, tmp_path: Path) -> No
     res = cli("eplb", "rebalance", str(stats), "--replicas", "320", "--gpus", "64", "--nodes", "8", "--model",
               "deepseek-v3", "--out", str(placement))
     assert res.exit_code == 0, res.stderr
-    res = cli("topology", "simulate", str(plan_dir), "-w", "ep-dispatch", "--eplb-plan", str(placement),
+    res = cli("topology", "simulate", str(plan_dir), "--workload", "ep-dispatch", "--eplb-plan", str(placement),
               "--stats", str(stats), "--layer", "1", "-f", "json")
     assert res.exit_code == 0, res.stderr
     assert res.json()["completion_s"] > 0
@@ -66,8 +66,8 @@ def test_simulate_with_eplb_placement(cli, plan_dir: Path, tmp_path: Path) -> No
     (["--nodes", "99"], "--nodes"),
     (["--seed", "-1"], "--seed"),
     (["--svg", "x.svg", "--svg-plane", "9"], "--svg-plane"),
-    (["-w", "allgather", "--group-size", "7"], "--group-size"),
-    (["-w", "ep-dispatch", "--model", "llama3.1-405b"], "--model"),
+    (["--workload", "allgather", "--group-size", "7"], "--group-size"),
+    (["--workload", "ep-dispatch", "--model", "llama3.1-405b"], "--model"),
 ])
 def test_simulate_bad_input_exits_2(cli, plan_dir: Path, args: list[str], needle: str) -> None:
     res = cli("topology", "simulate", str(plan_dir), *args)

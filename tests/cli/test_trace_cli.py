@@ -214,8 +214,8 @@ def test_timeline_per_rank_and_stream(cli, tmp_path: Path) -> None:
 
 
 def test_slurm_option_errors_without_a_cluster(cli, tmp_path: Path) -> None:
-    _bad(cli("trace", "overlap", "x.json", "--slurm"), "--slurm and --nodes go together")
-    _bad(cli("trace", "overlap", "x.json", "--slurm", "--nodes", "n1", "--svg", tmp_path / "a.svg"),
+    _bad(cli("trace", "overlap", "x.json", "--slurm"), "--slurm and -w/--nodelist go together")
+    _bad(cli("trace", "overlap", "x.json", "--slurm", "-w", "n1", "--svg", tmp_path / "a.svg"),
          "--slurm reports the overlap table only")
 
 

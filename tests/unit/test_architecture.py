@@ -72,11 +72,25 @@ def test_only_the_nvml_backend_imports_pynvml() -> None:
             assert rel in PYNVML_ALLOWED, f"{rel} imports pynvml"
 
 
-def test_yaml_is_imported_only_by_profiles_loader_and_output() -> None:
+def test_yaml_is_imported_only_by_profiles_and_output() -> None:
+    """Commands read YAML through dsctl.profiles.textyaml and write it through dsctl.output.yamltext."""
     for path in sorted(PACKAGE.rglob("*.py")):
         rel = path.relative_to(PACKAGE)
         if "yaml" in {n.split(".")[0] for n in imported_modules(path)}:
-            assert rel.parts[0] in {"profiles", "output", "commands"}, f"{rel} imports yaml"
+            assert rel.parts[0] in {"profiles", "output"}, f"{rel} imports yaml"
+
+
+COMMAND_FILES = sorted((PACKAGE / "commands").glob("*.py"))
+
+
+@pytest.mark.parametrize("path", COMMAND_FILES, ids=lambda p: p.name)
+def test_command_modules_import_neither_yaml_nor_hardware_backends(path: Path) -> None:
+    """Commands are wiring: backends are chosen by dsctl.health.source, records validated beside their format."""
+    bad = {name.split(".")[0] for name in imported_modules(path)} & {"yaml", "pynvml"}
+    assert not bad, f"commands/{path.name} imports {sorted(bad)}"
+    backends = {n for n in imported_modules(path) if n.startswith("dsctl.health.backends.")
+                and n not in {"dsctl.health.backends.source", "dsctl.health.backends.base"}}
+    assert not backends, f"commands/{path.name} opens backends itself ({sorted(backends)}); use open_source"
 
 
 def test_the_rule_checker_catches_a_violation(tmp_path: Path) -> None:

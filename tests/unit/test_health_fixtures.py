@@ -113,7 +113,7 @@ def test_mismatched_profile_is_one_g4_warn_not_links_down(name: str, node: str, 
     g4 = report.findings[0]
     assert (g4.observed, g4.expected) == (detected, f"{profile_model} (node profile {node})")
     assert f"node profile {node} is for" in g4.message and links in g4.message
-    assert "--node h" in g4.remedy
+    assert "--node-profile h" in g4.remedy
     assert "does not match the GPUs" in report.node["expectations"]
     assert report.exit_code == 0
     assert report.summary == {"crit": 0, "warn": 1, "info": 0, "skip": 0, "ok": 31}

@@ -137,7 +137,7 @@ def test_srun_argv_runs_one_task_per_node_under_the_wrapper() -> None:
     argv = srun_argv("/usr/bin/srun", ["n1", "n2"], ["dsctl", "health", "check"], token=TOKEN, timeout_s=30,
                      launch_timeout_s=60, partition="gpu", job_name="dsctl-fleet")
     assert argv[:3] == ["/usr/bin/srun", "--job-name=dsctl-fleet", "--nodes=2"]
-    for flag in ("--ntasks=2", "--ntasks-per-node=1", "--nodelist=n1,n2", "--label", "--kill-on-bad-exit=0",
+    for flag in ("--ntasks=2", "--ntasks-per-node=1", "--nodelist=n[1-2]", "--label", "--kill-on-bad-exit=0",
                  "--immediate=60", "--time=2", "--partition=gpu"):
         assert flag in argv
     assert argv[-6:] == ["sh", TOKEN, "30", "dsctl", "health", "check"]

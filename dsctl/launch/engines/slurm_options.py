@@ -4,6 +4,7 @@ environment of a job (``NCCL_IB_HCA`` from the node profile, ``--nccl-env``). Pu
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from dsctl.errors import InputError
@@ -18,6 +19,16 @@ RESERVED_SBATCH = {
     "partition": "--partition", "time": "--time", "account": "--account", "qos": "--qos",
     "reservation": "--reservation", "exclude": "--exclude", "nodelist": "--nodelist", "exclusive": "--exclusive",
 }
+
+
+def reserved_prefix(name: str, reserved: Iterable[str]) -> str | None:
+    """The reserved long option ``name`` stands for, or None. sbatch and srun (getopt_long) accept any
+    unambiguous prefix of a long option (``--outpu`` is ``--output``), so a prefix of a reserved name is
+    refused too (an ambiguous one would be refused by Slurm anyway)."""
+    for option in sorted(reserved):
+        if option == name:
+            return option
+    return next((option for option in sorted(reserved) if option.startswith(name)), None)
 
 
 @dataclass(frozen=True)
@@ -56,9 +67,11 @@ def check_slurm_options(options: SlurmOptions) -> None:
         if match is None or any(c in arg for c in "\n\r\0"):
             raise InputError(f"--sbatch-arg {arg!r} is not one sbatch option: use --name or --name=value on one "
                              "line, e.g. --sbatch-arg=--mail-type=END")
-        owner = RESERVED_SBATCH.get(match.group(1))
-        if owner is not None:
-            raise InputError(f"--sbatch-arg {arg!r}: dsctl writes --{match.group(1)} itself; use {owner}")
+        reserved = reserved_prefix(match.group(1), RESERVED_SBATCH)
+        if reserved is not None:
+            same = "" if reserved == match.group(1) else " (a prefix of it, which sbatch may read as it)"
+            raise InputError(f"--sbatch-arg {arg!r}: dsctl writes --{reserved} itself{same}; use "
+                             f"{RESERVED_SBATCH[reserved]}")
 
 
 def slurm_directives(options: SlurmOptions) -> list[str]:

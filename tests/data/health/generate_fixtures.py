@@ -341,7 +341,7 @@ def matrix_table(matrix: list[dict[str, Any]]) -> str:
         if len(row["expect"]) > 2 and len({(c, sev) for c, sev, _ in row["expect"]}) == 1:
             c, sev, _ = row["expect"][0]
             expect = f"{c} {sev} on each of `{row['expect'][0][2]}`..`{row['expect'][-1][2]}`"
-        node = f" (`--node {row['node']}`)" if row.get("node") else ""
+        node = f" (`--node-profile {row['node']}`)" if row.get("node") else ""
         lines.append(f"| {i} | {row['fault']} | `{row['record']}.yaml`{node} | {expect} |")
     return "\n".join(lines) + "\n"
 

@@ -1,0 +1,117 @@
+"""Old option spellings, kept for one release as hidden aliases with a one-line deprecation note on stderr.
+
+One name per concept (issue 22): Slurm's ``-N/--nodes`` is a node count and ``-w/--nodelist`` a hostlist;
+``--node-profile`` names a node profile and ``-m/--model`` a model profile in every command. The spellings that
+meant something else are rewritten here, before Click parses the command line, so that no command declares a
+second parameter for them and ``--help`` shows only the new names. docs/output.md lists the table.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from dsctl.errors import InputError
+
+
+def _is_count(value: str) -> bool:
+    return value.strip().lstrip("+").isdigit()
+
+
+@dataclass(frozen=True)
+class Alias:
+    """``old`` is rewritten to ``new``. ``refuse`` (a test of the value) names values the old spelling no longer
+    takes here, with ``refuse_hint`` as the error's hint."""
+
+    old: str
+    new: str
+    refuse: Callable[[str], bool] | None = None
+    refuse_hint: str = ""
+
+
+PROFILE = Alias("--node", "--node-profile")
+COUNT = Alias("-n", "--nodes")
+#: health fleet and trace --slurm took a hostlist as --nodes; --nodes is a count everywhere now
+HOSTLIST = Alias("--nodes", "--nodelist", refuse=_is_count,
+                 refuse_hint="--nodes is a node count; give the nodes to run on as a Slurm hostlist: "
+                             "-w/--nodelist 'node[001-256]'")
+
+#: command path (as ``ctx.command_path`` without ``dsctl``) -> its deprecated spellings
+ALIASES: dict[str, tuple[Alias, ...]] = {
+    "health check": (PROFILE,),
+    "health topo": (PROFILE,),
+    "health fleet": (PROFILE, HOSTLIST),
+    "trace overlap": (HOSTLIST,),
+    "launch": (COUNT,),
+    "launch layout": (COUNT,),
+    "eplb rebalance": (COUNT,),
+    "storage size": (COUNT,),
+    "storage chains": (COUNT,),
+    "topology plan": (COUNT,),
+    "topology simulate": (COUNT, Alias("-w", "--workload")),
+}
+
+
+def warn_deprecated(old: str, new: str) -> None:
+    sys.stderr.write(f"warning: {old} is deprecated; use {new}\n")
+    sys.stderr.flush()
+
+
+def _value_options(command: Any) -> set[str]:
+    """Option strings of ``command`` that take a value (the next argument is that value, never an option)."""
+    names: set[str] = set()
+    for param in getattr(command, "params", []):
+        if getattr(param, "param_type_name", "") == "option" and not getattr(param, "is_flag", False) \
+                and not getattr(param, "count", False):
+            names.update(param.opts)
+    return names
+
+
+def rewrite(args: Sequence[str], aliases: Sequence[Alias], value_options: set[str],
+            stop_at: set[str] | frozenset[str] = frozenset()) -> list[str]:
+    """``args`` with every deprecated spelling of ``aliases`` replaced (and noted on stderr).
+
+    Scanning ends at ``--`` and at the first of ``stop_at`` (a subcommand name: its own arguments follow); the
+    value of an option in ``value_options`` is never taken for an option. ``--old=value`` and, for a short
+    option, ``-oVALUE`` are understood.
+    """
+    by_old = {a.old: a for a in aliases}
+    out = list(args)
+    i = 0
+    while i < len(out):
+        token = out[i]
+        if token == "--" or token in stop_at:
+            break
+        name, sep, attached = token.partition("=") if token.startswith("--") else (token, "", "")
+        if not name.startswith("--") and len(name) > 2 and name[:2] in by_old:  # -n4
+            name, sep, attached = name[:2], "=", name[2:]
+        alias = by_old.get(name)
+        if alias is not None:
+            value = attached if sep else (out[i + 1] if i + 1 < len(out) else "")
+            if alias.refuse is not None and alias.refuse(value):
+                raise InputError(f"{alias.old} {value}: this command takes {alias.new}", hint=alias.refuse_hint)
+            warn_deprecated(alias.old, alias.new)
+            out[i] = f"{alias.new}={attached}" if sep else alias.new
+            name = alias.new
+        if not sep and name in value_options:
+            i += 1  # skip the option's value
+        i += 1
+    return out
+
+
+def add_deprecated_aliases(command: Any, path: str) -> None:
+    """Let ``command`` (a Click command or group named ``path``) and its subcommands accept the spellings of
+    ``ALIASES``."""
+    aliases = ALIASES.get(path)
+    if aliases:
+        original = command.parse_args
+        subcommands = frozenset(getattr(command, "commands", {}) or ())
+
+        def parse_args(ctx: Any, args: list[str], _original: Any = original) -> Any:
+            return _original(ctx, rewrite(args, aliases, _value_options(command), subcommands))
+
+        command.parse_args = parse_args
+    for name, sub in (getattr(command, "commands", {}) or {}).items():
+        add_deprecated_aliases(sub, f"{path} {name}")
