@@ -210,6 +210,7 @@ def launch(
         _reject_group_options(ctx)
         return
     from dsctl.commands import launch_run
+    from dsctl.launch.engines.backends import check_option_backend, normal_backend
     from dsctl.launch.engines.slurm_options import SlurmOptions, job_environment
     from dsctl.launch.engines.spec import JobOptions
     from dsctl.launch.plan import plan_launch
@@ -220,7 +221,7 @@ def launch(
     for flag, given in (("--wait", wait), ("--test-only", test_only), ("--force", force)):
         if given and not submit:
             raise InputError(f"{flag} applies to --submit only")
-    engine = launch_run.normal_backend(backend.value) if backend else None
+    engine = normal_backend(backend.value) if backend else None
     site = _site_values(ctx, engine)  # dsctl.toml defaults that belong to another backend are left out
     partition, time_limit, image, account, qos, reservation, exclude = (
         None if name in site else value for name, value in (
@@ -228,7 +229,7 @@ def launch(
             ("qos", qos), ("reservation", reservation), ("exclude", exclude)))
     slurm = SlurmOptions(account=account, qos=qos, reservation=reservation, exclude=exclude, nodelist=nodelist,
                          exclusive=exclusive, sbatch_args=tuple(sbatch_arg or ()))
-    launch_run.check_option_backend(engine, {"--hosts": hosts is not None, "--image": image is not None,
+    check_option_backend(engine, {"--hosts": hosts is not None, "--image": image is not None,
                                              "--partition": partition is not None, "--time": time_limit is not None,
                                              "--cpus-per-task": cpus_per_task is not None, **slurm.given()})
     store = profile_store()
@@ -256,12 +257,11 @@ def launch(
 
 
 def _site_values(ctx: typer.Context, engine: str | None) -> set[str]:
-    """Parameters set by the site configuration (not the command line) for a backend other than ``engine``
-    (launch_run.OPTION_BACKEND says which backend each engine option belongs to)."""
-    from dsctl.commands.launch_run import OPTION_BACKEND
+    """Parameters set by the site configuration (not the command line) for a backend other than ``engine``."""
+    from dsctl.launch.engines.backends import other_backend_options
 
-    return {name for name, owner in OPTION_BACKEND.values()
-            if owner != engine and getattr(ctx.get_parameter_source(name), "name", "") == "DEFAULT_MAP"}
+    return other_backend_options(engine, (name for name in ctx.params
+                                          if getattr(ctx.get_parameter_source(name), "name", "") == "DEFAULT_MAP"))
 
 
 def _hosts(text: str | None) -> tuple[str, ...]:

@@ -37,28 +37,6 @@ class NotSubmitted(DsctlError):
     exit_code = ExitCode.CHECK_FAILED
 
 
-def normal_backend(name: str) -> str:
-    """``k8s`` is an alias of ``kubernetes``."""
-    return "kubernetes" if name == "k8s" else name
-
-
-#: the one table of engine options: flag -> (the launch command's parameter name, the backend it belongs to)
-OPTION_BACKEND: dict[str, tuple[str, str]] = {
-    "--hosts": ("hosts", "torchrun"), "--image": ("image", "kubernetes"), "--partition": ("partition", "slurm"),
-    "--time": ("time_limit", "slurm"), "--cpus-per-task": ("cpus_per_task", "slurm"),
-    "--account": ("account", "slurm"), "--qos": ("qos", "slurm"), "--reservation": ("reservation", "slurm"),
-    "--exclude": ("exclude", "slurm"), "--nodelist": ("nodelist", "slurm"), "--exclusive": ("exclusive", "slurm"),
-    "--sbatch-arg": ("sbatch_arg", "slurm")}
-
-
-def check_option_backend(backend: str | None, given: dict[str, bool]) -> None:
-    """Reject an engine option given for another backend (or none), instead of ignoring it."""
-    for flag, (_, owner) in OPTION_BACKEND.items():
-        if given.get(flag) and backend != owner:
-            raise InputError(f"{flag} applies to --backend {owner}" + (f", not {backend}" if backend else ""),
-                             hint=f"add --backend {owner}, or drop {flag}")
-
-
 def check_training_script(train_command: tuple[str, ...], cwd: Path) -> None:
     """The training script (the first word after ``--``, unless it is a torchrun option such as ``-m``) must
     exist before a job is submitted: a 256-node allocation should not start only to fail on a typo.

@@ -47,7 +47,7 @@ from dsctl.model.params import count_parameters
 from dsctl.profiles.schema import ModelProfile, NodeProfile
 
 __all__ = ["DEFAULT_GLOBAL_BATCH", "MAX_COUNT", "MAX_NODES", "BatchPlan", "LaunchPlan", "LaunchRequest",
-           "LayoutReport", "ScheduleFigures", "plan_launch", "plan_layout"]
+           "LayoutReport", "ScheduleFigures", "StageRow", "plan_launch", "plan_layout"]
 
 #: progress callback of the smallest-node-count search: ``(counts_done, counts_bound)``
 Progress = Callable[[int, int], None]
@@ -70,6 +70,30 @@ class ScheduleFigures:
 
 
 @dataclass(frozen=True)
+class StageRow:
+    """One model stage of the plan: its layers (0-based, inclusive), the pipeline ranks holding it (two under
+    DualPipe: the rank and its mirror) and its parameters per GPU (dense + routed experts / ep)."""
+
+    stage: int
+    contents: str
+    first_layer: int
+    last_layer: int
+    num_layers: int
+    num_mtp_modules: int
+    pp_ranks: tuple[int, ...]
+    params_per_gpu: int
+    dense_params: int
+    routed_expert_params_per_gpu: int
+
+    def to_data(self) -> dict[str, Any]:
+        return {"stage": self.stage, "contents": self.contents, "first_layer": self.first_layer,
+                "last_layer": self.last_layer, "num_layers": self.num_layers,
+                "num_mtp_modules": self.num_mtp_modules, "pp_ranks": list(self.pp_ranks),
+                "params_per_gpu": self.params_per_gpu, "dense_params": self.dense_params,
+                "routed_expert_params_per_gpu": self.routed_expert_params_per_gpu}
+
+
+@dataclass(frozen=True)
 class LaunchPlan:
     """Everything ``dsctl launch --dry-run`` prints. ``exit_code`` is 1 when the plan does not fit in memory."""
 
@@ -84,7 +108,7 @@ class LaunchPlan:
     schedule: str
     num_stages: int
     batch: BatchPlan
-    stages: tuple[dict[str, Any], ...]
+    stages: tuple[StageRow, ...]
     memory: MemoryEstimate
     rank_map: RankMapSummary
     schedule_figures: ScheduleFigures | None
@@ -103,7 +127,7 @@ class LaunchPlan:
             "gpus_per_node": self.gpus_per_node, "world_size": self.world_size,
             "layout": self.layout.degrees(), "expert_dp": self.expert_dp, "zero_stage": self.zero_stage,
             "schedule": self.schedule, "num_stages": self.num_stages, "batch": self.batch.to_data(),
-            "stages": list(self.stages), "rank_order": self.rank_map.order,
+            "stages": [row.to_data() for row in self.stages], "rank_order": self.rank_map.order,
             "groups": self.rank_map.to_data()["groups"], "train_command": list(self.train_command),
         }
 
@@ -152,17 +176,17 @@ def plan_launch(model: ModelProfile, node: NodeProfile, request: LaunchRequest,
     )
 
 
-def _stage_rows(layout: ParallelLayout, stages: tuple[Stage, ...]) -> list[dict[str, Any]]:
+def _stage_rows(layout: ParallelLayout, stages: tuple[Stage, ...]) -> list[StageRow]:
     holders: dict[int, list[int]] = {s.index: [] for s in stages}
     for r in range(layout.pp):
         for s in stages_of_rank(layout, r):
             holders[s].append(r)
-    return [{
-        "stage": s.index, "contents": s.describe(), "first_layer": s.first_layer, "last_layer": s.last_layer,
-        "num_layers": s.num_layers, "num_mtp_modules": s.num_mtp_modules, "pp_ranks": holders[s.index],
-        "params_per_gpu": s.dense_params + s.routed_expert_params // layout.ep,
-        "dense_params": s.dense_params, "routed_expert_params_per_gpu": s.routed_expert_params // layout.ep,
-    } for s in stages]
+    return [StageRow(
+        stage=s.index, contents=s.describe(), first_layer=s.first_layer, last_layer=s.last_layer,
+        num_layers=s.num_layers, num_mtp_modules=s.num_mtp_modules, pp_ranks=tuple(holders[s.index]),
+        params_per_gpu=s.dense_params + s.routed_expert_params // layout.ep,
+        dense_params=s.dense_params, routed_expert_params_per_gpu=s.routed_expert_params // layout.ep,
+    ) for s in stages]
 
 
 #: micro-batches beyond which the plan simulates this many and extrapolates (the bubble no longer changes)

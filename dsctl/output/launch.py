@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any
 
 import numpy as np
 from rich.console import RenderableType
@@ -11,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from dsctl.launch.memory import MemoryEstimate, RankMemory
-from dsctl.launch.plan import LaunchPlan, LayoutReport
+from dsctl.launch.plan import LaunchPlan, LayoutReport, StageRow
 from dsctl.launch.rankmap import RankMapSummary, compact_ranks
 from dsctl.output.registry import table_renderer
 from dsctl.units import format_gib, human_bytes
@@ -45,13 +44,13 @@ def _bullets(title: str, lines: Iterable[str]) -> Text:
     return text
 
 
-def _stage_table(stages: Iterable[dict[str, Any]]) -> Table:
+def _stage_table(stages: Iterable[StageRow]) -> Table:
     table = Table(title="Stages", title_justify="left")
     for col in ("stage", "contents", "pp ranks", "params/GPU", "routed/GPU"):
         table.add_column(col, justify="left" if col == "contents" else "right")
     for s in stages:
-        table.add_row(str(s["stage"]), s["contents"], ", ".join(str(r) for r in s["pp_ranks"]),
-                      _params(s["params_per_gpu"]), _params(s["routed_expert_params_per_gpu"]))
+        table.add_row(str(s.stage), s.contents, ", ".join(str(r) for r in s.pp_ranks),
+                      _params(s.params_per_gpu), _params(s.routed_expert_params_per_gpu))
     return table
 
 

@@ -82,8 +82,8 @@ test_launch_layout_options = _family(
     ["launch", "layout", "--nodes", "16"],
     ["--nodes", "--pp", "--ep", "--tp", "--dp", "--micro-batches", "--global-batch", "--seq-len", "--model",
      "--node-profile", "--schedule"])
-test_launch_job_options = _family(
-    ["launch", "--nodes", "16", "--backend", "slurm"],
+test_launch_job_options = _family(  # 128 nodes fit: no smallest-node-count search per example (it ran 40 times)
+    ["launch", "--nodes", "128", "--backend", "slurm"],
     ["--job-name", "--partition", "--time", "--port", "--cpus-per-task", "--wait-timeout"])
 test_launch_schedule_options = _family(
     ["launch", "schedule"], ["--pp", "--micro-batches", "--f", "--b", "--w", "--fb", "--schedule", "--comm-model"])
