@@ -258,7 +258,7 @@ def test_prometheus_escapes_backslash_quote_newline_and_carriage_return() -> Non
 
 
 def test_prometheus_fleet_has_no_duplicate_series() -> None:
-    from dsctl.health.fleet import FleetReport, FleetFinding, NodeVerdict
+    from dsctl.health.fleet import FleetFinding, FleetReport, NodeVerdict
     from dsctl.output.prometheus import render_fleet
 
     finding = FleetFinding("n1", "G6", "CRIT", "gpu3", "down")
