@@ -327,3 +327,19 @@ def test_srun_and_its_tasks_end_when_dsctl_is_signalled(tmp_path: Path, sig: sig
     for pid in pids:
         alive = subprocess.run(["ps", "-o", "stat=", "-p", str(pid)], capture_output=True, text=True).stdout.strip()
         assert not alive or alive.startswith("Z"), (pid, alive)
+
+
+def test_timeline_of_spans_near_float_max_draws_no_nan() -> None:
+    """Found by the random exploration (DSCTL_HOSTILE_EXAMPLES=300): inf - inf and inf * 0 in the drawing gave
+    a RuntimeWarning and 'nan' coordinates."""
+    import warnings
+
+    import numpy as np
+
+    from dsctl.trace.timeline import Lane, RankLanes, timeline
+
+    lane = Lane(0, "gpu0", 7, {"computation": (np.array([-1e308, 0.0]), np.array([1e308, 1.0]))})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        svg = timeline([RankLanes("r0.json", 1.7e308, [lane]), RankLanes("r1.json", 0.0, [])], "t")
+    assert "nan" not in svg.lower() and "inf" not in svg.lower()
