@@ -343,3 +343,8 @@ def test_timeline_of_spans_near_float_max_draws_no_nan() -> None:
         warnings.simplefilter("error")
         svg = timeline([RankLanes("r0.json", 1.7e308, [lane]), RankLanes("r1.json", 0.0, [])], "t")
     assert "nan" not in svg.lower() and "inf" not in svg.lower()
+
+
+def test_error_lines_show_terminal_escapes_escaped(cli, tmp_path: Path) -> None:
+    result = cli("health", "check", "--from-record", str(tmp_path / "\x1b[2J\x1b]0;x\x07r.yaml"))
+    assert result.exit_code == 2 and "\x1b" not in result.stderr and "\\x1b[2J" in result.stderr, result.stderr
