@@ -348,3 +348,15 @@ def test_timeline_of_spans_near_float_max_draws_no_nan() -> None:
 def test_error_lines_show_terminal_escapes_escaped(cli, tmp_path: Path) -> None:
     result = cli("health", "check", "--from-record", str(tmp_path / "\x1b[2J\x1b]0;x\x07r.yaml"))
     assert result.exit_code == 2 and "\x1b" not in result.stderr and "\\x1b[2J" in result.stderr, result.stderr
+
+
+def test_statistics_above_float32_are_one_error_line(tmp_path: Path) -> None:
+    """Found by the random exploration: a load of 1e39 printed numpy's 'overflow encountered in cast' warning
+    before the error line."""
+    stats = tmp_path / "s.json"
+    stats.write_text("[[1e39, 1, 2, 3], [1, 2, 3, 4]]")
+    proc = subprocess.run([sys.executable, "-W", "default", "-m", "dsctl", "eplb", "rebalance", str(stats),
+                           "--replicas", "4", "--gpus", "2", "--nodes", "1"], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.startswith("error: "), proc.stderr
+    assert "RuntimeWarning" not in proc.stderr, proc.stderr
