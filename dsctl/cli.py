@@ -178,9 +178,11 @@ def _is_click_exception(exc: BaseException) -> bool:
 
 
 def _print_error(message: str, hint: str | None = None) -> None:
-    sys.stderr.write(f"error: {message}\n")
+    from dsctl.names import terminal_text  # a file name or value with ESC/CR is shown escaped, not obeyed
+
+    sys.stderr.write(f"error: {terminal_text(message)}\n")
     if hint:
-        sys.stderr.write(f"hint: {hint}\n")
+        sys.stderr.write(f"hint: {terminal_text(hint)}\n")
     sys.stderr.flush()
 
 

@@ -179,6 +179,83 @@ def _read_only_out(tmp: Path) -> int:
         locked.chmod(0o700)
 
 
+HUGE = "9" * 4400  # above Python's 4,300-digit int() limit
+
+
+def _verify_port(tmp: Path) -> list[str]:
+    plan = _plan_dir(tmp)
+    lines = (Path(plan) / "cabling.csv").read_text().splitlines()
+    header = lines[0].split(",")
+    cells = lines[1].split(",")
+    cells[header.index("b_port")] = HUGE
+    return ["topology", "verify", plan, _w(tmp, "l.csv", "\n".join([lines[0], ",".join(cells)]) + "\n")]
+
+
+def _doctor(tmp: Path) -> list[str]:
+    src = ROOT / "tests" / "data" / "storage" / "doctor" / "healthy"
+    chains = (src / "list-chains.txt").read_text().replace("\n900100001", "\n" + HUGE, 1)
+    return ["storage", "doctor", "--chains", _w(tmp, "c.txt", chains), "--targets", str(src / "list-targets.txt")]
+
+
+def _expand_create(tmp: Path) -> list[str]:
+    src = ROOT / "tests" / "data" / "storage" / "tiny_v3_k2_r2_d2"
+    folder = tmp / "c"
+    folder.mkdir()
+    for f in src.iterdir():
+        text = f.read_text()
+        (folder / f.name).write_text(text.replace("10001", HUGE, 1) if f.name == "create_target_cmd.txt" else text)
+    return ["storage", "expand", "--from", str(folder), "--add-nodes", "1"]
+
+
+def _npy_syntax(tmp: Path) -> list[str]:
+    header = "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 2), "
+    header += " " * (118 - len(header)) + "\n"
+    content = b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode() + b"\0" * 32
+    return _stats(tmp, content, "s.npy")
+
+
+def _trace_ranks(tmp: Path, **fields: object) -> list[str]:
+    import json
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    import trace_builder as tb
+
+    paths = []
+    for rank in (0, 1):
+        doc = tb.trace([tb.compute(0, 5), tb.nccl(10, 5 + rank)], rank=rank)
+        for ev in doc["traceEvents"]:
+            if ev.get("cat") == "kernel":
+                ev.setdefault("args", {}).update(fields)
+        paths.append(_w(tmp, f"r{rank}.json", json.dumps(doc)))
+    return paths
+
+
+def _site_config(kind: str) -> Callable[[Path], int]:
+    def run(tmp: Path) -> int:
+        path = {"fifo": tmp / "dsctl.toml", "device": Path("/dev/zero")}.get(kind, tmp / "dsctl.toml")
+        if kind == "fifo":
+            os.mkfifo(path)
+        elif kind == "deep":
+            path.write_text("x = " + "[" * 100_000 + "]" * 100_000)
+        elif kind == "huge-int":
+            path.write_text(f"[launch]\npartition = {HUGE}\n")
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "DSCTL_CONFIG": str(path)}
+        proc = subprocess.run([sys.executable, "-m", "dsctl", "profiles", "list"], env=env, timeout=60,
+                              capture_output=True)
+        assert b"Traceback" not in proc.stderr, proc.stderr[-2000:]
+        return int(proc.returncode)
+    run.__doc__ = {"fifo": "at once (a FIFO nobody writes blocked every command)",
+                   "device": "at once (/dev/zero grew without limit)"}.get(kind, "one error: line naming the file")
+    return run
+
+
+def _laughs() -> str:
+    text = "a: &a [1,1,1,1,1,1,1,1,1,1]\n"
+    for i in range(10):
+        text += f"{chr(98 + i)}: &{chr(98 + i)} [" + ",".join([f"*{chr(97 + i)}"] * 10) + "]\n"
+    return text
+
+
 _PROFILE_DUP = "name: m\nkind: model\nname: n\n"
 _TRACE = '{"traceEvents": [{"ph": "X", "name": "k", "ts": 1e400, "dur": 1, "pid": 0, "tid": 7}]}'
 
@@ -304,9 +381,46 @@ CASES: list[Case] = [
                                                                                    "2", "--nodes", "1"], 2),
     Case("missing file", "health", "--from-record absent.yaml",
          lambda t: ["health", "check", "--from-record", str(t / "absent.yaml")], 2),
+    # issue 23: exit 2, never 4
+    Case("integer of 4,400 digits", "topology", "links CSV b_port of 4,400 digits", _verify_port, 2),
+    Case("integer of 4,400 digits", "storage", "admin_cli list-chains chain id of 4,400 digits", _doctor, 2),
+    Case("integer of 4,400 digits", "storage", "create_target_cmd.txt --node-id of 4,400 digits", _expand_create, 2),
+    Case("integer of 4,400 digits", "storage", "storage chains --ssds-per-node of 309 digits (float overflow)",
+         lambda t: ["storage", "chains", "--nodes", "6", "--ssds-per-node", "9" * 309], 2),
+    Case("CSV field above 131,072 characters", "topology", "links CSV field of 200,000 characters",
+         lambda t: ["topology", "verify", _plan_dir(t), _w(t, "l.csv", "a_device,a_port,b_device,b_port\n"
+                                                                       + "x" * 200_000 + ",1,a,1\n")], 2),
+    Case("CSV field above 131,072 characters", "eplb", "statistics CSV field of 200,000 characters",
+         lambda t: _stats(t, "1,2\n" + "x" * 200_000 + ",1\n"), 2),
+    Case("forged .npy header", "eplb", "header with a syntax error (open brace)", _npy_syntax, 2),
+    Case("non-ASCII digit as an id", "trace", "kernel device '\u00b9' (str.isdigit but not int)",
+         lambda t: ["trace", "stragglers", *_trace_ranks(t, device="\u00b9")], 0),
+    Case("terminal control characters", "trace", "kernel name '\\ud800\\x1b[2J' in a table",
+         lambda t: ["trace", "overlap", "--explain-classes", *_trace_ranks(t, name="\ud800\x1b[2J")], 0),
+    Case("reserved option abbreviated", "launch", "--sbatch-arg=--outpu=/etc/cron.d/x",
+         lambda t: ["launch", "--nodes", "2", "--backend", "slurm", "--sbatch-arg=--outpu=/etc/cron.d/x",
+                    "--out", str(t / "job"), "--", "t.py"], 2),
+    Case("reserved option abbreviated", "health", "fleet --srun-arg=--nodel=n2",
+         lambda t: ["health", "fleet", "--nodes", "n1", "--srun-arg=--nodel=n2"], 2),
+    # issue 23: bounds before work
+    Case("YAML above its bounds", "health", "5 MB record (400,000 keys)",
+         lambda t: ["health", "check", "--from-record",
+                    _w(t, "r.yaml", "".join(f"k{i}: [1, 2, 3]\n" for i in range(400_000))[:5_000_000])], 2),
+    Case("YAML above its bounds", "profiles", "a billion laughs (10 levels of 10 aliases)",
+         lambda t: _profile(t, _laughs()), 2),
+    Case("YAML above its bounds", "topology", "--jobs with a 500,000-item flow list",
+         lambda t: ["topology", "simulate", _plan_dir(t), "--jobs", _w(t, "j.yaml", "x: [" + "1," * 500_000
+                                                                         + "1]\n")], 2),
 ]
 
 FAULTS: list[Case] = [
+    Case("site config is a FIFO", "profiles", "DSCTL_CONFIG=FIFO dsctl profiles list", None, 2, _site_config("fifo")),
+    Case("site config is a device", "profiles", "DSCTL_CONFIG=/dev/zero dsctl profiles list", None, 2,
+         _site_config("device")),
+    Case("site config nested 100,000 deep", "profiles", "DSCTL_CONFIG=deep.toml dsctl profiles list", None, 2,
+         _site_config("deep")),
+    Case("site config integer of 4,400 digits", "profiles", "DSCTL_CONFIG=int.toml dsctl profiles list", None, 2,
+         _site_config("huge-int")),
     Case("stdout on a full device (/dev/full)", "profiles", "profiles list --format json > /dev/full", None, 2,
          _full_stdout(["profiles", "list", "--format", "json"])),
     Case("stdout on a full device (/dev/full)", "model", "model kv-cache > /dev/full", None, 2,

@@ -172,7 +172,8 @@ def check_weight(weight: np.ndarray, source: str = "statistics") -> tuple[np.nda
         layer, expert = (int(v) for v in np.argwhere(neg)[0])
         raise InputError(f"{source}: load of layer {layer}, expert {expert} is {arr[layer, expert]:g}: "
                          f"loads must be >= 0 (rule V3)")
-    row_sums = arr.astype(np.float32).sum(axis=1, dtype=np.float64)
+    with np.errstate(over="ignore"):  # a load above float32's range becomes inf here and is refused below
+        row_sums = arr.astype(np.float32).sum(axis=1, dtype=np.float64)
     if not np.all(row_sums < float(np.finfo(np.float32).max) / 4):
         raise InputError(f"{source}: loads are too large for float32 arithmetic (a layer sums to "
                          f"{row_sums.max():.3g}); scale them down (rule V2)")

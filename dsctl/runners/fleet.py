@@ -12,11 +12,9 @@ run is bounded: srun is killed at ``timeout_s + launch_timeout_s + KILL_GRACE_S`
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import math
-import os
 import re
 import secrets
 import signal
@@ -29,7 +27,7 @@ from typing import IO, Any
 
 from dsctl.errors import EnvironmentMissing, InputError
 from dsctl.names import NODE_NAME
-from dsctl.runners.process import capture, require
+from dsctl.runners.process import capture, ended_on_signals, require, stop_group
 
 SRUN_HINT = ("install Slurm's client tools (Debian: apt-get install slurm-client) on a host that can reach "
              "slurmctld; the nodes need dsctl on PATH (or give its path)")
@@ -440,26 +438,17 @@ def _run_bounded(argv: Sequence[str], deadline_s: float, parser: LabelledOutput)
     for reader in readers:
         reader.start()
     stopped = False
-    try:
-        proc.wait(timeout=deadline_s)
-    except subprocess.TimeoutExpired:
-        stopped = True
-        _signal_group(proc.pid, signal.SIGTERM)  # srun forwards it to the tasks and cancels the step
+    # Ctrl-C, SIGTERM or SIGHUP to dsctl: SIGTERM to srun's group (srun cancels the step), then dsctl exits
+    with ended_on_signals(proc, only=signal.SIGTERM):
         try:
-            proc.wait(timeout=KILL_GRACE_S)
+            proc.wait(timeout=deadline_s)
         except subprocess.TimeoutExpired:
-            _signal_group(proc.pid, signal.SIGKILL)
-            proc.wait()
+            stopped = True
+            stop_group(proc, signal.SIGTERM, KILL_GRACE_S)  # srun forwards it to the tasks and cancels the step
     end = time.monotonic() + KILL_GRACE_S
     for reader in readers:
         reader.join(timeout=max(0.0, end - time.monotonic()))
     return proc.returncode, stopped
-
-
-def _signal_group(pid: int, sig: signal.Signals) -> None:
-    """Signal srun's process group (it leads its own session), so nothing it started keeps the pipes open."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, sig)
 
 
 def _pump(stream: IO[str] | None, sink: Callable[..., None]) -> None:

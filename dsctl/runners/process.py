@@ -1,12 +1,21 @@
-"""Find executables and run them, either capturing their output or relaying it line by line to stderr."""
+"""Find executables and run them, either capturing their output or relaying it line by line to stderr.
+
+Every child runs in its own process group, and SIGINT, SIGTERM and SIGHUP to dsctl end the whole group (the
+signal itself, then SIGKILL after ``STOP_GRACE_S``) before dsctl exits: an interrupted ``launch run`` or
+``health fleet`` leaves no ``srun``, ``torchrun`` or node task behind (srun cancels its step on SIGTERM).
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,15 +39,87 @@ def require(executable: str, hint: str) -> str:
     return found
 
 
-def capture(argv: Sequence[str], *, cwd: Path | None = None, timeout_s: float = 120.0) -> Completed:
-    """Run ``argv`` to the end and return its exit status and output (no shell)."""
+#: seconds between the signal that stops a child's group and SIGKILL
+STOP_GRACE_S = 5.0
+
+
+class Stopped(SystemExit):
+    """SIGTERM or SIGHUP arrived while a child ran: its group was ended; dsctl exits 128 + signal."""
+
+
+def _group_alive(pgid: int) -> bool:
     try:
-        done = subprocess.run(list(argv), cwd=cwd, capture_output=True, text=True, timeout=timeout_s, check=False)
-    except subprocess.TimeoutExpired:
-        return Completed(124, "", f"{argv[0]} did not answer within {timeout_s:.0f} s")
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def stop_group(proc: subprocess.Popen[str], first: int = signal.SIGTERM, grace_s: float = STOP_GRACE_S) -> None:
+    """End ``proc``'s process group: ``first`` to the group; when the leader has gone but others stay (a shell's
+    background jobs ignore SIGINT), SIGTERM to them; SIGKILL to whatever is left after ``grace_s``."""
+    deadline = time.monotonic() + grace_s
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, first)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=grace_s)
+    if _group_alive(proc.pid) and first != signal.SIGTERM:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGTERM)
+    while _group_alive(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if _group_alive(proc.pid):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+@contextlib.contextmanager
+def ended_on_signals(proc: subprocess.Popen[str], only: int | None = None) -> Iterator[None]:
+    """While the block runs, SIGTERM/SIGHUP raise :class:`Stopped`; on that, on Ctrl-C (KeyboardInterrupt) or any
+    other exception, ``proc``'s group gets the same signal (SIGINT, SIGTERM, SIGHUP), or ``only`` when given
+    (srun takes one SIGINT as a status request: it gets SIGTERM), and then SIGKILL."""
+    previous: dict[int, object] = {}
+    if threading.current_thread() is threading.main_thread():
+        def _raise(signum: int, _frame: object) -> None:
+            raise Stopped(128 + signum)
+
+        previous = {sig: signal.signal(sig, _raise) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    except KeyboardInterrupt:
+        stop_group(proc, only or signal.SIGINT)
+        raise
+    except Stopped as exc:
+        stop_group(proc, only or int(exc.code or 143) - 128)
+        raise
+    except BaseException:
+        stop_group(proc)
+        raise
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)  # type: ignore[arg-type]
+
+
+def capture(argv: Sequence[str], *, cwd: Path | None = None, timeout_s: float = 120.0) -> Completed:
+    """Run ``argv`` to the end and return its exit status and output (no shell; its own process group, ended
+    on a timeout or a signal to dsctl)."""
+    try:
+        proc = subprocess.Popen(list(argv), cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, errors="replace", start_new_session=True)
     except OSError as exc:
         raise EnvironmentMissing(f"cannot run {argv[0]}: {exc.strerror or exc}") from exc
-    return Completed(done.returncode, done.stdout, done.stderr)
+    with ended_on_signals(proc):
+        try:
+            out, err = proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            stop_group(proc, signal.SIGKILL, 0.0)
+            proc.communicate()
+            return Completed(124, "", f"{argv[0]} did not answer within {timeout_s:.0f} s")
+    return Completed(proc.returncode, out, err)
 
 
 def relay(argv: Sequence[str], *, env: Mapping[str, str], cwd: Path | None = None) -> int:
@@ -49,12 +130,13 @@ def relay(argv: Sequence[str], *, env: Mapping[str, str], cwd: Path | None = Non
     full_env = {**os.environ, **env}
     try:
         proc = subprocess.Popen(list(argv), cwd=cwd, env=full_env, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True, errors="replace")
+                                stderr=subprocess.STDOUT, text=True, errors="replace", start_new_session=True)
     except OSError as exc:
         raise EnvironmentMissing(f"cannot run {argv[0]}: {exc.strerror or exc}") from exc
-    stream = proc.stdout
-    if stream is not None:
-        for line in stream:
-            sys.stderr.write(line)
-        stream.close()
-    return proc.wait()
+    with ended_on_signals(proc):
+        stream = proc.stdout
+        if stream is not None:
+            for line in stream:
+                sys.stderr.write(line)
+            stream.close()
+        return proc.wait()

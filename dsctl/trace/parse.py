@@ -104,23 +104,21 @@ class TraceData:
     host_name: str = ""
 
 
-_INT_LIMIT = 2**53  # pid, tid, device and stream numbers beyond this are not ids (and would overflow int64 arrays)
-
-
 def _int(value: Any, default: int) -> int:
     """An id from a trace field: a JSON integer, an integral float or a string of ASCII digits ("¹" is a digit to
-    ``str.isdigit`` but not to ``int``); anything else, or beyond +-2^53, is ``default``."""
+    ``str.isdigit`` but not to ``int``); anything else is ``default``. Integers beyond int64 are kept: the column
+    arrays refuse them (exit 2 naming int64)."""
     if isinstance(value, bool):
         return default
-    if isinstance(value, float) and value.is_integer() and abs(value) <= _INT_LIMIT:
-        value = int(value)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
     if isinstance(value, str):
         text = value.strip()
         digits = text[1:] if text.startswith("-") else text
-        if digits.isascii() and digits.isdigit() and len(digits) < 17:
-            value = int(text)
-    if isinstance(value, int) and abs(value) <= _INT_LIMIT:
-        return value
+        if digits.isascii() and digits.isdigit() and len(digits) < 20:
+            return int(text)
     return default
 
 
@@ -288,19 +286,18 @@ def _parse(events: Iterable[Any], meta: dict[str, Any], source: str) -> TraceDat
         if kind == _LAUNCH:
             l_ts(ts)
             corr = args.get("correlation")
-            l_corr(corr if type(corr) is int and abs(corr) <= _INT_LIMIT else _int(corr, -1))
+            l_corr(corr if type(corr) is int else _int(corr, -1))
             continue
         name = ev.get("name")
         if type(name) is not str:
             name = str(name)[:200]
         if kind == _GPU:
             device = args.get("device")
-            g_dev(device if type(device) is int and abs(device) <= _INT_LIMIT else _int(device, _int(ev.get("pid"), 0)))
+            g_dev(device if type(device) is int else _int(device, _int(ev.get("pid"), 0)))
             stream = args.get("stream")
-            g_stream(stream if type(stream) is int and abs(stream) <= _INT_LIMIT
-                     else _int(stream, _int(ev.get("tid"), 0)))
+            g_stream(stream if type(stream) is int else _int(stream, _int(ev.get("tid"), 0)))
             corr = args.get("correlation")
-            g_corr(corr if type(corr) is int and abs(corr) <= _INT_LIMIT else _int(corr, -1))
+            g_corr(corr if type(corr) is int else _int(corr, -1))
             coll = args.get("Collective name")
             if coll is not None and type(coll) is str:
                 at = len(gpu.start)

@@ -123,7 +123,10 @@ def timeline(ranks: list[RankLanes], title: str) -> str:
         parts.append(f'<rect x="{LABEL_W}" y="{y}" width="{PLOT_W}" height="{LANE_H}" fill="#f3f3f3"/>')
         for category, (s, e) in lane.intervals.items():
             colour = COLOURS[category]
-            for a, w in zip((LABEL_W + s * scale).tolist(), np.maximum((e - s) * scale, 0.5).tolist(), strict=True):
+            with np.errstate(invalid="ignore", over="ignore"):  # spans near 1e308: inf - inf, inf * 0
+                left = np.nan_to_num(LABEL_W + np.clip(s * scale, 0.0, PLOT_W), nan=LABEL_W)
+                wide = np.nan_to_num(np.clip((e - s) * scale, 0.5, PLOT_W), nan=0.5)
+            for a, w in zip(left.tolist(), wide.tolist(), strict=True):
                 parts.append(f'<rect x="{_fmt(a)}" y="{y}" width="{_fmt(w)}" height="{LANE_H}" fill="{colour}">'
                              f"<title>{category}</title></rect>")
     parts.extend(_time_axis(span, scale, axis_y))

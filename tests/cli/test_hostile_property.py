@@ -35,7 +35,8 @@ SETTINGS = settings(max_examples=EXAMPLES, deadline=None, database=None,
 
 NAMED = ["nan", "NaN", "inf", "-inf", "1e400", "-1e400", "1e308", "1.7976931348623157e308", "4.9e-324", "0", "-0",
          "-1", "", " ", "\n", "0x10", "1_000", "1e3", "\u0661\u0662", "\ufeff1", "1\n", "a\x00b", "\x1b[31m",
-         "'", '"', "{n}", "%s", "../../etc/passwd", "/dev/zero", "-", "9" * 19, str(2**63), str(2**64)]
+         "'", '"', "{n}", "%s", "../../etc/passwd", "/dev/zero", "-", "9" * 19, str(2**63), str(2**64),
+         "\u00b9", "\ud800\x1b[2J", "9" * 4400, "1\r\n", "\x1b]0;x\x07"]  # issue 23's classes
 HOSTILE = st.one_of(
     st.sampled_from(NAMED),
     st.integers(min_value=300, max_value=4300).map(lambda n: "9" * n),
