@@ -20,6 +20,7 @@ from dsctl.output.formats import OutputFormat
 if TYPE_CHECKING:
     from dsctl.health.api import HealthReport
     from dsctl.health.fleet import FleetReport
+    from dsctl.runners.fleet import NodeAnswer
 
 NODE_PLACEHOLDER = "{node}"
 #: HealthCheckProgram is killed after 60 s; the counter interval must leave room for start-up and scontrol
@@ -186,11 +187,26 @@ def fleet(
     names = expand_hostlist(nodes)
     run = run_on_nodes(names, command, timeout_s=timeout, launch_timeout_s=launch_timeout, partition=partition,
                        ok_exit_codes=(0, 1), job_name="dsctl-health", extra_srun_args=extra)
-    items = [NodeInput(a.node, a.document, a.reason) for a in run.answers]
+    items = [NodeInput(a.node, a.document, missing_dsctl_reason(a, dsctl_path)) for a in run.answers]
     report = aggregate(items, timeout_s=timeout, wall_s=run.wall_s)
     if drain:
         report = with_drain_results(report, {d.node: drain_node(d.node, d.reason) for d in report.drain})
     emit_health(report, fmt, "health fleet", textfile_dir)
+
+
+def missing_dsctl_reason(answer: NodeAnswer, dsctl_path: str) -> str:
+    """The node's reason, with the way out when it could not run dsctl (exit 127: not found, 126: not executable;
+    ``timeout: failed to run command 'dsctl'``): name ``--dsctl PATH``."""
+    if answer.exit_code not in (126, 127):
+        return answer.reason
+    program = Path(dsctl_path).name
+    if answer.stderr_tail and program not in answer.stderr_tail:
+        return str(answer.reason)  # another program is missing (e.g. coreutils' timeout)
+    what = "is not on PATH" if answer.exit_code == 127 else "is not executable"
+    if Path(dsctl_path).is_absolute():
+        what = "does not exist" if answer.exit_code == 127 else "is not executable"
+    return (f"exit {answer.exit_code}: {dsctl_path} {what} on the node; install dsctl there, or give its path "
+            "with --dsctl PATH (e.g. --dsctl /opt/dsctl/bin/dsctl)")
 
 
 def add_commands(app: typer.Typer) -> None:
