@@ -185,8 +185,12 @@ def fleet(
             raise InputError(f"--srun-arg {arg!r}: give a long srun option (--name=value) that dsctl does not set",
                              hint="dsctl sets " + ", ".join(sorted(FIXED_SRUN_OPTIONS)))
     names = expand_hostlist(nodes)
-    run = run_on_nodes(names, command, timeout_s=timeout, launch_timeout_s=launch_timeout, partition=partition,
-                       ok_exit_codes=(0, 1), job_name="dsctl-health", extra_srun_args=extra)
+    from dsctl.output.progress import progress
+
+    with progress(f"asking {len(names)} nodes (per-node timeout {timeout:g} s)",
+                  OutputFormat.table if fmt.value == "table" else None):
+        run = run_on_nodes(names, command, timeout_s=timeout, launch_timeout_s=launch_timeout,
+                           partition=partition, ok_exit_codes=(0, 1), job_name="dsctl-health", extra_srun_args=extra)
     items = [NodeInput(a.node, a.document, missing_dsctl_reason(a, dsctl_path)) for a in run.answers]
     report = aggregate(items, timeout_s=timeout, wall_s=run.wall_s)
     if drain:
