@@ -17,7 +17,7 @@ from dsctl.commands._common import FormatOpt, show
 from dsctl.output.formats import OutputFormat
 
 HELP = ("Copy small example inputs (EPLB statistics, an ibnetdiscover dump, 3FS admin_cli output, profiler traces, "
-        "a node record) into a folder, to try every README example on.")
+        "a node record) into a folder, to try every documented example on.")
 app = typer.Typer(name="examples", help=HELP, no_args_is_help=False, invoke_without_command=True,
                   context_settings={"allow_interspersed_args": True})  # DIR and -f in any order
 DEFAULT_DIR = "dsctl-examples"
@@ -61,7 +61,7 @@ def examples(
     = Path(DEFAULT_DIR),
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
-    """Copy the example inputs into DIR (default ./dsctl-examples); then cd there and run the README examples."""
+    """Copy the example inputs into DIR (default ./dsctl-examples); then cd there and run the examples."""
     from dsctl.inputs import read_bytes
     from dsctl.output.files import write_files
 
@@ -69,4 +69,5 @@ def examples(
     files = {name: read_bytes(source / name, "shipped example") for name in USES}
     write_files(out_dir, files, option="DIR")
     listing = tuple(ExampleFile(name, len(data), USES[name]) for name, data in files.items())
-    show(ExamplesResult(str(out_dir), listing, f"cd {out_dir} and run the README examples"), fmt, "examples")
+    hint = f"cd {out_dir}, then e.g. dsctl trace stragglers 'traces/rank*.json.gz'"
+    show(ExamplesResult(str(out_dir), listing, hint), fmt, "examples")

@@ -1,5 +1,5 @@
 """Write the example inputs that ship in the wheel (dsctl/_example_data/, copied out by ``dsctl examples DIR``):
-``python tests/data/examples/make_examples.py``. Deterministic: tests/unit/test_examples.py checks that the
+``python tests/data/examples/make_examples.py``. Deterministic: tests/cli/test_examples_cli.py checks that the
 shipped files are exactly what this writes.
 
 * ``stats/day1.npy``, ``stats/day2.npy``, ``today.npy``: EPLB routing statistics, 58 MoE layers x 256 experts
@@ -50,20 +50,20 @@ def traces() -> list[dict]:
     return docs
 
 
-def main() -> None:
-    if OUT.exists():
-        shutil.rmtree(OUT)
-    (OUT / "stats").mkdir(parents=True)
-    np.save(OUT / "stats" / "day1.npy", stats(1))
-    np.save(OUT / "stats" / "day2.npy", stats(2))
-    np.save(OUT / "today.npy", stats(3))
-    shutil.copyfile(ROOT / "tests" / "data" / "topology" / "perfect.ibnet", OUT / "fabric.txt")
+def main(out: Path = OUT) -> None:
+    if out.exists():
+        shutil.rmtree(out)
+    (out / "stats").mkdir(parents=True)
+    np.save(out / "stats" / "day1.npy", stats(1))
+    np.save(out / "stats" / "day2.npy", stats(2))
+    np.save(out / "today.npy", stats(3))
+    shutil.copyfile(ROOT / "tests" / "data" / "topology" / "perfect.ibnet", out / "fabric.txt")
     for name in ("list-chains.txt", "list-targets.txt"):
-        shutil.copyfile(ROOT / "tests" / "data" / "storage" / "doctor" / "node_down" / name, OUT / name)
-    shutil.copyfile(ROOT / "tests" / "data" / "health" / "hgx_h800_healthy.yaml", OUT / "node.yaml")
-    (OUT / "traces").mkdir()
+        shutil.copyfile(ROOT / "tests" / "data" / "storage" / "doctor" / "node_down" / name, out / name)
+    shutil.copyfile(ROOT / "tests" / "data" / "health" / "hgx_h800_healthy.yaml", out / "node.yaml")
+    (out / "traces").mkdir()
     for rank, doc in enumerate(traces()):
-        (OUT / "traces" / f"rank{rank}.json.gz").write_bytes(tb.encode(doc, gz=True))
+        (out / "traces" / f"rank{rank}.json.gz").write_bytes(tb.encode(doc, gz=True))
 
 
 if __name__ == "__main__":
