@@ -19,6 +19,7 @@ from dsctl.output.formats import OutputFormat
 if TYPE_CHECKING:
     from dsctl.health.api import HealthReport
     from dsctl.health.fleet import FleetReport
+    from dsctl.runners.fleet import NodeAnswer
 
 NODE_PLACEHOLDER = "{node}"
 #: HealthCheckProgram is killed after 60 s; the counter interval must leave room for start-up and scontrol
@@ -210,12 +211,16 @@ def fleet(
             raise InputError(f"--srun-arg {arg!r}: give a long srun option (--name=value) that dsctl does not set",
                              hint="dsctl sets " + ", ".join(sorted(FIXED_SRUN_OPTIONS)))
     names = expand_hostlist(nodelist, option="--nodelist")
-    run = run_on_nodes(names, command, timeout_s=timeout, launch_timeout_s=launch_timeout, partition=partition,
-                       ok_exit_codes=(0, 1), job_name="dsctl-health", extra_srun_args=extra,
-                       digest=lambda doc: _digest_report(doc, digest, read_node_report))
+    from dsctl.output.progress import progress
+
+    with progress(f"asking {len(names)} nodes (per-node timeout {timeout:g} s)",
+                  OutputFormat.table if fmt.value == "table" else None):
+        run = run_on_nodes(names, command, timeout_s=timeout, launch_timeout_s=launch_timeout,
+                           partition=partition, ok_exit_codes=(0, 1), job_name="dsctl-health", extra_srun_args=extra,
+                           digest=lambda doc: _digest_report(doc, digest, read_node_report))
     items = [NodeInput(a.node, None, a.document[_UNREADABLE])
-             if a.document is not None and _UNREADABLE in a.document else NodeInput(a.node, a.document, a.reason)
-             for a in run.answers]
+             if a.document is not None and _UNREADABLE in a.document
+             else NodeInput(a.node, a.document, missing_dsctl_reason(a, dsctl_path)) for a in run.answers]
     report = aggregate(items, timeout_s=timeout, wall_s=run.wall_s)
     if drain and report.drain:
         if textfile_dir is not None:  # the report is on disk before any node is drained
@@ -239,6 +244,21 @@ def _absolute(path: Path) -> str:
     except OSError as exc:
         raise InputError(f"--from-record {path}: the current folder is gone ({exc.strerror or exc}); give an "
                          "absolute path") from None
+
+
+def missing_dsctl_reason(answer: NodeAnswer, dsctl_path: str) -> str:
+    """The node's reason, with the way out when it could not run dsctl (exit 127: not found, 126: not executable;
+    ``timeout: failed to run command 'dsctl'``): name ``--dsctl PATH``."""
+    if answer.exit_code not in (126, 127):
+        return answer.reason
+    program = Path(dsctl_path).name
+    if answer.stderr_tail and program not in answer.stderr_tail:
+        return str(answer.reason)  # another program is missing (e.g. coreutils' timeout)
+    what = "is not on PATH" if answer.exit_code == 127 else "is not executable"
+    if Path(dsctl_path).is_absolute():
+        what = "does not exist" if answer.exit_code == 127 else "is not executable"
+    return (f"exit {answer.exit_code}: {dsctl_path} {what} on the node; install dsctl there, or give its path "
+            "with --dsctl PATH (e.g. --dsctl /opt/dsctl/bin/dsctl)")
 
 
 def add_commands(app: typer.Typer) -> None:

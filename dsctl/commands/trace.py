@@ -11,6 +11,7 @@ import typer
 from dsctl.commands._common import FormatOpt, show
 from dsctl.errors import InputError
 from dsctl.output.formats import OutputFormat
+from dsctl.output.progress import progress
 
 if TYPE_CHECKING:
     from dsctl.cluster import Places
@@ -105,6 +106,18 @@ def _on_nodes(traces: list[str], forwarded: list[str], nodes: str, dsctl_path: s
     return combine(rows_from_nodes(documents), classifier, step, notes, unreachable)
 
 
+def _reading(paths: list[Path]) -> str:
+    """The progress line's text: how many trace files and bytes are read."""
+    size = 0
+    for path in paths:
+        try:
+            size += path.stat().st_size
+        except OSError:
+            continue
+    files = f"{len(paths)} trace file" + ("s" if len(paths) != 1 else "")
+    return f"reading {files} ({size / 1e6:,.0f} MB)"
+
+
 def _classifier(comm: list[str] | None, add: list[str] | None, compute: list[str] | None) -> Classifier:
     from dsctl.trace.classify import make_classifier
     return make_classifier(comm, add or [], compute or [])
@@ -159,15 +172,17 @@ def overlap_cmd(
         if svg is not None or explain_classes or all_steps:
             raise InputError("--slurm reports the overlap table only; drop --svg, --explain-classes and --all-steps")
         forwarded = _forwarded(step, comm_pattern, add_comm_pattern, compute_pattern, top, jobs, max_bytes)
-        show(_on_nodes(traces, forwarded, nodes, dsctl_path, node_timeout, partition, classifier, step), fmt,
-             "trace overlap")
+        with progress(f"asking the nodes {nodes} (per-node timeout {node_timeout:g} s)", fmt):
+            answer = _on_nodes(traces, forwarded, nodes, dsctl_path, node_timeout, partition, classifier, step)
+        show(answer, fmt, "trace overlap")
         return
     paths = expand([_fill_node(t) for t in traces])
     if svg is not None:
         _check_out(svg, "--svg", [str(p) for p in paths])
     keep_lanes = svg is not None
-    per_file = run_per_file(overlap_file, [(p, i, classifier, step, all_steps, top, keep_lanes, max_bytes)
-                                           for i, p in enumerate(paths)], jobs or default_jobs())
+    with progress(_reading(paths), fmt, total=len(paths)) as report:
+        per_file = run_per_file(overlap_file, [(p, i, classifier, step, all_steps, top, keep_lanes, max_bytes)
+                                               for i, p in enumerate(paths)], jobs or default_jobs(), report)
     job = check_job([ident for ident, _ in per_file])
     rows = [row for _, file_rows in per_file for row in file_rows]
     if explain_classes:
@@ -227,8 +242,9 @@ def stragglers_cmd(
     places = _places(ranks, plan) if ranks is not None else None
     classifier = _classifier(comm_pattern, add_comm_pattern, compute_pattern)
     paths = expand(traces)
-    per_file = run_per_file(collectives_file, [(p, i, classifier, step, max_bytes) for i, p in enumerate(paths)],
-                            jobs or default_jobs())
+    with progress(_reading(paths), fmt, total=len(paths)) as report:
+        per_file = run_per_file(collectives_file, [(p, i, classifier, step, max_bytes)
+                                                   for i, p in enumerate(paths)], jobs or default_jobs(), report)
     job = check_job([ident for ident, _ in per_file])
     result = stragglers([part for _, parts in per_file for part in parts], align, top, job, places)
     show(result, fmt, "trace stragglers")
@@ -262,8 +278,9 @@ def timeline_cmd(
     classifier = _classifier(comm_pattern, add_comm_pattern, compute_pattern)
     paths = expand(traces)
     _check_out(out, "--out", [str(p) for p in paths])
-    per_file = run_per_file(lanes_file, [(p, i, classifier, step, from_us, to_us, max_bytes)
-                                         for i, p in enumerate(paths)], jobs or default_jobs())
+    with progress(_reading(paths), OutputFormat.table, total=len(paths)) as report:
+        per_file = run_per_file(lanes_file, [(p, i, classifier, step, from_us, to_us, max_bytes)
+                                             for i, p in enumerate(paths)], jobs or default_jobs(), report)
     check_job([ident for ident, _ in per_file])
     ranks = [lanes for _, lanes in per_file]
     what = f"ProfilerStep#{step}" if step is not None else "whole trace"

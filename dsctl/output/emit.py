@@ -115,8 +115,12 @@ def emit(result: Any, fmt: OutputFormat, command: str) -> int:
         console = stdout_console()
         load_renderers(command)
         renderer = find_renderer(result)
+        from rich.table import Table
+
+        from dsctl.output.tables import fit
+
         parts = renderer(result) if renderer else generic_view(to_data(result))
         for part in parts:
-            console.print(part)
+            console.print(fit(part, console) if isinstance(part, Table) else part)
     sys.stdout.flush()
     return exit_code

@@ -111,17 +111,28 @@ def _raise(error: tuple[str, str, str | None, int]) -> None:
     raise exc
 
 
-def run_per_file(func: Callable[..., Any], jobs_args: Sequence[tuple[Any, ...]], jobs: int) -> list[Any]:
+def run_per_file(func: Callable[..., Any], jobs_args: Sequence[tuple[Any, ...]], jobs: int,
+                 report: Callable[[float, float], None] | None = None) -> list[Any]:
     """``func(*args)`` for each args tuple (the first element names the file), in order; in ``jobs`` processes
-    when there is more than one file, else in this process. The first error (in file order) is raised."""
+    when there is more than one file, else in this process. The first error (in file order) is raised.
+    ``report(files_done, num_files)`` follows the files (a progress line)."""
     tasks = [(func, args) for args in jobs_args]
+    results: list[Any] = []
+
+    def done(result: Any) -> None:
+        results.append(result)
+        if report is not None:
+            report(len(results), len(tasks))
+
     if jobs <= 1 or len(tasks) <= 1:
-        results = [_call(t) for t in tasks]
+        for task in tasks:
+            done(_call(task))
     else:
         context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods()
                                               else "spawn")
         with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=context) as pool:
-            results = list(pool.map(_call, tasks, chunksize=1))
+            for result in pool.map(_call, tasks, chunksize=1):
+                done(result)
     out = []
     for status, value in results:
         if status == "error":

@@ -121,3 +121,67 @@ def test_site_profile_folders_complete_too(complete: Callable, tmp_path: Path,
     (tmp_path / "dsctl.toml").write_text('[defaults]\nprofiles_dirs = ["site"]\n')
     monkeypatch.setenv("DSCTL_CONFIG", str(tmp_path / "dsctl.toml"))
     assert complete("bash", "dsctl model flops --model site") == ["site-moe"]
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    ("dsctl topology plan --kind ", ["mpft", "mrft", "ft2", "ft3"]),
+    ("dsctl topology plan --kind m", ["mpft", "mrft"]),
+    ("dsctl topology simulate plan --routing ", ["static", "ecmp", "adaptive"]),
+    ("dsctl topology simulate plan --workload ep-", ["ep-dispatch", "ep-combine"]),
+    ("dsctl launch schedule --schedule dual", ["dualpipe", "dualpipev"]),
+    ("dsctl eplb rebalance --policy h", ["hierarchical"]),
+    ("dsctl model kv-cache --dtype fp", ["fp32", "fp16", "fp8"]),
+])
+def test_plain_choice_options_complete_their_values(complete: Callable, line: str, expected: list[str]) -> None:
+    assert complete("bash", line) == expected
+
+
+def _options() -> list[tuple[str, object]]:
+    """(command path, option) of every command, groups loaded as dsctl loads them."""
+    import typer
+
+    from dsctl.cli import GROUPS, app
+
+    root = typer.main.get_command(app)
+    found = []
+
+    def walk(command: object, path: str) -> None:
+        for param in getattr(command, "params", []):
+            found.append((path, param))
+        for name, sub in getattr(command, "commands", {}).items():
+            walk(sub, f"{path} {name}")
+
+    for group in GROUPS:
+        walk(root.load(group), group)  # type: ignore[attr-defined]
+    return found
+
+
+def test_every_option_whose_help_lists_its_values_completes_them() -> None:
+    """An option whose help starts with a list of words ("mpft, mrft, ft2 or ft3.") has a completer, and every
+    entry of the registry names a real option whose help mentions each value."""
+    import re
+
+    from dsctl.commands._complete import CHOICE_OPTIONS, choice_values
+
+    options = _options()
+    missing = []
+    for path, param in options:
+        help_text = (getattr(param, "help", "") or "").split(":")[-1].strip()
+        listing = re.match(r"^([a-z0-9][a-z0-9-]*)(, [a-z0-9][a-z0-9-]*)+,? or [a-z0-9][a-z0-9-]*\b", help_text)
+        if listing and getattr(param, "_custom_shell_complete", None) is None and not hasattr(param.type, "choices"):
+            missing.append((path, param.opts[0]))
+    assert missing == []
+    by_key = {(path, opt): param for path, param in options for opt in getattr(param, "opts", [])}
+    for key, source in CHOICE_OPTIONS.items():
+        assert key in by_key, key
+        for value in choice_values(source):
+            assert value in (by_key[key].help or ""), (key, value)
+
+
+def test_profiles_dir_on_the_command_line_completes_its_profiles(complete: Callable, tmp_path: Path) -> None:
+    from dsctl.profiles.loader import builtin_profiles_dir
+
+    (tmp_path / "nodes").mkdir()
+    shutil.copy(builtin_profiles_dir() / "nodes" / "h800-hgx.yaml", tmp_path / "nodes" / "rack7.yaml")
+    assert complete("bash", f"dsctl --profiles-dir {tmp_path} launch --node-profile r") == ["rack7"]
+    assert complete("bash", "dsctl launch --node-profile r") == []

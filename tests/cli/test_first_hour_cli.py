@@ -98,3 +98,33 @@ def test_words_after_double_dash_are_never_moved() -> None:
     argv = ["launch", "--nodes", "4", "--debug", "--", "t.py", "--debug", "-f", "x", "--profiles-dir", "p"]
     assert place_global_options(argv) == ["--debug", "launch", "--nodes", "4", "--", "t.py", "--debug", "-f", "x",
                                           "--profiles-dir", "p"]
+
+
+FAKE_SRUN = """#!/bin/sh
+# runs the fleet wrapper here, as task 0 on node n1, labelled like srun --label
+while [ "$1" != "sh" ]; do shift; done
+out=$(mktemp); err=$(mktemp)
+SLURMD_NODENAME=n1 "$@" >"$out" 2>"$err"
+sed 's/^/0: /' "$out"; sed 's/^/0: /' "$err" >&2; rm -f "$out" "$err"
+"""
+
+
+@pytest.mark.parametrize("dsctl_path", ["dsctl", "/opt/nowhere/dsctl"])
+def test_fleet_on_nodes_without_dsctl_names_the_dsctl_option(cli: Any, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch, dsctl_path: str) -> None:
+    import shutil
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "srun").write_text(FAKE_SRUN)
+    (bin_dir / "sinfo").write_text("#!/bin/sh\necho 'n1 idle none'\n")
+    for name in ("srun", "sinfo"):
+        (bin_dir / name).chmod(0o755)
+    system = [p for p in ("/usr/bin", "/bin") if Path(p).is_dir()]
+    monkeypatch.setenv("PATH", ":".join([str(bin_dir), *system]))
+    assert shutil.which("dsctl") is None and shutil.which("timeout") is not None
+    result = cli("health", "fleet", "--nodes", "n1", "--dsctl", dsctl_path, "-f", "json")
+    assert result.exit_code == 1, result.stderr
+    node = result.json()["nodes"][0]
+    assert "--dsctl PATH" in node["reason"] and dsctl_path in node["reason"], node
+    assert node["reason"].startswith("exit 127: ")

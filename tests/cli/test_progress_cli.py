@@ -171,3 +171,23 @@ def test_launch_wait_shows_the_job_state_and_the_time_waited(no_delay: None, tmp
     (bin_dir / "scontrol.n").unlink()
     code, out, err = run(*args[:-2], "-f", "json", "--", "t.py")
     assert code == 0 and err == "" and '"COMPLETED"' in out
+
+
+def test_topology_simulate_and_trace_commands_show_a_line(no_delay: None, tmp_path: Path) -> None:
+    """Issue 23: a large simulate (16,384 GPUs: 50 s) and a large trace (300 MB: 6 s) were silent."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    import trace_builder as tb
+
+    assert run("topology", "plan", "--nodes", "16", "--out", tmp_path / "plan", "-f", "json")[0] == 0
+    code, _, err = run("topology", "simulate", tmp_path / "plan", "--routing", "ecmp")
+    assert code == 0 and "simulating alltoall (ecmp routing)" in err, err
+    traces = []
+    for rank in (0, 1):
+        path = tmp_path / f"rank{rank}.json"
+        path.write_bytes(tb.encode(tb.trace([tb.compute(0, 50), tb.nccl(10, 60)], rank=rank)))
+        traces.append(path)
+    for args in (("overlap", *traces), ("stragglers", *traces), ("timeline", *traces, "--out", tmp_path / "t.svg")):
+        code, _, err = run("trace", *args, "--jobs", "1")
+        assert code == 0 and "reading 2 trace files" in err and "100%" in err, (args, err)
+    code, _, err = run("trace", "overlap", *traces, "-f", "json")
+    assert code == 0 and err == ""

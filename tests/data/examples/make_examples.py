@@ -1,0 +1,70 @@
+"""Write the example inputs that ship in the wheel (dsctl/_example_data/, copied out by ``dsctl examples DIR``):
+``python tests/data/examples/make_examples.py``. Deterministic: tests/cli/test_examples_cli.py checks that the
+shipped files are exactly what this writes.
+
+* ``stats/day1.npy``, ``stats/day2.npy``, ``today.npy``: EPLB routing statistics, 58 MoE layers x 256 experts
+  (DeepSeek-V3), tokens per expert, Zipf-skewed with a hot expert set that drifts between days.
+* ``fabric.txt``: ``ibnetdiscover`` output of the fabric ``dsctl topology plan --nodes 10 --radix 8`` plans
+  (tests/data/topology/perfect.ibnet, written by tests/data/topology/make_fixtures.py).
+* ``list-chains.txt``, ``list-targets.txt``: 3FS ``admin_cli list-chains`` / ``list-targets`` output of a cluster
+  with one node down (tests/data/storage/doctor/node_down).
+* ``node.yaml``: a recorded healthy HGX H800 node (tests/data/health/hgx_h800_healthy.yaml).
+* ``traces/rank0.json.gz`` ... ``rank7.json.gz``: PyTorch profiler (Kineto) traces of an 8-rank data-parallel job,
+  six ProfilerStep#N of five all-reduces each, rank 5 computing 30 % slower.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[3]
+OUT = ROOT / "dsctl" / "_example_data"
+sys.path.insert(0, str(ROOT / "tests"))
+
+import trace_builder as tb  # noqa: E402
+
+COLLECTIVES_PER_STEP = 5
+
+
+def stats(seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    weights = 1.0 / np.arange(1, 257) ** 1.1
+    load = np.stack([rng.permutation(weights) for _ in range(58)]) * 2_000_000
+    return np.rint(load * rng.uniform(0.9, 1.1, load.shape)).astype(np.int64)
+
+
+def traces() -> list[dict]:
+    docs = tb.job(8, {5: 1.3}, num_collectives=6 * COLLECTIVES_PER_STEP, seed=7)
+    for doc in docs:
+        kernels = [e for e in doc["traceEvents"] if e.get("ph") == "X"]
+        steps = []
+        for number in range(len(kernels) // (2 * COLLECTIVES_PER_STEP)):
+            part = kernels[number * 2 * COLLECTIVES_PER_STEP:(number + 1) * 2 * COLLECTIVES_PER_STEP]
+            start, end = part[0]["ts"], max(e["ts"] + e["dur"] for e in part)
+            steps.append(tb.step(number + 1, start, round(end - start, 3)))
+        doc["traceEvents"] += steps
+    return docs
+
+
+def main(out: Path = OUT) -> None:
+    if out.exists():
+        shutil.rmtree(out)
+    (out / "stats").mkdir(parents=True)
+    np.save(out / "stats" / "day1.npy", stats(1))
+    np.save(out / "stats" / "day2.npy", stats(2))
+    np.save(out / "today.npy", stats(3))
+    shutil.copyfile(ROOT / "tests" / "data" / "topology" / "perfect.ibnet", out / "fabric.txt")
+    for name in ("list-chains.txt", "list-targets.txt"):
+        shutil.copyfile(ROOT / "tests" / "data" / "storage" / "doctor" / "node_down" / name, out / name)
+    shutil.copyfile(ROOT / "tests" / "data" / "health" / "hgx_h800_healthy.yaml", out / "node.yaml")
+    (out / "traces").mkdir()
+    for rank, doc in enumerate(traces()):
+        (out / "traces" / f"rank{rank}.json.gz").write_bytes(tb.encode(doc, gz=True))
+
+
+if __name__ == "__main__":
+    main()
