@@ -3,7 +3,7 @@
 SPEC (JSON text): ``{"nodes": [names], "ranks": [[node_index, nic_name, gpu], ...], "pairs": [[rank_a, rank_b],
 ...], "bytes": int, "repeats": int, "backend": "gloo"|"nccl", "port": int, "timeout_s": float}``. The ranks of
 this node (``$SLURMD_NODENAME``, else the short host name) run as one process each; rank 0's node is the
-rendezvous (``$MASTER_ADDR`` when set, else rank 0's node name). Every pair exchanges ``bytes`` in both
+rendezvous (rank 0's node name, resolved on the nodes). Every pair exchanges ``bytes`` in both
 directions ``repeats`` times (after one warm-up), all pairs of the round at once between barriers.
 
 Output: ``{"probe": "dsctl.probe/1", "node": name, "backend": ..., "flows": [{"src": rank, "dst": rank,

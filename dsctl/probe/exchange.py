@@ -99,8 +99,9 @@ def run_node(spec: dict[str, Any], node: str) -> tuple[list[dict[str, Any]], lis
     mine = [r for r, (n, _, _) in enumerate(spec["ranks"]) if 0 <= n < len(names) and names[n] == node]
     if not mine:
         return [], [f"no rank of this round runs on {node}"]
-    first_node = names[spec["ranks"][0][0]]
-    master = os.environ.get("MASTER_ADDR") or first_node
+    # the rendezvous is rank 0's node, by name: a fixed $MASTER_ADDR would name a host that a follow-up round
+    # (a few suspects and proven-good nodes) may not contain
+    master = names[spec["ranks"][0][0]]
     results = []
     if len(mine) == 1:
         os.environ.update(rank_env(spec, mine[0]))
