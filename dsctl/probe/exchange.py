@@ -57,19 +57,30 @@ def exchange(spec: dict[str, Any], rank: int, master: str) -> dict[str, Any]:
                     torch.cuda.synchronize()
                     took = time.perf_counter() - start
                 else:
-                    sent = dist.isend(send, peer)
-                    got = dist.irecv(recv, peer)
-                    if got is not None:
-                        got.wait()
-                    took = time.perf_counter() - start
-                    if sent is not None:
-                        sent.wait()
+                    took = _one_way(dist, send, recv, rank, peer, ping, pong)
                 if rep:
                     times.append(took)
         dist.barrier()
     finally:
         dist.destroy_process_group()
     return {"rank": rank, "peer": peer, "times_s": times}
+
+
+def _one_way(dist: Any, send: Any, recv: Any, rank: int, peer: int, ping: Any, pong: Any) -> float:
+    """gloo: one direction at a time (the lower rank sends first, then the higher), each after a handshake; the
+    seconds until this rank's own receive completed. gloo moves a pair's two directions over one socket and
+    sometimes serialises them, so a simultaneous exchange measured one direction at half its rate at random."""
+    took = 0.0
+    for sender in sorted((rank, peer)):
+        if sender != sorted((rank, peer))[0]:
+            _handshake(dist, ping, pong, peer)
+        start = time.perf_counter()
+        if sender == rank:
+            dist.send(send, peer)
+        else:
+            dist.recv(recv, peer)
+            took = time.perf_counter() - start
+    return took
 
 
 def _handshake(dist: Any, ping: Any, pong: Any, peer: int) -> None:

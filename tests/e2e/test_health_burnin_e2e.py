@@ -41,6 +41,9 @@ NET = "198.18.42"
 #: kernel line rate of every node, the profile's NIC rate (+ header overhead), the slowed node's rate
 HEALTHY_MBIT, PROFILE_RATE, SLOW_MBIT = 120, "0.1 Gb/s", 24
 BURST = "64kb"
+#: a short tbf queue (20 ms): the ACKs of a direction may share it with data, and a long one (100 ms
+#: tried) delays them enough to halve some healthy flows at random
+LATENCY = "20ms"
 SIZE = "8MiB"
 
 
@@ -84,7 +87,7 @@ def namespaces() -> Iterator[dict[str, str]]:
             folder.mkdir(parents=True, exist_ok=True)
             (folder / "hosts").write_text(hosts)
             mbit = SLOW_MBIT if node == SLOW else HEALTHY_MBIT
-            shape = ["root", "tbf", "rate", f"{mbit}mbit", "burst", BURST, "latency", "100ms"]
+            shape = ["root", "tbf", "rate", f"{mbit}mbit", "burst", BURST, "latency", LATENCY]
             sh("ip", "netns", "exec", f"dsbn-{node}", "tc", "qdisc", "add", "dev", f"dsbv-{node}", *shape)
             sh("tc", "qdisc", "add", "dev", f"dsbh-{node}", *shape)
         yield addresses
