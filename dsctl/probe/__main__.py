@@ -3,8 +3,9 @@
 SPEC (JSON text): ``{"nodes": [names], "ranks": [[node_index, nic_name, gpu], ...], "pairs": [[rank_a, rank_b],
 ...], "bytes": int, "repeats": int, "backend": "gloo"|"nccl", "port": int, "timeout_s": float}``. The ranks of
 this node (``$SLURMD_NODENAME``, else the short host name) run as one process each; rank 0's node is the
-rendezvous (``$MASTER_ADDR`` when set, else rank 0's node name). Every pair exchanges ``bytes`` in both
-directions ``repeats`` times (after one warm-up), all pairs of the round at once between barriers.
+rendezvous (rank 0's node name, resolved on the nodes). Every pair exchanges ``bytes`` in both
+directions ``repeats`` times (after one warm-up), all pairs of the round at once between barriers (gloo:
+one direction after the other).
 
 Output: ``{"probe": "dsctl.probe/1", "node": name, "backend": ..., "flows": [{"src": rank, "dst": rank,
 "median_gbps": x, "min_gbps": y, "repeats": n}, ...]}`` with one entry per flow *received* on this node

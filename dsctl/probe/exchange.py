@@ -57,19 +57,30 @@ def exchange(spec: dict[str, Any], rank: int, master: str) -> dict[str, Any]:
                     torch.cuda.synchronize()
                     took = time.perf_counter() - start
                 else:
-                    sent = dist.isend(send, peer)
-                    got = dist.irecv(recv, peer)
-                    if got is not None:
-                        got.wait()
-                    took = time.perf_counter() - start
-                    if sent is not None:
-                        sent.wait()
+                    took = _one_way(dist, send, recv, rank, peer, ping, pong)
                 if rep:
                     times.append(took)
         dist.barrier()
     finally:
         dist.destroy_process_group()
     return {"rank": rank, "peer": peer, "times_s": times}
+
+
+def _one_way(dist: Any, send: Any, recv: Any, rank: int, peer: int, ping: Any, pong: Any) -> float:
+    """gloo: one direction at a time (the lower rank sends first, then the higher), each after a handshake; the
+    seconds until this rank's own receive completed. gloo moves a pair's two directions over one socket and
+    sometimes serialises them, so a simultaneous exchange measured one direction at half its rate at random."""
+    took = 0.0
+    for sender in sorted((rank, peer)):
+        if sender != sorted((rank, peer))[0]:
+            _handshake(dist, ping, pong, peer)
+        start = time.perf_counter()
+        if sender == rank:
+            dist.send(send, peer)
+        else:
+            dist.recv(recv, peer)
+            took = time.perf_counter() - start
+    return took
 
 
 def _handshake(dist: Any, ping: Any, pong: Any, peer: int) -> None:
@@ -99,8 +110,9 @@ def run_node(spec: dict[str, Any], node: str) -> tuple[list[dict[str, Any]], lis
     mine = [r for r, (n, _, _) in enumerate(spec["ranks"]) if 0 <= n < len(names) and names[n] == node]
     if not mine:
         return [], [f"no rank of this round runs on {node}"]
-    first_node = names[spec["ranks"][0][0]]
-    master = os.environ.get("MASTER_ADDR") or first_node
+    # the rendezvous is rank 0's node, by name: a fixed $MASTER_ADDR would name a host that a follow-up round
+    # (a few suspects and proven-good nodes) may not contain
+    master = names[spec["ranks"][0][0]]
     results = []
     if len(mine) == 1:
         os.environ.update(rank_env(spec, mine[0]))

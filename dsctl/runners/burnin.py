@@ -3,8 +3,8 @@ hostlists, timeouts, unreachable nodes, no shared file system), each node runnin
 
 The round travels in the probe's argv as JSON (``dsctl.probe.__main__`` documents it): the node of every rank,
 its NIC (``NCCL_IB_HCA``) and GPU, the pairs. A node that does not answer leaves its flows unmeasured (judged
-as nothing went through). ``MASTER_ADDR`` in dsctl's environment reaches the probes (srun exports it) and
-names the rendezvous host; else rank 0's node name is used.
+as nothing went through). The rendezvous is rank 0's node name (the first node of the round), which every
+node of the round must resolve to an address the others reach.
 """
 
 from __future__ import annotations

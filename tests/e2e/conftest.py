@@ -147,8 +147,9 @@ def job_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     (tmp_path / "train.py").write_text("raise SystemExit('a stand-in: the tests replace torchrun')\n")
 
 
-def cpu_node_profile(folder: Path, gpus: int) -> Path:
-    """A profiles folder with node profile ``cpu{gpus}``: ``gpus`` workers per node, HBM large enough to fit."""
+def cpu_node_profile(folder: Path, gpus: int, nic_rate: str = "1 Gb/s") -> Path:
+    """A profiles folder with node profile ``cpu{gpus}``: ``gpus`` workers per node, HBM large enough to fit,
+    compute NICs of ``nic_rate``."""
     nodes = folder / "nodes"
     nodes.mkdir(parents=True, exist_ok=True)
     (nodes / f"cpu{gpus}.yaml").write_text(
@@ -156,7 +157,7 @@ def cpu_node_profile(folder: Path, gpus: int) -> Path:
         "description: CPU stand-in for end-to-end tests (one gloo worker per 'GPU')\n"
         f"gpu: {{model: none, count: {gpus}, hbm: 4096 GiB, bf16_dense_tflops: 1, fp8_dense_tflops: 2}}\n"
         "nvlink: {bandwidth: 1 GB/s, links_per_gpu: 1}\n"
-        f"compute_nics: {{count: {gpus}, model: loopback, rate: 1 Gb/s, link_layer: ethernet}}\n"
+        f"compute_nics: {{count: {gpus}, model: loopback, rate: {nic_rate}, link_layer: ethernet}}\n"
         "storage_nics: {count: 1, rate: 1 Gb/s, link_layer: ethernet}\n")
     return folder
 

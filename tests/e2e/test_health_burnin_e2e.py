@@ -2,10 +2,17 @@
 (``python -m dsctl.probe``) over gloo, one node slowed by the kernel.
 
 Every emulated node's probe runs in its own network namespace (``dsbn-<node>``) joined to a host bridge by a
-veth pair, on 198.18.42.0/24 (the RFC 2544 benchmarking range; nothing else uses it here). The slowed node's
-veth is shaped with ``tc ... tbf`` on both ends, so its traffic is slow in both directions; the probe does not
-know (a wrapper given as ``--python`` enters the namespace, as plan-to-place-facts.md describes). Burn-in must
-name exactly that node and ``--drain`` drain exactly it (checked with sinfo).
+veth pair, on 198.18.42.0/24 (the RFC 2544 benchmarking range; nothing else uses it here); each namespace's
+/etc/hosts (``/etc/netns/<ns>/hosts``, bind-mounted by ``ip netns exec``) maps n1..n8 to those addresses, so the
+rendezvous (rank 0's node name) and gloo (``GLOO_SOCKET_IFNAME``) both use the veths, never a loopback.
+
+Every veth is shaped with ``tc ... tbf`` on both ends, so the kernel, not the CPU, sets every pair's rate in
+both directions: HEALTHY_MBIT for all nodes (above the profile's NIC rate by the TCP/IP header overhead), and
+SLOW_MBIT = HEALTHY_MBIT / 5 for SLOW. Unshaped veths on a loaded 2-core host measured anywhere between a few
+hundred Mbit/s and several Gbit/s per flow, noise that hid even a 20x slower node from the outlier test. The
+transfer (SIZE) is 128x the tbf burst, so no exchange finishes inside the burst. The probe does not know (a
+wrapper given as ``--python`` enters the namespace, as plan-to-place-facts.md describes). Burn-in must name
+exactly that node and ``--drain`` drain exactly it (checked with sinfo).
 """
 
 from __future__ import annotations
@@ -31,6 +38,13 @@ NODES = 8
 SLOW = "n5"
 BRIDGE = "dsbnbr0"
 NET = "198.18.42"
+#: kernel line rate of every node, the profile's NIC rate (+ header overhead), the slowed node's rate
+HEALTHY_MBIT, PROFILE_RATE, SLOW_MBIT = 120, "0.1 Gb/s", 24
+BURST = "64kb"
+#: a short tbf queue (20 ms): the ACKs of a direction may share it with data, and a long one (100 ms
+#: tried) delays them enough to halve some healthy flows at random
+LATENCY = "20ms"
+SIZE = "8MiB"
 
 
 def sh(*argv: str) -> None:
@@ -41,12 +55,14 @@ def teardown(nodes: list[str]) -> None:
     for node in nodes:
         subprocess.run(["ip", "netns", "del", f"dsbn-{node}"], capture_output=True, check=False)
         subprocess.run(["ip", "link", "del", f"dsbh-{node}"], capture_output=True, check=False)
+        shutil.rmtree(f"/etc/netns/dsbn-{node}", ignore_errors=True)
     subprocess.run(["ip", "link", "del", BRIDGE], capture_output=True, check=False)
 
 
 @pytest.fixture
 def namespaces() -> Iterator[dict[str, str]]:
-    """node -> address: one namespace per emulated node, veths to one bridge; SLOW shaped to 50 Mbit/s."""
+    """node -> address: one namespace per emulated node, veths to one bridge, its own /etc/hosts; every veth
+    shaped to HEALTHY_MBIT, SLOW's to SLOW_MBIT."""
     need(os.geteuid() == 0 and shutil.which("ip") is not None and shutil.which("tc") is not None,
          "network namespaces and tc need root and iproute2")
     nodes = [f"n{i}" for i in range(1, NODES + 1)]
@@ -65,10 +81,15 @@ def namespaces() -> Iterator[dict[str, str]]:
             sh("ip", "netns", "exec", ns, "ip", "link", "set", inner, "up")
             sh("ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up")
             addresses[node] = f"{NET}.{i}"
-        slow_ns = f"dsbn-{SLOW}"
-        shape = ["root", "tbf", "rate", "50mbit", "burst", "64kb", "latency", "50ms"]
-        sh("ip", "netns", "exec", slow_ns, "tc", "qdisc", "add", "dev", f"dsbv-{SLOW}", *shape)
-        sh("tc", "qdisc", "add", "dev", f"dsbh-{SLOW}", *shape)
+        hosts = "127.0.0.1 localhost\n" + "".join(f"{a} {n}\n" for n, a in addresses.items())
+        for node in nodes:
+            folder = Path(f"/etc/netns/dsbn-{node}")
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "hosts").write_text(hosts)
+            mbit = SLOW_MBIT if node == SLOW else HEALTHY_MBIT
+            shape = ["root", "tbf", "rate", f"{mbit}mbit", "burst", BURST, "latency", LATENCY]
+            sh("ip", "netns", "exec", f"dsbn-{node}", "tc", "qdisc", "add", "dev", f"dsbv-{node}", *shape)
+            sh("tc", "qdisc", "add", "dev", f"dsbh-{node}", *shape)
         yield addresses
     finally:
         teardown(nodes)
@@ -91,23 +112,20 @@ def sinfo_drained() -> dict[str, str]:
     return dict(line.split("|", 1) for line in out.splitlines() if "|" in line)
 
 
-@pytest.mark.xfail(strict=False, reason="passes 1 run in 5 on the 2-core CI host: in one of the two rounds the shaped "
-                   "node's pair sometimes measures at normal speed under Slurm (never when the same probes run by "
-                   "hand), and a round of 8 noisy CPU flows rarely clears the 4-MAD outlier test; under study")
 def test_burn_in_names_and_drains_the_node_the_kernel_slows(cli: Cli, slurm_cluster: int, namespaces: dict[str, str],
                                                             tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                             resume: Callable[[list[str]], None]) -> None:
     assert slurm_cluster >= NODES
-    profiles = cpu_node_profile(tmp_path / "profiles", 1)
+    profiles = cpu_node_profile(tmp_path / "profiles", 1, nic_rate=PROFILE_RATE)
     plan = tmp_path / "plan"
     r = cli("--profiles-dir", str(profiles), "topology", "plan", "-n", str(NODES), "--node-profile", "cpu1",
             "--node-name", "n{n}", "--out", str(plan))
     assert r.exit_code == 0, r.stderr
-    monkeypatch.setenv("MASTER_ADDR", namespaces["n1"])  # srun passes it to every probe: the rendezvous host
+    monkeypatch.delenv("MASTER_ADDR", raising=False)  # the rendezvous is rank 0's node, by name
     out = tmp_path / "out"
     try:
         r = cli("--profiles-dir", str(profiles), "health", "burn-in", str(plan), "-w", f"n[1-{NODES}]",
-                "--backend", "gloo", "--size", "32MiB", "--repeats", "3", "--timeout", "240",
+                "--backend", "gloo", "--size", SIZE, "--repeats", "3", "--timeout", "240",
                 "--python", str(wrapper(tmp_path)), "--drain", "--max-drain", "2", "--out", str(out), "-f", "json")
         data = r.json() if r.stdout.startswith("{") else {"rounds": [], "findings": []}
         shown = json.dumps({"rounds": data["rounds"], "findings": data["findings"]}, indent=1)

@@ -62,12 +62,12 @@ def test_rank_table_pins_each_rank_to_its_nic_and_gpu_and_results_map_back() -> 
 @pytest.mark.slow
 def test_probe_exchanges_over_gloo(tmp_path: Path) -> None:
     pytest.importorskip("torch")
-    four = spec(nodes=["a", "b", "c", "d"], ranks=[[i, "mlx5_0", 0] for i in range(4)], pairs=[[0, 2], [1, 3]],
+    four = spec(nodes=["localhost", "b", "c", "d"], ranks=[[i, "mlx5_0", 0] for i in range(4)], pairs=[[0, 2], [1, 3]],
                 port=29000 + os.getpid() % 20000)
-    env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # rank 0 runs on "localhost": the rendezvous
     procs = [subprocess.Popen([sys.executable, "-m", "dsctl.probe", "--round", json.dumps(four), "--node", n],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-             for n in ("a", "b", "c", "d")]
+             for n in four["nodes"]]
     docs = [json.loads(p.communicate(timeout=120)[0]) for p in procs]
     assert [p.returncode for p in procs] == [0, 0, 0, 0]
     flows = {(f["src"], f["dst"]): f for d in docs for f in d["flows"]}

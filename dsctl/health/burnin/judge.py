@@ -21,8 +21,10 @@ import numpy as np
 
 DEFAULT_FRACTION = 0.9
 DEFAULT_MAD_K = 4.0
-#: the scaled MAD is at least this fraction of the median (a noiseless round has MAD 0)
-MAD_FLOOR = 0.01
+#: the scaled MAD is at least this fraction of the median: a noiseless round has MAD 0, and a small round (8
+#: flows of a CI host) has a MAD of chance; with k = 4 a flow must be >= 16% below the median to be an outlier,
+#: so noise of a few % never flags while a 1.25x (and any 4x) slowdown does
+MAD_FLOOR = 0.04
 #: rounds with fewer flows judge against the statistics of the design rounds (a follow-up has a few flows)
 MIN_FLOWS_FOR_STATS = 16
 
