@@ -245,7 +245,7 @@ def simulate(
     work = sim.Workload(workload, workload, size_bytes, node_ids, group_size, group_stride, tokens, share, ep)
     request = sim.SimRequest(work, routing, seed, tuple(fail or ()), fail_random, jobs_doc, f"--jobs {jobs}",
                                  ep_model, svg_plane if svg is not None else None, reflow)
-    result = sim.run(plan_text, str(plan_file), node.nvlink_bytes_per_s / 2 / 1e9, request, bisection)
+    result = sim.run(plan_text, str(plan_file), node.nvlink_bytes_per_s / 2, request, bisection)
     if svg is not None and result.svg is not None:
         atomic_write(svg, result.svg, "--svg")
     show(result, fmt, "topology simulate")
