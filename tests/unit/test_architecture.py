@@ -93,10 +93,30 @@ def test_command_modules_import_neither_yaml_nor_hardware_backends(path: Path) -
     assert not backends, f"commands/{path.name} opens backends itself ({sorted(backends)}); use open_source"
 
 
+def top_level_imports(path: Path) -> set[str]:
+    """Modules imported when ``path`` is imported (module body, not inside functions)."""
+    names: set[str] = set()
+    for node in ast.parse(path.read_text(encoding="utf-8"), filename=str(path)).body:
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+@pytest.mark.parametrize("path", COMMAND_FILES, ids=lambda p: p.name)
+def test_command_modules_read_yaml_and_numpy_only_inside_their_commands(path: Path) -> None:
+    """dsctl.profiles.textyaml imports yaml, so a command module that imported it (or numpy) at its top would
+    load them for every --help of its group (tests/unit/test_startup.py measures that)."""
+    bad = {n for n in top_level_imports(path) if n.split(".")[0] in {"yaml", "numpy"} or n == "dsctl.profiles.textyaml"}
+    assert not bad, f"commands/{path.name} imports {sorted(bad)} at module level; import it inside the command"
+
+
 def test_the_rule_checker_catches_a_violation(tmp_path: Path) -> None:
     bad = tmp_path / "bad.py"
-    bad.write_text("import rich.table\nfrom yaml import safe_load\n")
-    assert {"rich.table", "yaml"} <= imported_modules(bad)
+    bad.write_text("import rich.table\nfrom yaml import safe_load\n\ndef f():\n    import numpy\n")
+    assert {"rich.table", "yaml", "numpy"} <= imported_modules(bad)
+    assert top_level_imports(bad) == {"rich.table", "yaml"}
 
 
 def test_no_assert_statements_in_the_package() -> None:
