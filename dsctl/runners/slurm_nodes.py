@@ -9,6 +9,7 @@ import subprocess
 from collections.abc import Iterable, Sequence
 
 from dsctl.errors import EnvironmentMissing, InputError
+from dsctl.health.drain import drain_argv
 from dsctl.names import NODE_NAME
 from dsctl.runners.process import capture, require
 
@@ -158,7 +159,7 @@ def drain_node(node: str, reason: str) -> str | None:
     if not valid_node_name(node):
         raise InputError(f"{node!r} is not a node name")
     scontrol = require("scontrol", SRUN_HINT)
-    done = capture([scontrol, "update", f"NodeName={node}", "State=DRAIN", f"Reason={reason}"], timeout_s=30.0)
+    done = capture(list(drain_argv(node, reason, scontrol)), timeout_s=30.0)
     if done.returncode == 0:
         return None
     return last_line(done.stderr or done.stdout) or f"scontrol exited {done.returncode}"
