@@ -58,7 +58,7 @@ def _design_and_judge(inputs: Any) -> int:
 
 
 def _simulated(text: str) -> int:
-    result = run(text, "plan.json", BurninRequest(fabric_doc=FAULTS, nvlink_gbyte_s=200.0))
+    result = run(text, "plan.json", BurninRequest(fabric_doc=FAULTS, nvlink_bytes_per_s=200e9))
     return result.rounds_run
 
 

@@ -28,8 +28,8 @@ def _plan_json(nodes: int) -> str:
 
 def _alltoall(routing: str) -> Any:
     def go(text: str) -> float:
-        result = run(text, "plan.json", 200.0, SimRequest(Workload("a2a", "alltoall"), routing, 0))
-        return result.gpu_gbyte_s.median
+        result = run(text, "plan.json", 200e9, SimRequest(Workload("a2a", "alltoall"), routing, 0))
+        return result.gpu_bytes_per_s.median / 1e9  # GB/s
 
     return go
 

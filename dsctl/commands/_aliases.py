@@ -3,7 +3,9 @@
 One name per concept (issue 22): Slurm's ``-N/--nodes`` is a node count and ``-w/--nodelist`` a hostlist;
 ``--node-profile`` names a node profile and ``-m/--model`` a model profile in every command. The spellings that
 meant something else are rewritten here, before Click parses the command line, so that no command declares a
-second parameter for them and ``--help`` shows only the new names. docs/output.md lists the table.
+second parameter for them and ``--help`` shows only the new names. One bandwidth suffix too: a byte rate is
+``_bytes_per_s`` (``--bandwidth-gbytes`` in GB/s became ``--bandwidth-bytes-per-s``; its value is rescaled here).
+docs/output.md lists the table.
 """
 
 from __future__ import annotations
@@ -23,12 +25,25 @@ def _is_count(value: str) -> bool:
 @dataclass(frozen=True)
 class Alias:
     """``old`` is rewritten to ``new``. ``refuse`` (a test of the value) names values the old spelling no longer
-    takes here, with ``refuse_hint`` as the error's hint."""
+    takes here, with ``refuse_hint`` as the error's hint. ``scale``: the new option's units per old unit (1e9
+    for GB/s -> bytes/s); a numeric value is multiplied by it, anything else is passed on for Click to refuse.
+    ``note`` ends the deprecation line (e.g. the unit change)."""
 
     old: str
     new: str
     refuse: Callable[[str], bool] | None = None
     refuse_hint: str = ""
+    scale: float = 1.0
+    note: str = ""
+
+    def value(self, text: str) -> str:
+        """``text`` in the new option's unit."""
+        if self.scale == 1.0:
+            return text
+        try:
+            return repr(float(text) * self.scale)
+        except ValueError:
+            return text
 
 
 PROFILE = Alias("--node", "--node-profile")
@@ -51,11 +66,13 @@ ALIASES: dict[str, tuple[Alias, ...]] = {
     "storage chains": (COUNT,),
     "topology plan": (COUNT,),
     "topology simulate": (COUNT, Alias("-w", "--workload")),
+    "model ep-speed-limit": (Alias("--bandwidth-gbytes", "--bandwidth-bytes-per-s", scale=1e9,
+                                   note="in bytes/s: 900 GB/s is 900e9"),),
 }
 
 
-def warn_deprecated(old: str, new: str) -> None:
-    sys.stderr.write(f"warning: {old} is deprecated; use {new}\n")
+def warn_deprecated(old: str, new: str, note: str = "") -> None:
+    sys.stderr.write(f"warning: {old} is deprecated; use {new}{f' ({note})' if note else ''}\n")
     sys.stderr.flush()
 
 
@@ -93,8 +110,10 @@ def rewrite(args: Sequence[str], aliases: Sequence[Alias], value_options: set[st
             if alias.refuse is not None and alias.refuse(value):
                 raise InputError(f"{alias.old} {value}: this command takes {alias.new}", hint=alias.refuse_hint)
             if not quiet:
-                warn_deprecated(alias.old, alias.new)
-            out[i] = f"{alias.new}={attached}" if sep else alias.new
+                warn_deprecated(alias.old, alias.new, alias.note)
+            out[i] = f"{alias.new}={alias.value(attached)}" if sep else alias.new
+            if not sep and i + 1 < len(out):
+                out[i + 1] = alias.value(out[i + 1])
             name = alias.new
         if not sep and name in value_options:
             i += 1  # skip the option's value

@@ -117,7 +117,7 @@ def burn_in(
     nvlink = not no_nvlink and (fabric_model is not None or backend == "nccl")
     request = BurninRequest(node_names(nodelist), fraction, mad_k, nvlink,
                             fabric_document(fabric_model) if fabric_model is not None else None,
-                            f"--fabric-model {fabric_model}", node_profile.nvlink_bytes_per_s / 2 / 1e9,
+                            f"--fabric-model {fabric_model}", node_profile.nvlink_bytes_per_s / 2,
                             svg=out is not None)
     factory = None
     if fabric_model is None:

@@ -139,8 +139,9 @@ def cost(
 @app.command("ep-speed-limit")
 def ep_speed_limit_command(
     nic_gbps: Annotated[float, typer.Option("--nic-gbps", help="NIC line rate in Gb/s (400 = 50 GB/s).")] = 400.0,
-    bandwidth_gbytes: Annotated[
-        float | None, typer.Option("--bandwidth-gbytes", help="Link bandwidth in GB/s; overrides --nic-gbps.")
+    bandwidth_bytes_per_s: Annotated[
+        float | None, typer.Option("--bandwidth-bytes-per-s",
+                                   help="Link bandwidth in bytes/s (900e9 = NVL72's 900 GB/s); overrides --nic-gbps.")
     ] = None,
     tokens_per_device: Annotated[int, typer.Option("--tokens-per-device", help="Tokens per device per step.")] = 32,
     hidden: Annotated[int, typer.Option("--hidden", help="Hidden size (the paper rounds 7168 to 7000).")] = 7000,
@@ -159,7 +160,7 @@ def ep_speed_limit_command(
     from dsctl.model.ep import ep_speed_limit, link_bandwidth_bytes_per_s
 
     report = ep_speed_limit(
-        bandwidth_bytes_per_s=link_bandwidth_bytes_per_s(nic_gbps, bandwidth_gbytes),
+        bandwidth_bytes_per_s=link_bandwidth_bytes_per_s(nic_gbps, bandwidth_bytes_per_s),
         tokens_per_device=tokens_per_device,
         hidden=hidden,
         experts_per_token=experts_per_token,

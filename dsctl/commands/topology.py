@@ -248,7 +248,7 @@ def simulate(
     from dsctl.output.progress import progress
 
     with progress(f"simulating {workload} ({routing} routing)", fmt):
-        result = sim.run(plan_text, str(plan_file), node.nvlink_bytes_per_s / 2 / 1e9, request, bisection)
+        result = sim.run(plan_text, str(plan_file), node.nvlink_bytes_per_s / 2, request, bisection)
     if svg is not None and result.svg is not None:
         atomic_write(svg, result.svg, "--svg")
     show(result, fmt, "topology simulate")

@@ -92,6 +92,11 @@ class NodeState:
     reason: str = ""
 
 
+def drain_argv(node: str, reason: str, scontrol: str = "scontrol") -> tuple[str, ...]:
+    """The command that drains ``node`` with ``reason`` (what reports print and what the runner runs)."""
+    return (scontrol, "update", f"NodeName={node}", "State=DRAIN", f"Reason={reason}")
+
+
 @dataclass(frozen=True)
 class DrainStep:
     """One node: ``action`` drain (new), update (drained by dsctl before), foreign (another reason, left alone),
@@ -106,7 +111,7 @@ class DrainStep:
 
     @property
     def argv(self) -> tuple[str, ...]:
-        return ("scontrol", "update", f"NodeName={self.node}", "State=DRAIN", f"Reason={self.reason}")
+        return drain_argv(self.node, self.reason)
 
 
 @dataclass(frozen=True)

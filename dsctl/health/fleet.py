@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from dsctl.health.drain import MAX_REASON_CHARS, REASON_PREFIX, one_line, reason  # noqa: F401  (re-exported)
+from dsctl.health.drain import MAX_REASON_CHARS, REASON_PREFIX, drain_argv, one_line, reason  # noqa: F401  (re-exported)
 
 STATUSES = ("healthy", "warn", "crit", "unreachable")
 #: severities listed in the fleet's findings table (INFO/SKIP/OK stay in the per-node reports)
@@ -61,7 +61,7 @@ class DrainAction:
 
     @property
     def argv(self) -> tuple[str, ...]:
-        return ("scontrol", "update", f"NodeName={self.node}", "State=DRAIN", f"Reason={self.reason}")
+        return drain_argv(self.node, self.reason)
 
 
 @dataclass(frozen=True)

@@ -21,10 +21,10 @@ from dsctl.model.checks import require_finite_results, require_number
 
 @dataclass(frozen=True)
 class EPSpeedLimit:
-    """Inputs and the resulting ceiling. Bandwidth in bytes/s (``bandwidth_gbytes`` = 1e9 bytes/s)."""
+    """Inputs and the resulting ceiling. Bandwidth in bytes/s, bytes per value and per step in bytes, times in
+    seconds."""
 
     bandwidth_bytes_per_s: float
-    bandwidth_gbytes: float
     tokens_per_device: int
     hidden: int
     experts_per_token: int
@@ -52,7 +52,7 @@ def ep_speed_limit(
 ) -> EPSpeedLimit:
     """Communication-bound time per output token (see the module docstring)."""
     positives = [
-        (bandwidth_bytes_per_s, "--bandwidth-gbytes/--nic-gbps"),
+        (bandwidth_bytes_per_s, "--bandwidth-bytes-per-s/--nic-gbps"),
         (tokens_per_device, "--tokens-per-device"),
         (hidden, "--hidden"),
         (experts_per_token, "--experts-per-token"),
@@ -65,7 +65,7 @@ def ep_speed_limit(
         require_number(value, option, non_negative=True)
     if dispatch_bytes + combine_bytes <= 0:
         raise InputError("--dispatch-bytes and --combine-bytes cannot both be 0")
-    options = ["--nic-gbps/--bandwidth-gbytes", "--tokens-per-device", "--hidden", "--experts-per-token",
+    options = ["--nic-gbps/--bandwidth-bytes-per-s", "--tokens-per-device", "--hidden", "--experts-per-token",
                "--dispatch-bytes", "--combine-bytes", "--layers", "--micro-batches"]
     per_step = (dispatch_bytes + combine_bytes) * float(tokens_per_device) * float(experts_per_token) * float(hidden)
     comm_s = per_step / bandwidth_bytes_per_s
@@ -77,7 +77,6 @@ def ep_speed_limit(
     require_finite_results({"tokens per second": tokens_per_s}, options)
     return EPSpeedLimit(
         bandwidth_bytes_per_s=bandwidth_bytes_per_s,
-        bandwidth_gbytes=bandwidth_bytes_per_s / 1e9,
         tokens_per_device=tokens_per_device,
         hidden=hidden,
         experts_per_token=experts_per_token,
@@ -93,12 +92,12 @@ def ep_speed_limit(
     )
 
 
-def link_bandwidth_bytes_per_s(nic_gbps: float, bandwidth_gbytes: float | None = None) -> float:
-    """Bytes/s of the EP link: ``bandwidth_gbytes * 1e9`` when given, else ``nic_gbps * 1e9 / 8``."""
-    if bandwidth_gbytes is not None:
-        require_number(bandwidth_gbytes, "--bandwidth-gbytes", positive=True)
-        bytes_per_s = bandwidth_gbytes * 1e9
-        option = "--bandwidth-gbytes"
+def link_bandwidth_bytes_per_s(nic_gbps: float, bandwidth_bytes_per_s: float | None = None) -> float:
+    """Bytes/s of the EP link: ``bandwidth_bytes_per_s`` when given, else ``nic_gbps * 1e9 / 8``."""
+    if bandwidth_bytes_per_s is not None:
+        require_number(bandwidth_bytes_per_s, "--bandwidth-bytes-per-s", positive=True)
+        bytes_per_s = bandwidth_bytes_per_s
+        option = "--bandwidth-bytes-per-s"
     else:
         require_number(nic_gbps, "--nic-gbps", positive=True)
         bytes_per_s = nic_gbps * 1e9 / 8.0

@@ -32,6 +32,12 @@ The rule (also in docs/reliability.md, Limits, and docs/architecture.md):
 
 Temporaries carry the writer's pid; they are removed on errors, SIGINT, SIGTERM and SIGHUP, and those of a killed
 run (its pid gone) by the next run into the same place.
+
+Why one module over 500 lines: it is one rule, not several jobs. The target checks, the manifest test of a
+folder, the staging and swap, the backups of :func:`write_together` and the temporary sweep each rely on the
+others' guarantees (a swap is safe only because the folder was found to be dsctl's, a sweep only because the
+names carry a pid), so a reader auditing "can dsctl destroy a file it did not write?" reads this file alone.
+Split it only along a line that keeps that question answerable in one place.
 """
 
 from __future__ import annotations

@@ -84,7 +84,7 @@ def _ep(result: EPSpeedLimit) -> Iterable[RenderableType]:
     yield _kv_table(
         "EP decode speed limit (network-bound, latency ignored)",
         [
-            ("link bandwidth", f"{result.bandwidth_gbytes:g} GB/s"),
+            ("link bandwidth", f"{result.bandwidth_bytes_per_s / 1e9:g} GB/s"),
             ("bytes per EP step", f"{result.bytes_per_step:,.0f} "
              f"(({result.dispatch_bytes:g}+{result.combine_bytes:g}) B x {result.tokens_per_device} tokens x "
              f"{result.experts_per_token} experts x {result.hidden:,})"),

@@ -22,7 +22,8 @@ def _time(seconds: float) -> str:
 
 
 def _spread(s: Spread) -> str:
-    return f"{s.min:,.1f} / {s.median:,.1f} / {s.max:,.1f}"
+    """min / median / max in GB/s (the values are bytes/s)."""
+    return f"{s.min / 1e9:,.1f} / {s.median / 1e9:,.1f} / {s.max / 1e9:,.1f}"
 
 
 @table_renderer(SimResult)
@@ -32,12 +33,13 @@ def _simulate(result: SimResult) -> Iterable[RenderableType]:
     head.add_column("item", style="bold", no_wrap=True)
     head.add_column("value", overflow="fold")
     rows = [
-        ("per-GPU GB/s", f"{_spread(result.gpu_gbyte_s)} (min / median / max; bytes to other nodes / time)"),
-        ("bound", f"NIC line rate {result.nic_gbyte_s:,.1f} GB/s per GPU"
-                  + (f"; bisection {result.bisection_gbyte_s / 1e3:,.1f} TB/s" if result.bisection_gbyte_s else "")),
+        ("per-GPU GB/s", f"{_spread(result.gpu_bytes_per_s)} (min / median / max; bytes to other nodes / time)"),
+        ("bound", f"NIC line rate {result.nic_bytes_per_s / 1e9:,.1f} GB/s per GPU"
+                  + (f"; bisection {result.bisection_bytes_per_s / 1e12:,.1f} TB/s"
+                     if result.bisection_bytes_per_s else "")),
         ("completion", f"{_time(result.completion_s)} (lower bound {_time(result.lower_bound_s)}: busiest link "
                        "at full rate)"),
-        ("NVLink", f"{result.nvlink_gbyte_s:,.0f} GB/s per direction; busiest at "
+        ("NVLink", f"{result.nvlink_bytes_per_s / 1e9:,.0f} GB/s per direction; busiest at "
                    f"{result.nvlink_max_utilisation:.0%} on average"),
     ]
     if result.failed:
@@ -48,14 +50,14 @@ def _simulate(result: SimResult) -> Iterable[RenderableType]:
     for key, value in rows:
         head.add_row(key, value)
     yield head
-    if len(result.jobs) > 1 or result.jobs[0].note or result.jobs[0].algbw_gbyte_s:
+    if len(result.jobs) > 1 or result.jobs[0].note or result.jobs[0].algbw_bytes_per_s:
         jobs = Table(title="jobs", title_justify="left")
         for col in ("job", "GPUs", "GB/s min/med/max", "completion", "algbw GB/s"):
             jobs.add_column(col, justify="left" if col == "job" else "right", overflow="fold")
         for j in result.jobs:
             size = f" {human_bytes(j.size_bytes)}" if j.size_bytes else ""
-            jobs.add_row(f"{j.name} ({j.workload}{size})", f"{j.num_gpus:,}", _spread(j.gpu_gbyte_s),
-                         _time(j.completion_s), f"{j.algbw_gbyte_s:,.1f}" if j.algbw_gbyte_s else "-")
+            jobs.add_row(f"{j.name} ({j.workload}{size})", f"{j.num_gpus:,}", _spread(j.gpu_bytes_per_s),
+                         _time(j.completion_s), f"{j.algbw_bytes_per_s / 1e9:,.1f}" if j.algbw_bytes_per_s else "-")
         yield jobs
         for j in result.jobs:
             if j.note:
@@ -65,12 +67,12 @@ def _simulate(result: SimResult) -> Iterable[RenderableType]:
         planes.add_column(col, justify="right")
     for p in result.planes:
         planes.add_row(str(p.plane), f"{p.flows:,}", f"{p.rounds:,}", f"{p.max_utilisation:.0%}",
-                       f"{p.mean_uplink_utilisation:.0%}", _spread(p.gpu_gbyte_s))
+                       f"{p.mean_uplink_utilisation:.0%}", _spread(p.gpu_bytes_per_s))
     yield planes
     hot = Table(title="hottest links", title_justify="left")
     hot.add_column("link", overflow="fold")
     hot.add_column("use", justify="right", no_wrap=True)
     hot.add_column("GB/s", justify="right", no_wrap=True)
     for link in result.hottest_links:
-        hot.add_row(link.name, f"{link.utilisation:.0%}", f"{link.gbyte_s:,.1f}")
+        hot.add_row(link.name, f"{link.utilisation:.0%}", f"{link.bytes_per_s / 1e9:,.1f}")
     yield hot

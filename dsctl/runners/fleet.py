@@ -26,14 +26,28 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from dsctl.errors import EnvironmentMissing, InputError
-from dsctl.names import NODE_NAME
-from dsctl.runners.process import capture, ended_on_signals, require, stop_group
+from dsctl.runners.process import ended_on_signals, require, stop_group
 
-SRUN_HINT = ("install Slurm's client tools (Debian: apt-get install slurm-client) on a host that can reach "
-             "slurmctld; the nodes need dsctl on PATH (or give its path)")
-MAX_NODES = 65536
-#: longest --nodes hostlist: it is one argument of `scontrol show hostnames` (Linux: 128 KiB per argv string)
-MAX_HOSTLIST_CHARS = 120 * 1024
+# Slurm's view of nodes (hostlists, sinfo states, drain) lives in dsctl.runners.slurm_nodes; its names stay
+# importable from here ("X as X": re-exported)
+from dsctl.runners.slurm_nodes import (
+    MAX_ARG_CHARS,
+    SRUN_HINT,
+    hostlist_chunks,
+    last_line,
+    slurm_states,
+    unique_names,
+    usable,
+)
+from dsctl.runners.slurm_nodes import MAX_HOSTLIST_CHARS as MAX_HOSTLIST_CHARS
+from dsctl.runners.slurm_nodes import MAX_NODES as MAX_NODES
+from dsctl.runners.slurm_nodes import USABLE_STATES as USABLE_STATES
+from dsctl.runners.slurm_nodes import drain_node as drain_node
+from dsctl.runners.slurm_nodes import expand_hostlist as expand_hostlist
+from dsctl.runners.slurm_nodes import node_drain_state as node_drain_state
+from dsctl.runners.slurm_nodes import parse_sinfo_states as parse_sinfo_states
+from dsctl.runners.slurm_nodes import valid_node_name as valid_node_name
+
 #: bytes of stdout kept per node; a node printing more is unreachable ("output over ... bytes")
 MAX_OUTPUT_BYTES = 16 * 1024 * 1024
 #: a longer stdout line makes its node's output "over the limit"; longer stderr lines are cut
@@ -43,10 +57,6 @@ STDERR_LINES = 20
 SRUN_LINES = 20000
 #: seconds between SIGTERM and SIGKILL, on the node (``timeout -k``) and for srun itself
 KILL_GRACE_S = 5.0
-#: sinfo states (``%T``, suffix flags removed) in which a node accepts a new job step
-USABLE_STATES = frozenset({"idle", "mixed", "allocated", "completing"})
-#: longest hostlist handed to sinfo/srun as one argument (Linux refuses one argv string above 128 KiB)
-MAX_ARG_CHARS = 64 * 1024
 #: srun options the runner sets itself (an extra argument may not override them)
 FIXED_SRUN_OPTIONS = frozenset({"--job-name", "--nodes", "--ntasks", "--ntasks-per-node", "--nodelist", "--label",
                                 "--kill-on-bad-exit", "--no-kill", "--wait", "--immediate", "--time", "--partition"})
@@ -97,130 +107,6 @@ class TaskOutput:
     stderr: list[str] = field(default_factory=list)
     exit_code: int | None = None
     num_bytes: int = 0
-
-
-def valid_node_name(name: str) -> bool:
-    return NODE_NAME.fullmatch(name) is not None
-
-
-def expand_hostlist(expression: str, *, option: str = "--nodes") -> list[str]:
-    """Node names of a Slurm hostlist (``node[001-004,010]``) via ``scontrol show hostnames``, in order, once each."""
-    text = expression.strip()
-    if not text:
-        raise InputError(f"{option}: empty hostlist", hint="give a Slurm hostlist such as node[001-256]")
-    if len(text) > MAX_HOSTLIST_CHARS:
-        raise InputError(f"{option}: hostlist of {len(text)} characters; at most {MAX_HOSTLIST_CHARS}")
-    scontrol = require("scontrol", SRUN_HINT)
-    names, code, stderr = _first_lines([scontrol, "show", "hostnames", text], MAX_NODES + 1)
-    if len(names) > MAX_NODES:
-        raise InputError(f"{option} {expression!r}: more than {MAX_NODES} nodes in one run")
-    if code != 0 or not names:
-        detail = _last_line(stderr) or "no node names"
-        raise InputError(f"{option} {expression!r}: not a Slurm hostlist ({detail})",
-                         hint="use names and ranges such as node[001-256] or gpu01,gpu02")
-    return unique_names(names, option=option)
-
-
-def _first_lines(argv: Sequence[str], limit: int) -> tuple[list[str], int | None, str]:
-    """At most ``limit`` non-empty stdout lines of ``argv`` (stopped there: a hostlist may expand to billions),
-    its exit status (``None`` when stopped) and stderr."""
-    try:
-        proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, errors="replace")
-    except OSError as exc:
-        raise EnvironmentMissing(f"cannot run {argv[0]}: {exc.strerror or exc}") from exc
-    lines: list[str] = []
-    for line in proc.stdout or ():
-        if line.strip():
-            lines.append(line.strip())
-        if len(lines) >= limit:
-            proc.kill()
-            proc.wait()
-            return lines, None, ""
-    try:
-        _, err = proc.communicate(timeout=30.0)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        _, err = proc.communicate()
-    return lines, proc.returncode, err
-
-
-def unique_names(names: Iterable[str], *, option: str = "--nodes") -> list[str]:
-    """Names in first-seen order without repeats; each must be a plain node name (see ``NODE_NAME``)."""
-    out: dict[str, None] = {}
-    for name in names:
-        if not valid_node_name(name):
-            raise InputError(f"{option}: {name!r} is not a node name",
-                             hint="node names are letters, digits, '.', '_' and '-' (at most 64)")
-        out[name] = None
-    if len(out) > MAX_NODES:
-        raise InputError(f"{option}: {len(out)} nodes; at most {MAX_NODES} in one run")
-    return list(out)
-
-
-def parse_sinfo_states(text: str) -> dict[str, tuple[str, str]]:
-    """``sinfo -h -N -o '%N %T %E'`` lines -> node -> (state, reason). A node listed twice (two partitions)
-    keeps its first line; ``none`` as reason becomes empty."""
-    states: dict[str, tuple[str, str]] = {}
-    for line in text.splitlines():
-        parts = line.split(None, 2)
-        if len(parts) < 2:
-            continue
-        reason = parts[2].strip() if len(parts) > 2 else ""
-        states.setdefault(parts[0], (parts[1], "" if reason.lower() == "none" else reason))
-    return states
-
-
-def usable(state: str) -> bool:
-    """True for a sinfo ``%T`` state that accepts a job step now (``idle``, ``mixed``...; not ``idle*`` = not
-    responding, ``idle~`` = powered down, ``drained``, ``down``)."""
-    return state in USABLE_STATES
-
-
-def hostlist_chunks(nodes: Sequence[str], max_chars: int = MAX_ARG_CHARS) -> list[str]:
-    """``nodes`` as Slurm hostlist expressions of at most ``max_chars`` characters each (ranges compressed:
-    ``gpu[00001-65536]``), so that no argument reaches the kernel's 128 KiB limit on one argv string
-    (``sinfo -n`` with 14,000 plain names did, near 14,000 nodes)."""
-    from dsctl.topology.naming import compress_hostlist
-
-    whole = compress_hostlist(nodes)
-    if len(whole) <= max_chars:
-        return [whole]
-    chunks: list[str] = []
-    part: list[str] = []
-    size = 0
-    for name in nodes:  # names are at most 64 characters, far below max_chars
-        if part and size + len(name) + 1 > max_chars // 2:
-            chunks.append(compress_hostlist(part))
-            part, size = [], 0
-        part.append(name)
-        size += len(name) + 1
-    if part:
-        chunks.append(compress_hostlist(part))
-    return chunks
-
-
-def slurm_states(nodes: Sequence[str], partition: str | None) -> dict[str, tuple[str, str]]:
-    """State and reason of each node from sinfo (nodes Slurm does not know are absent); one sinfo per hostlist
-    chunk (:func:`hostlist_chunks`)."""
-    sinfo = require("sinfo", SRUN_HINT)
-    states: dict[str, tuple[str, str]] = {}
-    for chunk in hostlist_chunks(nodes):
-        argv = [sinfo, "-h", "-N", "-o", "%N %T %E", "-n", chunk]
-        if partition:
-            argv += ["-p", partition]
-        done = capture(argv, timeout_s=60.0)
-        if done.returncode != 0:
-            raise EnvironmentMissing(f"sinfo failed: {_last_line(done.stderr) or done.returncode}",
-                                     hint="is slurmctld reachable from this host? (try: sinfo)")
-        for node, state in parse_sinfo_states(done.stdout).items():
-            states.setdefault(node, state)
-    if partition and not states:
-        known = capture([sinfo, "-h", "-o", "%R"], timeout_s=60.0).stdout.split()
-        if partition not in known:
-            raise InputError(f"--partition {partition}: no such partition",
-                             hint=f"partitions: {', '.join(sorted(set(known))) or '(none)'}")
-    return states
 
 
 def srun_argv(srun: str, nodes: Sequence[str], command: Sequence[str], *, token: str, timeout_s: float,
@@ -317,7 +203,7 @@ def classify(node: str, task: TaskOutput | None, *, timeout_s: float, ok_exit_co
              srun_reason: str = "") -> NodeAnswer:
     """One node's answer: its JSON object, or unreachable with the reason."""
     tail = "\n".join(task.stderr[-5:]) if task is not None else ""
-    last_err = _last_line(tail)
+    last_err = last_line(tail)
     if task is None or task.node is None:
         return NodeAnswer(node, None, None, srun_reason or "the srun task never started on this node", tail)
     if task.exit_code is None:
@@ -473,31 +359,3 @@ def _srun_message(stderr: str) -> str:
     if not lines:
         return ""
     return re.sub(r"^srun: (error: )?", "", lines[-1]).strip()
-
-
-def _last_line(text: str) -> str:
-    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
-    return lines[-1][:200] if lines else ""
-
-
-def drain_node(node: str, reason: str) -> str | None:
-    """``scontrol update NodeName=NODE State=DRAIN Reason=REASON``; ``None`` when done, else scontrol's error."""
-    if not valid_node_name(node):
-        raise InputError(f"{node!r} is not a node name")
-    scontrol = require("scontrol", SRUN_HINT)
-    done = capture([scontrol, "update", f"NodeName={node}", "State=DRAIN", f"Reason={reason}"], timeout_s=30.0)
-    if done.returncode == 0:
-        return None
-    return _last_line(done.stderr or done.stdout) or f"scontrol exited {done.returncode}"
-
-
-def node_drain_state(node: str) -> tuple[bool, str]:
-    """(drain flag set, reason) of ``node`` from ``scontrol show node -o``; (False, '') when unknown."""
-    scontrol = require("scontrol", SRUN_HINT)
-    done = capture([scontrol, "show", "node", "-o", node], timeout_s=30.0)
-    if done.returncode != 0:
-        return False, ""
-    state = re.search(r"(?:^|\s)State=(\S+)", done.stdout)
-    reason = re.search(r"(?:^|\s)Reason=(.*?)(?=\s+[A-Za-z][\w:/]*=|\s*$)", done.stdout)
-    flags = state.group(1).split("+") if state else []
-    return "DRAIN" in flags or "DRAINED" in flags, (reason.group(1).strip() if reason else "")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from dsctl.errors import DsctlError, ExitCode
 from dsctl.runners.process import capture, require
+from dsctl.runners.slurm_nodes import last_line, scontrol_field
 
 SBATCH_HINT = ("install Slurm's client tools (Debian: apt-get install slurm-client) on a host that can reach "
                "slurmctld, or use --out DIR without --submit and run 'sbatch DIR/job.sbatch' there")
@@ -20,7 +21,6 @@ FINAL_STATES = frozenset({"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_F
 
 _JOB_ID = re.compile(r"^(\d+)(;\S+)?$")
 _FIELD = re.compile(r"(\w+)=(\S*)")
-_STDOUT = re.compile(r"(?:^|\s)StdOut=(.*?)(?=\s+[A-Za-z][\w:/]*=|\s*$)", re.MULTILINE)
 
 
 class SubmitRejected(DsctlError):
@@ -63,8 +63,7 @@ def parse_job(job_id: str, text: str) -> JobStatus:
         if status.isdigit():
             exit_code = int(status) or (128 + int(signal) if signal.isdigit() and int(signal) else 0)
     # a path may hold spaces: StdOut runs to the next " Key=" field (scontrol -o prints one line of Key=value)
-    path = _STDOUT.search(text)
-    log = path.group(1).strip() or None if path else None
+    log = scontrol_field(text, "StdOut") or None
     return JobStatus(job_id, state, exit_code, log)
 
 
@@ -73,7 +72,8 @@ def submit(script: Path, *, cwd: Path) -> str:
     sbatch = require("sbatch", SBATCH_HINT)
     done = capture([sbatch, "--parsable", str(script)], cwd=cwd)
     if done.returncode != 0:
-        raise SubmitRejected(f"sbatch refused {script}: {_last_line(done.stderr or done.stdout)}",
+        said = last_line(done.stderr or done.stdout) or "(no message)"
+        raise SubmitRejected(f"sbatch refused {script}: {said}",
                              hint=f"the script was written to {script}; fix the request or the cluster and rerun")
     return parse_job_id(done.stdout)
 
@@ -82,7 +82,7 @@ def would_accept(script: Path, *, cwd: Path) -> str:
     """``sbatch --test-only SCRIPT``: the scheduler's answer (``Job N to start at ...``); nothing is queued."""
     sbatch = require("sbatch", SBATCH_HINT)
     done = capture([sbatch, "--test-only", str(script)], cwd=cwd)
-    answer = _last_line(done.stderr or done.stdout)
+    answer = last_line(done.stderr or done.stdout) or "(no message)"
     if done.returncode != 0:
         raise SubmitRejected(f"sbatch --test-only refused {script}: {answer}")
     return answer.removeprefix("sbatch: ")
@@ -117,8 +117,3 @@ def wait(job_id: str, *, timeout_s: float, poll_s: float = 0.5,
         time.sleep(poll_s)
         current = status(job_id)
     return current
-
-
-def _last_line(text: str) -> str:
-    lines = [line for line in text.strip().splitlines() if line.strip()]
-    return lines[-1].strip() if lines else "(no message)"

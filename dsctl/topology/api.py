@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-import gc
 import math
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from dsctl.cluster.plan_file import load_plan
 from dsctl.errors import InputError
+from dsctl.gcpause import gc_paused
 from dsctl.names import shown
 from dsctl.profiles.schema import NodeProfile, SwitchProfile
 from dsctl.topology.export import (
@@ -124,22 +123,9 @@ def verify_texts(plan_text: str, observed_text: str | Sequence[tuple[str, str]],
     ``(name, text)`` of a node-name map (``--node-name-map``) and of recorded GUIDs (``--guids``, same format);
     ``counters``: ``(name, text)`` of perfquery outputs; ``thresholds``: ``NAME=VALUE`` overrides.
     """
-    with _gc_paused():
+    with gc_paused():
         return _verify_texts(plan_text, observed_text, plan_name, observed_name, name_map, guids, counters,
                              thresholds)
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic collector: parsing eight dumps allocates ~10^6 acyclic tuples and its scans of them
-    cost ~40% of a 16,384-GPU verify (measured; dsctl.trace pauses it for the same reason)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _verify_texts(plan_text: str, observed_text: str | Sequence[tuple[str, str]], plan_name: str,

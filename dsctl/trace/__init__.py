@@ -12,32 +12,18 @@ their place on the cluster) and the SVG pictures.
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 
+from dsctl.gcpause import gc_paused
 from dsctl.trace.classify import DEFAULT_PATTERNS, Classifier
 from dsctl.trace.overlap import OverlapResult, RankOverlap, analyse_trace, combine
 from dsctl.trace.parse import TraceData, parse_trace
 from dsctl.trace.scan import DEFAULT_MAX_BYTES
 
 
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector: decoding a trace allocates millions of dicts that hold no cycles, and
-    the collector's repeated scans of them cost a third of the decode time of a 1M-event trace."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def read_trace(chunks: Iterable[bytes], source: str, max_bytes: int = DEFAULT_MAX_BYTES) -> TraceData:
     """Stream one trace file's byte chunks into column arrays (see :mod:`dsctl.trace.parse`)."""
-    with _gc_paused():
+    with gc_paused():
         return parse_trace(chunks, source, max_bytes)
 
 

@@ -90,7 +90,7 @@ test_launch_schedule_options = _family(
     ["launch", "schedule"], ["--pp", "--micro-batches", "--f", "--b", "--w", "--fb", "--schedule", "--comm-model"])
 test_model_options = _family(
     ["model", "ep-speed-limit"],
-    ["--nic-gbps", "--bandwidth-gbytes", "--tokens-per-device", "--hidden", "--experts-per-token",
+    ["--nic-gbps", "--bandwidth-bytes-per-s", "--tokens-per-device", "--hidden", "--experts-per-token",
      "--dispatch-bytes", "--combine-bytes", "--layers", "--micro-batches"])
 test_model_cost_options = _family(
     ["model", "cost"], ["--gpus", "--gpu-tflops", "--mfu", "--gflops-per-token", "--tokens-per-gpu-second",

@@ -76,7 +76,8 @@ def test_ep_speed_limit(cli: Cli) -> None:
     assert data["comm_seconds_per_step"] == pytest.approx(120.96e-6)
     assert round(data["tpot_seconds"] * 1e3, 2) == 14.76
     assert int(data["tokens_per_second"]) == 67
-    fast = cli("model", "ep-speed-limit", "--bandwidth-gbytes", "900", "-f", "json").json()
+    fast = cli("model", "ep-speed-limit", "--bandwidth-bytes-per-s", "900e9", "-f", "json").json()
+    assert fast["bandwidth_bytes_per_s"] == 900e9 and "bandwidth_gbytes" not in fast
     assert fast["comm_seconds_per_step"] == pytest.approx(6.72e-6)
     assert round(fast["tpot_seconds"] * 1e3, 2) == 0.82
     assert fast["tokens_per_second"] == pytest.approx(1200, rel=0.02)
@@ -120,7 +121,7 @@ def test_every_command_has_a_table_view(cli: Cli) -> None:
         (("cost", "--tokens", "1T", "--mfu", "2"), "--mfu"),
         (("cost", "--tokens", "1T", "--tokens-per-gpu-second", "5", "--mfu", "0.3"), "cannot be combined"),
         (("cost", "--tokens", "1T", "--extra-gpu-hours", "x"), "--extra-gpu-hours"),
-        (("ep-speed-limit", "--bandwidth-gbytes", "0"), "--bandwidth-gbytes"),
+        (("ep-speed-limit", "--bandwidth-bytes-per-s", "0"), "--bandwidth-bytes-per-s"),
         (("ep-speed-limit", "--layers", "0"), "--layers"),
         (("memory", "--dtype", "int3"), "--dtype"),
     ],
@@ -141,13 +142,13 @@ HUGE_INT = "9" * 400
     [
         (("ep-speed-limit", "--nic-gbps", "inf"), "--nic-gbps"),
         (("ep-speed-limit", "--nic-gbps", "nan"), "--nic-gbps"),
-        (("ep-speed-limit", "--bandwidth-gbytes", "1e400"), "--bandwidth-gbytes"),
-        (("ep-speed-limit", "--bandwidth-gbytes", "1e300"), "--bandwidth-gbytes"),
+        (("ep-speed-limit", "--bandwidth-bytes-per-s", "1e400"), "--bandwidth-bytes-per-s"),
+        (("ep-speed-limit", "--bandwidth-gbytes", "1e300"), "--bandwidth-bytes-per-s"),  # old spelling: 1e309 B/s
         (("ep-speed-limit", "--dispatch-bytes", "nan"), "--dispatch-bytes"),
         (("ep-speed-limit", "--combine-bytes", "inf"), "--combine-bytes"),
         (("ep-speed-limit", "--combine-bytes", "-1"), "--combine-bytes"),
         (("ep-speed-limit", "--hidden", HUGE_INT), "--hidden"),
-        (("ep-speed-limit", "--dispatch-bytes", "1e-300", "--combine-bytes", "0", "--bandwidth-gbytes", "1e290"),
+        (("ep-speed-limit", "--dispatch-bytes", "1e-300", "--combine-bytes", "0", "--bandwidth-bytes-per-s", "1e299"),
          "--dispatch-bytes"),
         (("cost", "--tokens", "14.8T", "--gpu-hour-usd", "nan"), "--gpu-hour-usd"),
         (("cost", "--tokens", "14.8T", "--gpu-hour-usd", "inf"), "--gpu-hour-usd"),
@@ -175,9 +176,23 @@ def test_non_finite_inputs_and_overflowing_results_exit_2(cli: Cli, args: tuple[
 
 
 def test_large_but_finite_inputs_still_work(cli: Cli) -> None:
-    r = cli("model", "ep-speed-limit", "--bandwidth-gbytes", "1e200", "-f", "json")
+    r = cli("model", "ep-speed-limit", "--bandwidth-bytes-per-s", "1e209", "-f", "json")
     assert r.exit_code == 0, r.stderr
     assert 0 < r.json()["tokens_per_second"] < float("inf")
     r = cli("model", "cost", "--tokens", "1e30", "-f", "json")
     assert r.exit_code == 0, r.stderr
     assert r.json()["cost_usd"] > 0
+
+
+def test_the_old_bandwidth_option_is_a_hidden_alias_in_gb_per_s(cli: Cli) -> None:
+    """--bandwidth-gbytes (GB/s) still works for one release: rescaled to --bandwidth-bytes-per-s, one note."""
+    new = cli("model", "ep-speed-limit", "--bandwidth-bytes-per-s", "900e9", "-f", "json")
+    for args in (("--bandwidth-gbytes", "900"), ("--bandwidth-gbytes=900",)):
+        old = cli("model", "ep-speed-limit", *args, "-f", "json")
+        assert old.exit_code == 0, old.stderr
+        assert old.stdout == new.stdout and old.json()["bandwidth_bytes_per_s"] == 900e9
+        assert old.stderr == ("warning: --bandwidth-gbytes is deprecated; use --bandwidth-bytes-per-s "
+                              "(in bytes/s: 900 GB/s is 900e9)\n")
+    assert "--bandwidth-gbytes" not in cli("model", "ep-speed-limit", "--help").stdout
+    bad = cli("model", "ep-speed-limit", "--bandwidth-gbytes", "lots")
+    assert bad.exit_code == 2 and "--bandwidth-bytes-per-s" in bad.stderr and "Traceback" not in bad.stderr

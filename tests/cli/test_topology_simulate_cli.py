@@ -24,8 +24,8 @@ def test_simulate_json_and_svg(cli, plan_dir: Path, tmp_path: Path) -> None:
     data = res.json()
     assert data["dsctl"]["command"] == "topology simulate"
     assert data["num_gpus"] == 64 and data["routing"] == "ecmp" and len(data["planes"]) == 8
-    assert data["gpu_gbyte_s"]["min"] == pytest.approx(50.0) and "svg" not in data
-    assert {"name", "kind", "plane", "utilisation", "gbyte_s"} == set(data["hottest_links"][0])
+    assert data["gpu_bytes_per_s"]["min"] == pytest.approx(50e9) and "svg" not in data
+    assert {"name", "kind", "plane", "utilisation", "bytes_per_s"} == set(data["hottest_links"][0])
     assert svg.read_text().startswith("<svg") and "p3-leaf01" in svg.read_text()
 
 

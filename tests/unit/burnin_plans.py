@@ -12,7 +12,7 @@ from dsctl.topology.sim.graph import SimGraph, build_graph
 from dsctl.topology.sim.routing import NextHops, next_hops
 from dsctl.topology.summary import summarize
 
-NVLINK_GBYTE_S = 200.0
+NVLINK_BYTES_PER_S = 200e9
 
 
 @functools.cache
@@ -25,5 +25,5 @@ def plan_text(kind: str, nodes: int) -> str:
 
 @functools.cache
 def graph_and_hops(kind: str, nodes: int) -> tuple[SimGraph, NextHops]:
-    graph = build_graph(plan_text(kind, nodes), "plan.json", NVLINK_GBYTE_S)
+    graph = build_graph(plan_text(kind, nodes), "plan.json", NVLINK_BYTES_PER_S)
     return graph, next_hops(graph, np.zeros(graph.num_links, dtype=bool))

@@ -93,10 +93,30 @@ def test_command_modules_import_neither_yaml_nor_hardware_backends(path: Path) -
     assert not backends, f"commands/{path.name} opens backends itself ({sorted(backends)}); use open_source"
 
 
+def top_level_imports(path: Path) -> set[str]:
+    """Modules imported when ``path`` is imported (module body, not inside functions)."""
+    names: set[str] = set()
+    for node in ast.parse(path.read_text(encoding="utf-8"), filename=str(path)).body:
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+@pytest.mark.parametrize("path", COMMAND_FILES, ids=lambda p: p.name)
+def test_command_modules_read_yaml_and_numpy_only_inside_their_commands(path: Path) -> None:
+    """dsctl.profiles.textyaml imports yaml, so a command module that imported it (or numpy) at its top would
+    load them for every --help of its group (tests/unit/test_startup.py measures that)."""
+    bad = {n for n in top_level_imports(path) if n.split(".")[0] in {"yaml", "numpy"} or n == "dsctl.profiles.textyaml"}
+    assert not bad, f"commands/{path.name} imports {sorted(bad)} at module level; import it inside the command"
+
+
 def test_the_rule_checker_catches_a_violation(tmp_path: Path) -> None:
     bad = tmp_path / "bad.py"
-    bad.write_text("import rich.table\nfrom yaml import safe_load\n")
-    assert {"rich.table", "yaml"} <= imported_modules(bad)
+    bad.write_text("import rich.table\nfrom yaml import safe_load\n\ndef f():\n    import numpy\n")
+    assert {"rich.table", "yaml", "numpy"} <= imported_modules(bad)
+    assert top_level_imports(bad) == {"rich.table", "yaml"}
 
 
 def test_no_assert_statements_in_the_package() -> None:
@@ -115,3 +135,13 @@ def test_the_cluster_model_stays_low_floor(path: Path) -> None:
     outside = {n for n in imported_modules(path)
                if n.split(".")[0] not in stdlib and not n.startswith("dsctl.cluster") and n not in LOW_FLOOR_ALLOWED}
     assert not outside, f"cluster/{path.name} imports {sorted(outside)}"
+
+
+def test_modules_over_500_lines_say_why() -> None:
+    """Files are split by job before 500 lines; one that is not says why in its docstring ("over 500 lines")."""
+    long = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        if text.count("\n") > 500 and "over 500 lines" not in (ast.get_docstring(ast.parse(text)) or ""):
+            long.append(f"{path.relative_to(PACKAGE)} ({text.count(chr(10))} lines)")
+    assert not long, f"split these by job or say why in the module docstring: {long}"

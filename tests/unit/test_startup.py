@@ -52,7 +52,8 @@ def test_import_cli_and_version_load_nothing_heavy() -> None:
 
 
 def test_help_of_root_and_every_group_loads_nothing_heavy() -> None:
-    invocations = [["--help"], *[[name, "--help"] for name in GROUPS], ["launch", "schedule", "--help"]]
+    invocations = [["--help"], *[[name, "--help"] for name in GROUPS], ["launch", "schedule", "--help"],
+                   ["health", "check", "--help"], ["health", "fleet", "--help"], ["topology", "simulate", "--help"]]
     loaded = _loaded_by(invocations)
     for args in invocations:
         assert _heavy(loaded[" ".join(args)]) == [], args

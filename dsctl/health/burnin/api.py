@@ -191,7 +191,7 @@ class BurninRequest:
     nvlink: bool = True
     fabric_doc: object = None
     fabric_source: str = "--fabric-model"
-    nvlink_gbyte_s: float = 450.0
+    nvlink_bytes_per_s: float = 450e9
     svg: bool = False
 
 
@@ -225,7 +225,7 @@ def run(plan_text: str, source: str, request: BurninRequest, measure_factory: Ca
         raise InputError(f"--fraction {request.fraction:g} must lie in (0, 1), e.g. 0.9")
     if not 0 < request.mad_k <= 100:
         raise InputError(f"--mad-k {request.mad_k:g} must be a positive number of MADs, e.g. 4")
-    graph = build_graph(plan_text, source, request.nvlink_gbyte_s)
+    graph = build_graph(plan_text, source, request.nvlink_bytes_per_s)
     selected = select(graph, request.nodes)
     hops = next_hops(graph, np.zeros(graph.num_links, dtype=bool))
     injected: tuple[str, ...] = ()

@@ -191,14 +191,14 @@ class SimRequest:
     reflow: bool = False
 
 
-def run(plan_text: str, plan_name: str, nvlink_gbyte_s: float, request: SimRequest,
-        bisection_gbyte_s: float = 0.0) -> SimResult:
+def run(plan_text: str, plan_name: str, nvlink_bytes_per_s: float, request: SimRequest,
+        bisection_bytes_per_s: float = 0.0) -> SimResult:
     """Build the graph, the traffic (one workload or the jobs of a --jobs document), fail links, solve."""
     if request.routing not in ROUTINGS:
         raise InputError(f"--routing {request.routing!r} is not valid; use {one_of(ROUTINGS)}")
     if not 0 <= request.seed < 1 << 62:
         raise InputError(f"--seed {request.seed} must be a whole number from 0 to 2^62")
-    graph = build_graph(plan_text, plan_name, nvlink_gbyte_s)
+    graph = build_graph(plan_text, plan_name, nvlink_bytes_per_s)
     if request.jobs_doc is not None:
         works = parse_jobs(request.jobs_doc, graph, request.jobs_source, request.workload)
     else:
@@ -213,7 +213,7 @@ def run(plan_text: str, plan_name: str, nvlink_gbyte_s: float, request: SimReque
             raise InputError(f"{request.jobs_source}: job {work.name!r}: {exc.message}", hint=exc.hint) from None
     traffic = merge(parts)
     dead, failed = failed_links(graph, list(request.fail), request.fail_random, request.seed)
-    result = simulate(graph, traffic, request.routing, request.seed, dead, failed, plan_name, bisection_gbyte_s,
+    result = simulate(graph, traffic, request.routing, request.seed, dead, failed, plan_name, bisection_bytes_per_s,
                       request.reflow)
     if request.svg_plane is not None:
         if not 0 <= request.svg_plane < graph.num_planes:
@@ -224,7 +224,7 @@ def run(plan_text: str, plan_name: str, nvlink_gbyte_s: float, request: SimReque
 
 
 def plan_facts(plan_text: str, source: str) -> tuple[str, float]:
-    """(node profile name, total bisection in GB/s) recorded in a plan.json; ("", 0) where absent."""
+    """(node profile name, total bisection in bytes/s) recorded in a plan.json; ("", 0) where absent."""
     from dsctl.textjson import load_json
 
     doc = load_json(plan_text, source)
@@ -234,7 +234,7 @@ def plan_facts(plan_text: str, source: str) -> tuple[str, float]:
     bisection = summary.get("bisection_gbps_total") if isinstance(summary, dict) else 0.0
     if isinstance(bisection, bool) or not isinstance(bisection, (int, float)) or not math.isfinite(bisection):
         bisection = 0.0
-    return (name if isinstance(name, str) else ""), float(bisection) / 8
+    return (name if isinstance(name, str) else ""), float(bisection) * 1e9 / 8
 
 
 def eplb_gpu_share(weight: np.ndarray, phy2log: np.ndarray, logcnt: np.ndarray, num_gpus: int,

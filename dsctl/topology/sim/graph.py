@@ -44,8 +44,8 @@ class SimGraph:
     gpus_per_node: int
     nics_per_node: int
     num_planes: int
-    nic_gbyte_s: float
-    nvlink_gbyte_s: float
+    nic_bytes_per_s: float
+    nvlink_bytes_per_s: float
     device_names: list[str]
     device_tier: list[str]
     device_plane: np.ndarray
@@ -106,9 +106,9 @@ def _spec_number(spec: dict[str, object], key: str, source: str, integer: bool) 
     return float(value)  # type: ignore[arg-type]
 
 
-def build_graph(plan_text: str, source: str, nvlink_gbyte_s: float) -> SimGraph:
-    """The graph of a plan.json text (validated by ``dsctl.cluster.load_plan``); NVLink at ``nvlink_gbyte_s``
-    GB/s per direction per GPU. InputError names the file and field on malformed input."""
+def build_graph(plan_text: str, source: str, nvlink_bytes_per_s: float) -> SimGraph:
+    """The graph of a plan.json text (validated by ``dsctl.cluster.load_plan``); NVLink at ``nvlink_bytes_per_s``
+    bytes/s per direction per GPU. InputError names the file and field on malformed input."""
     fabric = load_plan(plan_text, source)
     doc = load_json(plan_text, source)
     spec = doc.get("spec")
@@ -116,8 +116,8 @@ def build_graph(plan_text: str, source: str, nvlink_gbyte_s: float) -> SimGraph:
         raise InputError(f"{source}: spec must be an object", hint="regenerate it with 'dsctl topology plan --out'")
     gpus = int(_spec_number(spec, "num_gpus_per_node", source, True))
     port_gbps = _spec_number(spec, "port_gbps", source, False)
-    if not (np.isfinite(nvlink_gbyte_s) and nvlink_gbyte_s > 0):
-        raise InputError(f"NVLink bandwidth must be a positive number of GB/s, got {nvlink_gbyte_s}")
+    if not (np.isfinite(nvlink_bytes_per_s) and nvlink_bytes_per_s > 0):
+        raise InputError(f"NVLink bandwidth must be a positive number of bytes/s, got {nvlink_bytes_per_s}")
     names = list(fabric.tier)
     index = {n: i for i, n in enumerate(names)}
     tiers = [fabric.tier[n] for n in names]
@@ -148,7 +148,7 @@ def build_graph(plan_text: str, source: str, nvlink_gbyte_s: float) -> SimGraph:
     up_kind = np.where(node_end, NIC_UP, SW_UP)
     down_kind = np.where(node_end, NIC_DOWN, SW_DOWN)
     link_kind = np.concatenate([up_kind, down_kind, np.full(num_gpus, NVL_OUT), np.full(num_gpus, NVL_IN)])
-    link_cap = np.concatenate([np.full(2 * num_cables, nic_cap), np.full(2 * num_gpus, nvlink_gbyte_s * 1e9)])
+    link_cap = np.concatenate([np.full(2 * num_cables, nic_cap), np.full(2 * num_gpus, nvlink_bytes_per_s)])
     link_plane = np.concatenate([plane, plane, np.full(2 * num_gpus, -1)])
     link_gpu = np.concatenate([np.full(2 * num_cables, -1), np.arange(num_gpus), np.arange(num_gpus)])
     ep_leaf = np.full(num_nodes * num_nics, -1, dtype=np.int64)
@@ -174,7 +174,7 @@ def build_graph(plan_text: str, source: str, nvlink_gbyte_s: float) -> SimGraph:
     device_plane = np.array([fabric.plane[n] for n in names], dtype=np.int64)
     return SimGraph(
         kind=fabric.kind, num_nodes=num_nodes, gpus_per_node=gpus, nics_per_node=num_nics, num_planes=planes,
-        nic_gbyte_s=nic_cap / 1e9, nvlink_gbyte_s=nvlink_gbyte_s, device_names=names, device_tier=tiers,
+        nic_bytes_per_s=nic_cap, nvlink_bytes_per_s=nvlink_bytes_per_s, device_names=names, device_tier=tiers,
         device_plane=device_plane, nic_names=nics, nic_plane=nic_plane, link_src=link_src, link_dst=link_dst,
         link_cap=link_cap, link_kind=link_kind.astype(np.int8), link_plane=link_plane,
         link_src_port=a_port + b_port + [""] * (2 * num_gpus), link_dst_port=b_port + a_port + [""] * (2 * num_gpus),

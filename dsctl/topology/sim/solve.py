@@ -7,7 +7,7 @@ so a GPU's completion time is the largest ``bytes / rate`` over the flows it own
 Link utilisation is the steady max-min load over capacity on network links; on NVLink links, which the
 first stage alone would fill, it is the bytes carried over capacity x completion time (the average need).
 
-Per-GPU bandwidth = bytes the GPU sends to other nodes / its completion time (GB/s), compared with the NIC
+Per-GPU bandwidth = bytes the GPU sends to other nodes / its completion time (bytes/s), compared with the NIC
 line rate. Completion time of a job = the largest ``bytes / rate`` over its flows (rates held at the steady
 max-min allocation, an upper bound: flows that finish early release capacity), or with ``reflow`` the fluid
 event simulation of ``finish_times``. The lower bound is the busiest link's bytes over its capacity.
@@ -29,7 +29,7 @@ HOT_LINKS = 10
 
 @dataclass(frozen=True)
 class Spread:
-    """min / median / max / mean of a per-GPU value (GB/s); zeros when no GPU sent across nodes."""
+    """min / median / max / mean of a per-GPU value (bytes/s); zeros when no GPU sent across nodes."""
 
     min: float
     median: float
@@ -54,8 +54,8 @@ class JobResult:
     note: str
     size_bytes: float
     completion_s: float
-    gpu_gbyte_s: Spread
-    algbw_gbyte_s: float
+    gpu_bytes_per_s: Spread
+    algbw_bytes_per_s: float
     unroutable_transfers: int
 
 
@@ -65,7 +65,7 @@ class LinkUse:
     kind: str
     plane: int
     utilisation: float
-    gbyte_s: float
+    bytes_per_s: float
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ class PlaneResult:
     rounds: int
     max_utilisation: float
     mean_uplink_utilisation: float
-    gpu_gbyte_s: Spread
+    gpu_bytes_per_s: Spread
 
 
 @dataclass(frozen=True)
@@ -93,13 +93,13 @@ class SimResult:
     num_nodes: int
     num_gpus: int
     num_planes: int
-    nic_gbyte_s: float
-    nvlink_gbyte_s: float
-    bisection_gbyte_s: float
+    nic_bytes_per_s: float
+    nvlink_bytes_per_s: float
+    bisection_bytes_per_s: float
     failed: list[str]
     completion_s: float
     lower_bound_s: float
-    gpu_gbyte_s: Spread
+    gpu_bytes_per_s: Spread
     jobs: list[JobResult]
     hottest_links: list[LinkUse]
     planes: list[PlaneResult]
@@ -122,7 +122,7 @@ def _owner_max(flows: Flows, times: np.ndarray, t_gpu: np.ndarray, t_node: np.nd
 
 
 def simulate(graph: SimGraph, traffic: Traffic, routing: str, seed: int, dead: np.ndarray,
-             failed: list[str], plan_name: str = "plan.json", bisection_gbyte_s: float = 0.0,
+             failed: list[str], plan_name: str = "plan.json", bisection_bytes_per_s: float = 0.0,
              reflow: bool = False) -> SimResult:
     """Solve both stages and summarise; ``dead`` bool [L] marks failed links. ``reflow``: completion times from
     re-solving as flows finish (``finish_times``) instead of the steady rates."""
@@ -184,10 +184,10 @@ def simulate(graph: SimGraph, traffic: Traffic, routing: str, seed: int, dead: n
         sends = job.net_bytes > 0
         t = t_all[job.gpus[sends]]
         with np.errstate(divide="ignore", invalid="ignore"):
-            bw = np.where(t > 0, job.net_bytes[sends] / np.where(t > 0, t, 1) / 1e9, 0.0)
+            bw = np.where(t > 0, job.net_bytes[sends] / np.where(t > 0, t, 1), 0.0)
         gpu_bw[job.gpus[sends]] = bw
         done = float(t_job[j])
-        algbw = job.size_bytes / done / 1e9 if job.size_bytes and done > 0 and np.isfinite(done) else 0.0
+        algbw = job.size_bytes / done if job.size_bytes and done > 0 and np.isfinite(done) else 0.0
         job_results.append(JobResult(job.name, job.workload, len(job.gpus), job.note, job.size_bytes, done,
                                      Spread.of(bw), algbw, int(unroutable_job[j])))
     sent = np.isfinite(gpu_bw)
@@ -196,7 +196,7 @@ def simulate(graph: SimGraph, traffic: Traffic, routing: str, seed: int, dead: n
     # ties (many links exactly full) list switch-to-switch links first: they are the ones routing can change
     hot = np.lexsort((graph.link_kind <= NIC_DOWN, -np.round(util, 9)))[:HOT_LINKS]
     hottest = [LinkUse(graph.link_name(int(i)), LINK_KINDS[int(graph.link_kind[i])], int(graph.link_plane[i]),
-                       float(util[i]), float(link_load[i] / 1e9)) for i in hot.tolist() if util[i] > 0]
+                       float(util[i]), float(link_load[i])) for i in hot.tolist() if util[i] > 0]
     gpu_plane = graph.gpu_plane(np.arange(graph.num_gpus))
     planes = []
     for plane, flows, rounds in plane_rows:
@@ -207,9 +207,9 @@ def simulate(graph: SimGraph, traffic: Traffic, routing: str, seed: int, dead: n
                                   Spread.of(gpu_bw[sent & (gpu_plane == plane)])))
     return SimResult(
         plan=plan_name, kind=graph.kind, routing=routing, reflow=reflow, seed=seed, num_nodes=graph.num_nodes,
-        num_gpus=graph.num_gpus, num_planes=graph.num_planes, nic_gbyte_s=graph.nic_gbyte_s,
-        nvlink_gbyte_s=graph.nvlink_gbyte_s, bisection_gbyte_s=bisection_gbyte_s, failed=failed,
-        completion_s=completion, lower_bound_s=lower, gpu_gbyte_s=Spread.of(gpu_bw[sent]),
+        num_gpus=graph.num_gpus, num_planes=graph.num_planes, nic_bytes_per_s=graph.nic_bytes_per_s,
+        nvlink_bytes_per_s=graph.nvlink_bytes_per_s, bisection_bytes_per_s=bisection_bytes_per_s, failed=failed,
+        completion_s=completion, lower_bound_s=lower, gpu_bytes_per_s=Spread.of(gpu_bw[sent]),
         jobs=job_results, hottest_links=hottest, planes=planes,
         nvlink_max_utilisation=float(util[nvl_links].max(initial=0.0)), unroutable_flows=unroutable,
         link_utilisation=util)
