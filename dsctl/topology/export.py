@@ -220,7 +220,7 @@ def expected_topology_files(plan: Plan, link: str) -> dict[str, str]:
         radix = {names[i]: ports[i] for i in switches}
         nics = [n for n, p in zip(plan.nic_names, plan.nic_plane.tolist(), strict=True) if p == plane]
         host = f"{ibdmtopo.HOST_TYPE}_P{plane}"
-        types = [host] + sorted({ibdmtopo.switch_type(r) for r in radix.values()})
+        types = [host, *sorted({ibdmtopo.switch_type(r) for r in radix.values()})]
         header = [f"ibdiagnet topology file (IBDM format) of plane {plane}, written by dsctl topology plan",
                   f"kind={spec.kind} nodes={spec.num_nodes} planes={spec.num_planes} link={link}",
                   f"system types: {', '.join(types)} (IBNL files in ibnl/); compare with the fabric:",
