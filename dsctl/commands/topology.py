@@ -41,8 +41,9 @@ def plan(
     core_name: Annotated[str | None, typer.Option("--core-name", help="Core name template "
                                                   "(ft3), e.g. p{plane}-core{core:04d}.")] = None,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Write cabling.csv, switches.csv, plan.json, "
-                                             "topology.dot, topology.conf, topology.yaml, topology.svg and "
-                                             "expected-plane<P>.ibnet here.")] = None,
+                                             "topology.dot, topology.conf, topology.yaml, topology.svg, "
+                                             "expected-plane<P>.ibnet, expected-plane<P>.topo (ibdiagnet -t) "
+                                             "and ibnl/ here.")] = None,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Plan every switch and cable of a multi-plane (or multi-rail, FT2, FT3) fat tree."""
@@ -107,9 +108,9 @@ def _dump_files(paths: list[Path]) -> list[Path]:
 @app.command("verify")
 def verify(
     plan_dir: Annotated[Path, typer.Argument(help="Folder written by 'topology plan --out' (or its plan.json).")],
-    observed: Annotated[list[Path], typer.Argument(help="ibnetdiscover output (default or -p), or a links CSV "
-                                                   "(a_device,a_port,b_device,b_port); one per plane, or a "
-                                                   "folder of them.")],
+    observed: Annotated[list[Path], typer.Argument(help="ibnetdiscover output (default or -p), an ibdiagnet "
+                                                   "topology file, or a links CSV (a_device,a_port,b_device,"
+                                                   "b_port); one per plane, or a folder of them.")],
     node_name_map: Annotated[Path | None, typer.Option("--node-name-map", help="GUID-to-name map "
                                                        "(infiniband-diags/opensm format: 0x<guid> \"<name>\").")]
     = None,

@@ -62,8 +62,20 @@ def _plan(result: PlanResult) -> Iterable[RenderableType]:
         table.add_row(key, value)
     yield table
     if result.files:
-        yield Text(f"wrote {len(result.files)} files to {result.out_dir}: "
-                   + ", ".join(f.rsplit('/', 1)[-1] for f in result.files))
+        names = [_relative(f, result.out_dir) for f in result.files]
+        yield Text(f"wrote {len(result.files)} files to {result.out_dir}: " + ", ".join(names))
+
+
+def _relative(path: str, folder: str | None) -> str:
+    """``ibnl/DSCTL_SW64.ibnl`` for a file inside ``folder``'s subfolder; the base name otherwise."""
+    from pathlib import PurePath
+
+    if folder:
+        try:
+            return PurePath(path).relative_to(PurePath(folder)).as_posix()
+        except ValueError:
+            pass
+    return path.rsplit("/", 1)[-1]
 
 
 @table_renderer(Comparison)

@@ -16,6 +16,7 @@ from dsctl.profiles.schema import NodeProfile, SwitchProfile
 from dsctl.topology.export import (
     cabling_csv,
     expected_ibnetdiscover,
+    expected_topology_files,
     plan_json,
     slurm_topology,
     slurm_topology_yaml,
@@ -30,7 +31,7 @@ from dsctl.topology.summary import PlanSummary, summarize
 from dsctl.topology.verify import VerifyResult, verify
 
 PLAN_FILES = ("cabling.csv", "switches.csv", "plan.json", "topology.dot", "topology.conf", "topology.yaml",
-              "topology.svg", "expected-plane<P>.ibnet")
+              "topology.svg", "expected-plane<P>.ibnet", "expected-plane<P>.topo", "ibnl/<TYPE>.ibnl")
 
 
 def nodes_for(num_nodes: int | None, num_gpus: int | None, node: NodeProfile) -> int:
@@ -86,7 +87,8 @@ class PlanResult:
 
 
 def plan_files(plan: Plan, summary: PlanSummary) -> dict[str, str]:
-    """Every output file of a plan, by file name (see PLAN_FILES; one ``expected-plane<P>.ibnet`` per plane)."""
+    """Every output file of a plan, by file name (see PLAN_FILES; one ``expected-plane<P>.ibnet`` and one
+    ``expected-plane<P>.topo`` per plane, and the IBNL files the latter name)."""
     link = plan.spec.link or {800.0: "4xXDR", 400.0: "4xNDR", 200.0: "4xHDR", 100.0: "4xEDR"}.get(
         float(plan.spec.port_gbps), "4xNDR")
     ibnet = {f"expected-plane{p}.ibnet": text for p, text in expected_ibnetdiscover(plan, link).items()}
@@ -99,6 +101,7 @@ def plan_files(plan: Plan, summary: PlanSummary) -> dict[str, str]:
         "topology.yaml": slurm_topology_yaml(plan),
         "topology.svg": topology_svg(plan, summary),
         **ibnet,
+        **expected_topology_files(plan, link),
     }
 
 

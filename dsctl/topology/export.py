@@ -1,4 +1,5 @@
-"""Text exports of a plan: cabling.csv, switches.csv, plan.json and Slurm's topology.conf.
+"""Text exports of a plan: cabling.csv, switches.csv, plan.json, Slurm's topology.conf/.yaml, and the expected
+fabric per plane as ibnetdiscover prints it and as ibdiagnet's topology file (with its IBNL definitions).
 
 Pure functions from a ``Plan`` to strings; the command layer writes them (all-or-nothing).
 
@@ -14,6 +15,7 @@ import numpy as np
 
 from dsctl.cluster.plan_file import CABLE_COLUMNS, CABLE_KINDS, DEVICE_COLUMNS, PLAN_SCHEMA, TIER_NAMES
 from dsctl.names import check_slurm_conf_name
+from dsctl.topology import ibdmtopo
 from dsctl.topology.naming import compress_hostlist
 from dsctl.topology.observed import render_ibnetdiscover
 from dsctl.topology.plan import Plan
@@ -195,3 +197,36 @@ def expected_ibnetdiscover(plan: Plan, link: str) -> dict[int, str]:
                  .tolist()}
         out[plane] = render_ibnetdiscover(links, radix, guids=guids, default_rate=link or "4xNDR")
     return out
+
+
+def expected_topology_files(plan: Plan, link: str) -> dict[str, str]:
+    """Each plane as an ibdiagnet topology file (``ibdiagnet -t``, see :mod:`dsctl.topology.ibdmtopo`), by file
+    name: ``expected-plane<P>.topo`` plus the IBNL definitions its system types need, ``ibnl/<TYPE>.ibnl``
+    (a ``DSCTL_SW<ports>`` switch per radix; a ``DSCTL_HOST_P<P>`` host per plane with one single-port CA per
+    NIC of that plane). Every link is at ``link`` (``4xNDR`` -> ``-4x-100G->``). InputError for a device name
+    with '/' or a NIC name that is not an IBNL name."""
+    planes, _, a_dev, a_port, b_dev, b_port = _cable_columns(plan)
+    names = plan.device_names
+    ibdmtopo.check_names(names, plan.nic_names)
+    ports = plan.device_ports.tolist()
+    spec = plan.spec
+    per_plane: dict[int, list[tuple[str, str, str, str]]] = {p: [] for p in range(spec.num_planes)}
+    for p, a, ap, b, bp in zip(planes, a_dev, a_port, b_dev, b_port, strict=True):
+        per_plane[p].append((a, str(ap), b, str(bp)))
+    out: dict[str, str] = {}
+    ibnl: dict[str, str] = {}
+    for plane, links in per_plane.items():
+        switches = np.flatnonzero((plan.device_tier > 0) & (plan.device_plane == plane)).tolist()
+        radix = {names[i]: ports[i] for i in switches}
+        nics = [n for n, p in zip(plan.nic_names, plan.nic_plane.tolist(), strict=True) if p == plane]
+        host = f"{ibdmtopo.HOST_TYPE}_P{plane}"
+        types = [host, *sorted({ibdmtopo.switch_type(r) for r in radix.values()})]
+        header = [f"ibdiagnet topology file (IBDM format) of plane {plane}, written by dsctl topology plan",
+                  f"kind={spec.kind} nodes={spec.num_nodes} planes={spec.num_planes} link={link}",
+                  f"system types: {', '.join(types)} (IBNL files in ibnl/); compare with the fabric:",
+                  f"  ibdiagnet -t expected-plane{plane}.topo --out_ibnl_dir ibnl  (run on a plane-{plane} HCA)"]
+        out[f"expected-plane{plane}.topo"] = ibdmtopo.render_topology_file(links, radix, host, link, header)
+        ibnl[f"ibnl/{host}.ibnl"] = ibdmtopo.ibnl_host(host, nics)
+        for num in sorted(set(radix.values())):
+            ibnl[f"ibnl/{ibdmtopo.switch_type(num)}.ibnl"] = ibdmtopo.ibnl_switch(num)
+    return {**out, **dict(sorted(ibnl.items()))}

@@ -58,8 +58,12 @@ def test_plan_out_writes_every_file_and_counts_agree(cli, tmp_path: Path) -> Non
     res = cli("topology", "plan", "--nodes", "100", "--out", str(out), "-f", "json")
     assert res.exit_code == 0, res.stderr
     names = sorted(p.name for p in out.iterdir())
-    assert names == [".dsctl-manifest.json", "cabling.csv"] + [f"expected-plane{p}.ibnet" for p in range(8)] + [
-        "plan.json", "switches.csv", "topology.conf", "topology.dot", "topology.svg", "topology.yaml"]
+    expected = [f"expected-plane{p}.{ext}" for p in range(8) for ext in ("ibnet", "topo")]
+    assert names == [".dsctl-manifest.json", "cabling.csv", *expected, "ibnl", "plan.json", "switches.csv",
+                     "topology.conf", "topology.dot", "topology.svg", "topology.yaml"]
+    assert sorted(p.name for p in (out / "ibnl").iterdir()) == [
+        *(f"DSCTL_HOST_P{p}.ibnl" for p in range(8)), "DSCTL_SW64.ibnl"]
+    assert "P1 -4x-100G-> DSCTL_HOST_P3 node0001 mlx5_3/P1" in (out / "expected-plane3.topo").read_text()
     summary = res.json()
     cabling = (out / "cabling.csv").read_text().splitlines()
     plan = json.loads((out / "plan.json").read_text())

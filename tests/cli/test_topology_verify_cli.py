@@ -70,3 +70,24 @@ def test_bad_name_map_and_empty_folder_exit_2(cli, plan_dir: Path, tmp_path: Pat
     res = cli("topology", "verify", str(plan_dir), str(plan_dir / "expected-plane0.ibnet"), "--node-name-map",
               str(bad_map))
     assert res.exit_code == 2 and "line 2" in res.stderr
+
+
+def test_the_plans_ibdiagnet_topology_files_verify_and_a_moved_cable_is_found(cli, plan_dir: Path,
+                                                                             tmp_path: Path) -> None:
+    topo = sorted(str(p) for p in plan_dir.glob("expected-plane*.topo"))
+    assert len(topo) == 8 and (plan_dir / "ibnl" / "DSCTL_SW8.ibnl").read_text().startswith("TOPSYSTEM DSCTL_SW8\n")
+    ok = cli("topology", "verify", str(plan_dir), *topo, "-f", "json")
+    assert ok.exit_code == 0, ok.stderr
+    assert {d["format"] for d in ok.json()["dumps"]} == {"ibdm-topo"}
+    # node0001 mlx5_4 moved from p4-leaf01 port 1 to the free port 3 of p4-leaf03 (listed from the host only)
+    moved = tmp_path / "plane4.topo"
+    text = (plan_dir / "expected-plane4.topo").read_text()
+    assert "    P1 -4x-100G-> DSCTL_HOST_P4 node0001 mlx5_4/P1\n" in text
+    text = text.replace("    P1 -4x-100G-> DSCTL_HOST_P4 node0001 mlx5_4/P1\n", "")
+    moved.write_text(text.replace("mlx5_4/P1 -4x-100G-> DSCTL_SW8 p4-leaf01 P1",
+                                  "mlx5_4/P1 -4x-100G-> DSCTL_SW8 p4-leaf03 P3"))
+    bad = cli("topology", "verify", str(plan_dir), *[str(moved) if t.endswith("plane4.topo") else t for t in topo],
+              "-f", "json")
+    assert bad.exit_code == 1, bad.stderr
+    found = [(f["kind"], f["a_device"], f["a_port"], f["b_device"], f["b_port"]) for f in bad.json()["findings"]]
+    assert found == [("swapped", "node0001", "mlx5_4", "p4-leaf03", "3")], found

@@ -159,7 +159,7 @@ def _small_plan_files(**names: str) -> dict[str, str]:
 
 def test_exported_expected_dumps_round_trip_to_zero_findings() -> None:
     files = _small_plan_files()
-    dumps = [(n, t) for n, t in files.items() if n.startswith("expected-plane")]
+    dumps = [(n, t) for n, t in files.items() if n.startswith("expected-plane") and n.endswith(".ibnet")]
     assert len(dumps) == 8
     result = verify_texts(files["plan.json"], dumps, "plan.json")
     assert result.findings == [] and result.matched_cables == result.expected_cables
@@ -253,6 +253,10 @@ def test_single_subnet_kinds_verify_with_one_dump(kind: str) -> None:
     store = ProfileStore()
     plan = build_plan(make_spec(kind, 16, store.node("h800-hgx"), store.switch("ib-ndr-64"), radix=16))
     files = plan_files(plan, summarize(plan))
-    assert [n for n in files if n.startswith("expected-")] == ["expected-plane0.ibnet"]
+    assert [n for n in files if n.startswith("expected-")] == ["expected-plane0.ibnet", "expected-plane0.topo"]
     result = verify_texts(files["plan.json"], files["expected-plane0.ibnet"], "plan.json", "fabric.ibnet")
     assert result.findings == [] and result.matched_cables == result.expected_cables == 256
+    # the ibdiagnet topology file too: one host type with all 8 NICs, one CA each
+    assert files["ibnl/DSCTL_HOST_P0.ibnl"].count("NODE CA 1 DSCTL_HCA mlx5_") == 8
+    topo = verify_texts(files["plan.json"], files["expected-plane0.topo"], "plan.json", "fabric.topo")
+    assert topo.findings == [] and topo.matched_cables == 256 and topo.observed_format == "ibdm-topo"
