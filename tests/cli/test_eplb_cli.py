@@ -179,6 +179,32 @@ def test_previous_reports_replicas_moved(cli: Callable, readme: Path, tmp_path: 
     assert res.json()["migration"]["replicas_moved"] == 0
 
 
+def test_previous_with_plan_times_the_moves(cli: Callable, v3_stats: Path, tmp_path: Path) -> None:
+    fabric = tmp_path / "fabric"
+    assert cli("topology", "plan", "-N", "2", "--out", fabric).exit_code == 0
+    args = ("-r", "288", "-g", "16", "-N", "2", "-m", "deepseek-v3")
+    before = tmp_path / "before.json"
+    rng = np.random.default_rng(1)
+    old = tmp_path / "old.npy"
+    np.save(old, np.round(np.load(v3_stats) * rng.lognormal(0, 0.5, (6, 256))))
+    assert cli("eplb", "rebalance", old, *args, "--out", before).exit_code == 0
+    res = cli("eplb", "rebalance", v3_stats, *args, "--previous", before, "--plan", fabric, "--step-time-s", "0.02")
+    assert res.exit_code == 0, res.stderr
+    assert "move time" in res.stdout and "pays back after" in res.stdout and " steps" in res.stdout
+    assert f"moves timed on {fabric / 'plan.json'}" in res.stdout
+    data = cli("eplb", "rebalance", v3_stats, *args, "--previous", before, "--plan", fabric / "plan.json",
+               "-f", "json").json()["trade_off"]
+    moved = [p for p in data["points"] if p["replicas_moved"]]
+    assert moved and all(p["moves"]["move_s"] > 0 and p["break_even_steps"] is None for p in moved)
+    assert all(p["payback_s"] == pytest.approx(p["moves"]["move_s"] / p["gain"]) for p in moved if p["gain"] > 0)
+    bad = cli("eplb", "rebalance", v3_stats, *args, "--plan", fabric)
+    assert bad.exit_code == 2 and "only apply with --previous" in bad.stderr
+    small = tmp_path / "one"
+    assert cli("topology", "plan", "-N", "1", "--out", small).exit_code == 0
+    bad = cli("eplb", "rebalance", v3_stats, *args, "--previous", before, "--plan", small)
+    assert bad.exit_code == 2 and "has 8 GPUs (1 node x 8); the placement spans 16" in bad.stderr
+
+
 def test_balanced_is_never_worse_than_reference(cli: Callable, v3_stats: Path) -> None:
     args = (v3_stats, "-r", "288", "-g", "32", "-N", "4", "-m", "deepseek-v3", "-f", "json")
     ref = cli("eplb", "rebalance", *args)
@@ -311,7 +337,7 @@ def test_a_failing_second_write_removes_the_first_file(
 def test_prove_replay_budget_and_sglang_dump(cli: Callable, tmp_path: Path) -> None:
     stats = tmp_path / "a3042.json"
     stats.write_text("[[600, 560, 120, 120, 20, 10, 10, 10]]")
-    res = cli("eplb", "rebalance", stats, "-r", "16", "-g", "8", "-n", "1", "--algorithm", "balanced", "--prove",
+    res = cli("eplb", "rebalance", stats, "-r", "16", "-g", "8", "-N", "1", "--algorithm", "balanced", "--prove",
               "-f", "json")
     assert res.exit_code == 0, res.stderr
     data = res.json()
@@ -320,7 +346,7 @@ def test_prove_replay_budget_and_sglang_dump(cli: Callable, tmp_path: Path) -> N
     assert abs(layer["after"]["max_gpu_load"] - 590 / 3) < 1e-9
     assert data["metrics"]["summary"]["layers_proved_optimal"] == 1
     assert abs(data["metrics"]["summary"]["max_gap_to_bound"] - (590 / 3 / 181.25 - 1)) < 1e-9
-    table = cli("eplb", "rebalance", stats, "-r", "16", "-g", "8", "-n", "1", "--prove")
+    table = cli("eplb", "rebalance", stats, "-r", "16", "-g", "8", "-N", "1", "--prove")
     assert table.exit_code == 0 and "1 of 1 layers proved optimal" in table.stdout
     rng = np.random.default_rng(0)
     windows = []
@@ -329,14 +355,14 @@ def test_prove_replay_budget_and_sglang_dump(cli: Callable, tmp_path: Path) -> N
         windows.append(tmp_path / f"w{t}.npy")
         np.save(windows[-1], np.round(w))
         w = w * np.exp(0.2 * rng.standard_normal(w.shape))
-    rep = cli("eplb", "replay", *windows, "-r", "48", "-g", "8", "-n", "2", "--groups", "4", "--interval", "1",
+    rep = cli("eplb", "replay", *windows, "-r", "48", "-g", "8", "-N", "2", "--groups", "4", "--interval", "1",
               "--interval", "2", "-f", "json")
     assert rep.exit_code == 0, rep.stderr
     assert [s["interval"] for s in rep.json()["scores"]] == [1, 2] and rep.json()["num_windows"] == 3
-    bud = cli("eplb", "budget", windows[0], "--total-slots", "96", "-r", "48", "-g", "8", "-n", "1", "-f", "json")
+    bud = cli("eplb", "budget", windows[0], "--total-slots", "96", "-r", "48", "-g", "8", "-N", "1", "-f", "json")
     assert bud.exit_code == 0, bud.stderr
     assert sum(bud.json()["slots_per_layer"]) == 96
     dump = Path(__file__).resolve().parents[1] / "data" / "eplb" / "expert_distribution_recorder_1764600000.0_0.pt"
-    sg = cli("eplb", "rebalance", dump, "-r", "16", "-g", "4", "-n", "1", "-f", "json")
+    sg = cli("eplb", "rebalance", dump, "-r", "16", "-g", "4", "-N", "1", "-f", "json")
     assert sg.exit_code == 0, sg.stderr
     assert len(sg.json()["phy2log"]) == 4
