@@ -94,6 +94,26 @@ def test_stats_alone_plan_deepseek_v3_prefill(cli: Callable, tmp_path: Path) -> 
     assert none.exit_code == 2 and "matches no model profile" in none.stderr and "deepseek-v3" in none.stderr
 
 
+def test_the_deployment_is_read_from_the_model_profile(cli: Callable, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A site copy of deepseek-v3.yaml with another prefill deployment changes the default layout."""
+    from dsctl.profiles.loader import builtin_profiles_dir
+
+    source = (builtin_profiles_dir() / "models" / "deepseek-v3.yaml").read_text()
+    site = tmp_path / "profiles" / "models"
+    site.mkdir(parents=True)
+    (site / "deepseek-v3.yaml").write_text(source.replace("num_gpus: 32\n    num_nodes: 4\n    num_redundant_"
+                                                          "experts: 32", "num_gpus: 16\n    num_nodes: 2\n    "
+                                                          "num_redundant_experts: 16", 1))
+    monkeypatch.setenv("DSCTL_PROFILES", str(tmp_path / "profiles"))
+    stats = tmp_path / "s.npy"
+    np.save(stats, np.random.default_rng(1).random((58, 256)))
+    res = cli("eplb", "rebalance", stats, "--format", "json")
+    assert res.exit_code == 0, res.stderr
+    layout = res.json()["layout"]
+    assert (layout["num_replicas"], layout["num_gpus"], layout["num_nodes"]) == (272, 16, 2)
+
+
 def test_sglang_export_pads_dense_layers(cli: Callable, tmp_path: Path) -> None:
     stats = tmp_path / "s.npy"
     np.save(stats, np.random.default_rng(0).random((58, 256)))
