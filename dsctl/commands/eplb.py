@@ -154,6 +154,8 @@ def rebalance_cmd(
     # the model profiles are read only when the model matters: missing layout numbers or an SGLang export
     needs_model = None in (replicas, gpus, nodes) or sglang_out is not None
     weight = sum_stats([(str(p), read_input(p, "statistics file")) for p in stats])
+    if node_profile is not None and plan is None:
+        raise InputError("--node-profile only applies with --plan (the NVLink bandwidth of the planned fabric)")
     fabric = None if plan is None else _fabric(plan, node_profile)
     previous_placement = None
     if previous is not None:

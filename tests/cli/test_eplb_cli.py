@@ -219,6 +219,14 @@ def test_previous_with_plan_times_the_moves(cli: Callable, v3_stats: Path, tmp_p
     assert all(p["payback_s"] == pytest.approx(p["moves"]["move_s"] / p["gain"]) for p in moved if p["gain"] > 0)
     bad = cli("eplb", "rebalance", v3_stats, *args, "--plan", fabric)
     assert bad.exit_code == 2 and "only apply with --previous" in bad.stderr
+    bad = cli("eplb", "rebalance", v3_stats, *args, "--previous", before, "--node-profile", "h100-hgx")
+    assert bad.exit_code == 2 and "--node-profile only applies with --plan" in bad.stderr
+    fast = cli("eplb", "rebalance", v3_stats, *args, "--previous", before, "--plan", fabric, "--node-profile",
+               "h100-hgx", "-f", "json").json()["trade_off"]["points"]
+    # NVLink 450 GB/s per direction instead of 200: copies inside a node finish sooner, never later
+    for slow_point, fast_point in zip(data["points"], fast, strict=True):
+        assert fast_point["moves"]["move_s"] <= slow_point["moves"]["move_s"] * (1 + 1e-9)
+    assert any(f["moves"]["move_s"] < s["moves"]["move_s"] * 0.99 for s, f in zip(data["points"], fast, strict=True))
     small = tmp_path / "one"
     assert cli("topology", "plan", "-N", "1", "--out", small).exit_code == 0
     bad = cli("eplb", "rebalance", v3_stats, *args, "--previous", before, "--plan", small)
