@@ -14,6 +14,7 @@ from dsctl.errors import InputError
 from dsctl.output.formats import OutputFormat
 
 if TYPE_CHECKING:
+    from dsctl.eplb.move_time import Fabric
     from dsctl.profiles.schema import ModelProfile
 
 app = typer.Typer(
@@ -68,6 +69,20 @@ def _write_all(contents: list[tuple[Path, str | bytes, str | None]]) -> None:
     write_together(contents)
 
 
+def _fabric(plan: Path, node_profile: str | None) -> Fabric:
+    """--plan: the plan.json text (a file, or the folder 'topology plan --out' wrote) and its NVLink bandwidth."""
+    from dsctl.eplb.move_time import Fabric
+    from dsctl.topology import sim
+
+    plan_file = plan / "plan.json" if plan.is_dir() else plan
+    if plan.is_dir() and not plan_file.exists():
+        raise InputError(f"--plan {plan} has no plan.json", hint="write one with 'dsctl topology plan --out DIR'")
+    text = read_text_input(plan_file, "--plan")
+    profile_name, _ = sim.plan_facts(text, str(plan_file))
+    node = profile_store().node(node_profile or profile_name or "h800-hgx")
+    return Fabric(text, str(plan_file), node.nvlink_bytes_per_s / 2 / 1e9)
+
+
 StatsArg = Annotated[list[Path], typer.Argument(
     help="Routing statistics, layers x experts: .json (2-D list or {\"load\": ...}), .csv (one row per layer) "
     "or .npy; several are summed.")]
@@ -107,6 +122,14 @@ def rebalance_cmd(
     min_gain: Annotated[float | None, typer.Option("--min-gain", help="With --previous: below this relative drop "
                                                    "of the max GPU load per step, keep the current placement "
                                                    "(default 0.02).")] = None,
+    plan: Annotated[Path | None, typer.Option("--plan", help="With --previous: planned fabric (plan.json or the "
+                                              "folder of 'dsctl topology plan --out'): time the moves on it, "
+                                              "simulated as 'topology simulate' does.")] = None,
+    step_time_s: Annotated[float | None, typer.Option("--step-time-s", help="With --plan: seconds per step that "
+                                                      "scale with the max GPU load (the MoE part), for the "
+                                                      "break-even number of steps.")] = None,
+    node_profile: Annotated[str | None, typer.Option("--node-profile", help="With --plan: node profile for the "
+                                                     "NVLink bandwidth (default: the plan's).")] = None,
     bytes_per_param: Annotated[float, typer.Option("--bytes-per-param", help="Expert weight bytes per parameter for "
                                                    "bytes moved (1 = FP8, 2 = BF16).")] = 1.0,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the placement JSON (phy2log, log2phy, logcnt, "
@@ -131,6 +154,9 @@ def rebalance_cmd(
     # the model profiles are read only when the model matters: missing layout numbers or an SGLang export
     needs_model = None in (replicas, gpus, nodes) or sglang_out is not None
     weight = sum_stats([(str(p), read_input(p, "statistics file")) for p in stats])
+    if node_profile is not None and plan is None:
+        raise InputError("--node-profile only applies with --plan (the NVLink bandwidth of the planned fabric)")
+    fabric = None if plan is None else _fabric(plan, node_profile)
     previous_placement = None
     if previous is not None:
         text = read_text_input(previous, "--previous")
@@ -142,7 +168,8 @@ def rebalance_cmd(
             model=profile, candidate_models=_all_models() if profile is None and needs_model else (),
             deployment=deployment,
             bytes_per_param=bytes_per_param, sources=tuple(str(p) for p in stats), prove=prove, progress=report,
-            max_moves=max_moves, max_move_bytes=max_move_bytes, min_gain=min_gain,
+            max_moves=max_moves, max_move_bytes=max_move_bytes, min_gain=min_gain, fabric=fabric,
+            step_time_s=step_time_s,
         )
     contents: list[tuple[Path, str | bytes, str | None]] = []  # render everything before writing anything
     if out is not None:

@@ -17,12 +17,13 @@ placement is kept.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from dsctl.eplb.checks import Layout
 from dsctl.eplb.migration import MigrationResult, _unconstrained, rebalance_with_previous
+from dsctl.eplb.move_time import Fabric, MoveTime, break_even_steps, payback_s, time_moves
 from dsctl.eplb.placement import Placement, balancedness, gpu_loads
 from dsctl.errors import InputError
 
@@ -44,6 +45,12 @@ class ParetoPoint:
     gain: float  # 1 - max_load / max_load of "keep" (the predicted relative saving per step)
     on_front: bool
     within_budget: bool
+    #: with a fabric (--plan): the moves simulated on it (None without)
+    moves: MoveTime | None = None
+    #: seconds of load-bound step time after which the moves pay back (move_s / gain); None without a fabric
+    payback_s: float | None = None
+    #: steps after which the moves pay back (payback_s / step_time_s); None without a fabric or a step time
+    break_even_steps: float | None = None
 
 
 @dataclass(frozen=True)
@@ -58,6 +65,8 @@ class TradeOff:
     max_moves: int | None
     max_move_bytes: int | None
     num_slots: int  # slots over all layers (the denominator of "share of replicas moved")
+    plan: str | None = None  # the fabric the moves were timed on (--plan), None when not timed
+    step_time_s: float | None = None
 
 
 def _score(weight: np.ndarray, placement: Placement, num_gpus: int) -> tuple[float, float]:
@@ -70,8 +79,12 @@ def trade_off(
     *, max_moves: int | None = None, max_move_bytes: int | None = None, min_gain: float = DEFAULT_MIN_GAIN,
     tolerances: tuple[float, ...] = TOLERANCES, accept: float = 0.01,
     progress: Callable[[int, int], None] | None = None,
+    fabric: Fabric | None = None, step_time_s: float | None = None,
 ) -> tuple[TradeOff, Placement, MigrationResult | None]:
     """Score every candidate, mark the front, choose within the budgets (checked ``weight`` [L, E] and ``layout``).
+
+    ``fabric``: also simulate each candidate's moves on that planned fabric (``dsctl.eplb.move_time``) and state
+    when they pay back; ``step_time_s`` (seconds per step that scale with the max GPU load) turns that into steps.
 
     Returns (the table, the chosen placement, its migration result or None when the previous one is kept).
     """
@@ -83,6 +96,12 @@ def trade_off(
         raise InputError("--max-move-bytes needs the expert size: give -m/--model", hint="or use --max-moves")
     if not 0.0 <= min_gain < 1.0:
         raise InputError(f"--min-gain {min_gain} must be in [0, 1) (a fraction of the max load per step)")
+    if fabric is not None and expert_bytes is None:
+        raise InputError("--plan needs the expert size to time the moves: give -m/--model")
+    if step_time_s is not None and not (np.isfinite(step_time_s) and step_time_s > 0):
+        raise InputError(f"--step-time-s {step_time_s} must be a positive number of seconds")
+    if step_time_s is not None and fabric is None:
+        raise InputError("--step-time-s only applies with --plan (the fabric the moves are timed on)")
     report = progress if progress is not None else (lambda done, total: None)
     target = _unconstrained(weight, layout.num_replicas, layout.num_groups, layout.num_nodes, layout.num_gpus,
                             layout.policy, algorithm)
@@ -95,13 +114,19 @@ def trade_off(
         raw.append((tol, load, bal, int(result.replicas_moved), result))
         report(step + 1, len(tolerances))
     points = []
-    for tol_or_keep, load, bal, moved, _ in raw:
+    for tol_or_keep, load, bal, moved, candidate in raw:
         beaten = any((o_load <= load and o_moved <= moved) and (o_load < load or o_moved < moved)
                      for _, o_load, _, o_moved, _ in raw)
         size = None if expert_bytes is None else moved * expert_bytes
         fits = (max_moves is None or moved <= max_moves) and (max_move_bytes is None or (size or 0) <= max_move_bytes)
         gain = 1.0 - load / keep_load if keep_load > 0 else 0.0
-        points.append(ParetoPoint(tol_or_keep, load, bal, moved, size, gain, not beaten, fits))
+        point = ParetoPoint(tol_or_keep, load, bal, moved, size, gain, not beaten, fits)
+        if fabric is not None and expert_bytes is not None:
+            new = previous if candidate is None else candidate.placement
+            timed = time_moves(previous, new, layout.num_gpus, layout.num_nodes, expert_bytes, fabric)
+            point = replace(point, moves=timed, payback_s=payback_s(timed.move_s, gain),
+                            break_even_steps=break_even_steps(timed.move_s, gain, step_time_s))
+        points.append(point)
     eligible = [i for i, p in enumerate(points) if p.within_budget]
     lowest = min(points[i].max_load for i in eligible)
     near = [i for i in eligible if points[i].max_load <= lowest * (1.0 + accept)]
@@ -115,8 +140,16 @@ def trade_off(
     else:
         worth, reason = True, (f"worth it: {gain:.2%} less max load per step for {points[best].replicas_moved:,} "
                                f"replicas moved")
+        best_moves = points[best].moves
+        if best_moves is not None:
+            reason += f", {best_moves.move_s:.3g} s of moves on the fabric"
+            steps = points[best].break_even_steps
+            reason += (f", paid back after {steps:,.0f} steps" if steps is not None else
+                       f", paid back after {points[best].payback_s or 0:.3g} s of load-bound step time "
+                       f"(give --step-time-s for steps)")
     chosen = best if worth else 0
     table = TradeOff(tuple(points), chosen, worth, reason, min_gain, max_moves, max_move_bytes,
-                     int(np.asarray(previous.phy2log).size))
+                     int(np.asarray(previous.phy2log).size), None if fabric is None else fabric.plan_name,
+                     step_time_s)
     chosen_result = raw[chosen][4]
     return table, (previous if chosen_result is None else chosen_result.placement), chosen_result

@@ -18,6 +18,7 @@ from dsctl.eplb.checks import Layout, check_layout, check_weight
 from dsctl.eplb.deployments import deployment_for, infer_model
 from dsctl.eplb.exact import MAX_PROVE_SLOTS, ExactResult, solve
 from dsctl.eplb.metrics import placement_metrics
+from dsctl.eplb.move_time import Fabric
 from dsctl.eplb.pareto import DEFAULT_MIN_GAIN, TOLERANCES, trade_off
 from dsctl.eplb.placement import Placement, gpu_loads, placement_from_phy2log
 from dsctl.eplb.placement_file import LoadedPlacement, placement_warnings
@@ -149,6 +150,8 @@ def rebalance(
     max_move_bytes: int | None = None,
     min_gain: float | None = None,
     progress: Callable[[int, int], None] | None = None,
+    fabric: Fabric | None = None,
+    step_time_s: float | None = None,
 ) -> RebalanceResult:
     """Plan a placement for ``weight`` [L, E] (summed routing statistics) and measure it before/after.
 
@@ -161,6 +164,8 @@ def rebalance(
     (None = ``DEFAULT_TOLERANCE``), budgets ``max_moves``/``max_move_bytes``, ``min_gain`` below which the previous
     placement is kept); ``tolerance`` only applies with it. ``prove``: run the exact search (dsctl.eplb.exact) per
     layer from the plan; a better plan found replaces the layer; layers are marked proved where the search ended.
+    ``fabric`` (with ``previous``): each candidate's moves timed on that planned fabric, against the gain per step
+    (``step_time_s``: seconds per step that scale with the max GPU load; dsctl.eplb.move_time).
     ``progress(steps_done, num_steps)`` is called as the balanced algorithm's refinement steps finish.
     Raises InputError for any bad input (rules V1-V12, unknown algorithm, mismatching previous placement).
     """
@@ -173,8 +178,10 @@ def rebalance(
     model = resolve_model(shape, model, candidate_models, layout_missing) if raw.ndim == 2 else model
     replicas, gpus, nodes, groups, note = resolve_layout(request, model)
     extra_warnings: tuple[str, ...] = ()
-    if previous is None and (max_moves is not None or max_move_bytes is not None or min_gain is not None):
-        raise InputError("--max-moves, --max-move-bytes and --min-gain only apply with --previous",
+    if previous is None and (max_moves is not None or max_move_bytes is not None or min_gain is not None
+                             or fabric is not None or step_time_s is not None):
+        raise InputError("--max-moves, --max-move-bytes, --min-gain, --plan and --step-time-s only apply with "
+                         "--previous",
                          hint="give the current placement with --previous FILE")
     if tolerance is not None:
         if not 0.0 <= tolerance < 1.0:
@@ -208,7 +215,8 @@ def rebalance(
         trade, placement, result = trade_off(checked, previous, layout, algorithm, expert_bytes,
                                              max_moves=max_moves, max_move_bytes=max_move_bytes,
                                              min_gain=DEFAULT_MIN_GAIN if min_gain is None else min_gain,
-                                             tolerances=tolerances, accept=tolerance, progress=progress)
+                                             tolerances=tolerances, accept=tolerance, progress=progress,
+                                             fabric=fabric, step_time_s=step_time_s)
         moved = 0 if result is None else int(result.replicas_moved)
         details: dict[str, Any] = {} if result is None else {
             f.name: getattr(result, f.name) for f in dataclasses.fields(result)

@@ -142,18 +142,51 @@ def _render_rebalance(result: RebalanceResult) -> Iterator[RenderableType]:
 def trade_off_views(trade: TradeOff) -> Iterator[RenderableType]:
     """The Pareto table (balance versus replicas and bytes moved) and the decision."""
     table = Table(title="Balance versus migration (on the new statistics)", title_justify="left")
-    for name in ("plan", "max load (sum of layers)", "gain / step", "balancedness", "replicas moved", "share",
-                 "bytes moved", ""):
+    timed = trade.plan is not None
+    names = ["plan", "max load (sum of layers)", "gain / step", "balancedness", "replicas moved", "share",
+             "bytes moved"]
+    if timed:
+        names += ["move time", "pays back after"]
+    for name in (*names, ""):
         table.add_column(name, justify="right" if name not in ("plan", "") else "left")
     for i, p in enumerate(trade.points):
         label = "keep current" if p.tolerance is None else f"tolerance {p.tolerance:.1%}"
         flags = ", ".join(f for f, on in (("chosen", i == trade.chosen), ("front", p.on_front),
                                           ("over budget", not p.within_budget)) if on)
         size = "n/a" if p.bytes_moved is None else human_bytes(p.bytes_moved, digits=2)
-        table.add_row(label, format_scalar(p.max_load), f"{p.gain:.2%}", f"{p.mean_balancedness:.4f}",
-                      f"{p.replicas_moved:,}", f"{p.replicas_moved / max(1, trade.num_slots):.1%}", size, flags)
+        cells = [label, format_scalar(p.max_load), f"{p.gain:.2%}", f"{p.mean_balancedness:.4f}",
+                 f"{p.replicas_moved:,}", f"{p.replicas_moved / max(1, trade.num_slots):.1%}", size]
+        if timed:
+            cells += [_seconds(None if p.moves is None else p.moves.move_s), _payback(p.payback_s,
+                                                                                      p.break_even_steps)]
+        table.add_row(*cells, flags)
     yield table
+    if timed:
+        step = (f"--step-time-s {trade.step_time_s:g}: steps = move time / (gain x step time)"
+                if trade.step_time_s is not None else
+                "pays back after = move time / gain, in seconds of step time that scale with the max GPU load; "
+                "give --step-time-s for steps")
+        yield Text(f"moves timed on {trade.plan} (all layers at once, max-min rates re-solved as copies finish, "
+                   f"as 'topology simulate --reflow'); {step}")
     yield Text(trade.reason, style="green" if trade.worth_it else "yellow")
+
+
+def _seconds(value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    if value == 0:
+        return "0"
+    return f"{value * 1e3:.3g} ms" if value < 1 else f"{value:.3g} s"
+
+
+def _payback(seconds: float | None, steps: float | None) -> str:
+    if seconds is None:
+        return "n/a"
+    if seconds == 0:
+        return "-"
+    if seconds == float("inf"):
+        return "never"
+    return f"{steps:,.0f} steps" if steps is not None else f"{_seconds(seconds)} of steps"
 
 
 @table_renderer(WindowReplay)

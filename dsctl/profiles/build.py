@@ -13,7 +13,9 @@ from typing import Any, TypeVar, cast
 
 from dsctl.errors import ProfileError, one_of
 from dsctl.profiles.schema import (
+    DEPLOYMENT_KINDS,
     AttentionSpec,
+    Deployment,
     ModelProfile,
     MoESpec,
     NodeProfile,
@@ -309,6 +311,8 @@ def _build_model(doc: Doc, name: str) -> ModelProfile:
         )
         pub.finish()
 
+    deployments = _deployments(doc, moe)
+
     return ModelProfile(
         name=name,
         description=doc.text("description", default=""),
@@ -324,7 +328,40 @@ def _build_model(doc: Doc, name: str) -> ModelProfile:
         tie_word_embeddings=doc.flag("tie_word_embeddings", False),
         published=published,
         path=str(doc.file),
+        deployments=deployments,
     )
+
+
+def _deployments(doc: Doc, moe: MoESpec | None) -> tuple[Deployment, ...]:
+    """``deployments: {prefill: {num_gpus, num_nodes, num_redundant_experts, source}, decode: ...}`` (MoE only):
+    GPUs a multiple of nodes, slots (routed + redundant experts) a multiple of GPUs."""
+    section = doc.optional_section("deployments")
+    if section is None:
+        return ()
+    if moe is None:
+        doc.fail("a dense model has no expert-parallel deployment: remove it, or add a moe section", "deployments")
+        return ()
+    out = []
+    for kind in [str(k) for k in section.data]:
+        if kind not in DEPLOYMENT_KINDS:
+            continue  # reported by finish() as an unknown key
+        dep = section.section(kind)
+        gpus = dep.integer("num_gpus", 1)
+        nodes = dep.integer("num_nodes", 1)
+        redundant = dep.integer("num_redundant_experts", 0)
+        source = dep.text("source", default="")
+        if dep.valid("num_gpus", "num_nodes") and gpus % nodes:
+            dep.fail(f"num_gpus {gpus} is not a multiple of num_nodes {nodes} (equal GPUs per node)", "num_gpus")
+        slots = moe.num_routed_experts + redundant
+        if dep.valid("num_gpus", "num_redundant_experts") and slots % gpus:
+            dep.fail(f"{moe.num_routed_experts} routed + {redundant} redundant = {slots} slots do not split evenly "
+                     f"over num_gpus {gpus}", "num_redundant_experts")
+        dep.finish()
+        out.append(Deployment(kind, gpus, nodes, redundant, source))
+    for kind in DEPLOYMENT_KINDS:
+        section.used.add(kind)
+    section.finish()
+    return tuple(out)
 
 
 def _build_node(doc: Doc, name: str) -> NodeProfile:

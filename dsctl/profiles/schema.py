@@ -60,6 +60,23 @@ class MoESpec:
         return self.num_routed_experts // self.num_expert_groups
 
 
+#: deployment kinds a model profile may publish (``deployments:`` keys; ``dsctl eplb rebalance --deployment``)
+DEPLOYMENT_KINDS = ("prefill", "decode")
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """A published expert-parallel serving deployment: ``num_gpus`` on ``num_nodes`` nodes (EP size = num_gpus),
+    ``num_redundant_experts`` extra slots per MoE layer (slots = routed experts + redundant, split evenly over the
+    GPUs), and where it is published. The defaults of ``dsctl eplb rebalance STATS`` when no layout is given."""
+
+    kind: str
+    num_gpus: int
+    num_nodes: int
+    num_redundant_experts: int
+    source: str
+
+
 @dataclass(frozen=True)
 class PublishedFigures:
     """Figures the model's authors published, kept to check dsctl's arithmetic against. 0 = not published."""
@@ -95,8 +112,14 @@ class ModelProfile:
     tie_word_embeddings: bool
     published: PublishedFigures
     path: str = ""
+    #: published EP deployments, in the file's order (``deployments:``; only on MoE models)
+    deployments: tuple[Deployment, ...] = ()
 
     kind = ProfileKind.MODEL
+
+    def deployment(self, kind: str) -> Deployment | None:
+        """The published ``kind`` deployment, or None."""
+        return next((d for d in self.deployments if d.kind == kind), None)
 
     @property
     def num_moe_layers(self) -> int:

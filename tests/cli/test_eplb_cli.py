@@ -94,6 +94,26 @@ def test_stats_alone_plan_deepseek_v3_prefill(cli: Callable, tmp_path: Path) -> 
     assert none.exit_code == 2 and "matches no model profile" in none.stderr and "deepseek-v3" in none.stderr
 
 
+def test_the_deployment_is_read_from_the_model_profile(cli: Callable, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A site copy of deepseek-v3.yaml with another prefill deployment changes the default layout."""
+    from dsctl.profiles.loader import builtin_profiles_dir
+
+    source = (builtin_profiles_dir() / "models" / "deepseek-v3.yaml").read_text()
+    site = tmp_path / "profiles" / "models"
+    site.mkdir(parents=True)
+    (site / "deepseek-v3.yaml").write_text(source.replace("num_gpus: 32\n    num_nodes: 4\n    num_redundant_"
+                                                          "experts: 32", "num_gpus: 16\n    num_nodes: 2\n    "
+                                                          "num_redundant_experts: 16", 1))
+    monkeypatch.setenv("DSCTL_PROFILES", str(tmp_path / "profiles"))
+    stats = tmp_path / "s.npy"
+    np.save(stats, np.random.default_rng(1).random((58, 256)))
+    res = cli("eplb", "rebalance", stats, "--format", "json")
+    assert res.exit_code == 0, res.stderr
+    layout = res.json()["layout"]
+    assert (layout["num_replicas"], layout["num_gpus"], layout["num_nodes"]) == (272, 16, 2)
+
+
 def test_sglang_export_pads_dense_layers(cli: Callable, tmp_path: Path) -> None:
     stats = tmp_path / "s.npy"
     np.save(stats, np.random.default_rng(0).random((58, 256)))
@@ -177,6 +197,40 @@ def test_previous_reports_replicas_moved(cli: Callable, readme: Path, tmp_path: 
     res = cli("eplb", "rebalance", readme, *README_ARGS, "--previous", plan, "-f", "json")
     assert res.exit_code == 0, res.stderr
     assert res.json()["migration"]["replicas_moved"] == 0
+
+
+def test_previous_with_plan_times_the_moves(cli: Callable, v3_stats: Path, tmp_path: Path) -> None:
+    fabric = tmp_path / "fabric"
+    assert cli("topology", "plan", "-N", "2", "--out", fabric).exit_code == 0
+    args = ("-r", "288", "-g", "16", "-N", "2", "-m", "deepseek-v3")
+    before = tmp_path / "before.json"
+    rng = np.random.default_rng(1)
+    old = tmp_path / "old.npy"
+    np.save(old, np.round(np.load(v3_stats) * rng.lognormal(0, 0.5, (6, 256))))
+    assert cli("eplb", "rebalance", old, *args, "--out", before).exit_code == 0
+    res = cli("eplb", "rebalance", v3_stats, *args, "--previous", before, "--plan", fabric, "--step-time-s", "0.02")
+    assert res.exit_code == 0, res.stderr
+    assert "move time" in res.stdout and "pays back after" in res.stdout and " steps" in res.stdout
+    assert f"moves timed on {fabric / 'plan.json'}" in res.stdout
+    data = cli("eplb", "rebalance", v3_stats, *args, "--previous", before, "--plan", fabric / "plan.json",
+               "-f", "json").json()["trade_off"]
+    moved = [p for p in data["points"] if p["replicas_moved"]]
+    assert moved and all(p["moves"]["move_s"] > 0 and p["break_even_steps"] is None for p in moved)
+    assert all(p["payback_s"] == pytest.approx(p["moves"]["move_s"] / p["gain"]) for p in moved if p["gain"] > 0)
+    bad = cli("eplb", "rebalance", v3_stats, *args, "--plan", fabric)
+    assert bad.exit_code == 2 and "only apply with --previous" in bad.stderr
+    bad = cli("eplb", "rebalance", v3_stats, *args, "--previous", before, "--node-profile", "h100-hgx")
+    assert bad.exit_code == 2 and "--node-profile only applies with --plan" in bad.stderr
+    fast = cli("eplb", "rebalance", v3_stats, *args, "--previous", before, "--plan", fabric, "--node-profile",
+               "h100-hgx", "-f", "json").json()["trade_off"]["points"]
+    # NVLink 450 GB/s per direction instead of 200: copies inside a node finish sooner, never later
+    for slow_point, fast_point in zip(data["points"], fast, strict=True):
+        assert fast_point["moves"]["move_s"] <= slow_point["moves"]["move_s"] * (1 + 1e-9)
+    assert any(f["moves"]["move_s"] < s["moves"]["move_s"] * 0.99 for s, f in zip(data["points"], fast, strict=True))
+    small = tmp_path / "one"
+    assert cli("topology", "plan", "-N", "1", "--out", small).exit_code == 0
+    bad = cli("eplb", "rebalance", v3_stats, *args, "--previous", before, "--plan", small)
+    assert bad.exit_code == 2 and "has 8 GPUs (1 node x 8); the placement spans 16" in bad.stderr
 
 
 def test_balanced_is_never_worse_than_reference(cli: Callable, v3_stats: Path) -> None:
@@ -311,7 +365,7 @@ def test_a_failing_second_write_removes_the_first_file(
 def test_prove_replay_budget_and_sglang_dump(cli: Callable, tmp_path: Path) -> None:
     stats = tmp_path / "a3042.json"
     stats.write_text("[[600, 560, 120, 120, 20, 10, 10, 10]]")
-    res = cli("eplb", "rebalance", stats, "-r", "16", "-g", "8", "-n", "1", "--algorithm", "balanced", "--prove",
+    res = cli("eplb", "rebalance", stats, "-r", "16", "-g", "8", "-N", "1", "--algorithm", "balanced", "--prove",
               "-f", "json")
     assert res.exit_code == 0, res.stderr
     data = res.json()
@@ -320,7 +374,7 @@ def test_prove_replay_budget_and_sglang_dump(cli: Callable, tmp_path: Path) -> N
     assert abs(layer["after"]["max_gpu_load"] - 590 / 3) < 1e-9
     assert data["metrics"]["summary"]["layers_proved_optimal"] == 1
     assert abs(data["metrics"]["summary"]["max_gap_to_bound"] - (590 / 3 / 181.25 - 1)) < 1e-9
-    table = cli("eplb", "rebalance", stats, "-r", "16", "-g", "8", "-n", "1", "--prove")
+    table = cli("eplb", "rebalance", stats, "-r", "16", "-g", "8", "-N", "1", "--prove")
     assert table.exit_code == 0 and "1 of 1 layers proved optimal" in table.stdout
     rng = np.random.default_rng(0)
     windows = []
@@ -329,14 +383,14 @@ def test_prove_replay_budget_and_sglang_dump(cli: Callable, tmp_path: Path) -> N
         windows.append(tmp_path / f"w{t}.npy")
         np.save(windows[-1], np.round(w))
         w = w * np.exp(0.2 * rng.standard_normal(w.shape))
-    rep = cli("eplb", "replay", *windows, "-r", "48", "-g", "8", "-n", "2", "--groups", "4", "--interval", "1",
+    rep = cli("eplb", "replay", *windows, "-r", "48", "-g", "8", "-N", "2", "--groups", "4", "--interval", "1",
               "--interval", "2", "-f", "json")
     assert rep.exit_code == 0, rep.stderr
     assert [s["interval"] for s in rep.json()["scores"]] == [1, 2] and rep.json()["num_windows"] == 3
-    bud = cli("eplb", "budget", windows[0], "--total-slots", "96", "-r", "48", "-g", "8", "-n", "1", "-f", "json")
+    bud = cli("eplb", "budget", windows[0], "--total-slots", "96", "-r", "48", "-g", "8", "-N", "1", "-f", "json")
     assert bud.exit_code == 0, bud.stderr
     assert sum(bud.json()["slots_per_layer"]) == 96
     dump = Path(__file__).resolve().parents[1] / "data" / "eplb" / "expert_distribution_recorder_1764600000.0_0.pt"
-    sg = cli("eplb", "rebalance", dump, "-r", "16", "-g", "4", "-n", "1", "-f", "json")
+    sg = cli("eplb", "rebalance", dump, "-r", "16", "-g", "4", "-N", "1", "-f", "json")
     assert sg.exit_code == 0, sg.stderr
     assert len(sg.json()["phy2log"]) == 4

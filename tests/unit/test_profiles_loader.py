@@ -266,3 +266,33 @@ def test_a_list_or_null_where_a_quantity_belongs_is_bad_input(tmp_path: Path) ->
     path.write_text(model.replace("total_params: 671B", "total_params: [671]"))
     with pytest.raises(ProfileError, match=r"published\.total_params: expected a count like 671B"):
         load_file(path)
+
+
+def test_deepseek_v3_deployments_come_from_the_profile(tmp_path: Path) -> None:
+    from dsctl.profiles.loader import check_file
+
+    v3 = ProfileStore().model("deepseek-v3")
+    got = {d.kind: (d.num_gpus, d.num_nodes, d.num_redundant_experts) for d in v3.deployments}
+    assert got == {"prefill": (32, 4, 32), "decode": (320, 40, 64)}
+    prefill = v3.deployment("prefill")
+    assert prefill is not None and prefill.source == "DeepSeek-V3 tech report (arXiv 2412.19437) section 3.4.1"
+    assert ProfileStore().model("qwen2.5-72b").deployments == () and v3.deployment("train") is None
+    source = (builtin_profiles_dir() / "models" / "deepseek-v3.yaml").read_text()
+    bad = tmp_path / "models" / "deepseek-v3.yaml"
+    bad.parent.mkdir()
+    cases = {
+        "num_nodes: 4": ("num_nodes: 5", "deployments.prefill.num_gpus: num_gpus 32 is not a multiple of num_nodes 5"),
+        "num_redundant_experts: 32": ("num_redundant_experts: 30", "deployments.prefill.num_redundant_experts: 256 "
+                                      "routed + 30 redundant = 286 slots do not split evenly over num_gpus 32"),
+        "  decode:": ("  train:", "deployments.train: unknown key"),
+        "num_gpus: 320": ("num_gpus: 0", "deployments.decode.num_gpus: expected an integer from 1"),
+    }
+    for old, (new, message) in cases.items():
+        bad.write_text(source.replace(old, new, 1))
+        errors = [e.message.split(": ", 1)[1] for e in check_file(bad)[1]]
+        assert len(errors) == 1 and errors[0].startswith(message), errors
+    dense = (builtin_profiles_dir() / "models" / "qwen2.5-72b.yaml").read_text()
+    bad = tmp_path / "models" / "qwen2.5-72b.yaml"
+    bad.write_text(dense + "deployments:\n  prefill: {num_gpus: 8, num_nodes: 1, num_redundant_experts: 0}\n")
+    assert [e.message.split(": ", 1)[1] for e in check_file(bad)[1]] == [
+        "deployments: a dense model has no expert-parallel deployment: remove it, or add a moe section"]

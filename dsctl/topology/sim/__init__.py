@@ -17,10 +17,12 @@ from dsctl.topology.sim.api import (
     parse_jobs,
     plan_facts,
     run,
+    transfer_time,
 )
 from dsctl.topology.sim.solve import JobResult, LinkUse, PlaneResult, SimResult, Spread
 
 __all__ = [
     "MAX_JOBS", "WORKLOADS", "EpModel", "JobResult", "LinkUse", "PlaneResult", "SimRequest", "SimResult", "Spread",
     "Workload", "eplb_gpu_share", "parse_jobs", "plan_facts", "run",
+    "transfer_time",
 ]

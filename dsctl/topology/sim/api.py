@@ -14,7 +14,17 @@ from dsctl.topology.sim.graph import SimGraph, build_graph, failed_links
 from dsctl.topology.sim.routing import ROUTINGS
 from dsctl.topology.sim.solve import SimResult, simulate
 from dsctl.topology.sim.svg import plane_svg
-from dsctl.topology.sim.traffic import RING_FACTOR, Traffic, alltoall, merge, permutation, ring
+from dsctl.topology.sim.traffic import (
+    RING_FACTOR,
+    Job,
+    Traffic,
+    alltoall,
+    by_plane,
+    merge,
+    permutation,
+    ring,
+    transfers,
+)
 from dsctl.units import QuantityError, parse_bytes
 
 WORKLOADS = ("alltoall", "permutation", "allreduce", "allgather", "reducescatter", *DIRECTIONS)
@@ -221,6 +231,44 @@ def run(plan_text: str, plan_name: str, nvlink_bytes_per_s: float, request: SimR
         result = replace(result, svg=plane_svg(graph, result.link_utilisation, dead, request.svg_plane,
                                                f"{request.workload.workload}, {request.routing} routing"))
     return result
+
+
+def transfer_time(plan_text: str, plan_name: str, nvlink_gbyte_s: float, src_gpus: np.ndarray,
+                  dst_gpus: np.ndarray, nbytes: np.ndarray, routing: str = "adaptive", seed: int = 0,
+                  reflow: bool = False, name: str = "transfers") -> SimResult:
+    """Point-to-point GPU-to-GPU transfers on a planned fabric, all at once: one flow per (src, dst) row.
+
+    ``src_gpus``/``dst_gpus`` int [T] global GPU ids (node * GPUs per node + local), ``nbytes`` float [T] bytes of
+    each transfer (rows with the same pair are best merged by the caller: one flow each). Paths as every workload
+    (NVLink inside a node, the network across nodes, PXN relay across planes); ``completion_s`` of the result is
+    when the last transfer ends (steady max-min rates, an upper bound; ``reflow``: the fluid event simulation).
+    InputError for a GPU id outside the plan, a negative size or an unknown routing.
+    """
+    if routing not in ROUTINGS:
+        raise InputError(f"--routing {routing!r} is not valid; use {one_of(ROUTINGS)}")
+    graph = build_graph(plan_text, plan_name, nvlink_gbyte_s)
+    src = np.asarray(src_gpus, dtype=np.int64).ravel()
+    dst = np.asarray(dst_gpus, dtype=np.int64).ravel()
+    size = np.broadcast_to(np.asarray(nbytes, dtype=np.float64), src.shape).copy()
+    if src.shape != dst.shape:
+        raise InputError(f"{name}: {len(src)} sources but {len(dst)} destinations")
+    for what, ids in (("source", src), ("destination", dst)):
+        if len(ids) and (ids.min() < 0 or ids.max() >= graph.num_gpus):
+            raise InputError(f"{name}: {what} GPU {int(ids.max())} is outside {plan_name}, which has "
+                             f"{graph.num_gpus} GPUs ({graph.num_nodes} nodes x {graph.gpus_per_node})")
+    if not np.isfinite(size).all() or (size < 0).any():
+        raise InputError(f"{name}: transfer sizes must be finite bytes >= 0")
+    keep = (size > 0) & (src != dst)
+    src, dst, size = src[keep], dst[keep], size[keep]
+    net, nvl = transfers(graph, src, dst, size, 0)
+    g = graph.gpus_per_node
+    gpus = np.unique(src)
+    remote = np.zeros(graph.num_gpus)
+    np.add.at(remote, src, np.where(src // g != dst // g, size, 0.0))
+    traffic = Traffic([Job(name, "transfers", gpus, remote[gpus], f"{len(src)} transfers")], nvl,
+                      [by_plane(graph, net)])
+    dead = np.zeros(graph.num_links, dtype=bool)
+    return simulate(graph, traffic, routing, seed, dead, [], plan_name, 0.0, reflow)
 
 
 def plan_facts(plan_text: str, source: str) -> tuple[str, float]:
