@@ -80,7 +80,7 @@ def _fabric(plan: Path, node_profile: str | None) -> Fabric:
     text = read_text_input(plan_file, "--plan")
     profile_name, _ = sim.plan_facts(text, str(plan_file))
     node = profile_store().node(node_profile or profile_name or "h800-hgx")
-    return Fabric(text, str(plan_file), node.nvlink_bytes_per_s / 2 / 1e9)
+    return Fabric(text, str(plan_file), node.nvlink_bytes_per_s / 2)
 
 
 StatsArg = Annotated[list[Path], typer.Argument(

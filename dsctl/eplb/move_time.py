@@ -32,11 +32,11 @@ from dsctl.topology import sim
 
 @dataclass(frozen=True)
 class Fabric:
-    """A planned fabric to time moves on: the plan.json text, its name, NVLink GB/s per direction per GPU."""
+    """A planned fabric to time moves on: the plan.json text, its name, NVLink bytes/s per direction per GPU."""
 
     plan_text: str
     plan_name: str
-    nvlink_gbyte_s: float
+    nvlink_bytes_per_s: float
     routing: str = "adaptive"
     #: re-solve rates as copies finish (``topology simulate --reflow``): a bulk copy of unequal sizes is far from
     #: its steady rates (V3 prefill on 4 nodes: 55 ms steady vs 19 ms with reflow = the busiest link's bound)
@@ -117,7 +117,7 @@ def time_moves(previous: Placement, new: Placement, num_gpus: int, num_nodes: in
     sizes = count * float(expert_bytes)
     moving = ~local
     if moving.any():
-        result = sim.transfer_time(fabric.plan_text, fabric.plan_name, fabric.nvlink_gbyte_s, src[moving],
+        result = sim.transfer_time(fabric.plan_text, fabric.plan_name, fabric.nvlink_bytes_per_s, src[moving],
                                    dst[moving], sizes[moving], routing=fabric.routing, reflow=fabric.reflow,
                                    name="--plan moves")
         move_s, lower = float(result.completion_s), float(result.lower_bound_s)

@@ -17,7 +17,7 @@ from dsctl.topology.api import make_spec, plan_files
 from dsctl.topology.plan import build_plan
 from dsctl.topology.summary import summarize
 
-NVLINK = 200.0  # H800: 400 GB/s both directions -> 200 GB/s per direction
+NVLINK = 200e9  # bytes/s; H800: 400 GB/s both directions -> 200 GB/s per direction
 NIC = 50.0  # 400 Gb/s
 
 
@@ -37,7 +37,7 @@ def _time(src: list[int], dst: list[int], gb: list[float]) -> float:
 
 
 def test_transfer_time_uses_nvlink_nics_and_shares_links() -> None:
-    assert _time([0], [1], [1.0]) == pytest.approx(1 / NVLINK)  # same node: NVLink
+    assert _time([0], [1], [1.0]) == pytest.approx(1e9 / NVLINK)  # same node: NVLink
     assert _time([0], [8], [1.0]) == pytest.approx(1 / NIC)  # GPU 0 of node 1, same plane: its NIC
     assert _time([0], [9], [1.0]) == pytest.approx(1 / NIC)  # other plane: relayed over NVLink, then the NIC
     assert _time([0, 0], [8, 16], [1.0, 1.0]) == pytest.approx(2 / NIC)  # one NIC carries both

@@ -233,7 +233,7 @@ def run(plan_text: str, plan_name: str, nvlink_bytes_per_s: float, request: SimR
     return result
 
 
-def transfer_time(plan_text: str, plan_name: str, nvlink_gbyte_s: float, src_gpus: np.ndarray,
+def transfer_time(plan_text: str, plan_name: str, nvlink_bytes_per_s: float, src_gpus: np.ndarray,
                   dst_gpus: np.ndarray, nbytes: np.ndarray, routing: str = "adaptive", seed: int = 0,
                   reflow: bool = False, name: str = "transfers") -> SimResult:
     """Point-to-point GPU-to-GPU transfers on a planned fabric, all at once: one flow per (src, dst) row.
@@ -246,7 +246,7 @@ def transfer_time(plan_text: str, plan_name: str, nvlink_gbyte_s: float, src_gpu
     """
     if routing not in ROUTINGS:
         raise InputError(f"--routing {routing!r} is not valid; use {one_of(ROUTINGS)}")
-    graph = build_graph(plan_text, plan_name, nvlink_gbyte_s)
+    graph = build_graph(plan_text, plan_name, nvlink_bytes_per_s)
     src = np.asarray(src_gpus, dtype=np.int64).ravel()
     dst = np.asarray(dst_gpus, dtype=np.int64).ravel()
     size = np.broadcast_to(np.asarray(nbytes, dtype=np.float64), src.shape).copy()
