@@ -54,7 +54,8 @@ def test_groups_and_subcommands_complete(complete: Callable) -> None:
     ("dsctl health check --node-profile h8", ["h800-hgx"]),
     ("dsctl storage size --storage ", ["3fs-reference"]),
     ("dsctl storage size --client-node h2", ["h200-hgx"]),
-    ("dsctl topology plan --switch ", ["ib-ndr-64"]),
+    ("dsctl topology plan --switch ", ["ib-ndr-128-split", "ib-ndr-64"]),
+    ("dsctl topology plan --switch ib-ndr-6", ["ib-ndr-64"]),
     ("dsctl topology plan --node-profile x", []),
 ])
 def test_profile_options_complete_profile_names(complete: Callable, line: str, expected: list[str]) -> None:
@@ -164,13 +165,22 @@ def test_every_option_whose_help_lists_its_values_completes_them() -> None:
     from dsctl.commands._complete import CHOICE_OPTIONS, choice_values
 
     options = _options()
+    word = r"[a-z0-9][a-z0-9-]*( \([^)]*\))?"  # a value, optionally explained: "gloo (CPU, TCP)"
     missing = []
+    listed = set()
     for path, param in options:
         help_text = (getattr(param, "help", "") or "").split(":")[-1].strip()
-        listing = re.match(r"^([a-z0-9][a-z0-9-]*)(, [a-z0-9][a-z0-9-]*)+,? or [a-z0-9][a-z0-9-]*\b", help_text)
-        if listing and getattr(param, "_custom_shell_complete", None) is None and not hasattr(param.type, "choices"):
+        listing = re.match(rf"^{word}(, {word})*,? or {word}(?=[ .,;]|$)", help_text)
+        if listing:
+            listed.add((path, param.opts[0]))
+        # typer's own options carry no click type (no .type): only a click Choice completes by itself
+        if (listing and getattr(param, "_custom_shell_complete", None) is None
+                and not hasattr(getattr(param, "type", None), "choices")):
             missing.append((path, param.opts[0]))
     assert missing == []
+    # two-value lists count too ("prefill or decode", "gloo (CPU, TCP) or nccl (GPUs)")
+    assert {("eplb replay", "--deployment"), ("health burn-in", "--backend"), ("health check", "--fail-on"),
+            ("eplb budget", "--policy"), ("topology plan", "--kind")} <= listed
     by_key = {(path, opt): param for path, param in options for opt in getattr(param, "opts", [])}
     for key, source in CHOICE_OPTIONS.items():
         assert key in by_key, key
@@ -185,3 +195,13 @@ def test_profiles_dir_on_the_command_line_completes_its_profiles(complete: Calla
     shutil.copy(builtin_profiles_dir() / "nodes" / "h800-hgx.yaml", tmp_path / "nodes" / "rack7.yaml")
     assert complete("bash", f"dsctl --profiles-dir {tmp_path} launch --node-profile r") == ["rack7"]
     assert complete("bash", "dsctl launch --node-profile r") == []
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    ("dsctl health burn-in --backend ", ["gloo", "nccl"]),
+    ("dsctl eplb replay --deployment d", ["decode"]),
+    ("dsctl eplb budget --policy g", ["global"]),
+    ("dsctl health check --fail-on w", ["warn"]),
+])
+def test_new_choice_options_complete_their_values(complete: Callable, line: str, expected: list[str]) -> None:
+    assert complete("bash", line) == expected
