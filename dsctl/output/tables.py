@@ -3,8 +3,8 @@
 :func:`fit` is applied by :func:`dsctl.output.emit.emit` to every table a view yields, just before printing:
 
 1. a table whose natural width fits the terminal is printed as the view made it;
-2. otherwise every column may wrap (``overflow="fold"``, ``no_wrap=False``): rich shares the width out, each
-   column keeping at least its longest word, so values wrap between words and are never cut to ``…``;
+2. otherwise every column may wrap (``overflow="fold"``, ``no_wrap=False``) and gets a fixed width: at least
+   its longest word, plus a share of the rest, so values wrap between words and are never cut to ``…``;
 3. a table that cannot fit even so (too many columns for the width: rich would give the last ones no width at all)
    is printed as one block per row, ``header  value`` lines, so every value still shows.
 """
@@ -42,8 +42,36 @@ def fit(table: Table, console: Console) -> RenderableType:
         column.overflow = "fold"
         column.max_width = None
     if _width(console, table).minimum <= width:
+        _share_width(console, table, width)
         return table
     return as_records(table)
+
+
+def _share_width(console: Console, table: Table, width: int) -> None:
+    """Give each column of ``table`` a fixed width: its longest word, plus a share of what the terminal has left
+    in proportion to how much wider the column would like to be. (rich's own squeeze narrows the widest columns
+    first, even below their longest word, which folds a one-word header such as ``num_redundant_experts``.)"""
+    options = console.options.update(width=1 << 16)
+    try:
+        measured = [table._measure_column(console, options, column) for column in table.columns]
+        padding = [table._get_padding_width(column._index) for column in table.columns]
+        room = width - table._extra_width
+    except AttributeError:  # a rich without these: leave the squeeze to rich
+        return
+    lows = [m.minimum - p for m, p in zip(measured, padding, strict=True)]
+    wants = [m.maximum - m.minimum for m in measured]
+    spare = room - sum(m.minimum for m in measured)
+    total_want = sum(wants)
+    if spare < 0 or total_want <= 0:
+        return
+    gains = [min(want, want * spare // total_want) for want in wants]
+    left = spare - sum(gains)
+    for i in sorted(range(len(wants)), key=lambda i: gains[i] - wants[i]):  # the most wanting columns first
+        extra = min(left, wants[i] - gains[i])
+        gains[i] += extra
+        left -= extra
+    for column, low, gain in zip(table.columns, lows, gains, strict=True):
+        column.width = max(1, low + gain)
 
 
 def _cell_text(cell: Any) -> Any:

@@ -23,11 +23,15 @@ HEALTH = ROOT / "tests" / "data" / "health"
 DOCTOR = ROOT / "tests" / "data" / "storage" / "doctor" / "node_down"
 TOPO = ROOT / "tests" / "data" / "topology"
 STATS = '{"load": [[90, 132, 40, 61, 104, 165, 39, 4, 73, 56, 183, 86]]}'
+STATS2 = '{"load": [[80, 140, 30, 61, 124, 145, 49, 14, 63, 66, 173, 96]]}'
+FABRIC = '{"seed": 1, "noise": 0.03, "faults": [{"nic": "node0007:mlx5_2", "rate": 0.5}]}'  # one NIC at half rate
 
 
 def commands(tmp: Path) -> list[tuple[Any, ...]]:
     plan, chains = tmp / "plan", tmp / "chains"
     (tmp / "stats.json").write_text(STATS)
+    (tmp / "stats2.json").write_text(STATS2)
+    (tmp / "fabric.json").write_text(FABRIC)
     return [
         ("profiles", "list"),
         ("profiles", "show", "deepseek-v3"),
@@ -50,6 +54,10 @@ def commands(tmp: Path) -> list[tuple[Any, ...]]:
         ("eplb", "rebalance", tmp / "stats.json", "-r", "16", "-g", "8", "-n", "2", "--groups", "4", "--out",
          tmp / "placement.json"),
         ("eplb", "simulate", tmp / "stats.json", tmp / "placement.json"),
+        ("eplb", "replay", tmp / "stats.json", tmp / "stats2.json", tmp / "stats.json", "-r", "16", "-g", "8",
+         "-N", "2", "--groups", "4"),
+        ("eplb", "budget", tmp / "stats.json", "--total-slots", "24", "-r", "16", "-g", "8", "-N", "2"),
+        ("health", "burn-in", plan, "--fabric-model", tmp / "fabric.json"),
         ("health", "check", "--from-record", HEALTH / "nvlink_link_down.yaml"),
         ("health", "show", "--from-record", HEALTH / "hgx_h800_healthy.yaml"),
         ("health", "topo", "--from-record", HEALTH / "hgx_h800_healthy.yaml"),
