@@ -17,7 +17,7 @@ from dsctl.commands._common import FormatOpt, show
 from dsctl.output.formats import OutputFormat
 
 HELP = ("Copy small example inputs (EPLB statistics, an ibnetdiscover dump, 3FS admin_cli output, profiler traces, "
-        "a node record) into a folder, to try every documented example on.")
+        "a node record, a rank map, a burn-in fault model) into a folder, to try every documented example on.")
 app = typer.Typer(name="examples", help=HELP, no_args_is_help=False, invoke_without_command=True,
                   context_settings={"allow_interspersed_args": True})  # DIR and -f in any order
 DEFAULT_DIR = "dsctl-examples"
@@ -31,6 +31,8 @@ USES: dict[str, str] = {
     "list-targets.txt": "storage doctor",
     "node.yaml": "health check --from-record",
     **{f"traces/rank{r}.json.gz": "trace overlap, stragglers, timeline" for r in range(8)},
+    "job/ranks.csv": "trace stragglers --ranks",
+    "faults.yaml": "health burn-in --fabric-model",
 }
 
 

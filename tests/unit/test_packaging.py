@@ -89,6 +89,7 @@ NEEDS_A_CLUSTER = {
     "dsctl health check --textfile-dir": "live NVML (and node_exporter's folder)",
     "dsctl launch --nodes 256 --backend slurm": "Slurm (sbatch)",
     "dsctl trace overlap '/local/prof": "Slurm (srun) and traces on the nodes",
+    "dsctl health burn-in fabric/ -w": "Slurm (srun) and the probe on GPU nodes",
 }
 #: the one change of scale: the shipped fabric.txt is the ibnetdiscover dump of the 10-node plan (a 16,384-GPU
 #: dump would not be "small", and its simulation takes about a minute)

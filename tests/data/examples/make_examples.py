@@ -11,6 +11,8 @@ shipped files are exactly what this writes.
 * ``node.yaml``: a recorded healthy HGX H800 node (tests/data/health/hgx_h800_healthy.yaml).
 * ``traces/rank0.json.gz`` ... ``rank7.json.gz``: PyTorch profiler (Kineto) traces of an 8-rank data-parallel job,
   six ProfilerStep#N of five all-reduces each, rank 5 computing 30 % slower.
+* ``job/ranks.csv``: that job's rank map (one node of 8 GPUs, data parallel), as ``dsctl launch --out`` writes it.
+* ``faults.yaml``: a fault model for ``dsctl health burn-in --fabric-model`` on the 10-node plan: one NIC at half rate.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[3]
 OUT = ROOT / "dsctl" / "_example_data"
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))
 
 import trace_builder as tb  # noqa: E402
 
@@ -50,6 +53,24 @@ def traces() -> list[dict]:
     return docs
 
 
+FAULTS_YAML = """# dsctl health burn-in --fabric-model: rehearse the burn-in of the 10-node plan with one injected fault
+seed: 1
+noise: 0.03
+repeats: 5
+faults:
+  - nic: node0004:mlx5_2
+    rate: 0.5
+"""
+
+
+def rank_map() -> str:
+    from dsctl.launch.layout import ParallelLayout
+    from dsctl.launch.rankmap import build_rank_map
+
+    return build_rank_map(ParallelLayout(num_nodes=1, gpus_per_node=8, pp=1, ep=8, tp=1, dp=8,
+                                         schedule="1f1b")).to_csv()
+
+
 def main(out: Path = OUT) -> None:
     if out.exists():
         shutil.rmtree(out)
@@ -64,6 +85,9 @@ def main(out: Path = OUT) -> None:
     (out / "traces").mkdir()
     for rank, doc in enumerate(traces()):
         (out / "traces" / f"rank{rank}.json.gz").write_bytes(tb.encode(doc, gz=True))
+    (out / "job").mkdir()
+    (out / "job" / "ranks.csv").write_text(rank_map(), encoding="utf-8")
+    (out / "faults.yaml").write_text(FAULTS_YAML, encoding="utf-8")
 
 
 if __name__ == "__main__":
