@@ -3,7 +3,9 @@ page's order, in a folder of its own, so that a later example finds what an earl
 with a unit that the page quotes under it (``7,290.00 GB/s``, ``61.52 GiB``, ``35.3 %``) must be in what the
 command prints now: a page that says TiB/s where dsctl prints GB/s, or quotes a stale figure, fails here.
 
-Examples that need what a test machine has not got are listed in NEEDS with the reason; anything else runs.
+Examples that need what a test machine has not got are listed in NEEDS with the reason; anything else runs. A
+``$ cat NAME`` whose file no earlier example made and no shipped example input provides writes NAME with the lines
+the page shows (the page gives the reader that file's text; a ``cat`` of a file dsctl wrote is left alone).
 """
 
 from __future__ import annotations
@@ -31,6 +33,10 @@ NEEDS = {
     "dsctl launch --nodes 256 --backend slurm --job-name v3 --submit": "Slurm (sbatch)",
     "dsctl trace stragglers 'rank*.json'": "a synthetic 64-rank job whose parameters the page does not give",
     "dsctl trace overlap '/local": "Slurm (srun) and traces on the nodes",
+    "dsctl trace stragglers w8-sleep/": "real torch gloo jobs that tests/real_traces.py records (wall-clock timings, "
+                                        "different every run; tests/cli/test_trace_real.py checks them)",
+    "dsctl trace stragglers 'traces/*.json' --ranks": "2,048 synthetic trace files (17 s to build on 2 cores; "
+                                                      "tests/cli/test_trace_place.py seeds the same job in memory)",
 }
 #: pages whose examples read files made by a script the page names (run first, in the page's folder)
 SETUP = {"trace.md": [sys.executable, str(ROOT / "tests" / "trace_builder.py"), "ep"]}
@@ -53,7 +59,8 @@ def examples(page: Path) -> list[tuple[str, list[str]]]:
                     i += 1
                     quoted.append(lines[i])
                 command = command.split("  #", 1)[0].strip()
-                if command.startswith("dsctl ") and "|" not in command and " ... " not in command:
+                if ((command.startswith("dsctl ") and "|" not in command and " ... " not in command)
+                        or re.fullmatch(r"cat [\w./-]+", command)):
                     found.append((command, quoted))
             i += 1
     return found
@@ -76,10 +83,17 @@ def test_the_numbers_a_page_quotes_are_what_dsctl_prints(page: Path, tmp_path: P
     if page.name in SETUP:
         subprocess.run(SETUP[page.name], cwd=work, check=True, capture_output=True)
     found = examples(page)
-    last = max((i for i, (_c, quoted) in enumerate(found) if _numbers(quoted)), default=-1)
+    last = max((i for i, (c, quoted) in enumerate(found) if _numbers(quoted) and c.startswith("dsctl ")),
+               default=-1)
     wrong = []
     for command, quoted in found[:last + 1]:  # later examples quote nothing (the walkthrough runs those)
         if any(command.startswith(prefix) for prefix in NEEDS):
+            continue
+        if command.startswith("cat "):
+            shown = work / command[4:]
+            if not shown.exists():
+                shown.parent.mkdir(parents=True, exist_ok=True)
+                shown.write_text("\n".join(quoted) + "\n", encoding="utf-8")
             continue
         result = cli(*shlex.split(command)[1:])
         assert "Traceback" not in result.stderr and result.exit_code != 4, (command, result.stderr)

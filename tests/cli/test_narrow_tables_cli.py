@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ HEALTH = ROOT / "tests" / "data" / "health"
 DOCTOR = ROOT / "tests" / "data" / "storage" / "doctor" / "node_down"
 TOPO = ROOT / "tests" / "data" / "topology"
 STATS = '{"load": [[90, 132, 40, 61, 104, 165, 39, 4, 73, 56, 183, 86]]}'
+LONGEST_WORD = 60  #: longer words cannot sit on one line next to a field name at 80 columns
 STATS2 = '{"load": [[80, 140, 30, 61, 124, 145, 49, 14, 63, 66, 173, 96]]}'
 FABRIC = '{"seed": 1, "noise": 0.03, "faults": [{"nic": "node0007:mlx5_2", "rate": 0.5}]}'  # one NIC at half rate
 
@@ -99,7 +101,11 @@ def test_every_table_keeps_every_column_at_80_columns(cli: Any, tmp_path: Path,
         assert result.exit_code in (0, 1), (args, result.stderr)
         text = result.stdout
         lines = [line for line in text.splitlines() if len(line) > 80]
-        missing = sorted({w for words in recorded for w in words if w not in text})
+        # a word too long for any column at 80 (a temporary folder's path) may only fold: it must then read whole
+        # once line breaks, padding and borders are taken out
+        squashed = re.sub(r"[\s│┃]", "", text)
+        missing = sorted({w for words in recorded for w in words
+                          if w not in text and (len(w) < LONGEST_WORD or w not in squashed)})
         if lines or missing or "…" in text:
             failures.append((" ".join(map(str, args)), missing[:5], lines[:1], "…" in text))
     assert failures == [], "\n".join(map(str, failures))
