@@ -3,8 +3,9 @@
 :func:`fit` is applied by :func:`dsctl.output.emit.emit` to every table a view yields, just before printing:
 
 1. a table whose natural width fits the terminal is printed as the view made it;
-2. otherwise every column may wrap (``overflow="fold"``, ``no_wrap=False``) and gets a fixed width: at least
-   its longest word, plus a share of the rest, so values wrap between words and are never cut to ``…``;
+2. otherwise every column may wrap (``overflow="fold"``, ``no_wrap=False``) and gets a fixed width: its
+   natural width up to a common cap, never below its longest word, so the widest columns wrap, between words,
+   and nothing is cut to ``…``;
 3. a table that cannot fit even so (too many columns for the width: rich would give the last ones no width at all)
    is printed as one block per row, ``header  value`` lines, so every value still shows.
 """
@@ -48,9 +49,10 @@ def fit(table: Table, console: Console) -> RenderableType:
 
 
 def _share_width(console: Console, table: Table, width: int) -> None:
-    """Give each column of ``table`` a fixed width: its longest word, plus a share of what the terminal has left
-    in proportion to how much wider the column would like to be. (rich's own squeeze narrows the widest columns
-    first, even below their longest word, which folds a one-word header such as ``num_redundant_experts``.)"""
+    """Give each column of ``table`` a fixed width: its natural width capped at one common limit, chosen as large
+    as the terminal allows, but never below the column's longest word. So narrow columns keep their natural width
+    and only the widest wrap, as rich does, except that rich's own squeeze can go below a column's longest word
+    and fold a one-word header such as ``num_redundant_experts``."""
     options = console.options.update(width=1 << 16)
     try:
         measured = [table._measure_column(console, options, column) for column in table.columns]
@@ -58,20 +60,26 @@ def _share_width(console: Console, table: Table, width: int) -> None:
         room = width - table._extra_width
     except AttributeError:  # a rich without these: leave the squeeze to rich
         return
-    lows = [m.minimum - p for m, p in zip(measured, padding, strict=True)]
-    wants = [m.maximum - m.minimum for m in measured]
-    spare = room - sum(m.minimum for m in measured)
-    total_want = sum(wants)
-    if spare < 0 or total_want <= 0:
+    lows = [m.minimum for m in measured]
+    highs = [m.maximum for m in measured]
+
+    def widths(cap: int) -> list[int]:
+        return [min(high, max(low, cap)) for low, high in zip(lows, highs, strict=True)]
+
+    if sum(lows) > room:
         return
-    gains = [min(want, want * spare // total_want) for want in wants]
-    left = spare - sum(gains)
-    for i in sorted(range(len(wants)), key=lambda i: gains[i] - wants[i]):  # the most wanting columns first
-        extra = min(left, wants[i] - gains[i])
-        gains[i] += extra
-        left -= extra
-    for column, low, gain in zip(table.columns, lows, gains, strict=True):
-        column.width = max(1, low + gain)
+    cap_lo, cap_hi = 0, max(highs)  # the largest cap whose widths fit: widths(cap) grows with cap
+    while cap_lo < cap_hi:
+        mid = (cap_lo + cap_hi + 1) // 2
+        cap_lo, cap_hi = (mid, cap_hi) if sum(widths(mid)) <= room else (cap_lo, mid - 1)
+    shares = widths(cap_lo)
+    left = room - sum(shares)
+    for i, share in enumerate(shares):  # what is left: one more to columns held at the cap, left to right
+        if left > 0 and share == cap_lo < highs[i]:
+            shares[i] += 1
+            left -= 1
+    for column, share, pad in zip(table.columns, shares, padding, strict=True):
+        column.width = max(1, share - pad)
 
 
 def _cell_text(cell: Any) -> Any:
