@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from dsctl.output.files import MANIFEST_NAME
+
 Cli = Callable[..., Any]
 
 
@@ -42,7 +44,8 @@ def test_rehearsal_names_the_nic_and_writes_every_file(cli: Cli, plan16: Path, t
     assert data["drain"]["nodes"][0]["reason"].startswith("dsctl:burnin nic node0007:mlx5_2 at 50%")
     assert data["drain"]["nodes"][0]["done"] is None  # no --drain: only planned
     names = sorted(p.name for p in out.iterdir())
-    assert names == ["burnin.json", "dsctl_burnin.prom", *[f"plane{p}.svg" for p in range(8)]]
+    # --out DIR is a staged directory: files.py adds its manifest (what makes DIR replaceable by dsctl later)
+    assert names == sorted([MANIFEST_NAME, "burnin.json", "dsctl_burnin.prom", *[f"plane{p}.svg" for p in range(8)]])
     assert json.loads((out / "burnin.json").read_text())["findings"] == data["findings"]
     fams = {f.name: f for f in text_string_to_metric_families((out / "dsctl_burnin.prom").read_text())}
     series = fams["dsctl_health_burnin_nic_send_bytes_per_second"].samples
