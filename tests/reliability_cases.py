@@ -401,7 +401,7 @@ CASES: list[Case] = [
          lambda t: ["launch", "--nodes", "2", "--backend", "slurm", "--sbatch-arg=--outpu=/etc/cron.d/x",
                     "--out", str(t / "job"), "--", "t.py"], 2),
     Case("reserved option abbreviated", "health", "fleet --srun-arg=--nodel=n2",
-         lambda t: ["health", "fleet", "--nodes", "n1", "--srun-arg=--nodel=n2"], 2),
+         lambda t: ["health", "fleet", "--nodelist", "n1", "--srun-arg=--nodel=n2"], 2),
     # issue 23: bounds before work
     Case("YAML above its bounds", "health", "5 MB record (400,000 keys)",
          lambda t: ["health", "check", "--from-record",

@@ -280,7 +280,7 @@ def test_sbatch_arg_abbreviations_of_reserved_options_are_refused(cli, tmp_path:
 
 @pytest.mark.parametrize("arg", ["--nodel=n2", "--job=x", "--tim=5", "--no-k", "--imm=1"])
 def test_srun_arg_abbreviations_are_refused(cli, arg: str) -> None:
-    _bad(cli("health", "fleet", "--nodes", "n1", f"--srun-arg={arg}"), "--srun-arg")
+    _bad(cli("health", "fleet", "--nodelist", "n1", f"--srun-arg={arg}"), "--srun-arg")
 
 
 def test_hostlists_for_65536_nodes_fit_in_argv() -> None:
