@@ -33,7 +33,8 @@ from dsctl.eplb.placement import Placement, balancedness, gpu_loads, placement_f
 from dsctl.eplb.reference import rebalance_reference
 from dsctl.errors import InputError
 
-ALGORITHMS = ("balanced", "reference")
+#: placement algorithms of every eplb command: DeepSeek's EPLB (exact) and dsctl's refinement
+ALGORITHMS = ("reference", "balanced")
 #: at most this many undo steps after a walk (each undoes one unneeded change per layer)
 PRUNE_STEPS = 48
 

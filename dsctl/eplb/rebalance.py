@@ -18,6 +18,7 @@ from dsctl.eplb.checks import Layout, check_layout, check_weight
 from dsctl.eplb.deployments import deployment_for, infer_model
 from dsctl.eplb.exact import MAX_PROVE_SLOTS, ExactResult, solve
 from dsctl.eplb.metrics import placement_metrics
+from dsctl.eplb.migration import ALGORITHMS
 from dsctl.eplb.move_time import Fabric
 from dsctl.eplb.pareto import DEFAULT_MIN_GAIN, TOLERANCES, trade_off
 from dsctl.eplb.placement import Placement, gpu_loads, placement_from_phy2log
@@ -28,7 +29,6 @@ from dsctl.errors import InputError
 from dsctl.model.params import bytes_per_routed_expert
 from dsctl.profiles.schema import ModelProfile
 
-ALGORITHMS = ("reference", "balanced")
 #: --tolerance when none is given: the plan may lose 1% of the unconstrained balancedness to move fewer replicas
 DEFAULT_TOLERANCE = 0.01
 
