@@ -101,8 +101,17 @@ def plan_files(plan: Plan, summary: PlanSummary) -> dict[str, str]:
         "topology.yaml": slurm_topology_yaml(plan),
         "topology.svg": topology_svg(plan, summary),
         **ibnet,
-        **expected_topology_files(plan, link),
+        **_ibdm_files(plan, link),
     }
+
+
+def _ibdm_files(plan: Plan, link: str) -> dict[str, str]:
+    """ibdiagnet's topology files, or none where a device name cannot be an ibdm system name ('/', spaces): the
+    plan itself stays valid for every other tool, and the output lists the files written."""
+    try:
+        return expected_topology_files(plan, link)
+    except InputError:
+        return {}
 
 
 def plan_with_files(spec: PlanSpec, with_files: bool) -> tuple[PlanSummary, dict[str, str]]:

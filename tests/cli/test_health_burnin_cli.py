@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from dsctl.output.files import MANIFEST_NAME
+from dsctl.output import files
 
 Cli = Callable[..., Any]
 
@@ -21,7 +21,7 @@ def plan16(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from tests.conftest import run_cli
 
     out = tmp_path_factory.mktemp("plan") / "p16"
-    assert run_cli("topology", "plan", "-n", "16", "--out", str(out)).exit_code == 0
+    assert run_cli("topology", "plan", "-N", "16", "--out", str(out)).exit_code == 0
     return out
 
 
@@ -44,8 +44,10 @@ def test_rehearsal_names_the_nic_and_writes_every_file(cli: Cli, plan16: Path, t
     assert data["drain"]["nodes"][0]["reason"].startswith("dsctl:burnin nic node0007:mlx5_2 at 50%")
     assert data["drain"]["nodes"][0]["done"] is None  # no --drain: only planned
     names = sorted(p.name for p in out.iterdir())
-    # --out DIR is a staged directory: files.py adds its manifest (what makes DIR replaceable by dsctl later)
-    assert names == sorted([MANIFEST_NAME, "burnin.json", "dsctl_burnin.prom", *[f"plane{p}.svg" for p in range(8)]])
+    written = ["burnin.json", "dsctl_burnin.prom", *[f"plane{p}.svg" for p in range(8)]]
+    assert names == sorted([files.MANIFEST_NAME, *written])  # the manifest marks the folder as dsctl's
+    manifest = json.loads((out / files.MANIFEST_NAME).read_text())
+    assert manifest["written_by"] == "dsctl" and sorted(manifest["files"]) == written
     assert json.loads((out / "burnin.json").read_text())["findings"] == data["findings"]
     fams = {f.name: f for f in text_string_to_metric_families((out / "dsctl_burnin.prom").read_text())}
     series = fams["dsctl_health_burnin_nic_send_bytes_per_second"].samples

@@ -19,11 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import typer
 
 from dsctl.cli import app
 from dsctl.output import files
+from dsctl.output.health_burnin import TEXTFILE_NAME as BURNIN_TEXTFILE
 from dsctl.output.prometheus import TEXTFILE_NAME
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,7 +33,9 @@ HEALTHY = ROOT / "tests" / "data" / "health" / "hgx_h800_healthy.yaml"
 GLOO = [ROOT / "tests" / "data" / "trace" / f"gloo_rank{i}.json.gz" for i in (0, 1)]
 STATS = {"load": [[90, 132, 40, 61, 104, 165, 39, 4, 73, 56, 183, 86],
                   [20, 107, 104, 64, 19, 197, 187, 157, 172, 86, 16, 27]]}
-EPLB_ARGS = ("-r", "16", "-g", "8", "-n", "2", "--groups", "4")
+EPLB_ARGS = ("-r", "16", "-g", "8", "-N", "2", "--groups", "4")
+#: --sglang-out needs statistics of a model's shape (its layer count is checked): deepseek-v2-lite, 26 MoE layers
+LITE_ARGS = ("-m", "deepseek-v2-lite", "-r", "72", "-g", "8", "-N", "1")
 LAUNCH = ("launch", "--nodes", "1", "--model", "deepseek-v2-lite", "--backend", "slurm")
 #: option names that write whatever their help says; other writers are found from their help ("Write ...",
 #: "Also write ...", "... to write")
@@ -44,18 +48,54 @@ KINDS = ["char-device", "fifo", "symlink", "folder", "input"]
 @dataclass(frozen=True)
 class Writer:
     """One writing option. ``args(tmp, target)`` is the command line writing to ``target``; ``folder``: an
-    ``--out DIR`` writer; ``textfile``: the target is ``DIR/dsctl_health.prom`` and the option gets ``DIR``;
-    ``use_input(tmp, target)`` makes ``target`` one of the command's inputs and returns the command line."""
+    ``--out DIR`` writer; ``textfile``: the target is ``DIR/<textfile>`` (e.g. dsctl_health.prom) and the option
+    gets ``DIR``; ``name``: the target's file name (e.g. one the option accepts, so that the case is refused for
+    the target itself); ``use_input(tmp, target)`` makes ``target`` one of the command's inputs and returns the
+    command line."""
 
     args: Callable[[Path, Path], list[Any]]
     use_input: Callable[[Path, Path], list[Any]] | None
     folder: bool = False
-    textfile: bool = False
+    textfile: str | None = None
+    name: str = "target.svg"
 
 
 def _stats(path: Path) -> Path:
     path.write_text(json.dumps(STATS))
     return path
+
+
+def _lite_stats(path: Path, seed: int = 0) -> Path:
+    """Routing statistics of deepseek-v2-lite's shape (26 MoE layers x 64 experts)."""
+    rng = np.random.default_rng(seed)
+    path.write_text(json.dumps({"load": rng.integers(1, 1000, (26, 64)).tolist()}))
+    return path
+
+
+def _fabric_model(path: Path) -> Path:
+    """A healthy simulated fabric for ``health burn-in --fabric-model``."""
+    path.write_text(json.dumps({"seed": 1, "noise": 0.03, "faults": []}))
+    return path
+
+
+def _dumps(tmp: Path) -> Path:
+    """One ibnetdiscover dump per plane, as cabled = as planned."""
+    folder = tmp / "dumps"
+    if not folder.exists():
+        folder.mkdir()
+        for p in range(8):
+            shutil.copyfile(_plan(tmp) / f"expected-plane{p}.ibnet", folder / f"plane{p}.ibnet")
+    return folder
+
+
+def _guids_at(tmp: Path, target: Path) -> Path:
+    """A GUID record (as --record-guids writes it) at ``target``, to be read back with --guids."""
+    from tests.conftest import run_cli
+
+    record = tmp / "guids.map"
+    result = run_cli("topology", "verify", str(_plan(tmp)), str(_dumps(tmp)), "--record-guids", str(record))
+    assert result.exit_code == 0, result.stderr
+    return _copy(record, target)
 
 
 def _plan(tmp: Path) -> Path:
@@ -67,10 +107,18 @@ def _plan(tmp: Path) -> Path:
     return out
 
 
+def _plan_at(out: Path) -> Path:
+    """A planned fabric written to ``out`` (its plan folder as an input)."""
+    from tests.conftest import run_cli
+
+    assert run_cli("topology", "plan", "--nodes", "8", "--out", str(out)).exit_code == 0
+    return out
+
+
 def _chains(tmp: Path, out: Path) -> Path:
     from tests.conftest import run_cli
 
-    assert run_cli("storage", "chains", "-n", "9", "-d", "2", "-o", str(out)).exit_code == 0
+    assert run_cli("storage", "chains", "-N", "9", "-d", "2", "-o", str(out)).exit_code == 0
     return out
 
 
@@ -103,8 +151,21 @@ WRITERS: dict[tuple[str, str], Writer] = {
         lambda t, x: ["eplb", "rebalance", _stats(t / "stats.json"), *EPLB_ARGS, "--out", x],
         lambda t, x: ["eplb", "rebalance", _stats(x), *EPLB_ARGS, "--out", x]),
     ("eplb rebalance", "--sglang-out"): Writer(
-        lambda t, x: ["eplb", "rebalance", _stats(t / "stats.json"), *EPLB_ARGS, "--sglang-out", x],
-        lambda t, x: ["eplb", "rebalance", _stats(x), *EPLB_ARGS, "--sglang-out", x]),
+        lambda t, x: ["eplb", "rebalance", _lite_stats(t / "stats.json"), *LITE_ARGS, "--sglang-out", x],
+        lambda t, x: ["eplb", "rebalance", _lite_stats(x), *LITE_ARGS, "--sglang-out", x], name="target.json"),
+    ("health burn-in", "--out"): Writer(
+        lambda t, x: ["health", "burn-in", _plan(t), "--fabric-model", _fabric_model(t / "model.json"), "--out", x],
+        lambda t, x: ["health", "burn-in", _plan_at(x), "--fabric-model", _fabric_model(t / "model.json"),
+                      "--out", x], folder=True),
+    ("health burn-in", "--textfile-dir"): Writer(
+        lambda t, x: ["health", "burn-in", _plan(t), "--fabric-model", _fabric_model(t / "model.json"),
+                      "--textfile-dir", x.parent],
+        lambda t, x: ["health", "burn-in", _plan(t), "--fabric-model", _fabric_model(x), "--textfile-dir", x.parent],
+        textfile=BURNIN_TEXTFILE),
+    ("topology verify", "--record-guids"): Writer(
+        lambda t, x: ["topology", "verify", _plan(t), _dumps(t), "--record-guids", x],
+        lambda t, x: ["topology", "verify", _plan(t), _dumps(t), "--guids", _guids_at(t, x), "--record-guids", x],
+        name="target.map"),
     ("launch", "--out"): Writer(
         lambda t, x: [*LAUNCH, "--out", x, "--", "train.py"],
         lambda t, x: [*LAUNCH, "--out", x, "--", str(_mkscript(x))], folder=True),
@@ -120,13 +181,13 @@ WRITERS: dict[tuple[str, str], Writer] = {
     ("health check", "--textfile-dir"): Writer(
         lambda t, x: ["health", "check", "--from-record", HEALTHY, "--textfile-dir", x.parent],
         lambda t, x: ["health", "check", "--from-record", _copy(HEALTHY, x), "--textfile-dir", x.parent],
-        textfile=True),
+        textfile=TEXTFILE_NAME),
     ("health record", "--out"): Writer(
         lambda t, x: ["health", "record", "--from-record", HEALTHY, "--out", x],
         lambda t, x: ["health", "record", "--from-record", _copy(HEALTHY, x), "--out", x]),
     ("storage chains", "--out"): Writer(
-        lambda t, x: ["storage", "chains", "-n", "5", "-d", "2", "--out", x],
-        lambda t, x: [*_profiles_as(x), "storage", "chains", "-n", "5", "-d", "2", "--out", x], folder=True),
+        lambda t, x: ["storage", "chains", "-N", "5", "-d", "2", "--out", x],
+        lambda t, x: [*_profiles_as(x), "storage", "chains", "-N", "5", "-d", "2", "--out", x], folder=True),
     ("storage expand", "--out"): Writer(
         lambda t, x: ["storage", "expand", "--from", _chains(t, t / "old"), "--add-nodes", "2", "--out", x],
         lambda t, x: ["storage", "expand", "--from", _chains(t, x), "--add-nodes", "2", "--out", x], folder=True),
@@ -180,7 +241,9 @@ def test_shared_writers_use_the_same_path() -> None:
     fleet, check = (commands / "health_fleet.py").read_text(), (commands / "health.py").read_text()
     assert 'emit_health(report, fmt, "health fleet", textfile_dir)' in fleet
     assert 'emit_health(report, fmt, "health check", textfile_dir)' in check
-    assert fleet.count("write_textfile(") == 2 and "write_textfile(" not in check  # defined once, called once
+    # defined once in fleet; called by emit_health and, with --drain, before any node is drained (same function)
+    assert fleet.count("def write_textfile(") == 1 and fleet.count("write_textfile(") == 3
+    assert "write_textfile(" not in check and "TEXTFILE_NAME" not in check
 
 
 def _snapshot(path: Path) -> Any:
@@ -248,9 +311,9 @@ def test_writer_refuses_the_target(cli, job_folder: Path, key: tuple[str, str], 
     writer = WRITERS[key]
     if writer.textfile:
         (job_folder / "metrics").mkdir()
-        target = job_folder / "metrics" / TEXTFILE_NAME
+        target = job_folder / "metrics" / writer.textfile
     else:
-        target = job_folder / ("target.svg" if not writer.folder else "target")
+        target = job_folder / (writer.name if not writer.folder else "target")
     if kind == "folder" and not writer.folder and not writer.textfile:
         target = job_folder / "target"
     args = _make(kind, target, writer, job_folder)
@@ -303,11 +366,12 @@ def test_dsctl_folder_is_replaced_and_a_foreign_prev_kept(cli, tmp_path: Path) -
 
 def test_two_outputs_are_committed_together(cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A failing second rename (full disk, I/O error) puts the first file back: never a mismatched pair."""
-    stats = _stats(tmp_path / "stats.json")
+    stats = _lite_stats(tmp_path / "stats.json")
     out, sg = tmp_path / "plan.json", tmp_path / "sg.json"
-    assert cli("eplb", "rebalance", stats, *EPLB_ARGS, "--out", out, "--sglang-out", sg).exit_code == 0
+    first = cli("eplb", "rebalance", stats, *LITE_ARGS, "--out", out, "--sglang-out", sg)
+    assert first.exit_code == 0, first.stderr
     old = out.read_bytes(), sg.read_bytes()
-    stats.write_text(json.dumps({"load": [row[::-1] for row in STATS["load"]]}))
+    _lite_stats(stats, seed=1)  # other statistics: another placement in both files
     real = os.replace
 
     def failing(src: Any, dst: Any) -> None:
@@ -316,7 +380,7 @@ def test_two_outputs_are_committed_together(cli, tmp_path: Path, monkeypatch: py
         real(src, dst)
 
     monkeypatch.setattr(files.os, "replace", failing)
-    result = cli("eplb", "rebalance", stats, *EPLB_ARGS, "--out", out, "--sglang-out", sg)
+    result = cli("eplb", "rebalance", stats, *LITE_ARGS, "--out", out, "--sglang-out", sg)
     assert result.exit_code == 2 and "--sglang-out" in result.stderr, result.stderr
     assert (out.read_bytes(), sg.read_bytes()) == old
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plan.json", "sg.json", "stats.json"]
