@@ -39,7 +39,8 @@ GROUPS: dict[str, str] = {
     "profiles": "Built-in and user profiles: models, nodes, switches, storage servers.",
     "config": "Site configuration (dsctl.toml): the defaults this site sets and where each comes from.",
     "examples": "Copy small example inputs (EPLB statistics, an ibnetdiscover dump, 3FS admin_cli output, profiler "
-                "traces, a node record) into a folder, to try every documented example on.",
+                "traces, a node record, a rank map, a burn-in fault model) into a folder, to try every documented "
+                "example on.",
 }
 
 
