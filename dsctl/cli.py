@@ -237,8 +237,10 @@ def place_global_options(args: list[str]) -> list[str]:
     root: list[str] = []
     fmt: list[str] = []
     rest: list[str] = []
+    # where we are: the group word comes first unless an unknown option precedes it; a -f after the command's
+    # first word is already in place
+    group_seen = other_option = command_seen = False
     i = 0
-    # the root level: root options stay, a format option moves; the first other word is the group
     while i < len(head):
         token = head[i]
         width = _takes(token, ROOT_VALUED) or (1 if token in ROOT_FLAGS else 0)
@@ -247,28 +249,16 @@ def place_global_options(args: list[str]) -> list[str]:
             i += width
             continue
         width = _takes(token, FORMAT_OPTIONS)
-        if not width:
-            break
-        fmt += head[i:i + width]
-        i += width
-    groups_done = False
-    if i < len(head) and not head[i].startswith("-"):
-        rest.append(head[i])  # the group
-        i += 1
-    while i < len(head):
-        token = head[i]
-        width = _takes(token, ROOT_VALUED) or (1 if token in ROOT_FLAGS else 0)
-        if width:
-            root += head[i:i + width]
-            i += width
-            continue
-        width = _takes(token, FORMAT_OPTIONS)
-        if width and not groups_done:
+        if width and not command_seen:
             fmt += head[i:i + width]
             i += width
             continue
-        if not token.startswith("-"):
-            groups_done = True  # the command word (or a first argument): -f after it is already in place
+        if token.startswith("-"):
+            other_option = True
+        elif group_seen or other_option:
+            command_seen = True
+        else:
+            group_seen = True
         rest.append(token)
         i += 1
     return [*root, *rest, *fmt, *tail]
