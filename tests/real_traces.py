@@ -82,12 +82,27 @@ def _run_job(rank: int, job: Job, port: int, out: Path) -> None:
 T0 = time.perf_counter()
 
 
-def _worker(rank: int, out: str, base_port: int) -> None:
+def _worker(rank: int, out: str, ports: list[int]) -> None:
     import torch
     torch.set_num_threads(1)
     for i, job in enumerate(JOBS):
         if rank < job.world_size:
-            _run_job(rank, job, base_port + i, Path(out))
+            _run_job(rank, job, ports[i], Path(out))
+
+
+def _free_ports(count: int) -> list[int]:
+    """Ports the kernel says are free now (bound to port 0 together, then released): a fixed or pid-derived port
+    can collide with an ephemeral port already in use (EADDRINUSE)."""
+    import socket
+
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
 
 
 def generate(out: Path, base_port: int | None = None) -> dict[str, Path]:
@@ -98,9 +113,9 @@ def generate(out: Path, base_port: int | None = None) -> dict[str, Path]:
     import torch.multiprocessing as mp
     import torch.profiler  # noqa: F401
 
-    port = base_port or 20000 + os.getpid() % 20000
+    ports = [base_port + i for i in range(len(JOBS))] if base_port else _free_ports(len(JOBS))
     # fork: the children share the parent's imported torch (importing it 8 times costs tens of CPU seconds)
-    mp.start_processes(_worker, args=(str(out), port), nprocs=MAX_WORLD, join=True, start_method="fork")
+    mp.start_processes(_worker, args=(str(out), ports), nprocs=MAX_WORLD, join=True, start_method="fork")
     return {job.name: out / job.name for job in JOBS}
 
 

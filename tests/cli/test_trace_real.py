@@ -34,7 +34,10 @@ def jobs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Path]]:
     need(importlib.util.find_spec("torch") is not None,
          "torch is not installed in this environment (pip install torch==2.13.0)")
     out = tmp_path_factory.mktemp("real-traces")
-    run = subprocess.run([sys.executable, str(GENERATOR), str(out)], capture_output=True, text=True, timeout=540)
+    for _ in range(3):  # a port taken between choosing it and binding it (EADDRINUSE): record again on new ports
+        run = subprocess.run([sys.executable, str(GENERATOR), str(out)], capture_output=True, text=True, timeout=540)
+        if run.returncode == 0 or "EADDRINUSE" not in run.stderr:
+            break
     assert run.returncode == 0, run.stderr[-3000:]
     return {job.name: sorted(p for p in (out / job.name).iterdir() if p.is_file()) for job in real_traces.JOBS}
 
