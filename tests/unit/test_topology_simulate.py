@@ -7,7 +7,7 @@ import functools
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from dsctl.errors import InputError
@@ -325,6 +325,8 @@ def test_ep_groups_of_a_launch_layout_share_the_fabric() -> None:
        tokens=st.integers(-1, 10**9), ep=st.one_of(st.none(), st.integers(-8, 64)),
        fail=st.lists(st.sampled_from(["p0-leaf01", "p0-leaf01:1", "node0001:mlx5_3", "nope", "p1-leaf01:x"]),
                      max_size=2), seed=st.integers(-2, 2**63))
+@example(workload="ep-dispatch", routing="static", size=1.0, group=0, stride=0, nodes=None, tokens=0, ep=-8,
+         fail=[], seed=0)  # found by DSCTL_HOSTILE_EXAMPLES=20: a negative EP size reached np.ones (ValueError)
 def test_any_options_give_a_result_or_an_input_error(workload: str, routing: str, size: float, group: int,
                                                      stride: int, nodes: tuple[int, ...] | None, tokens: int,
                                                      ep: int | None, fail: list[str], seed: int) -> None:

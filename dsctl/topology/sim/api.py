@@ -90,8 +90,8 @@ def ep_groups(graph: SimGraph, nodes: np.ndarray, work: Workload, model: EpModel
     """EP dispatch/combine in every EP group at once (groups of ``work.ep_gpus`` GPUs on consecutive nodes, as
     a launch layout's EP groups), reported as one job; an EPLB share applies to every group alike."""
     g = graph.gpus_per_node
-    size = work.ep_gpus or len(nodes) * g
-    if size % g or len(nodes) * g % size:
+    size = len(nodes) * g if work.ep_gpus is None else work.ep_gpus
+    if size < 1 or size % g or len(nodes) * g % size:
         raise InputError(f"--ep {size} must be a multiple of the {g} GPUs per node and divide the "
                          f"{len(nodes) * g} GPUs simulated")
     share = np.ones(size) if work.gpu_share is None else np.asarray(work.gpu_share, dtype=np.float64)

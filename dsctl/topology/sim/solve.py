@@ -110,7 +110,7 @@ class SimResult:
 
 
 def _times(flows: Flows, rate: np.ndarray) -> np.ndarray:
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", over="ignore"):  # a rate near 0 is an infinite time, as rate == 0 is
         return np.where(rate > 0, flows.bytes / np.maximum(rate, 1e-300), np.inf)
 
 
