@@ -411,12 +411,10 @@ def threshold_repair(batch: Batch, original: np.ndarray, limit: np.ndarray, max_
     that adds the fewest changed slots (versus ``original``), then the lowest pair maximum; if none fixes the top
     GPU, take the swap with the lowest pair maximum that still lowers it; stop a sub-problem when neither exists.
     """
-    k = batch.slots_per_gpu
-    num_gpus = batch.num_gpus
-    num_slots = batch.slot.shape[1]
+    k, num_gpus, num_slots = batch.slots_per_gpu, batch.num_gpus, batch.num_slots
     if num_gpus == 1:
         return
-    gpu_of = np.arange(num_slots) // k
+    gpu_of = batch.gpu_of_slot
     active = np.arange(batch.slot.shape[0])
     for _ in range(max_iter):
         if active.size == 0:

@@ -36,6 +36,16 @@ class Batch:
     num_gpus: int
     slots_per_gpu: int
 
+    @property
+    def num_slots(self) -> int:
+        """S, the slots of one sub-problem (``num_gpus * slots_per_gpu``)."""
+        return int(self.slot.shape[1])
+
+    @property
+    def gpu_of_slot(self) -> np.ndarray:
+        """int64 [S]: the GPU (0 .. P-1) of each slot of a sub-problem."""
+        return np.arange(self.num_slots) // self.slots_per_gpu
+
     def slot_values(self, rows: np.ndarray) -> np.ndarray:
         """Per-slot load float64 [A, S] of the sub-problems ``rows``."""
         per_replica = self.w[rows] / self.cnt[rows]
@@ -82,12 +92,10 @@ def swap_refine(batch: Batch, rows: np.ndarray, max_iter: int, avoid_duplicates:
     With ``avoid_duplicates``, an improving swap that puts no second replica of an expert on a GPU is preferred
     over a better one that does (slower: smaller steps and extra work per step).
     """
-    k = batch.slots_per_gpu
-    num_gpus = batch.num_gpus
-    num_slots = batch.slot.shape[1]
+    k, num_gpus, num_slots = batch.slots_per_gpu, batch.num_gpus, batch.num_slots
     if num_gpus == 1:
         return
-    gpu_of = np.arange(num_slots) // k
+    gpu_of = batch.gpu_of_slot
     active = np.asarray(rows, dtype=np.int64)
     values = batch.slot_values(active)
     loads = values.reshape(active.size, num_gpus, k).sum(axis=2)
@@ -169,10 +177,8 @@ def recount_search(
     is tried next round. A kept move restarts the candidate list. Amounts run 1 .. ``max_amount``: one replica can
     be a step uphill where two or three are a step down.
     """
-    k = batch.slots_per_gpu
-    num_gpus = batch.num_gpus
-    num_slots = batch.slot.shape[1]
-    gpu_of = np.arange(num_slots) // k
+    k, num_gpus = batch.slots_per_gpu, batch.num_gpus
+    gpu_of = batch.gpu_of_slot
     rows = np.asarray(rows, dtype=np.int64)
     pointer = np.zeros(rows.size, dtype=np.int64)
     num_heavy = min(k, batch.w.shape[1])
@@ -307,13 +313,11 @@ def spread_duplicates(batch: Batch, rows: np.ndarray, limit: np.ndarray, max_ite
     partner with the closest per-replica load wins. Duplicates without such a partner are left (e.g. an expert with
     more replicas than GPUs).
     """
-    k = batch.slots_per_gpu
-    num_gpus = batch.num_gpus
+    k, num_gpus, num_slots = batch.slots_per_gpu, batch.num_gpus, batch.num_slots
     if k == 1 or num_gpus == 1:
         return
-    num_slots = batch.slot.shape[1]
     num_experts = batch.w.shape[1]
-    gpu_of = np.arange(num_slots) // k
+    gpu_of = batch.gpu_of_slot
     rows = np.asarray(rows, dtype=np.int64)
     skipped = np.zeros((rows.size, num_slots), dtype=bool)
     limit = np.asarray(limit, dtype=np.float64)[rows]
@@ -367,13 +371,11 @@ def repair_duplicates(
     dropped; otherwise it is undone and the next partner (by pair maximum) is tried in a later round, up to
     ``partners`` partners per duplicate slot.
     """
-    k = batch.slots_per_gpu
-    num_gpus = batch.num_gpus
+    k, num_gpus, num_slots = batch.slots_per_gpu, batch.num_gpus, batch.num_slots
     if k == 1 or num_gpus == 1:
         return
-    num_slots = batch.slot.shape[1]
     num_experts = batch.w.shape[1]
-    gpu_of = np.arange(num_slots) // k
+    gpu_of = batch.gpu_of_slot
     rows = np.asarray(rows, dtype=np.int64)
     limit = np.asarray(limit, dtype=np.float64)[rows]
     skipped = np.zeros((rows.size, num_slots), dtype=bool)
