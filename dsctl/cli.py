@@ -314,7 +314,11 @@ def _check_arguments(args: list[str]) -> None:
         try:
             arg.encode("utf-8")
         except UnicodeEncodeError as exc:
-            shown = arg.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")[:60]
+            try:  # a byte Python decoded as U+DC80..U+DCFF shows as \xNN; any other surrogate as \uNNNN
+                raw = arg.encode("utf-8", "surrogateescape")
+            except UnicodeEncodeError:
+                raw = arg.encode("utf-8", "backslashreplace")
+            shown = raw.decode("utf-8", "backslashreplace")[:60]
             raise DsctlError(f"argument {number} ({shown!r}) is not UTF-8 text (byte {exc.start})",
                              hint="give names and paths as UTF-8") from None
 

@@ -70,6 +70,14 @@ def test_non_utf8_argument(cli) -> None:
     _bad(cli("topology", "plan", "--nodes", "4", "--node-name", bad), "not UTF-8")
 
 
+def test_surrogate_outside_the_escape_range(cli) -> None:
+    """Found by DSCTL_HOSTILE_EXAMPLES=2000: U+D800 (no byte of surrogateescape) made the error line itself fail
+    (exit 4). Python never decodes argv to it, but an embedding caller can pass it."""
+    result = cli("launch", "schedule", "--pp", "\ud800\x1b[2J")
+    _bad(result, "not UTF-8")
+    assert "ud800" in result.stderr and "\x1b" not in result.stderr
+
+
 @pytest.mark.parametrize("option", ["--global-batch", "--seq-len", "--micro-batches", "--pp"])
 def test_400_digit_counts(cli, option: str) -> None:
     _bad(cli("launch", "layout", "--nodes", "16", option, BIG), option)
