@@ -308,8 +308,32 @@ def _fail(args: list[str], code: int, message: str, hint: str | None = None) -> 
     return code
 
 
+#: longest integer literal an argument may be: every count, size and id dsctl takes fits in 64 bits (20 digits);
+#: a longer one (Python parses up to 4,300 digits) would only reach arithmetic and messages that cannot print it
+MAX_INTEGER_DIGITS = 30
+
+
+def _integer_digits(arg: str) -> int:
+    """Digits of ``arg`` when it is an integer literal (``[+-]?[0-9_]+`` in ASCII, as int() reads it), else 0."""
+    body = arg.split("=", 1)[1] if arg.startswith("--") and "=" in arg else arg
+    body = body[1:] if body[:1] in ("-", "+") else body
+    plain = body.replace("_", "")
+    return len(plain) if plain.isascii() and plain.isdigit() else 0
+
+
 def _check_arguments(args: list[str]) -> None:
-    """Arguments are UTF-8 text: an undecodable byte (a lone surrogate after Python's decoding) is bad input."""
+    """Arguments are UTF-8 text: an undecodable byte (a lone surrogate after Python's decoding) is bad input.
+    Before ``--`` (the training command's own arguments follow it) no integer may pass MAX_INTEGER_DIGITS."""
+    for number, arg in enumerate(args, start=1):
+        if arg == "--":
+            break
+        digits = _integer_digits(arg)
+        if digits > MAX_INTEGER_DIGITS:
+            option = arg.split("=", 1)[0] if arg.startswith("--") and "=" in arg else (
+                args[number - 2] if number > 1 and args[number - 2].startswith("-") else f"argument {number}")
+            raise DsctlError(f"{option}: an integer of {digits:,} digits is out of range (dsctl's counts, sizes "
+                             f"and ids fit in 64 bits: at most {MAX_INTEGER_DIGITS} digits)",
+                             hint="give a whole number such as 16")
     for number, arg in enumerate(args, start=1):
         try:
             arg.encode("utf-8")

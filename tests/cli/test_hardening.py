@@ -361,7 +361,16 @@ def test_chain_table_cut_after_a_chain_id(cli, tmp_path: Path) -> None:
 def test_schedule_counts_of_thousands_of_digits_are_bad_input(cli) -> None:
     """Found by the property suite: a 4,300-digit --pp parsed, then could not be printed in the error (exit 4)."""
     for option in ("--pp", "--micro-batches"):
-        _bad(cli("launch", "schedule", option, "9" * 4300), option, "1,000,000")
+        _bad(cli("launch", "schedule", option, "9" * 4300), option, "4,300 digits")  # refused before parsing
+        _bad(cli("launch", "schedule", option, "9" * 30), option, "1,000,000")  # the domain names the range
+
+
+def test_integers_of_more_than_30_digits_are_refused_before_any_command_runs(cli) -> None:
+    """Found by DSCTL_HOSTILE_EXAMPLES=2000: a 4,300-digit --nodes parsed (Python's limit is 4,300), then its product
+    with 8 NICs could not be printed in the error (exit 4). Every integer argument before -- is bounded now."""
+    _bad(cli("topology", "plan", "--nodes", "9" * 4300), "--nodes", "4,300 digits")
+    _bad(cli("topology", "plan", "--nodes=-" + "9" * 31), "--nodes", "31 digits")
+    _bad(cli("topology", "plan", "--nodes", "9" * 30), "--nodes", "planning limit")  # 30 digits reach the domain
 
 
 @pytest.mark.parametrize("text", ["1e400 GB", "1e400 Gb/s", "-1e400 GiB", "1e31 TB"])

@@ -136,7 +136,8 @@ def test_npy_header_with_a_syntax_error(cli, tmp_path: Path) -> None:
 
 def test_ssds_per_node_of_309_digits(cli) -> None:
     """OverflowError (integer division result too large for a float) before the bound check."""
-    _bad(cli("storage", "chains", "--nodes", "6", "--ssds-per-node", "9" * 309), "--ssds-per-node", "1..999")
+    _bad(cli("storage", "chains", "--nodes", "6", "--ssds-per-node", "9" * 309), "--ssds-per-node", "309 digits")
+    _bad(cli("storage", "chains", "--nodes", "6", "--ssds-per-node", "9" * 30), "--ssds-per-node", "1..999")
 
 
 def test_from_record_relative_to_a_deleted_folder(tmp_path: Path) -> None:

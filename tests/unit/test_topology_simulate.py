@@ -327,6 +327,8 @@ def test_ep_groups_of_a_launch_layout_share_the_fabric() -> None:
                      max_size=2), seed=st.integers(-2, 2**63))
 @example(workload="ep-dispatch", routing="static", size=1.0, group=0, stride=0, nodes=None, tokens=0, ep=-8,
          fail=[], seed=0)  # found by DSCTL_HOSTILE_EXAMPLES=20: a negative EP size reached np.ones (ValueError)
+@example(workload="ep-dispatch", routing="static", size=1.0, group=0, stride=0, nodes=(1, 0), tokens=1, ep=None,
+         fail=[], seed=0)  # found by DSCTL_HOSTILE_EXAMPLES=2000: nodes out of order broke a searchsorted (ValueError)
 def test_any_options_give_a_result_or_an_input_error(workload: str, routing: str, size: float, group: int,
                                                      stride: int, nodes: tuple[int, ...] | None, tokens: int,
                                                      ep: int | None, fail: list[str], seed: int) -> None:

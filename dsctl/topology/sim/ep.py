@@ -115,9 +115,9 @@ def ep_traffic(graph: SimGraph, nodes: np.ndarray, gpu_share: np.ndarray, tokens
     live = nvl_b > 0
     nvl = Flows(nvl_src[live], nvl_dst[live], np.ones(int(live.sum())), nvl_b[live], nvl_o[live],
                 np.full(int(live.sum()), job, dtype=np.int64))
-    remote = np.zeros(len(gpus))
-    per_gpu = np.bincount(np.searchsorted(gpus, rdma_owner[keep]), weights=rdma_bytes[keep], minlength=len(gpus))
-    remote[:] = per_gpu
+    order = np.argsort(gpus, kind="stable")  # nodes come in the job's order, not necessarily sorted
+    position = order[np.searchsorted(gpus[order], rdma_owner[keep])]
+    remote = np.bincount(position, weights=rdma_bytes[keep], minlength=len(gpus)).astype(np.float64)
     note = (f"{tokens_per_gpu:,} tokens/GPU, top-{topk}, <= {limit_nodes} nodes/token "
             f"({distinct:.2f} expected), {per_token:,} B/token")
     return Traffic([Job(name or direction, direction, gpus, remote, note)], nvl, [by_plane(graph, net)])
