@@ -25,8 +25,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from dsctl.errors import EnvironmentMissing, InputError
-from dsctl.runners.process import ended_on_signals, require, stop_group
+from dsctl.errors import InputError
+from dsctl.runners.process import require, started, stop_group
 
 # Slurm's view of nodes (hostlists, sinfo states, drain) lives in dsctl.runners.slurm_nodes; its names stay
 # importable from here ("X as X": re-exported)
@@ -314,18 +314,14 @@ def run_on_nodes(nodes: Sequence[str], command: Sequence[str], *, timeout_s: flo
 def _run_bounded(argv: Sequence[str], deadline_s: float, parser: LabelledOutput) -> tuple[int | None, bool]:
     """Run srun, feeding its output to ``parser`` as it comes, stopping srun (SIGTERM, then SIGKILL) at
     ``deadline_s``; return its exit status and whether it was stopped."""
-    try:
-        proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, errors="replace", start_new_session=True)
-    except OSError as exc:
-        raise EnvironmentMissing(f"cannot run {argv[0]}: {exc.strerror or exc}") from exc
-    readers = [threading.Thread(target=_pump, args=(proc.stdout, parser.stdout_line), daemon=True),
-               threading.Thread(target=_pump, args=(proc.stderr, parser.stderr_line), daemon=True)]
-    for reader in readers:
-        reader.start()
     stopped = False
     # Ctrl-C, SIGTERM or SIGHUP to dsctl: SIGTERM to srun's group (srun cancels the step), then dsctl exits
-    with ended_on_signals(proc, only=signal.SIGTERM):
+    with started(argv, only=signal.SIGTERM, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                 stderr=subprocess.PIPE) as proc:
+        readers = [threading.Thread(target=_pump, args=(proc.stdout, parser.stdout_line), daemon=True),
+                   threading.Thread(target=_pump, args=(proc.stderr, parser.stderr_line), daemon=True)]
+        for reader in readers:
+            reader.start()
         try:
             proc.wait(timeout=deadline_s)
         except subprocess.TimeoutExpired:

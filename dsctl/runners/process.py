@@ -78,27 +78,56 @@ def stop_group(proc: subprocess.Popen[str], first: int = signal.SIGTERM, grace_s
 
 
 @contextlib.contextmanager
-def ended_on_signals(proc: subprocess.Popen[str], only: int | None = None) -> Iterator[None]:
-    """While the block runs, SIGTERM/SIGHUP raise :class:`Stopped`; on that, on Ctrl-C (KeyboardInterrupt) or any
-    other exception, ``proc``'s group gets the same signal (SIGINT, SIGTERM, SIGHUP), or ``only`` when given
-    (srun takes one SIGINT as a status request: it gets SIGTERM), and then SIGKILL."""
+def started(argv: Sequence[str], *, only: int | None = None, **popen: object) -> Iterator[subprocess.Popen[str]]:
+    """Start ``argv`` in its own process group (text mode, ``popen`` as for Popen) and end that group when the
+    block ends by a signal or an exception: SIGTERM/SIGHUP raise :class:`Stopped` and the group gets the same
+    signal (Ctrl-C: SIGINT), or ``only`` when given (srun takes one SIGINT as a status request: it gets SIGTERM),
+    then SIGKILL after ``STOP_GRACE_S``.
+
+    The handlers are in place before the child starts; a signal that arrives while it starts is acted on as soon
+    as Popen has returned, so no child outlives dsctl however early the signal comes. OSError from Popen is
+    EnvironmentMissing (exit 3).
+    """
+    caught: list[int] = []
+    child: list[subprocess.Popen[str]] = []
     previous: dict[int, object] = {}
     if threading.current_thread() is threading.main_thread():
-        def _raise(signum: int, _frame: object) -> None:
+        def _handle(signum: int, _frame: object) -> None:
+            if not child:  # Popen has not returned: unwinding now would lose the child
+                caught.append(signum)
+                return
+            if signum == signal.SIGINT:
+                raise KeyboardInterrupt
             raise Stopped(128 + signum)
 
-        previous = {sig: signal.signal(sig, _raise) for sig in (signal.SIGTERM, signal.SIGHUP)}
+        watched = [signal.SIGTERM, signal.SIGHUP]
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not where Ctrl-C is ignored
+            watched.append(signal.SIGINT)
+        previous = {sig: signal.signal(sig, _handle) for sig in watched}
     try:
-        yield
-    except KeyboardInterrupt:
-        stop_group(proc, only or signal.SIGINT)
-        raise
-    except Stopped as exc:
-        stop_group(proc, only or int(exc.code or 143) - 128)
-        raise
-    except BaseException:
-        stop_group(proc)
-        raise
+        try:
+            proc = subprocess.Popen(list(argv), text=True, errors="replace", start_new_session=True,
+                                    **popen)  # type: ignore[call-overload]
+        except OSError as exc:
+            raise EnvironmentMissing(f"cannot run {argv[0]}: {exc.strerror or exc}") from exc
+        child.append(proc)
+        if signal.SIGINT in previous:
+            signal.signal(signal.SIGINT, previous.pop(signal.SIGINT))  # type: ignore[arg-type]
+        try:
+            if caught:
+                if caught[0] == signal.SIGINT:
+                    raise KeyboardInterrupt
+                raise Stopped(128 + caught[0])
+            yield proc
+        except KeyboardInterrupt:
+            stop_group(proc, only or signal.SIGINT)
+            raise
+        except Stopped as exc:
+            stop_group(proc, only or int(exc.code or 143) - 128)
+            raise
+        except BaseException:
+            stop_group(proc)
+            raise
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)  # type: ignore[arg-type]
@@ -107,12 +136,8 @@ def ended_on_signals(proc: subprocess.Popen[str], only: int | None = None) -> It
 def capture(argv: Sequence[str], *, cwd: Path | None = None, timeout_s: float = 120.0) -> Completed:
     """Run ``argv`` to the end and return its exit status and output (no shell; its own process group, ended
     on a timeout or a signal to dsctl)."""
-    try:
-        proc = subprocess.Popen(list(argv), cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, errors="replace", start_new_session=True)
-    except OSError as exc:
-        raise EnvironmentMissing(f"cannot run {argv[0]}: {exc.strerror or exc}") from exc
-    with ended_on_signals(proc):
+    with started(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                 stderr=subprocess.PIPE) as proc:
         try:
             out, err = proc.communicate(timeout=timeout_s)
         except subprocess.TimeoutExpired:
@@ -128,12 +153,7 @@ def relay(argv: Sequence[str], *, env: Mapping[str, str], cwd: Path | None = Non
     stdout of dsctl stays for dsctl's own result (``--format json`` remains parseable).
     """
     full_env = {**os.environ, **env}
-    try:
-        proc = subprocess.Popen(list(argv), cwd=cwd, env=full_env, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True, errors="replace", start_new_session=True)
-    except OSError as exc:
-        raise EnvironmentMissing(f"cannot run {argv[0]}: {exc.strerror or exc}") from exc
-    with ended_on_signals(proc):
+    with started(argv, cwd=cwd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT) as proc:
         stream = proc.stdout
         if stream is not None:
             for line in stream:
