@@ -34,10 +34,9 @@ def test_a_signal_during_popen_is_acted_on_once_the_child_has_started(monkeypatc
     monkeypatch.setattr(subprocess, "Popen", popen_then_signal)
     expected = KeyboardInterrupt if sig == signal.SIGINT else process.Stopped
     before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)}
-    with pytest.raises(expected):
-        with process.started(["sleep", "300"], stdin=subprocess.DEVNULL):
-            time.sleep(5)
-            pytest.fail("the block ran although a signal had arrived")
+    with pytest.raises(expected), process.started(["sleep", "300"], stdin=subprocess.DEVNULL):
+        time.sleep(5)
+        pytest.fail("the block ran although a signal had arrived")
     monkeypatch.undo()  # _alive runs ps through subprocess
     assert pids and not _alive(pids[0])
     assert {s: signal.getsignal(s) for s in before} == before
@@ -46,6 +45,5 @@ def test_a_signal_during_popen_is_acted_on_once_the_child_has_started(monkeypatc
 def test_a_child_that_cannot_start_is_an_environment_error() -> None:
     from dsctl.errors import EnvironmentMissing
 
-    with pytest.raises(EnvironmentMissing, match="cannot run"):
-        with process.started(["/nonexistent/srun"]):
-            pass
+    with pytest.raises(EnvironmentMissing, match="cannot run"), process.started(["/nonexistent/srun"]):
+        pass
