@@ -17,6 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from dsctl.cli import MAX_INTEGER_DIGITS  # noqa: E402
 from dsctl.eplb.placement_file import MAX_PLACEMENT_ID  # noqa: E402
 from dsctl.eplb.stats import MAX_STATS_VALUES  # noqa: E402
 from dsctl.inputs import DEFAULT_MAX_INPUT_BYTES, ENV_MAX_INPUT_BYTES  # noqa: E402
@@ -41,6 +42,8 @@ LIMITS = [
      "FIFOs, devices (`/dev/zero`) and sockets are refused from `stat`, before they are opened for reading"),
     ("`.npy` statistics", f"{MAX_STATS_VALUES:,} values (layers x experts)",
      "from the header, before NumPy allocates; the header's byte count must match the file"),
+    ("integer arguments", f"{MAX_INTEGER_DIGITS} digits before `--`",
+     "a longer integer literal (Python parses 4,300) is exit 2 naming the option, before any command runs"),
     ("placement ids and counts", f"0..{MAX_PLACEMENT_ID:,}", "larger (e.g. above int64) is exit 2"),
     ("launch counts", f"--nodes 1..{MAX_NODES:,}; --pp/--ep/--tp/--dp/--global-batch/--seq-len up to "
      f"{MAX_COUNT:,} (2^53)", "beyond is exit 2"),
@@ -70,7 +73,8 @@ LIMITS = [
      "answers, 106 MiB peak (19 MiB idle): 10.9 MiB = 0.73 x the answer size per node (before: ~300 MB per "
      "node)"),
     ("hostlists handed to Slurm", f"{MAX_ARG_CHARS:,} characters per argument",
-     "ranges compressed (`gpu[00001-65536]`), `sinfo -n` in chunks: the kernel's 128 KiB argv-string limit is "
+     "ranges compressed (`gpu[00001-65536]`), `sinfo -n` in chunks, srun's `--nodelist` a private file of names "
+     "when they do not compress: the kernel's 128 KiB argv-string limit is "
      "never reached"),
     ("output file target (`--svg`, `--out FILE`, `--sglang-out`, `--textfile-dir`)", "an existing target must be "
      "a regular file and not one of the command's inputs (same device and inode)", "a symbolic link, folder, "

@@ -12,6 +12,7 @@ run is bounded: srun is killed at ``timeout_s + launch_timeout_s + KILL_GRACE_S`
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
@@ -19,10 +20,12 @@ import re
 import secrets
 import signal
 import subprocess
+import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import IO, Any
 
 from dsctl.errors import InputError
@@ -111,16 +114,20 @@ class TaskOutput:
 
 def srun_argv(srun: str, nodes: Sequence[str], command: Sequence[str], *, token: str, timeout_s: float,
               launch_timeout_s: float, partition: str | None, job_name: str,
-              extra_args: Sequence[str] = ()) -> list[str]:
-    """The srun command line: one task per node, labelled output, no kill on a bad node, a job time limit."""
+              extra_args: Sequence[str] = (), nodefile: Path | None = None) -> list[str]:
+    """The srun command line: one task per node, labelled output, no kill on a bad node, a job time limit.
+
+    ``--nodelist`` is the compressed hostlist, or ``nodefile`` (a path, which srun reads as a file of names
+    because it contains "/") when the names do not compress into one argument of MAX_ARG_CHARS."""
     minutes = max(1, math.ceil((timeout_s + launch_timeout_s + 2 * KILL_GRACE_S) / 60.0))
     chunks = hostlist_chunks(nodes)
-    if len(chunks) > 1:
+    if len(chunks) > 1 and nodefile is None:
         raise InputError(f"{len(nodes):,} node names do not compress into one Slurm hostlist of at most "
                          f"{MAX_ARG_CHARS:,} characters (srun's --nodelist)",
                          hint="use names with a common prefix and a number (gpu00001...), or fewer nodes per run")
+    nodelist = str(nodefile.absolute()) if len(chunks) > 1 and nodefile is not None else chunks[0]
     argv = [srun, f"--job-name={job_name}", f"--nodes={len(nodes)}", f"--ntasks={len(nodes)}",
-            "--ntasks-per-node=1", f"--nodelist={chunks[0]}", "--label", "--kill-on-bad-exit=0",
+            "--ntasks-per-node=1", f"--nodelist={nodelist}", "--label", "--kill-on-bad-exit=0",
             "--no-kill", "--wait=0", f"--immediate={max(1, math.ceil(launch_timeout_s))}", f"--time={minutes}"]
     if partition:
         argv.append(f"--partition={partition}")
@@ -279,8 +286,6 @@ def run_on_nodes(nodes: Sequence[str], command: Sequence[str], *, timeout_s: flo
     if not asked:
         return FleetRun(tuple(skipped[n] for n in nodes), (), time.monotonic() - start, None)
     token = "@@dsctl-fleet-" + secrets.token_hex(8)
-    argv = srun_argv(srun, asked, command, token=token, timeout_s=timeout_s, launch_timeout_s=launch_timeout_s,
-                     partition=partition, job_name=job_name, extra_args=extra_srun_args)
     codes = tuple(ok_exit_codes)
     early: dict[str, NodeAnswer] = {}
 
@@ -294,7 +299,10 @@ def run_on_nodes(nodes: Sequence[str], command: Sequence[str], *, timeout_s: flo
         task.stdout = []  # parsed: the text is not needed again
 
     parser = LabelledOutput(token, finished)
-    code, stopped = _run_bounded(argv, timeout_s + launch_timeout_s + KILL_GRACE_S, parser)
+    with _names_file(asked) as nodefile:
+        argv = srun_argv(srun, asked, command, token=token, timeout_s=timeout_s, launch_timeout_s=launch_timeout_s,
+                         partition=partition, job_name=job_name, extra_args=extra_srun_args, nodefile=nodefile)
+        code, stopped = _run_bounded(argv, timeout_s + launch_timeout_s + KILL_GRACE_S, parser)
     tasks = parser.tasks
     stderr = "\n".join(parser.srun_lines)
     whole = ""
@@ -309,6 +317,19 @@ def run_on_nodes(nodes: Sequence[str], command: Sequence[str], *, timeout_s: flo
     got = {**early, **{a.node: a for a in answers}}
     ordered = tuple(skipped[n] if n in skipped else got[n] for n in nodes)
     return FleetRun(ordered, tuple(argv), time.monotonic() - start, code, tuple(parser.srun_lines[-20:]))
+
+
+@contextlib.contextmanager
+def _names_file(nodes: Sequence[str]) -> Iterator[Path | None]:
+    """A private file of ``nodes``, one name a line, while the block runs, when they do not compress into one
+    hostlist argument (srun reads a --nodelist that contains "/" as such a file); else None."""
+    if len(hostlist_chunks(nodes)) == 1:
+        yield None
+        return
+    with tempfile.TemporaryDirectory(prefix="dsctl-fleet-") as scratch:
+        path = Path(scratch) / "nodes"
+        path.write_text("".join(f"{n}\n" for n in nodes), encoding="utf-8")
+        yield path
 
 
 def _run_bounded(argv: Sequence[str], deadline_s: float, parser: LabelledOutput) -> tuple[int | None, bool]:

@@ -298,6 +298,37 @@ def test_hostlists_for_65536_nodes_fit_in_argv() -> None:
     assert sum(c.count(",") + 1 for c in chunks) == len(odd)
 
 
+RECORDING_SRUN = """#!/bin/sh
+for arg in "$@"; do
+  case "$arg" in --nodelist=*) list="${arg#--nodelist=}";; esac
+done
+printf '%s' "$list" > "$PIDS/nodelist"
+case "$list" in */*) cp "$list" "$PIDS/nodefile";; esac
+exit 0
+"""
+
+
+def test_names_that_do_not_compress_reach_srun_in_a_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """65,536 names without a common numbered stem: srun gets --nodelist=FILE (a path: srun reads the names from
+    it), the file lists every node once and is gone afterwards; before, this was exit 2 (no hostlist fits argv)."""
+    from dsctl.runners.fleet import run_on_nodes
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "srun").write_text(RECORDING_SRUN)
+    (bin_dir / "srun").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setenv("PIDS", str(tmp_path))
+    odd = [f"n{i * 7919 % 1000003:x}z{i}" for i in range(65536)]
+    run = run_on_nodes(odd, ["true"], check_states=False, timeout_s=5, launch_timeout_s=5)
+    listed = (tmp_path / "nodelist").read_text()
+    assert "/" in listed and not Path(listed).exists()
+    assert (tmp_path / "nodefile").read_text().splitlines() == odd
+    assert len(run.answers) == len(odd) and all(a.document is None for a in run.answers)
+    run_on_nodes(["gpu001", "gpu002"], ["true"], check_states=False, timeout_s=5, launch_timeout_s=5)
+    assert (tmp_path / "nodelist").read_text() == "gpu[001-002]"  # names that compress stay on the command line
+
+
 FAKE_SRUN = """#!/bin/sh
 echo $$ > "$PIDS/srun"
 sleep 300 &
