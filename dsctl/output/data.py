@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 #: bump when a documented JSON key changes meaning or disappears (adding keys does not bump it)
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: issue 22 renamed topology simulate *_gbyte_s to *_bytes_per_s
 
 
 def to_data(obj: Any) -> Any:

@@ -39,7 +39,7 @@ def test_profiles_show_json_has_the_envelope_header_and_fields(cli) -> None:
     result = cli("profiles", "show", "deepseek-v3", "--format", "json")
     assert result.exit_code == 0 and result.stderr == ""
     data = result.json()
-    assert data["dsctl"] == {"schema_version": 1, "command": "profiles show", "dsctl_version": __version__,
+    assert data["dsctl"] == {"schema_version": 2, "command": "profiles show", "dsctl_version": __version__,
                              "exit_code": 0}
     assert data["num_layers"] == 61 and data["moe"]["num_routed_experts"] == 256
 

@@ -5,17 +5,18 @@ from __future__ import annotations
 import json
 
 from dsctl.output.emit import envelope, error_envelope
+from dsctl.output.data import SCHEMA_VERSION
 from dsctl.output.envelope import Header, read_node_report
 
 
-def _doc(command: str = "health check", version: object = 1, **data: object) -> dict:
+def _doc(command: str = "health check", version: object = SCHEMA_VERSION, **data: object) -> dict:
     return {"dsctl": {"schema_version": version, "command": command, "dsctl_version": "0.1.0", "exit_code": 1},
             **data}
 
 
 def test_a_report_of_this_schema_is_read_without_its_header() -> None:
     r = read_node_report("n1", _doc(findings=[]), "health check")
-    assert r.header == Header(1, "health check", "0.1.0", 1) and r.data == {"findings": []} and r.reason == ""
+    assert r.header == Header(SCHEMA_VERSION, "health check", "0.1.0", 1) and r.data == {"findings": []} and r.reason == ""
 
 
 def test_what_dsctl_itself_prints_round_trips() -> None:
@@ -29,7 +30,7 @@ def test_what_dsctl_itself_prints_round_trips() -> None:
 
 def test_other_schemas_commands_errors_and_silence_are_reasons() -> None:
     cases = [
-        (_doc(version=2, findings=[]), "schema_version 2 and this dsctl reads 1"),
+        (_doc(version=1, findings=[]), "schema_version 1 and this dsctl reads 2"),  # before issue 22's renames
         ({"findings": []}, "no dsctl header"),
         (_doc(command="trace overlap", ranks=[]), "a dsctl trace overlap report, not health check"),
         (error_envelope("health check", "--node-profile x: no such profile", None, 2), "failed on the node: --node"),
