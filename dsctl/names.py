@@ -95,3 +95,9 @@ def check_slurm_conf_name(value: str, what: str) -> str:
     """A name written into ``slurm.conf``/``topology.conf``: no whitespace, ``#`` (comment) or ``=`` (key)."""
     return check_name(value, what, DEVICE,
                       "Slurm configuration names are letters, digits and '._:/@+-' (no spaces, '#' or '=')")
+
+
+def ascii_digits(text: str) -> bool:
+    """True when ``text`` is one or more ASCII digits 0-9. ``str.isdigit`` also accepts "¹" and "⓪", which
+    ``int()`` then rejects (ValueError); every "is this a number" test on input text goes through here."""
+    return text.isascii() and text.isdigit()

@@ -16,10 +16,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from dsctl.errors import InputError
+from dsctl.names import ascii_digits
 
 
 def _is_count(value: str) -> bool:
-    return value.strip().lstrip("+").isdigit()
+    return ascii_digits(value.strip().lstrip("+"))
 
 
 @dataclass(frozen=True)

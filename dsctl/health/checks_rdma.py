@@ -8,6 +8,7 @@ import re
 from dsctl.health.checks_gpu import counter_reset
 from dsctl.health.expectations import Expectations
 from dsctl.health.model import Finding, IbPort, Nic, NodeSnapshot, PciDevice, Severity, Unavailable
+from dsctl.names import ascii_digits
 
 CRIT, WARN, INFO, SKIP = Severity.CRIT, Severity.WARN, Severity.INFO, Severity.SKIP
 
@@ -49,7 +50,7 @@ def state_code(text: object) -> int | None:
     if not isinstance(text, str) or ":" not in text:
         return None
     head = text.split(":", 1)[0].strip()
-    return int(head) if head.isdigit() else None
+    return int(head) if ascii_digits(head) else None
 
 
 def _is_compute(nic: Nic, exp: Expectations) -> bool:

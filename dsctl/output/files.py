@@ -59,6 +59,7 @@ from pathlib import Path
 
 from dsctl.errors import InputError
 from dsctl.inputs import INPUTS_READ
+from dsctl.names import ascii_digits
 
 #: the file dsctl leaves in every --out folder: how a later run recognises a folder it may replace
 MANIFEST_NAME = ".dsctl-manifest.json"
@@ -239,7 +240,7 @@ def _sweep_stale(parent: Path, name: str) -> None:
         return
     for entry in entries:
         pid_text = entry.name[len(prefix):].split("-", 1)[0]
-        if not pid_text.isdigit() or int(pid_text) == os.getpid() or _alive(int(pid_text)):
+        if not ascii_digits(pid_text) or int(pid_text) == os.getpid() or _alive(int(pid_text)):
             continue
         if entry.is_dir(follow_symlinks=False):
             shutil.rmtree(entry.path, ignore_errors=True)

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from dsctl.errors import InputError
+from dsctl.names import ascii_digits
 from dsctl.runners.process import require, started, stop_group
 
 # Slurm's view of nodes (hostlists, sinfo states, drain) lives in dsctl.runners.slurm_nodes; its names stay
@@ -164,7 +165,7 @@ class LabelledOutput:
             return
         if text.startswith(self._tail) and not truncated:
             value = text[len(self._tail):].strip()
-            task.exit_code = int(value) if value.isdigit() else 255
+            task.exit_code = int(value) if ascii_digits(value) else 255
             if task.stdout and task.stdout[-1] == "":
                 task.stdout.pop()  # the wrapper's newline before the trailer
             if self._on_finished is not None:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dsctl.errors import DsctlError, ExitCode
+from dsctl.names import ascii_digits
 from dsctl.runners.process import capture, require
 from dsctl.runners.slurm_nodes import last_line, scontrol_field
 
@@ -60,8 +61,8 @@ def parse_job(job_id: str, text: str) -> JobStatus:
     raw = fields.get("ExitCode", "")
     if raw:
         status, _, signal = raw.partition(":")
-        if status.isdigit():
-            exit_code = int(status) or (128 + int(signal) if signal.isdigit() and int(signal) else 0)
+        if ascii_digits(status):
+            exit_code = int(status) or (128 + int(signal) if ascii_digits(signal) and int(signal) else 0)
     # a path may hold spaces: StdOut runs to the next " Key=" field (scontrol -o prints one line of Key=value)
     log = scontrol_field(text, "StdOut") or None
     return JobStatus(job_id, state, exit_code, log)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from dsctl.errors import DsctlError, ExitCode, InputError
+from dsctl.names import ascii_digits
 from dsctl.trace import read_trace
 from dsctl.trace.classify import Classifier
 from dsctl.trace.job import TraceIdentity, identity
@@ -34,7 +35,7 @@ _DIGITS = re.compile(r"(\d+)")
 
 def _natural(path: str) -> list[object]:
     """Sort key: rank10 after rank9."""
-    return [int(p) if p.isdigit() else p for p in _DIGITS.split(path)]
+    return [int(p) if ascii_digits(p) else p for p in _DIGITS.split(path)]
 
 
 def expand(args: Sequence[str], what: str = "TRACE") -> list[Path]:

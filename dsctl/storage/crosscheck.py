@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from dsctl.names import ascii_digits
 from dsctl.storage.balance import Balance, measure
 from dsctl.storage.chaintable import UINT32_MAX, chain_disk, decode_target
 from dsctl.storage.choice import REDIRECT_LIMIT
@@ -135,7 +136,7 @@ def _read_table(text: str, name: str, out: _Problems) -> list[tuple[int, int]]:
         return []
     ids: list[tuple[int, int]] = []
     for number, line in lines[1:]:
-        if not line.isdigit() or len(line) > 10 or not 1 <= int(line) <= UINT32_MAX:
+        if not ascii_digits(line) or len(line) > 10 or not 1 <= int(line) <= UINT32_MAX:
             out.add(0, f"not a chain id (1..{UINT32_MAX}): {line[:80]!r}", f"{name} line {number}")
             continue
         ids.append((number, int(line)))

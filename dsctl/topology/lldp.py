@@ -20,6 +20,7 @@ import re
 from typing import Any
 
 from dsctl.errors import InputError
+from dsctl.names import ascii_digits
 from dsctl.textjson import load_json
 from dsctl.topology.observed import ObservedEnd, ObservedFabric, ObservedLink
 
@@ -79,6 +80,6 @@ def parse_lldp(text: str, source: str = "LLDP") -> ObservedFabric:
         port_text = str(int(found.group(1))) if found else (label or "?")
         links.append(ObservedLink(ObservedEnd(node, ifname, f"{node} {ifname}", "", False, 1),
                                   ObservedEnd(switch or "?", port_text, switch, "", True,
-                                              int(port_text) if port_text.isdigit() else 0),
+                                              int(port_text) if ascii_digits(port_text) else 0),
                                   number, "", source))
     return ObservedFabric(links, "lldp")

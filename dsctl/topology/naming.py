@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dsctl.errors import InputError
-from dsctl.names import DEVICE, shown
+from dsctl.names import DEVICE, ascii_digits, shown
 
 
 @dataclass(frozen=True)
@@ -244,7 +244,7 @@ def expand_hostlist_local(expression: str, option: str = "--nodelist") -> list[s
             prefix, body, suffix = match.group(1), match.group(2), match.group(3)
             for part in body.split(","):
                 low, _, high = part.partition("-")
-                if not low.isdigit() or (high and not high.isdigit()) or (high and int(high) < int(low)):
+                if not ascii_digits(low) or (high and not ascii_digits(high)) or (high and int(high) < int(low)):
                     raise InputError(f"{option} {expression!r}: bad range {part!r} in brackets")
                 width = len(low)
                 end = int(high) if high else int(low)

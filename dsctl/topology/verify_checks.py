@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from dsctl.cluster.plan_file import PlannedFabric, Port
 from dsctl.errors import InputError
+from dsctl.names import ascii_digits
 from dsctl.topology.counters import PortCounters, Thresholds, judge
 from dsctl.topology.observed import ObservedEnd, ObservedFabric, ObservedLink
 from dsctl.topology.verify import Finding, Key, Resolver, end_text, key_of
@@ -22,7 +23,7 @@ SPEED_ORDER = ("SDR", "DDR", "QDR", "FDR10", "FDR", "EDR", "HDR", "NDR", "XDR")
 def split_rate(rate: str) -> tuple[int, str]:
     """``"4xNDR"`` -> (4, "NDR"); (0, "") where unknown."""
     width, _, speed = rate.partition("x")
-    return (int(width), speed) if width.isdigit() and speed else (0, "")
+    return (int(width), speed) if ascii_digits(width) and speed else (0, "")
 
 
 def planned_peer(end: Port, at_port: dict[Port, Key]) -> Port | None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from dsctl.output.emit import envelope, error_envelope
 from dsctl.output.data import SCHEMA_VERSION
+from dsctl.output.emit import envelope, error_envelope
 from dsctl.output.envelope import Header, read_node_report
 
 
@@ -16,7 +16,8 @@ def _doc(command: str = "health check", version: object = SCHEMA_VERSION, **data
 
 def test_a_report_of_this_schema_is_read_without_its_header() -> None:
     r = read_node_report("n1", _doc(findings=[]), "health check")
-    assert r.header == Header(SCHEMA_VERSION, "health check", "0.1.0", 1) and r.data == {"findings": []} and r.reason == ""
+    assert r.header == Header(SCHEMA_VERSION, "health check", "0.1.0", 1)
+    assert r.data == {"findings": []} and r.reason == ""
 
 
 def test_what_dsctl_itself_prints_round_trips() -> None:

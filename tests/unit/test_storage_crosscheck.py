@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from dsctl.storage.api import generate_chains
@@ -79,6 +79,8 @@ def test_node_clash_and_disk_mix_in_one_chain() -> None:
 
 @settings(max_examples=60, deadline=None)
 @given(st.integers(0, 3), st.integers(0, 400), st.text(max_size=30))
+@example(1, 8, "\u24ea")  # found by DSCTL_HOSTILE_EXAMPLES=2000: "⓪" passes str.isdigit, int() refuses it
+@example(0, 40, "\u00b9")
 def test_any_inserted_junk_is_a_problem_never_a_crash(which: int, at: int, junk: str) -> None:
     base = generate_chains(5, 1, 3, 3, 1, IdScheme()).files_text
     texts: dict[str, str | None] = {n: base[n] for n in (CHAINS, TABLE, CREATE, REMOVE)}

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from dsctl.health.model import DriverFacts, IbPort, Nic, PciDevice, Reading, RoceGid, Unavailable
+from dsctl.names import ascii_digits
 from dsctl.safepath import safe_join
 
 NVIDIA_VENDOR = 0x10DE
@@ -120,12 +121,12 @@ class SysfsReader:
         ports = []
         ports_dir = path / "ports"
         if ports_dir.is_dir():
-            for port_dir in sorted(ports_dir.iterdir(), key=lambda p: int(p.name) if p.name.isdigit() else 0):
+            for port_dir in sorted(ports_dir.iterdir(), key=lambda p: int(p.name) if ascii_digits(p.name) else 0):
                 layer = _read(port_dir / "link_layer")
                 gids = self._gids(port_dir) if layer == "Ethernet" else ()
                 ndevs = sorted({g.ndev for g in gids if isinstance(g.ndev, str)})
                 ports.append(IbPort(
-                    device=path.name, port=int(port_dir.name) if port_dir.name.isdigit() else 0,
+                    device=path.name, port=int(port_dir.name) if ascii_digits(port_dir.name) else 0,
                     state=_read(port_dir / "state"), phys_state=_read(port_dir / "phys_state"),
                     rate=_read(port_dir / "rate"), link_layer=layer,
                     lid=_read(port_dir / "lid"), sm_lid=_read(port_dir / "sm_lid"),
@@ -149,7 +150,7 @@ class SysfsReader:
             return ()
         rel = f"class/infiniband/{port_dir.parent.parent.name}/ports/{port_dir.name}/gid_attrs"
         out = []
-        for entry in sorted((e for e in folder.iterdir() if e.name.isdigit()), key=lambda e: int(e.name)):
+        for entry in sorted((e for e in folder.iterdir() if ascii_digits(e.name)), key=lambda e: int(e.name)):
             gid = _read(entry)
             if isinstance(gid, Unavailable) or not gid.replace(":", "").strip("0"):
                 continue
@@ -277,8 +278,8 @@ def render_sysfs(node: Mapping[str, Any], root: Path) -> None:
                                      "Release Build  (dvs-builder@U16-I3-B03-4-3)")
         params = driver.get("params")
         if params is not None:
-            _write(proc / "params", "\n".join(
-                f'{k}: "{v}"' if isinstance(v, str) and not v.isdigit() else f"{k}: {v}" for k, v in params.items()))
+            _write(proc / "params", "\n".join(f'{k}: "{v}"' if isinstance(v, str) and not ascii_digits(v)
+                                               else f"{k}: {v}" for k, v in params.items()))
 
 
 def write_counters(node: Mapping[str, Any], root: Path, phase: str) -> None:

@@ -32,6 +32,7 @@ from dsctl.errors import InputError
 from dsctl.health.burnin.design import Round, solve_rates
 from dsctl.health.burnin.judge import Measured
 from dsctl.health.burnin.locate import num_cables
+from dsctl.names import ascii_digits
 from dsctl.topology.sim.graph import SimGraph
 
 FAULT_KINDS = ("nic", "cable", "node", "gpu")
@@ -69,7 +70,7 @@ def _fault_links(graph: SimGraph, kind: str, name: str, direction: str, where: s
         return np.r_[graph.ep_up[eps], graph.ep_down[eps]]
     if kind == "gpu":
         node, _, gpu = name.rpartition(":gpu")
-        if node not in nodes or not gpu.isdigit() or int(gpu) >= graph.gpus_per_node:
+        if node not in nodes or not ascii_digits(gpu) or int(gpu) >= graph.gpus_per_node:
             raise InputError(f"{where}.gpu {name!r} must be NODE:gpuN with N < {graph.gpus_per_node}")
         g = nodes[node] * graph.gpus_per_node + int(gpu)
         return np.array([graph.gpu_out[g], graph.gpu_in[g]])

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dsctl.errors import InputError
+from dsctl.names import ascii_digits
 
 SCHEMA = "dsctl.health.node/v1"
 MAX_GPUS = 64  # NVML enumerates at most 64 devices per node; a bigger device_count is a typo
@@ -232,7 +233,7 @@ def check_record_numbers(data: Any, source: str) -> None:
         elif isinstance(node, int) and not isinstance(node, bool) and not -(2**63) <= node < 2**64:
             raise InputError(f"{source}: {where} is an integer of {len(str(abs(node))):,} digits; record values "
                              "are 64-bit integers")
-        elif isinstance(node, str) and len(node) > 20 and node.strip().lstrip("+-").isdigit():
+        elif isinstance(node, str) and len(node) > 20 and ascii_digits(node.strip().lstrip("+-")):
             # quoted digits are read as integers by the fake NVML (as sysfs text is by the reader)
             raise InputError(f"{source}: {where} is a number of {len(node.strip()):,} digits; record values are "
                              "64-bit integers")
