@@ -124,10 +124,19 @@ test_profiles_options = _family(["profiles", "show"], ["--format"])
 
 # -- hostile file contents: a valid file with one token replaced, bytes inserted, or cut short ----------------------
 
+def _as_bytes(text: str) -> bytes:
+    """UTF-8, a lone U+DC80..U+DCFF as the byte it stands for and any other lone surrogate as its (invalid) 3-byte
+    form: every HOSTILE value becomes bytes (surrogateescape alone raised on "\\ud800")."""
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
+
+
 def _mutations(sample: bytes) -> st.SearchStrategy[bytes]:
     tokens = sorted({t for t in sample.replace(b",", b" ").replace(b":", b" ").split() if t})[:200]
     replaced = st.tuples(st.sampled_from(tokens), HOSTILE).map(
-        lambda tv: sample.replace(tv[0], tv[1].encode("utf-8", "surrogateescape"), 1))
+        lambda tv: sample.replace(tv[0], _as_bytes(tv[1]), 1))
     inserted = st.tuples(st.integers(0, len(sample)), st.sampled_from(
         [b"\xef\xbb\xbf", b'"', b"\x00", b"\xff\xfe", b"\n\n", b",,,", b"[", b"{", b"\r"])).map(
         lambda iv: sample[:iv[0]] + iv[1] + sample[iv[0]:])
@@ -209,7 +218,7 @@ def test_health_record_numbers(value: str, where: int) -> None:
     node[key] = parsed  # type: ignore[index]
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "node.yaml"
-        path.write_text(yaml.safe_dump(data), encoding="utf-8", errors="surrogateescape")
+        path.write_bytes(_as_bytes(yaml.safe_dump(data)))
         _run("health", "check", "--from-record", path)
 
 
