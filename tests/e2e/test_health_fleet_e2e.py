@@ -150,3 +150,18 @@ def test_fleet_unknown_partition_is_bad_input(cli: Cli, fleet_setup: dict[str, A
     res = cli("health", "fleet", "-w", "n1", "--partition", "nosuch", "--dsctl", fleet_setup["dsctl"])
     assert res.exit_code == 2 and "--partition nosuch: no such partition" in res.stderr, res.stderr
     assert "partitions: debug" in res.stderr
+
+
+def test_names_from_a_file_reach_the_real_srun(slurm_cluster: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Names that do not compress into one argument go to srun as --nodelist=FILE: the real srun reads the file
+    (a value with "/") and runs one task on each listed node. The argument limit is lowered to force the file."""
+    import dsctl.runners.fleet as fleet
+
+    real = fleet.hostlist_chunks
+    monkeypatch.setattr(fleet, "hostlist_chunks", lambda nodes, max_chars=0: real(nodes, max_chars=4))
+    nodes = ["n3", "n1", "n2"]
+    run = fleet.run_on_nodes(nodes, ["sh", "-c", 'echo "{\\"on\\": \\"$SLURMD_NODENAME\\"}"'],
+                             check_states=False, timeout_s=60, launch_timeout_s=120)
+    assert [a.node for a in run.answers] == nodes
+    assert [a.document for a in run.answers] == [{"on": n} for n in nodes], [a.reason for a in run.answers]
+    assert any(arg.startswith("--nodelist=/") for arg in run.srun_argv)
