@@ -30,7 +30,7 @@ from dsctl.runners.fleet import MAX_ARG_CHARS, MAX_OUTPUT_BYTES  # noqa: E402
 from dsctl.runners.fleet import MAX_NODES as MAX_FLEET_NODES  # noqa: E402
 from dsctl.siteconfig import MAX_FILE_BYTES as MAX_CONFIG_BYTES  # noqa: E402
 from dsctl.topology.naming import MAX_NAME_BYTES, MAX_TEMPLATE_CHARS  # noqa: E402
-from dsctl.trace.parse import MAX_EVENTS  # noqa: E402
+from dsctl.trace.parse import MAX_EVENTS, MAX_WORLD_SIZE  # noqa: E402
 from tests.reliability_cases import CASES, FAMILIES, FAULTS, Case, run_case  # noqa: E402
 
 DOC = ROOT / "docs" / "reliability.md"
@@ -68,6 +68,9 @@ LIMITS = [
     ("trace events", f"{MAX_EVENTS:,} events per trace file",
      "counted while streaming; one more is exit 2 naming the limit. Measured: 10M events in a 29 MB gzip are "
      "refused at the 5,000,001st event with a 231 MiB peak (before: 1.7 GB)"),
+    ("trace `distributedInfo.world_size`", f"{MAX_WORLD_SIZE:,} ranks",
+     "a larger (or negative) world size is read as unknown: the missing ranks listed from it fit in memory (before: "
+     "2^31 - 1 made the job check build a set of every rank, killed at 24 GB)"),
     ("fleet answers", f"{MAX_OUTPUT_BYTES:,} bytes of stdout per node, {MAX_FLEET_NODES:,} nodes",
      "each answer parsed once when its task ends; only the listed findings are kept. Measured: 8 nodes x 15 MiB "
      "answers, 106 MiB peak (19 MiB idle): 10.9 MiB = 0.73 x the answer size per node (before: ~300 MB per "

@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from dsctl.errors import InputError
 from dsctl.trace.parse import TraceData
 
@@ -125,7 +127,7 @@ def check_job(ids: Sequence[TraceIdentity]) -> JobCheck:
         outside = [r for r in ranks if r >= world]
         if outside:
             raise InputError(f"TRACE: rank {outside[0]} ({by_rank[outside[0]][0]}) is outside world_size {world}")
-        missing = tuple(sorted(set(range(world)) - set(ranks)))
+        missing = tuple(np.setdiff1d(np.arange(world, dtype=np.int64), np.asarray(ranks, dtype=np.int64)).tolist())
         if missing:
             notes.append(f"{len(missing)} of {world} ranks have no trace file: ranks {_ranges(missing)}; the "
                          "figures cover the ranks given")

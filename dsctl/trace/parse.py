@@ -30,6 +30,9 @@ from dsctl.trace.scan import DEFAULT_MAX_BYTES, iter_events
 #: file with more is refused with this number, before memory passes ~1 GB; a profiler trace of a few steps of
 #: one rank holds well under a million
 MAX_EVENTS = 5_000_000
+#: largest ``distributedInfo.world_size`` (and rank + 1) taken from a trace: 64 times a 16,384-GPU cluster. A
+#: larger one is read as unknown, as a negative one is: the ranks it would list as missing must fit in memory
+MAX_WORLD_SIZE = 1 << 20
 
 #: categories of device-side events (Kineto spells them lower case; old versions capitalised them)
 GPU_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset"})
@@ -363,8 +366,8 @@ def _parse(events: Iterable[Any], meta: dict[str, Any], source: str) -> TraceDat
     base = _number(meta.get("baseTimeNanoseconds"))
     return TraceData(
         source=source,
-        rank=rank if 0 <= rank < 2**31 else None,
-        world_size=world if 0 < world < 2**31 else None,
+        rank=rank if 0 <= rank < MAX_WORLD_SIZE else None,
+        world_size=world if 0 < world <= MAX_WORLD_SIZE else None,
         backend=backend[:40] if isinstance(backend, str) else None,
         gpu=gpu.table(origin),
         cpu=cpu.table(origin),

@@ -7,13 +7,13 @@ import json
 
 import pytest
 import trace_builder as tb  # tests/trace_builder.py (tests/ is on sys.path via its conftest)
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from dsctl.errors import InputError
 from dsctl.trace import overlap_from_bytes
 from dsctl.trace.job import check_job, identity
-from dsctl.trace.parse import parse_trace
+from dsctl.trace.parse import MAX_WORLD_SIZE, parse_trace
 
 
 def parse(data: bytes, source: str = "t.json"):
@@ -104,13 +104,14 @@ _JSON = st.recursive(st.none() | st.booleans() | st.integers(-2**70, 2**70) | st
 @given(info=st.dictionaries(st.sampled_from(["rank", "world_size", "backend", "pg_config", "x"]), _JSON,
                             max_size=5),
        base=_JSON, host=_JSON)
+@example(info={"rank": 0, "world_size": 2**31 - 1}, base=None, host=None)  # DSCTL_HOSTILE_EXAMPLES=2000: 24 GB
 def test_any_distributed_info_gives_an_identity_or_nothing(info, base, host) -> None:
     doc = tb.trace([tb.compute(5, 10)])
     doc.update({"distributedInfo": info, "baseTimeNanoseconds": base, "host_name": host})
     trace = parse(json.dumps(doc).encode())
     ident = identity(trace)
-    assert ident.rank is None or 0 <= ident.rank < 2**31
-    assert ident.world_size is None or 0 < ident.world_size < 2**31
+    assert ident.rank is None or 0 <= ident.rank < MAX_WORLD_SIZE
+    assert ident.world_size is None or 0 < ident.world_size <= MAX_WORLD_SIZE
     assert all(isinstance(n, str) and isinstance(s, int) for n, s in ident.groups)
     assert isinstance(trace.host_name, str)
     check_job([ident])  # one file is always one job
@@ -124,3 +125,17 @@ def test_pg_config_and_host_name_are_read() -> None:
     trace = parse(json.dumps(doc).encode())
     assert trace.pg_config == (("0", 2, (0, 1)),) and trace.host_name == "node0007"
     assert identity(trace).start_unix_us == pytest.approx(1790857026000000 + 5)
+
+
+def test_a_world_size_beyond_the_limit_is_unknown_and_the_largest_is_cheap() -> None:
+    """Found by DSCTL_HOSTILE_EXAMPLES=2000: world_size 2**31 - 1 made check_job build a set of every rank (the
+    exploration was killed by the kernel at 24 GB). Above MAX_WORLD_SIZE it is unknown; at the limit the missing
+    ranks come from one numpy set difference."""
+    def job(world: int):
+        doc = tb.trace([tb.compute(5, 10)], rank=3, world_size=world)
+        return check_job([identity(parse(json.dumps(doc).encode()))])
+
+    assert job(MAX_WORLD_SIZE + 1).world_size is None
+    largest = job(MAX_WORLD_SIZE)
+    assert largest.world_size == MAX_WORLD_SIZE and len(largest.missing) == MAX_WORLD_SIZE - 1
+    assert largest.missing[:4] == (0, 1, 2, 4) and largest.missing[-1] == MAX_WORLD_SIZE - 1
