@@ -258,6 +258,16 @@ def _alive(pid: int) -> bool:
     return True
 
 
+@contextmanager
+def scratch_file(name: str, content: str, prefix: str = "dsctl-") -> Iterator[Path]:
+    """``content`` in a new private folder (mode 0700, under the temporary directory) as ``name`` while the block
+    runs; the folder is removed afterwards. For a file another program reads (srun's names file), never an output."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as folder:
+        path = Path(folder) / name
+        path.write_text(content, encoding="utf-8")
+        yield path
+
+
 class Terminated(SystemExit):
     """SIGTERM/SIGHUP arrived while output was being written: unwind (removing temporaries), exit 128+signal."""
 

@@ -20,7 +20,6 @@ import re
 import secrets
 import signal
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -30,6 +29,7 @@ from typing import IO, Any
 
 from dsctl.errors import InputError
 from dsctl.names import ascii_digits
+from dsctl.output.files import scratch_file
 from dsctl.runners.process import require, started, stop_group
 
 # Slurm's view of nodes (hostlists, sinfo states, drain) lives in dsctl.runners.slurm_nodes; its names stay
@@ -327,9 +327,7 @@ def _names_file(nodes: Sequence[str]) -> Iterator[Path | None]:
     if len(hostlist_chunks(nodes)) == 1:
         yield None
         return
-    with tempfile.TemporaryDirectory(prefix="dsctl-fleet-") as scratch:
-        path = Path(scratch) / "nodes"
-        path.write_text("".join(f"{n}\n" for n in nodes), encoding="utf-8")
+    with scratch_file("nodes", "".join(f"{n}\n" for n in nodes), prefix="dsctl-fleet-") as path:
         yield path
 
 
