@@ -392,3 +392,15 @@ def test_statistics_above_float32_are_one_error_line(tmp_path: Path) -> None:
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
     assert proc.returncode == 2 and proc.stderr.startswith("error: "), proc.stderr
     assert "RuntimeWarning" not in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("boot", ["253402300800.0", "1e300"])
+def test_a_boot_time_past_the_year_9999_is_bad_input(cli, tmp_path: Path, boot: str) -> None:
+    """Found by DSCTL_HOSTILE_EXAMPLES=2000: host.boot_time_s 253402300800 (10000-01-01) passed the record check and
+    made the table's "booted" date raise (exit 4)."""
+    source = (ROOT / "tests" / "data" / "health" / "hgx_h800_healthy.yaml").read_text()
+    record = tmp_path / "node.yaml"
+    record.write_text(source.replace("boot_time_s: 1790000000.0", f"boot_time_s: {boot}", 1))
+    _bad(cli("health", "check", "--from-record", record), "host.boot_time_s", "year 10000")
+    record.write_text(source.replace("boot_time_s: 1790000000.0", "boot_time_s: 253402300799.0", 1))
+    assert "booted 9999-12-31 23:59 UTC" in cli("health", "check", "--from-record", record).stdout

@@ -105,6 +105,7 @@ _JSON = st.recursive(st.none() | st.booleans() | st.integers(-2**70, 2**70) | st
                             max_size=5),
        base=_JSON, host=_JSON)
 @example(info={"rank": 0, "world_size": 2**31 - 1}, base=None, host=None)  # DSCTL_HOSTILE_EXAMPLES=2000: 24 GB
+@example(info={"rank": 1, "world_size": 1}, base=None, host=None)
 def test_any_distributed_info_gives_an_identity_or_nothing(info, base, host) -> None:
     doc = tb.trace([tb.compute(5, 10)])
     doc.update({"distributedInfo": info, "baseTimeNanoseconds": base, "host_name": host})
@@ -114,7 +115,11 @@ def test_any_distributed_info_gives_an_identity_or_nothing(info, base, host) -> 
     assert ident.world_size is None or 0 < ident.world_size <= MAX_WORLD_SIZE
     assert all(isinstance(n, str) and isinstance(s, int) for n, s in ident.groups)
     assert isinstance(trace.host_name, str)
-    check_job([ident])  # one file is always one job
+    try:
+        check_job([ident])  # one file is one job ...
+    except InputError as exc:  # ... unless it contradicts itself (found by DSCTL_HOSTILE_EXAMPLES=2000)
+        assert ident.rank is not None and ident.world_size is not None and ident.rank >= ident.world_size
+        assert f"rank {ident.rank} (t.json) is outside world_size {ident.world_size}" in exc.message
 
 
 def test_pg_config_and_host_name_are_read() -> None:

@@ -123,6 +123,10 @@ HOST_TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
+#: host facts: key -> exclusive upper bound (boot_time_s: 10000-01-01T00:00Z, past which no date can be printed)
+HOST_LIMITS: dict[str, float] = {"boot_time_s": 253_402_300_800.0}
+
+
 def _host(data: Mapping[str, Any], source: str) -> dict[str, Any] | None:
     """The validated ``host`` section, or None when the record has none."""
     host = data.get("host")
@@ -136,10 +140,11 @@ def _host(data: Mapping[str, Any], source: str) -> dict[str, Any] | None:
         elif types == (str,) and isinstance(value, str):
             out[key] = value
         elif (types != (str,) and isinstance(value, (int, float)) and not isinstance(value, bool)
-              and isinstance(value, types) and 0 <= value < float("inf")):
+              and isinstance(value, types) and 0 <= value < HOST_LIMITS.get(key, float("inf"))):
             out[key] = float(value) if key == "boot_time_s" else value
         else:
-            kind = "a string" if types == (str,) else "a finite non-negative number"
+            kind = ("a string" if types == (str,) else "a Unix time in seconds before the year 10000"
+                    if key == "boot_time_s" else "a finite non-negative number")
             raise InputError(f"{source}: host.{key} must be {kind}, got {value!r}")
     return out
 
