@@ -18,6 +18,7 @@ from dsctl import __version__
 from dsctl.commands._common import SETTINGS, silence_stdout
 from dsctl.errors import DsctlError, ExitCode
 from dsctl.inputs import DEFAULT_MAX_INPUT_BYTES, ENV_MAX_INPUT_BYTES, LIMITS, forget_inputs, parse_limit
+from dsctl.names import ascii_digits
 
 #: Every command group: ``dsctl NAME`` is the Typer app ``app`` of module ``dsctl.commands.NAME``, imported only
 #: when the group is run, completed or asked for its own help. The text is the group's help (the module's
@@ -318,7 +319,7 @@ def _integer_digits(arg: str) -> int:
     body = arg.split("=", 1)[1] if arg.startswith("--") and "=" in arg else arg
     body = body[1:] if body[:1] in ("-", "+") else body
     plain = body.replace("_", "")
-    return len(plain) if plain.isascii() and plain.isdigit() else 0
+    return len(plain) if ascii_digits(plain) else 0
 
 
 def _check_arguments(args: list[str]) -> None:

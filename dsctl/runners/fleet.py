@@ -24,7 +24,6 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import IO, Any
 
 from dsctl.errors import InputError
@@ -115,18 +114,20 @@ class TaskOutput:
 
 def srun_argv(srun: str, nodes: Sequence[str], command: Sequence[str], *, token: str, timeout_s: float,
               launch_timeout_s: float, partition: str | None, job_name: str,
-              extra_args: Sequence[str] = (), nodefile: Path | None = None) -> list[str]:
+              extra_args: Sequence[str] = (), nodelist: str | None = None) -> list[str]:
     """The srun command line: one task per node, labelled output, no kill on a bad node, a job time limit.
 
-    ``--nodelist`` is the compressed hostlist, or ``nodefile`` (a path, which srun reads as a file of names
-    because it contains "/") when the names do not compress into one argument of MAX_ARG_CHARS."""
+    ``nodelist`` is srun's --nodelist as :func:`_nodelist` gives it (a hostlist, or the path of a names file);
+    without it the names must compress into one hostlist argument of MAX_ARG_CHARS."""
     minutes = max(1, math.ceil((timeout_s + launch_timeout_s + 2 * KILL_GRACE_S) / 60.0))
-    chunks = hostlist_chunks(nodes)
-    if len(chunks) > 1 and nodefile is None:
-        raise InputError(f"{len(nodes):,} node names do not compress into one Slurm hostlist of at most "
-                         f"{MAX_ARG_CHARS:,} characters (srun's --nodelist)",
-                         hint="use names with a common prefix and a number (gpu00001...), or fewer nodes per run")
-    nodelist = str(nodefile.absolute()) if len(chunks) > 1 and nodefile is not None else chunks[0]
+    if nodelist is None:
+        chunks = hostlist_chunks(nodes)
+        if len(chunks) > 1:
+            raise InputError(f"{len(nodes):,} node names do not compress into one Slurm hostlist of at most "
+                             f"{MAX_ARG_CHARS:,} characters (srun's --nodelist)",
+                             hint="use names with a common prefix and a number (gpu00001...), or fewer nodes "
+                                  "per run")
+        nodelist = chunks[0]
     argv = [srun, f"--job-name={job_name}", f"--nodes={len(nodes)}", f"--ntasks={len(nodes)}",
             "--ntasks-per-node=1", f"--nodelist={nodelist}", "--label", "--kill-on-bad-exit=0",
             "--no-kill", "--wait=0", f"--immediate={max(1, math.ceil(launch_timeout_s))}", f"--time={minutes}"]
@@ -300,9 +301,9 @@ def run_on_nodes(nodes: Sequence[str], command: Sequence[str], *, timeout_s: flo
         task.stdout = []  # parsed: the text is not needed again
 
     parser = LabelledOutput(token, finished)
-    with _names_file(asked) as nodefile:
+    with _nodelist(asked) as nodelist:
         argv = srun_argv(srun, asked, command, token=token, timeout_s=timeout_s, launch_timeout_s=launch_timeout_s,
-                         partition=partition, job_name=job_name, extra_args=extra_srun_args, nodefile=nodefile)
+                         partition=partition, job_name=job_name, extra_args=extra_srun_args, nodelist=nodelist)
         code, stopped = _run_bounded(argv, timeout_s + launch_timeout_s + KILL_GRACE_S, parser)
     tasks = parser.tasks
     stderr = "\n".join(parser.srun_lines)
@@ -321,14 +322,16 @@ def run_on_nodes(nodes: Sequence[str], command: Sequence[str], *, timeout_s: flo
 
 
 @contextlib.contextmanager
-def _names_file(nodes: Sequence[str]) -> Iterator[Path | None]:
-    """A private file of ``nodes``, one name a line, while the block runs, when they do not compress into one
-    hostlist argument (srun reads a --nodelist that contains "/" as such a file); else None."""
-    if len(hostlist_chunks(nodes)) == 1:
-        yield None
+def _nodelist(nodes: Sequence[str]) -> Iterator[str]:
+    """srun's --nodelist for ``nodes`` while the block runs: their compressed hostlist, or, when they do not
+    compress into one argument, the path of a private file of names, one a line (srun reads a value that
+    contains "/" as such a file), removed afterwards."""
+    chunks = hostlist_chunks(nodes)
+    if len(chunks) == 1:
+        yield chunks[0]
         return
     with scratch_file("nodes", "".join(f"{n}\n" for n in nodes), prefix="dsctl-fleet-") as path:
-        yield path
+        yield str(path.absolute())
 
 
 def _run_bounded(argv: Sequence[str], deadline_s: float, parser: LabelledOutput) -> tuple[int | None, bool]:

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from dsctl.errors import EnvironmentMissing, InputError
 from dsctl.health.drain import drain_argv
 from dsctl.names import NODE_NAME
-from dsctl.runners.process import capture, require
+from dsctl.runners.process import capture, require, started
 
 SRUN_HINT = ("install Slurm's client tools (Debian: apt-get install slurm-client) on a host that can reach "
              "slurmctld; the nodes need dsctl on PATH (or give its path)")
@@ -49,24 +49,20 @@ def expand_hostlist(expression: str, *, option: str = "--nodes") -> list[str]:
 def _first_lines(argv: Sequence[str], limit: int) -> tuple[list[str], int | None, str]:
     """At most ``limit`` non-empty stdout lines of ``argv`` (stopped there: a hostlist may expand to billions),
     its exit status (``None`` when stopped) and stderr."""
-    try:
-        proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, errors="replace")
-    except OSError as exc:
-        raise EnvironmentMissing(f"cannot run {argv[0]}: {exc.strerror or exc}") from exc
     lines: list[str] = []
-    for line in proc.stdout or ():
-        if line.strip():
-            lines.append(line.strip())
-        if len(lines) >= limit:
+    with started(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+        for line in proc.stdout or ():
+            if line.strip():
+                lines.append(line.strip())
+            if len(lines) >= limit:
+                proc.kill()
+                proc.wait()
+                return lines, None, ""
+        try:
+            _, err = proc.communicate(timeout=30.0)
+        except subprocess.TimeoutExpired:
             proc.kill()
-            proc.wait()
-            return lines, None, ""
-    try:
-        _, err = proc.communicate(timeout=30.0)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        _, err = proc.communicate()
+            _, err = proc.communicate()
     return lines, proc.returncode, err
 
 

@@ -30,7 +30,7 @@ CHUNK_BYTES = 1 << 20
 #: at most this many files from one glob (a typo like '/*' should not start 10^6 reads)
 MAX_FILES = 65536
 _GLOB_CHARS = re.compile(r"[*?\[]")
-_DIGITS = re.compile(r"(\d+)")
+_DIGITS = re.compile(r"([0-9]+)")  # ASCII only, as ascii_digits: "٣" stays text (int and str never compared)
 
 
 def _natural(path: str) -> list[object]:

@@ -404,3 +404,12 @@ def test_a_boot_time_past_the_year_9999_is_bad_input(cli, tmp_path: Path, boot: 
     _bad(cli("health", "check", "--from-record", record), "host.boot_time_s", "year 10000")
     record.write_text(source.replace("boot_time_s: 1790000000.0", "boot_time_s: 253402300799.0", 1))
     assert "booted 9999-12-31 23:59 UTC" in cli("health", "check", "--from-record", record).stdout
+
+
+def test_trace_files_sort_naturally_whatever_digits_their_names_hold() -> None:
+    """Names with non-ASCII digits ("٣") stay text in the natural sort: int and str parts are never compared
+    (the sort raised TypeError after digit tests became ASCII-only)."""
+    from dsctl.runners.trace_files import _natural
+
+    names = ["a\u0663.json", "a1.json", "a10.json", "a2.json", "a\u00b9.json"]
+    assert sorted(names, key=_natural)[:3] == ["a1.json", "a2.json", "a10.json"]
