@@ -31,14 +31,14 @@ def test_a_numpy_warning_is_one_warning_line_before_the_error(cli: Any, monkeypa
 
 
 def readme_toml() -> str:
-    """The dsctl.toml example of the README, exactly as a user would copy it."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    """The dsctl.toml example of docs/usage.md, exactly as a user would copy it."""
+    text = (ROOT / "docs" / "usage.md").read_text(encoding="utf-8")
     blocks = re.findall(r"^```toml\n(.*?)^```$", text, re.S | re.M)
-    assert len(blocks) == 1, "the README has one dsctl.toml example"
+    assert len(blocks) == 1, "docs/usage.md has one dsctl.toml example"
     return blocks[0]
 
 
-def test_the_readme_site_config_copied_literally_works(cli: Any, tmp_path: Path,
+def test_the_documented_site_config_copied_literally_works(cli: Any, tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     config = tmp_path / "dsctl.toml"
     config.write_text(readme_toml(), encoding="utf-8")
