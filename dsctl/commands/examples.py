@@ -23,8 +23,7 @@ app = typer.Typer(name="examples", help=HELP, no_args_is_help=False, invoke_with
 DEFAULT_DIR = "dsctl-examples"
 #: the folder's files -> what each is for (the README example that reads it)
 USES: dict[str, str] = {
-    "stats/day1.npy": "eplb rebalance",
-    "stats/day2.npy": "eplb rebalance",
+    **{f"stats/day{d}.npy": "eplb rebalance, replay" for d in range(1, 7)},
     "today.npy": "eplb simulate",
     "fabric.txt": "topology verify",
     "list-chains.txt": "storage doctor",

@@ -16,13 +16,24 @@ from dsctl.eplb.pareto import TradeOff
 from dsctl.eplb.result import RebalanceResult
 from dsctl.eplb.simulate import SimulationResult
 from dsctl.eplb.windows import WindowReplay
-from dsctl.output.generic import format_scalar
 from dsctl.output.registry import table_renderer
 from dsctl.units import human_bytes
 
 #: show every layer up to this many; beyond, a summary and the worst layers
 MAX_LAYER_ROWS = 16
 BAR_WIDTH = 40
+#: worst-layer gap to the lower bound above which a reference plan suggests --algorithm balanced
+BALANCED_HINT_GAP = 0.01
+
+
+def load_text(load: float) -> str:
+    """A load (tokens routed to a GPU or an expert, summed over statistics) in a table, one format for every load
+    column: whole tokens with thousands separators from 10,000 up (``2,838,912``, never ``2.839e+06``), up to two
+    decimals below (``179.5``: small hand-made loads split over replicas). The JSON keeps the exact value."""
+    value = float(load)
+    if abs(value) >= 10_000:
+        return f"{round(value):,}"
+    return f"{value:,.2f}".rstrip("0").rstrip(".")
 
 
 def _layout_line(layout: Layout) -> str:
@@ -47,11 +58,11 @@ def _layer_table(metrics: PlacementMetrics, layers: Iterable[int], title: str, f
     for i in layers:
         cells = [str(i + first_layer), f"{metrics.before.balancedness[i]:.4f}",
                  f"{metrics.after.balancedness[i]:.4f}", f"{bound[i]:.4f}",
-                 format_scalar(float(metrics.after.max_gpu_load[i])),
-                 format_scalar(float(metrics.after.mean_gpu_load[i])),
-                 format_scalar(float(metrics.lower_bound_gpu_load[i])), f"{gap[i]:.2%}"]
+                 load_text(float(metrics.after.max_gpu_load[i])),
+                 load_text(float(metrics.after.mean_gpu_load[i])),
+                 load_text(float(metrics.lower_bound_gpu_load[i])), f"{gap[i]:.2%}"]
         if optimum is not None and proved is not None:
-            cells.append(format_scalar(float(optimum[i])) + (" proved" if proved[i] else " (best found)"))
+            cells.append(load_text(float(optimum[i])) + (" proved" if proved[i] else " (best found)"))
         table.add_row(*cells)
     return table
 
@@ -87,7 +98,7 @@ def load_chart(metrics: PlacementMetrics, layer: int, first_layer: int = 0) -> R
     mean_col = min(BAR_WIDTH - 1, round(mean / peak * BAR_WIDTH))
     label = f"model layer {layer + first_layer}" if first_layer else f"layer {layer}"
     title = Text(f"Per-GPU load, worst {label} (balancedness {metrics.after.balancedness[layer]:.4f}; "
-                 f"| = mean {format_scalar(mean)})", style="italic")
+                 f"| = mean {load_text(mean)})", style="italic")
     table = Table(show_edge=False, box=None)
     table.add_column("GPU", justify="right")
     table.add_column("load", justify="right")
@@ -98,7 +109,7 @@ def load_chart(metrics: PlacementMetrics, layer: int, first_layer: int = 0) -> R
         if cells[mean_col] == " ":
             cells[mean_col] = "|"
         style = "bold red" if float(load) >= peak else ""
-        table.add_row(str(gpu), format_scalar(round(float(load), 2)), Text("".join(cells), style=style))
+        table.add_row(str(gpu), load_text(load), Text("".join(cells), style=style))
     return Group(title, table)
 
 
@@ -125,6 +136,9 @@ def _render_rebalance(result: RebalanceResult) -> Iterator[RenderableType]:
     first = result.num_dense_layers
     yield Text(f"gap to the lower bound (max GPU load / bound - 1): mean {summary['mean_gap_to_bound']:.2%}, "
                f"worst {summary['max_gap_to_bound']:.2%} (layer {summary['worst_gap_layer'] + first})")
+    if result.algorithm == "reference" and summary["max_gap_to_bound"] > BALANCED_HINT_GAP:
+        yield Text("hint: --algorithm balanced closes most of this gap in about the same time and is never worse "
+                   "on any layer; reference stays DeepSeek's EPLB, exactly", style="italic")
     if "layers_proved" in summary:
         yield Text(f"exact search: {summary['layers_proved_optimal']} of {summary['num_layers']} layers proved "
                    f"optimal ({summary['layers_proved']} searched to the end); largest gap to the optimum "
@@ -154,7 +168,7 @@ def trade_off_views(trade: TradeOff) -> Iterator[RenderableType]:
         flags = ", ".join(f for f, on in (("chosen", i == trade.chosen), ("front", p.on_front),
                                           ("over budget", not p.within_budget)) if on)
         size = "n/a" if p.bytes_moved is None else human_bytes(p.bytes_moved, digits=2)
-        cells = [label, format_scalar(p.max_load), f"{p.gain:.2%}", f"{p.mean_balancedness:.4f}",
+        cells = [label, load_text(p.max_load), f"{p.gain:.2%}", f"{p.mean_balancedness:.4f}",
                  f"{p.replicas_moved:,}", f"{p.replicas_moved / max(1, trade.num_slots):.1%}", size]
         if timed:
             cells += [_seconds(None if p.moves is None else p.moves.move_s), _payback(p.payback_s,
@@ -219,8 +233,8 @@ def _render_budget(result: BudgetResult) -> Iterator[RenderableType]:
     for value, count in zip(values.tolist(), counts.tolist(), strict=True):
         table.add_row(str(value), str(value // result.num_gpus), str(count))
     yield table
-    yield Text(f"sum of max GPU loads: per-layer {format_scalar(float(result.max_load_per_layer.sum()))} vs uniform "
-               f"{format_scalar(float(result.max_load_uniform.sum()))} ({result.gain:+.2%} per MoE step); mean "
+    yield Text(f"sum of max GPU loads: per-layer {load_text(float(result.max_load_per_layer.sum()))} vs uniform "
+               f"{load_text(float(result.max_load_uniform.sum()))} ({result.gain:+.2%} per MoE step); mean "
                f"balancedness {result.balancedness_per_layer:.4f} vs {result.balancedness_uniform:.4f}")
 
 

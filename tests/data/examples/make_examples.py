@@ -2,8 +2,10 @@
 ``python tests/data/examples/make_examples.py``. Deterministic: tests/cli/test_examples_cli.py checks that the
 shipped files are exactly what this writes.
 
-* ``stats/day1.npy``, ``stats/day2.npy``, ``today.npy``: EPLB routing statistics, 58 MoE layers x 256 experts
-  (DeepSeek-V3), tokens per expert, Zipf-skewed with a hot expert set that drifts between days.
+* ``stats/day1.npy`` ... ``stats/day6.npy``, ``today.npy``: EPLB routing statistics of seven consecutive days, 58 MoE
+  layers x 256 experts (DeepSeek-V3), tokens per expert. Each layer has its own log-normal expert popularity that
+  drifts slowly (a log-normal random walk per expert), so consecutive days correlate as real routing statistics do
+  and a plan made on past days still balances ``today.npy``.
 * ``fabric.txt``: ``ibnetdiscover`` output of the fabric ``dsctl topology plan --nodes 10 --radix 8`` plans
   (tests/data/topology/perfect.ibnet, written by tests/data/topology/make_fixtures.py).
 * ``list-chains.txt``, ``list-targets.txt``: 3FS ``admin_cli list-chains`` / ``list-targets`` output of a cluster
@@ -33,11 +35,28 @@ import trace_builder as tb  # noqa: E402
 COLLECTIVES_PER_STEP = 5
 
 
-def stats(seed: int) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    weights = 1.0 / np.arange(1, 257) ** 1.1
-    load = np.stack([rng.permutation(weights) for _ in range(58)]) * 2_000_000
-    return np.rint(load * rng.uniform(0.9, 1.1, load.shape)).astype(np.int64)
+NUM_LAYERS, NUM_EXPERTS = 58, 256
+#: days of statistics: stats/day1..day6.npy, then today.npy
+NUM_DAYS = 7
+#: tokens routed per layer per day (each token picks 8 experts)
+TOKENS_PER_DAY = 2_000_000 * 8
+#: spread of each layer's expert popularity (std of its log: the hottest expert gets ~6x the mean), and the
+#: day-to-day drift (std of the change of log popularity per day)
+POPULARITY_SIGMA, DRIFT_PER_DAY = 0.8, 0.08
+
+
+def stats_days() -> list[np.ndarray]:
+    """``NUM_DAYS`` arrays (layers x experts, int32 token counts): a per-layer log-normal popularity, a log-normal
+    random walk of each expert's popularity from day to day, and Poisson counting noise."""
+    rng = np.random.default_rng(2026)
+    log_pop = rng.normal(0.0, POPULARITY_SIGMA, (NUM_LAYERS, NUM_EXPERTS))
+    days = []
+    for _ in range(NUM_DAYS):
+        share = np.exp(log_pop)
+        share /= share.sum(axis=1, keepdims=True)
+        days.append(rng.poisson(share * TOKENS_PER_DAY).astype(np.int32))
+        log_pop = log_pop + rng.normal(0.0, DRIFT_PER_DAY, log_pop.shape)
+    return days
 
 
 def traces() -> list[dict]:
@@ -75,9 +94,10 @@ def main(out: Path = OUT) -> None:
     if out.exists():
         shutil.rmtree(out)
     (out / "stats").mkdir(parents=True)
-    np.save(out / "stats" / "day1.npy", stats(1))
-    np.save(out / "stats" / "day2.npy", stats(2))
-    np.save(out / "today.npy", stats(3))
+    *past, today = stats_days()
+    for day, counts in enumerate(past, start=1):
+        np.save(out / "stats" / f"day{day}.npy", counts)
+    np.save(out / "today.npy", today)
     shutil.copyfile(ROOT / "tests" / "data" / "topology" / "perfect.ibnet", out / "fabric.txt")
     for name in ("list-chains.txt", "list-targets.txt"):
         shutil.copyfile(ROOT / "tests" / "data" / "storage" / "doctor" / "node_down" / name, out / name)
