@@ -157,6 +157,15 @@ def show_inventory(
     show(inventory.build(snap), fmt, "health show")
 
 
+@app.command("checks")
+def checks(fmt: FormatOpt = OutputFormat.table) -> None:
+    """Every check of health check: its id (G1..G22 GPU and NVLink, R1..R12 RDMA), name, what it reads and how it
+    judges (thresholds and their sources)."""
+    from dsctl.health.check_catalog import check_catalog
+
+    show(check_catalog(), fmt, "health checks")
+
+
 @app.command("topo")
 def topo(
     node: NodeOpt = None,

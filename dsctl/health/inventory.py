@@ -5,12 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dsctl.health.checks_rdma import AFFINITY_LEVELS, affinity, parse_rate
-from dsctl.health.model import HostFacts, NodeSnapshot, PciDevice, Unavailable
+from dsctl.health.expectations import find_sku
+from dsctl.health.model import Gpu, HostFacts, NodeSnapshot, PciDevice, Unavailable
 
 
 @dataclass(frozen=True)
 class GpuRow:
-    """One GPU: index, name, Linux bus id, NUMA node, active/total NVLinks, nearest compute NIC and PCIe level."""
+    """One GPU: index, name, Linux bus id, NUMA node, NVLinks (active / the SKU's link count: an H800 shows 8/8 although
+    NVML lists 18 link slots, 10 of them disabled by design), nearest compute NIC and PCIe level."""
 
     index: int
     name: str
@@ -49,6 +51,15 @@ def _text(value: object) -> str:
     return str(value) if not isinstance(value, Unavailable) else "n/a"
 
 
+def _links_expected(gpu: Gpu) -> int:
+    """The NVLinks the GPU's SKU has (H800 8, H100 18); NVML's link slot count for a SKU not in the table."""
+    sku = find_sku(gpu.name if isinstance(gpu.name, str) else None,
+                   gpu.pci_device_id if isinstance(gpu.pci_device_id, int) else None)
+    if sku is not None and sku.num_nvlinks:
+        return sku.num_nvlinks
+    return gpu.num_links if isinstance(gpu.num_links, int) else 0
+
+
 def build(snap: NodeSnapshot) -> Inventory:
     """Pair each GPU with its nearest NIC (best affinity level, then name)."""
     by_bdf = {d.bdf: d for d in snap.pci_gpus}
@@ -61,7 +72,7 @@ def build(snap: NodeSnapshot) -> Inventory:
             rank, nic = min((AFFINITY_LEVELS.index(affinity(dev, pci)), name) for name, pci in nic_pci)
             level = AFFINITY_LEVELS[rank]
         active = sum(1 for link in gpu.links if link.active is True)
-        links = f"{active}/{gpu.num_links}" if isinstance(gpu.num_links, int) else "n/a"
+        links = f"{active}/{_links_expected(gpu)}" if isinstance(gpu.num_links, int) else "n/a"
         gpus.append(GpuRow(gpu.index, "LOST" if gpu.lost is not None else _text(gpu.name), _text(gpu.bus_id),
                            dev.numa_node if dev else -1, links, nic, level))
     nics = []

@@ -8,6 +8,8 @@ from typing import Any
 from rich.console import RenderableType
 from rich.table import Table
 
+from dsctl.units import human_bytes
+
 
 def _flatten(prefix: str, value: Any, rows: list[tuple[str, str]], tables: list[tuple[str, list[Any]]]) -> None:
     if isinstance(value, dict):
@@ -19,7 +21,23 @@ def _flatten(prefix: str, value: Any, rows: list[tuple[str, str]], tables: list[
         text = ", ".join(format_scalar(v) for v in value[:16])
         rows.append((prefix, text + (f", ... ({len(value)} items)" if len(value) > 16 else "")))
     else:
-        rows.append((prefix, format_scalar(value)))
+        rows.append((prefix, format_field(prefix, value)))
+
+
+def format_field(key: str, value: Any) -> str:
+    """A scalar in the unit its key names (the JSON key convention: ``_bytes``, ``_bytes_per_s``, ``_gbps``,
+    ``_tflops``): ``hbm_bytes 85899345920`` reads ``80.0 GiB``, as the README's one-unit-per-quantity rule asks."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return format_scalar(value)
+    if key.endswith("_bytes_per_s"):
+        return f"{value / 1e9:,.1f} GB/s"
+    if key.endswith("_bytes"):
+        return human_bytes(value)
+    if key.endswith("_gbps"):
+        return f"{value:,g} Gb/s"
+    if key.endswith("_tflops"):
+        return f"{value:,g} TFLOPS"
+    return format_scalar(value)
 
 
 def format_scalar(value: Any) -> str:

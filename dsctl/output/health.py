@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from dsctl.health.api import HealthReport
+from dsctl.health.check_catalog import CheckCatalog
 from dsctl.health.inventory import Inventory
 from dsctl.output.registry import table_renderer
 from dsctl.units import human_bytes
@@ -66,6 +67,7 @@ def _report(report: HealthReport) -> Iterable[RenderableType]:
         yield Text(title, style="bold")
     if passed:
         yield Text(f"OK: {' '.join(passed)}", style="green")
+        yield Text("(dsctl health checks: what each check reads and how it judges)", style="dim")
     s = report.summary
     if report.verdict == "nothing checked":
         yield Text(f"NOTHING CHECKED: every selected check was skipped ({s['skip']} skip); not a pass. Give a node "
@@ -102,3 +104,15 @@ def _inventory(inv: Inventory) -> Iterable[RenderableType]:
         yield _plain_table([{"nic": n.name, "bus id": n.bus_id, "numa": n.numa_node, "layer": n.link_layer,
                              "state": n.state, "Gb/s": n.rate_gbps, "firmware": n.fw_ver} for n in inv.nics],
                            title="RDMA devices")
+
+
+@table_renderer(CheckCatalog)
+def _render_checks(catalog: CheckCatalog) -> Iterable[RenderableType]:
+    table = Table(title="Health checks (dsctl health check; --only gpu,nvlink,rdma selects by area)",
+                  title_justify="left")
+    for column in ("id", "area", "name", "reads", "judges"):
+        table.add_column(column, overflow="fold", no_wrap=column in ("id", "area"))
+    for c in catalog.checks:
+        table.add_row(Text(c.id), Text(c.area), Text(c.name), Text(c.reads.replace("`", "")),
+                      Text(c.judges.replace("`", "")))
+    yield table

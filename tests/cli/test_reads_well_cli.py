@@ -1,0 +1,62 @@
+"""Issue 30 item 4, output that reads well: a list of the health checks behind the ids, NVLink counts that do not
+look like faults on an H800, profile sizes and rates in their units."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from dsctl.health.check_catalog import TEXT
+from dsctl.health.checks import CHECKS
+
+ROOT = Path(__file__).resolve().parents[2]
+NODE = ROOT / "dsctl" / "_example_data" / "node.yaml"
+
+
+def docs_check_rows() -> dict[str, tuple[str, str, str]]:
+    """docs/health.md's check table: id -> (name, reads, judges)."""
+    rows = {}
+    for line in (ROOT / "docs" / "health.md").read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
+        if len(cells) == 4 and cells[0][:1] in "GR" and cells[0][1:].isdigit():
+            rows[cells[0]] = (cells[1], cells[2], cells[3])
+    return rows
+
+
+def test_every_check_has_its_text_and_the_docs_table_is_that_text() -> None:
+    assert sorted(TEXT) == sorted(c.id for c in CHECKS)
+    assert docs_check_rows() == TEXT
+
+
+def test_health_checks_lists_every_check_with_what_it_reads_and_how_it_judges(cli: Any) -> None:
+    result = cli("health", "checks", "-f", "json")
+    assert result.exit_code == 0, result.stderr
+    checks = result.json()["checks"]
+    assert [c["id"] for c in checks] == [c.id for c in CHECKS]
+    g6 = next(c for c in checks if c["id"] == "G6")
+    assert g6["area"] == "nvlink" and "H800 8" in g6["judges"] and "nvmlDeviceGetNvLinkState" in g6["reads"]
+    table = cli("health", "checks")
+    assert table.exit_code == 0 and "R12" in table.stdout and "`" not in table.stdout
+
+
+def test_a_passing_report_points_to_the_check_list(cli: Any) -> None:
+    result = cli("health", "check", "--from-record", NODE)
+    assert result.exit_code == 0, result.stderr
+    assert "OK: G1 G2" in result.stdout and "dsctl health checks" in result.stdout
+
+
+def test_health_show_counts_an_h800s_nvlinks_against_its_sku_not_nvmls_18_slots(cli: Any) -> None:
+    result = cli("health", "show", "--from-record", NODE, "-f", "json")
+    assert result.exit_code == 0, result.stderr
+    assert {g["nvlinks"] for g in result.json()["gpus"]} == {"8/8"}
+
+
+def test_profiles_show_prints_sizes_and_rates_in_units(cli: Any) -> None:
+    result = cli("profiles", "show", "h800-hgx")
+    assert result.exit_code == 0, result.stderr
+    flat = " ".join(result.stdout.split())
+    for shown in ("80.0 GiB", "989 TFLOPS", "400.0 GB/s", "400 Gb/s"):
+        assert shown in flat, shown
+    assert "85,899,345,920" not in flat
+    data = cli("profiles", "show", "h800-hgx", "-f", "json").json()
+    assert data["hbm_bytes"] == 80 * 2**30  # JSON keeps base units
