@@ -63,6 +63,22 @@ class _PlainRootValue:
         return Path(value) if param.name == "profiles_dir" else value
 
 
+#: every command's help option (the root's context settings, inherited by every group and command)
+HELP_OPTION_NAMES = ["--help", "-h"]
+
+
+def quiet_flags(command: Any) -> None:
+    """Show on/off options in help as bare flags (``--dry-run``), not ``--dry-run <bool>``: a reader took the type
+    for a value to give (``--dry-run true``) and the value was then read as a subcommand. Click's public
+    ``Option.metavar`` set to an empty string is what help prints in the type column."""
+    help_option = command.get_help_option(typer.Context(command, help_option_names=HELP_OPTION_NAMES))
+    for param in [*command.params, *([help_option] if help_option is not None else [])]:
+        if getattr(param, "is_flag", False) and param.metavar is None:
+            param.metavar = ""
+    for sub in getattr(command, "commands", {}).values():
+        quiet_flags(sub)
+
+
 class LazyGroup(TyperGroup):
     """The root group (Click's lazy-group pattern): a command group's module is imported on first real use.
 
@@ -91,6 +107,7 @@ class LazyGroup(TyperGroup):
         group.name = name
         add_profile_completion(group)
         add_deprecated_aliases(group, name)
+        quiet_flags(group)
         self.commands[name] = group
         return group
 
@@ -121,7 +138,7 @@ app = typer.Typer(
     help="Plan, balance, check and launch DeepSeek-V3-style GPU training clusters.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    context_settings={"help_option_names": ["--help", "-h"]},
+    context_settings={"help_option_names": HELP_OPTION_NAMES},
 )
 
 
@@ -374,6 +391,7 @@ def main(argv: list[str] | None = None) -> int:
     SETTINGS.debug = os.environ.get("DSCTL_DEBUG", "") not in ("", "0") or "--debug" in args
     _route_warnings()
     command = typer.main.get_command(app)
+    quiet_flags(command)
     try:
         _check_arguments(args)
         args = place_global_options(args)

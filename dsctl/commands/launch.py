@@ -164,8 +164,9 @@ def launch(
              "with --submit run it. k8s = kubernetes.")] = None,
     job_name: Annotated[str | None, typer.Option(
         "--job-name", help="Job name (Slurm job, JobSet, log file) \\[default: dsctl-train].")] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; submit nothing (the default).")]
-    = False,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="Print the plan and, with --backend, the job file it would run; submit nothing "
+                          "(without --submit nothing is submitted either way).")] = False,
     submit: Annotated[bool, typer.Option(
         "--submit", help="Write the job files (into --out, default ./JOB_NAME) and run them: sbatch, local "
                          "torchrun, or kubectl apply.")] = False,
@@ -253,7 +254,16 @@ def launch(
         names = launch_run.write_plan_and_job(plan, engine, options, out)
         if engine is not None:
             typer.echo(f"wrote {', '.join(names)} to {out}", err=True)
-    show(plan, fmt, "launch")
+    preview = launch_run.job_preview(plan, engine, options) if engine is not None and dry_run else {}
+    if engine is not None and out is None and not dry_run:
+        typer.echo(f"note: --backend {engine} alone writes no job file: add --out DIR to write it, --dry-run to "
+                   "print it, --submit to run it", err=True)
+    try:
+        show(plan, fmt, "launch")
+    finally:  # also after a plan that does not fit (exit 1): the reader sees what would have run
+        if preview and fmt is OutputFormat.table:
+            for name, text in preview.items():
+                typer.echo(f"\n--- {name} (--dry-run: not written, not submitted) ---\n{text.rstrip()}")
 
 
 def _site_values(ctx: typer.Context, engine: str | None) -> set[str]:

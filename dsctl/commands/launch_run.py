@@ -67,6 +67,11 @@ def job_files(spec: JobSpec, options: JobOptions, backend: str) -> dict[str, str
     return {JOB_FILE[backend]: dump_yaml_documents(docs)}
 
 
+def job_preview(plan: LaunchPlan, backend: str, options: JobOptions) -> dict[str, str]:
+    """``--dry-run --backend B``: the job file ``--out`` would write, by name; nothing is written."""
+    return job_files(job_spec(plan, options, backend), options, backend)
+
+
 def write_plan_and_job(plan: LaunchPlan, backend: str | None, options: JobOptions, out: Path) -> list[str]:
     """``--out`` without ``--submit``: the plan files plus, with ``--backend``, the job file; returns the names."""
     files = plan_files(plan)

@@ -60,3 +60,25 @@ def test_profiles_show_prints_sizes_and_rates_in_units(cli: Any) -> None:
     assert "85,899,345,920" not in flat
     data = cli("profiles", "show", "h800-hgx", "-f", "json").json()
     assert data["hbm_bytes"] == 80 * 2**30  # JSON keeps base units
+
+
+def test_help_shows_flags_as_flags_not_as_options_taking_a_bool(cli: Any) -> None:
+    for argv in (("--help",), ("launch", "--help"), ("health", "check", "--help"), ("topology", "plan", "--help")):
+        result = cli(*argv)
+        assert result.exit_code == 0, result.stderr
+        assert "<bool>" not in result.stdout, argv
+    assert cli("launch", "-h").exit_code == 0
+
+
+def test_dry_run_prints_the_job_file_it_would_run_and_writes_nothing(cli: Any, tmp_path: Path,
+                                                                      monkeypatch: Any) -> None:
+    monkeypatch.chdir(tmp_path)
+    args = ("launch", "--nodes", "4", "--model", "deepseek-v2-lite", "--backend", "slurm")
+    dry = cli(*args, "--dry-run", "--", "train.py")
+    assert dry.exit_code == 0, dry.stderr
+    assert "--- job.sbatch (--dry-run: not written, not submitted) ---" in dry.stdout
+    assert "#SBATCH --nodes=4" in dry.stdout and "srun --kill-on-bad-exit=1" in dry.stdout
+    assert list(tmp_path.iterdir()) == []
+    plain = cli(*args, "--", "train.py")
+    assert plain.exit_code == 0 and "job.sbatch" not in plain.stdout
+    assert "note: --backend slurm alone writes no job file" in plain.stderr
