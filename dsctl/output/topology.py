@@ -106,6 +106,8 @@ def _verify(result: VerifyResult) -> Iterable[RenderableType]:
             + (f", planes {', '.join(map(str, result.planes_checked))}" if len(result.planes_checked) > 1 else "")
             + (f", expected {result.expected_link}" if result.expected_link else "") + ")")
     yield Text(("OK: " if ok else "MISMATCH: ") + head, style="green" if ok else "bold red")
+    for warning in result.warnings:
+        yield Text(f"warning: {warning}", style="bold yellow")
     if len(result.dumps) > 1:
         for dump in result.dumps:
             other = (", also " + ", ".join(f"{n} devices of plane {p}" for p, n in dump.other_planes.items())

@@ -99,6 +99,29 @@ class VerifyResult:
     planes_checked: list[int] = field(default_factory=list)
     expected_link: str = ""
     guids: dict[str, str] = field(default_factory=dict)
+    #: "is this the right plan?" notes: the dumps cover a small share of the plan, or most of their devices are not
+    #: in it (a 10-node dump checked against a 16,384-GPU plan reads as 32,000 missing cables otherwise)
+    warnings: list[str] = field(default_factory=list)
+
+
+#: below this share of the planned cables (on the planes the dumps cover) in the dumps, verify asks "wrong plan?"
+MIN_COVERAGE = 0.5
+
+
+def plan_fit_warnings(expected_cables: int, observed_cables: int, observed_devices: int,
+                      unmatched_devices: int) -> list[str]:
+    """Warnings that the dumps and the plan may not describe the same fabric: ``observed_cables`` (links in the
+    dumps) below ``MIN_COVERAGE`` of ``expected_cables`` (the planned cables on the planes the dumps cover, so that
+    one plane's dump checked alone is not "wrong"), or more than half of the dumps' devices unknown to the plan."""
+    warnings = []
+    if expected_cables and observed_cables < MIN_COVERAGE * expected_cables:
+        warnings.append(f"the dumps hold {observed_cables:,} links for {expected_cables:,} planned cables on "
+                        f"their planes ({observed_cables / expected_cables:.1%}): is this the plan of this fabric, "
+                        "and is every plane's dump given?")
+    if observed_devices and unmatched_devices > observed_devices / 2:
+        warnings.append(f"{unmatched_devices:,} of {observed_devices:,} devices in the dumps are not in the plan: "
+                        "wrong plan, or default descriptions that need --node-name-map?")
+    return warnings
 
 
 @dataclass(frozen=True)
@@ -356,6 +379,11 @@ def verify(plan: PlannedFabric, observed: ObservedFabric | Sequence[tuple[str, O
     counts = {k: sum(1 for f in findings if f.kind == k) for k in FINDING_KINDS}
     not_seen = sum(1 for d in tier if d not in seen_devices)
     formats = sorted({fabric.source_format for _, fabric in dumps})
+    observed_links = sum(len(f.links) for _, f in dumps)
+    observed_devices = len(seen_devices) + len(unmatched)
+    covered = set(checked)
+    expected_covered = sum(1 for plane in expected.values() if plane in covered or plane < 0)
+    warnings = plan_fit_warnings(expected_covered, observed_links, observed_devices, len(unmatched))
     return VerifyResult(plan_name, ", ".join(n for n, _ in dumps), "+".join(formats), len(expected),
-                        sum(len(f.links) for _, f in dumps), len(matched), counts, list(unmatched), not_seen,
-                        findings, 1 if findings else 0, infos, checked, plan.link, guids)
+                        observed_links, len(matched), counts, list(unmatched), not_seen,
+                        findings, 1 if findings else 0, infos, checked, plan.link, guids, warnings)
