@@ -64,7 +64,7 @@ def _burnin(result: BurninResult) -> Iterable[RenderableType]:
         yield Text(f"drain: {result.drain.message}", style="bold")
         for s in result.drain.steps:
             if s.done is None and s.action in ("drain", "update"):
-                yield Text("  " + shlex.join(s.argv))
+                yield Text("  " + shlex.join(s.argv), no_wrap=True, overflow="ignore")  # pasted whole: never wrapped
             elif s.action == "foreign":
                 yield Text(f"  {s.node}: left alone, reason set by someone else: {s.current_reason}")
             elif s.action == "held":

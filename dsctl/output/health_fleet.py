@@ -43,7 +43,7 @@ def _fleet(report: FleetReport) -> Iterable[RenderableType]:
         else:
             yield Text("to drain (rerun with --drain, or run):", style="bold")
             for d in report.drain:
-                yield Text("  " + shlex.join(d.argv))
+                yield Text("  " + shlex.join(d.argv), no_wrap=True, overflow="ignore")  # pasted whole: never wrapped
     verdict = "FAIL" if report.exit_code else "PASS"
     yield Text(f"{verdict}: {report.summary['crit']} crit, {report.summary['unreachable']} unreachable",
                style="bold red" if report.exit_code else "bold green")
