@@ -139,7 +139,8 @@ def ep_traffic(graph: SimGraph, nodes: np.ndarray, gpu_share: np.ndarray, tokens
     position = order[np.searchsorted(gpus[order], rdma_owner[keep])]
     remote = np.bincount(position, weights=rdma_bytes[keep], minlength=len(gpus)).astype(np.float64)
     note = (f"{tokens_per_gpu:,} tokens/GPU, top-{topk}, <= {limit_nodes} nodes/token "
-            f"({distinct:.2f} expected), {per_token:,} B/token")
+            f"({distinct:.2f} expected), {per_token:,} B/token; DeepEP logical bytes = (token, node) pairs, the "
+            f"sender's node included, x {logical_token_bytes(hidden, direction):,.0f} B")
     logical = np.full(len(gpus), tok * distinct * logical_token_bytes(hidden, direction))
     return Traffic([Job(name or direction, direction, gpus, remote, note, logical_bytes=logical)], nvl,
                    [by_plane(graph, net)])
