@@ -88,13 +88,13 @@ def _exchange(node: NodeProfile, ep_size: int, tokens: int, hidden: int, topk: i
     sides = [_simulated(node, ep_size, tokens, hidden, topk, limit, routing, plan, d) if plan is not None
              else _closed_form(node, n, tokens, hidden, topk, limit, d) for d in DIRECTIONS]
     rates = [(tokens * distinct * logical_token_bytes(hidden, d) / t if t > 0 else 0.0) for d, (t, _, _) in
-             zip(DIRECTIONS, sides)]
+             zip(DIRECTIONS, sides, strict=True)]
     (t_d, phys_d, bound_d), (t_c, phys_c, bound_c) = sides
     return EpExchange(ep_size, n, tokens, distinct, t_d, t_c, rates[0], rates[1], phys_d, phys_c, bound_d, bound_c)
 
 
 def _closed_form(node: NodeProfile, n: int, tokens: int, hidden: int, topk: int, limit: int,
-                 direction: str) -> tuple[float, float, float | str]:
+                 direction: str) -> tuple[float, float, str]:
     """(seconds, physical bytes/s per GPU, bound) from the per-GPU link bytes (uniform load, every GPU alike)."""
     g = node.num_gpus
     p, hit = routing_odds(np.ones((n, g)), topk, limit)
