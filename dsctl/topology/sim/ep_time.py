@@ -26,6 +26,7 @@ import numpy as np
 
 from dsctl.errors import InputError, one_of
 from dsctl.profiles.schema import NodeProfile
+from dsctl.topology.sim.api import EpModel, SimRequest, Workload, run
 from dsctl.topology.sim.ep import DEEPEP_NVLINK_FRACTION, DIRECTIONS, logical_token_bytes, routing_odds, token_bytes
 from dsctl.topology.sim.routing import ROUTINGS
 
@@ -79,6 +80,11 @@ def ep_exchange_seconds(node: NodeProfile, ep_size: int, tokens_per_gpu: int, hi
     return _exchange(node, ep_size, tokens_per_gpu, hidden, topk, max_nodes_per_token, routing, plan)
 
 
+def clear_cache() -> None:
+    """Forget every cached result (benchmarks time the cold path with it)."""
+    _exchange.cache_clear()
+
+
 @functools.lru_cache(maxsize=1024)
 def _exchange(node: NodeProfile, ep_size: int, tokens: int, hidden: int, topk: int, limit: int, routing: str,
               plan: str | None) -> EpExchange:
@@ -110,8 +116,6 @@ def _closed_form(node: NodeProfile, n: int, tokens: int, hidden: int, topk: int,
 
 def _simulated(node: NodeProfile, ep_size: int, tokens: int, hidden: int, topk: int, limit: int, routing: str,
                plan: str, direction: str) -> tuple[float, float, str]:
-    from dsctl.topology.sim.api import EpModel, SimRequest, Workload, run
-
     work = Workload("ep", direction, tokens_per_gpu=tokens, ep_gpus=ep_size)
     request = SimRequest(work, routing, model=EpModel(hidden, topk, limit), nic_efficiency=node.nic_efficiency)
     job = run(plan, "plan", node.nvlink_achievable_bytes_per_s, request).jobs[0]
