@@ -65,8 +65,10 @@ def ep_exchange_seconds(node: NodeProfile, ep_size: int, tokens_per_gpu: int, hi
     """Dispatch and combine seconds of one MoE layer for an EP group of ``ep_size`` GPUs (whole nodes of
     ``node``), ``tokens_per_gpu`` tokens of ``hidden`` values per GPU, top-``topk`` routing on at most
     ``max_nodes_per_token`` nodes. ``plan``: a plan.json text (``dsctl topology plan --out``) to simulate every
-    EP group of it at once under ``routing``; None = the closed form on a non-blocking fabric. Cached: the same
-    arguments return the same object without recomputing. InputError on a shape that does not fit."""
+    EP group of it at once under ``routing`` (static, ecmp, adaptive); None = the closed form on a non-blocking
+    fabric (``routing`` then plays no part). Seconds per MoE layer and direction, bytes/s per GPU. Cached: the
+    same arguments return the same object without recomputing (the plan form keeps the 16 latest plans).
+    InputError on a shape that does not fit (EP size not whole nodes, or not dividing the plan's GPUs)."""
     g = node.num_gpus
     for value, what, top in ((ep_size, "EP size", MAX_EP_GPUS), (tokens_per_gpu, "tokens per GPU", MAX_TOKENS_PER_GPU),
                              (hidden, "hidden size", 1 << 20), (topk, "top-k", 1024),
@@ -82,17 +84,35 @@ def ep_exchange_seconds(node: NodeProfile, ep_size: int, tokens_per_gpu: int, hi
 
 def clear_cache() -> None:
     """Forget every cached result (benchmarks time the cold path with it)."""
-    _exchange.cache_clear()
+    _on_profile.cache_clear()
+    _on_plan.cache_clear()
 
 
-@functools.lru_cache(maxsize=1024)
 def _exchange(node: NodeProfile, ep_size: int, tokens: int, hidden: int, topk: int, limit: int, routing: str,
               plan: str | None) -> EpExchange:
+    if plan is None:
+        return _on_profile(node, ep_size, tokens, hidden, topk, limit)
+    return _on_plan(node, ep_size, tokens, hidden, topk, limit, routing, plan)
+
+
+@functools.lru_cache(maxsize=4096)  # a few hundred bytes each
+def _on_profile(node: NodeProfile, ep_size: int, tokens: int, hidden: int, topk: int, limit: int) -> EpExchange:
     n = ep_size // node.num_gpus
-    p, _ = routing_odds(np.ones((n, node.num_gpus)), topk, limit)
+    return _result(ep_size, n, tokens, hidden, topk, limit,
+                   [_closed_form(node, n, tokens, hidden, topk, limit, d) for d in DIRECTIONS])
+
+
+@functools.lru_cache(maxsize=16)  # keyed by the plan text (megabytes at 16,384 GPUs): few plans are kept
+def _on_plan(node: NodeProfile, ep_size: int, tokens: int, hidden: int, topk: int, limit: int, routing: str,
+             plan: str) -> EpExchange:
+    return _result(ep_size, ep_size // node.num_gpus, tokens, hidden, topk, limit,
+                   [_simulated(node, ep_size, tokens, hidden, topk, limit, routing, plan, d) for d in DIRECTIONS])
+
+
+def _result(ep_size: int, n: int, tokens: int, hidden: int, topk: int, limit: int,
+            sides: list[tuple[float, float, str]]) -> EpExchange:
+    p, _ = routing_odds(np.ones((n, 1)), topk, limit)
     distinct = float(p.sum())
-    sides = [_simulated(node, ep_size, tokens, hidden, topk, limit, routing, plan, d) if plan is not None
-             else _closed_form(node, n, tokens, hidden, topk, limit, d) for d in DIRECTIONS]
     rates = [(tokens * distinct * logical_token_bytes(hidden, d) / t if t > 0 else 0.0) for d, (t, _, _) in
              zip(DIRECTIONS, sides, strict=True)]
     (t_d, phys_d, bound_d), (t_c, phys_c, bound_c) = sides
