@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 
+import numpy as np
 import pytest
 
 from dsctl.errors import InputError
@@ -101,6 +102,7 @@ def test_efficiencies_come_from_the_profile() -> None:
 def test_results_are_cached_per_shape() -> None:
     first = v3(64)
     assert v3(64) is first
+    assert ep_exchange_seconds(h800(), np.int64(64), 4096, 7168, 8, 4) is first  # type: ignore[arg-type]
     assert v3(128) is not first
     assert ep_exchange_seconds(h800(), 64, 2048, 7168, 8, 4).dispatch_s == pytest.approx(first.dispatch_s / 2)
 
@@ -131,6 +133,7 @@ def test_the_fabric_simulator_agrees_with_the_closed_form(ep: int) -> None:
     ({"ep_size": 0}, "EP size must be a whole number"),
     ({"tokens_per_gpu": 0}, "tokens per GPU"),
     ({"topk": True}, "top-k"),
+    ({"hidden": 7168.0}, "hidden size"),
     ({"routing": "bogus"}, "routing 'bogus' is not valid"),
 ])
 def test_bad_shapes_are_input_errors(kw: dict[str, object], needle: str) -> None:

@@ -20,6 +20,7 @@ With a plan, the same traffic runs through the max-min fabric simulator on every
 from __future__ import annotations
 
 import functools
+import operator
 from dataclasses import dataclass
 
 import numpy as np
@@ -70,16 +71,27 @@ def ep_exchange_seconds(node: NodeProfile, ep_size: int, tokens_per_gpu: int, hi
     same arguments return the same object without recomputing (the plan form keeps the 16 latest plans).
     InputError on a shape that does not fit (EP size not whole nodes, or not dividing the plan's GPUs)."""
     g = node.num_gpus
-    for value, what, top in ((ep_size, "EP size", MAX_EP_GPUS), (tokens_per_gpu, "tokens per GPU", MAX_TOKENS_PER_GPU),
-                             (hidden, "hidden size", 1 << 20), (topk, "top-k", 1024),
-                             (max_nodes_per_token, "nodes per token", MAX_EP_GPUS)):
-        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= top:
-            raise InputError(f"{what} must be a whole number from 1 to {top:,}, got {value!r}")
+    ep_size, tokens_per_gpu, hidden, topk, max_nodes_per_token = (
+        _whole(value, what, top) for value, what, top in (
+            (ep_size, "EP size", MAX_EP_GPUS), (tokens_per_gpu, "tokens per GPU", MAX_TOKENS_PER_GPU),
+            (hidden, "hidden size", 1 << 20), (topk, "top-k", 1024),
+            (max_nodes_per_token, "nodes per token", MAX_EP_GPUS)))
     if ep_size % g:
         raise InputError(f"EP size {ep_size} must be a multiple of the {g} GPUs per {node.name} node")
     if routing not in ROUTINGS:
         raise InputError(f"routing {routing!r} is not valid; use {one_of(ROUTINGS)}")
     return _exchange(node, ep_size, tokens_per_gpu, hidden, topk, max_nodes_per_token, routing, plan)
+
+
+def _whole(value: object, what: str, top: int) -> int:
+    """``value`` as an int in 1..top (numpy integers too, so a cache key is the same for 64 and np.int64(64))."""
+    try:
+        number = operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        number = None
+    if isinstance(value, bool) or number is None or not 1 <= number <= top:
+        raise InputError(f"{what} must be a whole number from 1 to {top:,}, got {value!r}")
+    return int(number)
 
 
 def clear_cache() -> None:
