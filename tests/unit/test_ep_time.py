@@ -147,6 +147,16 @@ def test_bad_shapes_are_input_errors(kw: dict[str, object], needle: str) -> None
         ep_exchange_seconds(**args)  # type: ignore[arg-type]
 
 
+def test_one_node_is_nvlink_only_and_a_nicless_node_cannot_span_nodes() -> None:
+    one = v3(8)
+    assert (one.num_nodes, one.dispatch_bound, one.dispatch_physical_bytes_per_s) == (1, "nvlink", 0.0)
+    assert one.dispatch_s == pytest.approx(4096 * 7 * (1 - (7 / 8) ** 8) * 7472 / (160e9 * 153 * 7 / 8 / 160))
+    nicless = dataclasses.replace(h800(), num_compute_nics=0)
+    assert v3(8, nicless).dispatch_s == one.dispatch_s
+    with pytest.raises(InputError, match="no compute NICs"):
+        v3(16, nicless)
+
+
 def test_a_plan_too_small_for_the_group_is_an_input_error() -> None:
     with pytest.raises(InputError, match="--ep 64"):
         v3(64, plan=plan_text(2))

@@ -78,6 +78,8 @@ def ep_exchange_seconds(node: NodeProfile, ep_size: int, tokens_per_gpu: int, hi
             (max_nodes_per_token, "nodes per token", MAX_EP_GPUS)))
     if ep_size % g:
         raise InputError(f"EP size {ep_size} must be a multiple of the {g} GPUs per {node.name} node")
+    if ep_size > g and not node.num_compute_nics:
+        raise InputError(f"EP size {ep_size} spans nodes, but node profile {node.name} has no compute NICs")
     if routing not in ROUTINGS:
         raise InputError(f"routing {routing!r} is not valid; use {one_of(ROUTINGS)}")
     return _exchange(node, ep_size, tokens_per_gpu, hidden, topk, max_nodes_per_token, routing, plan)
@@ -141,7 +143,8 @@ def _closed_form(node: NodeProfile, n: int, tokens: int, hidden: int, topk: int,
     nvlink = n * tokens * float(p[0]) * per_token * float(hit[0].sum() - hit[0, 0])  # forwarder (0, 0)
     nic_rate = node.compute_nic_gbps * 1e9 / 8 * node.num_compute_nics / g * node.nic_efficiency
     nvl_rate = node.nvlink_achievable_bytes_per_s * DEEPEP_NVLINK_FRACTION[direction]
-    t_rdma, t_nvl = rdma / nic_rate, nvlink / nvl_rate
+    t_rdma = rdma / nic_rate if rdma > 0 else 0.0  # one node: no RDMA (and maybe no NIC)
+    t_nvl = nvlink / nvl_rate
     seconds = max(t_rdma, t_nvl)
     return seconds, (rdma / seconds if seconds > 0 else 0.0), ("rdma" if t_rdma >= t_nvl else "nvlink")
 
