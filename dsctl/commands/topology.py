@@ -182,8 +182,9 @@ def simulate(
     stats: Annotated[list[Path] | None, typer.Option("--stats", help="Routing statistics (layers x experts) "
                                                      "for --eplb-plan; repeatable (summed).")] = None,
     layer: Annotated[int, typer.Option("--layer", help="MoE layer of --stats/--eplb-plan to simulate.")] = 0,
-    node_profile: Annotated[str | None, typer.Option("--node-profile", help="Node profile for NVLink bandwidth "
-                                                     "(default: the plan's).")] = None,
+    node_profile: Annotated[str | None, typer.Option("--node-profile", help="Node profile for the achievable NVLink "
+                                                     "rate and the NIC efficiency of EP traffic (default: the "
+                                                     "plan's).")] = None,
     svg: Annotated[Path | None, typer.Option("--svg", help="Write one plane, cables coloured by utilisation.")]
     = None,
     svg_plane: Annotated[int, typer.Option("--svg-plane", help="Plane drawn by --svg.")] = 0,
@@ -245,11 +246,11 @@ def simulate(
         raise InputError(f"--ep must be at least 1 GPU, got {ep}")
     work = sim.Workload(workload, workload, size_bytes, node_ids, group_size, group_stride, tokens, share, ep)
     request = sim.SimRequest(work, routing, seed, tuple(fail or ()), fail_random, jobs_doc, f"--jobs {jobs}",
-                                 ep_model, svg_plane if svg is not None else None, reflow)
+                             ep_model, svg_plane if svg is not None else None, reflow, node.nic_efficiency)
     from dsctl.output.progress import progress
 
     with progress(f"simulating {workload} ({routing} routing)", fmt):
-        result = sim.run(plan_text, str(plan_file), node.nvlink_bytes_per_s / 2, request, bisection)
+        result = sim.run(plan_text, str(plan_file), node.nvlink_achievable_bytes_per_s, request, bisection)
     if svg is not None and result.svg is not None:
         atomic_write(svg, result.svg, "--svg")
     show(result, fmt, "topology simulate")

@@ -35,6 +35,9 @@ def _simulate(result: SimResult) -> Iterable[RenderableType]:
     rows = [
         ("per-GPU GB/s", f"{_spread(result.gpu_bytes_per_s)} (min / median / max; bytes to other nodes / time)"),
         ("bound", f"NIC line rate {result.nic_bytes_per_s / 1e9:,.1f} GB/s per GPU"
+                  + (f" (EP payload at {result.nic_efficiency:.0%}: "
+                     f"{result.nic_bytes_per_s * result.nic_efficiency / 1e9:,.1f} GB/s)"
+                     if result.nic_efficiency < 1 else "")
                   + (f"; bisection {result.bisection_bytes_per_s / 1e12:,.1f} TB/s"
                      if result.bisection_bytes_per_s else "")),
         ("completion", f"{_time(result.completion_s)} (lower bound {_time(result.lower_bound_s)}: busiest link "
@@ -62,6 +65,9 @@ def _simulate(result: SimResult) -> Iterable[RenderableType]:
         for j in result.jobs:
             if j.note:
                 yield Text(f"{j.name}: {j.note}", style="dim")
+            if j.logical_bytes_per_s.max > 0:
+                yield Text(f"{j.name}: DeepEP logical GB/s {_spread(j.logical_bytes_per_s)} (min / median / max; "
+                           "logical bytes / time); the GB/s column is physical (bytes to other nodes / time)")
     planes = Table(title="planes", title_justify="left")
     for col in ("plane", "flows", "rounds", "busiest", "mean up", "GB/s min/med/max"):
         planes.add_column(col, justify="right")

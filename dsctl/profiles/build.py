@@ -181,6 +181,13 @@ class Doc:
         return self._quantity(key, parse_rate_bits, maximum_bits, f"rate > 0 and <= {maximum_bits / 8e12:g} TB/s",
                               "400 Gb/s", 1.0)
 
+    def optional_rate_bits(self, key: str, maximum_bits: float = _MAX_RATE_BITS) -> float | None:
+        """An optional rate in bits/s (``0 < value <= maximum``); None when the key is absent."""
+        if key not in self.data:
+            self.used.add(key)
+            return None
+        return self.rate_bits(key, maximum_bits)
+
     def names(self, key: str, pattern: str, example: str) -> tuple[str, ...]:
         """An optional list of names, each a full match of ``pattern``; () when the key is absent."""
         def check(value: Any) -> tuple[str, ...]:
@@ -388,9 +395,19 @@ def _build_node(doc: Doc, name: str) -> NodeProfile:
         storage_link_layer=storage.text("link_layer", choices=("infiniband", "ethernet")),
         path=str(doc.file),
         compute_nic_devices=nics.names("devices", r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}", "mlx5_0, mlx5_1"),
+        nic_efficiency=nics.number("efficiency", 0.0, default=1.0),
+        nvlink_achievable_bytes_per_s=(nvlink.optional_rate_bits("achievable_per_direction") or 0.0) / 8,
     )
     for section in (gpu, nvlink, nics, storage):
         section.finish()
+    if nics.valid("efficiency") and not 0 < profile.nic_efficiency <= 1:
+        nics.fail(f"expected a fraction of the line rate, 0 < efficiency <= 1, got {profile.nic_efficiency:g}",
+                  "efficiency", hint="e.g. 0.88: DeepEP's RDMA payload reaches ~88% of a 400 Gb/s CX7")
+    half = profile.nvlink_bytes_per_s / 2
+    if nvlink.valid("achievable_per_direction", "bandwidth") and profile.nvlink_achievable_bytes_per_s > half:
+        nvlink.fail(f"{profile.nvlink_achievable_bytes_per_s / 1e9:g} GB/s per direction exceeds half of the "
+                    f"bandwidth ({half / 1e9:g} GB/s per direction)", "achievable_per_direction",
+                    hint="bandwidth counts both directions; achievable_per_direction one")
     gpus, nic_count = profile.num_gpus, profile.num_compute_nics
     if nics.valid("devices", "count") and profile.compute_nic_devices and \
             len(profile.compute_nic_devices) != nic_count:

@@ -136,6 +136,11 @@ class NodeProfile:
 
     ``nvlink_bytes_per_s`` is the per-GPU NVLink bandwidth as data sheets give it (both directions together:
     400 GB/s on H800, 900 GB/s on H100/H200). Compute NIC *i* is paired with GPU *i* and sits on network plane *i*.
+
+    Calibrated fabric (the EP model, ``dsctl.topology.sim.ep_time``): ``nic_efficiency`` is the fraction of the
+    compute NIC's line rate that RDMA all-to-all payload achieves (0 < f <= 1); ``nvlink_achievable_bytes_per_s``
+    what NVLink carries per direction per GPU in practice (the paper: ~160 of 200 GB/s on H800). Absent from a
+    profile: 1.0 and half of ``nvlink_bytes_per_s`` (the uncalibrated peak).
     """
 
     name: str
@@ -158,8 +163,15 @@ class NodeProfile:
     #: RDMA device names of the compute NICs in GPU order (e.g. mlx5_0..mlx5_7); empty when the profile has none.
     #: Launch limits NCCL to them (NCCL_IB_HCA) so that it never picks the storage NIC.
     compute_nic_devices: tuple[str, ...] = ()
+    nic_efficiency: float = 1.0
+    #: bytes/s per direction per GPU; 0 here means half of ``nvlink_bytes_per_s`` (set in ``__post_init__``)
+    nvlink_achievable_bytes_per_s: float = 0.0
 
     kind = ProfileKind.NODE
+
+    def __post_init__(self) -> None:
+        if not self.nvlink_achievable_bytes_per_s:
+            object.__setattr__(self, "nvlink_achievable_bytes_per_s", self.nvlink_bytes_per_s / 2)
 
 
 @dataclass(frozen=True)

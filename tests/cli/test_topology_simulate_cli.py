@@ -95,3 +95,37 @@ def test_jobs_may_mix_ep_and_collectives(cli, plan_dir: Path, tmp_path: Path) ->
     res = cli("topology", "simulate", str(plan_dir), "--jobs", str(jobs), "-f", "json")
     assert res.exit_code == 0, res.stderr
     assert [j["workload"] for j in res.json()["jobs"]] == ["ep-dispatch", "reducescatter"]
+
+
+def test_ep_reports_deepep_logical_beside_physical_at_the_calibrated_rates(cli, plan_dir: Path) -> None:
+    """EP32 (4 nodes) on the H800 plan: RDMA payload at 88% of 50 GB/s is the physical figure; DeepEP's logical
+    one counts the sender's own node too (x 4/3) at 7,392 B per (token, node) pair: 58.0 GB/s, Fig. 7's 58.02."""
+    res = cli("topology", "simulate", str(plan_dir), "--workload", "ep-dispatch", "--nodes", "4", "-f", "json")
+    assert res.exit_code == 0, res.stderr
+    data = res.json()
+    assert data["nic_efficiency"] == 0.88 and data["nvlink_bytes_per_s"] == 160e9
+    job = data["jobs"][0]
+    assert job["gpu_bytes_per_s"]["median"] == pytest.approx(44e9)
+    assert job["logical_bytes_per_s"]["median"] == pytest.approx(44e9 * 4 / 3 * 7392 / 7472)
+    assert job["logical_bytes_per_s"]["median"] / 1e9 == pytest.approx(58.02, rel=0.01)
+    assert "DeepEP logical bytes = (token, node) pairs, the sender's node included, x 7,392 B" in job["note"]
+    res = cli("topology", "simulate", str(plan_dir), "--workload", "ep-combine", "--nodes", "2")
+    assert res.exit_code == 0, res.stderr
+    assert "DeepEP logical GB/s" in res.stdout and "EP payload at 88%: 44.0" in res.stdout
+    assert "160 GB/s per direction" in res.stdout
+    res = cli("topology", "simulate", str(plan_dir), "--size", "64 MiB", "-f", "json")  # no EP: line rate
+    assert res.json()["nic_efficiency"] == 1.0 and res.json()["jobs"][0]["logical_bytes_per_s"]["max"] == 0.0
+
+
+def test_a_node_profile_with_a_bad_efficiency_exits_2(cli, plan_dir: Path, tmp_path: Path) -> None:
+    from dsctl.profiles.loader import builtin_profiles_dir
+
+    nodes = tmp_path / "profiles" / "nodes"
+    nodes.mkdir(parents=True)
+    source = (builtin_profiles_dir() / "nodes" / "h800-hgx.yaml").read_text()
+    bad = source.replace("efficiency: 0.88", "efficiency: 1.2").replace("name: h800-hgx", "name: bad-node")
+    (nodes / "bad-node.yaml").write_text(bad)  # its own name: the built-in h800-hgx stays as every test knows it
+    res = cli("--profiles-dir", str(tmp_path / "profiles"), "topology", "simulate", str(plan_dir), "--workload",
+              "ep-dispatch", "--node-profile", "bad-node")
+    assert res.exit_code == 2
+    assert "compute_nics.efficiency: expected a fraction of the line rate, 0 < efficiency <= 1, got 1.2" in res.stderr

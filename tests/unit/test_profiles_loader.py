@@ -296,3 +296,40 @@ def test_deepseek_v3_deployments_come_from_the_profile(tmp_path: Path) -> None:
     bad.write_text(dense + "deployments:\n  prefill: {num_gpus: 8, num_nodes: 1, num_redundant_experts: 0}\n")
     assert [e.message.split(": ", 1)[1] for e in check_file(bad)[1]] == [
         "deployments: a dense model has no expert-parallel deployment: remove it, or add a moe section"]
+
+
+def test_node_profiles_carry_the_calibrated_fabric() -> None:
+    """The paper's ~160 of 200 GB/s NVLink per direction on H800; RDMA payload at 88% of a CX7's line rate."""
+    store = ProfileStore()
+    h800 = store.node("h800-hgx")
+    assert (h800.nic_efficiency, h800.nvlink_achievable_bytes_per_s) == (0.88, 160e9)
+    for name in ("h100-hgx", "h200-hgx"):
+        node = store.node(name)
+        assert (node.nic_efficiency, node.nvlink_achievable_bytes_per_s) == (0.88, 360e9)
+        assert node.nvlink_achievable_bytes_per_s < node.nvlink_bytes_per_s / 2
+
+
+@pytest.mark.parametrize(("old", "new", "needle"), [
+    ("efficiency: 0.88", "efficiency: 1.5", r"compute_nics.efficiency: expected a fraction of the line rate"),
+    ("efficiency: 0.88", "efficiency: 0", r"compute_nics.efficiency: expected a fraction"),
+    ("efficiency: 0.88", "efficiency: high", r"compute_nics.efficiency: expected a number"),
+    ("achievable_per_direction: 160 GB/s", "achievable_per_direction: 250 GB/s",
+     r"nvlink.achievable_per_direction: 250 GB/s per direction exceeds half of the bandwidth \(200 GB/s"),
+    ("achievable_per_direction: 160 GB/s", "achievable_per_direction: 0 GB/s",
+     r"nvlink.achievable_per_direction: expected a rate > 0"),
+])
+def test_calibration_fields_are_range_checked(tmp_path: Path, old: str, new: str, needle: str) -> None:
+    source = (builtin_profiles_dir() / "nodes" / "h800-hgx.yaml").read_text()
+    assert old in source
+    path = _write(tmp_path / "nodes" / "h800-hgx.yaml", source.replace(old, new))
+    with pytest.raises(ProfileError, match=needle):
+        load_file(path)
+
+
+def test_absent_calibration_means_the_uncalibrated_peak(tmp_path: Path) -> None:
+    source = (builtin_profiles_dir() / "nodes" / "h800-hgx.yaml").read_text()
+    lines = [line for line in source.splitlines()
+             if "achievable_per_direction" not in line and "efficiency" not in line and "EP32/EP64" not in line]
+    node = load_file(_write(tmp_path / "nodes" / "h800-hgx.yaml", "\n".join(lines) + "\n"))
+    assert isinstance(node, NodeProfile)
+    assert (node.nic_efficiency, node.nvlink_achievable_bytes_per_s) == (1.0, 200e9)

@@ -66,7 +66,8 @@ def _nodes(graph: SimGraph, nodes: tuple[int, ...] | None) -> np.ndarray:
     return picked
 
 
-def build_traffic(graph: SimGraph, work: Workload, seed: int, job: int, model: EpModel | None) -> Traffic:
+def build_traffic(graph: SimGraph, work: Workload, seed: int, job: int, model: EpModel | None,
+                  nic_efficiency: float = 1.0) -> Traffic:
     """The traffic of one workload (InputError naming the option on a bad value)."""
     if work.workload not in WORKLOADS:
         raise InputError(f"--workload {work.workload!r} is not valid; use {one_of(WORKLOADS)}")
@@ -83,12 +84,14 @@ def build_traffic(graph: SimGraph, work: Workload, seed: int, job: int, model: E
         return ring(graph, gpus, work.size_bytes, work.workload, work.group_size, stride, job, work.name)
     if model is None:
         raise InputError(f"--workload {work.workload} needs a model profile (--model)")
-    return ep_groups(graph, nodes, work, model, job)
+    return ep_groups(graph, nodes, work, model, job, nic_efficiency)
 
 
-def ep_groups(graph: SimGraph, nodes: np.ndarray, work: Workload, model: EpModel, job: int) -> Traffic:
+def ep_groups(graph: SimGraph, nodes: np.ndarray, work: Workload, model: EpModel, job: int,
+              nic_efficiency: float = 1.0) -> Traffic:
     """EP dispatch/combine in every EP group at once (groups of ``work.ep_gpus`` GPUs on consecutive nodes, as
-    a launch layout's EP groups), reported as one job; an EPLB share applies to every group alike."""
+    a launch layout's EP groups), reported as one job; an EPLB share applies to every group alike. Network flows
+    carry payload / ``nic_efficiency`` on the wire (see ``ep.py``)."""
     g = graph.gpus_per_node
     size = len(nodes) * g if work.ep_gpus is None else work.ep_gpus
     if size < 1 or size % g or len(nodes) * g % size:
@@ -97,13 +100,16 @@ def ep_groups(graph: SimGraph, nodes: np.ndarray, work: Workload, model: EpModel
     share = np.ones(size) if work.gpu_share is None else np.asarray(work.gpu_share, dtype=np.float64)
     per = size // g
     parts = [ep_traffic(graph, nodes[k:k + per], share, work.tokens_per_gpu, model.hidden, model.topk,
-                        model.limit_nodes, work.workload, job, work.name) for k in range(0, len(nodes), per)]
+                        model.limit_nodes, work.workload, job, work.name, nic_efficiency)
+             for k in range(0, len(nodes), per)]
     merged = merge(parts)
     first = merged.jobs[0]
     groups = len(parts)
     note = first.note + (f"; {groups} EP groups of {size} GPUs" if groups > 1 else "")
     joined = replace(first, gpus=np.concatenate([j.gpus for j in merged.jobs]),
-                     net_bytes=np.concatenate([j.net_bytes for j in merged.jobs]), note=note)
+                     net_bytes=np.concatenate([j.net_bytes for j in merged.jobs]), note=note,
+                     logical_bytes=np.concatenate([j.logical_bytes for j in merged.jobs
+                                                   if j.logical_bytes is not None]))
     return replace(merged, jobs=[joined])
 
 
@@ -199,6 +205,8 @@ class SimRequest:
     model: EpModel | None = None
     svg_plane: int | None = None
     reflow: bool = False
+    #: fraction of the NIC line rate EP (DeepEP) payload reaches: the node profile's ``nic_efficiency``
+    nic_efficiency: float = 1.0
 
 
 def run(plan_text: str, plan_name: str, nvlink_bytes_per_s: float, request: SimRequest,
@@ -216,7 +224,7 @@ def run(plan_text: str, plan_name: str, nvlink_bytes_per_s: float, request: SimR
     parts = []
     for j, work in enumerate(works):
         try:
-            parts.append(build_traffic(graph, work, request.seed + j, j, request.model))
+            parts.append(build_traffic(graph, work, request.seed + j, j, request.model, request.nic_efficiency))
         except InputError as exc:
             if request.jobs_doc is None:
                 raise
@@ -225,6 +233,8 @@ def run(plan_text: str, plan_name: str, nvlink_bytes_per_s: float, request: SimR
     dead, failed = failed_links(graph, list(request.fail), request.fail_random, request.seed)
     result = simulate(graph, traffic, request.routing, request.seed, dead, failed, plan_name, bisection_bytes_per_s,
                       request.reflow)
+    if any(w.workload in DIRECTIONS for w in works):
+        result = replace(result, nic_efficiency=request.nic_efficiency)
     if request.svg_plane is not None:
         if not 0 <= request.svg_plane < graph.num_planes:
             raise InputError(f"--svg-plane {request.svg_plane} must be 0..{graph.num_planes - 1}")

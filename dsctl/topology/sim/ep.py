@@ -13,6 +13,11 @@ GPU g of v receives the token with probability ``1 - (1 - q_g / w_v)^(k / D)``.
 Bytes per token (DeepEP normal kernels, hidden H, top-k k): dispatch FP8 ``H + 4 H/128`` scales
 + 8 source + 4k indices + 4k weights; combine BF16 ``2H`` + 8 + 4k; both padded to 16 bytes
 (7,472 and 14,384 B for DeepSeek-V3).
+
+Calibration: network flows carry ``payload / nic_efficiency`` bytes on the wire (the NIC's achieved share of its
+line rate), NVLink flows ``payload / DEEPEP_NVLINK_FRACTION`` (DeepEP's copies reach that share of the
+achievable NVLink rate the graph holds). DeepEP's "logical" bandwidth counts every (token, node) pair, the
+sender's own node included, at ``H (1 + 4/128)`` bytes (dispatch) or ``2H`` (combine), over the same time.
 """
 
 from __future__ import annotations
@@ -23,9 +28,14 @@ import numpy as np
 
 from dsctl.errors import InputError
 from dsctl.topology.sim.graph import SimGraph
-from dsctl.topology.sim.traffic import NOBODY, Flows, Job, Traffic, by_plane
+from dsctl.topology.sim.traffic import Flows, Job, Traffic, by_plane
 
 DIRECTIONS = ("ep-dispatch", "ep-combine")
+#: Share of the achievable NVLink rate DeepEP's SM-driven NVLink copies reach. DeepEP V1 intranode EP8 on H800
+#: (docs/legacy.md: 153 GB/s dispatch, 158 GB/s combine, logical = bytes a rank receives including the 1/8 it
+#: sends itself) moves 7/8 of that over NVLink: 133.9 and 138.3 GB/s of the ~160 GB/s achievable (paper §4.3).
+#: The internode kernels forward over NVLink with the same warps, so their NVLink flows run at this share.
+DEEPEP_NVLINK_FRACTION = {"ep-dispatch": 153 * 7 / 8 / 160, "ep-combine": 158 * 7 / 8 / 160}
 
 
 def _pad16(n: float) -> int:
@@ -37,6 +47,11 @@ def token_bytes(hidden: int, topk: int, direction: str) -> int:
     if direction == "ep-dispatch":
         return _pad16(hidden + 4 * math.ceil(hidden / 128) + 8 + 8 * topk)
     return _pad16(2 * hidden + 8 + 4 * topk)
+
+
+def logical_token_bytes(hidden: int, direction: str) -> float:
+    """Bytes DeepEP's tests count per (token, node) pair: ``H (1 + 4/128)`` FP8 + scales, or ``2H`` BF16."""
+    return hidden * (1 + 4 / 128) if direction == "ep-dispatch" else 2.0 * hidden
 
 
 def node_probabilities(node_share: np.ndarray, topk: int, limit_nodes: int) -> np.ndarray:
@@ -59,11 +74,23 @@ def node_probabilities(node_share: np.ndarray, topk: int, limit_nodes: int) -> n
     return p
 
 
+def routing_odds(share_by_node: np.ndarray, topk: int, limit_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(p, hit)`` for GPU shares float [n nodes, g GPUs]: ``p`` [n] chance a token goes to node v (sum = expected
+    distinct nodes D), ``hit`` [n, g] chance GPU g of a chosen node receives it, ``1 - (1 - q_g / w_v)^(k / D)``."""
+    w = share_by_node.sum(axis=1)
+    p = node_probabilities(w, topk, limit_nodes)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q = np.where(w[:, None] > 0, share_by_node / w[:, None], 0.0)
+    return p, 1 - (1 - q) ** (topk / p.sum())
+
+
 def ep_traffic(graph: SimGraph, nodes: np.ndarray, gpu_share: np.ndarray, tokens_per_gpu: int, hidden: int,
-               topk: int, limit_nodes: int, direction: str, job: int = 0, name: str = "") -> Traffic:
+               topk: int, limit_nodes: int, direction: str, job: int = 0, name: str = "",
+               nic_efficiency: float = 1.0) -> Traffic:
     """Flows of one MoE layer's dispatch or combine over the GPUs of ``nodes`` (EP = all of them).
 
-    ``gpu_share`` float [EP GPUs]: each GPU's share of the routed load (any positive scale).
+    ``gpu_share`` float [EP GPUs]: each GPU's share of the routed load (any positive scale). ``nic_efficiency``
+    (0, 1]: network flows carry payload / efficiency on the wire. The job's ``logical_bytes`` are DeepEP's.
     """
     if direction not in DIRECTIONS:
         raise InputError(f"--workload {direction!r}: use ep-dispatch or ep-combine")
@@ -77,47 +104,43 @@ def ep_traffic(graph: SimGraph, nodes: np.ndarray, gpu_share: np.ndarray, tokens
                          f"got {share.shape[0] if share.ndim else 0}")
     if tokens_per_gpu < 1 or topk < 1 or limit_nodes < 1 or hidden < 1:
         raise InputError("--tokens, top-k, node limit and hidden size must be at least 1")
+    if not 0 < nic_efficiency <= 1:
+        raise InputError(f"NIC efficiency must be in (0, 1], got {nic_efficiency}")
     per_token = token_bytes(hidden, topk, direction)
-    by_node = share.reshape(n, g)
-    w = by_node.sum(axis=1)
-    p = node_probabilities(w, topk, limit_nodes)
+    p, hit = routing_odds(share.reshape(n, g), topk, limit_nodes)
     distinct = p.sum()
-    with np.errstate(divide="ignore", invalid="ignore"):
-        q = np.where(w[:, None] > 0, by_node / w[:, None], 0.0)
-    hit = 1 - (1 - q) ** (topk / distinct)  # [n, g]: GPU receives a token sent to its node
     tok = float(tokens_per_gpu)
     # RDMA: source (u, i) -> (v, i), v != u
     u_idx, v_idx = np.nonzero(~np.eye(n, dtype=bool))
     src = np.repeat(nodes[u_idx] * g, g) + np.tile(np.arange(g), len(u_idx))
     dst = np.repeat(nodes[v_idx] * g, g) + np.tile(np.arange(g), len(u_idx))
     rdma_bytes = np.repeat(tok * p[v_idx] * per_token, g)
-    # NVLink: forwarder (v, i) -> (v, k) for traffic from other nodes, source (u, i) -> (u, k) for its own node
+    # NVLink: forwarder (v, i) -> (v, k) for the tokens of all n nodes (its own node's via a local copy into its
+    # RDMA buffer, as DeepEP does): one flow per GPU pair, owned by the forwarder (its kernel ends after forwarding)
     fi, fk = np.nonzero(~np.eye(g, dtype=bool))
     f_src = (nodes[:, None] * g + fi).ravel()
     f_dst = (nodes[:, None] * g + fk).ravel()
-    fwd_bytes = ((n - 1) * tok * p[:, None] * hit[:, fk] * per_token).ravel()
-    own_bytes = (tok * p[:, None] * hit[:, fk] * per_token).ravel()
+    fwd_bytes = (n * tok * p[:, None] * hit[:, fk] * per_token).ravel()
     if direction == "ep-combine":  # reverse every path; the RDMA flow still counts for the token's GPU
         src, dst = dst, src
         f_src, f_dst = f_dst, f_src
-        rdma_owner, own_owner = dst, f_dst
+        rdma_owner, fwd_owner = dst, f_dst
     else:
-        rdma_owner, own_owner = src, f_src
+        rdma_owner, fwd_owner = src, f_src
     keep = rdma_bytes > 0
     jobs = np.full(int(keep.sum()), job, dtype=np.int64)
-    net = Flows(graph.gpu_nic(src[keep]), graph.gpu_nic(dst[keep]), np.ones(int(keep.sum())), rdma_bytes[keep],
-                rdma_owner[keep], jobs)
-    nvl_parts = [(f_src, f_dst, fwd_bytes, np.full(len(f_src), NOBODY)), (f_src, f_dst, own_bytes, own_owner)]
-    nvl_src = np.concatenate([a for a, _, _, _ in nvl_parts])
-    nvl_dst = np.concatenate([b for _, b, _, _ in nvl_parts])
-    nvl_b = np.concatenate([c for _, _, c, _ in nvl_parts])
-    nvl_o = np.concatenate([d for _, _, _, d in nvl_parts]).astype(np.int64)
-    live = nvl_b > 0
-    nvl = Flows(nvl_src[live], nvl_dst[live], np.ones(int(live.sum())), nvl_b[live], nvl_o[live],
+    net = Flows(graph.gpu_nic(src[keep]), graph.gpu_nic(dst[keep]), np.ones(int(keep.sum())),
+                rdma_bytes[keep] / nic_efficiency, rdma_owner[keep], jobs)
+    live = fwd_bytes > 0
+    nvl = Flows(f_src[live], f_dst[live], np.ones(int(live.sum())),
+                fwd_bytes[live] / DEEPEP_NVLINK_FRACTION[direction], fwd_owner[live].astype(np.int64),
                 np.full(int(live.sum()), job, dtype=np.int64))
     order = np.argsort(gpus, kind="stable")  # nodes come in the job's order, not necessarily sorted
     position = order[np.searchsorted(gpus[order], rdma_owner[keep])]
     remote = np.bincount(position, weights=rdma_bytes[keep], minlength=len(gpus)).astype(np.float64)
     note = (f"{tokens_per_gpu:,} tokens/GPU, top-{topk}, <= {limit_nodes} nodes/token "
-            f"({distinct:.2f} expected), {per_token:,} B/token")
-    return Traffic([Job(name or direction, direction, gpus, remote, note)], nvl, [by_plane(graph, net)])
+            f"({distinct:.2f} expected), {per_token:,} B/token; DeepEP logical bytes = (token, node) pairs, the "
+            f"sender's node included, x {logical_token_bytes(hidden, direction):,.0f} B")
+    logical = np.full(len(gpus), tok * distinct * logical_token_bytes(hidden, direction))
+    return Traffic([Job(name or direction, direction, gpus, remote, note, logical_bytes=logical)], nvl,
+                   [by_plane(graph, net)])

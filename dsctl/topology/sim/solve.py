@@ -46,7 +46,9 @@ class Spread:
 @dataclass(frozen=True)
 class JobResult:
     """One job: per-GPU bandwidth (bytes to other nodes / GPU completion time), completion time, and the
-    algorithm bandwidth ``size_bytes / completion`` (NCCL's algbw) when the job has a message size."""
+    algorithm bandwidth ``size_bytes / completion`` (NCCL's algbw) when the job has a message size. EP jobs add
+    DeepEP's logical per-GPU bandwidth (every (token, node) pair, the sender's own node included, / time); zeros
+    for other jobs."""
 
     name: str
     workload: str
@@ -57,6 +59,7 @@ class JobResult:
     gpu_bytes_per_s: Spread
     algbw_bytes_per_s: float
     unroutable_transfers: int
+    logical_bytes_per_s: Spread = Spread(0.0, 0.0, 0.0, 0.0)
 
 
 @dataclass(frozen=True)
@@ -105,6 +108,8 @@ class SimResult:
     planes: list[PlaneResult]
     nvlink_max_utilisation: float
     unroutable_flows: int
+    #: share of the NIC line rate EP payload was given (1.0 when the run has no EP job)
+    nic_efficiency: float = 1.0
     svg: str | None = field(default=None, metadata={"output": False})
     link_utilisation: np.ndarray = field(default_factory=lambda: np.zeros(0), metadata={"output": False})
 
@@ -188,8 +193,13 @@ def simulate(graph: SimGraph, traffic: Traffic, routing: str, seed: int, dead: n
         gpu_bw[job.gpus[sends]] = bw
         done = float(t_job[j])
         algbw = job.size_bytes / done if job.size_bytes and done > 0 and np.isfinite(done) else 0.0
+        logical = Spread(0.0, 0.0, 0.0, 0.0)
+        if job.logical_bytes is not None:
+            t_own = t_all[job.gpus]
+            timed = (t_own > 0) & np.isfinite(t_own)
+            logical = Spread.of(job.logical_bytes[timed] / t_own[timed])
         job_results.append(JobResult(job.name, job.workload, len(job.gpus), job.note, job.size_bytes, done,
-                                     Spread.of(bw), algbw, int(unroutable_job[j])))
+                                     Spread.of(bw), algbw, int(unroutable_job[j]), logical))
     sent = np.isfinite(gpu_bw)
     with np.errstate(divide="ignore", invalid="ignore"):
         lower = float(np.max(np.where(graph.link_cap > 0, link_bytes / graph.link_cap, 0.0), initial=0.0))

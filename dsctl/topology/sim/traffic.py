@@ -80,6 +80,8 @@ class Job:
     note: str = ""
     #: bytes each GPU sends in total (NCCL message size), for algorithm bandwidth
     size_bytes: float = 0.0
+    #: DeepEP's "logical" bytes per GPU (EP jobs: every (token, node) pair, own node included), else None
+    logical_bytes: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
