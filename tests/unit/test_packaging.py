@@ -78,48 +78,12 @@ def test_non_editable_install_finds_the_profiles(wheel: Path, tmp_path: Path) ->
     assert not hidden & set(probe.stdout.splitlines())
 
 
-#: README examples the walkthrough cannot run here, each with the reason (anything else must run)
-NEEDS_A_CLUSTER = {
-    "dsctl health check --node": "live NVML on a GPU node",
-    "dsctl health record": "live NVML on a GPU node",
-    "dsctl health show": "live NVML and sysfs of a GPU node",
-    "dsctl health topo": "live NVML and sysfs of a GPU node",
-    "dsctl health fleet": "Slurm (srun)",
-    "dsctl health check --slurm": "Slurm's HealthCheckProgram on a node",
-    "dsctl health check --textfile-dir": "live NVML (and node_exporter's folder)",
-    "dsctl launch --nodes 256 --backend slurm": "Slurm (sbatch)",
-    "dsctl trace overlap '/local/prof": "Slurm (srun) and traces on the nodes",
-    "dsctl health burn-in fabric/ -w": "Slurm (srun) and the probe on GPU nodes",
-    "dsctl topology verify big/": "a live ibnetdiscover dump of the 16,384-GPU fabric",
-}
-
-
-def readme_examples() -> list[str]:
-    """Every ``$ dsctl ...`` line of the README (continuation lines joined, comments dropped; for
-    ``$ X && dsctl ...`` the dsctl part)."""
-    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
-    found, i = [], 0
-    while i < len(lines):
-        line = lines[i]
-        if line.startswith("$ "):
-            text = line[2:]
-            while text.rstrip().endswith("\\") and i + 1 < len(lines):
-                i += 1
-                text = text.rstrip()[:-1] + " " + lines[i].strip()
-            text = text.split("  #", 1)[0].strip()
-            text = text.split("&& ", 1)[1] if "&& dsctl" in text else text
-            if text.startswith("dsctl "):
-                found.append(text)
-        i += 1
-    return found
-
-
 @pytest.mark.slow
 def test_walkthrough_every_readme_example_on_the_shipped_examples(wheel: Path, tmp_path: Path) -> None:
-    """A wheel in a fresh venv; ``dsctl examples`` copies the inputs; every README example runs on them in README
-    order (exit 0, or 1 where a check finds the example's planted fault), except those that need a GPU node or
-    Slurm (NEEDS_A_CLUSTER)."""
-    import shlex
+    """A wheel in a fresh venv: every ``$`` line of the README runs as written with the installed ``dsctl`` (the
+    README's own ``dsctl examples try/`` and ``cd try/`` first) and ends with the exit code the README states,
+    except those that need a GPU node, Slurm or a live fabric (tests/cli/test_docs_as_written.py: NEEDS)."""
+    from tests.cli.test_docs_as_written import run_page
 
     names = set(zipfile.ZipFile(wheel).namelist())
     assert {"dsctl/_example_data/today.npy", "dsctl/_example_data/traces/rank7.json.gz"} <= names
@@ -127,28 +91,10 @@ def test_walkthrough_every_readme_example_on_the_shipped_examples(wheel: Path, t
     python = _isolated_venv(env_dir)
     subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps",
                     "--no-index", "--ignore-installed", str(wheel)], check=True)
-    dsctl = str(env_dir / "bin" / "dsctl")
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "DSCTL_PROFILES")}
-    env["COLUMNS"] = "80"
-    first = subprocess.run([dsctl, "examples", "try"], capture_output=True, text=True, cwd=tmp_path, env=env,
-                           check=False)
-    assert first.returncode == 0, first.stderr
-    work = tmp_path / "try"
-    (work / "train.py").write_text("print('train')\n")
-    (work / "my-profiles" / "models").mkdir(parents=True)  # the README's own profiles folder: one valid profile
-    (work / "my-profiles" / "models" / "deepseek-v3.yaml").write_bytes(
-        (ROOT / "profiles" / "models" / "deepseek-v3.yaml").read_bytes())
-    ran, failures = [], []
-    for example in readme_examples():
-        if any(example.startswith(prefix) for prefix in NEEDS_A_CLUSTER):
-            continue
-        words = shlex.split(example)
-        argv = [dsctl, *[w for word in words[1:] for w in (sorted(str(p.relative_to(work)) for p in
-                                                                   work.glob(word)) or [word]
-                                                         if "*" in word and not word.startswith("'") else [word])]]
-        proc = subprocess.run(argv, capture_output=True, text=True, cwd=work, env=env, check=False, timeout=300)
-        ran.append(example)
-        if proc.returncode not in (0, 1) or "Traceback" in proc.stderr:
-            failures.append((example, proc.returncode, proc.stderr.strip().splitlines()[-1:]))
-    assert failures == []
-    assert len(ran) >= 20, ran
+    work = tmp_path / "work"
+    work.mkdir()
+    results = run_page(ROOT / "README.md", work, dsctl=env_dir / "bin" / "dsctl")
+    wrong = [(line.command, line.exit_code, code) for line, code in results if code is not None
+             and code != line.exit_code]
+    assert wrong == []
+    assert sum(1 for _, code in results if code is not None) >= 30, results

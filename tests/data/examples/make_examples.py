@@ -15,6 +15,21 @@ shipped files are exactly what this writes.
   six ProfilerStep#N of five all-reduces each, rank 5 computing 30 % slower.
 * ``job/ranks.csv``: that job's rank map (one node of 8 GPUs, data parallel), as ``dsctl launch --out`` writes it.
 * ``faults.yaml``: a fault model for ``dsctl health burn-in --fabric-model`` on the 10-node plan: one NIC at half rate.
+
+Inputs the docs pages read (each page's worked example, so that every documented line runs as written):
+
+* ``stats.json``: the 2 x 12 statistics of DeepSeek's EPLB README (docs/eplb.md).
+* ``week1.npy``, ``week2.npy``: 58 x 256 Zipf(1.0) token counts and the same with a 10 % per-expert drift
+  (docs/eplb-balanced.md).
+* ``faults128.yaml``: a burn-in fault model of the 128-node plan: one NIC and one spine cable slow (docs/burn-in.md).
+* ``my-profiles/``: five profiles, two of them invalid, for ``dsctl profiles validate`` (docs/profiles.md).
+* ``two_nodes_down/``: 3FS ``admin_cli`` output with two nodes down (docs/storage.md).
+* ``gloo/rank0.json.gz``, ``gloo/rank1.json.gz``: a real two-rank torch/gloo trace (tests/data/trace, docs/trace.md).
+* ``records/nic_wrong_numa.yaml``, ``records/nvlink_link_down.yaml``: recorded nodes with one fault each
+  (tests/data/health, docs/health.md).
+* ``miswired.txt``: ``ibnetdiscover`` output of the 10-node plan with planted miswirings (docs/topology.md).
+* ``ep/ep_serial.json.gz``, ``ep/ep_overlapped.json.gz``: expert-parallel steps run serially and DualPipe-style
+  (tests/trace_builder.py, docs/trace.md).
 """
 
 from __future__ import annotations
@@ -82,6 +97,78 @@ faults:
 """
 
 
+README_STATS = """[[90, 132, 40, 61, 104, 165, 39, 4, 73, 56, 183, 86],
+ [20, 107, 104, 64, 19, 197, 187, 157, 172, 86, 16, 27]]
+"""
+
+FAULTS128_YAML = """seed: 3
+noise: 0.03
+faults:
+  - nic: node0017:mlx5_3
+    rate: 0.5
+  - cable: p2-spine01:9
+    rate: 0.4
+"""
+
+#: two invalid profiles (and three valid ones) for docs/profiles.md's validation example
+BAD_MODEL_YAML = """name: my
+description: a small MoE model with two mistakes (num_heads, hidden_size missing)
+num_layers: 27
+num_dense_layers: 1
+vocab_size: 102400
+dense_intermediate_size: 10944
+attention:
+  kind: mla
+  num_heads: many
+  q_lora_rank: 0
+  kv_lora_rank: 512
+  qk_nope_head_dim: 128
+  qk_rope_head_dim: 64
+  v_head_dim: 128
+moe:
+  num_routed_experts: 64
+  num_shared_experts: 2
+  num_experts_per_token: 6
+  moe_intermediate_size: 1408
+"""
+BAD_NODE_YAML = """name: x
+description: a node profile with two mistakes
+gpu:
+  model: NVIDIA H800 SXM5
+  count: eight
+  hbm: 80 GiB
+  bf16_dense_tflops: 989
+  fp8_dense_tflops: 1979
+nvlink:
+  bandwidth: 400 GB/s
+  links_per_gpu: 8
+  lanes: 8
+compute_nics:
+  count: 8
+  model: ConnectX-7
+  rate: 400 Gb/s
+  link_layer: infiniband
+storage_nics:
+  count: 1
+  rate: 400 Gb/s
+  link_layer: ethernet
+"""
+
+
+#: recorded fault nodes the docs replay (tests/data/health: one injected fault each)
+RECORDS = ("nic_wrong_numa", "nvlink_link_down")
+
+
+def weeks() -> tuple[np.ndarray, np.ndarray]:
+    """Two weeks of 58 x 256 token counts: Zipf(1.0) over a random permutation of the experts per layer, then
+    the same with each expert's count drifting by a normal 10 %."""
+    rng = np.random.default_rng(11)
+    zipf = 1.0 / np.arange(1, NUM_EXPERTS + 1)
+    week1 = np.stack([rng.permutation(zipf) for _ in range(NUM_LAYERS)]) * 1_000_000
+    week2 = week1 * np.clip(rng.normal(1.0, 0.1, week1.shape), 0.5, 1.5)
+    return np.rint(week1).astype(np.int32), np.rint(week2).astype(np.int32)
+
+
 def rank_map() -> str:
     from dsctl.launch.layout import ParallelLayout
     from dsctl.launch.rankmap import build_rank_map
@@ -108,6 +195,38 @@ def main(out: Path = OUT) -> None:
     (out / "job").mkdir()
     (out / "job" / "ranks.csv").write_text(rank_map(), encoding="utf-8")
     (out / "faults.yaml").write_text(FAULTS_YAML, encoding="utf-8")
+    docs_inputs(out)
+
+
+def docs_inputs(out: Path) -> None:
+    """The inputs of the docs pages' worked examples (see the module docstring)."""
+    (out / "stats.json").write_text(README_STATS, encoding="utf-8")
+    week1, week2 = weeks()
+    np.save(out / "week1.npy", week1)
+    np.save(out / "week2.npy", week2)
+    (out / "faults128.yaml").write_text(FAULTS128_YAML, encoding="utf-8")
+    profiles = out / "my-profiles"
+    (profiles / "models").mkdir(parents=True)
+    (profiles / "nodes").mkdir()
+    for kind, name in (("models", "deepseek-v3"), ("models", "deepseek-v2-lite"), ("nodes", "h800-hgx")):
+        shutil.copyfile(ROOT / "profiles" / kind / f"{name}.yaml", profiles / kind / f"{name}.yaml")
+    (profiles / "models" / "my.yaml").write_text(BAD_MODEL_YAML, encoding="utf-8")
+    (profiles / "nodes" / "x.yaml").write_text(BAD_NODE_YAML, encoding="utf-8")
+    (out / "two_nodes_down").mkdir()
+    for name in ("list-chains.txt", "list-targets.txt"):
+        shutil.copyfile(ROOT / "tests" / "data" / "storage" / "doctor" / "two_nodes_down" / name,
+                        out / "two_nodes_down" / name)
+    (out / "gloo").mkdir()
+    for rank in (0, 1):
+        shutil.copyfile(ROOT / "tests" / "data" / "trace" / f"gloo_rank{rank}.json.gz", out / "gloo" /
+                        f"rank{rank}.json.gz")
+    (out / "records").mkdir()
+    for name in RECORDS:
+        shutil.copyfile(ROOT / "tests" / "data" / "health" / f"{name}.yaml", out / "records" / f"{name}.yaml")
+    shutil.copyfile(ROOT / "tests" / "data" / "topology" / "miswired.ibnet", out / "miswired.txt")
+    (out / "ep").mkdir()
+    (out / "ep" / "ep_serial.json.gz").write_bytes(tb.encode(tb.ep_step(False, rank=0), gz=True))
+    (out / "ep" / "ep_overlapped.json.gz").write_bytes(tb.encode(tb.ep_step(True, rank=1), gz=True))
 
 
 if __name__ == "__main__":
