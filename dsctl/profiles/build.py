@@ -14,6 +14,7 @@ from typing import Any, TypeVar, cast
 from dsctl.errors import ProfileError, one_of
 from dsctl.profiles.schema import (
     DEPLOYMENT_KINDS,
+    AchievedCompute,
     AttentionSpec,
     Deployment,
     ModelProfile,
@@ -388,7 +389,14 @@ def _build_node(doc: Doc, name: str) -> NodeProfile:
         storage_link_layer=storage.text("link_layer", choices=("infiniband", "ethernet")),
         path=str(doc.file),
         compute_nic_devices=nics.names("devices", r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}", "mlx5_0, mlx5_1"),
+        hbm_bytes_per_s=gpu.rate_bits("hbm_bandwidth") / 8 if "hbm_bandwidth" in gpu.data else 0.0,
+        num_sms=gpu.integer("sms", 0, default=0, maximum=100_000),
+        num_comm_sms=gpu.integer("comm_sms", 0, default=0, maximum=100_000),
+        achieved=_achieved(gpu),
     )
+    if gpu.valid("sms", "comm_sms") and profile.num_comm_sms and profile.num_comm_sms >= profile.num_sms:
+        gpu.fail(f"comm_sms {profile.num_comm_sms} must be below sms {profile.num_sms} (the rest compute)",
+                 "comm_sms")
     for section in (gpu, nvlink, nics, storage):
         section.finish()
     gpus, nic_count = profile.num_gpus, profile.num_compute_nics
@@ -401,6 +409,23 @@ def _build_node(doc: Doc, name: str) -> NodeProfile:
         nics.fail(f"{nic_count} compute NICs do not pair with {gpus} GPUs: one count must divide the other "
                   "(NIC i serves GPU i, or each NIC serves a fixed group of GPUs)", "count")
     return profile
+
+
+def _achieved(gpu: Doc) -> AchievedCompute:
+    """``gpu: achieved:`` fractions of peak per op class, each in (0, 1]; absent keys keep the defaults."""
+    section = gpu.optional_section("achieved")
+    defaults = AchievedCompute()
+    if section is None:
+        return defaults
+    values = {}
+    for key in AchievedCompute.__dataclass_fields__:
+        value = section.number(key, 0.0, default=getattr(defaults, key))
+        if section.valid(key) and not 0.0 < value <= 1.0:
+            section.fail(f"expected a fraction of peak in (0, 1], got {value:g}", key)
+            value = getattr(defaults, key)
+        values[key] = value
+    section.finish()
+    return AchievedCompute(**values)
 
 
 def _build_switch(doc: Doc, name: str) -> SwitchProfile:

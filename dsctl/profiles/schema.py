@@ -131,6 +131,27 @@ class ModelProfile:
 
 
 @dataclass(frozen=True)
+class AchievedCompute:
+    """Fractions (0-1] of a GPU's dense peak that its kernels achieve, per op class (docs/steptime.md).
+
+    - ``fp8_gemm`` / ``moe_gemm``: large FP8 GEMMs (dense layers) and grouped MoE expert GEMMs, of the FP8 peak;
+    - ``bf16_gemm``: BF16 GEMMs (output head, router), of the BF16 peak;
+    - ``attention_forward`` / ``attention_backward``: the attention core (FlashAttention-style), of the BF16 peak;
+    - ``hbm``: achieved fraction of ``hbm_bytes_per_s`` for memory-bound (elementwise, norm, optimizer) work.
+
+    Small GEMMs fall below these through the shape-aware roofline of ``dsctl.steptime.gemm``. The defaults are
+    Hopper kernel figures (DeepGEMM, FlashAttention-3, vendor HBM), never fitted to a training run.
+    """
+
+    fp8_gemm: float = 0.75
+    moe_gemm: float = 0.75
+    bf16_gemm: float = 0.72
+    attention_forward: float = 0.60
+    attention_backward: float = 0.45
+    hbm: float = 0.80
+
+
+@dataclass(frozen=True)
 class NodeProfile:
     """One GPU server (e.g. an 8-GPU HGX board) with its NICs.
 
@@ -158,6 +179,13 @@ class NodeProfile:
     #: RDMA device names of the compute NICs in GPU order (e.g. mlx5_0..mlx5_7); empty when the profile has none.
     #: Launch limits NCCL to them (NCCL_IB_HCA) so that it never picks the storage NIC.
     compute_nic_devices: tuple[str, ...] = ()
+    #: HBM bandwidth per GPU in bytes/s (vendor figure); 0 = not given (step-time model uses 3.35 TB/s)
+    hbm_bytes_per_s: float = 0.0
+    #: streaming multiprocessors per GPU, and how many of them training keeps for communication kernels
+    num_sms: int = 0
+    num_comm_sms: int = 0
+    #: achieved fractions of peak per op class (``gpu: achieved:``)
+    achieved: AchievedCompute = AchievedCompute()
 
     kind = ProfileKind.NODE
 

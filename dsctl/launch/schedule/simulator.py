@@ -57,10 +57,22 @@ def _deadlock(kind: str, programs: list[RankProgram], positions: list[int]) -> R
 
 def simulate_ideal(programs: list[RankProgram], costs: OpCosts) -> Timing:
     """Ideal model: start = max(rank free, dependency ends)."""
+    durations = {kind: costs.duration(kind) for kind in ("F", "B", "I", "W", "FB")}
+    return simulate_ideal_timed(programs, [[durations[op.kind] for op in p.ops] for p in programs])
+
+
+def simulate_ideal_timed(programs: list[RankProgram], op_seconds: list[list[float]],
+                         transfer: float = 0.0) -> Timing:
+    """Ideal model with a duration per op (``op_seconds[r][i]`` for ``programs[r].ops[i]``) and a p2p delay.
+
+    ``transfer`` (same unit) is added to a dependency produced on another rank: the send's latency plus its
+    bytes over the link. Data a rank produces for itself (the loss at the last stage, DualPipeV's turn) is
+    ready at once.
+    """
     geometry = programs[0].geometry
     done = [-1.0] * geometry.num_keys
+    maker = [-1] * geometry.num_keys
     deps = [[_op_deps(geometry, p.rank, op) for op in p.ops] for p in programs]
-    durations = {kind: costs.duration(kind) for kind in ("F", "B", "I", "W", "FB")}
     starts: list[list[float]] = [[] for _ in programs]
     ends: list[list[float]] = [[] for _ in programs]
     clock = [0.0] * len(programs)
@@ -69,7 +81,7 @@ def simulate_ideal(programs: list[RankProgram], costs: OpCosts) -> Timing:
     ready = list(range(len(programs)))
     while ready:
         r = ready.pop()
-        ops, rank_deps = programs[r].ops, deps[r]
+        ops, rank_deps, seconds = programs[r].ops, deps[r], op_seconds[r]
         while position[r] < len(ops):
             i = position[r]
             needs, makes = rank_deps[i]
@@ -81,16 +93,17 @@ def simulate_ideal(programs: list[RankProgram], costs: OpCosts) -> Timing:
                     waiting.setdefault(key, []).append(r)
                     blocked = True
                     break
-                start = max(start, t)
+                start = max(start, t + (transfer if maker[key] != r else 0.0))
             if blocked:
                 break
-            end = start + durations[ops[i].kind]
+            end = start + seconds[i]
             starts[r].append(start)
             ends[r].append(end)
             clock[r] = end
             position[r] = i + 1
             for key in makes:
                 done[key] = end
+                maker[key] = r
                 ready.extend(waiting.pop(key, ()))
     if any(position[r] < len(p.ops) for r, p in enumerate(programs)):
         raise _deadlock("ideal", programs, position)

@@ -1,0 +1,99 @@
+"""Schedules timed with a duration per op that depends on the stages it runs (seconds, not uniform units).
+
+``simulate_stage_costs`` generates the same per-rank op order as :func:`dsctl.launch.schedule.simulate` (for
+DualPipe: the reference code's order) and times it with the ideal model plus a p2p delay, asking
+``seconds_of(kind, fwd_stage, bwd_stage)`` for each op: stages differ (embedding, dense layers, MoE layers, MTP,
+head), and an overlapped F&B op pairs the forward of one stage with the backward of another.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from dsctl.errors import InputError
+from dsctl.launch.schedule.api import _programs
+from dsctl.launch.schedule.params import check_schedule_params
+from dsctl.launch.schedule.simulator import simulate_ideal_timed
+
+#: ``seconds_of(kind, fwd_stage, bwd_stage)``: kind F, B, I, W or FB; a stage is None when the op has no such part
+SecondsOf = Callable[[str, "int | None", "int | None"], float]
+
+
+@dataclass(frozen=True)
+class TimedOp:
+    """One op of one rank: its kind, the stages of its forward / backward part (None if absent), start and end."""
+
+    kind: str
+    fwd_stage: int | None
+    bwd_stage: int | None
+    start: float
+    end: float
+
+
+@dataclass(frozen=True)
+class TimedSchedule:
+    """A schedule timed in seconds. ``busy_per_rank[r]`` sums rank ``r``'s op durations; idle = makespan - busy."""
+
+    schedule: str
+    num_stages: int
+    num_micro_batches: int
+    makespan: float
+    busy_per_rank: tuple[float, ...]
+    timeline: tuple[tuple[TimedOp, ...], ...]
+
+    @property
+    def idle_per_rank(self) -> tuple[float, ...]:
+        return tuple(self.makespan - b for b in self.busy_per_rank)
+
+    def seconds_by_kind(self, rank: int) -> dict[str, float]:
+        """Seconds rank ``rank`` spends in each op kind (F, B, I, W, FB)."""
+        out = dict.fromkeys(("F", "B", "I", "W", "FB"), 0.0)
+        for op in self.timeline[rank]:
+            out[op.kind] += op.end - op.start
+        return out
+
+    def count_by_kind(self, rank: int) -> dict[str, int]:
+        out = dict.fromkeys(("F", "B", "I", "W", "FB"), 0)
+        for op in self.timeline[rank]:
+            out[op.kind] += 1
+        return out
+
+
+def simulate_stage_costs(schedule: str, num_stages: int, num_micro_batches: int, seconds_of: SecondsOf,
+                         transfer_s: float = 0.0) -> TimedSchedule:
+    """Time ``schedule`` with per-op durations from ``seconds_of`` and ``transfer_s`` per cross-rank dependency.
+
+    Raises ``InputError`` for parameters the schedule cannot run or a negative / non-finite duration.
+    """
+    check_schedule_params(schedule, num_stages, num_micro_batches)
+    if not transfer_s >= 0.0 or transfer_s == float("inf"):
+        raise InputError(f"p2p transfer time {transfer_s} s must be finite and >= 0")
+    programs = _programs(schedule, num_stages, num_micro_batches)
+    geometry = programs[0].geometry
+    parts: list[list[tuple[str, int | None, int | None]]] = []
+    seconds: list[list[float]] = []
+    cache: dict[tuple[str, int | None, int | None], float] = {}
+    for p in programs:
+        row_parts, row_seconds = [], []
+        for op in p.ops:
+            fwd = geometry.stage(p.rank, op.fwd[0]) if op.fwd is not None and op.kind in ("F", "FB") else None
+            bwd = geometry.stage(p.rank, op.bwd[0]) if op.bwd is not None and op.kind != "F" else None
+            key = (op.kind, fwd, bwd)
+            if key not in cache:
+                value = float(seconds_of(*key))
+                if not 0.0 <= value < float("inf"):
+                    raise InputError(f"op {op.kind} of stages {fwd}/{bwd}: duration {value} s must be finite and >= 0")
+                cache[key] = value
+            row_parts.append(key)
+            row_seconds.append(cache[key])
+        parts.append(row_parts)
+        seconds.append(row_seconds)
+    timing = simulate_ideal_timed(programs, seconds, transfer_s)
+    timeline = tuple(
+        tuple(TimedOp(kind, f, b, s, e) for (kind, f, b), s, e in zip(parts[r], timing.starts[r], timing.ends[r],
+                                                                       strict=True))
+        for r in range(len(programs)))
+    makespan = max((row[-1].end for row in timeline if row), default=0.0)
+    busy = tuple(sum(seconds[r]) for r in range(len(programs)))
+    return TimedSchedule(schedule, num_stages, num_micro_batches, makespan, busy, timeline)
