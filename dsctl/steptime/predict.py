@@ -33,17 +33,16 @@ from dsctl.steptime.stages import OpSecondsTable, StageSeconds
 
 def _stage_seconds(model: ModelProfile, stage: Stage, tokens: float, seq_len: int, ep: int, rates: GpuRates,
                    ep_cost: EpCostModel | None, imbalance: float) -> StageSeconds:
-    layers = []
-    for index in range(stage.first_layer, stage.last_layer + 1):
-        moe_layer = model.moe is not None and index >= model.num_dense_layers
-        layers.append(layer_seconds(model, moe_layer, tokens, seq_len, True, ep, rates, ep_cost, imbalance))
+    kinds = {kind: layer_seconds(model, kind, tokens, seq_len, True, ep, rates, ep_cost, imbalance)
+             for kind in (False, True)}
+    layers = [kinds[model.moe is not None and index >= model.num_dense_layers]
+              for index in range(stage.first_layer, stage.last_layer + 1)]
     outside = BlockSeconds()
     if stage.has_embedding:
         outside += embedding_block(model, tokens, rates)
     for _ in range(stage.num_mtp_modules):
         outside += mtp_projection_block(model, tokens, rates) + head_block(model, tokens, rates)
-        layers.append(layer_seconds(model, model.moe is not None, tokens, seq_len, True, ep, rates, ep_cost,
-                                    imbalance))
+        layers.append(kinds[model.moe is not None])
     if stage.has_head:
         outside += head_block(model, tokens, rates)
     return StageSeconds(stage.index, tuple(layers), outside)

@@ -61,8 +61,15 @@ def simulate_ideal(programs: list[RankProgram], costs: OpCosts) -> Timing:
     return simulate_ideal_timed(programs, [[durations[op.kind] for op in p.ops] for p in programs])
 
 
+def op_dependencies(programs: list[RankProgram]) -> list[list[tuple[list[int], list[int]]]]:
+    """Per rank and op: (data items it needs, data items it produces); reusable across timings."""
+    geometry = programs[0].geometry
+    return [[_op_deps(geometry, p.rank, op) for op in p.ops] for p in programs]
+
+
 def simulate_ideal_timed(programs: list[RankProgram], op_seconds: list[list[float]],
-                         transfer: float = 0.0) -> Timing:
+                         transfer: float = 0.0,
+                         deps: list[list[tuple[list[int], list[int]]]] | None = None) -> Timing:
     """Ideal model with a duration per op (``op_seconds[r][i]`` for ``programs[r].ops[i]``) and a p2p delay.
 
     ``transfer`` (same unit) is added to a dependency produced on another rank: the send's latency plus its
@@ -72,7 +79,8 @@ def simulate_ideal_timed(programs: list[RankProgram], op_seconds: list[list[floa
     geometry = programs[0].geometry
     done = [-1.0] * geometry.num_keys
     maker = [-1] * geometry.num_keys
-    deps = [[_op_deps(geometry, p.rank, op) for op in p.ops] for p in programs]
+    if deps is None:
+        deps = op_dependencies(programs)
     starts: list[list[float]] = [[] for _ in programs]
     ends: list[list[float]] = [[] for _ in programs]
     clock = [0.0] * len(programs)

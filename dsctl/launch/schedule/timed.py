@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 
 from dsctl.errors import InputError
 from dsctl.launch.schedule.api import _programs
 from dsctl.launch.schedule.params import check_schedule_params
-from dsctl.launch.schedule.simulator import simulate_ideal_timed
+from dsctl.launch.schedule.program import RankProgram
+from dsctl.launch.schedule.simulator import op_dependencies, simulate_ideal_timed
 
 #: ``seconds_of(kind, fwd_stage, bwd_stage)``: kind F, B, I, W or FB; a stage is None when the op has no such part
 SecondsOf = Callable[[str, "int | None", "int | None"], float]
@@ -60,6 +62,23 @@ class TimedSchedule:
         return out
 
 
+Parts = tuple[tuple[tuple[str, "int | None", "int | None"], ...], ...]
+
+
+@lru_cache(maxsize=32)
+def _prepared(schedule: str, num_stages: int, num_micro_batches: int) -> tuple[list[RankProgram], Parts, list]:
+    """Programs, each op's (kind, forward stage, backward stage) and dependencies; reused by every timing of the
+    same schedule shape (a layout search times one shape with many costs). Read only."""
+    programs = _programs(schedule, num_stages, num_micro_batches)
+    geometry = programs[0].geometry
+    parts = tuple(tuple(
+        (op.kind,
+         geometry.stage(p.rank, op.fwd[0]) if op.fwd is not None and op.kind in ("F", "FB") else None,
+         geometry.stage(p.rank, op.bwd[0]) if op.bwd is not None and op.kind != "F" else None)
+        for op in p.ops) for p in programs)
+    return programs, parts, op_dependencies(programs)
+
+
 def simulate_stage_costs(schedule: str, num_stages: int, num_micro_batches: int, seconds_of: SecondsOf,
                          transfer_s: float = 0.0) -> TimedSchedule:
     """Time ``schedule`` with per-op durations from ``seconds_of`` and ``transfer_s`` per cross-rank dependency.
@@ -67,29 +86,17 @@ def simulate_stage_costs(schedule: str, num_stages: int, num_micro_batches: int,
     Raises ``InputError`` for parameters the schedule cannot run or a negative / non-finite duration.
     """
     check_schedule_params(schedule, num_stages, num_micro_batches)
-    if not transfer_s >= 0.0 or transfer_s == float("inf"):
+    if not 0.0 <= transfer_s < float("inf"):
         raise InputError(f"p2p transfer time {transfer_s} s must be finite and >= 0")
-    programs = _programs(schedule, num_stages, num_micro_batches)
-    geometry = programs[0].geometry
-    parts: list[list[tuple[str, int | None, int | None]]] = []
-    seconds: list[list[float]] = []
+    programs, parts, deps = _prepared(schedule, num_stages, num_micro_batches)
     cache: dict[tuple[str, int | None, int | None], float] = {}
-    for p in programs:
-        row_parts, row_seconds = [], []
-        for op in p.ops:
-            fwd = geometry.stage(p.rank, op.fwd[0]) if op.fwd is not None and op.kind in ("F", "FB") else None
-            bwd = geometry.stage(p.rank, op.bwd[0]) if op.bwd is not None and op.kind != "F" else None
-            key = (op.kind, fwd, bwd)
-            if key not in cache:
-                value = float(seconds_of(*key))
-                if not 0.0 <= value < float("inf"):
-                    raise InputError(f"op {op.kind} of stages {fwd}/{bwd}: duration {value} s must be finite and >= 0")
-                cache[key] = value
-            row_parts.append(key)
-            row_seconds.append(cache[key])
-        parts.append(row_parts)
-        seconds.append(row_seconds)
-    timing = simulate_ideal_timed(programs, seconds, transfer_s)
+    for key in sorted({key for row in parts for key in row}, key=repr):
+        value = float(seconds_of(*key))
+        if not 0.0 <= value < float("inf"):
+            raise InputError(f"op {key[0]} of stages {key[1]}/{key[2]}: duration {value} s must be finite and >= 0")
+        cache[key] = value
+    seconds = [[cache[key] for key in row] for row in parts]
+    timing = simulate_ideal_timed(programs, seconds, transfer_s, deps)
     timeline = tuple(
         tuple(TimedOp(kind, f, b, s, e) for (kind, f, b), s, e in zip(parts[r], timing.starts[r], timing.ends[r],
                                                                        strict=True))
