@@ -3,7 +3,14 @@ ZeRO-1 and optimizer tail. ``predict_step`` is the entry point; docs/steptime.md
 
 from dsctl.steptime.ep import AnalyticEp, EpCostModel, EpSeconds, analytic_ep
 from dsctl.steptime.predict import predict_step
-from dsctl.steptime.result import PhaseBreakdown, StageCost, StepTime
+from dsctl.steptime.result import (
+    DEFAULT_GPU_HOUR_USD,
+    PhaseBreakdown,
+    StageCost,
+    StepTime,
+    TokenBudget,
+    token_budget,
+)
 
-__all__ = ["AnalyticEp", "EpCostModel", "EpSeconds", "PhaseBreakdown", "StageCost", "StepTime", "analytic_ep",
-           "predict_step"]
+__all__ = ["DEFAULT_GPU_HOUR_USD", "AnalyticEp", "EpCostModel", "EpSeconds", "PhaseBreakdown", "StageCost",
+           "StepTime", "TokenBudget", "analytic_ep", "predict_step", "token_budget"]

@@ -122,3 +122,24 @@ class StepTime:
             "stages": [{"stage": s.stage, "f_s": s.f_s, "i_s": s.i_s, "w_s": s.w_s, "comm_f_s": s.comm_f_s,
                         "comm_b_s": s.comm_b_s} for s in self.stages],
         }
+
+
+#: rental price per H800 GPU hour the DeepSeek-V3 tech report's Table 1 assumes, USD
+DEFAULT_GPU_HOUR_USD = 2.0
+
+
+@dataclass(frozen=True)
+class TokenBudget:
+    """What training ``tokens`` tokens costs at a predicted step time: GPU hours, wall-clock days, dollars."""
+
+    tokens: float
+    gpu_hours: float
+    days: float
+    gpu_hour_usd: float
+    cost_usd: float
+
+
+def token_budget(step: StepTime, tokens: float, gpu_hour_usd: float = DEFAULT_GPU_HOUR_USD) -> TokenBudget:
+    """GPU hours (``tokens / tokens_per_s x world / 3600``), days and cost of ``tokens`` trained tokens."""
+    hours = step.gpu_hours(tokens)
+    return TokenBudget(tokens, hours, hours / step.world_size / 24.0, gpu_hour_usd, hours * gpu_hour_usd)
