@@ -234,3 +234,38 @@ def test_explicit_pp_batch_errors_carry_a_fix(cli: Cli) -> None:
 def test_plan_out_on_a_file_system_that_refuses_writes_exits_2(cli) -> None:
     res = cli("launch", "--nodes", "256", "--out", "/proc/dsctl-plan", "--", "train.py")
     assert res.exit_code == 2 and "--out /proc/dsctl-plan: cannot write" in res.stderr
+
+
+def test_launch_predicts_the_step_and_the_token_budget(cli: Cli) -> None:
+    """DeepSeek-V3 on 256 H800 nodes; the paper's Table 4 (19.926 s, 272.80B tokens/day) is beside the model in
+    tests/unit/test_steptime.py. Here: the plan carries the prediction in both outputs."""
+    res = cli("launch", "--nodes", "256", "--tokens", "14.8T", "--gpu-hour-usd", "2", "-f", "json")
+    assert res.exit_code == 0, res.stderr
+    data = res.json()
+    step = data["step_time"]
+    assert step["breakdown"]["ops"] == {"f": 23, "b": 23, "w": 15, "fb": 97}
+    phases = step["breakdown"]
+    total = sum(phases[k] for k in ("1f_s", "1b_s", "1w_s", "overlapped_fb_s", "bubble_s", "optimizer_s"))
+    assert total == pytest.approx(step["step_s"])
+    assert step["tokens_per_day"] == pytest.approx(15_360 * 4_096 / step["step_s"] * 86_400)
+    assert step["tflops_per_gpu"]["noncausal"] > step["tflops_per_gpu"]["causal"]
+    budget = data["token_budget"]
+    assert budget["tokens"] == 14.8e12
+    assert budget["gpu_hours"] == pytest.approx(14.8e12 / (15_360 * 4_096 / step["step_s"]) * 2048 / 3600)
+    assert budget["cost_usd"] == pytest.approx(2 * budget["gpu_hours"])
+
+
+def test_launch_table_shows_the_step_within_80_columns(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    res = cli("launch", "--nodes", "256", "--tokens", "14.8T")
+    assert res.exit_code == 0, res.stderr
+    assert "Predicted step" in res.stdout and "overlapped F&B" in res.stdout and "GPU hours" in res.stdout
+    assert "TFLOPS non-causal" in res.stdout and "MFU" in res.stdout
+    assert max(len(line) for line in res.stdout.splitlines()) <= 80
+
+
+@pytest.mark.parametrize("bad", ["lots", "-5T", "0"])
+def test_launch_refuses_bad_tokens(cli: Cli, bad: str) -> None:
+    res = cli("launch", "--nodes", "256", "--tokens", bad)
+    assert res.exit_code == 2
+    assert "--tokens" in res.stderr and "Traceback" not in res.stderr
