@@ -12,8 +12,8 @@ Costs per block (docs/steptime.md has the formulas):
   blocks) at the attention forward rate; backward 2.5x the forward FLOPs (FlashAttention recomputes the scores)
   at the backward rate, all in I;
 - elementwise/norm work from HBM traffic (``elementwise_bytes``), backward 2x the forward;
-- recompute (DeepSeek's recipe, tech report 3.2.3): RMSNorms and MLA up-projections run their forward again in
-  the backward (I);
+- recompute (DeepSeek's recipe, tech report 3.2.3 and 3.3.2): RMSNorms, MLA up-projections and the MoE SwiGLU
+  run their forward again in the backward (I);
 - routed experts: grouped GEMMs with ``T k ep / E`` rows per expert, times ``imbalance`` (the busiest GPU).
 """
 
@@ -150,9 +150,11 @@ def moe_ffn_block(model: ModelProfile, tokens: float, ep: int, rates: GpuRates, 
     block += BlockSeconds(expert.f * local_experts, expert.i * local_experts, expert.w * local_experts)
     block += _elementwise(norm_bytes(h), tokens, hbm, recompute=True)
     # residual add; per routed copy: received FP8 row written and read, SwiGLU, BF16 output; combine's weighted sum
-    per_copy = 2.0 * h + swiglu_bytes(i) + 2.0 * h + 2.0 * h
-    shared = moe.num_shared_experts * swiglu_bytes(i)
-    return block + _elementwise(6.0 * h + shared + k * imbalance * per_copy + 2.0 * h, tokens, hbm)
+    # SwiGLU outputs are recomputed in the backward from its cached inputs (tech report 3.3.2)
+    swiglu = (moe.num_shared_experts + k * imbalance) * swiglu_bytes(i)
+    block += _elementwise(swiglu, tokens, hbm, recompute=True)
+    per_copy = 2.0 * h + 2.0 * h + 2.0 * h
+    return block + _elementwise(6.0 * h + k * imbalance * per_copy + 2.0 * h, tokens, hbm)
 
 
 def moe_comm(model: ModelProfile, tokens: float, ep_cost: EpCostModel) -> tuple[float, float, float, float]:

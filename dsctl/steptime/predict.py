@@ -17,7 +17,13 @@ from dsctl.launch.stages import Stage, split_stages
 from dsctl.model.flops import training_flops
 from dsctl.model.params import count_parameters
 from dsctl.profiles.schema import ModelProfile, NodeProfile
-from dsctl.steptime.collectives import IB_LATENCY_S, ROCE_LATENCY_S, optimizer_seconds, p2p_seconds
+from dsctl.steptime.collectives import (
+    IB_LATENCY_S,
+    ROCE_LATENCY_S,
+    OptimizerSeconds,
+    optimizer_seconds,
+    p2p_seconds,
+)
 from dsctl.steptime.ep import DEFAULT_NIC_EFFICIENCY, EpCostModel, analytic_ep
 from dsctl.steptime.hardware import GpuRates, gpu_rates
 from dsctl.steptime.layers import (
@@ -28,7 +34,7 @@ from dsctl.steptime.layers import (
     mtp_projection_block,
 )
 from dsctl.steptime.result import PhaseBreakdown, StageCost, StepTime
-from dsctl.steptime.stages import OpSecondsTable, StageSeconds
+from dsctl.steptime.stages import OpSecondsTable, StageSeconds, overlapped_seconds
 
 
 def _stage_seconds(model: ModelProfile, stage: Stage, tokens: float, seq_len: int, ep: int, rates: GpuRates,
@@ -54,6 +60,28 @@ def _link(node: NodeProfile) -> tuple[float, float]:
     nics_per_gpu = node.num_compute_nics / node.num_gpus if node.num_gpus else 1.0
     rate = node.compute_nic_gbps * 1e9 / 8 * efficiency * nics_per_gpu
     return rate, IB_LATENCY_S if node.compute_link_layer == "infiniband" else ROCE_LATENCY_S
+
+
+def _rank_tail(layout: ParallelLayout, stages: tuple[Stage, ...], rank: int, link_rate: float, hbm: float,
+               latency: float) -> OptimizerSeconds:
+    """ZeRO-1 tail of pipeline rank ``rank`` (its stages' dense parameters and its share of their experts)."""
+    dense, experts = 0.0, 0.0
+    for s in stages_of_rank(layout.schedule, layout.pp, rank):
+        dense += stages[s].dense_params
+        experts += stages[s].routed_expert_params / layout.ep
+    return optimizer_seconds(dense, experts, layout.dp, layout.expert_dp, link_rate, hbm, latency)
+
+
+def overlapped_pair_seconds(model: ModelProfile, node: NodeProfile, ep: int, num_moe_layers: int = 4,
+                            tokens: int = 4096, seq_len: int = 4096,
+                            ep_cost: EpCostModel | None = None) -> float:
+    """One DualPipe F&B op of two stages of ``num_moe_layers`` MoE layers each (no PP communication): the unit
+    DeepSeek's profile-data ``train.json`` traces (4 layers, EP64, 4K tokens, balanced routing)."""
+    rates = gpu_rates(node)
+    ep_cost = ep_cost or analytic_ep(model, node, ep)
+    layer = layer_seconds(model, True, float(tokens), seq_len, True, ep, rates, ep_cost, 1.0)
+    stage = StageSeconds(0, (layer,) * num_moe_layers, BlockSeconds())
+    return overlapped_seconds(stage, stage, rates.comm_slowdown)
 
 
 def predict_step(model: ModelProfile, node: NodeProfile, layout: ParallelLayout, num_micro_batches: int,
@@ -95,11 +123,8 @@ def predict_step(model: ModelProfile, node: NodeProfile, layout: ParallelLayout,
         kinds = {"F": num_micro_batches * one.f, "B": num_micro_batches * one.b, "I": 0.0, "W": 0.0, "FB": 0.0}
         counts_by_kind = {"F": num_micro_batches, "B": num_micro_batches, "I": 0, "W": 0, "FB": 0}
         idle = (0.0,)
-    dense, experts = 0.0, 0.0
-    for s in stages_of_rank(layout.schedule, layout.pp, 0):
-        dense += stages[s].dense_params
-        experts += stages[s].routed_expert_params / layout.ep
-    tail = optimizer_seconds(dense, experts, layout.dp, layout.expert_dp, link_rate, rates.hbm_bytes_per_s, latency)
+    tail = max((_rank_tail(layout, stages, r, link_rate, rates.hbm_bytes_per_s, latency) for r in range(layout.pp)),
+               key=lambda t: t.total_s)
     breakdown = PhaseBreakdown(
         rank=0, one_f_s=kinds["F"], one_b_s=kinds["B"] + kinds["I"], one_w_s=kinds["W"],
         overlapped_fb_s=kinds["FB"], bubble_s=idle[0], optimizer_s=tail.total_s, num_f=counts_by_kind["F"],
