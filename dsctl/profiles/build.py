@@ -330,6 +330,7 @@ def _build_model(doc: Doc, name: str) -> ModelProfile:
         published=published,
         path=str(doc.file),
         deployments=deployments,
+        training_precision=doc.text("training_precision", default="bf16", choices=("bf16", "fp8")),
     )
 
 

@@ -114,6 +114,8 @@ class ModelProfile:
     path: str = ""
     #: published EP deployments, in the file's order (``deployments:``; only on MoE models)
     deployments: tuple[Deployment, ...] = ()
+    #: GEMM precision of the model's published training recipe, ``fp8`` or ``bf16`` (``training_precision:``)
+    training_precision: str = "bf16"
 
     kind = ProfileKind.MODEL
 

@@ -36,6 +36,8 @@ class GpuRates:
     hbm_bytes_per_s: float
     sms: int
     comm_sms: int
+    #: bytes per GEMM input element in the training precision: 1 (FP8) or 2 (BF16)
+    gemm_in_bytes: float = 1.0
 
     @property
     def comm_slowdown(self) -> float:
@@ -43,15 +45,22 @@ class GpuRates:
         return self.sms / (self.sms - self.comm_sms)
 
 
-def gpu_rates(node: NodeProfile) -> GpuRates:
-    """Achieved rates of ``node``'s GPUs: dense peaks (TFLOPS) times the profile's achieved fractions."""
+def gpu_rates(node: NodeProfile, precision: str = "fp8") -> GpuRates:
+    """Achieved rates of ``node``'s GPUs: dense peaks (TFLOPS) times the profile's achieved fractions.
+
+    ``precision`` is the model's training precision: with "bf16" the FP8 GEMM classes run at the BF16 GEMM rate
+    on 2-byte inputs.
+    """
     a = node.achieved
     bf16 = node.bf16_tflops * 1e12
     fp8 = (node.fp8_tflops or 2 * node.bf16_tflops) * 1e12
     hbm = node.hbm_bytes_per_s or DEFAULT_HBM_BYTES_PER_S
     sms = node.num_sms or DEFAULT_SMS
+    bf16_gemm = bf16 * a.bf16_gemm
+    low = precision == "fp8"
     return GpuRates(
-        fp8_gemm_flops=fp8 * a.fp8_gemm, moe_gemm_flops=fp8 * a.moe_gemm, bf16_gemm_flops=bf16 * a.bf16_gemm,
+        fp8_gemm_flops=fp8 * a.fp8_gemm if low else bf16_gemm, moe_gemm_flops=fp8 * a.moe_gemm if low else bf16_gemm,
+        bf16_gemm_flops=bf16_gemm, gemm_in_bytes=1.0 if low else 2.0,
         attention_forward_flops=bf16 * a.attention_forward, attention_backward_flops=bf16 * a.attention_backward,
         hbm_bytes_per_s=hbm * a.hbm, sms=sms, comm_sms=min(node.num_comm_sms, sms - 1),
     )

@@ -6,8 +6,9 @@ all-to-alls: dispatch and combine forward, and their gradients in the backward.
 
 Costs per block (docs/steptime.md has the formulas):
 
-- GEMMs through :func:`dsctl.steptime.gemm.linear_seconds`, FP8 except the router (BF16, DeepSeek-V3 tech report
-  3.3.1 keeps gating, the head, embedding, norms and attention in higher precision);
+- GEMMs through :func:`dsctl.steptime.gemm.linear_seconds`, in the model's training precision (FP8 for
+  DeepSeek-V3) except the router and head (BF16: DeepSeek-V3 tech report 3.3.1 keeps gating, the head, embedding,
+  norms and attention in higher precision);
 - attention core: ``2 n (d_qk + d_v) T S_eff`` forward FLOPs (``S_eff = S/2`` causal: the kernel skips masked
   blocks) at the attention forward rate; backward 2.5x the forward FLOPs (FlashAttention recomputes the scores)
   at the backward rate, all in I;
@@ -74,7 +75,7 @@ class LayerSeconds:
         return self.dispatch_b + self.combine_b
 
 
-def _linear(tokens: float, n_out: float, k_in: float, flops: float, hbm: float, in_bytes: float = 1.0,
+def _linear(tokens: float, n_out: float, k_in: float, flops: float, hbm: float, in_bytes: float,
             recompute: bool = False) -> BlockSeconds:
     f, dgrad, wgrad = linear_seconds(tokens, n_out, k_in, flops, hbm, in_bytes)
     return BlockSeconds(f, dgrad + (f if recompute else 0.0), wgrad)
@@ -93,21 +94,21 @@ def norm_bytes(width: int) -> float:
 def attention_block(model: ModelProfile, tokens: float, seq_len: int, causal: bool, rates: GpuRates) -> BlockSeconds:
     """Attention block of one layer over ``tokens`` tokens of sequences of ``seq_len``."""
     a, h = model.attention, model.hidden_size
-    fp8, hbm = rates.fp8_gemm_flops, rates.hbm_bytes_per_s
+    fp8, hbm, nb = rates.fp8_gemm_flops, rates.hbm_bytes_per_s, rates.gemm_in_bytes
     if a.is_mla:
         d_qk, d_v = a.qk_nope_head_dim + a.qk_rope_head_dim, a.v_head_dim
         down = (a.q_lora_rank if a.q_lora_rank else a.num_heads * d_qk) + a.kv_lora_rank + a.qk_rope_head_dim
-        block = _linear(tokens, down, h, fp8, hbm)
+        block = _linear(tokens, down, h, fp8, hbm, nb)
         if a.q_lora_rank:
-            block += _linear(tokens, a.num_heads * d_qk, a.q_lora_rank, fp8, hbm, recompute=True)
-        block += _linear(tokens, a.num_heads * (a.qk_nope_head_dim + d_v), a.kv_lora_rank, fp8, hbm, recompute=True)
+            block += _linear(tokens, a.num_heads * d_qk, a.q_lora_rank, fp8, hbm, nb, recompute=True)
+        block += _linear(tokens, a.num_heads * (a.qk_nope_head_dim + d_v), a.kv_lora_rank, fp8, hbm, nb, recompute=True)
         small_norms = norm_bytes(a.q_lora_rank) + norm_bytes(a.kv_lora_rank)
     else:
         d_qk = d_v = a.head_dim
         kv = a.num_kv_heads if a.kind == "gqa" else a.num_heads
-        block = _linear(tokens, (a.num_heads + 2 * kv) * a.head_dim, h, fp8, hbm)
+        block = _linear(tokens, (a.num_heads + 2 * kv) * a.head_dim, h, fp8, hbm, nb)
         small_norms = 0.0
-    block += _linear(tokens, h, a.num_heads * d_v, fp8, hbm)
+    block += _linear(tokens, h, a.num_heads * d_v, fp8, hbm, nb)
     attended = seq_len / 2 if causal else float(seq_len)
     core = 2.0 * a.num_heads * (d_qk + d_v) * attended * tokens
     block += BlockSeconds(core / rates.attention_forward_flops,
@@ -126,8 +127,8 @@ def swiglu_bytes(width: int) -> float:
 
 def dense_ffn_block(model: ModelProfile, tokens: float, rates: GpuRates) -> BlockSeconds:
     h, i = model.hidden_size, model.dense_intermediate_size
-    fp8, hbm = rates.fp8_gemm_flops, rates.hbm_bytes_per_s
-    block = _linear(tokens, 2 * i, h, fp8, hbm) + _linear(tokens, h, i, fp8, hbm)
+    fp8, hbm, nb = rates.fp8_gemm_flops, rates.hbm_bytes_per_s, rates.gemm_in_bytes
+    block = _linear(tokens, 2 * i, h, fp8, hbm, nb) + _linear(tokens, h, i, fp8, hbm, nb)
     block += _elementwise(norm_bytes(h), tokens, hbm, recompute=True)
     return block + _elementwise(6.0 * h + swiglu_bytes(i), tokens, hbm)
 
@@ -139,14 +140,15 @@ def moe_ffn_block(model: ModelProfile, tokens: float, ep: int, rates: GpuRates, 
         return dense_ffn_block(model, tokens, rates)
     h, i = model.hidden_size, moe.moe_intermediate_size
     fp8, grouped, hbm = rates.fp8_gemm_flops, rates.moe_gemm_flops, rates.hbm_bytes_per_s
-    block = _linear(tokens, moe.num_routed_experts, h, rates.bf16_gemm_flops, hbm, in_bytes=BF16_BYTES)
+    nb = rates.gemm_in_bytes
+    block = _linear(tokens, moe.num_routed_experts, h, rates.bf16_gemm_flops, hbm, BF16_BYTES)
     if moe.num_shared_experts:
         width = moe.num_shared_experts * i
-        block += _linear(tokens, 2 * width, h, fp8, hbm) + _linear(tokens, h, width, fp8, hbm)
+        block += _linear(tokens, 2 * width, h, fp8, hbm, nb) + _linear(tokens, h, width, fp8, hbm, nb)
     k = moe.num_experts_per_token
     local_experts = max(1, moe.num_routed_experts // max(ep, 1))
     rows = tokens * k * imbalance / local_experts  # rows per local expert on the busiest GPU
-    expert = _linear(rows, 2 * i, h, grouped, hbm) + _linear(rows, h, i, grouped, hbm)
+    expert = _linear(rows, 2 * i, h, grouped, hbm, nb) + _linear(rows, h, i, grouped, hbm, nb)
     block += BlockSeconds(expert.f * local_experts, expert.i * local_experts, expert.w * local_experts)
     block += _elementwise(norm_bytes(h), tokens, hbm, recompute=True)
     # residual add; per routed copy: received FP8 row written and read, SwiGLU, BF16 output; combine's weighted sum
@@ -157,12 +159,15 @@ def moe_ffn_block(model: ModelProfile, tokens: float, ep: int, rates: GpuRates, 
     return block + _elementwise(6.0 * h + k * imbalance * per_copy + 2.0 * h, tokens, hbm)
 
 
-def moe_comm(model: ModelProfile, tokens: float, ep_cost: EpCostModel) -> tuple[float, float, float, float]:
-    """(dispatch_f, combine_f, dispatch_b, combine_b) seconds of one MoE layer's all-to-alls."""
+def moe_comm(model: ModelProfile, tokens: float, ep_cost: EpCostModel,
+             fp8: bool = True) -> tuple[float, float, float, float]:
+    """(dispatch_f, combine_f, dispatch_b, combine_b) seconds of one MoE layer's all-to-alls (FP8 or BF16
+    dispatch)."""
     if model.moe is None:
         return 0.0, 0.0, 0.0, 0.0
     h = model.hidden_size
-    forward = ep_cost(tokens, dispatch_bytes_fp8(h, model.moe.num_experts_per_token), BF16_BYTES * h)
+    dispatch = dispatch_bytes_fp8(h, model.moe.num_experts_per_token) if fp8 else BF16_BYTES * h
+    forward = ep_cost(tokens, dispatch, BF16_BYTES * h)
     backward = ep_cost(tokens, BF16_BYTES * h, BF16_BYTES * h)
     return forward.dispatch_s, forward.combine_s, backward.dispatch_s, backward.combine_s
 
@@ -174,14 +179,16 @@ def layer_seconds(model: ModelProfile, moe_layer: bool, tokens: float, seq_len: 
     if not moe_layer or model.moe is None:
         return LayerSeconds(attention, dense_ffn_block(model, tokens, rates))
     ffn = moe_ffn_block(model, tokens, ep, rates, imbalance)
-    comm = moe_comm(model, tokens, ep_cost) if ep_cost is not None and ep > 1 else (0.0, 0.0, 0.0, 0.0)
+    comm = (0.0, 0.0, 0.0, 0.0)
+    if ep_cost is not None and ep > 1:
+        comm = moe_comm(model, tokens, ep_cost, rates.gemm_in_bytes == 1.0)
     return LayerSeconds(attention, ffn, *comm)
 
 
 def head_block(model: ModelProfile, tokens: float, rates: GpuRates) -> BlockSeconds:
     """Final norm, output head (BF16) and the cross-entropy over the vocabulary (fused: logits read once)."""
     h, v, hbm = model.hidden_size, model.vocab_size, rates.hbm_bytes_per_s
-    block = _linear(tokens, v, h, rates.bf16_gemm_flops, hbm, in_bytes=BF16_BYTES)
+    block = _linear(tokens, v, h, rates.bf16_gemm_flops, hbm, BF16_BYTES)
     return block + _elementwise(norm_bytes(h) + 2.0 * v, tokens, hbm)
 
 
@@ -194,8 +201,8 @@ def embedding_block(model: ModelProfile, tokens: float, rates: GpuRates) -> Bloc
 
 def mtp_projection_block(model: ModelProfile, tokens: float, rates: GpuRates) -> BlockSeconds:
     """An MTP module's two norms and ``eh_proj`` (2h -> h, FP8) before its transformer layer."""
-    h, hbm = model.hidden_size, rates.hbm_bytes_per_s
-    return _linear(tokens, h, 2 * h, rates.fp8_gemm_flops, hbm) + _elementwise(2 * norm_bytes(h), tokens, hbm)
+    h, hbm, nb = model.hidden_size, rates.hbm_bytes_per_s, rates.gemm_in_bytes
+    return _linear(tokens, h, 2 * h, rates.fp8_gemm_flops, hbm, nb) + _elementwise(2 * norm_bytes(h), tokens, hbm)
 
 
 def gemm_check(m: float, n: float, k: float, rates: GpuRates) -> float:

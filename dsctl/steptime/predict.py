@@ -77,7 +77,7 @@ def overlapped_pair_seconds(model: ModelProfile, node: NodeProfile, ep: int, num
                             ep_cost: EpCostModel | None = None) -> float:
     """One DualPipe F&B op of two stages of ``num_moe_layers`` MoE layers each (no PP communication): the unit
     DeepSeek's profile-data ``train.json`` traces (4 layers, EP64, 4K tokens, balanced routing)."""
-    rates = gpu_rates(node)
+    rates = gpu_rates(node, model.training_precision)
     ep_cost = ep_cost or analytic_ep(model, node, ep)
     layer = layer_seconds(model, True, float(tokens), seq_len, True, ep, rates, ep_cost, 1.0)
     stage = StageSeconds(0, (layer,) * num_moe_layers, BlockSeconds())
@@ -103,7 +103,7 @@ def predict_step(model: ModelProfile, node: NodeProfile, layout: ParallelLayout,
         raise InputError(f"--tp {layout.tp}: the step-time model covers tp = 1 only (DeepSeek-V3 trains without "
                          "tensor parallelism)")
     imbalance = 1.0 / balancedness
-    rates = gpu_rates(node)
+    rates = gpu_rates(node, model.training_precision)
     tokens = float(micro_batch_size * seq_len)
     counts = count_parameters(model)
     stages = split_stages(model, counts, layout.num_stages)

@@ -255,3 +255,21 @@ def test_a_heavier_stage_grows_the_bubble() -> None:
 def test_negative_durations_are_refused() -> None:
     with pytest.raises(InputError, match="duration"):
         simulate_stage_costs("1f1b", 4, 8, lambda kind, f, b: -1.0)
+
+
+def test_training_precision_sets_the_gemm_rates(tmp_path: Path) -> None:
+    """DeepSeek-V3 trains its GEMMs in FP8 (tech report 3.3); a BF16 recipe runs them at the BF16 GEMM rate."""
+    assert V3.training_precision == "fp8" and STORE.model("llama3.1-405b").training_precision == "bf16"
+    fp8, bf16 = gpu_rates(H800, "fp8"), gpu_rates(H800, "bf16")
+    assert fp8.fp8_gemm_flops == pytest.approx(1979e12 * 0.75) and fp8.gemm_in_bytes == 1.0
+    assert bf16.fp8_gemm_flops == bf16.bf16_gemm_flops == pytest.approx(989e12 * 0.72) and bf16.gemm_in_bytes == 2.0
+    from dataclasses import replace
+
+    slower = predict_step(replace(V3, training_precision="bf16"), H800, LAYOUT, MICRO_BATCHES)
+    assert slower.step_s > predict_step(V3, H800, LAYOUT, MICRO_BATCHES).step_s * 1.1
+    text = Path(V3.path).read_text(encoding="utf-8").replace("training_precision: fp8", "training_precision: fp4")
+    (tmp_path / "models").mkdir()
+    path = tmp_path / "models" / "deepseek-v3.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ProfileError, match="training_precision"):
+        load_file(path)
