@@ -208,6 +208,9 @@ def launch(
                          "predicted step time.")] = None,
     gpu_hour_usd: Annotated[float, typer.Option(
         "--gpu-hour-usd", min=0.0, help="Rental price per GPU hour for --tokens.")] = 2.0,
+    balancedness: Annotated[float, typer.Option(
+        "--balancedness", help="Expert load balance for the step prediction: mean / max tokens per GPU, in (0, 1] "
+                               "(1 = absolutely balanced; 'dsctl eplb' reports it).")] = 1.0,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Plan a training launch (layout, memory, rank map, schedule), write its job files, submit it."""
@@ -248,7 +251,7 @@ def launch(
     model_profile = store.model(model)
     with progress("planning the launch", fmt) as report:
         plan = plan_launch(model_profile, node, request, suggest_min_nodes=True, progress=report,
-                           tokens=_tokens(tokens), gpu_hour_usd=gpu_hour_usd)
+                           tokens=_tokens(tokens), gpu_hour_usd=gpu_hour_usd, balancedness=balancedness)
     if submit:
         with progress(f"waiting for Slurm job {options.job_name}" if wait else "submitting", fmt) as report:
             run = launch_run.submit(plan, engine, options, out, wait=wait, wait_timeout_s=wait_timeout,

@@ -13,6 +13,7 @@ from dsctl.launch.memory import MemoryEstimate, RankMemory
 from dsctl.launch.plan import LaunchPlan, LayoutReport, StageRow
 from dsctl.launch.rankmap import RankMapSummary, compact_ranks
 from dsctl.output.registry import table_renderer
+from dsctl.steptime import StageCost, StepTime
 from dsctl.units import format_gib, human_bytes
 
 _EXPLAIN_ROWS = 4
@@ -116,6 +117,26 @@ def _rank_table(summary: RankMapSummary) -> Table:
     return table
 
 
+def _stage_cost_table(step: StepTime) -> Table:
+    """Per-stage op times in ms (F, I, W alone; the all-to-alls are inside F and I), equal neighbours on one row."""
+    table = Table(title="Stage costs, ms per micro-batch", title_justify="left")
+    for col in ("stages", "F", "I", "W", "a2a F", "a2a B"):
+        table.add_column(col, justify="right")
+    groups: list[list[StageCost]] = []
+    for cost in step.stages:
+        key = (cost.f_s, cost.i_s, cost.w_s, cost.comm_f_s, cost.comm_b_s)
+        last = groups[-1][0] if groups else None
+        if last is not None and key == (last.f_s, last.i_s, last.w_s, last.comm_f_s, last.comm_b_s):
+            groups[-1].append(cost)
+        else:
+            groups.append([cost])
+    for group in groups:
+        c = group[0]
+        name = str(c.stage) if len(group) == 1 else f"{c.stage}-{group[-1].stage}"
+        table.add_row(name, *(f"{v * 1e3:,.1f}" for v in (c.f_s, c.i_s, c.w_s, c.comm_f_s, c.comm_b_s)))
+    return table
+
+
 def _step_time(plan: LaunchPlan) -> Iterator[RenderableType]:
     """The predicted step as the paper's Table 4 reads it, then throughput and (with --tokens) the budget."""
     step = plan.step_time
@@ -135,6 +156,7 @@ def _step_time(plan: LaunchPlan) -> Iterator[RenderableType]:
     yield Text(f"throughput: {step.tokens_per_day / 1e9:,.1f}B tokens/day; per GPU {step.tflops_noncausal:,.0f} "
                f"TFLOPS non-causal / {step.tflops_causal:,.0f} causal (attention counted in full / half; MTP "
                f"excluded); MFU {step.mfu_noncausal:.1%} / {step.mfu_causal:.1%} of BF16 dense peak")
+    yield _stage_cost_table(step)
     budget = plan.token_budget
     if budget is not None:
         yield Text(f"{budget.tokens / 1e12:,.4g}T tokens: {budget.gpu_hours / 1e3:,.0f}K GPU hours, "

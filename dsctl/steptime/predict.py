@@ -96,7 +96,7 @@ def predict_step(model: ModelProfile, node: NodeProfile, layout: ParallelLayout,
     Raises ``InputError`` on impossible values.
     """
     if not (0.0 < balancedness <= 1.0) or math.isnan(balancedness):
-        raise InputError(f"balancedness {balancedness}: expected a fraction in (0, 1] (mean / max expert load)")
+        raise InputError(f"--balancedness {balancedness}: expected a fraction in (0, 1] (mean / max expert load)")
     if num_micro_batches < 1 or micro_batch_size < 1 or seq_len < 1:
         raise InputError("micro-batches, micro-batch size and sequence length must be at least 1")
     if layout.tp != 1:

@@ -269,3 +269,20 @@ def test_launch_refuses_bad_tokens(cli: Cli, bad: str) -> None:
     res = cli("launch", "--nodes", "256", "--tokens", bad)
     assert res.exit_code == 2
     assert "--tokens" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_launch_balancedness_slows_the_predicted_step(cli: Cli) -> None:
+    even = cli("launch", "--nodes", "256", "-f", "json").json()["step_time"]["step_s"]
+    skewed = cli("launch", "--nodes", "256", "--balancedness", "0.8", "-f", "json").json()["step_time"]["step_s"]
+    assert skewed > even * 1.05
+    res = cli("launch", "--nodes", "256", "--balancedness", "1.5")
+    assert res.exit_code == 2 and "--balancedness 1.5" in res.stderr
+
+
+def test_launch_table_lists_stage_costs(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    out = cli("launch", "--nodes", "256").stdout
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("Stage costs"))
+    rows = [line for line in lines[start:start + 12] if line.startswith("│")]
+    assert [r.split("│")[1].strip() for r in rows] == ["0", "1-14", "15"]  # emb + dense, 4 MoE, 2 MoE + MTP + head
