@@ -28,6 +28,7 @@ from dsctl.steptime.ep import DEFAULT_NIC_EFFICIENCY, EpCostModel, analytic_ep
 from dsctl.steptime.hardware import GpuRates, gpu_rates
 from dsctl.steptime.layers import (
     BlockSeconds,
+    LayerSeconds,
     embedding_block,
     head_block,
     layer_seconds,
@@ -37,10 +38,9 @@ from dsctl.steptime.result import PhaseBreakdown, StageCost, StepTime
 from dsctl.steptime.stages import OpSecondsTable, StageSeconds, overlapped_seconds
 
 
-def _stage_seconds(model: ModelProfile, stage: Stage, tokens: float, seq_len: int, ep: int, rates: GpuRates,
-                   ep_cost: EpCostModel | None, imbalance: float) -> StageSeconds:
-    kinds = {kind: layer_seconds(model, kind, tokens, seq_len, True, ep, rates, ep_cost, imbalance)
-             for kind in (False, True)}
+def _stage_seconds(model: ModelProfile, stage: Stage, tokens: float, rates: GpuRates,
+                   kinds: dict[bool, LayerSeconds]) -> StageSeconds:
+    """Stage ``stage`` from the two layer kinds (``kinds[True]`` MoE, ``kinds[False]`` dense)."""
     layers = [kinds[model.moe is not None and index >= model.num_dense_layers]
               for index in range(stage.first_layer, stage.last_layer + 1)]
     outside = BlockSeconds()
@@ -109,7 +109,9 @@ def predict_step(model: ModelProfile, node: NodeProfile, layout: ParallelLayout,
     stages = split_stages(model, counts, layout.num_stages)
     if ep_cost is None and layout.ep > 1 and model.moe is not None:
         ep_cost = analytic_ep(model, node, layout.ep, imbalance)
-    costs = tuple(_stage_seconds(model, s, tokens, seq_len, layout.ep, rates, ep_cost, imbalance) for s in stages)
+    layer_kinds = {moe: layer_seconds(model, moe, tokens, seq_len, True, layout.ep, rates, ep_cost, imbalance)
+                   for moe in (False, True)}
+    costs = tuple(_stage_seconds(model, s, tokens, rates, layer_kinds) for s in stages)
     table = OpSecondsTable(costs, layout.schedule in DUAL_SCHEDULES, rates.comm_slowdown)
     link_rate, latency = _link(node)
     p2p = p2p_seconds(tokens, model.hidden_size, link_rate, latency) if layout.pp > 1 else 0.0

@@ -35,30 +35,41 @@ class TimedOp:
 
 @dataclass(frozen=True)
 class TimedSchedule:
-    """A schedule timed in seconds. ``busy_per_rank[r]`` sums rank ``r``'s op durations; idle = makespan - busy."""
+    """A schedule timed in seconds. ``busy_per_rank[r]`` sums rank ``r``'s op durations; idle = makespan - busy.
+
+    ``parts[r][i]`` is ``(kind, fwd_stage, bwd_stage)`` of rank ``r``'s op ``i``; ``starts`` / ``ends`` its times.
+    """
 
     schedule: str
     num_stages: int
     num_micro_batches: int
     makespan: float
     busy_per_rank: tuple[float, ...]
-    timeline: tuple[tuple[TimedOp, ...], ...]
+    parts: tuple[tuple[tuple[str, int | None, int | None], ...], ...]
+    starts: tuple[tuple[float, ...], ...]
+    ends: tuple[tuple[float, ...], ...]
 
     @property
     def idle_per_rank(self) -> tuple[float, ...]:
         return tuple(self.makespan - b for b in self.busy_per_rank)
 
+    @property
+    def timeline(self) -> tuple[tuple[TimedOp, ...], ...]:
+        """Every op of every rank with its stages and times (built on demand)."""
+        return tuple(tuple(TimedOp(kind, f, b, s, e) for (kind, f, b), s, e in zip(row, starts, ends, strict=True))
+                     for row, starts, ends in zip(self.parts, self.starts, self.ends, strict=True))
+
     def seconds_by_kind(self, rank: int) -> dict[str, float]:
         """Seconds rank ``rank`` spends in each op kind (F, B, I, W, FB)."""
         out = dict.fromkeys(("F", "B", "I", "W", "FB"), 0.0)
-        for op in self.timeline[rank]:
-            out[op.kind] += op.end - op.start
+        for (kind, _, _), start, end in zip(self.parts[rank], self.starts[rank], self.ends[rank], strict=True):
+            out[kind] += end - start
         return out
 
     def count_by_kind(self, rank: int) -> dict[str, int]:
         out = dict.fromkeys(("F", "B", "I", "W", "FB"), 0)
-        for op in self.timeline[rank]:
-            out[op.kind] += 1
+        for kind, _, _ in self.parts[rank]:
+            out[kind] += 1
         return out
 
 
@@ -97,10 +108,7 @@ def simulate_stage_costs(schedule: str, num_stages: int, num_micro_batches: int,
         cache[key] = value
     seconds = [[cache[key] for key in row] for row in parts]
     timing = simulate_ideal_timed(programs, seconds, transfer_s, deps)
-    timeline = tuple(
-        tuple(TimedOp(kind, f, b, s, e) for (kind, f, b), s, e in zip(parts[r], timing.starts[r], timing.ends[r],
-                                                                       strict=True))
-        for r in range(len(programs)))
-    makespan = max((row[-1].end for row in timeline if row), default=0.0)
-    busy = tuple(sum(seconds[r]) for r in range(len(programs)))
-    return TimedSchedule(schedule, num_stages, num_micro_batches, makespan, busy, timeline)
+    makespan = max((ends[-1] for ends in timing.ends if ends), default=0.0)
+    busy = tuple(sum(row) for row in seconds)
+    return TimedSchedule(schedule, num_stages, num_micro_batches, makespan, busy, parts,
+                         tuple(map(tuple, timing.starts)), tuple(map(tuple, timing.ends)))
