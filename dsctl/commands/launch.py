@@ -251,7 +251,7 @@ def launch(
     model_profile = store.model(model)
     with progress("planning the launch", fmt) as report:
         plan = plan_launch(model_profile, node, request, suggest_min_nodes=True, progress=report,
-                           tokens=_tokens(tokens), gpu_hour_usd=gpu_hour_usd, balancedness=balancedness)
+                           tokens=_tokens(tokens), gpu_hour_usd=_price(gpu_hour_usd), balancedness=balancedness)
     if submit:
         with progress(f"waiting for Slurm job {options.job_name}" if wait else "submitting", fmt) as report:
             run = launch_run.submit(plan, engine, options, out, wait=wait, wait_timeout_s=wait_timeout,
@@ -278,6 +278,13 @@ def _tokens(text: str | None) -> float | None:
     if not 0 < value < float("inf"):
         raise InputError(f"--tokens {text!r}: expected a positive count like 14.8T")
     return value
+
+
+def _price(usd: float) -> float:
+    """``--gpu-hour-usd``: a finite price >= 0."""
+    if not 0.0 <= usd < float("inf"):
+        raise InputError(f"--gpu-hour-usd {usd}: expected a finite price >= 0, e.g. 2")
+    return usd
 
 
 def _site_values(ctx: typer.Context, engine: str | None) -> set[str]:

@@ -97,6 +97,9 @@ def predict_step(model: ModelProfile, node: NodeProfile, layout: ParallelLayout,
     """
     if not (0.0 < balancedness <= 1.0) or math.isnan(balancedness):
         raise InputError(f"--balancedness {balancedness}: expected a fraction in (0, 1] (mean / max expert load)")
+    if model.moe is not None and layout.ep > 1 and balancedness * layout.ep < 1.0:
+        raise InputError(f"--balancedness {balancedness:g}: below 1/ep = {1 / layout.ep:g}, the value when every "
+                         "token goes to one GPU's experts")
     if num_micro_batches < 1 or micro_batch_size < 1 or seq_len < 1:
         raise InputError("micro-batches, micro-batch size and sequence length must be at least 1")
     if layout.tp != 1:

@@ -275,8 +275,14 @@ def test_launch_balancedness_slows_the_predicted_step(cli: Cli) -> None:
     even = cli("launch", "--nodes", "256", "-f", "json").json()["step_time"]["step_s"]
     skewed = cli("launch", "--nodes", "256", "--balancedness", "0.8", "-f", "json").json()["step_time"]["step_s"]
     assert skewed > even * 1.05
-    res = cli("launch", "--nodes", "256", "--balancedness", "1.5")
-    assert res.exit_code == 2 and "--balancedness 1.5" in res.stderr
+    for bad in ("1.5", "nan", "0.01"):  # 0.01 < 1/ep = 1/64: more skew than all tokens on one GPU
+        res = cli("launch", "--nodes", "256", "--balancedness", bad)
+        assert res.exit_code == 2 and f"--balancedness {bad}" in res.stderr, res.stderr
+
+
+def test_launch_refuses_an_infinite_price(cli: Cli) -> None:
+    res = cli("launch", "--nodes", "256", "--tokens", "1T", "--gpu-hour-usd", "inf")
+    assert res.exit_code == 2 and "--gpu-hour-usd" in res.stderr
 
 
 def test_launch_table_lists_stage_costs(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
