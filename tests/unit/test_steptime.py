@@ -112,12 +112,6 @@ def test_v3_tokens_and_flops_conventions(v3: StepTime) -> None:
     assert v3.mfu_causal == pytest.approx(v3.tflops_causal / 989)
 
 
-def test_mpft_and_mrft_are_the_same_prediction() -> None:
-    """The paper measured MPFT and MRFT within 0.1% (19.926 / 19.946 s): a node profile does not tell them apart,
-    and neither does the model (the fabric enters through the NIC rate and latency alone)."""
-    assert predict_step(V3, H800, LAYOUT, MICRO_BATCHES).step_s == predict_step(V3, H800, LAYOUT, MICRO_BATCHES).step_s
-
-
 def test_one_f_one_b_overlaps_nothing_and_is_slower_than_dualpipe() -> None:
     one_f_one_b = ParallelLayout(num_nodes=256, gpus_per_node=8, pp=16, ep=64, tp=1, dp=128, schedule="1f1b")
     slow = predict_step(V3, H800, one_f_one_b, MICRO_BATCHES)
@@ -273,3 +267,14 @@ def test_training_precision_sets_the_gemm_rates(tmp_path: Path) -> None:
     path.write_text(text, encoding="utf-8")
     with pytest.raises(ProfileError, match="training_precision"):
         load_file(path)
+
+
+@pytest.mark.parametrize(("schedule", "stages", "micro_batches"),
+                         [("dualpipe", 8, 20), ("dualpipev", 8, 10), ("1f1b", 4, 8), ("zb1p", 4, 8)])
+def test_inlined_dependencies_equal_the_reference_ones(schedule: str, stages: int, micro_batches: int) -> None:
+    from dsctl.launch.schedule.api import _programs
+    from dsctl.launch.schedule.simulator import _op_deps, op_dependencies
+
+    programs = _programs(schedule, stages, micro_batches)
+    geometry = programs[0].geometry
+    assert op_dependencies(programs) == [[_op_deps(geometry, p.rank, op) for op in p.ops] for p in programs]

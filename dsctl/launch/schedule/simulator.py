@@ -62,9 +62,37 @@ def simulate_ideal(programs: list[RankProgram], costs: OpCosts) -> Timing:
 
 
 def op_dependencies(programs: list[RankProgram]) -> list[list[tuple[list[int], list[int]]]]:
-    """Per rank and op: (data items it needs, data items it produces); reusable across timings."""
+    """Per rank and op: (data items it needs, data items it produces), as :func:`_op_deps` gives them, with the
+    key arithmetic of ``Geometry.key`` inlined (a layout search builds these for thousands of ops); reusable
+    across timings."""
     geometry = programs[0].geometry
-    return [[_op_deps(geometry, p.rank, op) for op in p.ops] for p in programs]
+    stages, chains = geometry.num_stages, geometry.num_chains
+    last = stages - 1
+    backward_base = chains * stages
+    out = []
+    for p in programs:
+        stage_of = (geometry.stage(p.rank, 0), geometry.stage(p.rank, 1))
+        row = []
+        for op in p.ops:
+            needs: list[int] = []
+            makes: list[int] = []
+            kind = op.kind
+            if op.fwd is not None and (kind == "F" or kind == "FB"):
+                d, m = op.fwd
+                s = stage_of[d]
+                base = geometry.chain(d, m) * stages
+                if s > 0:
+                    needs.append(base + s - 1)
+                makes.append(base + s)
+            if op.bwd is not None and kind != "F" and kind != "W":
+                d, m = op.bwd
+                s = stage_of[d]
+                base = geometry.chain(d, m) * stages
+                needs.append(backward_base + base + s + 1 if s < last else base + s)
+                makes.append(backward_base + base + s)
+            row.append((needs, makes))
+        out.append(row)
+    return out
 
 
 def simulate_ideal_timed(programs: list[RankProgram], op_seconds: list[list[float]],
