@@ -137,6 +137,18 @@ def _stage_cost_table(step: StepTime) -> Table:
     return table
 
 
+def _layer_cost_table(step: StepTime) -> Table:
+    """Where one layer's time goes, per layer kind, in ms (B = input + weight gradient)."""
+    table = Table(title="Layer costs, ms per micro-batch", title_justify="left")
+    for col in ("layer", "attn F", "attn B", "FFN F", "FFN B", "a2a F", "a2a B"):
+        table.add_column(col, justify="left" if col == "layer" else "right")
+    for x in step.layers:
+        values = (x.attention_f_s, x.attention_i_s + x.attention_w_s, x.ffn_f_s, x.ffn_i_s + x.ffn_w_s,
+                  x.dispatch_f_s + x.combine_f_s, x.dispatch_b_s + x.combine_b_s)
+        table.add_row(x.kind, *(f"{v * 1e3:,.1f}" for v in values))
+    return table
+
+
 def _step_time(plan: LaunchPlan) -> Iterator[RenderableType]:
     """The predicted step as the paper's Table 4 reads it, then throughput and (with --tokens) the budget."""
     step = plan.step_time
@@ -157,6 +169,7 @@ def _step_time(plan: LaunchPlan) -> Iterator[RenderableType]:
                f"TFLOPS non-causal / {step.tflops_causal:,.0f} causal (attention counted in full / half; MTP "
                f"excluded); MFU {step.mfu_noncausal:.1%} / {step.mfu_causal:.1%} of BF16 dense peak")
     yield _stage_cost_table(step)
+    yield _layer_cost_table(step)
     budget = plan.token_budget
     if budget is not None:
         yield Text(f"{budget.tokens / 1e12:,.4g}T tokens: {budget.gpu_hours / 1e3:,.0f}K GPU hours, "

@@ -34,7 +34,7 @@ from dsctl.steptime.layers import (
     layer_seconds,
     mtp_projection_block,
 )
-from dsctl.steptime.result import PhaseBreakdown, StageCost, StepTime
+from dsctl.steptime.result import LayerCost, PhaseBreakdown, StageCost, StepTime
 from dsctl.steptime.stages import OpSecondsTable, StageSeconds, overlapped_seconds
 
 
@@ -146,4 +146,11 @@ def predict_step(model: ModelProfile, node: NodeProfile, layout: ParallelLayout,
         ep_dispatch_s=moe_layer.dispatch_f if moe_layer else 0.0,
         ep_combine_s=moe_layer.combine_f if moe_layer else 0.0,
         stages=tuple(StageCost(c.index, c.f, c.i, c.w, c.comm_f, c.comm_b) for c in costs),
+        layers=tuple(_layer_cost("moe" if moe else "dense", layer_kinds[moe]) for moe in (False, True)
+                     if moe == (model.moe is not None) or (moe is False and model.num_dense_layers)),
     )
+
+
+def _layer_cost(kind: str, x: LayerSeconds) -> LayerCost:
+    return LayerCost(kind, x.attention.f, x.attention.i, x.attention.w, x.ffn.f, x.ffn.i, x.ffn.w, x.dispatch_f,
+                     x.combine_f, x.dispatch_b, x.combine_b)

@@ -44,6 +44,24 @@ class StageCost:
 
 
 @dataclass(frozen=True)
+class LayerCost:
+    """One layer of a kind (``dense`` or ``moe``) for one micro-batch, seconds: attention and FFN blocks' forward,
+    input-gradient and weight-gradient compute, and the MoE all-to-alls (dispatch/combine, forward/backward)."""
+
+    kind: str
+    attention_f_s: float
+    attention_i_s: float
+    attention_w_s: float
+    ffn_f_s: float
+    ffn_i_s: float
+    ffn_w_s: float
+    dispatch_f_s: float
+    combine_f_s: float
+    dispatch_b_s: float
+    combine_b_s: float
+
+
+@dataclass(frozen=True)
 class StepTime:
     """A predicted training step.
 
@@ -53,7 +71,8 @@ class StepTime:
       full attention matrix, ``tflops_causal`` half of it (the paper's 432 and 385); both without MTP, as the
       paper's 250 GFLOP/token; ``mfu_*`` divide them by the BF16 dense peak;
     - ``reduce_scatter_s``, ``all_gather_s``, ``adam_s``: the optimizer tail's parts; ``p2p_s`` per boundary;
-    - ``stages``: each stage's op costs; ``ep_dispatch_s`` / ``ep_combine_s``: one MoE layer's forward all-to-alls.
+    - ``stages``: each stage's op costs; ``ep_dispatch_s`` / ``ep_combine_s``: one MoE layer's forward all-to-alls;
+    - ``layers``: where a layer's time goes, per layer kind the model has.
     """
 
     step_s: float
@@ -73,6 +92,7 @@ class StepTime:
     ep_dispatch_s: float
     ep_combine_s: float
     stages: tuple[StageCost, ...]
+    layers: tuple[LayerCost, ...] = ()
 
     @property
     def tokens_per_s(self) -> float:
@@ -121,6 +141,7 @@ class StepTime:
             "p2p_s": self.p2p_s, "ep": {"dispatch_s": self.ep_dispatch_s, "combine_s": self.ep_combine_s},
             "stages": [{"stage": s.stage, "f_s": s.f_s, "i_s": s.i_s, "w_s": s.w_s, "comm_f_s": s.comm_f_s,
                         "comm_b_s": s.comm_b_s} for s in self.stages],
+            "layers": [{name: getattr(x, name) for name in LayerCost.__dataclass_fields__} for x in self.layers],
         }
 
 

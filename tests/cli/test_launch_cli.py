@@ -292,3 +292,14 @@ def test_launch_table_lists_stage_costs(cli: Cli, monkeypatch: pytest.MonkeyPatc
     start = next(i for i, line in enumerate(lines) if line.startswith("Stage costs"))
     rows = [line for line in lines[start:start + 12] if line.startswith("│")]
     assert [r.split("│")[1].strip() for r in rows] == ["0", "1-14", "15"]  # emb + dense, 4 MoE, 2 MoE + MTP + head
+
+
+def test_launch_explains_where_a_layers_time_goes(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = cli("launch", "--nodes", "256", "-f", "json").json()["step_time"]
+    dense, moe = data["layers"]
+    assert (dense["kind"], moe["kind"]) == ("dense", "moe")
+    assert dense["dispatch_f_s"] == 0 and moe["dispatch_f_s"] == pytest.approx(data["ep"]["dispatch_s"])
+    assert moe["attention_f_s"] == pytest.approx(dense["attention_f_s"])  # the same MLA block
+    monkeypatch.setenv("COLUMNS", "80")
+    out = cli("launch", "--nodes", "256").stdout
+    assert "Layer costs" in out and max(len(line) for line in out.splitlines()) <= 80
