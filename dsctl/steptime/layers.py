@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from dsctl.profiles.schema import ModelProfile
 from dsctl.steptime.ep import EpCostModel, dispatch_bytes_fp8
-from dsctl.steptime.gemm import BF16_BYTES, gemm_seconds, linear_seconds
+from dsctl.steptime.gemm import BF16_BYTES, linear_seconds
 from dsctl.steptime.hardware import GpuRates
 
 #: attention backward kernel work relative to its forward (FlashAttention: 5 matmuls against 2)
@@ -204,7 +204,3 @@ def mtp_projection_block(model: ModelProfile, tokens: float, rates: GpuRates) ->
     h, hbm, nb = model.hidden_size, rates.hbm_bytes_per_s, rates.gemm_in_bytes
     return _linear(tokens, h, 2 * h, rates.fp8_gemm_flops, hbm, nb) + _elementwise(2 * norm_bytes(h), tokens, hbm)
 
-
-def gemm_check(m: float, n: float, k: float, rates: GpuRates) -> float:
-    """Achieved FP8 TFLOPS of one ``M x N x K`` GEMM under the roofline (for docs and tests)."""
-    return 2.0 * m * n * k / gemm_seconds(m, n, k, rates.fp8_gemm_flops, rates.hbm_bytes_per_s) / 1e12
