@@ -204,6 +204,14 @@ def launch(
     nccl_env: Annotated[list[str] | None, typer.Option(
         "--nccl-env", help="NCCL_NAME=VALUE exported to every worker (repeatable); NCCL_IB_HCA defaults to the "
                            "node profile's compute NICs when it names them.")] = None,
+    tokens: Annotated[str | None, typer.Option(
+        "--tokens", help="Trained tokens (e.g. 14.8T): the plan adds their GPU hours, days and cost at the "
+                         "predicted step time.")] = None,
+    gpu_hour_usd: Annotated[float, typer.Option(
+        "--gpu-hour-usd", min=0.0, help="Rental price per GPU hour for --tokens.")] = 2.0,
+    balancedness: Annotated[float, typer.Option(
+        "--balancedness", help="Expert load balance for the step prediction: mean / max tokens per GPU, in (0, 1] "
+                               "(1 = absolutely balanced; 'dsctl eplb' reports it).")] = 1.0,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Plan a training launch (layout, memory, rank map, schedule), write its job files, submit it."""
@@ -243,7 +251,8 @@ def launch(
                        backend=engine, job_name=job_name, train_command=train_command)
     model_profile = store.model(model)
     with progress("planning the launch", fmt) as report:
-        plan = plan_launch(model_profile, node, request, suggest_min_nodes=True, progress=report)
+        plan = plan_launch(model_profile, node, request, suggest_min_nodes=True, progress=report,
+                           tokens=_tokens(tokens), gpu_hour_usd=_price(gpu_hour_usd), balancedness=balancedness)
     if submit:
         with progress(f"waiting for Slurm job {options.job_name}" if wait else "submitting", fmt) as report:
             run = launch_run.submit(plan, engine, options, out, wait=wait, wait_timeout_s=wait_timeout,
@@ -264,6 +273,28 @@ def launch(
         if preview and fmt is OutputFormat.table:
             for name, text in preview.items():
                 typer.echo(f"\n--- {name} (--dry-run: not written, not submitted) ---\n{text.rstrip()}")
+
+
+def _tokens(text: str | None) -> float | None:
+    """``--tokens`` as a count (14.8T, 500B); InputError naming the option otherwise."""
+    if text is None:
+        return None
+    from dsctl.units import QuantityError, parse_count
+
+    try:
+        value = parse_count(text)
+    except QuantityError as exc:
+        raise InputError(f"--tokens {text!r}: {exc}", hint="give a count like 14.8T or 500B") from None
+    if not 0 < value < float("inf"):
+        raise InputError(f"--tokens {text!r}: expected a positive count like 14.8T")
+    return value
+
+
+def _price(usd: float) -> float:
+    """``--gpu-hour-usd``: a finite price >= 0."""
+    if not 0.0 <= usd < float("inf"):
+        raise InputError(f"--gpu-hour-usd {usd}: expected a finite price >= 0, e.g. 2")
+    return usd
 
 
 def _site_values(ctx: typer.Context, engine: str | None) -> set[str]:

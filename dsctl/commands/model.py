@@ -90,8 +90,16 @@ def cost(
         float | None, typer.Option("--gpu-tflops", help="Dense BF16 peak per GPU; default 989 (H800) on the FLOP path.")
     ] = None,
     mfu: Annotated[
-        float | None, typer.Option("--mfu", help="Model FLOPs utilisation, 0-1; default 0.39 on the FLOP path.")
+        float | None, typer.Option("--mfu", help="Model FLOPs utilisation, 0-1; default on the FLOP path: "
+                                   "predicted by dsctl's step-time model for --gpus of --node-profile.")
     ] = None,
+    predict: Annotated[
+        bool, typer.Option("--predict", help="Take the FLOP path with the predicted MFU instead of the model's "
+                           "published measurement.")
+    ] = False,
+    node_profile: Annotated[
+        str, typer.Option("--node-profile", help="Node profile the MFU is predicted on.")
+    ] = "h800-hgx",
     gflops_per_token: Annotated[
         float | None,
         typer.Option("--gflops-per-token", help="Training GFLOP per token; default the published figure, "
@@ -111,12 +119,19 @@ def cost(
     """GPU hours, days and dollars of a training run (V3 tech report Table 1).
 
     Throughput: --tokens-per-gpu-second if given; else the model's published measurement (deepseek-v3:
-    180K GPU hours per trillion tokens) unless a FLOP-path option is given; else
-    gpu-tflops x mfu / GFLOP per token.
+    180K GPU hours per trillion tokens) unless a FLOP-path option or --predict is given; else
+    gpu-tflops x mfu / GFLOP per token, the MFU predicted (dsctl launch's step time) when --mfu is not given.
     """
     from dsctl.model.cost import resolve_throughput, training_cost
 
-    profile = profile_store().model(model)
+    store = profile_store()
+    profile = store.model(model)
+    flop_path = predict or any(v is not None for v in (gpu_tflops, gflops_per_token))
+    predicted = None
+    if flop_path and mfu is None and tokens_per_gpu_second is None:
+        from dsctl.steptime.mfu import predicted_mfu
+
+        predicted = predicted_mfu(profile, store.node(node_profile), gpus, seq_len)
     throughput = resolve_throughput(
         profile,
         tokens_per_gpu_second=tokens_per_gpu_second,
@@ -124,6 +139,9 @@ def cost(
         gpu_tflops=gpu_tflops,
         mfu=mfu,
         seq_len=seq_len,
+        predicted_mfu=predicted.mfu if predicted else None,
+        predicted_note=predicted.note if predicted else "",
+        predict=predict,
     )
     report = training_cost(
         profile,

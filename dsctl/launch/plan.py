@@ -45,6 +45,7 @@ from dsctl.launch.schedule import OpCosts, simulate
 from dsctl.launch.stages import Stage
 from dsctl.model.params import count_parameters
 from dsctl.profiles.schema import ModelProfile, NodeProfile
+from dsctl.steptime import DEFAULT_GPU_HOUR_USD, StepTime, TokenBudget, predict_step, token_budget
 
 __all__ = ["DEFAULT_GLOBAL_BATCH", "MAX_COUNT", "MAX_NODES", "BatchPlan", "LaunchPlan", "LaunchRequest",
            "LayoutReport", "ScheduleFigures", "StageRow", "plan_launch", "plan_layout"]
@@ -119,6 +120,9 @@ class LaunchPlan:
     train_command: tuple[str, ...]
     exit_code: int
     ranks: RankMap = field(repr=False, metadata={"output": False})
+    #: predicted step (dsctl.steptime) and, with ``--tokens``, what that many tokens cost; None when not predicted
+    step_time: StepTime | None = None
+    token_budget: TokenBudget | None = None
 
     def layout_file(self) -> dict[str, Any]:
         """Content of ``layout.json`` (``--out``)."""
@@ -137,8 +141,13 @@ class LaunchPlan:
 
 def plan_launch(model: ModelProfile, node: NodeProfile, request: LaunchRequest,
                 assumptions: MemoryAssumptions | None = None, simulate_schedule: bool = True,
-                suggest_min_nodes: bool = False, progress: Progress | None = None) -> LaunchPlan:
+                suggest_min_nodes: bool = False, progress: Progress | None = None, tokens: float | None = None,
+                gpu_hour_usd: float = DEFAULT_GPU_HOUR_USD, balancedness: float = 1.0) -> LaunchPlan:
     """Choose (or check) the layout for ``request`` and build the full plan; raises InputError on bad input.
+
+    With ``simulate_schedule`` the plan also predicts the step in seconds (:func:`dsctl.steptime.predict_step`);
+    ``tokens`` (trained tokens) adds their GPU hours, days and cost at ``gpu_hour_usd``; ``balancedness`` (mean over
+    max expert load, 1.0 = absolutely balanced) scales the busiest GPU's expert work.
 
     ``suggest_min_nodes``: a plan that does not fit gets a note naming the smallest node count that does
     (:func:`dsctl.launch.minnodes.min_nodes`, which reports to ``progress``).
@@ -158,6 +167,16 @@ def plan_launch(model: ModelProfile, node: NodeProfile, request: LaunchRequest,
     figures = _schedule_figures(layout, batch) if simulate_schedule else None
     if figures is None and simulate_schedule:
         notes.append(f"no schedule figures: {layout.schedule} needs at least 2 pipeline stages")
+    step = None
+    if simulate_schedule:
+        try:
+            step = predict_step(model, node, layout, batch.micro_batches, batch.micro_batch_size, batch.seq_len,
+                                balancedness=balancedness)
+        except InputError as exc:
+            if "balancedness" in exc.message:
+                raise
+            notes.append(f"no step-time prediction: {exc.message}")
+    budget = token_budget(step, tokens, gpu_hour_usd) if step is not None and tokens else None
     if not memory.fits:
         notes.append(does_not_fit_note(memory))
     if not request.train_command:
@@ -173,6 +192,7 @@ def plan_launch(model: ModelProfile, node: NodeProfile, request: LaunchRequest,
         schedule_figures=figures, choices=tuple(explain_choices(request, model, layout, memory, considered)),
         notes=tuple(notes), backend=request.backend, job_name=request.job_name,
         train_command=request.train_command, exit_code=0 if memory.fits else 1, ranks=rank_map,
+        step_time=step, token_budget=budget,
     )
 
 

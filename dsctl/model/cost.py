@@ -6,9 +6,11 @@ The one input that matters is throughput: trained tokens per GPU-second. It come
 2. the model's published measurement (the profile's ``published.training_gpu_hours_per_trillion_tokens``;
    for deepseek-v3 the tech report's 180K H800 GPU hours per trillion tokens) when no FLOP-path input is
    given -> source ``measured``;
-3. the FLOP path: ``gpu_tflops * 1e12 * mfu / flops_per_token`` with 989 TFLOPS (H800 dense BF16) and
-   MFU 0.39 (Table 4's causal 38.94%) by default; FLOPs per token are the given ``gflops_per_token``, else the
-   profile's published Table 2 figure, else ``dsctl.model.flops`` at ``seq_len`` -> source ``flops``.
+3. the FLOP path: ``gpu_tflops * 1e12 * mfu / flops_per_token`` with 989 TFLOPS (H800 dense BF16); the MFU is
+   the given one, else ``predicted_mfu`` (``dsctl.steptime``'s prediction, passed by the command: source
+   ``predicted``), else 0.39 (Table 4's causal 38.94%); FLOPs per token are the given ``gflops_per_token``, else
+   the profile's published Table 2 figure, else ``dsctl.model.flops`` at ``seq_len`` -> source ``flops``.
+   ``predict=True`` takes the FLOP path even when no FLOP-path option is given.
 
 gpu_hours = tokens / tokens_per_gpu_second / 3600 + extra GPU hours; days = gpu_hours / num_gpus / 24;
 cost_usd = gpu_hours * gpu_hour_usd.
@@ -34,7 +36,8 @@ SECONDS_PER_HOUR = 3600.0
 class Throughput:
     """Trained tokens per GPU-second and where the figure came from.
 
-    ``source`` is ``given``, ``measured`` or ``flops``; ``note`` says which publication or inputs.
+    ``source`` is ``given``, ``measured``, ``flops`` or ``predicted`` (the FLOP path with a predicted MFU);
+    ``note`` says which publication or inputs.
     ``flops_per_token``, ``gpu_tflops`` and ``mfu`` are set on the FLOP path only (None otherwise).
     """
 
@@ -54,6 +57,9 @@ def resolve_throughput(
     gpu_tflops: float | None = None,
     mfu: float | None = None,
     seq_len: int = 4096,
+    predicted_mfu: float | None = None,
+    predicted_note: str = "",
+    predict: bool = False,
 ) -> Throughput:
     """Pick the throughput as the module docstring describes."""
     require_number(tokens_per_gpu_second, "--tokens-per-gpu-second", positive=True)
@@ -72,12 +78,12 @@ def resolve_throughput(
             )
         return Throughput(tokens_per_gpu_second, "given", "--tokens-per-gpu-second")
     measured_hours = model.published.training_gpu_hours_per_trillion_tokens
-    if measured_hours > 0 and all(v is None for v in flop_inputs):
+    if measured_hours > 0 and all(v is None for v in flop_inputs) and not predict:
         tps = TRILLION / (measured_hours * SECONDS_PER_HOUR)
         source = model.published.training_source or f"{model.name} profile: published GPU hours per trillion tokens"
         return Throughput(tps, "measured", source)
     tflops = DEFAULT_GPU_TFLOPS if gpu_tflops is None else gpu_tflops
-    frac = DEFAULT_MFU if mfu is None else mfu
+    frac = mfu if mfu is not None else predicted_mfu if predicted_mfu is not None else DEFAULT_MFU
     if gflops_per_token is not None:
         flops, what = gflops_per_token * 1e9, "--gflops-per-token"
     elif model.published.training_gflops_per_token > 0:
@@ -87,7 +93,9 @@ def resolve_throughput(
     tps = tflops * 1e12 * frac / flops
     require_finite_results({"tokens per GPU-second": tps}, ["--gpu-tflops", "--mfu", "--gflops-per-token"],
                            positive=["tokens per GPU-second"])
-    note = f"{tflops:g} TFLOPS x MFU {frac:g} / {flops / 1e9:.4g} GFLOP per token ({what})"
+    note = f"{tflops:g} TFLOPS x MFU {frac:.4g} / {flops / 1e9:.4g} GFLOP per token ({what})"
+    if mfu is None and predicted_mfu is not None:
+        return Throughput(tps, "predicted", f"{note}; {predicted_note}", flops, tflops, frac)
     return Throughput(tps, "flops", note, flops, tflops, frac)
 
 

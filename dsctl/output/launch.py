@@ -13,6 +13,7 @@ from dsctl.launch.memory import MemoryEstimate, RankMemory
 from dsctl.launch.plan import LaunchPlan, LayoutReport, StageRow
 from dsctl.launch.rankmap import RankMapSummary, compact_ranks
 from dsctl.output.registry import table_renderer
+from dsctl.steptime import StageCost, StepTime
 from dsctl.units import format_gib, human_bytes
 
 _EXPLAIN_ROWS = 4
@@ -116,6 +117,65 @@ def _rank_table(summary: RankMapSummary) -> Table:
     return table
 
 
+def _stage_cost_table(step: StepTime) -> Table:
+    """Per-stage op times in ms (F, I, W alone; the all-to-alls are inside F and I), equal neighbours on one row."""
+    table = Table(title="Stage costs, ms per micro-batch", title_justify="left")
+    for col in ("stages", "F", "I", "W", "a2a F", "a2a B"):
+        table.add_column(col, justify="right")
+    groups: list[list[StageCost]] = []
+    for cost in step.stages:
+        key = (cost.f_s, cost.i_s, cost.w_s, cost.comm_f_s, cost.comm_b_s)
+        last = groups[-1][0] if groups else None
+        if last is not None and key == (last.f_s, last.i_s, last.w_s, last.comm_f_s, last.comm_b_s):
+            groups[-1].append(cost)
+        else:
+            groups.append([cost])
+    for group in groups:
+        c = group[0]
+        name = str(c.stage) if len(group) == 1 else f"{c.stage}-{group[-1].stage}"
+        table.add_row(name, *(f"{v * 1e3:,.1f}" for v in (c.f_s, c.i_s, c.w_s, c.comm_f_s, c.comm_b_s)))
+    return table
+
+
+def _layer_cost_table(step: StepTime) -> Table:
+    """Where one layer's time goes, per layer kind, in ms (B = input + weight gradient)."""
+    table = Table(title="Layer costs, ms per micro-batch", title_justify="left")
+    for col in ("layer", "attn F", "attn B", "FFN F", "FFN B", "a2a F", "a2a B"):
+        table.add_column(col, justify="left" if col == "layer" else "right")
+    for x in step.layers:
+        values = (x.attention_f_s, x.attention_i_s + x.attention_w_s, x.ffn_f_s, x.ffn_i_s + x.ffn_w_s,
+                  x.dispatch_f_s + x.combine_f_s, x.dispatch_b_s + x.combine_b_s)
+        table.add_row(x.kind, *(f"{v * 1e3:,.1f}" for v in values))
+    return table
+
+
+def _step_time(plan: LaunchPlan) -> Iterator[RenderableType]:
+    """The predicted step as the paper's Table 4 reads it, then throughput and (with --tokens) the budget."""
+    step = plan.step_time
+    if step is None:
+        return
+    b = step.breakdown
+    table = Table(title=f"Predicted step, pipeline rank {b.rank}", title_justify="left")
+    for col in ("phase", "ops", "seconds", "share"):
+        table.add_column(col, justify="left" if col == "phase" else "right")
+    rows = (("forward only (1F)", b.num_f, b.one_f_s), ("backward only (1B)", b.num_b, b.one_b_s),
+            ("weight gradient (1W)", b.num_w, b.one_w_s), ("overlapped F&B", b.num_fb, b.overlapped_fb_s),
+            ("bubble (idle)", None, b.bubble_s), ("optimizer + ZeRO-1", None, b.optimizer_s))
+    for name, ops, seconds in rows:
+        table.add_row(name, "" if ops is None else f"{ops:,}", f"{seconds:.3f}", f"{seconds / step.step_s:.1%}")
+    table.add_row("step", "", f"{step.step_s:.3f}", "100.0%", style="bold")
+    yield table
+    yield Text(f"throughput: {step.tokens_per_day / 1e9:,.1f}B tokens/day; per GPU {step.tflops_noncausal:,.0f} "
+               f"TFLOPS non-causal / {step.tflops_causal:,.0f} causal (attention counted in full / half; MTP "
+               f"excluded); MFU {step.mfu_noncausal:.1%} / {step.mfu_causal:.1%} of BF16 dense peak")
+    yield _stage_cost_table(step)
+    yield _layer_cost_table(step)
+    budget = plan.token_budget
+    if budget is not None:
+        yield Text(f"{budget.tokens / 1e12:,.4g}T tokens: {budget.gpu_hours / 1e3:,.0f}K GPU hours, "
+                   f"{budget.days:,.1f} days, ${budget.cost_usd / 1e6:,.3f}M at ${budget.gpu_hour_usd:g}/GPU hour")
+
+
 @table_renderer(LaunchPlan)
 def _render_plan(plan: LaunchPlan) -> Iterator[RenderableType]:
     yield _layout_table(plan)
@@ -133,6 +193,8 @@ def _render_plan(plan: LaunchPlan) -> Iterator[RenderableType]:
                    f"micro-batches; at F=1, B=2, W=1, F&B=3: step {fig.makespan:g} units, bubble {fig.bubble:g}"
                    f"{formula} = {fig.bubble_fraction:.1%} of the step; peak activations {fig.peak_activations} "
                    f"chunks; parameters {fig.params_per_rank}")
+    if plan.step_time is not None:
+        yield from _step_time(plan)
     command = " ".join(plan.train_command) if plan.train_command else "(none)"
     yield Text(f"training command: {command}" + (f"   backend: {plan.backend}" if plan.backend else "")
                + (f"   job: {plan.job_name}" if plan.job_name else ""))

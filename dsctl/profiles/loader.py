@@ -19,7 +19,8 @@ from typing import Any, TypeVar, cast
 from dsctl.errors import ProfileError
 from dsctl.inputs import read_bytes
 from dsctl.names import NAME, shown
-from dsctl.profiles.build import BUILDERS, Doc, describe, short
+from dsctl.profiles.build import BUILDERS
+from dsctl.profiles.doc import Doc, describe, short
 from dsctl.profiles.schema import (
     ModelProfile,
     NodeProfile,

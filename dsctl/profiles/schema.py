@@ -114,6 +114,8 @@ class ModelProfile:
     path: str = ""
     #: published EP deployments, in the file's order (``deployments:``; only on MoE models)
     deployments: tuple[Deployment, ...] = ()
+    #: GEMM precision of the model's published training recipe, ``fp8`` or ``bf16`` (``training_precision:``)
+    training_precision: str = "bf16"
 
     kind = ProfileKind.MODEL
 
@@ -128,6 +130,27 @@ class ModelProfile:
     @property
     def is_moe(self) -> bool:
         return self.moe is not None
+
+
+@dataclass(frozen=True)
+class AchievedCompute:
+    """Fractions (0-1] of a GPU's dense peak that its kernels achieve, per op class (docs/steptime.md).
+
+    - ``fp8_gemm`` / ``moe_gemm``: large FP8 GEMMs (dense layers) and grouped MoE expert GEMMs, of the FP8 peak;
+    - ``bf16_gemm``: BF16 GEMMs (output head, router), of the BF16 peak;
+    - ``attention_forward`` / ``attention_backward``: the attention core (FlashAttention-style), of the BF16 peak;
+    - ``hbm``: achieved fraction of ``hbm_bytes_per_s`` for memory-bound (elementwise, norm, optimizer) work.
+
+    Small GEMMs fall below these through the shape-aware roofline of ``dsctl.steptime.gemm``. The defaults are
+    Hopper kernel figures (DeepGEMM, FlashAttention-3, vendor HBM), never fitted to a training run.
+    """
+
+    fp8_gemm: float = 0.75
+    moe_gemm: float = 0.75
+    bf16_gemm: float = 0.72
+    attention_forward: float = 0.60
+    attention_backward: float = 0.45
+    hbm: float = 0.80
 
 
 @dataclass(frozen=True)
@@ -166,6 +189,13 @@ class NodeProfile:
     nic_efficiency: float = 1.0
     #: bytes/s per direction per GPU; 0 here means half of ``nvlink_bytes_per_s`` (set in ``__post_init__``)
     nvlink_achievable_bytes_per_s: float = 0.0
+    #: HBM bandwidth per GPU in bytes/s (vendor figure); 0 = not given (step-time model uses 3.35 TB/s)
+    hbm_bytes_per_s: float = 0.0
+    #: streaming multiprocessors per GPU, and how many of them training keeps for communication kernels
+    num_sms: int = 0
+    num_comm_sms: int = 0
+    #: achieved fractions of peak per op class (``gpu: achieved:``)
+    achieved: AchievedCompute = AchievedCompute()
 
     kind = ProfileKind.NODE
 

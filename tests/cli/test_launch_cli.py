@@ -234,3 +234,72 @@ def test_explicit_pp_batch_errors_carry_a_fix(cli: Cli) -> None:
 def test_plan_out_on_a_file_system_that_refuses_writes_exits_2(cli) -> None:
     res = cli("launch", "--nodes", "256", "--out", "/proc/dsctl-plan", "--", "train.py")
     assert res.exit_code == 2 and "--out /proc/dsctl-plan: cannot write" in res.stderr
+
+
+def test_launch_predicts_the_step_and_the_token_budget(cli: Cli) -> None:
+    """DeepSeek-V3 on 256 H800 nodes; the paper's Table 4 (19.926 s, 272.80B tokens/day) is beside the model in
+    tests/unit/test_steptime.py. Here: the plan carries the prediction in both outputs."""
+    res = cli("launch", "--nodes", "256", "--tokens", "14.8T", "--gpu-hour-usd", "2", "-f", "json")
+    assert res.exit_code == 0, res.stderr
+    data = res.json()
+    step = data["step_time"]
+    assert step["breakdown"]["ops"] == {"f": 23, "b": 23, "w": 15, "fb": 97}
+    phases = step["breakdown"]
+    total = sum(phases[k] for k in ("1f_s", "1b_s", "1w_s", "overlapped_fb_s", "bubble_s", "optimizer_s"))
+    assert total == pytest.approx(step["step_s"])
+    assert step["tokens_per_day"] == pytest.approx(15_360 * 4_096 / step["step_s"] * 86_400)
+    assert step["tflops_per_gpu"]["noncausal"] > step["tflops_per_gpu"]["causal"]
+    budget = data["token_budget"]
+    assert budget["tokens"] == 14.8e12
+    assert budget["gpu_hours"] == pytest.approx(14.8e12 / (15_360 * 4_096 / step["step_s"]) * 2048 / 3600)
+    assert budget["cost_usd"] == pytest.approx(2 * budget["gpu_hours"])
+
+
+def test_launch_table_shows_the_step_within_80_columns(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    res = cli("launch", "--nodes", "256", "--tokens", "14.8T")
+    assert res.exit_code == 0, res.stderr
+    assert "Predicted step" in res.stdout and "overlapped F&B" in res.stdout and "GPU hours" in res.stdout
+    assert "TFLOPS non-causal" in res.stdout and "MFU" in res.stdout
+    assert max(len(line) for line in res.stdout.splitlines()) <= 80
+
+
+@pytest.mark.parametrize("bad", ["lots", "-5T", "0"])
+def test_launch_refuses_bad_tokens(cli: Cli, bad: str) -> None:
+    res = cli("launch", "--nodes", "256", "--tokens", bad)
+    assert res.exit_code == 2
+    assert "--tokens" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_launch_balancedness_slows_the_predicted_step(cli: Cli) -> None:
+    even = cli("launch", "--nodes", "256", "-f", "json").json()["step_time"]["step_s"]
+    skewed = cli("launch", "--nodes", "256", "--balancedness", "0.8", "-f", "json").json()["step_time"]["step_s"]
+    assert skewed > even * 1.05
+    for bad in ("1.5", "nan", "0.01"):  # 0.01 < 1/ep = 1/64: more skew than all tokens on one GPU
+        res = cli("launch", "--nodes", "256", "--balancedness", bad)
+        assert res.exit_code == 2 and f"--balancedness {bad}" in res.stderr, res.stderr
+
+
+def test_launch_refuses_an_infinite_price(cli: Cli) -> None:
+    res = cli("launch", "--nodes", "256", "--tokens", "1T", "--gpu-hour-usd", "inf")
+    assert res.exit_code == 2 and "--gpu-hour-usd" in res.stderr
+
+
+def test_launch_table_lists_stage_costs(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    out = cli("launch", "--nodes", "256").stdout
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("Stage costs"))
+    rows = [line for line in lines[start:start + 12] if line.startswith("│")]
+    assert [r.split("│")[1].strip() for r in rows] == ["0", "1-14", "15"]  # emb + dense, 4 MoE, 2 MoE + MTP + head
+
+
+def test_launch_explains_where_a_layers_time_goes(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = cli("launch", "--nodes", "256", "-f", "json").json()["step_time"]
+    dense, moe = data["layers"]
+    assert (dense["kind"], moe["kind"]) == ("dense", "moe")
+    assert dense["dispatch_f_s"] == 0 and moe["dispatch_f_s"] == pytest.approx(data["ep"]["dispatch_s"])
+    assert moe["attention_f_s"] == pytest.approx(dense["attention_f_s"])  # the same MLA block
+    monkeypatch.setenv("COLUMNS", "80")
+    out = cli("launch", "--nodes", "256").stdout
+    assert "Layer costs" in out and max(len(line) for line in out.splitlines()) <= 80

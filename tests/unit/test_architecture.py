@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "dsctl"
-DOMAIN_PACKAGES = ["topology", "eplb", "health", "storage", "launch", "model", "trace", "cluster"]
+DOMAIN_PACKAGES = ["topology", "eplb", "health", "storage", "launch", "model", "trace", "cluster", "steptime"]
 # The shared cluster model (plan.json, ranks.csv) is read by every group, so it may import only these.
 LOW_FLOOR_ALLOWED = {"dsctl.errors", "dsctl.textjson", "dsctl.names", "numpy"}
 FORBIDDEN_IN_DOMAIN = {"typer", "rich", "pynvml", "yaml", "click"}

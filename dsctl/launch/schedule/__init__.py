@@ -10,6 +10,7 @@ from dsctl.launch.schedule.costs import OpCosts
 from dsctl.launch.schedule.ops import Op, parse_op
 from dsctl.launch.schedule.params import SCHEDULES, check_schedule_params
 from dsctl.launch.schedule.svg import MAX_SVG_OPS, check_svg_size, min_ops, timeline_svg
+from dsctl.launch.schedule.timed import TimedOp, TimedSchedule, simulate_stage_costs
 
 __all__ = [
     "COMM_MODELS",
@@ -18,11 +19,14 @@ __all__ = [
     "Op",
     "OpCosts",
     "ScheduleResult",
+    "TimedOp",
+    "TimedSchedule",
     "check_schedule_params",
     "check_svg_size",
     "min_ops",
     "parse_op",
     "schedule_ops",
     "simulate",
+    "simulate_stage_costs",
     "timeline_svg",
 ]

@@ -57,10 +57,58 @@ def _deadlock(kind: str, programs: list[RankProgram], positions: list[int]) -> R
 
 def simulate_ideal(programs: list[RankProgram], costs: OpCosts) -> Timing:
     """Ideal model: start = max(rank free, dependency ends)."""
+    durations = {kind: costs.duration(kind) for kind in ("F", "B", "I", "W", "FB")}
+    return simulate_ideal_timed(programs, [[durations[op.kind] for op in p.ops] for p in programs])
+
+
+def op_dependencies(programs: list[RankProgram]) -> list[list[tuple[list[int], list[int]]]]:
+    """Per rank and op: (data items it needs, data items it produces), as :func:`_op_deps` gives them, with the
+    key arithmetic of ``Geometry.key`` inlined (a layout search builds these for thousands of ops); reusable
+    across timings."""
+    geometry = programs[0].geometry
+    stages, chains = geometry.num_stages, geometry.num_chains
+    last = stages - 1
+    backward_base = chains * stages
+    out = []
+    for p in programs:
+        stage_of = (geometry.stage(p.rank, 0), geometry.stage(p.rank, 1))
+        row = []
+        for op in p.ops:
+            needs: list[int] = []
+            makes: list[int] = []
+            kind = op.kind
+            if op.fwd is not None and (kind == "F" or kind == "FB"):
+                d, m = op.fwd
+                s = stage_of[d]
+                base = geometry.chain(d, m) * stages
+                if s > 0:
+                    needs.append(base + s - 1)
+                makes.append(base + s)
+            if op.bwd is not None and kind != "F" and kind != "W":
+                d, m = op.bwd
+                s = stage_of[d]
+                base = geometry.chain(d, m) * stages
+                needs.append(backward_base + base + s + 1 if s < last else base + s)
+                makes.append(backward_base + base + s)
+            row.append((needs, makes))
+        out.append(row)
+    return out
+
+
+def simulate_ideal_timed(programs: list[RankProgram], op_seconds: list[list[float]],
+                         transfer: float = 0.0,
+                         deps: list[list[tuple[list[int], list[int]]]] | None = None) -> Timing:
+    """Ideal model with a duration per op (``op_seconds[r][i]`` for ``programs[r].ops[i]``) and a p2p delay.
+
+    ``transfer`` (same unit) is added to a dependency produced on another rank: the send's latency plus its
+    bytes over the link. Data a rank produces for itself (the loss at the last stage, DualPipeV's turn) is
+    ready at once.
+    """
     geometry = programs[0].geometry
     done = [-1.0] * geometry.num_keys
-    deps = [[_op_deps(geometry, p.rank, op) for op in p.ops] for p in programs]
-    durations = {kind: costs.duration(kind) for kind in ("F", "B", "I", "W", "FB")}
+    maker = [-1] * geometry.num_keys
+    if deps is None:
+        deps = op_dependencies(programs)
     starts: list[list[float]] = [[] for _ in programs]
     ends: list[list[float]] = [[] for _ in programs]
     clock = [0.0] * len(programs)
@@ -69,7 +117,7 @@ def simulate_ideal(programs: list[RankProgram], costs: OpCosts) -> Timing:
     ready = list(range(len(programs)))
     while ready:
         r = ready.pop()
-        ops, rank_deps = programs[r].ops, deps[r]
+        ops, rank_deps, seconds = programs[r].ops, deps[r], op_seconds[r]
         while position[r] < len(ops):
             i = position[r]
             needs, makes = rank_deps[i]
@@ -81,16 +129,17 @@ def simulate_ideal(programs: list[RankProgram], costs: OpCosts) -> Timing:
                     waiting.setdefault(key, []).append(r)
                     blocked = True
                     break
-                start = max(start, t)
+                start = max(start, t + (transfer if maker[key] != r else 0.0))
             if blocked:
                 break
-            end = start + durations[ops[i].kind]
+            end = start + seconds[i]
             starts[r].append(start)
             ends[r].append(end)
             clock[r] = end
             position[r] = i + 1
             for key in makes:
                 done[key] = end
+                maker[key] = r
                 ready.extend(waiting.pop(key, ()))
     if any(position[r] < len(p.ops) for r, p in enumerate(programs)):
         raise _deadlock("ideal", programs, position)

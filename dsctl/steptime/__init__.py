@@ -1,0 +1,16 @@
+"""Training step time in seconds from profiles (issue 27): per-stage op costs, the schedule simulated with them,
+ZeRO-1 and optimizer tail. ``predict_step`` is the entry point; docs/steptime.md has the formulas and sources."""
+
+from dsctl.steptime.ep import AnalyticEp, EpCostModel, EpSeconds, analytic_ep
+from dsctl.steptime.predict import predict_step
+from dsctl.steptime.result import (
+    DEFAULT_GPU_HOUR_USD,
+    PhaseBreakdown,
+    StageCost,
+    StepTime,
+    TokenBudget,
+    token_budget,
+)
+
+__all__ = ["DEFAULT_GPU_HOUR_USD", "AnalyticEp", "EpCostModel", "EpSeconds", "PhaseBreakdown", "StageCost",
+           "StepTime", "TokenBudget", "analytic_ep", "predict_step", "token_budget"]

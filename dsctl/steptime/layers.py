@@ -1,0 +1,206 @@
+"""Seconds of one transformer layer on one GPU for one micro-batch, split as the DualPipe overlap needs it.
+
+A layer has two compute blocks, attention (norm, projections, attention core) and FFN (norm, router, experts or
+dense FFN), each with forward (F), input-gradient (I) and weight-gradient (W) seconds, and for a MoE layer four
+all-to-alls: dispatch and combine forward, and their gradients in the backward.
+
+Costs per block (docs/steptime.md has the formulas):
+
+- GEMMs through :func:`dsctl.steptime.gemm.linear_seconds`, in the model's training precision (FP8 for
+  DeepSeek-V3) except the router and head (BF16: DeepSeek-V3 tech report 3.3.1 keeps gating, the head, embedding,
+  norms and attention in higher precision);
+- attention core: ``2 n (d_qk + d_v) T S_eff`` forward FLOPs (``S_eff = S/2`` causal: the kernel skips masked
+  blocks) at the attention forward rate; backward 2.5x the forward FLOPs (FlashAttention recomputes the scores)
+  at the backward rate, all in I;
+- elementwise/norm work from HBM traffic (``elementwise_bytes``), backward 2x the forward;
+- recompute (DeepSeek's recipe, tech report 3.2.3 and 3.3.2): RMSNorms, MLA up-projections and the MoE SwiGLU
+  run their forward again in the backward (I);
+- routed experts: grouped GEMMs with ``T k ep / E`` rows per expert, times ``imbalance`` (the busiest GPU).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dsctl.profiles.schema import ModelProfile
+from dsctl.steptime.ep import EpCostModel, dispatch_bytes_fp8
+from dsctl.steptime.gemm import BF16_BYTES, linear_seconds
+from dsctl.steptime.hardware import GpuRates
+
+#: attention backward kernel work relative to its forward (FlashAttention: 5 matmuls against 2)
+ATTENTION_BACKWARD_WORK = 2.5
+
+
+@dataclass(frozen=True)
+class BlockSeconds:
+    """Forward, input-gradient and weight-gradient seconds of one compute block."""
+
+    f: float = 0.0
+    i: float = 0.0
+    w: float = 0.0
+
+    @property
+    def b(self) -> float:
+        return self.i + self.w
+
+    def __add__(self, other: BlockSeconds) -> BlockSeconds:
+        return BlockSeconds(self.f + other.f, self.i + other.i, self.w + other.w)
+
+
+@dataclass(frozen=True)
+class LayerSeconds:
+    """One layer: ``attention`` and ``ffn`` blocks; all-to-all seconds (0 for a dense layer).
+
+    ``dispatch_f`` / ``combine_f``: forward all-to-alls (FP8 dispatch, BF16 combine); ``dispatch_b`` is the
+    combine's gradient sent dispatch-wise and ``combine_b`` the dispatch's gradient sent back (both BF16).
+    """
+
+    attention: BlockSeconds
+    ffn: BlockSeconds
+    dispatch_f: float = 0.0
+    combine_f: float = 0.0
+    dispatch_b: float = 0.0
+    combine_b: float = 0.0
+
+    @property
+    def compute(self) -> BlockSeconds:
+        return self.attention + self.ffn
+
+    @property
+    def comm_f(self) -> float:
+        return self.dispatch_f + self.combine_f
+
+    @property
+    def comm_b(self) -> float:
+        return self.dispatch_b + self.combine_b
+
+
+def _linear(tokens: float, n_out: float, k_in: float, flops: float, hbm: float, in_bytes: float,
+            recompute: bool = False) -> BlockSeconds:
+    f, dgrad, wgrad = linear_seconds(tokens, n_out, k_in, flops, hbm, in_bytes)
+    return BlockSeconds(f, dgrad + (f if recompute else 0.0), wgrad)
+
+
+def _elementwise(bytes_per_token: float, tokens: float, hbm: float, recompute: bool = False) -> BlockSeconds:
+    f = bytes_per_token * tokens / hbm
+    return BlockSeconds(f, 2.0 * f + (f if recompute else 0.0), 0.0)
+
+
+def norm_bytes(width: int) -> float:
+    """RMSNorm with FP8 output: read BF16, write BF16 (kept for the residual path) and FP8 + scales."""
+    return width * (2.0 + 2.0 + 1.0)
+
+
+def attention_block(model: ModelProfile, tokens: float, seq_len: int, causal: bool, rates: GpuRates) -> BlockSeconds:
+    """Attention block of one layer over ``tokens`` tokens of sequences of ``seq_len``."""
+    a, h = model.attention, model.hidden_size
+    fp8, hbm, nb = rates.fp8_gemm_flops, rates.hbm_bytes_per_s, rates.gemm_in_bytes
+    if a.is_mla:
+        d_qk, d_v = a.qk_nope_head_dim + a.qk_rope_head_dim, a.v_head_dim
+        down = (a.q_lora_rank if a.q_lora_rank else a.num_heads * d_qk) + a.kv_lora_rank + a.qk_rope_head_dim
+        block = _linear(tokens, down, h, fp8, hbm, nb)
+        if a.q_lora_rank:
+            block += _linear(tokens, a.num_heads * d_qk, a.q_lora_rank, fp8, hbm, nb, recompute=True)
+        block += _linear(tokens, a.num_heads * (a.qk_nope_head_dim + d_v), a.kv_lora_rank, fp8, hbm, nb, recompute=True)
+        small_norms = norm_bytes(a.q_lora_rank) + norm_bytes(a.kv_lora_rank)
+    else:
+        d_qk = d_v = a.head_dim
+        kv = a.num_kv_heads if a.kind == "gqa" else a.num_heads
+        block = _linear(tokens, (a.num_heads + 2 * kv) * a.head_dim, h, fp8, hbm, nb)
+        small_norms = 0.0
+    block += _linear(tokens, h, a.num_heads * d_v, fp8, hbm, nb)
+    attended = seq_len / 2 if causal else float(seq_len)
+    core = 2.0 * a.num_heads * (d_qk + d_v) * attended * tokens
+    block += BlockSeconds(core / rates.attention_forward_flops,
+                          ATTENTION_BACKWARD_WORK * core / rates.attention_backward_flops, 0.0)
+    # norm before attention (recomputed), residual add (read 2, write 1, BF16), RoPE on q and k, output quantisation
+    rope = 2.0 * 2.0 * 2.0 * (a.num_heads + 1) * (a.qk_rope_head_dim if a.is_mla else a.head_dim)
+    block += _elementwise(norm_bytes(h) + small_norms, tokens, hbm, recompute=True)
+    block += _elementwise(6.0 * h + rope + 3.0 * a.num_heads * d_v, tokens, hbm)
+    return block
+
+
+def swiglu_bytes(width: int) -> float:
+    """SwiGLU of one expert or dense FFN: read gate and up (BF16), write the product in FP8 + BF16 copy."""
+    return width * (2.0 * 2.0 + 1.0 + 2.0)
+
+
+def dense_ffn_block(model: ModelProfile, tokens: float, rates: GpuRates) -> BlockSeconds:
+    h, i = model.hidden_size, model.dense_intermediate_size
+    fp8, hbm, nb = rates.fp8_gemm_flops, rates.hbm_bytes_per_s, rates.gemm_in_bytes
+    block = _linear(tokens, 2 * i, h, fp8, hbm, nb) + _linear(tokens, h, i, fp8, hbm, nb)
+    block += _elementwise(norm_bytes(h), tokens, hbm, recompute=True)
+    return block + _elementwise(6.0 * h + swiglu_bytes(i), tokens, hbm)
+
+
+def moe_ffn_block(model: ModelProfile, tokens: float, ep: int, rates: GpuRates, imbalance: float) -> BlockSeconds:
+    """Router, shared experts and this GPU's routed experts (grouped GEMMs) of one MoE layer."""
+    moe = model.moe
+    if moe is None:
+        return dense_ffn_block(model, tokens, rates)
+    h, i = model.hidden_size, moe.moe_intermediate_size
+    fp8, grouped, hbm = rates.fp8_gemm_flops, rates.moe_gemm_flops, rates.hbm_bytes_per_s
+    nb = rates.gemm_in_bytes
+    block = _linear(tokens, moe.num_routed_experts, h, rates.bf16_gemm_flops, hbm, BF16_BYTES)
+    if moe.num_shared_experts:
+        width = moe.num_shared_experts * i
+        block += _linear(tokens, 2 * width, h, fp8, hbm, nb) + _linear(tokens, h, width, fp8, hbm, nb)
+    k = moe.num_experts_per_token
+    local_experts = max(1, moe.num_routed_experts // max(ep, 1))
+    rows = tokens * k * imbalance / local_experts  # rows per local expert on the busiest GPU
+    expert = _linear(rows, 2 * i, h, grouped, hbm, nb) + _linear(rows, h, i, grouped, hbm, nb)
+    block += BlockSeconds(expert.f * local_experts, expert.i * local_experts, expert.w * local_experts)
+    block += _elementwise(norm_bytes(h), tokens, hbm, recompute=True)
+    # residual add; per routed copy: received FP8 row written and read, SwiGLU, BF16 output; combine's weighted sum
+    # SwiGLU outputs are recomputed in the backward from its cached inputs (tech report 3.3.2)
+    swiglu = (moe.num_shared_experts + k * imbalance) * swiglu_bytes(i)
+    block += _elementwise(swiglu, tokens, hbm, recompute=True)
+    per_copy = 2.0 * h + 2.0 * h + 2.0 * h
+    return block + _elementwise(6.0 * h + k * imbalance * per_copy + 2.0 * h, tokens, hbm)
+
+
+def moe_comm(model: ModelProfile, tokens: float, ep_cost: EpCostModel,
+             fp8: bool = True) -> tuple[float, float, float, float]:
+    """(dispatch_f, combine_f, dispatch_b, combine_b) seconds of one MoE layer's all-to-alls (FP8 or BF16
+    dispatch)."""
+    if model.moe is None:
+        return 0.0, 0.0, 0.0, 0.0
+    h = model.hidden_size
+    dispatch = dispatch_bytes_fp8(h, model.moe.num_experts_per_token) if fp8 else BF16_BYTES * h
+    forward = ep_cost(tokens, dispatch, BF16_BYTES * h)
+    backward = ep_cost(tokens, BF16_BYTES * h, BF16_BYTES * h)
+    return forward.dispatch_s, forward.combine_s, backward.dispatch_s, backward.combine_s
+
+
+def layer_seconds(model: ModelProfile, moe_layer: bool, tokens: float, seq_len: int, causal: bool, ep: int,
+                  rates: GpuRates, ep_cost: EpCostModel | None, imbalance: float) -> LayerSeconds:
+    """One dense or MoE layer (``moe_layer``) over ``tokens`` tokens."""
+    attention = attention_block(model, tokens, seq_len, causal, rates)
+    if not moe_layer or model.moe is None:
+        return LayerSeconds(attention, dense_ffn_block(model, tokens, rates))
+    ffn = moe_ffn_block(model, tokens, ep, rates, imbalance)
+    comm = (0.0, 0.0, 0.0, 0.0)
+    if ep_cost is not None and ep > 1:
+        comm = moe_comm(model, tokens, ep_cost, rates.gemm_in_bytes == 1.0)
+    return LayerSeconds(attention, ffn, *comm)
+
+
+def head_block(model: ModelProfile, tokens: float, rates: GpuRates) -> BlockSeconds:
+    """Final norm, output head (BF16) and the cross-entropy over the vocabulary (fused: logits read once)."""
+    h, v, hbm = model.hidden_size, model.vocab_size, rates.hbm_bytes_per_s
+    block = _linear(tokens, v, h, rates.bf16_gemm_flops, hbm, BF16_BYTES)
+    return block + _elementwise(norm_bytes(h) + 2.0 * v, tokens, hbm)
+
+
+def embedding_block(model: ModelProfile, tokens: float, rates: GpuRates) -> BlockSeconds:
+    """Embedding lookup: a row read and written per token; its gradient scatters the rows back (W)."""
+    row = 2.0 * model.hidden_size
+    f = 2.0 * row * tokens / rates.hbm_bytes_per_s
+    return BlockSeconds(f, 0.0, 2.0 * f)
+
+
+def mtp_projection_block(model: ModelProfile, tokens: float, rates: GpuRates) -> BlockSeconds:
+    """An MTP module's two norms and ``eh_proj`` (2h -> h, FP8) before its transformer layer."""
+    h, hbm, nb = model.hidden_size, rates.hbm_bytes_per_s, rates.gemm_in_bytes
+    return _linear(tokens, h, 2 * h, rates.fp8_gemm_flops, hbm, nb) + _elementwise(2 * norm_bytes(h), tokens, hbm)
+

@@ -1,0 +1,156 @@
+"""``predict_step``: a layout's training step in seconds, from the model and node profiles alone.
+
+Per stage op seconds (``stages.py`` from ``layers.py``), the schedule simulated with them and a p2p delay
+(:func:`dsctl.launch.schedule.simulate_stage_costs`: the bubble comes from the schedule), then the ZeRO-1 and
+optimizer tail (``collectives.py``). docs/steptime.md gives every formula and the validation against DeepSeek-V3.
+"""
+
+from __future__ import annotations
+
+import math
+
+from dsctl.errors import InputError
+from dsctl.launch.layout import ParallelLayout
+from dsctl.launch.rules import DUAL_SCHEDULES, stages_of_rank
+from dsctl.launch.schedule import simulate_stage_costs
+from dsctl.launch.stages import Stage, split_stages
+from dsctl.model.flops import training_flops
+from dsctl.model.params import count_parameters
+from dsctl.profiles.schema import ModelProfile, NodeProfile
+from dsctl.steptime.collectives import (
+    IB_LATENCY_S,
+    ROCE_LATENCY_S,
+    OptimizerSeconds,
+    optimizer_seconds,
+    p2p_seconds,
+)
+from dsctl.steptime.ep import DEFAULT_NIC_EFFICIENCY, EpCostModel, analytic_ep
+from dsctl.steptime.hardware import GpuRates, gpu_rates
+from dsctl.steptime.layers import (
+    BlockSeconds,
+    LayerSeconds,
+    embedding_block,
+    head_block,
+    layer_seconds,
+    mtp_projection_block,
+)
+from dsctl.steptime.result import LayerCost, PhaseBreakdown, StageCost, StepTime
+from dsctl.steptime.stages import OpSecondsTable, StageSeconds, overlapped_seconds
+
+
+def _stage_seconds(model: ModelProfile, stage: Stage, tokens: float, rates: GpuRates,
+                   kinds: dict[bool, LayerSeconds]) -> StageSeconds:
+    """Stage ``stage`` from the two layer kinds (``kinds[True]`` MoE, ``kinds[False]`` dense)."""
+    layers = [kinds[model.moe is not None and index >= model.num_dense_layers]
+              for index in range(stage.first_layer, stage.last_layer + 1)]
+    outside = BlockSeconds()
+    if stage.has_embedding:
+        outside += embedding_block(model, tokens, rates)
+    for _ in range(stage.num_mtp_modules):
+        outside += mtp_projection_block(model, tokens, rates) + head_block(model, tokens, rates)
+        layers.append(kinds[model.moe is not None])
+    if stage.has_head:
+        outside += head_block(model, tokens, rates)
+    return StageSeconds(stage.index, tuple(layers), outside)
+
+
+def _link(node: NodeProfile) -> tuple[float, float]:
+    """(bytes/s per GPU over its NIC at the profile's efficiency, latency s)."""
+    efficiency = float(getattr(node, "nic_efficiency", DEFAULT_NIC_EFFICIENCY))
+    nics_per_gpu = node.num_compute_nics / node.num_gpus if node.num_gpus else 1.0
+    rate = node.compute_nic_gbps * 1e9 / 8 * efficiency * nics_per_gpu
+    return rate, IB_LATENCY_S if node.compute_link_layer == "infiniband" else ROCE_LATENCY_S
+
+
+def _rank_tail(layout: ParallelLayout, stages: tuple[Stage, ...], rank: int, link_rate: float, hbm: float,
+               latency: float) -> OptimizerSeconds:
+    """ZeRO-1 tail of pipeline rank ``rank`` (its stages' dense parameters and its share of their experts)."""
+    dense, experts = 0.0, 0.0
+    for s in stages_of_rank(layout.schedule, layout.pp, rank):
+        dense += stages[s].dense_params
+        experts += stages[s].routed_expert_params / layout.ep
+    return optimizer_seconds(dense, experts, layout.dp, layout.expert_dp, link_rate, hbm, latency)
+
+
+def overlapped_pair_seconds(model: ModelProfile, node: NodeProfile, ep: int, num_moe_layers: int = 4,
+                            tokens: int = 4096, seq_len: int = 4096,
+                            ep_cost: EpCostModel | None = None) -> float:
+    """One DualPipe F&B op of two stages of ``num_moe_layers`` MoE layers each (no PP communication): the unit
+    DeepSeek's profile-data ``train.json`` traces (4 layers, EP64, 4K tokens, balanced routing)."""
+    rates = gpu_rates(node, model.training_precision)
+    ep_cost = ep_cost or analytic_ep(model, node, ep)
+    layer = layer_seconds(model, True, float(tokens), seq_len, True, ep, rates, ep_cost, 1.0)
+    stage = StageSeconds(0, (layer,) * num_moe_layers, BlockSeconds())
+    return overlapped_seconds(stage, stage, rates.comm_slowdown)
+
+
+def predict_step(model: ModelProfile, node: NodeProfile, layout: ParallelLayout, num_micro_batches: int,
+                 micro_batch_size: int = 1, seq_len: int = 4096, balancedness: float = 1.0,
+                 ep_cost: EpCostModel | None = None) -> StepTime:
+    """Predict one training step of ``layout`` (seconds).
+
+    ``num_micro_batches``: micro-batches per pipeline per step (DualPipe: both directions together);
+    ``micro_batch_size`` sequences of ``seq_len`` tokens each. ``balancedness`` in (0, 1]: mean over max expert
+    load (1.0 = absolutely balanced routing); the busiest GPU's expert work and all-to-all scale by its
+    inverse. ``ep_cost``: the EP all-to-all model (default :func:`dsctl.steptime.ep.analytic_ep`).
+    Raises ``InputError`` on impossible values.
+    """
+    if not (0.0 < balancedness <= 1.0) or math.isnan(balancedness):
+        raise InputError(f"--balancedness {balancedness}: expected a fraction in (0, 1] (mean / max expert load)")
+    if model.moe is not None and layout.ep > 1 and balancedness * layout.ep < 1.0:
+        raise InputError(f"--balancedness {balancedness:g}: below 1/ep = {1 / layout.ep:g}, the value when every "
+                         "token goes to one GPU's experts")
+    if num_micro_batches < 1 or micro_batch_size < 1 or seq_len < 1:
+        raise InputError("micro-batches, micro-batch size and sequence length must be at least 1")
+    if layout.tp != 1:
+        raise InputError(f"--tp {layout.tp}: the step-time model covers tp = 1 only (DeepSeek-V3 trains without "
+                         "tensor parallelism)")
+    imbalance = 1.0 / balancedness
+    rates = gpu_rates(node, model.training_precision)
+    tokens = float(micro_batch_size * seq_len)
+    counts = count_parameters(model)
+    stages = split_stages(model, counts, layout.num_stages)
+    if ep_cost is None and layout.ep > 1 and model.moe is not None:
+        ep_cost = analytic_ep(model, node, layout.ep, imbalance)
+    layer_kinds = {moe: layer_seconds(model, moe, tokens, seq_len, True, layout.ep, rates, ep_cost, imbalance)
+                   for moe in (False, True)}
+    costs = tuple(_stage_seconds(model, s, tokens, rates, layer_kinds) for s in stages)
+    table = OpSecondsTable(costs, layout.schedule in DUAL_SCHEDULES, rates.comm_slowdown)
+    link_rate, latency = _link(node)
+    p2p = p2p_seconds(tokens, model.hidden_size, link_rate, latency) if layout.pp > 1 else 0.0
+    if layout.num_stages > 1:
+        timed = simulate_stage_costs(layout.schedule, layout.num_stages, num_micro_batches, table, p2p)
+        pipeline, kinds, counts_by_kind = timed.makespan, timed.seconds_by_kind(0), timed.count_by_kind(0)
+        idle = timed.idle_per_rank
+    else:
+        one = costs[0]
+        pipeline = num_micro_batches * (one.f + one.b)
+        kinds = {"F": num_micro_batches * one.f, "B": num_micro_batches * one.b, "I": 0.0, "W": 0.0, "FB": 0.0}
+        counts_by_kind = {"F": num_micro_batches, "B": num_micro_batches, "I": 0, "W": 0, "FB": 0}
+        idle = (0.0,)
+    tail = max((_rank_tail(layout, stages, r, link_rate, rates.hbm_bytes_per_s, latency) for r in range(layout.pp)),
+               key=lambda t: t.total_s)
+    breakdown = PhaseBreakdown(
+        rank=0, one_f_s=kinds["F"], one_b_s=kinds["B"] + kinds["I"], one_w_s=kinds["W"],
+        overlapped_fb_s=kinds["FB"], bubble_s=idle[0], optimizer_s=tail.total_s, num_f=counts_by_kind["F"],
+        num_b=counts_by_kind["B"] + counts_by_kind["I"], num_w=counts_by_kind["W"], num_fb=counts_by_kind["FB"])
+    moe_layer = next((x for c in costs for x in c.layers if x.comm_f > 0), None)
+    return StepTime(
+        step_s=pipeline + tail.total_s, pipeline_s=pipeline, optimizer_s=tail.total_s, breakdown=breakdown,
+        max_bubble_s=max(idle), tokens_per_step=tokens * num_micro_batches * layout.dp,
+        world_size=layout.world_size,
+        flops_per_token_noncausal=training_flops(model, seq_len, causal=False).flops_per_token,
+        flops_per_token_causal=training_flops(model, seq_len, causal=True).flops_per_token,
+        bf16_peak_flops=node.bf16_tflops * 1e12, reduce_scatter_s=tail.reduce_scatter_s,
+        all_gather_s=tail.all_gather_s, adam_s=tail.adam_s, p2p_s=p2p,
+        ep_dispatch_s=moe_layer.dispatch_f if moe_layer else 0.0,
+        ep_combine_s=moe_layer.combine_f if moe_layer else 0.0,
+        stages=tuple(StageCost(c.index, c.f, c.i, c.w, c.comm_f, c.comm_b) for c in costs),
+        layers=tuple(_layer_cost("moe" if moe else "dense", layer_kinds[moe]) for moe in (False, True)
+                     if moe == (model.moe is not None) or (moe is False and model.num_dense_layers)),
+    )
+
+
+def _layer_cost(kind: str, x: LayerSeconds) -> LayerCost:
+    return LayerCost(kind, x.attention.f, x.attention.i, x.attention.w, x.ffn.f, x.ffn.i, x.ffn.w, x.dispatch_f,
+                     x.combine_f, x.dispatch_b, x.combine_b)
