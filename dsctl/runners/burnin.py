@@ -3,9 +3,10 @@ hostlists, timeouts, unreachable nodes, no shared file system), each node runnin
 
 The round travels to the probe as JSON on srun's standard input (``--input=all``; ``dsctl.probe.__main__``
 documents it), never in argv, whose 128 KiB per-string limit a round of 768 nodes passed: the node of every rank,
-its NIC (``NCCL_IB_HCA``) and GPU, the pairs. Each node's answer counts only for the flows it received. A node that does not answer leaves its flows unmeasured (judged
-as nothing went through). The rendezvous is rank 0's node name (the first node of the round), which every
-node of the round must resolve to an address the others reach.
+its NIC (``NCCL_IB_HCA``) and GPU, the pairs. Each node's answer counts only for the flows it received. A node
+that does not answer leaves its flows unmeasured (judged as nothing went through). The rendezvous is rank 0's
+node name (the first node of the round), which every node of the round must resolve to an address the others
+reach.
 """
 
 from __future__ import annotations
