@@ -20,6 +20,7 @@ sys.path.insert(0, str(ROOT))
 from dsctl.cli import MAX_INTEGER_DIGITS  # noqa: E402
 from dsctl.cluster.plan_file import MAX_DEVICE_NAME_CHARS, MAX_ENDPOINTS, MAX_GPUS_PER_NODE, MAX_NICS_PER_NODE  # noqa: E402
 from dsctl.eplb.placement_file import MAX_PLACEMENT_ID  # noqa: E402
+from dsctl.health.burnin.api import MAX_BURNIN_ENDPOINTS  # noqa: E402
 from dsctl.eplb.stats import MAX_STATS_VALUES  # noqa: E402
 from dsctl.inputs import DEFAULT_MAX_INPUT_BYTES, ENV_MAX_INPUT_BYTES  # noqa: E402
 from dsctl.launch.plan import MAX_COUNT, MAX_NODES  # noqa: E402
@@ -86,9 +87,11 @@ LIMITS = [
      f"{MAX_GPUS_PER_NODE} GPUs per node, {MAX_ENDPOINTS:,} nodes x the larger of the two",
      "full match at the one reader (`dsctl.cluster.plan_file.load_plan`), sizes from the lists' lengths before any "
      "per-node table: a hostlist, a Slurm keyword, a control character or a plan of 20,000 nodes x 20,000 NICs "
-     "(0.9 MB; before: 3-27 GB) is exit 2 in under 2 s at under 60 MiB. A plan within the bounds costs what its "
-     "size costs: 16,384 nodes x 256 NICs without cables, burn-in 3.4 s, 252 MiB; the extreme 65,536 nodes x 64 "
-     "NICs x 64 GPUs, burn-in 33 s, 2.1 GiB (--no-nvlink 4.6 s, 0.9 GiB), simulate refused at 8.7 s, 0.8 GiB"),
+     "(0.9 MB; before: 3-27 GB) is exit 2 in under 2 s at under 60 MiB. `health burn-in` tests at most "
+     f"{MAX_BURNIN_ENDPOINTS:,} endpoints, checked the same way before its graph: 65,536 nodes x 64 GPUs (2 MB, "
+     "within the reader's bounds; before: 32 s, 2.1 GiB) is exit 2 in 4 s at 73 MiB; at its bound (4,096 x 64 "
+     "NICs x 64 GPUs, no switch) a burn-in with --out takes 3.7 s, 185 MiB. `topology simulate` of the reader's "
+     "extreme (65,536 x 64 x 64) is refused by its flow count at 5.7 s, 0.8 GiB (the graph is built first)"),
     ("drains (`health burn-in/fleet/check --drain`)", "one plain node per `scontrol update NodeName=...`",
      "the name is checked again right before the argv is built, and Slurm must confirm it first: `scontrol show node "
      "-o NAME` gives exactly one record whose NodeName is NAME (a NodeSet or alias is not), else exit 3 naming "

@@ -35,7 +35,8 @@ def plane_svg(graph: SimGraph, util: np.ndarray, dead: np.ndarray, plane: int, t
     tier = np.array(graph.device_tier)
     rows = [np.flatnonzero((tier == t) & (graph.device_plane == plane)) for t in _TIERS]
     rows = [r for r in rows if len(r)]
-    width = float(min(_MAX_ROW_PX, max(60 * max(len(r) for r in rows), 600)) + 40)
+    widest = max((len(r) for r in rows), default=0)  # a plan's plane may have no switch at all
+    width = float(min(_MAX_ROW_PX, max(60 * widest, 600)) + 40)
     height = 120 * len(rows) + 50
     pos: dict[int, tuple[float, float]] = {}
     for level, devs in enumerate(rows):
