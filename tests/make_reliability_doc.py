@@ -20,8 +20,8 @@ sys.path.insert(0, str(ROOT))
 from dsctl.cli import MAX_INTEGER_DIGITS  # noqa: E402
 from dsctl.cluster.plan_file import MAX_DEVICE_NAME_CHARS, MAX_ENDPOINTS, MAX_GPUS_PER_NODE, MAX_NICS_PER_NODE  # noqa: E402
 from dsctl.eplb.placement_file import MAX_PLACEMENT_ID  # noqa: E402
-from dsctl.health.burnin.api import MAX_BURNIN_ENDPOINTS  # noqa: E402
 from dsctl.eplb.stats import MAX_STATS_VALUES  # noqa: E402
+from dsctl.health.burnin.api import MAX_BURNIN_ENDPOINTS  # noqa: E402
 from dsctl.inputs import DEFAULT_MAX_INPUT_BYTES, ENV_MAX_INPUT_BYTES  # noqa: E402
 from dsctl.launch.plan import MAX_COUNT, MAX_NODES  # noqa: E402
 from dsctl.launch.schedule import MAX_SVG_OPS  # noqa: E402
