@@ -166,3 +166,73 @@ def test_a_stale_temporary_that_is_an_input_is_never_swept(tmp_path: Path, monke
     atomic_write(tmp_path / "out.txt", "result")
     assert not other.exists() and stale.exists()
     forget_inputs()
+
+
+# --- burn-in answers: a node is believed only for the flows it received ---
+
+def _round_and_spec() -> tuple[object, object, dict[str, object]]:
+    from dsctl.health.burnin.design import design
+    from dsctl.runners.burnin import ProbeOptions, round_spec
+    from tests.unit.burnin_plans import graph_and_hops
+
+    graph, hops = graph_and_hops("mpft", 16)
+    rnd = design(graph, hops).rounds[0]
+    spec, _names, ends = round_spec(graph, rnd, ProbeOptions(backend="gloo"), 29600)
+    return rnd, ends, spec
+
+
+ROUND = _round_and_spec()
+#: every flow of the round as a probe would report it: most generated answers then hold real flows, sent by the
+#: node that received them or by another one
+_REAL_FLOWS = [{"src": a, "dst": b, "median_gbps": 390.0, "min_gbps": 380.0}
+               for x, y in ROUND[2]["pairs"] for a, b in ((x, y), (y, x))]  # type: ignore[index]
+_VALUE = st.one_of(st.integers(-3, 200), st.floats(allow_nan=True, allow_infinity=True), st.booleans(),
+                   st.none(), st.text(max_size=3), st.lists(st.integers(0, 3), max_size=2))
+
+
+@given(st.lists(st.tuples(st.sampled_from([f"node{i:04d}" for i in range(1, 18)]),
+                          st.one_of(st.none(), st.fixed_dictionaries({"flows": st.lists(
+                              st.one_of(st.sampled_from(_REAL_FLOWS), st.sampled_from(_REAL_FLOWS), _VALUE,
+                                        st.fixed_dictionaries(
+                                  {"src": _VALUE, "dst": _VALUE, "median_gbps": _VALUE, "min_gbps": _VALUE})),
+                              max_size=6)}))), max_size=6))
+def test_any_answer_is_accepted_only_for_own_receives_or_refused_as_one_line(
+        answers: list[tuple[str, dict[str, object] | None]]) -> None:
+    import math
+
+    from dsctl.runners.burnin import measured_from
+
+    rnd, ends, spec = ROUND
+    try:
+        got = measured_from(rnd, ends, spec, answers)  # type: ignore[arg-type]
+    except InputError as exc:
+        assert "\n" not in exc.message and "answered" in exc.message and " node node" in exc.message
+        return
+    node_of = [spec["nodes"][r[0]] for r in spec["ranks"]]  # type: ignore[index]
+    rank_of = {int(e): r for r, e in enumerate(ends.tolist())}  # type: ignore[attr-defined]
+    reported_by_receiver = {(flow["src"], flow["dst"]) for n, doc in answers if doc
+                            for flow in doc["flows"]  # type: ignore[attr-defined]
+                            if flow in _REAL_FLOWS and node_of[flow["dst"]] == n}
+    for f in range(rnd.num_flows):  # type: ignore[attr-defined]
+        key = (rank_of[int(rnd.src[f])], rank_of[int(rnd.dst[f])])  # type: ignore[attr-defined]
+        assert bool(got.answered[f]) == (key in reported_by_receiver), key
+        assert math.isfinite(got.median_gbps[f]) and got.median_gbps[f] >= 0
+
+
+def test_probe_reads_its_round_from_standard_input(monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    import importlib.util
+    import io
+    import sys
+
+    from dsctl.probe.__main__ import main
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a))
+    spec = {"nodes": ["a", "b"], "ranks": [[0, "", 0], [1, "", 0]], "pairs": [[0, 1]], "bytes": 1024,
+            "repeats": 1, "backend": "gloo", "port": 29500}
+    monkeypatch.setattr(sys, "stdin", io.StringIO(json.dumps(spec)))
+    assert main(["--round", "-"]) == 3  # the spec parsed; only torch is missing here
+    monkeypatch.setattr(sys, "stdin", io.StringIO("[" * 100_000))
+    assert main(["--round", "-"]) == 2
+    assert capsys.readouterr().err.count("error:") == 2
