@@ -64,7 +64,8 @@ KILL_GRACE_S = 5.0
 FIXED_SRUN_OPTIONS = frozenset({"--job-name", "--nodes", "--ntasks", "--ntasks-per-node", "--nodelist", "--label",
                                 "--kill-on-bad-exit", "--no-kill", "--wait", "--immediate", "--time", "--partition",
                                 "--input"})
-#: most characters of standard input one run hands every node (a burn-in round's spec at 65,536 nodes is ~8 MB)
+#: most characters of standard input one run hands every node (a burn-in round's spec: 412 KB at 2,048 nodes of 8
+#: NICs, about 6.6 MB at the burn-in's bound of 32,768)
 MAX_STDIN_CHARS = 16 << 20
 
 # The wrapper each task runs: $1 token, $2 per-node timeout in seconds, then the command. The command reads

@@ -138,10 +138,11 @@ def test_a_confirmed_node_is_drained(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 
 def test_runner_refuses_a_name_before_asking_slurm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from dsctl.runners.slurm_nodes import drain_node, node_drain_state
+    from dsctl.runners.slurm_nodes import drain_node, node_drain_state, unique_names
 
     log = fake_scontrol(tmp_path, monkeypatch, "NodeName=ALL\n")
-    for call in (lambda: node_drain_state("ALL"), lambda: drain_node("all", "r")):
+    for call in (lambda: node_drain_state("ALL"), lambda: drain_node("all", "r"),
+                 lambda: unique_names(["n1", "ALL"], option="--nodelist")):  # health fleet's nodes, too
         with pytest.raises(DsctlError):
             call()
     assert not log.exists()
