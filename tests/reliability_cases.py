@@ -194,6 +194,13 @@ def _no_faults(tmp: Path) -> str:
     return _w(tmp, "faults.json", '{"faults": [{"node": "node0004", "rate": 0.0}]}')
 
 
+def _trace_plan(tmp: Path, plan: str) -> list[str]:
+    """trace stragglers of two ranks on nodes 0 and 1 of ``plan`` (--ranks, --plan)."""
+    ranks = _w(tmp, "ranks.csv", "rank,node,local_gpu,plane,pp,dp,tp,ep,edp,stages\n0,0,0,0,0,0,0,0,0,0\n"
+                                 "1,1,0,0,0,1,0,1,0,0\n")
+    return ["trace", "stragglers", *_trace_ranks(tmp), "--ranks", ranks, "--plan", plan]
+
+
 def _burn_in_prev_as_input(tmp: Path) -> int:
     """burn-in OUT.prev --out OUT: OUT.prev holds the input plan, so it is not deleted (exit 2, nothing moved)."""
     from tests.conftest import run_cli
@@ -473,6 +480,10 @@ CASES: list[Case] = [
          lambda t: ["health", "burn-in", _huge_plan(t), "--fabric-model", _no_faults(t)], 2),
     Case("plan above its size bounds", "topology", "simulate of 20,000 nodes x 20,000 NICs (0.9 MB)",
          lambda t: ["topology", "simulate", _huge_plan(t)], 2),
+    Case("plan node name Slurm reads as many nodes", "trace", "stragglers --plan whose node is 'ALL'",
+         lambda t: _trace_plan(t, _plan_json(t, {"node0002": "ALL"})), 2),
+    Case("plan above its size bounds", "trace", "stragglers --plan of 20,000 nodes x 20,000 NICs (0.9 MB)",
+         lambda t: _trace_plan(t, _huge_plan(t)), 2),
     Case("NaN option", "topology", "verify --threshold effective_ber=nan",
          lambda t: ["topology", "verify", _plan_dir(t), str(Path(_plan_dir(t)) / "cabling.csv"), "--threshold",
                     "effective_ber=nan"], 2),

@@ -95,7 +95,7 @@ def measured_from(rnd: Round, ends: np.ndarray, spec: dict[str, Any],
     (``Infinity``, ``NaN``) is InputError naming the node and the field."""
     index = {(int(s), int(d)): f for f, (s, d) in enumerate(zip(rnd.src.tolist(), rnd.dst.tolist(), strict=True))}
     node_of_rank = [int(r[0]) for r in spec["ranks"]]
-    names = list(spec["nodes"])
+    node_index = {name: i for i, name in enumerate(spec["nodes"])}
     num_ranks = len(node_of_rank)
     median = np.zeros(rnd.num_flows)
     low = np.zeros(rnd.num_flows)
@@ -106,7 +106,7 @@ def measured_from(rnd: Round, ends: np.ndarray, spec: dict[str, Any],
             continue
         if not isinstance(flows, list):
             raise _bad_answer(rnd, node, "flows", flows, "a list of flows")
-        here = names.index(node) if node in names else -1
+        here = node_index.get(node, -1)
         for i, flow in enumerate(flows):
             if not isinstance(flow, dict):
                 raise _bad_answer(rnd, node, f"flows[{i}]", flow, "an object")
