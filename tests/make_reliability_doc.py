@@ -90,8 +90,9 @@ LIMITS = [
      "(0.9 MB; before: 3-27 GB) is exit 2 in under 2 s at under 60 MiB. `health burn-in` tests at most "
      f"{MAX_BURNIN_ENDPOINTS:,} endpoints, checked the same way before its graph: 65,536 nodes x 64 GPUs (2 MB, "
      "within the reader's bounds; before: 32 s, 2.1 GiB) is exit 2 in 4 s at 73 MiB; at its bound (4,096 x 64 "
-     "NICs x 64 GPUs, no switch) a burn-in with --out takes 3.7 s, 185 MiB. `topology simulate` of the reader's "
-     "extreme (65,536 x 64 x 64) is refused by its flow count at 5.7 s, 0.8 GiB (the graph is built first)"),
+     "NICs x 64 GPUs, no switch) a burn-in with --out takes 3.7 s, 185 MiB. At the reader's extreme (65,536 x "
+     "64 x 64): `trace --plan` 2.3 s, 113 MiB; `topology simulate` refused by its flow count at 5.7 s, 0.8 GiB "
+     "(its graph is built first)"),
     ("drains (`health burn-in/fleet/check --drain`)", "one plain node per `scontrol update NodeName=...`",
      "the name is checked again right before the argv is built, and Slurm must confirm it first: `scontrol show node "
      "-o NAME` gives exactly one record whose NodeName is NAME (a NodeSet or alias is not), else exit 3 naming "
