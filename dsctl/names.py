@@ -20,6 +20,14 @@ SLURM_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
 #: a node name as Slurm prints it after hostlist expansion (no brackets, no spaces, nothing a shell would expand):
 #: the same rule as :data:`NAME`
 NODE_NAME = NAME
+#: words Slurm reads as more than one node where it takes a node list, compared without case as Slurm does:
+#: ``ALL`` is every node (``scontrol update NodeName=ALL`` drains the cluster; src/slurmctld nodespec_to_hostlist),
+#: ``DEFAULT`` sets defaults in slurm.conf (``NodeName=DEFAULT``). Site NodeSet names are not knowable here: a
+#: drain confirms with Slurm that its name is exactly one node (dsctl.runners.slurm_nodes.node_drain_state)
+SLURM_RESERVED_NODE_NAMES = frozenset({"all", "default"})
+#: what a plain node name is, for error messages
+NODE_NAME_RULE = ("a node name is 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit, and not "
+                  "ALL or DEFAULT (Slurm reads those as many nodes)")
 #: a Slurm hostlist expression as typed (``gpu[001-016,020]``, comma-separated names), before expansion
 HOSTLIST = re.compile(r"[A-Za-z0-9][A-Za-z0-9._,\[\]-]{0,4095}")
 #: a DNS-1123 label short enough that ``<name>-node-<i>-<j>`` pod names stay within 63 characters
@@ -69,6 +77,14 @@ def check_name(value: str, what: str, pattern: re.Pattern[str] = NAME, rule: str
     rule = rule or ("use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
                     if pattern is NAME else f"it must match {pattern.pattern}")
     raise InputError(f"{what} {shown(str(value))} is not a valid name: {rule}")
+
+
+def plain_node_name(name: object) -> bool:
+    """True when ``name`` names one Slurm node and nothing else: :data:`NODE_NAME` in full (no hostlist brackets,
+    commas, spaces or shell characters, so a hostlist expands it to itself) and not a reserved word
+    (:data:`SLURM_RESERVED_NODE_NAMES`, any case)."""
+    return (isinstance(name, str) and NODE_NAME.fullmatch(name) is not None
+            and name.lower() not in SLURM_RESERVED_NODE_NAMES)
 
 
 def comment_text(text: str) -> str:

@@ -18,15 +18,17 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from dsctl.cli import MAX_INTEGER_DIGITS  # noqa: E402
+from dsctl.cluster.plan_file import MAX_DEVICE_NAME_CHARS, MAX_ENDPOINTS, MAX_GPUS_PER_NODE, MAX_NICS_PER_NODE  # noqa: E402
 from dsctl.eplb.placement_file import MAX_PLACEMENT_ID  # noqa: E402
 from dsctl.eplb.stats import MAX_STATS_VALUES  # noqa: E402
+from dsctl.health.burnin.api import MAX_BURNIN_ENDPOINTS  # noqa: E402
 from dsctl.inputs import DEFAULT_MAX_INPUT_BYTES, ENV_MAX_INPUT_BYTES  # noqa: E402
 from dsctl.launch.plan import MAX_COUNT, MAX_NODES  # noqa: E402
 from dsctl.launch.schedule import MAX_SVG_OPS  # noqa: E402
 from dsctl.launch.schedule.params import MAX_STAGE_MICRO_BATCHES  # noqa: E402
 from dsctl.output.files import MANIFEST_NAME, PREV_SUFFIX  # noqa: E402
 from dsctl.profiles.textyaml import MAX_YAML_ALIASES, MAX_YAML_CHARS, MAX_YAML_NODES  # noqa: E402
-from dsctl.runners.fleet import MAX_ARG_CHARS, MAX_OUTPUT_BYTES  # noqa: E402
+from dsctl.runners.fleet import MAX_ARG_CHARS, MAX_OUTPUT_BYTES, MAX_STDIN_CHARS  # noqa: E402
 from dsctl.runners.fleet import MAX_NODES as MAX_FLEET_NODES  # noqa: E402
 from dsctl.siteconfig import MAX_FILE_BYTES as MAX_CONFIG_BYTES  # noqa: E402
 from dsctl.topology.naming import MAX_NAME_BYTES, MAX_TEMPLATE_CHARS  # noqa: E402
@@ -79,6 +81,27 @@ LIMITS = [
      "ranges compressed (`gpu[00001-65536]`), `sinfo -n` in chunks, srun's `--nodelist` a private file of names "
      "when they do not compress: the kernel's 128 KiB argv-string limit is "
      "never reached"),
+    ("plan.json (burn-in, `topology simulate`/`verify`, `trace --plan`, `eplb --plan`)", "node names: 1-64 letters, "
+     "digits, `._-`, starting with a letter or digit, never `ALL` or `DEFAULT` in any case; switch and NIC names: "
+     f"letters, digits, `._:/@+-`, at most {MAX_DEVICE_NAME_CHARS}; at most {MAX_NICS_PER_NODE} NICs and "
+     f"{MAX_GPUS_PER_NODE} GPUs per node, {MAX_ENDPOINTS:,} nodes x the larger of the two",
+     "full match at the one reader (`dsctl.cluster.plan_file.load_plan`), sizes from the lists' lengths before any "
+     "per-node table: a hostlist, a Slurm keyword, a control character or a plan of 20,000 nodes x 20,000 NICs "
+     "(0.9 MB; before: 3-27 GB) is exit 2 in under 2 s at under 60 MiB. `health burn-in` tests at most "
+     f"{MAX_BURNIN_ENDPOINTS:,} endpoints, checked the same way before its graph: 65,536 nodes x 64 GPUs (2 MB, "
+     "within the reader's bounds; before: 32 s, 2.1 GiB) is exit 2 in 4 s at 73 MiB; at its bound (4,096 x 64 "
+     "NICs x 64 GPUs, no switch) a burn-in with --out takes 3.7 s, 185 MiB. At the reader's extreme (65,536 x "
+     "64 x 64): `trace --plan` 2.3 s, 113 MiB; `topology simulate` refused by its flow count at 5.7 s, 0.8 GiB "
+     "(its graph is built first)"),
+    ("drains (`health burn-in/fleet/check --drain`)", "one plain node per `scontrol update NodeName=...`",
+     "the name is checked again right before the argv is built, and Slurm must confirm it first: `scontrol show node "
+     "-o NAME` gives exactly one record whose NodeName is NAME (a NodeSet or alias is not), else exit 3 naming "
+     "scontrol and nothing is drained; the circuit breaker therefore counts nodes, never expressions"),
+    ("burn-in rounds handed to nodes", f"on srun's standard input (`--input=all`), at most {MAX_STDIN_CHARS:,} "
+     "characters; nothing in argv grows with the round",
+     "2,048 emulated nodes (fake srun) reach every round: 10.9 s, 246 MiB peak (before: 'Argument list too long' "
+     "from 768 nodes, exit 3); a node's answer counts only for the flows it received; a non-finite or "
+     "malformed value in an answer is exit 2 naming the node and the field"),
     ("output file target (`--svg`, `--out FILE`, `--sglang-out`, `--textfile-dir`)", "an existing target must be "
      "a regular file and not one of the command's inputs (same device and inode)", "a symbolic link, folder, "
      "character or block device, FIFO, socket or input is refused with exit 2 before anything is written, and left "
@@ -86,8 +109,9 @@ LIMITS = [
     ("`--out DIR` (and `launch --submit`'s `./JOB_NAME`)", f"built whole in a sibling temporary folder, swapped in "
      f"with one rename; an existing DIR is replaced only if dsctl wrote it (its `{MANIFEST_NAME}` lists every file "
      f"in it) or it is empty; the replaced folder is kept as `DIR{PREV_SUFFIX}`, and an existing "
-     f"`DIR{PREV_SUFFIX}` is deleted for it only if dsctl wrote it", "a foreign DIR or DIR.prev, or a DIR holding "
-     "an input, is exit 2 and nothing is moved; temporaries are removed on errors, SIGINT, SIGTERM, SIGHUP, and "
+     f"`DIR{PREV_SUFFIX}` is deleted for it only if dsctl wrote it", "a foreign DIR or DIR.prev, or a DIR or "
+     "DIR.prev holding an input, is exit 2 and nothing is moved (a stale temporary that is an input is not "
+     "swept); temporaries are removed on errors, SIGINT, SIGTERM, SIGHUP, and "
      "(pid gone) by the next run after a SIGKILL"),
     ("several outputs (`eplb --out A --sglang-out B`)", "all written to temporaries first, then renamed",
      "a failure while writing changes no target; a failed rename puts the earlier targets back from hard-link "

@@ -163,6 +163,57 @@ def _out_existing(tmp: Path) -> int:
     return code if fine else -1
 
 
+def _plan_json(tmp: Path, rename: dict[str, str] | None = None, **over: object) -> str:
+    """plan.json of a 16-node plan with devices renamed (``rename``) or top-level keys replaced (``over``)."""
+    import json
+
+    from tests.conftest import run_cli
+
+    run_cli("topology", "plan", "--nodes", "16", "--out", str(tmp / "p16"))
+    doc = json.loads((tmp / "p16" / "plan.json").read_text())
+    names = rename or {}
+    doc["devices"] = [[names.get(c, c) if isinstance(c, str) else c for c in row] for row in doc["devices"]]
+    doc["cables"] = [[names.get(c, c) if isinstance(c, str) else c for c in row] for row in doc["cables"]]
+    doc.update(over)
+    return _w(tmp, "plan.json", json.dumps(doc))
+
+
+def _huge_plan(tmp: Path) -> str:
+    """20,000 nodes x 20,000 NICs in 0.9 MB (before: 3-27 GB allocated by burn-in, simulate and trace --plan)."""
+    import json
+
+    nics = [f"m{i}" for i in range(20_000)]
+    return _w(tmp, "plan.json", json.dumps({
+        "schema": "dsctl.topology.plan/1", "spec": {"num_gpus_per_node": 8, "port_gbps": 400},
+        "cable_columns": ["plane", "kind", "a_device", "a_port", "b_device", "b_port"], "nics": nics,
+        "nic_plane": [0] * len(nics), "devices": [[f"n{i}", "node", -1, -1, 1] for i in range(20_000)],
+        "cables": []}))
+
+
+def _no_faults(tmp: Path) -> str:
+    return _w(tmp, "faults.json", '{"faults": [{"node": "node0004", "rate": 0.0}]}')
+
+
+def _trace_plan(tmp: Path, plan: str) -> list[str]:
+    """trace stragglers of two ranks on nodes 0 and 1 of ``plan`` (--ranks, --plan)."""
+    ranks = _w(tmp, "ranks.csv", "rank,node,local_gpu,plane,pp,dp,tp,ep,edp,stages\n0,0,0,0,0,0,0,0,0,0\n"
+                                 "1,1,0,0,0,1,0,1,0,0\n")
+    return ["trace", "stragglers", *_trace_ranks(tmp), "--ranks", ranks, "--plan", plan]
+
+
+def _burn_in_prev_as_input(tmp: Path) -> int:
+    """burn-in OUT.prev --out OUT: OUT.prev holds the input plan, so it is not deleted (exit 2, nothing moved)."""
+    from tests.conftest import run_cli
+
+    run_cli("topology", "plan", "--nodes", "16", "--out", str(tmp / "out.prev"))
+    model = _w(tmp, "m.json", '{"faults": []}')
+    run_cli("health", "burn-in", str(tmp / "out.prev"), "--fabric-model", model, "--out", str(tmp / "out"))
+    code = run_cli("health", "burn-in", str(tmp / "out.prev"), "--fabric-model", model, "--out",
+                   str(tmp / "out")).exit_code
+    fine = (tmp / "out.prev" / "plan.json").exists() and (tmp / "out" / "burnin.json").exists()
+    return code if fine else -1
+
+
 def _read_only_out(tmp: Path) -> int:
     from tests.conftest import run_cli
 
@@ -411,6 +462,31 @@ CASES: list[Case] = [
     Case("YAML above its bounds", "topology", "--jobs with a 500,000-item flow list",
          lambda t: ["topology", "simulate", _plan_dir(t), "--jobs", _w(t, "j.yaml", "x: [" + "1," * 500_000
                                                                          + "1]\n")], 2),
+    # issue 33: plan names Slurm reads as many nodes, plan sizes, non-finite thresholds
+    Case("plan node name Slurm reads as many nodes", "health", "burn-in --drain of a plan whose node is 'ALL'",
+         lambda t: ["health", "burn-in", _plan_json(t, {"node0005": "ALL"}), "--fabric-model", _no_faults(t),
+                    "--drain"], 2),
+    Case("plan node name Slurm reads as many nodes", "health", "burn-in of a plan whose node is 'node[1-2]'",
+         lambda t: ["health", "burn-in", _plan_json(t, {"node0005": "node[1-2]"}), "--fabric-model",
+                    _no_faults(t)], 2),
+    Case("plan node name Slurm reads as many nodes", "topology", "simulate of a plan whose node is 'default'",
+         lambda t: ["topology", "simulate", _plan_json(t, {"node0002": "default"})], 2),
+    Case("plan node name Slurm reads as many nodes", "topology", "plan --node-name ALL",
+         lambda t: ["topology", "plan", "--nodes", "16", "--node-name", "ALL"], 2),
+    Case("newline or control character in a name", "health", "burn-in of a plan whose leaf name holds ESC",
+         lambda t: ["health", "burn-in", _plan_json(t, {"p0-leaf01": "p0-leaf\x1b01"}), "--fabric-model",
+                    _no_faults(t), "--out", str(t / "o")], 2),
+    Case("plan above its size bounds", "health", "burn-in of 20,000 nodes x 20,000 NICs (0.9 MB)",
+         lambda t: ["health", "burn-in", _huge_plan(t), "--fabric-model", _no_faults(t)], 2),
+    Case("plan above its size bounds", "topology", "simulate of 20,000 nodes x 20,000 NICs (0.9 MB)",
+         lambda t: ["topology", "simulate", _huge_plan(t)], 2),
+    Case("plan node name Slurm reads as many nodes", "trace", "stragglers --plan whose node is 'ALL'",
+         lambda t: _trace_plan(t, _plan_json(t, {"node0002": "ALL"})), 2),
+    Case("plan above its size bounds", "trace", "stragglers --plan of 20,000 nodes x 20,000 NICs (0.9 MB)",
+         lambda t: _trace_plan(t, _huge_plan(t)), 2),
+    Case("NaN option", "topology", "verify --threshold effective_ber=nan",
+         lambda t: ["topology", "verify", _plan_dir(t), str(Path(_plan_dir(t)) / "cabling.csv"), "--threshold",
+                    "effective_ber=nan"], 2),
 ]
 
 FAULTS: list[Case] = [
@@ -431,6 +507,8 @@ FAULTS: list[Case] = [
          _killed_run_leftovers),
     Case("--out into an earlier run's folder", "launch", "launch layout --out DIR twice, then a file added to DIR",
          None, 2, _out_existing),
+    Case("--out DIR with DIR.prev as the input", "health", "health burn-in DIR.prev --out DIR", None, 2,
+         _burn_in_prev_as_input),
     Case("--out on a read-only place", "storage", "storage chains --out under a read-only folder", None, 2,
          _read_only_out),
 ]

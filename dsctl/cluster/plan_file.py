@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from dsctl.errors import InputError
-from dsctl.names import shown
+from dsctl.names import DEVICE, NODE_NAME_RULE, plain_node_name, shown
 from dsctl.textjson import load_json
 
 PLAN_SCHEMA = "dsctl.topology.plan/1"
@@ -26,6 +26,16 @@ DEVICE_COLUMNS = ("name", "tier", "plane", "pod", "ports")
 CABLE_KINDS = ("node-leaf", "leaf-spine", "spine-core")
 TIER_NAMES = ("node", "leaf", "spine", "core")
 REGENERATE = "regenerate it with 'dsctl topology plan --out DIR'"
+#: most NIC endpoints (nodes x NICs per node) a plan may hold, and most nodes and GPUs (nodes x GPUs per node):
+#: the largest fabric ``topology plan`` writes. Checked from the lists' lengths before any per-node table is built
+#: (burn-in, ``topology simulate`` and ``trace --plan`` allocate arrays of nodes x NICs and nodes x GPUs)
+MAX_ENDPOINTS = 4 * 1024 * 1024
+#: most NICs per node (``nics``) and GPUs per node (``spec.num_gpus_per_node``; node profiles allow 64 GPUs)
+MAX_NICS_PER_NODE = 256
+MAX_GPUS_PER_NODE = 64
+#: longest device or NIC name (an InfiniBand node description holds 64 bytes)
+MAX_DEVICE_NAME_CHARS = 64
+DEVICE_NAME_RULE = "letters, digits and '._:/@+-' (at most 64, no spaces, quotes or control characters)"
 
 Port = tuple[str, str]
 """One end of a cable: (device name, port label); a node's port label is its NIC name, a switch's the number."""
@@ -133,6 +143,26 @@ class _PlanChecker:
             raise self.fail(key, "a non-empty name", value)
         return value
 
+    def too_many(self, key: str, found: str, limit: str) -> InputError:
+        return InputError(f"{self.source}: {key}: {found}; dsctl reads plans of at most {limit}",
+                          hint="a plan that large is not one 'dsctl topology plan' writes; plan one pod or plane "
+                               "at a time")
+
+    def device_name(self, value: object, key: str) -> str:
+        """A switch or NIC name: :data:`dsctl.names.DEVICE` in full, at most MAX_DEVICE_NAME_CHARS (it reaches
+        topology.conf, CSV, DOT and SVG)."""
+        name = self.name(value, key)
+        if len(name) > MAX_DEVICE_NAME_CHARS or not DEVICE.fullmatch(name):
+            raise self.fail(key, f"a device name ({DEVICE_NAME_RULE})", value)
+        return name
+
+    def node_name(self, value: object, key: str) -> str:
+        """A node name: one plain Slurm node (:func:`dsctl.names.plain_node_name`); drains name it to scontrol."""
+        name = self.name(value, key)
+        if not plain_node_name(name):
+            raise self.fail(key, f"a plain node name ({NODE_NAME_RULE})", value)
+        return name
+
     def integer(self, value: object, key: str, low: int, high: int | None = None, of: str = "") -> int:
         if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None
                                                                                   and value > high):
@@ -182,13 +212,24 @@ def _checked_cable(check: _PlanChecker, i: int, raw: object, tier: dict[str, str
     return cable_plane, str(row[1]), ends[0], ends[1]
 
 
+def _gpus_per_node(check: _PlanChecker, spec: object) -> int:
+    """``spec.num_gpus_per_node`` where given (1..MAX_GPUS_PER_NODE), else 0."""
+    value = spec.get("num_gpus_per_node") if isinstance(spec, dict) else None
+    if value is None:
+        return 0
+    return check.integer(value, "spec.num_gpus_per_node", 1, MAX_GPUS_PER_NODE)
+
+
 def load_plan(text: str, source: str = "plan.json") -> PlannedFabric:
     """Read and validate a plan.json text.
 
     InputError (naming the key, e.g. ``cables[12][5] (b_port)``) if it is not a plan or a field is missing,
-    null or out of range: device names non-empty and unique, tiers node/leaf/spine/core, nodes listed before the
-    switches, NIC names listed in ``nics``, switch ports whole numbers 1..the switch's ports, cables between
-    listed devices.
+    null or out of range: node names plain Slurm node names (:func:`dsctl.names.plain_node_name`: never ``ALL``
+    or a hostlist), switch and NIC names :data:`dsctl.names.DEVICE` names of at most MAX_DEVICE_NAME_CHARS, every
+    name unique, tiers node/leaf/spine/core, nodes listed before the switches, NIC names listed in ``nics``,
+    switch ports whole numbers 1..the switch's ports, cables between listed devices; at most MAX_NICS_PER_NODE
+    NICs, MAX_GPUS_PER_NODE GPUs per node and MAX_ENDPOINTS nodes x max(NICs, GPUs), counted before the nodes'
+    rows are read on.
     """
     doc = load_json(text, source)
     if not isinstance(doc, dict) or doc.get("schema") != PLAN_SCHEMA:
@@ -201,22 +242,30 @@ def load_plan(text: str, source: str = "plan.json") -> PlannedFabric:
     plane: dict[str, int] = {}
     ports: dict[str, int] = {}
     num_nodes = 0  # nodes so far (they come first), counted once rather than per row
+    raw_nics = check.array(doc, "nics")
+    if len(raw_nics) > MAX_NICS_PER_NODE:
+        raise check.too_many("nics", f"{len(raw_nics):,} NICs per node", f"{MAX_NICS_PER_NODE} NICs per node")
+    nics = [check.device_name(n, f"nics[{i}]") for i, n in enumerate(raw_nics)]
+    gpus = _gpus_per_node(check, doc.get("spec"))
     for i, raw in enumerate(check.array(doc, "devices")):
         row = check.row(raw, f"devices[{i}]", DEVICE_COLUMNS)
-        name = check.name(row[0], f"devices[{i}][0] (name)")
-        if name in tier:
-            raise check.fail(f"devices[{i}][0] (name)", "a name not used by an earlier device", name)
         if row[1] not in TIER_NAMES:
             raise check.fail(f"devices[{i}][1] (tier)", "one of " + ", ".join(TIER_NAMES), row[1])
+        key = f"devices[{i}][0] (name)"
+        name = check.node_name(row[0], key) if row[1] == "node" else check.device_name(row[0], key)
+        if name in tier:
+            raise check.fail(key, "a name not used by an earlier device", name)
         if row[1] == "node" and len(tier) != num_nodes:
             raise check.fail(f"devices[{i}][1] (tier)", "a switch tier (nodes are listed before switches)",
                              row[1])
+        if row[1] == "node" and (num_nodes + 1) * max(len(nics), gpus, 1) > MAX_ENDPOINTS:
+            raise check.too_many("devices", f"more than {num_nodes:,} nodes of {len(nics)} NICs and {gpus} GPUs",
+                                 f"{MAX_ENDPOINTS:,} endpoints (nodes x the larger of NICs and GPUs per node)")
         tier[name] = str(row[1])
         num_nodes += row[1] == "node"
         plane[name] = check.integer(row[2], f"devices[{i}][2] (plane)", -1)
         check.integer(row[3], f"devices[{i}][3] (pod)", -1)
         ports[name] = check.integer(row[4], f"devices[{i}][4] (ports)", 1)
-    nics = [check.name(n, f"nics[{i}]") for i, n in enumerate(check.array(doc, "nics"))]
     nic_planes = check.array(doc, "nic_plane")
     if len(nic_planes) != len(nics):
         raise check.fail("nic_plane", f"an array of {len(nics)} planes (one per NIC in nics)",

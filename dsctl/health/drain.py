@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from dsctl.errors import InputError
+from dsctl.names import NODE_NAME_RULE, plain_node_name, shown
 
 REASON_PREFIX = "dsctl:"
 #: Slurm keeps the reason as given; a short one reads in ``sinfo -R`` and fits every version's limits
@@ -93,7 +94,12 @@ class NodeState:
 
 
 def drain_argv(node: str, reason: str, scontrol: str = "scontrol") -> tuple[str, ...]:
-    """The command that drains ``node`` with ``reason`` (what reports print and what the runner runs)."""
+    """The command that drains ``node`` with ``reason`` (what reports print and what the runner runs).
+
+    The last line of defence: ``node`` must be one plain node name (:func:`dsctl.names.plain_node_name`), never
+    ``ALL``, a hostlist or anything else Slurm would read as several nodes; InputError otherwise."""
+    if not plain_node_name(node):
+        raise InputError(f"refusing to drain {shown(node)}: {NODE_NAME_RULE}")
     return (scontrol, "update", f"NodeName={node}", "State=DRAIN", f"Reason={reason}")
 
 
@@ -151,9 +157,11 @@ class DrainPlan:
 
 def plan_drain(wanted: Iterable[tuple[str, str]], states: Mapping[str, NodeState], fleet_size: int,
                limit: DrainLimit) -> DrainPlan:
-    """The drain plan for ``wanted`` (node, reason) pairs given each node's current ``states``."""
+    """The drain plan for ``wanted`` (node, reason) pairs given each node's current ``states``. InputError for a
+    name that is not one plain node (:func:`drain_argv`): each step drains one node, so the breaker counts nodes."""
     steps = []
     for node, why in dict(wanted).items():
+        drain_argv(node, why)
         state = states.get(node, NodeState())
         if state.reason and not is_ours(state.reason):
             steps.append(DrainStep(node, why, "foreign", state.reason))

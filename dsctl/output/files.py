@@ -14,8 +14,10 @@ The rule (also in docs/reliability.md, Limits, and docs/architecture.md):
   :data:`MANIFEST_NAME` (tool, version, command, the files written) and nothing that manifest does not list. A
   folder without one, or holding anything else (a file added later, a job's log, a symbolic link), is foreign and
   refused with exit 2; an empty folder is accepted (it is replaced, nothing is lost). The replaced dsctl folder is
-  kept as ``DIR.prev``; an existing ``DIR.prev`` is deleted for it only if dsctl wrote it too (same manifest test),
-  otherwise the run is refused before any work. Nothing outside ``DIR`` and ``DIR.prev`` is moved or deleted.
+  kept as ``DIR.prev``; an existing ``DIR.prev`` is deleted for it only if dsctl wrote it too (same manifest test)
+  and it holds none of the command's inputs, otherwise the run is refused before any work. The input check covers
+  every path the writer deletes or replaces: a file target, ``DIR``, ``DIR.prev`` and the stale temporaries it
+  sweeps (one that is an input is left alone). Nothing outside ``DIR`` and ``DIR.prev`` is moved or deleted.
 * **Job outputs**: a folder whose job writes into it (``launch --submit``: Slurm's ``JOB-%j.out``) declares their
   name patterns in the manifest (``"job_outputs": ["JOB-*.out"]``). Top-level regular files matching one are not
   foreign, and they are never deleted: the next run into the folder moves them into the new folder (same inode,
@@ -113,13 +115,30 @@ def check_target(path: Path, option: str | None = None) -> None:
                              "replaces one of the command's inputs", hint="write the result to another file")
 
 
-def _check_no_input_inside(folder: Path, option: str) -> None:
-    """Refuse replacing a folder that holds (or is) one of the command's inputs."""
-    real = os.path.realpath(folder)
+def _input_inside(path: Path | str) -> tuple[str, str] | None:
+    """(what, path) of a command input that ``path`` is or holds (by real path, or by device and inode for a
+    file), or None. Everything the writer deletes or replaces is asked first."""
+    real = os.path.realpath(path)
+    try:
+        info = os.lstat(path)
+    except (OSError, ValueError):
+        info = None
     for read in INPUTS_READ:
         if read.path == real or read.path.startswith(real.rstrip(os.sep) + os.sep):
-            raise InputError(f"{option} {folder}: holds the input {read.what} {read.path}; dsctl replaces the "
-                             f"{option} folder whole and never an input", hint="write the result to another folder")
+            return read.what, read.path
+        if info is not None and (read.device, read.inode) == (info.st_dev, info.st_ino):
+            return read.what, read.path
+    return None
+
+
+def _check_no_input_inside(folder: Path, option: str, role: str = "") -> None:
+    """Refuse replacing (or deleting) a folder that holds (or is) one of the command's inputs."""
+    found = _input_inside(folder)
+    if found is not None:
+        what, path = found
+        role = role or f"dsctl replaces the {option} folder whole"
+        raise InputError(f"{option} {folder}: holds the input {what} {path}; {role} and never an input",
+                         hint="write the result to another folder; nothing was changed")
 
 
 def atomic_write(path: Path, content: str | bytes, option: str | None = None) -> None:
@@ -242,6 +261,8 @@ def _sweep_stale(parent: Path, name: str) -> None:
         pid_text = entry.name[len(prefix):].split("-", 1)[0]
         if not ascii_digits(pid_text) or int(pid_text) == os.getpid() or _alive(int(pid_text)):
             continue
+        if _input_inside(entry.path) is not None:
+            continue  # named like a temporary, but the command reads it: never deleted
         if entry.is_dir(follow_symlinks=False):
             shutil.rmtree(entry.path, ignore_errors=True)
         else:
@@ -462,6 +483,7 @@ def _check_out_dir(out_dir: Path, option: str) -> Path:
         raise InputError(f"cannot write into {out_dir}: folder {parent} does not exist")
     prev = out_dir.with_name(out_dir.name + PREV_SUFFIX)
     if out_dir.is_dir() and any(os.scandir(out_dir)) and os.path.lexists(prev):
+        _check_no_input_inside(prev, option, f"{prev.name} is deleted for the folder {option} replaces")
         _check_prev(prev, out_dir, option)
     return parent
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Iterable
 
+import numpy as np
 from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
@@ -88,7 +89,8 @@ def prometheus_text(result: BurninResult, now_s: float) -> str:
     out.add("burnin_coverage_ratio", [], result.design.coverage.fraction)
     out.add("burnin_findings", [], float(len(result.findings)))
     k = len(result.nic_names)
-    for ep in range(len(result.nic_send_gbps)):
+    ran = ~(np.isnan(result.nic_send_gbps) & np.isnan(result.nic_recv_gbps))
+    for ep in np.flatnonzero(ran).tolist():  # only NICs some round drove (a plan may list millions that none did)
         node, nic = divmod(ep, k) if k else (0, 0)
         labels = [("node", result.node_names[node]), ("nic", result.nic_names[nic]),
                   ("plane", str(result.nic_plane[nic]))] if k else []

@@ -1,11 +1,13 @@
 """``python -m dsctl.probe --round SPEC``: run this node's share of one burn-in round, print one JSON object.
 
-SPEC (JSON text): ``{"nodes": [names], "ranks": [[node_index, nic_name, gpu], ...], "pairs": [[rank_a, rank_b],
-...], "bytes": int, "repeats": int, "backend": "gloo"|"nccl", "port": int, "timeout_s": float}``. The ranks of
-this node (``$SLURMD_NODENAME``, else the short host name) run as one process each; rank 0's node is the
-rendezvous (rank 0's node name, resolved on the nodes). Every pair exchanges ``bytes`` in both
-directions ``repeats`` times (after one warm-up), all pairs of the round at once between barriers (gloo:
-one direction after the other).
+``--round -`` reads SPEC from standard input (how ``dsctl health burn-in`` hands it over: srun ``--input=all``; a
+round of 2,048 nodes is far above Linux's 128 KiB limit on one argv string). SPEC (JSON text): ``{"nodes":
+[names], "ranks": [[node_index, nic_name, gpu], ...], "pairs": [[rank_a, rank_b], ...], "bytes": int,
+"repeats": int, "backend": "gloo"|"nccl", "port": int, "timeout_s": float}``. The ranks of this node
+(``$SLURMD_NODENAME``, else the short host name) run as one process each; rank 0's node is the rendezvous
+(rank 0's node name, resolved on the nodes). Every pair exchanges ``bytes`` in both directions ``repeats``
+times (after one warm-up), all pairs of the round at once between barriers (gloo: one direction after the
+other).
 
 Output: ``{"probe": "dsctl.probe/1", "node": name, "backend": ..., "flows": [{"src": rank, "dst": rank,
 "median_gbps": x, "min_gbps": y, "repeats": n}, ...]}`` with one entry per flow *received* on this node
@@ -56,14 +58,15 @@ def this_node() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m dsctl.probe", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--round", required=True, help="the round spec (JSON text)")
+    parser.add_argument("--round", required=True, help="the round spec (JSON text), or - to read it from "
+                        "standard input")
     parser.add_argument("--node", default=None, help="this node's name (default $SLURMD_NODENAME)")
     parser.add_argument("--jsonl", action="store_true", help="one JSON line per flow")
     args = parser.parse_args(argv)
     try:
-        spec = parse_spec(args.round)
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        spec = parse_spec(sys.stdin.read(MAX_SPEC_CHARS + 1) if args.round == "-" else args.round)
+    except (ValueError, RecursionError) as exc:
+        print(f"error: --round: {exc}" if isinstance(exc, RecursionError) else f"error: {exc}", file=sys.stderr)
         return 2
     if importlib.util.find_spec("torch") is None:
         print(f"error: dsctl.probe needs torch (torch.distributed) on {this_node()} and {sys.executable} cannot "

@@ -62,13 +62,19 @@ SRUN_LINES = 20000
 KILL_GRACE_S = 5.0
 #: srun options the runner sets itself (an extra argument may not override them)
 FIXED_SRUN_OPTIONS = frozenset({"--job-name", "--nodes", "--ntasks", "--ntasks-per-node", "--nodelist", "--label",
-                                "--kill-on-bad-exit", "--no-kill", "--wait", "--immediate", "--time", "--partition"})
+                                "--kill-on-bad-exit", "--no-kill", "--wait", "--immediate", "--time", "--partition",
+                                "--input"})
+#: most characters of standard input one run hands every node (a burn-in round's spec: 412 KB at 2,048 nodes of 8
+#: NICs, about 6.6 MB at the burn-in's bound of 32,768)
+MAX_STDIN_CHARS = 16 << 20
 
-# The wrapper each task runs: $1 token, $2 per-node timeout in seconds, then the command. No input is read.
+# The wrapper each task runs: $1 token, $2 per-node timeout in seconds, then the command. The command reads
+# nothing (</dev/null), or with ``stdin_text`` srun's standard input, which ``--input=all`` gives every task.
 WRAPPER = ('tok=$1; lim=$2; shift 2; '
            'printf "%s node=%s\\n" "$tok" "${SLURMD_NODENAME:-$(hostname -s)}"; '
            'timeout -k ' + f"{KILL_GRACE_S:g}" + ' "$lim" "$@" </dev/null; rc=$?; '
            'printf "\\n%s exit=%d\\n" "$tok" "$rc"')
+WRAPPER_WITH_INPUT = WRAPPER.replace(' </dev/null;', ';')
 _LABEL = re.compile(r"^\s*(\d+): ?(.*)$")
 _SRUN_TASK = re.compile(r"srun: error: (\S+): tasks? [\d,\-]+: (.*)$")
 _SRUN_LAUNCH = re.compile(r"srun: error: Task launch for \S+ failed on node (\S+): (.*)$")
@@ -114,11 +120,12 @@ class TaskOutput:
 
 def srun_argv(srun: str, nodes: Sequence[str], command: Sequence[str], *, token: str, timeout_s: float,
               launch_timeout_s: float, partition: str | None, job_name: str,
-              extra_args: Sequence[str] = (), nodelist: str | None = None) -> list[str]:
+              extra_args: Sequence[str] = (), nodelist: str | None = None, stdin: bool = False) -> list[str]:
     """The srun command line: one task per node, labelled output, no kill on a bad node, a job time limit.
 
     ``nodelist`` is srun's --nodelist as :func:`_nodelist` gives it (a hostlist, or the path of a names file);
-    without it the names must compress into one hostlist argument of MAX_ARG_CHARS."""
+    without it the names must compress into one hostlist argument of MAX_ARG_CHARS. ``stdin``: every task's
+    command reads srun's standard input (``--input=all``), else none does."""
     minutes = max(1, math.ceil((timeout_s + launch_timeout_s + 2 * KILL_GRACE_S) / 60.0))
     if nodelist is None:
         chunks = hostlist_chunks(nodes)
@@ -133,8 +140,11 @@ def srun_argv(srun: str, nodes: Sequence[str], command: Sequence[str], *, token:
             "--no-kill", "--wait=0", f"--immediate={max(1, math.ceil(launch_timeout_s))}", f"--time={minutes}"]
     if partition:
         argv.append(f"--partition={partition}")
+    if stdin:
+        argv.append("--input=all")
     argv += list(extra_args)
-    return [*argv, "sh", "-c", WRAPPER, "sh", token, f"{timeout_s:g}", *command]
+    wrapper = WRAPPER_WITH_INPUT if stdin else WRAPPER
+    return [*argv, "sh", "-c", wrapper, "sh", token, f"{timeout_s:g}", *command]
 
 
 class LabelledOutput:
@@ -254,8 +264,12 @@ def run_on_nodes(nodes: Sequence[str], command: Sequence[str], *, timeout_s: flo
                  launch_timeout_s: float = 60.0, partition: str | None = None, ok_exit_codes: Iterable[int] = (0,),
                  job_name: str = "dsctl-fleet", extra_srun_args: Sequence[str] = (),
                  check_states: bool = True,
-                 digest: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> FleetRun:
+                 digest: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+                 stdin_text: str | None = None) -> FleetRun:
     """Run ``command`` (argv, no shell) once on every node in ``nodes`` through one srun step.
+
+    ``stdin_text``: what every node's command reads on its standard input (srun ``--input=all``; at most
+    MAX_STDIN_CHARS): how a large request travels, never in argv (Linux refuses one argv string above 128 KiB).
 
     ``timeout_s`` bounds the command on each node (coreutils ``timeout``); ``launch_timeout_s`` bounds getting the
     allocation and starting the tasks. Nodes Slurm reports as not usable are not asked (unreachable with their
@@ -270,6 +284,8 @@ def run_on_nodes(nodes: Sequence[str], command: Sequence[str], *, timeout_s: flo
         raise InputError("no command to run on the nodes")
     if not 0 < timeout_s <= 86400 or not 0 < launch_timeout_s <= 86400:
         raise InputError("timeouts must be in (0, 86400] seconds")
+    if stdin_text is not None and len(stdin_text) > MAX_STDIN_CHARS:
+        raise InputError(f"the nodes' input is {len(stdin_text):,} characters; at most {MAX_STDIN_CHARS:,}")
     nodes = unique_names(nodes)
     srun = require("srun", SRUN_HINT)
     start = time.monotonic()
@@ -303,8 +319,9 @@ def run_on_nodes(nodes: Sequence[str], command: Sequence[str], *, timeout_s: flo
     parser = LabelledOutput(token, finished)
     with _nodelist(asked) as nodelist:
         argv = srun_argv(srun, asked, command, token=token, timeout_s=timeout_s, launch_timeout_s=launch_timeout_s,
-                         partition=partition, job_name=job_name, extra_args=extra_srun_args, nodelist=nodelist)
-        code, stopped = _run_bounded(argv, timeout_s + launch_timeout_s + KILL_GRACE_S, parser)
+                         partition=partition, job_name=job_name, extra_args=extra_srun_args, nodelist=nodelist,
+                         stdin=stdin_text is not None)
+        code, stopped = _run_bounded(argv, timeout_s + launch_timeout_s + KILL_GRACE_S, parser, stdin_text)
     tasks = parser.tasks
     stderr = "\n".join(parser.srun_lines)
     whole = ""
@@ -334,15 +351,19 @@ def _nodelist(nodes: Sequence[str]) -> Iterator[str]:
         yield str(path.absolute())
 
 
-def _run_bounded(argv: Sequence[str], deadline_s: float, parser: LabelledOutput) -> tuple[int | None, bool]:
-    """Run srun, feeding its output to ``parser`` as it comes, stopping srun (SIGTERM, then SIGKILL) at
-    ``deadline_s``; return its exit status and whether it was stopped."""
+def _run_bounded(argv: Sequence[str], deadline_s: float, parser: LabelledOutput,
+                 stdin_text: str | None = None) -> tuple[int | None, bool]:
+    """Run srun, feeding its output to ``parser`` as it comes (and ``stdin_text`` to its standard input, then
+    closing it), stopping srun (SIGTERM, then SIGKILL) at ``deadline_s``; return its exit status and whether it
+    was stopped."""
     stopped = False
     # Ctrl-C, SIGTERM or SIGHUP to dsctl: SIGTERM to srun's group (srun cancels the step), then dsctl exits
-    with started(argv, only=signal.SIGTERM, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                 stderr=subprocess.PIPE) as proc:
+    with started(argv, only=signal.SIGTERM, stdin=subprocess.DEVNULL if stdin_text is None else subprocess.PIPE,
+                 stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
         readers = [threading.Thread(target=_pump, args=(proc.stdout, parser.stdout_line), daemon=True),
                    threading.Thread(target=_pump, args=(proc.stderr, parser.stderr_line), daemon=True)]
+        if stdin_text is not None:
+            readers.append(threading.Thread(target=_feed, args=(proc.stdin, stdin_text), daemon=True))
         for reader in readers:
             reader.start()
         try:
@@ -354,6 +375,20 @@ def _run_bounded(argv: Sequence[str], deadline_s: float, parser: LabelledOutput)
     for reader in readers:
         reader.join(timeout=max(0.0, end - time.monotonic()))
     return proc.returncode, stopped
+
+
+def _feed(stream: IO[str] | None, text: str) -> None:
+    """Write ``text`` to srun's standard input and close it (srun ends every task's input there); a srun that
+    stopped reading (it ended, or never reads) is not an error here: its answers say what happened."""
+    if stream is None:
+        return
+    try:
+        stream.write(text)
+    except (BrokenPipeError, OSError, ValueError):
+        pass
+    finally:
+        with contextlib.suppress(BrokenPipeError, OSError, ValueError):
+            stream.close()
 
 
 def _pump(stream: IO[str] | None, sink: Callable[..., None]) -> None:

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 
 from dsctl.errors import EnvironmentMissing, InputError
 from dsctl.health.drain import drain_argv
-from dsctl.names import NODE_NAME
+from dsctl.names import plain_node_name
 from dsctl.runners.process import capture, require, started
 
 SRUN_HINT = ("install Slurm's client tools (Debian: apt-get install slurm-client) on a host that can reach "
@@ -25,7 +25,8 @@ MAX_ARG_CHARS = 64 * 1024
 
 
 def valid_node_name(name: str) -> bool:
-    return NODE_NAME.fullmatch(name) is not None
+    """One plain node name (:func:`dsctl.names.plain_node_name`: not ``ALL``, not a hostlist)."""
+    return plain_node_name(name)
 
 
 def expand_hostlist(expression: str, *, option: str = "--nodes") -> list[str]:
@@ -162,11 +163,25 @@ def drain_node(node: str, reason: str) -> str | None:
 
 
 def node_drain_state(node: str) -> tuple[bool, str]:
-    """(drain flag set, reason) of ``node`` from ``scontrol show node -o``; (False, '') when unknown."""
+    """(drain flag set, reason) of ``node`` from ``scontrol show node -o``, read before any drain.
+
+    Slurm must confirm that ``node`` is exactly one node of that name: one record, whose ``NodeName`` is ``node``
+    (a site's NodeSet name, an alias or a node Slurm does not know is not). Otherwise EnvironmentMissing (exit 3)
+    naming scontrol, so nothing is drained on a name Slurm reads differently from dsctl."""
+    if not valid_node_name(node):
+        raise InputError(f"{node!r} is not a node name")
     scontrol = require("scontrol", SRUN_HINT)
-    done = capture([scontrol, "show", "node", "-o", node], timeout_s=30.0)
-    if done.returncode != 0:
-        return False, ""
+    argv = [scontrol, "show", "node", "-o", node]
+    done = capture(argv, timeout_s=30.0)
+    records = [line for line in done.stdout.splitlines() if line.strip()]
+    names = [scontrol_field(line, "NodeName") for line in records]
+    if done.returncode != 0 or names != [node]:
+        found = (f"exit {done.returncode}: {last_line(done.stderr or done.stdout)}" if done.returncode != 0
+                 else f"{len(names)} records" if len(names) != 1 else f"NodeName={names[0]}")
+        raise EnvironmentMissing(f"scontrol show node -o {node}: Slurm does not confirm {node} as exactly one node "
+                                 f"of that name ({found}); nothing was drained",
+                                 hint="check the plan's node names against 'sinfo -N' (a NodeSet or alias is not "
+                                      "a node)")
     state = re.search(r"(?:^|\s)State=(\S+)", done.stdout)
     flags = state.group(1).split("+") if state else []
     return "DRAIN" in flags or "DRAINED" in flags, scontrol_field(done.stdout, "Reason") or ""

@@ -28,6 +28,7 @@ Thresholds (defaults, all "greater than" since the counters were last cleared):
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -171,8 +172,8 @@ def parse_thresholds(items: list[str]) -> Thresholds:
             number = float(value) if name == "effective_ber" else int(value)
         except ValueError:
             raise InputError(f"--threshold {item!r}: {value!r} is not a number") from None
-        if number < 0:
-            raise InputError(f"--threshold {item!r}: a threshold cannot be negative")
+        if not math.isfinite(number) or number < 0:  # nan compares False with every BER: the check would be off
+            raise InputError(f"--threshold {item!r}: a threshold is a finite number >= 0")
         values[name] = number
     return Thresholds(**values)  # type: ignore[arg-type]
 

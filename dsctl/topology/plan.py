@@ -22,8 +22,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from dsctl.cluster.plan_file import MAX_ENDPOINTS as PLAN_MAX_ENDPOINTS
+from dsctl.cluster.plan_file import MAX_NICS_PER_NODE
 from dsctl.errors import InputError, one_of
-from dsctl.names import shown
+from dsctl.names import NODE_NAME_RULE, plain_node_name, shown
 from dsctl.topology.fabric import PlaneLayout, build_three_tier, build_two_tier
 from dsctl.topology.naming import (
     NameTemplates,
@@ -102,8 +104,9 @@ def max_nodes(kind: str, radix: int, nics: int, planes: int, oversubscription: f
     return radix * down // rails
 
 
-#: largest fabric dsctl plans in one go (4M NIC endpoints): bounds the cable tables and the memory they take
-MAX_ENDPOINTS = 4 * 1024 * 1024
+#: largest fabric dsctl plans in one go (4M NIC endpoints): bounds the cable tables and the memory they take; the
+#: plan.json reader holds every plan to the same bound (one home: dsctl.cluster.plan_file)
+MAX_ENDPOINTS = PLAN_MAX_ENDPOINTS
 
 
 def default_planes(kind: str, nics: int) -> int:
@@ -117,15 +120,19 @@ def check_spec(spec: PlanSpec) -> PlanSpec:
     check_radix(spec.radix, "--radix")
     if spec.num_nodes <= 0:
         raise InputError(f"--nodes must be at least 1, got {spec.num_nodes}")
-    if spec.num_nodes * spec.num_nics_per_node > MAX_ENDPOINTS:
+    per_node = max(spec.num_nics_per_node, spec.num_gpus_per_node)
+    if spec.num_nodes * per_node > MAX_ENDPOINTS:
         raise InputError(
-            f"--nodes {spec.num_nodes:,} x {spec.num_nics_per_node} NICs = "
-            f"{spec.num_nodes * spec.num_nics_per_node:,} endpoints is above dsctl's planning limit of "
+            f"--nodes {spec.num_nodes:,} x {per_node} NICs or GPUs = "
+            f"{spec.num_nodes * per_node:,} endpoints is above dsctl's planning limit of "
             f"{MAX_ENDPOINTS:,} endpoints (the cable table would not fit in memory)",
             hint="plan one pod or one plane at a time",
         )
     if spec.num_nics_per_node < 1:
         raise InputError(f"node profile {spec.node_profile!r} has no compute NICs to cable")
+    if spec.num_nics_per_node > MAX_NICS_PER_NODE:
+        raise InputError(f"node profile {spec.node_profile!r} has {spec.num_nics_per_node} compute NICs; a plan "
+                         f"holds at most {MAX_NICS_PER_NODE} per node")
     if spec.num_planes < 1 or spec.num_nics_per_node % spec.num_planes:
         divisors = [d for d in range(1, spec.num_nics_per_node + 1) if spec.num_nics_per_node % d == 0]
         raise InputError(f"--planes {spec.num_planes} must divide the {spec.num_nics_per_node} compute NICs "
@@ -216,6 +223,10 @@ def build_plan(spec: PlanSpec) -> Plan:
     # devices
     t = spec.templates
     node_names = format_names(t.node, "--node-name", n=np.arange(1, n_nodes + 1))
+    odd = next((n for n in node_names if not plain_node_name(n)), None)
+    if odd is not None:
+        raise InputError(f"--node-name {shown(t.node)} makes node name {shown(odd)}: {NODE_NAME_RULE}",
+                         hint="e.g. --node-name 'gpu{n:04d}'")
     nic_names = format_names(t.nic, "--nic-name", nic=np.arange(spec.num_nics_per_node),
                              nic1=np.arange(1, spec.num_nics_per_node + 1))
     check_host_descriptions(node_names, nic_names)

@@ -55,7 +55,10 @@ def test_plan_exports_parse(cli, tmp_path: Path) -> None:
     import xml.etree.ElementTree as ET
 
     out = tmp_path / "p"
-    assert cli("topology", "plan", "--nodes", "16", "--node-name", "gpu:{n}@rack/a", "--out", out).exit_code == 0
+    # switch names may hold ':@/' (node names may not: srun reads a --nodelist holding '/' as a file; issue 33)
+    assert cli("topology", "plan", "--nodes", "16", "--leaf-name", "p{plane}:l{leaf}@rack/a", "--out",
+               out).exit_code == 0
+    assert cli("topology", "plan", "--nodes", "16", "--node-name", "gpu:{n}@rack/a").exit_code == 2
     ET.parse(out / "topology.svg")
     dot = (out / "topology.dot").read_text()
     assert dot.count('"') % 2 == 0

@@ -54,7 +54,9 @@ def test_rank_table_pins_each_rank_to_its_nic_and_gpu_and_results_map_back() -> 
     rank_of = {int(e): r for r, e in enumerate(ends.tolist())}
     flows = [{"src": rank_of[int(s)], "dst": rank_of[int(d)], "median_gbps": 390.0, "min_gbps": 380.0}
              for s, d in zip(rnd.src.tolist(), rnd.dst.tolist(), strict=True)][1:]
-    measured = measured_from(rnd, ends, [{"flows": flows}, None])
+    node_of = [r[0] for r in got["ranks"]]  # type: ignore[union-attr]
+    answers = [(name, {"flows": [f for f in flows if node_of[f["dst"]] == i]}) for i, name in enumerate(names)]
+    measured = measured_from(rnd, ends, got, [*answers, ("node0099", None)])
     assert not measured.answered[0] and measured.answered[1:].all()
     assert np.all(measured.median_gbps[1:] == 390.0)
 

@@ -25,6 +25,10 @@ from dsctl.topology.sim.graph import NIC_DOWN, NIC_UP, SimGraph
 from dsctl.topology.sim.routing import NextHops
 
 Measure = Callable[[Round, int], Measured]
+#: most endpoints one burn-in tests: nodes x the larger of NICs and GPUs per node (32,768 nodes of 8 GPUs, 16 times
+#: the 2,048 nodes documented); checked from plan.json's lists before the simulator's graph is built, so a plan
+#: within the plan reader's own bounds (4M endpoints) cannot make a burn-in take gigabytes
+MAX_BURNIN_ENDPOINTS = 1 << 18
 Progress = Callable[[int, int, str], None]
 
 
@@ -225,6 +229,7 @@ def run(plan_text: str, source: str, request: BurninRequest, measure_factory: Ca
         raise InputError(f"--fraction {request.fraction:g} must lie in (0, 1), e.g. 0.9")
     if not 0 < request.mad_k <= 100:
         raise InputError(f"--mad-k {request.mad_k:g} must be a positive number of MADs, e.g. 4")
+    check_size(plan_text, source)
     graph = build_graph(plan_text, source, request.nvlink_bytes_per_s)
     selected = select(graph, request.nodes)
     hops = next_hops(graph, np.zeros(graph.num_links, dtype=bool))
@@ -247,6 +252,19 @@ def run(plan_text: str, source: str, request: BurninRequest, measure_factory: Ca
     return replace(result, injected=injected, svgs=svgs, nic_names=tuple(graph.nic_names),
                    node_names=tuple(graph.device_names[:graph.num_nodes]),
                    nic_plane=tuple(int(p) for p in graph.nic_plane))
+
+
+def check_size(plan_text: str, source: str) -> None:
+    """InputError when the plan has more endpoints (nodes x max(NICs, GPUs) per node) than MAX_BURNIN_ENDPOINTS."""
+    from dsctl.cluster import load_plan
+
+    fabric = load_plan(plan_text, source)
+    per_node = max(len(fabric.nics), fabric.num_gpus_per_node, 1)
+    if len(fabric.nodes) * per_node > MAX_BURNIN_ENDPOINTS:
+        raise InputError(f"{source}: {len(fabric.nodes):,} nodes x {per_node} NICs or GPUs = "
+                         f"{len(fabric.nodes) * per_node:,} endpoints; a burn-in tests at most "
+                         f"{MAX_BURNIN_ENDPOINTS:,}", hint="test a part of the fabric with --nodelist on a plan of "
+                                                          "one pod, or split the plan")
 
 
 def plane_pictures(graph: SimGraph, result: BurninResult) -> dict[int, str]:

@@ -6,10 +6,9 @@ cables are dashed grey. A leaf's fill shows the busiest NIC link on it.
 
 from __future__ import annotations
 
-from html import escape
-
 import numpy as np
 
+from dsctl.names import xml_text
 from dsctl.topology.sim.graph import NIC_DOWN, NIC_UP, SW_UP, SimGraph
 
 _TIERS = ("leaf", "spine", "core")
@@ -36,7 +35,8 @@ def plane_svg(graph: SimGraph, util: np.ndarray, dead: np.ndarray, plane: int, t
     tier = np.array(graph.device_tier)
     rows = [np.flatnonzero((tier == t) & (graph.device_plane == plane)) for t in _TIERS]
     rows = [r for r in rows if len(r)]
-    width = float(min(_MAX_ROW_PX, max(60 * max(len(r) for r in rows), 600)) + 40)
+    widest = max((len(r) for r in rows), default=0)  # a plan's plane may have no switch at all
+    width = float(min(_MAX_ROW_PX, max(60 * widest, 600)) + 40)
     height = 120 * len(rows) + 50
     pos: dict[int, tuple[float, float]] = {}
     for level, devs in enumerate(rows):
@@ -48,17 +48,17 @@ def plane_svg(graph: SimGraph, util: np.ndarray, dead: np.ndarray, plane: int, t
     up = np.flatnonzero((graph.link_kind[:num_cables] == SW_UP) & (graph.link_plane[:num_cables] == plane))
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height}" '
            f'viewBox="0 0 {width:.0f} {height}" font-family="Helvetica, Arial, sans-serif" font-size="10">',
-           f'<title>{escape(graph.kind)} plane {plane}: {escape(title)}</title>',
+           f'<title>{xml_text(graph.kind)} plane {plane}: {xml_text(title)}</title>',
            '<rect width="100%" height="100%" fill="white"/>',
-           f'<text x="20" y="20" font-size="13">{escape(graph.kind)} plane {plane}: {escape(title)}</text>',
-           f'<text x="20" y="36">{escape(legend)}</text>']
+           f'<text x="20" y="20" font-size="13">{xml_text(graph.kind)} plane {plane}: {xml_text(title)}</text>',
+           f'<text x="20" y="36">{xml_text(legend)}</text>']
     for c in up.tolist():
         a, b = int(graph.link_src[c]), int(graph.link_dst[c])
         u = max(float(util[c]), float(util[c + num_cables]))
         (x1, y1), (x2, y2) = pos[a], pos[b]
         style = ('stroke="#999999" stroke-dasharray="4 3"' if dead[c] else
                  f'stroke="{colour(u)}" stroke-width="1.5"')
-        name = escape(graph.link_name(c).replace(" -> ", " <-> "))
+        name = xml_text(graph.link_name(c).replace(" -> ", " <-> "))
         out.append(f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" {style}>'
                    f'<title>{name}: {label.format(u=u, r=1 - u) if label else f"{u:.0%}"}</title></line>')
     nic = (graph.link_kind == NIC_UP) | (graph.link_kind == NIC_DOWN)
@@ -67,7 +67,7 @@ def plane_svg(graph: SimGraph, util: np.ndarray, dead: np.ndarray, plane: int, t
     np.maximum.at(leaf_util, ends[nic], util[nic])
     for dev, (bx, by) in pos.items():
         fill = colour(float(leaf_util[dev])) if graph.device_tier[dev] == "leaf" else "#dde6f0"
-        name = escape(graph.device_names[dev])
+        name = xml_text(graph.device_names[dev])
         out.append(f'<rect x="{bx - 24:.1f}" y="{by - 9:.1f}" width="48" height="18" rx="3" fill="{fill}" '
                    f'stroke="#334455"><title>{name}</title></rect>')
         if len(pos) <= 200:

@@ -144,6 +144,11 @@ def alltoall(graph: SimGraph, nodes: np.ndarray, size_bytes: float, job: int = 0
     chunk = size_bytes / n
     local_plane = graph.gpu_plane(np.arange(g))
     same = local_plane[:, None] == local_plane[None, :]
+    di, dj = np.nonzero(same)
+    per_plane = np.bincount(local_plane[di], minlength=graph.num_planes).max(initial=0)
+    # both counts before any per-flow array (the NVLink arrays alone are nodes x G x (G - 1) long)
+    check_flow_count(len(nodes) * (len(nodes) - 1) * int(per_plane), name)
+    check_flow_count(len(nodes) * g * (g - 1), f"{name} (NVLink)")
     relayed_into = (~same).sum(axis=0)  # per destination local index j: sources relayed through GPU j
     # NVLink: i -> j carries the local transfer plus the relayed ones (one per other node) when planes differ
     i_idx, j_idx = np.nonzero(~np.eye(g, dtype=bool))
@@ -152,9 +157,6 @@ def alltoall(graph: SimGraph, nodes: np.ndarray, size_bytes: float, job: int = 0
     nvl_dst = (nodes[:, None] * g + j_idx).ravel()
     owner, jobs = _owner_arrays(len(nvl_src), nvl_src, job)
     nvl = Flows(nvl_src, nvl_dst, np.tile(members, len(nodes)), np.full(len(nvl_src), chunk), owner, jobs)
-    di, dj = np.nonzero(same)
-    per_plane = np.bincount(local_plane[di], minlength=graph.num_planes).max(initial=0)
-    check_flow_count(len(nodes) * (len(nodes) - 1) * int(per_plane), name)
     d_members = 1.0 + np.where(di == dj, relayed_into[dj], 0)
     d_nodewide = (di == dj) & (relayed_into[dj] > 0)
     d_plane = local_plane[di]
