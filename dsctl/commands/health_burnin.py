@@ -31,18 +31,12 @@ def plan_text_of(plan: Path) -> tuple[str, str]:
 
 
 def node_names(nodelist: str | None) -> tuple[str, ...]:
-    """``-w/--nodelist``: Slurm's expansion where scontrol exists, else the simple local one."""
+    """``-w/--nodelist``: dsctl's hostlist grammar (no scontrol: a rehearsal needs no Slurm)."""
     if nodelist is None:
         return ()
-    import shutil
+    from dsctl.cluster import hostlist
 
-    if shutil.which("scontrol"):
-        from dsctl.runners.fleet import expand_hostlist
-
-        return tuple(expand_hostlist(nodelist, option="--nodelist"))
-    from dsctl.topology.naming import expand_hostlist_local
-
-    return tuple(expand_hostlist_local(nodelist))
+    return tuple(hostlist.node_names(nodelist, option="--nodelist"))
 
 
 def fabric_document(path: Path) -> object:
