@@ -1,0 +1,107 @@
+"""-w/--nodelist where Slurm's client is installed but not configured (a login node, a CI image with slurm-wlm):
+``scontrol`` dies ("Could not establish a configuration source"), and a hostlist is still read, by dsctl's own
+grammar (issue 30). And the hostlist bounds of issue 33 through the CLI: one short line, exit 2."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+Cli = Callable[..., Any]
+
+UNCONFIGURED_SCONTROL = """#!/bin/sh
+echo "scontrol: error: resolve_ctls_from_dns_srv: res_nsearch error: Unknown host" >&2
+echo "scontrol: fatal: Could not establish a configuration source" >&2
+exit 1
+"""
+
+
+@pytest.fixture
+def unconfigured_slurm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """PATH holds only an scontrol that fails as an unconfigured Slurm client's does (no srun, no sinfo)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "scontrol").write_text(UNCONFIGURED_SCONTROL)
+    (bin_dir / "scontrol").chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    return bin_dir
+
+
+@pytest.fixture(scope="module")
+def plan16(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tests.conftest import run_cli
+
+    out = tmp_path_factory.mktemp("plan") / "p16"
+    assert run_cli("topology", "plan", "-N", "16", "--out", str(out)).exit_code == 0
+    return out
+
+
+def _fabric(tmp_path: Path) -> Path:
+    path = tmp_path / "model.json"
+    path.write_text(json.dumps({"seed": 1, "noise": 0.03, "faults": []}))
+    return path
+
+
+@pytest.mark.parametrize(("nodelist", "nodes"), [
+    ("node[0001-0004]", 4),
+    ("node00[0-1][1-2]", 4),  # two bracket groups: node0001 node0002 node0011 node0012
+    ("node000[1-2],node00[0-1][1-2]", 4),  # repeats counted once
+])
+def test_burn_in_rehearsal_reads_the_hostlist_without_slurm(cli: Cli, plan16: Path, tmp_path: Path,
+                                                            unconfigured_slurm: Path, nodelist: str,
+                                                            nodes: int) -> None:
+    """Before: exit 2 "--nodelist 'node[0001-0004]': not a Slurm hostlist (scontrol: fatal: Could not establish
+    a configuration source)", for a rehearsal that needs no Slurm."""
+    r = cli("health", "burn-in", str(plan16), "--fabric-model", str(_fabric(tmp_path)), "-w", nodelist,
+            "-f", "json", "--no-nvlink")
+    assert r.exit_code == 0, r.stderr
+    assert r.json()["nodes_tested"] == nodes
+
+
+def test_burn_in_rehearsal_without_any_slurm_reads_several_groups(cli: Cli, plan16: Path, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before, without scontrol the built-in parser refused a second bracket group ("expected ','")."""
+    monkeypatch.setenv("PATH", str(tmp_path))
+    r = cli("health", "burn-in", str(plan16), "--fabric-model", str(_fabric(tmp_path)), "-w", "node00[0-1][1-2]",
+            "-f", "json", "--no-nvlink")
+    assert r.exit_code == 0, r.stderr
+    assert r.json()["nodes_tested"] == 4
+
+
+@pytest.mark.parametrize("command", [
+    ["health", "fleet", "-w", "node[0001-0004]"],
+    ["trace", "overlap", "x.json", "--slurm", "-w", "node[0001-0004]"],
+])
+def test_fleet_commands_read_the_hostlist_then_need_srun(cli: Cli, unconfigured_slurm: Path,
+                                                         command: list[str]) -> None:
+    """The hostlist is read; what is missing is srun, an environment problem (exit 3), not the user's -w."""
+    r = cli(*command)
+    assert r.exit_code == 3, r.stderr
+    assert "srun" in r.stderr and "hostlist" not in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize(("nodelist", "message"), [
+    ("node[1-" + "9" * 5000 + "]", "a number of 5,000 digits in brackets; at most 30"),
+    ("a" * 100000 + "[0-99998]", "more than 65,536 names"),
+    ("n[1-65536],m[1-65536]", "more than 65,536 names"),
+    ("rack[1-2]-n[1-2]x", "goes on after its last ']'"),
+])
+@pytest.mark.parametrize("command", [["health", "fleet"], ["trace", "overlap", "x.json", "--slurm"]])
+def test_hostile_hostlists_are_one_short_line(cli: Cli, unconfigured_slurm: Path, command: list[str],
+                                              nodelist: str, message: str) -> None:
+    """Issue 33: a 5,000-digit range was exit 4, ``a*100000[0-99998]`` took ~10 GB and then a traceback (exit 1)."""
+    r = cli(*command, "-w", nodelist)
+    assert r.exit_code == 2, r.stderr
+    assert message in r.stderr and "Traceback" not in r.stderr
+    assert len(r.stderr) < 600  # the expression is shown cut, never whole
+
+
+def test_burn_in_refuses_a_huge_hostlist_before_reading_the_plan_nodes(cli: Cli, plan16: Path,
+                                                                       tmp_path: Path) -> None:
+    r = cli("health", "burn-in", str(plan16), "--fabric-model", str(_fabric(tmp_path)), "-w",
+            "a" * 100000 + "[0-99998]")
+    assert r.exit_code == 2 and "more than 65,536 names" in r.stderr and len(r.stderr) < 600
