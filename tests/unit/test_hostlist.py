@@ -73,7 +73,7 @@ def test_expands_as_slurm_does(expression: str, names: list[str]) -> None:
 
 @pytest.mark.parametrize(("expression", "message"), REFUSED)
 def test_refusals_name_the_option_and_the_fault(expression: str, message: str) -> None:
-    with pytest.raises(InputError, match="^-w[ :]") as caught:
+    with pytest.raises(InputError, match=r"^-w[ :]") as caught:
         hostlist.expand(expression, option="-w")
     assert message in caught.value.message and caught.value.hint
 
@@ -87,7 +87,7 @@ def test_every_case_slurm_refuses_is_refused() -> None:
 def test_node_names_drop_repeats_and_refuse_what_is_no_node_name() -> None:
     assert hostlist.node_names("n[1-3],gpu[08-09],n2") == ["n1", "n2", "n3", "gpu08", "gpu09"]
     for bad in ("-x", "n[1-2],.hidden", "x" * 65):
-        with pytest.raises(InputError, match="not a node name|characters"):
+        with pytest.raises(InputError, match=r"not a node name|characters"):
             hostlist.node_names(bad)
 
 
