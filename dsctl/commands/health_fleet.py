@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from dsctl.commands._common import show
-from dsctl.errors import InputError
+from dsctl.errors import DsctlError, InputError
 from dsctl.output.formats import OutputFormat
 
 if TYPE_CHECKING:
@@ -227,12 +227,19 @@ def fleet(
         if textfile_dir is not None:  # the report is on disk before any node is drained
             write_textfile(textfile_dir, prometheus_text(report))
             textfile_dir = None
+        failed: DsctlError | None = None  # scontrol failing (exit 3) must outlive the report's own exit status
         try:
             plan = plan_and_drain([(d.node, d.reason) for d in report.drain], len(names), limit)
             results = {s.node: (None if s.done else s.error) for s in plan.steps if s.done is not None}
             report = with_drain_results(report, results, plan.message)
+        except DsctlError as exc:
+            failed = exc
         finally:  # printed whatever the drain did
-            emit_health(report, fmt, "health fleet", textfile_dir)
+            try:
+                emit_health(report, fmt, "health fleet", textfile_dir)
+            finally:
+                if failed is not None:
+                    raise failed
         return
     emit_health(report, fmt, "health fleet", textfile_dir)
 

@@ -112,11 +112,18 @@ def drain_node(node: str, reason: str) -> str | None:
 
 
 def node_drain_state(node: str) -> tuple[bool, str]:
-    """(drain flag set, reason) of ``node`` from ``scontrol show node -o``; (False, '') when unknown."""
+    """(drain flag set, reason) of ``node`` from ``scontrol show node -o``; (False, '') when Slurm does not know
+    the node. Any other failure of scontrol (not configured, slurmctld unreachable) raises EnvironmentMissing
+    (exit 3) with what scontrol said: without the node's state a drain could overwrite an operator's reason."""
     scontrol = require("scontrol", SRUN_HINT)
     done = capture([scontrol, "show", "node", "-o", node], timeout_s=30.0)
     if done.returncode != 0:
-        return False, ""
+        said = last_line(done.stderr or done.stdout)
+        if "not found" in said.lower():
+            return False, ""
+        raise EnvironmentMissing(f"scontrol show node {node} failed: {said or f'exit status {done.returncode}'}",
+                                 hint="is Slurm configured on this host and slurmctld reachable? (try: scontrol "
+                                      "ping)")
     state = re.search(r"(?:^|\s)State=(\S+)", done.stdout)
     flags = state.group(1).split("+") if state else []
     return "DRAIN" in flags or "DRAINED" in flags, scontrol_field(done.stdout, "Reason") or ""

@@ -105,3 +105,41 @@ def test_burn_in_refuses_a_huge_hostlist_before_reading_the_plan_nodes(cli: Cli,
     r = cli("health", "burn-in", str(plan16), "--fabric-model", str(_fabric(tmp_path)), "-w",
             "a" * 100000 + "[0-99998]")
     assert r.exit_code == 2 and "more than 65,536 names" in r.stderr and len(r.stderr) < 600
+
+
+def test_drain_with_an_unconfigured_scontrol_is_exit_3_naming_scontrol(cli: Cli, plan16: Path, tmp_path: Path,
+                                                                       unconfigured_slurm: Path) -> None:
+    """scontrol stays where a Slurm feature is needed (a node's drain state, the drain); its failure there is
+    an environment problem naming scontrol and what it said, after the report, with nothing drained. Before,
+    the failed state read counted as "not drained, no reason" and the drain was tried anyway."""
+    log = tmp_path / "calls"
+    (unconfigured_slurm / "scontrol").write_text(f'#!/bin/sh\necho "$@" >> {log}\n' +
+                                                 UNCONFIGURED_SCONTROL.split("\n", 1)[1])
+    fab = tmp_path / "faults.json"
+    fab.write_text(json.dumps({"seed": 1, "noise": 0.03, "faults": [{"node": "node0011", "rate": 0.5}]}))
+    out = tmp_path / "out"
+    r = cli("health", "burn-in", str(plan16), "--fabric-model", str(fab), "--out", str(out), "--drain")
+    assert r.exit_code == 3, r.stderr
+    assert ("scontrol show node node0011 failed: scontrol: fatal: Could not establish a configuration source"
+            in r.stderr)
+    assert "node0011" in r.stdout and (out / "burnin.json").exists()  # the report stands
+    assert log.read_text().splitlines() == ["show node -o node0011"]  # never "update ... State=DRAIN"
+
+
+@pytest.mark.parametrize(("said", "state"), [
+    ("slurm_load_node error: Invalid node name specified", None),
+    ("Node node0011 not found", (False, "")),
+])
+def test_an_unknown_node_is_not_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, said: str,
+                                         state: tuple[bool, str] | None) -> None:
+    from dsctl.errors import EnvironmentMissing
+    from dsctl.runners.slurm_nodes import node_drain_state
+
+    (tmp_path / "scontrol").write_text(f'#!/bin/sh\necho "{said}" >&2\nexit 1\n')
+    (tmp_path / "scontrol").chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    if state is None:
+        with pytest.raises(EnvironmentMissing, match="scontrol show node node0011 failed: slurm_load_node"):
+            node_drain_state("node0011")
+    else:
+        assert node_drain_state("node0011") == state
