@@ -44,6 +44,7 @@ MAX_EXPANDED_CHARS = MAX_NODES * (MAX_NAME_CHARS + 1)
 _NUMBER_LIMIT = 2**64
 #: characters a hostlist may hold: node-name characters, brackets and commas (one class: no backtracking)
 _CHARACTERS = re.compile(r"[A-Za-z0-9._,\[\]-]*")
+_SPECIAL = re.compile(r"[\[\],]")
 _HINT = "use names and ranges such as node[0001-0016], rack[1-2]-n[01-08] or gpu01,gpu02"
 
 
@@ -198,7 +199,8 @@ def _split_terms(text: str, expression: str, option: str) -> list[str]:
     terms: list[str] = []
     start = 0
     inside = False
-    for pos, char in enumerate(text):
+    for match in _SPECIAL.finditer(text):
+        pos, char = match.start(), match.group()
         if char == "[":
             if inside:
                 raise InputError(f"{option} {shown(expression)}: '[' inside brackets at character {pos + 1}",
@@ -278,6 +280,8 @@ def _names(term: _Term) -> list[str]:
     if not term.groups:
         return [term.texts[0]]
     values = [[f"{n:0{r.width}d}" for r in group for n in range(r.lo, r.hi + 1)] for group in term.groups]
+    if len(values) == 1:
+        return [term.texts[0] + value for value in values[0]]
     last = len(values) - 1
     order = [*range(last - 1, -1, -1), last]
     names = []
