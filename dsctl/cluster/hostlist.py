@@ -128,7 +128,7 @@ def count(expression: str, *, option: str = "--nodelist", max_names: int = MAX_N
 
 def compress(names: Iterable[str]) -> str:
     """A hostlist whose :func:`expand` is ``names``, in order, repeats included
-    (``node0001,node0002,node0003,node0007`` -> ``node[0001-0003,0007]``; ``n3,n4,n1`` -> ``n[3-4,1]``).
+    (``node0001,node0002,node0003,node0007`` -> ``node[0001-0003,0007]``; ``node3,node4,node1`` -> ``node[3-4,1]``).
 
     Consecutive names that differ only in their trailing number (same prefix, same digit count) share one
     bracket group; runs of +1 steps become ranges; never longer than the names joined by commas. Names not
@@ -144,10 +144,11 @@ def compress(names: Iterable[str]) -> str:
         prefix, width = key
         texts = [f"{lo:0{width}d}" if lo == hi else f"{lo:0{width}d}-{hi:0{width}d}" for lo, hi in ranges]
         grouped = f"{prefix}[{','.join(texts)}]"
-        if all(lo == hi for lo, hi in ranges):  # single numbers: brackets only where they are shorter
-            plain = ",".join(f"{prefix}{text}" for text in texts)
-            grouped = plain if len(plain) <= len(grouped) else grouped
-        parts.append(grouped)
+        count = sum(hi - lo + 1 for lo, hi in ranges)
+        if count * (len(prefix) + width + 1) - 1 <= len(grouped):  # brackets only where they are shorter
+            parts.extend(f"{prefix}{n:0{width}d}" for lo, hi in ranges for n in range(lo, hi + 1))
+        else:
+            parts.append(grouped)
 
     for name in names:
         if not name or any(c in name for c in ",[]"):

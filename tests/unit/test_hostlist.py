@@ -96,8 +96,10 @@ def test_compress_keeps_order_and_is_never_longer() -> None:
     assert hostlist.compress(["a1"]) == "a1"
     assert hostlist.compress(["x", "p0-leaf01", "p0-leaf02"]) == "x,p0-leaf[01-02]"
     assert hostlist.compress(["n9", "n10"]) == "n9,n10"  # two widths: two groups
-    assert hostlist.compress(["n3", "n4", "n1"]) == "n[3-4,1]"
+    assert hostlist.compress(["node3", "node4", "node1"]) == "node[3-4,1]"
     assert hostlist.compress(["n2", "n1"]) == "n2,n1"  # "n[2,1]" is longer
+    assert hostlist.compress(["n1", "n2"]) == "n1,n2"  # "n[1-2]" is longer
+    assert hostlist.compress(["node1", "node2"]) == "node[1-2]"
     assert hostlist.compress([f"gpu{i:05d}" for i in range(1, 65537)]) == "gpu[00001-65536]"
     assert hostlist.compress([]) == ""
     for bad in ("", "a,b", "n[1]"):
