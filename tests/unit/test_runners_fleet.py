@@ -134,10 +134,10 @@ def test_sinfo_states_and_usable() -> None:
 
 
 def test_srun_argv_runs_one_task_per_node_under_the_wrapper() -> None:
-    argv = srun_argv("/usr/bin/srun", ["n1", "n2"], ["dsctl", "health", "check"], token=TOKEN, timeout_s=30,
+    argv = srun_argv("/usr/bin/srun", ["n1", "n2", "n3"], ["dsctl", "health", "check"], token=TOKEN, timeout_s=30,
                      launch_timeout_s=60, partition="gpu", job_name="dsctl-fleet")
-    assert argv[:3] == ["/usr/bin/srun", "--job-name=dsctl-fleet", "--nodes=2"]
-    for flag in ("--ntasks=2", "--ntasks-per-node=1", "--nodelist=n[1-2]", "--label", "--kill-on-bad-exit=0",
+    assert argv[:3] == ["/usr/bin/srun", "--job-name=dsctl-fleet", "--nodes=3"]
+    for flag in ("--ntasks=3", "--ntasks-per-node=1", "--nodelist=n[1-3]", "--label", "--kill-on-bad-exit=0",
                  "--immediate=60", "--time=2", "--partition=gpu"):
         assert flag in argv
     assert argv[-6:] == ["sh", TOKEN, "30", "dsctl", "health", "check"]
