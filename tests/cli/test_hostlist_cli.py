@@ -5,6 +5,8 @@ grammar (issue 30). And the hostlist bounds of issue 33 through the CLI: one sho
 from __future__ import annotations
 
 import json
+import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -143,3 +145,29 @@ def test_an_unknown_node_is_not_an_error(tmp_path: Path, monkeypatch: pytest.Mon
             node_drain_state("node0011")
     else:
         assert node_drain_state("node0011") == state
+
+
+def test_fleet_drain_with_an_unconfigured_scontrol_is_exit_3_after_the_report(
+        cli: Cli, unconfigured_slurm: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """health fleet --drain on a crit node: srun and sinfo work (stand-ins), scontrol is not configured. The
+    report is printed, nothing is drained, exit 3 names scontrol (before: the failed state read counted as 'not
+    drained' and the drain was tried)."""
+    from tests.cli.test_first_hour_cli import FAKE_SRUN
+
+    root = Path(__file__).resolve().parents[2]
+    scripts = {"srun": FAKE_SRUN, "sinfo": "#!/bin/sh\necho 'n1 idle none'\n",
+               "node-dsctl": f'#!/bin/sh\nPYTHONPATH={root} exec {sys.executable} -m dsctl "$@"\n'}
+    for name, text in scripts.items():
+        (unconfigured_slurm / name).write_text(text)
+        (unconfigured_slurm / name).chmod(0o755)
+    system = [p for p in ("/usr/bin", "/bin") if Path(p).is_dir()]
+    monkeypatch.setenv("PATH", os.pathsep.join([str(unconfigured_slurm), *system]))
+    record = root / "tests" / "data" / "health" / "nvlink_link_down.yaml"
+    r = cli("health", "fleet", "-w", "n1", "--dsctl", str(unconfigured_slurm / "node-dsctl"), "--from-record",
+            str(record), "--drain", "-f", "json")
+    assert r.exit_code == 3, r.stderr
+    assert "scontrol show node n1 failed: scontrol: fatal: Could not establish a configuration source" in r.stderr
+    report, end = json.JSONDecoder().raw_decode(r.stdout)  # the report, then the error's own envelope
+    assert json.loads(r.stdout[end:])["error"]["message"].startswith("scontrol show node n1 failed")
+    assert [(n["node"], n["status"]) for n in report["nodes"]] == [("n1", "crit")]
+    assert report["drain"][0]["node"] == "n1"
