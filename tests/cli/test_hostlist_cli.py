@@ -171,3 +171,19 @@ def test_fleet_drain_with_an_unconfigured_scontrol_is_exit_3_after_the_report(
     assert json.loads(r.stdout[end:])["error"]["message"].startswith("scontrol show node n1 failed")
     assert [(n["node"], n["status"]) for n in report["nodes"]] == [("n1", "crit")]
     assert report["drain"][0]["node"] == "n1"
+
+
+def test_check_slurm_on_a_crit_node_with_an_unconfigured_scontrol(cli: Cli, unconfigured_slurm: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """health check --slurm (HealthCheckProgram) on a crit node: the report first, then exit 3 naming scontrol;
+    never a drain over a reason it could not read."""
+    log = unconfigured_slurm.parent / "calls"
+    (unconfigured_slurm / "scontrol").write_text(f'#!/bin/sh\necho "$@" >> {log}\n' +
+                                                 UNCONFIGURED_SCONTROL.split("\n", 1)[1])
+    monkeypatch.setenv("SLURMD_NODENAME", "n7")
+    record = Path(__file__).resolve().parents[2] / "tests" / "data" / "health" / "nvlink_link_down.yaml"
+    r = cli("health", "check", "--slurm", "--from-record", str(record))
+    assert r.exit_code == 3, r.stderr
+    assert "scontrol show node n7 failed: scontrol: fatal: Could not establish a configuration source" in r.stderr
+    assert "CRIT" in r.stdout
+    assert log.read_text().splitlines() == ["show node -o n7"]
