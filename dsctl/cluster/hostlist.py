@@ -75,18 +75,7 @@ def expand(expression: str, *, option: str = "--nodelist", max_names: int = MAX_
 
     Raises InputError naming ``option`` for anything outside the grammar (module docstring) or past the bounds:
     more than ``max_names`` names, a name over MAX_NAME_CHARS characters. Cost: O(len(expression) + names)."""
-    terms = _parse(expression, option)
-    total = 0
-    for term in terms:
-        total += _count(term, max_names - total)
-        if total > max_names:
-            raise InputError(f"{option} {shown(expression)}: more than {max_names:,} names; at most "
-                             f"{max_names:,} in one run", hint="split the nodes over several runs")
-        longest = sum(map(len, term.texts)) + sum(
-            max(max(r.width, len(str(r.hi))) for r in group) for group in term.groups)
-        if longest > MAX_NAME_CHARS:
-            raise InputError(f"{option} {shown(expression)}: a name of {longest:,} characters; node names have "
-                             f"at most {MAX_NAME_CHARS}", hint=_HINT)
+    terms = _bounded_terms(expression, option, max_names)
     names: list[str] = []
     for term in terms:
         names.extend(_names(term))
@@ -108,7 +97,7 @@ def unique_names(names: Iterable[str], *, option: str = "--nodes") -> list[str]:
                              hint="node names are letters, digits, '.', '_' and '-' (at most 64)")
         out[name] = None
         if len(out) > MAX_NODES:
-            raise InputError(f"{option}: more than {MAX_NODES} nodes; at most {MAX_NODES} in one run")
+            raise InputError(f"{option}: more than {MAX_NODES:,} nodes; at most {MAX_NODES:,} in one run")
     return list(out)
 
 
@@ -118,12 +107,7 @@ def valid_node_name(name: str) -> bool:
 
 def count(expression: str, *, option: str = "--nodelist", max_names: int = MAX_NODES) -> int:
     """How many names :func:`expand` gives (repeats counted), from the ranges alone; InputError as expand."""
-    total = 0
-    for term in _parse(expression, option):
-        total += _count(term, max_names - total)
-        if total > max_names:
-            raise InputError(f"{option} {shown(expression)}: more than {max_names:,} names")
-    return total
+    return sum(_count(term, max_names) for term in _bounded_terms(expression, option, max_names))
 
 
 def compress(names: Iterable[str]) -> str:
@@ -263,6 +247,24 @@ def _parse_range(part: str, expression: str, option: str) -> _Range:
     if lo > hi:
         raise InputError(f"{option} {shown(expression)}: range {shown(part)} runs backwards", hint=_HINT)
     return _Range(lo, hi, len(low))
+
+
+def _bounded_terms(expression: str, option: str, max_names: int) -> list[_Term]:
+    """The parsed terms of ``expression`` once its name count and longest name are known to be within bounds
+    (computed from the ranges: nothing is expanded)."""
+    terms = _parse(expression, option)
+    total = 0
+    for term in terms:
+        total += _count(term, max_names - total)
+        if total > max_names:
+            raise InputError(f"{option} {shown(expression)}: more than {max_names:,} names; at most "
+                             f"{max_names:,} in one run", hint="split the nodes over several runs")
+        longest = sum(map(len, term.texts)) + sum(
+            max(max(r.width, len(str(r.hi))) for r in group) for group in term.groups)
+        if longest > MAX_NAME_CHARS:
+            raise InputError(f"{option} {shown(expression)}: a name of {longest:,} characters; node names have "
+                             f"at most {MAX_NAME_CHARS}", hint=_HINT)
+    return terms
 
 
 def _count(term: _Term, room: int) -> int:
