@@ -113,6 +113,12 @@ def check_slurm_conf_name(value: str, what: str) -> str:
                       "Slurm configuration names are letters, digits and '._:/@+-' (no spaces, '#' or '=')")
 
 
+#: longest integer literal an argument or a hostlist number may be: every count, size and id dsctl takes fits in
+#: 64 bits (20 digits); a longer one (Python parses up to 4,300 digits) would only reach arithmetic and messages
+#: that cannot print it. Checked (with :func:`ascii_digits`) before ``int()``.
+MAX_INTEGER_DIGITS = 30
+
+
 def ascii_digits(text: str) -> bool:
     """True when ``text`` is one or more ASCII digits 0-9. ``str.isdigit`` also accepts "¹" and "⓪", which
     ``int()`` then rejects (ValueError); every "is this a number" test on input text goes through here."""

@@ -18,6 +18,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from dsctl.cli import MAX_INTEGER_DIGITS  # noqa: E402
+from dsctl.cluster.hostlist import MAX_HOSTLIST_CHARS  # noqa: E402
+from dsctl.cluster.hostlist import MAX_NAME_CHARS as MAX_HOSTLIST_NAME_CHARS  # noqa: E402
+from dsctl.cluster.hostlist import MAX_NODES as MAX_HOSTLIST_NODES  # noqa: E402
 from dsctl.cluster.plan_file import MAX_DEVICE_NAME_CHARS, MAX_ENDPOINTS, MAX_GPUS_PER_NODE, MAX_NICS_PER_NODE  # noqa: E402
 from dsctl.eplb.placement_file import MAX_PLACEMENT_ID  # noqa: E402
 from dsctl.eplb.stats import MAX_STATS_VALUES  # noqa: E402
@@ -77,6 +80,14 @@ LIMITS = [
      "each answer parsed once when its task ends; only the listed findings are kept. Measured: 8 nodes x 15 MiB "
      "answers, 106 MiB peak (19 MiB idle): 10.9 MiB = 0.73 x the answer size per node (before: ~300 MB per "
      "node)"),
+    ("hostlists (`-w/--nodelist`)", f"{MAX_HOSTLIST_CHARS:,} characters; {MAX_INTEGER_DIGITS} digits per number; "
+     f"{MAX_HOSTLIST_NODES:,} names of at most {MAX_HOSTLIST_NAME_CHARS} characters",
+     "one grammar, dsctl's own (no scontrol); the count and name length are computed from the ranges before any "
+     "name is made, and the message shows the expression cut to 40 characters (before: a 5,000-digit range was "
+     "exit 4, `a` x 100,000 + `[0-99998]` took ~10 GB and then failed in its own error message, exit 1). Measured "
+     "in-process on 2 shared cores: the 5,000-digit range refused in 0.3 ms, `a` x 100,000 in 1 ms, both under "
+     "0.1 MB; the largest allowed, 65,536 names, made in 0.2 s; the command 1.1-1.3 s, 50 MB peak RSS "
+     "(start-up)"),
     ("hostlists handed to Slurm", f"{MAX_ARG_CHARS:,} characters per argument",
      "ranges compressed (`gpu[00001-65536]`), `sinfo -n` in chunks, srun's `--nodelist` a private file of names "
      "when they do not compress: the kernel's 128 KiB argv-string limit is "

@@ -487,6 +487,13 @@ CASES: list[Case] = [
     Case("NaN option", "topology", "verify --threshold effective_ber=nan",
          lambda t: ["topology", "verify", _plan_dir(t), str(Path(_plan_dir(t)) / "cabling.csv"), "--threshold",
                     "effective_ber=nan"], 2),
+    # issue 33: hostlists bounded from the expression, before any name is made
+    Case("hostlist past its bounds", "health", "fleet -w with a 5,000-digit range",
+         lambda t: ["health", "fleet", "-w", "n[1-" + "9" * 5000 + "]"], 2),
+    Case("hostlist past its bounds", "health", "fleet -w 'a' x 100,000 + '[0-99998]' (~10 GB expanded)",
+         lambda t: ["health", "fleet", "-w", "a" * 100_000 + "[0-99998]"], 2),
+    Case("hostlist past its bounds", "trace", "overlap --slurm -w n[0-255]n[0-255]n[0-255] (16.7M names)",
+         lambda t: ["trace", "overlap", "x.json", "--slurm", "-w", "n[0-255]n[0-255]n[0-255]"], 2),
 ]
 
 FAULTS: list[Case] = [

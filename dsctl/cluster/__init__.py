@@ -10,6 +10,7 @@ Low floor: this package imports only the standard library, numpy, :mod:`dsctl.er
 - :mod:`dsctl.cluster.plan_file`: plan.json schema, :class:`PlannedFabric`, :func:`load_plan`.
 - :mod:`dsctl.cluster.ranks_file`: ranks.csv columns, :class:`RankTable`, :func:`load_ranks`.
 - :mod:`dsctl.cluster.place`: :class:`Places`, where each rank sits (node, GPU, NIC, plane, leaf, groups).
+- :mod:`dsctl.cluster.hostlist`: Slurm hostlists, dsctl's own grammar (``expand``, ``node_names``, ``compress``).
 """
 
 from dsctl.cluster.place import Places, place_ranks

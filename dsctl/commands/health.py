@@ -20,7 +20,7 @@ from dsctl.commands.health_fleet import (
     record_path,
     slurm_check_interval,
 )
-from dsctl.errors import InputError
+from dsctl.errors import DsctlError, InputError
 from dsctl.output.formats import OutputFormat
 
 if TYPE_CHECKING:
@@ -101,9 +101,17 @@ def check(
     snap = take_snapshot(from_record, sysfs_root, interval, areas, progress_fmt)
     exp = api.choose_expectations(snap, profile, profile_store().node, expect_gpus=expect_gpus)
     report = api.run_checks(snap, exp, areas=areas, fail_on=threshold, kernel_log=log_text)
+    failed: DsctlError | None = None  # scontrol failing (exit 3) comes after the report, not instead of it
     if slurm:
-        drain_self(report)
-    emit_health(report, fmt, "health check", textfile_dir)
+        try:
+            drain_self(report)
+        except DsctlError as exc:
+            failed = exc
+    try:
+        emit_health(report, fmt, "health check", textfile_dir)
+    finally:
+        if failed is not None:
+            raise failed
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import typer
 
 from dsctl.commands._common import read_text_input
 from dsctl.commands.health_fleet import HealthFormat, HealthFormatOpt
-from dsctl.errors import InputError
+from dsctl.errors import DsctlError, InputError
 from dsctl.output.formats import OutputFormat
 
 if TYPE_CHECKING:
@@ -31,18 +31,12 @@ def plan_text_of(plan: Path) -> tuple[str, str]:
 
 
 def node_names(nodelist: str | None) -> tuple[str, ...]:
-    """``-w/--nodelist``: Slurm's expansion where scontrol exists, else the simple local one."""
+    """``-w/--nodelist``: dsctl's hostlist grammar (no scontrol: a rehearsal needs no Slurm)."""
     if nodelist is None:
         return ()
-    import shutil
+    from dsctl.cluster import hostlist
 
-    if shutil.which("scontrol"):
-        from dsctl.runners.fleet import expand_hostlist
-
-        return tuple(expand_hostlist(nodelist, option="--nodelist"))
-    from dsctl.topology.naming import expand_hostlist_local
-
-    return tuple(expand_hostlist_local(nodelist))
+    return tuple(hostlist.node_names(nodelist, option="--nodelist"))
 
 
 def fabric_document(path: Path) -> object:
@@ -154,19 +148,27 @@ def finish(result: BurninResult, fmt: HealthFormat, out: Path | None, textfile_d
                                         prom))
     if textfile_dir is not None:
         atomic_write(textfile_dir / view.TEXTFILE_NAME, prom, option="--textfile-dir")
+    failed: DsctlError | None = None  # scontrol failing (exit 3) must outlive the report's own exit status
     try:
         if drain and wanted:
             from dsctl.runners.drain import plan_and_drain
 
-            result = replace(result, drain=plan_and_drain(wanted, fleet, limit))
+            try:
+                result = replace(result, drain=plan_and_drain(wanted, fleet, limit))
+            except DsctlError as exc:
+                failed = exc
     finally:
-        if fmt is HealthFormat.prometheus:
-            sys.stdout.write(prom)
-            sys.stdout.flush()
-            if result.exit_code:
-                raise typer.Exit(result.exit_code)
-        else:
-            show(result, OutputFormat(fmt.value), "health burn-in")
+        try:
+            if fmt is HealthFormat.prometheus:
+                sys.stdout.write(prom)
+                sys.stdout.flush()
+                if result.exit_code:
+                    raise typer.Exit(result.exit_code)
+            else:
+                show(result, OutputFormat(fmt.value), "health burn-in")
+        finally:
+            if failed is not None:
+                raise failed
 
 
 def add_commands(app: typer.Typer) -> None:

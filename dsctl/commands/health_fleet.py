@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from dsctl.commands._common import show
-from dsctl.errors import InputError
+from dsctl.errors import DsctlError, InputError
 from dsctl.output.formats import OutputFormat
 
 if TYPE_CHECKING:
@@ -177,6 +177,7 @@ def fleet(
 ) -> None:
     """Run dsctl health check on every node through srun; one verdict, the nodes to drain; exit 1 when a node is
     critical or unreachable."""
+    from dsctl.cluster.hostlist import node_names
     from dsctl.health import api
     from dsctl.health.drain import DEFAULT_MAX_DRAIN, parse_max_drain
     from dsctl.health.fleet import NodeInput, aggregate, digest, with_drain_results
@@ -184,7 +185,7 @@ def fleet(
     from dsctl.output import health_fleet as _renderer  # noqa: F401  (registers the table view)
     from dsctl.output.envelope import read_node_report
     from dsctl.runners.drain import plan_and_drain
-    from dsctl.runners.fleet import FIXED_SRUN_OPTIONS, expand_hostlist, run_on_nodes
+    from dsctl.runners.fleet import FIXED_SRUN_OPTIONS, run_on_nodes
 
     limit = parse_max_drain(max_drain if max_drain is not None else DEFAULT_MAX_DRAIN)
 
@@ -210,7 +211,7 @@ def fleet(
                 or reserved_prefix(name[2:], [o[2:] for o in FIXED_SRUN_OPTIONS]) is not None):
             raise InputError(f"--srun-arg {arg!r}: give a long srun option (--name=value) that dsctl does not set",
                              hint="dsctl sets " + ", ".join(sorted(FIXED_SRUN_OPTIONS)))
-    names = expand_hostlist(nodelist, option="--nodelist")
+    names = node_names(nodelist, option="--nodelist")
     from dsctl.output.progress import progress
 
     with progress(f"asking {len(names)} nodes (per-node timeout {timeout:g} s)",
@@ -226,12 +227,19 @@ def fleet(
         if textfile_dir is not None:  # the report is on disk before any node is drained
             write_textfile(textfile_dir, prometheus_text(report))
             textfile_dir = None
+        failed: DsctlError | None = None  # scontrol failing (exit 3) must outlive the report's own exit status
         try:
             plan = plan_and_drain([(d.node, d.reason) for d in report.drain], len(names), limit)
             results = {s.node: (None if s.done else s.error) for s in plan.steps if s.done is not None}
             report = with_drain_results(report, results, plan.message)
+        except DsctlError as exc:
+            failed = exc
         finally:  # printed whatever the drain did
-            emit_health(report, fmt, "health fleet", textfile_dir)
+            try:
+                emit_health(report, fmt, "health fleet", textfile_dir)
+            finally:
+                if failed is not None:
+                    raise failed
         return
     emit_health(report, fmt, "health fleet", textfile_dir)
 

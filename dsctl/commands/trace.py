@@ -90,12 +90,13 @@ def _forwarded(step: int | None, comm: list[str] | None, add: list[str] | None, 
 
 def _on_nodes(traces: list[str], forwarded: list[str], nodes: str, dsctl_path: str, node_timeout: float,
               partition: str | None, classifier: Classifier, step: int | None) -> object:
+    from dsctl.cluster.hostlist import node_names
     from dsctl.output.envelope import read_node_report
-    from dsctl.runners.fleet import expand_hostlist, run_on_nodes
+    from dsctl.runners.fleet import run_on_nodes
     from dsctl.trace.nodes import rows_from_nodes
     from dsctl.trace.overlap import combine
 
-    names = expand_hostlist(nodes, option="--nodelist")
+    names = node_names(nodes, option="--nodelist")
     command = [dsctl_path, "trace", "overlap", *traces, *forwarded]
     run = run_on_nodes(names, command, timeout_s=node_timeout, partition=partition, job_name="dsctl-trace")
     reports = {a.node: read_node_report(a.node, a.document, "trace overlap", a.reason) for a in run.answers}

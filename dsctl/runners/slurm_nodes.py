@@ -1,83 +1,34 @@
-"""Slurm's view of nodes: hostlists (``scontrol show hostnames``), node states (``sinfo``) and draining
-(``scontrol update``). :mod:`dsctl.runners.fleet` runs one job step on the nodes these functions name and check.
+"""Slurm's view of nodes: node states (``sinfo``) and draining (``scontrol update``); hostlists are dsctl's own
+(:mod:`dsctl.cluster.hostlist`, no scontrol). :mod:`dsctl.runners.fleet` runs one job step on the nodes these
+functions name and check.
 """
 
 from __future__ import annotations
 
 import re
-import subprocess
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
+from dsctl.cluster import hostlist
+from dsctl.cluster.hostlist import MAX_HOSTLIST_CHARS as MAX_HOSTLIST_CHARS
+from dsctl.cluster.hostlist import MAX_NODES as MAX_NODES
+from dsctl.cluster.hostlist import unique_names as unique_names
+from dsctl.cluster.hostlist import valid_node_name as valid_node_name
 from dsctl.errors import EnvironmentMissing, InputError
 from dsctl.health.drain import drain_argv
-from dsctl.names import plain_node_name
-from dsctl.runners.process import capture, require, started
+from dsctl.runners.process import capture, require
 
 SRUN_HINT = ("install Slurm's client tools (Debian: apt-get install slurm-client) on a host that can reach "
              "slurmctld; the nodes need dsctl on PATH (or give its path)")
-MAX_NODES = 65536
-#: longest --nodes hostlist: it is one argument of `scontrol show hostnames` (Linux: 128 KiB per argv string)
-MAX_HOSTLIST_CHARS = 120 * 1024
 #: sinfo states (``%T``, suffix flags removed) in which a node accepts a new job step
 USABLE_STATES = frozenset({"idle", "mixed", "allocated", "completing"})
 #: longest hostlist handed to sinfo/srun as one argument (Linux refuses one argv string above 128 KiB)
 MAX_ARG_CHARS = 64 * 1024
 
 
-def valid_node_name(name: str) -> bool:
-    """One plain node name (:func:`dsctl.names.plain_node_name`: not ``ALL``, not a hostlist)."""
-    return plain_node_name(name)
-
-
 def expand_hostlist(expression: str, *, option: str = "--nodes") -> list[str]:
-    """Node names of a Slurm hostlist (``node[001-004,010]``) via ``scontrol show hostnames``, in order, once each."""
-    text = expression.strip()
-    if not text:
-        raise InputError(f"{option}: empty hostlist", hint="give a Slurm hostlist such as node[001-256]")
-    if len(text) > MAX_HOSTLIST_CHARS:
-        raise InputError(f"{option}: hostlist of {len(text)} characters; at most {MAX_HOSTLIST_CHARS}")
-    scontrol = require("scontrol", SRUN_HINT)
-    names, code, stderr = _first_lines([scontrol, "show", "hostnames", text], MAX_NODES + 1)
-    if len(names) > MAX_NODES:
-        raise InputError(f"{option} {expression!r}: more than {MAX_NODES} nodes in one run")
-    if code != 0 or not names:
-        detail = last_line(stderr) or "no node names"
-        raise InputError(f"{option} {expression!r}: not a Slurm hostlist ({detail})",
-                         hint="use names and ranges such as node[001-256] or gpu01,gpu02")
-    return unique_names(names, option=option)
-
-
-def _first_lines(argv: Sequence[str], limit: int) -> tuple[list[str], int | None, str]:
-    """At most ``limit`` non-empty stdout lines of ``argv`` (stopped there: a hostlist may expand to billions),
-    its exit status (``None`` when stopped) and stderr."""
-    lines: list[str] = []
-    with started(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
-        for line in proc.stdout or ():
-            if line.strip():
-                lines.append(line.strip())
-            if len(lines) >= limit:
-                proc.kill()
-                proc.wait()
-                return lines, None, ""
-        try:
-            _, err = proc.communicate(timeout=30.0)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            _, err = proc.communicate()
-    return lines, proc.returncode, err
-
-
-def unique_names(names: Iterable[str], *, option: str = "--nodes") -> list[str]:
-    """Names in first-seen order without repeats; each must be a plain node name (see ``NODE_NAME``)."""
-    out: dict[str, None] = {}
-    for name in names:
-        if not valid_node_name(name):
-            raise InputError(f"{option}: {name!r} is not a node name",
-                             hint="node names are letters, digits, '.', '_' and '-' (at most 64)")
-        out[name] = None
-    if len(out) > MAX_NODES:
-        raise InputError(f"{option}: {len(out)} nodes; at most {MAX_NODES} in one run")
-    return list(out)
+    """The nodes of a ``-w/--nodelist`` hostlist (``node[001-004,010]``), in order, once each: dsctl's own
+    grammar (:func:`dsctl.cluster.hostlist.node_names`), no scontrol, so it works where Slurm is not configured."""
+    return hostlist.node_names(expression, option=option)
 
 
 def parse_sinfo_states(text: str) -> dict[str, tuple[str, str]]:
@@ -103,9 +54,7 @@ def hostlist_chunks(nodes: Sequence[str], max_chars: int = MAX_ARG_CHARS) -> lis
     """``nodes`` as Slurm hostlist expressions of at most ``max_chars`` characters each (ranges compressed:
     ``gpu[00001-65536]``), so that no argument reaches the kernel's 128 KiB limit on one argv string
     (``sinfo -n`` with 14,000 plain names did, near 14,000 nodes)."""
-    from dsctl.topology.naming import compress_hostlist
-
-    whole = compress_hostlist(nodes)
+    whole = hostlist.compress(nodes)
     if len(whole) <= max_chars:
         return [whole]
     chunks: list[str] = []
@@ -113,12 +62,12 @@ def hostlist_chunks(nodes: Sequence[str], max_chars: int = MAX_ARG_CHARS) -> lis
     size = 0
     for name in nodes:  # names are at most 64 characters, far below max_chars
         if part and size + len(name) + 1 > max_chars // 2:
-            chunks.append(compress_hostlist(part))
+            chunks.append(hostlist.compress(part))
             part, size = [], 0
         part.append(name)
         size += len(name) + 1
     if part:
-        chunks.append(compress_hostlist(part))
+        chunks.append(hostlist.compress(part))
     return chunks
 
 

@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
+from dsctl.cluster import hostlist
 from dsctl.cluster.plan_file import CABLE_COLUMNS, CABLE_KINDS, DEVICE_COLUMNS, PLAN_SCHEMA, TIER_NAMES
 from dsctl.names import check_slurm_conf_name
 from dsctl.topology import ibdmtopo
-from dsctl.topology.naming import compress_hostlist
 from dsctl.topology.observed import render_ibnetdiscover
 from dsctl.topology.plan import Plan
 from dsctl.topology.summary import PlanSummary
@@ -136,7 +136,7 @@ def slurm_topology(plan: Plan, summary: PlanSummary) -> str:
         "# Plane 0 is written out; the other planes place every node on the same leaf numbers.",
     ]
     for switch, what, children in _tree(plan):
-        lines.append(f"SwitchName={switch} {what}={compress_hostlist(children)}")
+        lines.append(f"SwitchName={switch} {what}={hostlist.compress(children)}")
     return "\n".join(lines) + "\n"
 
 
@@ -163,12 +163,12 @@ def slurm_topology_yaml(plan: Plan) -> str:
     ]
     for switch, what, children in tree:
         key = "nodes" if what == "Nodes" else "children"
-        lines += [f'    - switch: "{switch}"', f'      {key}: "{compress_hostlist(children)}"']
+        lines += [f'    - switch: "{switch}"', f'      {key}: "{hostlist.compress(children)}"']
     if leaves:
         lines += [f'- topology: "{spec.kind}-block"', "  cluster_default: false", "  block:",
                   "    block_sizes:", f"      - {min(len(c) for _, c in leaves)}", "    blocks:"]
         for leaf, children in leaves:
-            lines += [f'    - block: "{leaf}"', f'      nodes: "{compress_hostlist(children)}"']
+            lines += [f'    - block: "{leaf}"', f'      nodes: "{hostlist.compress(children)}"']
     return "\n".join(lines) + "\n"
 
 

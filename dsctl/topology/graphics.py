@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from dsctl.cluster import hostlist
 from dsctl.names import dot_string, xml_text
-from dsctl.topology.naming import compress_hostlist
 from dsctl.topology.plan import Plan
 from dsctl.topology.summary import PlanSummary
 
@@ -41,7 +41,7 @@ def _leaf_labels(plan: Plan, node_cab: np.ndarray) -> dict[int, str]:
     by_leaf: dict[int, list[int]] = {}
     for node, leaf in zip(plan.a_dev[node_cab].tolist(), plan.b_dev[node_cab].tolist(), strict=True):
         by_leaf.setdefault(leaf, []).append(node)
-    return {leaf: compress_hostlist(plan.device_names[n] for n in dict.fromkeys(nodes))
+    return {leaf: hostlist.compress(plan.device_names[n] for n in dict.fromkeys(nodes))
             for leaf, nodes in by_leaf.items()}
 
 

@@ -1,4 +1,4 @@
-"""Device names from templates, and Slurm-style hostlist compression.
+"""Device names from templates (hostlists: :mod:`dsctl.cluster.hostlist`).
 
 Templates are Python format strings. Fields (numbering conventions are part of the documented output):
 
@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import re
 import string
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from dsctl.errors import InputError
-from dsctl.names import DEVICE, ascii_digits, shown
+from dsctl.names import DEVICE, shown
 
 
 @dataclass(frozen=True)
@@ -170,92 +170,3 @@ def require_unique(names: Sequence[str], what: str) -> None:
         dup = next(n for n in names if n in seen or seen.add(n))  # type: ignore[func-returns-value]
         raise InputError(f"the name templates give two devices the same name {shown(dup)} ({what})",
                          hint="include every field of that device kind in its template, e.g. {plane} and {leaf}")
-
-
-_TAIL = re.compile(r"(\d+)(\D*)$")
-
-
-def compress_hostlist(names: Iterable[str]) -> str:
-    """Slurm hostlist expression for ``names``: ``node0001,node0002,node0003`` -> ``node[0001-0003]``.
-
-    Names are grouped by (prefix, digit width, suffix) around their last number; order of first appearance
-    is kept; names without a number are listed as they are.
-    """
-    groups: dict[tuple[str, int, str], list[int]] = {}
-    plain: list[str] = []
-    order: list[tuple[str, int, str] | str] = []
-    for name in names:
-        match = _TAIL.search(name)
-        if not match:
-            if name not in plain:
-                plain.append(name)
-                order.append(name)
-            continue
-        digits = match.group(1)
-        key = (name[:match.start()], len(digits), match.group(2))
-        if key not in groups:
-            groups[key] = []
-            order.append(key)
-        groups[key].append(int(digits))
-    parts: list[str] = []
-    for item in order:
-        if isinstance(item, str):
-            parts.append(item)
-            continue
-        prefix, width, suffix = item
-        numbers = sorted(set(groups[item]))
-        ranges: list[str] = []
-        start = prev = numbers[0]
-        for value in [*numbers[1:], None]:
-            if value is not None and value == prev + 1:
-                prev = value
-                continue
-            ranges.append(f"{start:0{width}d}" if start == prev else f"{start:0{width}d}-{prev:0{width}d}")
-            if value is not None:
-                start = prev = value
-        if len(numbers) == 1:
-            parts.append(f"{prefix}{numbers[0]:0{width}d}{suffix}")
-        elif suffix:
-            parts.extend(f"{prefix}{n:0{width}d}{suffix}" for n in numbers)
-        else:
-            parts.append(f"{prefix}[{','.join(ranges)}]")
-    return ",".join(parts)
-
-
-_BRACKETS = re.compile(r"([^\[\],]*)\[([^\]]*)\]([^\[\],]*)|([^\[\],]+)")
-#: most names one expression may expand to without Slurm (the Slurm path has its own limit)
-MAX_EXPANDED = 100_000
-
-
-def expand_hostlist_local(expression: str, option: str = "--nodelist") -> list[str]:
-    """The names of a simple Slurm hostlist without scontrol (the inverse of :func:`compress_hostlist`):
-    comma-separated names and ``prefix[a-b,c]suffix`` groups (one bracket per group; zero padding kept)."""
-    text = expression.strip()
-    out: list[str] = []
-    pos = 0
-    while pos < len(text):
-        match = _BRACKETS.match(text, pos)
-        if not match or match.end() == pos:
-            raise InputError(f"{option} {expression!r}: not a hostlist", hint="use names and ranges such as "
-                             "node[0001-0016] or gpu01,gpu02")
-        if match.group(4) is not None:
-            out.append(match.group(4))
-        else:
-            prefix, body, suffix = match.group(1), match.group(2), match.group(3)
-            for part in body.split(","):
-                low, _, high = part.partition("-")
-                if not ascii_digits(low) or (high and not ascii_digits(high)) or (high and int(high) < int(low)):
-                    raise InputError(f"{option} {expression!r}: bad range {part!r} in brackets")
-                width = len(low)
-                end = int(high) if high else int(low)
-                if len(out) + end - int(low) >= MAX_EXPANDED:
-                    raise InputError(f"{option} {expression!r}: more than {MAX_EXPANDED:,} names")
-                out.extend(f"{prefix}{n:0{width}d}{suffix}" for n in range(int(low), end + 1))
-        pos = match.end()
-        if pos < len(text):
-            if text[pos] != ",":
-                raise InputError(f"{option} {expression!r}: expected ',' at character {pos + 1}")
-            pos += 1
-    if not out:
-        raise InputError(f"{option}: empty hostlist")
-    return list(dict.fromkeys(out))

@@ -26,8 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
-from dsctl.cluster import Places, load_plan, load_ranks, place_ranks
-from dsctl.topology.naming import compress_hostlist
+from dsctl.cluster import Places, hostlist, load_plan, load_ranks, place_ranks
 
 #: (name in the output, Places attribute); groups are the distinct values of the attribute
 GROUPINGS: tuple[tuple[str, str], ...] = (("node", "node_name"), ("leaf", "leaf"), ("plane", "plane"),
@@ -162,4 +161,4 @@ def locate(ranks: Sequence[int], score: NDArray[np.float64], places: Places, top
     return PlaceReport(total, int(slow.sum()), slow_rows, named, suspects,
                        sorted({c.group for c in named if c.kind == "leaf"}),
                        sorted({int(c.group.split()[-1]) for c in named if c.kind == "plane"}), notes,
-                       compress_hostlist(named_nodes) if named_nodes else "")
+                       hostlist.compress(named_nodes) if named_nodes else "")

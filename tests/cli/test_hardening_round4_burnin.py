@@ -148,7 +148,7 @@ nodelist = next(a.split("=", 1)[1] for a in opts if a.startswith("--nodelist="))
 if "/" in nodelist:
     nodes = open(nodelist).read().split()
 else:
-    from dsctl.topology.naming import expand_hostlist_local
+    from dsctl.cluster.hostlist import expand as expand_hostlist_local
     nodes = expand_hostlist_local(nodelist)
 with open(os.environ["FAKE_LOG"], "a") as log:
     log.write(json.dumps({{"nodes": len(nodes), "longest_arg": max(len(a) for a in sys.argv),
@@ -181,7 +181,7 @@ sys.stdout.write("".join(out))
 
 FAKE_SINFO = '''#!{python}
 import sys
-from dsctl.topology.naming import expand_hostlist_local
+from dsctl.cluster.hostlist import expand as expand_hostlist_local
 for name in expand_hostlist_local(sys.argv[sys.argv.index("-n") + 1]):
     print(name, "idle", "none")
 '''

@@ -37,6 +37,10 @@ def test_slurm_options_become_sbatch_directives(cli: Cli, tmp_path: Path) -> Non
     (("--account", "ml infra"), "--account 'ml infra' is not a valid Slurm name"),
     (("--qos", "-x"), "--qos"),
     (("--exclude", "gpu1;reboot"), "--exclude 'gpu1;reboot' is not a Slurm node list"),
+    # the one hostlist grammar (dsctl/cluster/hostlist.py): sbatch would refuse these only at submission
+    (("--nodelist", "gpu[1-2]x"), "--nodelist 'gpu[1-2]x': 'gpu[1-2]x' goes on after its last ']'"),
+    (("--exclude", "gpu[4-1]"), "--exclude 'gpu[4-1]': range '4-1' runs backwards"),
+    (("--exclude", "n[0-255]n[0-255]n[0-255]"), "more than 131,072 names"),
     (("--sbatch-arg", "--nodes=9"), "dsctl writes --nodes itself; use --nodes"),
     (("--sbatch-arg", "--partition=x"), "use --partition"),
     (("--sbatch-arg", "mail-type=END"), "is not one sbatch option"),

@@ -12,11 +12,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from dsctl.cluster.hostlist import compress, expand
 from dsctl.cluster.plan_file import MAX_ENDPOINTS, MAX_GPUS_PER_NODE, MAX_NICS_PER_NODE, load_plan
 from dsctl.errors import DsctlError, EnvironmentMissing, InputError
 from dsctl.health.drain import DrainLimit, drain_argv, plan_drain
 from dsctl.names import NODE_NAME, plain_node_name
-from dsctl.topology.naming import compress_hostlist, expand_hostlist_local
 
 COLUMNS = ["plane", "kind", "a_device", "a_port", "b_device", "b_port"]
 
@@ -59,7 +59,7 @@ def test_a_plain_name_is_one_node_to_any_hostlist_reader(name: str) -> None:
         assert not plain_node_name(name) or name == "zz9"
         return
     assert plan.nodes[0] == name and NODE_NAME.fullmatch(name) and name.lower() not in ("all", "default")
-    assert expand_hostlist_local(name) == [name] and compress_hostlist([name]) == name
+    assert expand(name) == [name] and compress([name]) == name
     assert drain_argv(name, "r")[2] == f"NodeName={name}"
 
 

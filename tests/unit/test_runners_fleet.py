@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import random
-import shutil
 import time
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -134,10 +134,10 @@ def test_sinfo_states_and_usable() -> None:
 
 
 def test_srun_argv_runs_one_task_per_node_under_the_wrapper() -> None:
-    argv = srun_argv("/usr/bin/srun", ["n1", "n2"], ["dsctl", "health", "check"], token=TOKEN, timeout_s=30,
+    argv = srun_argv("/usr/bin/srun", ["n1", "n2", "n3"], ["dsctl", "health", "check"], token=TOKEN, timeout_s=30,
                      launch_timeout_s=60, partition="gpu", job_name="dsctl-fleet")
-    assert argv[:3] == ["/usr/bin/srun", "--job-name=dsctl-fleet", "--nodes=2"]
-    for flag in ("--ntasks=2", "--ntasks-per-node=1", "--nodelist=n[1-2]", "--label", "--kill-on-bad-exit=0",
+    assert argv[:3] == ["/usr/bin/srun", "--job-name=dsctl-fleet", "--nodes=3"]
+    for flag in ("--ntasks=3", "--ntasks-per-node=1", "--nodelist=n[1-3]", "--label", "--kill-on-bad-exit=0",
                  "--immediate=60", "--time=2", "--partition=gpu"):
         assert flag in argv
     assert argv[-6:] == ["sh", TOKEN, "30", "dsctl", "health", "check"]
@@ -156,14 +156,20 @@ def test_json_document_with_every_value_kind_roundtrips() -> None:
     assert classify("n1", task, timeout_s=1, ok_exit_codes=(0,)).document == doc
 
 
-@pytest.mark.skipif(shutil.which("scontrol") is None, reason="Slurm client tools not installed")
-def test_expand_hostlist_with_scontrol_is_bounded() -> None:
-    assert expand_hostlist("n[1-3],gpu[08-09],n2") == ["n1", "n2", "n3", "gpu08", "gpu09"]
-    with pytest.raises(InputError, match="more than 65536 nodes"):
-        expand_hostlist("a[1-65536],b[1-65536]")
-    for bad in ("n[1-99999999]", "", "n[1-2],/x"):
-        with pytest.raises(InputError):
-            expand_hostlist(bad)
+def test_expand_hostlist_is_bounded_without_slurm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """dsctl's own grammar: the same answer whether or not scontrol is on PATH or configured (before, this test
+    passed only where an earlier e2e run had left /etc/slurm/slurm.conf behind)."""
+    failing = tmp_path / "scontrol"
+    failing.write_text("#!/bin/sh\necho 'scontrol: fatal: Could not establish a configuration source' >&2\nexit 1\n")
+    failing.chmod(0o755)
+    for path in (str(tmp_path), ""):  # a Slurm client that is not configured; no Slurm at all
+        monkeypatch.setenv("PATH", path)
+        assert expand_hostlist("n[1-3],gpu[08-09],n2") == ["n1", "n2", "n3", "gpu08", "gpu09"]
+        with pytest.raises(InputError, match="more than 65,536 names"):
+            expand_hostlist("a[1-65536],b[1-65536]")
+        for bad in ("n[1-99999999]", "", "n[1-2],/x"):
+            with pytest.raises(InputError):
+                expand_hostlist(bad)
 
 
 def test_bounded_run_stops_a_silent_process_and_keeps_what_it_printed() -> None:

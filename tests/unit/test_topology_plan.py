@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from dsctl.errors import InputError
 from dsctl.topology.api import make_spec, plan_files
-from dsctl.topology.naming import NameTemplates, compress_hostlist
+from dsctl.topology.naming import NameTemplates
 from dsctl.topology.plan import Plan, PlanSpec, build_plan, max_nodes
 from dsctl.topology.summary import summarize
 
@@ -225,13 +225,6 @@ def test_make_spec_reads_profiles() -> None:
     s = make_spec("MPFT", 8, store.node("h800-hgx"), store.switch("ib-ndr-64"))
     assert (s.kind, s.num_planes, s.radix, s.port_gbps, s.switch_usd) == ("mpft", 8, 64, 400.0, 82045.0)
     assert make_spec("ft3", 8, store.node("h800-hgx"), store.switch("ib-ndr-64")).num_planes == 1
-
-
-def test_hostlist_compression() -> None:
-    assert compress_hostlist(["node0001", "node0002", "node0003", "node0007"]) == "node[0001-0003,0007]"
-    assert compress_hostlist(["a1"]) == "a1"
-    assert compress_hostlist(["x", "p0-leaf01", "p0-leaf02"]) == "x,p0-leaf[01-02]"
-    assert compress_hostlist(["n9", "n10"]) == "n9,n10"
 
 
 def test_default_templates_are_valid() -> None:

@@ -7,8 +7,10 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from dsctl.cluster import hostlist
 from dsctl.errors import InputError
-from dsctl.names import HOSTLIST, SLURM_NAME
+from dsctl.launch.request import MAX_NODES
+from dsctl.names import HOSTLIST, SLURM_NAME, shown
 
 _SBATCH_ARG = re.compile(r"--([a-z][a-z0-9-]{0,63})(=(.{1,4096}))?")
 _NCCL_ENV = re.compile(r"(NCCL_[A-Z0-9_]{1,64})=(.{0,4096})")
@@ -60,8 +62,10 @@ def check_slurm_options(options: SlurmOptions) -> None:
                              "'-', starting with a letter or digit")
     for flag, value in (("--exclude", options.exclude), ("--nodelist", options.nodelist)):
         if value is not None and not HOSTLIST.fullmatch(value):
-            raise InputError(f"{flag} {value!r} is not a Slurm node list: use names, commas and bracket ranges, "
-                             "e.g. gpu[001-004],gpu017")
+            raise InputError(f"{flag} {shown(value)} is not a Slurm node list: use names, commas and bracket "
+                             "ranges, e.g. gpu[001-004],gpu017")
+        if value is not None:  # the one hostlist grammar (dsctl.cluster.hostlist), bounded like every run's
+            hostlist.count(value, option=flag, max_names=MAX_NODES)
     for arg in options.sbatch_args:
         match = _SBATCH_ARG.fullmatch(arg)
         if match is None or any(c in arg for c in "\n\r\0"):
