@@ -74,16 +74,26 @@ def rank_lanes(trace: TraceData, index: int, classifier: Classifier, step: int |
         cls = np.where(table.annotation & (cls != 1), np.int8(-1), cls)
     gap = 0.5 * (b - a) / PLOT_W
     s, e = np.clip(table.start_us, a, b) - a, np.clip(table.end_us, a, b) - a
+    if on_host:  # a thread with nothing but annotations (or zero-length ops) gets no lane
+        sel &= (cls >= 0) & (e > s)
     rank = trace.rank if trace.rank is not None else index
+    # one sort groups the events by lane, counted before any drawing work (a mask per lane cost lanes x events)
+    chosen = np.flatnonzero(sel)
+    order = chosen[np.lexsort((table.stream[chosen], table.device[chosen]))]
+    dev, stream = table.device[order], table.stream[order]
+    cuts = np.flatnonzero((dev[1:] != dev[:-1]) | (stream[1:] != stream[:-1])) + 1
+    if cuts.size + 1 > MAX_LANES:
+        raise InputError(f"{trace.source}: {cuts.size + 1:,} lanes (device x stream); at most {MAX_LANES:,} fit one "
+                         "picture", hint="give fewer trace files, or draw one step (--step) or window (--from/--to)")
     lanes = []
-    for device in np.unique(table.device[sel]).tolist():
-        for stream in np.unique(table.stream[sel & (table.device == device)]).tolist():
-            on = sel & (table.device == device) & (table.stream == stream)
-            intervals = {CATEGORY[name]: union(s[on & (cls == c)], e[on & (cls == c)], gap_us=gap)
-                         for c, name in enumerate(CLASS_NAMES)}
-            if on_host and not any(v[0].size for v in intervals.values()):
-                continue  # a thread with nothing but annotations
-            lanes.append(Lane(rank, "cpu" if on_host else f"gpu{device}", int(stream), intervals))
+    for on in np.split(order, cuts):
+        if not on.size:
+            continue
+        kind = cls[on]
+        intervals = {CATEGORY[name]: union(s[on[kind == c]], e[on[kind == c]], gap_us=gap)
+                     for c, name in enumerate(CLASS_NAMES)}
+        device = int(table.device[on[0]])
+        lanes.append(Lane(rank, "cpu" if on_host else f"gpu{device}", int(table.stream[on[0]]), intervals))
     return RankLanes(trace.source, b - a, lanes)
 
 
