@@ -18,7 +18,7 @@ from dsctl import __version__
 from dsctl.commands._common import SETTINGS, silence_stdout
 from dsctl.errors import DsctlError, ExitCode
 from dsctl.inputs import DEFAULT_MAX_INPUT_BYTES, ENV_MAX_INPUT_BYTES, LIMITS, forget_inputs, parse_limit
-from dsctl.names import ascii_digits
+from dsctl.names import MAX_INTEGER_DIGITS, ascii_digits  # the bound on arguments is the one on input text
 
 #: Every command group: ``dsctl NAME`` is the Typer app ``app`` of module ``dsctl.commands.NAME``, imported only
 #: when the group is run, completed or asked for its own help. The text is the group's help (the module's
@@ -307,11 +307,6 @@ def _fail(args: list[str], code: int, message: str, hint: str | None = None) -> 
         except (OSError, ValueError):  # stdout is gone or full: the stderr line stands
             pass
     return code
-
-
-#: longest integer literal an argument may be: every count, size and id dsctl takes fits in 64 bits (20 digits);
-#: a longer one (Python parses up to 4,300 digits) would only reach arithmetic and messages that cannot print it
-MAX_INTEGER_DIGITS = 30
 
 
 def _integer_digits(arg: str) -> int:

@@ -17,13 +17,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from dsctl.cli import MAX_INTEGER_DIGITS  # noqa: E402
 from dsctl.eplb.placement_file import MAX_PLACEMENT_ID  # noqa: E402
 from dsctl.eplb.stats import MAX_STATS_VALUES  # noqa: E402
 from dsctl.inputs import DEFAULT_MAX_INPUT_BYTES, ENV_MAX_INPUT_BYTES  # noqa: E402
 from dsctl.launch.plan import MAX_COUNT, MAX_NODES  # noqa: E402
 from dsctl.launch.schedule import MAX_SVG_OPS  # noqa: E402
 from dsctl.launch.schedule.params import MAX_STAGE_MICRO_BATCHES  # noqa: E402
+from dsctl.names import MAX_INTEGER_DIGITS  # noqa: E402
 from dsctl.output.files import MANIFEST_NAME, PREV_SUFFIX  # noqa: E402
 from dsctl.profiles.textyaml import MAX_YAML_ALIASES, MAX_YAML_CHARS, MAX_YAML_NODES  # noqa: E402
 from dsctl.runners.fleet import MAX_ARG_CHARS, MAX_OUTPUT_BYTES  # noqa: E402

@@ -44,7 +44,7 @@ GPU_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "mem
 CPU_CATEGORIES = frozenset({"cpu_op", "user_annotation"})
 #: host-side launch calls whose ``correlation`` ties a kernel to the step that launched it
 LAUNCH_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver", "runtime", "driver"})
-_STEP = re.compile(r"^ProfilerStep#(\d+)$")
+_STEP = re.compile(r"ProfilerStep#([0-9]{1,18})")  # fullmatch; 18 digits stay below int64
 
 
 @dataclass(frozen=True)
@@ -321,8 +321,8 @@ def _parse(events: Iterable[Any], meta: dict[str, Any], source: str) -> TraceDat
             g_dur(dur)
             continue
         if kind == _ANNOTATION:
-            match = _STEP.match(name)
-            if match and len(match.group(1)) < 19:
+            match = _STEP.fullmatch(name)
+            if match:
                 raw_steps.append((int(match.group(1)), float(ts), float(dur)))
                 continue
         cols = cpu

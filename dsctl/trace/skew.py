@@ -91,12 +91,11 @@ def rank_collectives(trace: TraceData, index: int, classifier: Classifier, step:
     else:
         when = launch_times(table, trace)
     if trace.steps:
-        chosen = select_steps(trace, step)
-        comm &= np.isin(step_of(when, trace), chosen)
+        comm &= np.isin(step_of(when, trace), select_steps(trace, step))
     elif step is not None:
         select_steps(trace, step)
     rank = trace.rank if trace.rank is not None else index
-    chosen = np.flatnonzero(comm)
+    chosen: NDArray[np.intp] = np.flatnonzero(comm)
     # one sort groups the events by device and orders each device's by start (a mask per device would cost
     # devices x events: 20,000 devices in one file)
     device_of = np.full(chosen.size, -1, dtype=np.int64) if on_host else table.device[chosen].astype(np.int64)
