@@ -275,7 +275,7 @@ PEER_MAPPING_OVERRIDE = re.compile(r"(?:^|;)\s*PeerMappingOverride\s*=\s*(?:1|0x
 
 def _kernel_at_least(release: str | None, wanted: tuple[int, int]) -> bool | None:
     """``5.15.0-91-generic`` >= (5, 12)? None when the release is unknown or unparsable."""
-    m = re.match(r"(\d+)\.(\d+)", release or "")
+    m = re.match(r"([0-9]{1,4})\.([0-9]{1,4})(?![0-9])", release or "")  # bounded before int()
     return (int(m.group(1)), int(m.group(2))) >= wanted if m else None
 
 
