@@ -2,8 +2,9 @@
 
     PYTHONPATH=. python -m benchmarks.hostile_trace_parsers [--only seq,devices,streams,lldp,...]
 
-Target per case (issue 33): under 300 MB peak and 10 s, exit 0 or 2. Printed per case: exit code, wall seconds,
-peak RSS (``ru_maxrss`` of the child) and the first stderr line. The table in docs/trace.md (Limits) and
+Target per case (issue 33): under 300 MB peak and 10 s, exit 0 or 2. Printed per case: exit code, wall and CPU
+seconds (user + system: the figure that does not depend on other load), peak RSS (``ru_maxrss`` of the child)
+and the first output line. The table in docs/trace.md (Limits) and
 docs/topology.md (Limits) comes from this run.
 """
 
@@ -11,14 +12,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-
-from benchmarks.memory_peaks import _child
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -26,6 +27,20 @@ import trace_builder as tb  # noqa: E402
 
 HUGE = "9" * 4400
 _SEQ = {"Collective name": "allreduce", "Process Group Name": "0"}
+
+
+def _child(argv: list[str]) -> tuple[int, float, float, float, str]:
+    """(exit code, wall s, CPU s, peak RSS MiB, first output line) of one child process (``wait4``: its own)."""
+    start = time.monotonic()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(argv, stdout=out, stderr=err, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.monotonic() - start
+        err.seek(0)
+        out.seek(0)
+        lines = err.read().decode(errors="replace").splitlines() or out.read().decode(errors="replace").splitlines()
+    return (os.waitstatus_to_exitcode(status), wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024,
+            (lines or [""])[0][:120])
 
 
 def _trace(path: Path, events: list[dict[str, Any]], rank: int = 0) -> str:
@@ -147,8 +162,8 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory() as tmp:
             built = subprocess.run([sys.executable, "-m", "benchmarks.hostile_trace_parsers", "--build", key, tmp],
                                    capture_output=True, text=True, check=True, cwd=ROOT)
-            code, wall, peak, line = _child([sys.executable, "-m", "dsctl", *json.loads(built.stdout)])
-        print(f"{what}: exit {code}, {wall:.1f} s, peak {peak:.0f} MiB: {line}", flush=True)
+            code, wall, cpu, peak, line = _child([sys.executable, "-m", "dsctl", *json.loads(built.stdout)])
+        print(f"{what}: exit {code}, {wall:.1f} s wall, {cpu:.1f} s CPU, peak {peak:.0f} MiB: {line}", flush=True)
     return 0
 
 
