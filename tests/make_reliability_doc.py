@@ -78,17 +78,18 @@ LIMITS = [
     ("regular expressions on input text", "linear: no pattern with two ways to split one run",
      "LLDP ports by a scan from the end (`names.last_digit_run`), perfquery fields and `ibnetdiscover -p` "
      "descriptions split by hand, number patterns `\\d+(\\.\\d*)?`. Measured on the worst inputs: 480 KB LLDP "
-     "port 2.7 s for the whole command (before: 275 s), `--dataset` of 120,000 digits 2.3 s (before: minutes), a "
-     "480 KB `' - '` ports line 2.7 s (before: 6 s per 40 KB, quadratic)"),
+     "port 1.6 s for the whole command, 50 MiB (before: 275 s), `--dataset` of 120,000 digits 1.8 s (before: "
+     "minutes), a 480 KB `' - '` ports line 2.8 s, 56 MiB (before: 6 s per 40 KB, quadratic); "
+     "`python -m benchmarks.hostile_trace_parsers`"),
     ("trace streams", f"{MAX_STREAMS:,} (device, stream) pairs, and {MAX_STREAMS:,} host threads, per trace file",
      "counted after reading (one `np.unique`); every analysis groups events with one sort, so its cost follows the "
-     "events, not events x streams or devices. Measured: 300,000 one-kernel streams refused in 4.4 s at 88 MB "
-     "(before: ~100 s), 20,000 devices in 0.7 s at 58 MB (before: 11.8 s, 727 MB); 4,096 streams x 73 kernels "
-     "analysed in 2.9 s at 146 MB"),
+     "events, not events x streams or devices. Measured: 300,000 one-kernel streams refused in 2.4 s at 86 MiB "
+     "(before: ~100 s), 20,000 devices in 1.1 s at 57 MiB (before: 11.8 s, 727 MB); 4,096 streams x 73 kernels "
+     "analysed in 2.7 s at 142 MiB, 1,024 lanes x 293 kernels drawn in 4.5 s at 182 MiB"),
     ("trace stragglers table", f"{MAX_MATCH_CELLS:,} cells (collectives seen on two or more participants x "
      "participants)", "keys numbered by sorting (label, Seq) pairs (a Seq near 2^63 overflowed a combined key: "
      "exit 4); keys seen once are dropped before the table is sized, then refused before allocation (before: "
-     "16 GB and 55 s for 20,000 devices)"),
+     "16 GB and 55 s for 20,000 devices; now 1.0 s, 63 MiB)"),
     ("trace timeline", f"{MAX_LANES:,} lanes per picture, and as many files", "files counted before reading, "
      "each file's lanes before drawing (before: 300,000 lanes refused after 73 s)"),
     ("`trace overlap --slurm` node answers", "every field of every rank row typed; numbers finite; counts whole",
