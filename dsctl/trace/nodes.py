@@ -69,25 +69,30 @@ def _list(d: Mapping[str, Any], key: str, where: str) -> list[Any]:
     return value
 
 
+def _entries(d: Mapping[str, Any], key: str, where: str) -> list[tuple[str, Mapping[str, Any]]]:
+    """``(field path, object)`` of each entry of the list field ``key`` (every entry must be an object)."""
+    out = []
+    for i, raw in enumerate(_list(d, key, where)):
+        path = f"{where}.{key}[{i}]"
+        out.append((path, _obj(raw, path)))
+    return out
+
+
 def _row(node: str, d: Any, where: str) -> RankOverlap:
     d = _obj(d, where)
     metrics = OverlapMetrics(**{k: _num(d, k, where) for k in _METRICS})  # type: ignore[arg-type]
     collectives = [CollectiveStat(_str(c, "name", w), _count(c, "count", w), _num(c, "total_us", w) or 0.0,
                                   _num(c, "exposed_us", w) or 0.0, _num(c, "mean_us", w) or 0.0)
-                   for i, raw in enumerate(_list(d, "collectives", where))
-                   for w in [f"{where}.collectives[{i}]"] for c in [_obj(raw, w)]]
+                   for w, c in _entries(d, "collectives", where)]
     streams = [StreamStat(_count(c, "stream", w, 2**31 - 1, lower=-(2**31)), _str(c, "kind", w),
                           _count(c, "num_events", w), _num(c, "busy_us", w) or 0.0)
-               for i, raw in enumerate(_list(d, "streams", where))
-               for w in [f"{where}.streams[{i}]"] for c in [_obj(raw, w)]]
+               for w, c in _entries(d, "streams", where)]
     categories = [CategoryStat(_str(c, "category", w), _num(c, "busy_us", w) or 0.0, _num(c, "kernel_us", w) or 0.0,
                                _count(c, "num_kernels", w), _num(c, "share", w))
-                  for i, raw in enumerate(_list(d, "categories", where))
-                  for w in [f"{where}.categories[{i}]"] for c in [_obj(raw, w)]]
+                  for w, c in _entries(d, "categories", where)]
     top = [KernelStat(_str(c, "name", w), _str(c, "cls", w), _str(c, "rule", w), _count(c, "count", w),
                       _num(c, "total_us", w) or 0.0)
-           for i, raw in enumerate(_list(d, "top_kernels", where))
-           for w in [f"{where}.top_kernels[{i}]"] for c in [_obj(raw, w)]]
+           for w, c in _entries(d, "top_kernels", where)]
     steps = _list(d, "steps", where)
     for i, step in enumerate(steps):
         if type(step) is not int or not -_MAX_COUNT <= step <= _MAX_COUNT:
