@@ -25,6 +25,7 @@ from numpy.typing import NDArray
 
 from dsctl.errors import InputError, one_of
 from dsctl.trace.classify import CLASS_NAMES, Classifier, classify_names, collective_label
+from dsctl.trace.groups import device_windows
 from dsctl.trace.intervals import Coverage, FloatArray, clip, covered_lengths, subtract, total, union, union_lengths
 from dsctl.trace.kernels import CATEGORY
 from dsctl.trace.parse import EventTable, TraceData
@@ -328,29 +329,6 @@ def _device_table(trace: TraceData) -> tuple[EventTable, str]:
                      f"{trace.num_events:,} events{why}; nothing to analyse")
 
 
-def _segments(device: NDArray[np.int64], step_idx: NDArray[np.int32],
-              windows: Sequence[int]) -> list[tuple[int, list[tuple[int, NDArray[np.intp]]]]]:
-    """The events of each device in each analysed window, as ``[(device, [(window, indices), ...]), ...]`` in
-    ascending device and window order, indices ascending; empty (device, window) pairs are left out.
-
-    One sort of all events, so the cost follows the events whatever the number of devices and windows (a mask
-    per device and window would cost devices x windows x events).
-    """
-    chosen = np.flatnonzero(np.isin(step_idx, np.asarray(windows, dtype=np.int32)))
-    order = chosen[np.lexsort((step_idx[chosen], device[chosen]))]
-    dev, win = device[order], step_idx[order]
-    cuts = np.flatnonzero((dev[1:] != dev[:-1]) | (win[1:] != win[:-1])) + 1
-    out: list[tuple[int, list[tuple[int, NDArray[np.intp]]]]] = []
-    for idx in np.split(order, cuts):
-        if not idx.size:
-            continue
-        d, k = int(device[idx[0]]), int(step_idx[idx[0]])
-        if not out or out[-1][0] != d:
-            out.append((d, []))
-        out[-1][1].append((k, idx))
-    return out
-
-
 def _categories(acc: _Acc, cls_codes: NDArray[np.int8], wall: float, s: FloatArray,
                 e: FloatArray) -> list[CategoryStat]:
     """HTA's categories from the accumulated windows; ``cls_codes`` is the class code per selected event."""
@@ -414,7 +392,7 @@ def analyse_trace(trace: TraceData, rank: int, classifier: Classifier, step: int
     rows = []
     windows = selected if trace.steps else [0]
     on_gpu = basis == "gpu_kernels"
-    devices = _segments(table.device.astype(np.int64) if on_gpu else np.zeros(table.size, dtype=np.int64),
+    devices = device_windows(table.device.astype(np.int64) if on_gpu else np.zeros(table.size, dtype=np.int64),
                         step_idx, windows)
     if not on_gpu and trace.steps:  # host windows are the steps themselves, with or without events
         found = dict(devices[0][1]) if devices else {}

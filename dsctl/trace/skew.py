@@ -35,6 +35,7 @@ from dsctl.cluster import Places
 from dsctl.errors import InputError
 from dsctl.trace.classify import Classifier, classify_names, collective_label
 from dsctl.trace.comms import host_collectives, host_label, is_synchronising
+from dsctl.trace.groups import runs
 from dsctl.trace.job import JobCheck
 from dsctl.trace.overlap import launch_times, select_steps, step_of
 from dsctl.trace.parse import TraceData
@@ -95,19 +96,12 @@ def rank_collectives(trace: TraceData, index: int, classifier: Classifier, step:
     elif step is not None:
         select_steps(trace, step)
     rank = trace.rank if trace.rank is not None else index
-    chosen: NDArray[np.intp] = np.flatnonzero(comm)
-    # one sort groups the events by device and orders each device's by start (a mask per device would cost
-    # devices x events: 20,000 devices in one file)
-    device_of = np.full(chosen.size, -1, dtype=np.int64) if on_host else table.device[chosen].astype(np.int64)
-    order = np.lexsort((table.start_us[chosen], device_of))
-    chosen, device_of = chosen[order], device_of[order]
-    cuts = np.flatnonzero(device_of[1:] != device_of[:-1]) + 1
+    device_of = np.full(table.size, -1, dtype=np.int32) if on_host else table.device
     sync_of: dict[str, bool] = {}
     out = []
-    for idx in np.split(chosen, cuts):
-        if not idx.size:
-            continue
-        device = -1 if on_host else int(table.device[idx[0]])
+    for members in runs(np.flatnonzero(comm), device_of):  # one sort, not a mask per device
+        idx = members[np.argsort(table.start_us[members], kind="stable")]
+        device = int(device_of[idx[0]])
         keys: dict[str, int] = {}
         key_code = np.empty(idx.size, dtype=np.int64)
         key_index = np.empty(idx.size, dtype=np.int64)

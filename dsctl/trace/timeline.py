@@ -15,6 +15,7 @@ import numpy as np
 
 from dsctl.errors import InputError
 from dsctl.trace.classify import CLASS_NAMES, Classifier, classify_names
+from dsctl.trace.groups import runs
 from dsctl.trace.intervals import FloatArray, union
 from dsctl.trace.kernels import CATEGORY
 from dsctl.trace.overlap import launch_times, select_steps, step_of
@@ -78,17 +79,12 @@ def rank_lanes(trace: TraceData, index: int, classifier: Classifier, step: int |
         sel &= (cls >= 0) & (e > s)
     rank = trace.rank if trace.rank is not None else index
     # one sort groups the events by lane, counted before any drawing work (a mask per lane cost lanes x events)
-    chosen = np.flatnonzero(sel)
-    order = chosen[np.lexsort((table.stream[chosen], table.device[chosen]))]
-    dev, stream = table.device[order], table.stream[order]
-    cuts = np.flatnonzero((dev[1:] != dev[:-1]) | (stream[1:] != stream[:-1])) + 1
-    if cuts.size + 1 > MAX_LANES:
-        raise InputError(f"{trace.source}: {cuts.size + 1:,} lanes (device x stream); at most {MAX_LANES:,} fit one "
+    groups = runs(np.flatnonzero(sel), table.device, table.stream)
+    if len(groups) > MAX_LANES:
+        raise InputError(f"{trace.source}: {len(groups):,} lanes (device x stream); at most {MAX_LANES:,} fit one "
                          "picture", hint="give fewer trace files, or draw one step (--step) or window (--from/--to)")
     lanes = []
-    for on in np.split(order, cuts):
-        if not on.size:
-            continue
+    for on in groups:
         kind = cls[on]
         intervals = {CATEGORY[name]: union(s[on[kind == c]], e[on[kind == c]], gap_us=gap)
                      for c, name in enumerate(CLASS_NAMES)}
