@@ -259,3 +259,34 @@ def test_property_seq_devices_and_streams_exit_0_or_2(job: list[dict[str, Any]],
         assert "Traceback" not in res.stderr, res.stderr[-800:]
         if res.exit_code == 2:
             assert res.stderr.startswith("error: "), res.stderr[:300]
+
+
+def test_a_long_value_is_decoded_a_logarithmic_number_of_times(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: the buffer grew one chunk per try, so a 40 MB distributedInfo was decoded 40 times over (35 s)."""
+    import dsctl.trace.scan as scan
+
+    calls = []
+
+    class Counting:
+        def raw_decode(self, text: str, pos: int = 0) -> Any:
+            calls.append(pos)
+            return json.JSONDecoder().raw_decode(text, pos)
+
+    monkeypatch.setattr(scan, "_DECODER", Counting())
+    monkeypatch.setattr(scan, "CHUNK_CHARS", 256)
+    ranks = ",".join(["0"] * 50_000)  # 100 KB: about 400 chunks
+    data = ('{"distributedInfo": {"rank": 0, "pg_config": [{"pg_name": "0", "ranks": [' + ranks + ']}]}, '
+            '"traceEvents": []}').encode()
+    meta: dict[str, Any] = {}
+    assert list(scan.iter_events([data[i:i + 256] for i in range(0, len(data), 256)], "t.json", meta)) == []
+    assert len(meta["distributedInfo"]["pg_config"][0]["ranks"]) == 50_000
+    assert len(calls) < 30, len(calls)
+
+
+def test_a_value_over_the_limit_is_refused(cli, tmp_path: Path) -> None:
+    from dsctl.trace.scan import MAX_VALUE_CHARS
+
+    ranks = ",".join(["0"] * (MAX_VALUE_CHARS // 2 + (1 << 20)))  # a chunk over: the limit is checked per chunk
+    path = tmp_path / "t.json"
+    path.write_text('{"distributedInfo": {"pg_config": [{"ranks": [' + ranks + ']}]}, "traceEvents": []}')
+    _bad(cli("trace", "overlap", str(path), "-j", "1"), f"over {MAX_VALUE_CHARS:,} characters")
