@@ -87,6 +87,14 @@ def lanes_at_limit(tmp: Path) -> list[str]:
     return ["trace", "timeline", _streams(tmp, 1024, 293), "-o", str(tmp / "t.svg"), "-j", "1"]
 
 
+def _dist_info(tmp: Path, num_ranks: int) -> list[str]:
+    path = tmp / "pg.json"
+    path.write_text('{"distributedInfo": {"rank": 0, "pg_config": [{"pg_name": "0", "ranks": ['
+                    + ",".join(["0"] * num_ranks) + ']}]}, "traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", '
+                    '"ts": 1, "dur": 1, "pid": 0, "tid": 7}]}')
+    return ["trace", "overlap", str(path), "-j", "1"]
+
+
 def _plan(tmp: Path) -> str:
     _child([sys.executable, "-m", "dsctl", "topology", "plan", "--nodes", "10", "--radix", "8", "--out",
             str(tmp / "plan")])
@@ -139,6 +147,8 @@ CASES: dict[str, tuple[str, Callable[[Path], list[str]]]] = {
     "streams-timeline": ("trace timeline, 300,000 one-kernel streams", streams_timeline),
     "streams-limit": ("trace overlap, 4,096 streams x 73 kernels (at the limit)", streams_at_limit),
     "lanes-limit": ("trace timeline, 1,024 lanes x 293 kernels (at the limit)", lanes_at_limit),
+    "dist-info": ("trace overlap, distributedInfo of 40 MB (20 M ranks)", lambda t: _dist_info(t, 20_000_000)),
+    "dist-info-limit": ("trace overlap, distributedInfo of 16 MB (8 M ranks)", lambda t: _dist_info(t, 8_000_000)),
     "lldp": ("topology verify, LLDP port of 4,400 digits", lldp_digits),
     "lldp-backtrack": ("topology verify, LLDP port of 480 KB digits + 'x1'", lldp_backtrack),
     "perfquery": ("topology verify --counters, perfquery Lid of 4,400 digits", perfquery),

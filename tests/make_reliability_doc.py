@@ -31,6 +31,7 @@ from dsctl.runners.fleet import MAX_NODES as MAX_FLEET_NODES  # noqa: E402
 from dsctl.siteconfig import MAX_FILE_BYTES as MAX_CONFIG_BYTES  # noqa: E402
 from dsctl.topology.naming import MAX_NAME_BYTES, MAX_TEMPLATE_CHARS  # noqa: E402
 from dsctl.trace.parse import MAX_EVENTS, MAX_STREAMS, MAX_WORLD_SIZE  # noqa: E402
+from dsctl.trace.scan import MAX_VALUE_CHARS  # noqa: E402
 from dsctl.trace.skew import MAX_MATCH_CELLS  # noqa: E402
 from dsctl.trace.timeline import MAX_LANES  # noqa: E402
 from tests.reliability_cases import CASES, FAMILIES, FAULTS, Case, run_case  # noqa: E402
@@ -86,6 +87,10 @@ LIMITS = [
      "events, not events x streams or devices. Measured: 300,000 one-kernel streams refused in 2.4 s at 86 MiB "
      "(before: ~100 s), 20,000 devices in 1.1 s at 57 MiB (before: 11.8 s, 727 MB); 4,096 streams x 73 kernels "
      "analysed in 2.7 s at 142 MiB, 1,024 lanes x 293 kernels drawn in 4.5 s at 182 MiB"),
+    ("one JSON value in a trace", f"{MAX_VALUE_CHARS:,} characters (an event, or a top-level value such as "
+     "`distributedInfo`)", "the reader reads on in doubling steps, so decoding costs O(n) (before: a 40 MB value was "
+     "decoded again after every 1 MiB chunk, 35 s); a longer value is exit 2. Measured: 40 MB refused in 3.2 s at "
+     "172 MiB, 16 MB read in 2.3 s at 161 MiB"),
     ("trace stragglers table", f"{MAX_MATCH_CELLS:,} cells (collectives seen on two or more participants x "
      "participants)", "keys numbered by sorting (label, Seq) pairs (a Seq near 2^63 overflowed a combined key: "
      "exit 4); keys seen once are dropped before the table is sized, then refused before allocation (before: "
