@@ -392,8 +392,8 @@ def analyse_trace(trace: TraceData, rank: int, classifier: Classifier, step: int
     rows = []
     windows = selected if trace.steps else [0]
     on_gpu = basis == "gpu_kernels"
-    devices = device_windows(table.device.astype(np.int64) if on_gpu else np.zeros(table.size, dtype=np.int64),
-                        step_idx, windows)
+    device_of = table.device.astype(np.int64) if on_gpu else np.zeros(table.size, dtype=np.int64)
+    devices = device_windows(device_of, step_idx, windows)  # one sort, not a mask per device and window
     if not on_gpu and trace.steps:  # host windows are the steps themselves, with or without events
         found = dict(devices[0][1]) if devices else {}
         devices = [(0, [(k, found.get(k, np.zeros(0, dtype=np.intp))) for k in windows])]
