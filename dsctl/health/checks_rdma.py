@@ -12,7 +12,7 @@ from dsctl.names import ascii_digits
 
 CRIT, WARN, INFO, SKIP = Severity.CRIT, Severity.WARN, Severity.INFO, Severity.SKIP
 
-RATE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*Gb/sec\s*\((\d+)X\s*([A-Z0-9]+)\)")
+RATE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*Gb/sec\s*\(([0-9]{1,3})X\s*([A-Z0-9]+)\)")  # width: 1-3 digits
 SPEED_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*GT/s")
 #: delta > 0 in the window -> CRIT (NVSentinel fatal counters)
 FATAL_COUNTERS = ("link_downed", "excessive_buffer_overrun_errors", "local_link_integrity_errors",

@@ -234,3 +234,15 @@ def test_other_input_integers_are_bounded() -> None:
         parse_limit(HUGE, "DSCTL_MAX_INPUT_BYTES")
     assert parse_limit("+1_000", "x") == 1000
     assert _COMMENT.match(f'"x" lid {HUGE} 4xNDR') is None
+
+
+def test_schedule_op_and_rate_numbers_are_bounded() -> None:
+    """A pipeline op name or an ibstat rate with 4,400 digits reached int(): ValueError, exit 4."""
+    from dsctl.health.checks_rdma import RATE_RE
+    from dsctl.launch.schedule.ops import parse_op
+
+    with pytest.raises(InputError, match="bad op name"):
+        parse_op(f"F{HUGE}.1")
+    assert parse_op("F3.1&B2.0").kind == "FB"
+    assert RATE_RE.match(f"400 Gb/sec ({HUGE}X NDR)") is None
+    assert RATE_RE.match("400 Gb/sec (4X NDR)").group(2) == "4"  # type: ignore[union-attr]
