@@ -18,7 +18,7 @@ from dsctl import __version__
 from dsctl.commands._common import SETTINGS, silence_stdout
 from dsctl.errors import DsctlError, ExitCode
 from dsctl.inputs import DEFAULT_MAX_INPUT_BYTES, ENV_MAX_INPUT_BYTES, LIMITS, forget_inputs, parse_limit
-from dsctl.names import MAX_INTEGER_DIGITS, ascii_digits
+from dsctl.names import MAX_INTEGER_DIGITS, ascii_digits  # the bound on arguments is the one on input text
 
 #: Every command group: ``dsctl NAME`` is the Typer app ``app`` of module ``dsctl.commands.NAME``, imported only
 #: when the group is run, completed or asked for its own help. The text is the group's help (the module's
@@ -324,8 +324,6 @@ def _fail(args: list[str], code: int, message: str, hint: str | None = None) -> 
         except (OSError, ValueError):  # stdout is gone or full: the stderr line stands
             pass
     return code
-
-
 
 
 def _integer_digits(arg: str) -> int:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dsctl.errors import InputError
+from dsctl.names import ascii_digits
 
 #: default largest input file: 64 MiB is far above any real profile, record, statistics or fabric dump
 DEFAULT_MAX_INPUT_BYTES = 64 * 1024**2
@@ -69,10 +70,8 @@ def forget_inputs() -> None:
 
 def parse_limit(text: str, source: str) -> int:
     """A byte count from an option or variable: a whole number >= 1 (``_`` separators allowed)."""
-    try:
-        value = int(text.replace("_", ""))
-    except ValueError:
-        value = 0
+    digits = text.strip().replace("_", "").removeprefix("+")
+    value = int(digits) if ascii_digits(digits) and len(digits) <= 19 else 0  # bounded before int()
     if not 1 <= value <= 2**62:
         raise InputError(f"{source} {text[:40]!r} is not a byte count: use a whole number of bytes >= 1, "
                          f"e.g. {4 * DEFAULT_MAX_INPUT_BYTES}")

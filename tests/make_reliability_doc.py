@@ -17,7 +17,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from dsctl.cli import MAX_INTEGER_DIGITS  # noqa: E402
 from dsctl.cluster.hostlist import MAX_HOSTLIST_CHARS  # noqa: E402
 from dsctl.cluster.hostlist import MAX_NAME_CHARS as MAX_HOSTLIST_NAME_CHARS  # noqa: E402
 from dsctl.cluster.hostlist import MAX_NODES as MAX_HOSTLIST_NODES  # noqa: E402
@@ -29,13 +28,17 @@ from dsctl.inputs import DEFAULT_MAX_INPUT_BYTES, ENV_MAX_INPUT_BYTES  # noqa: E
 from dsctl.launch.plan import MAX_COUNT, MAX_NODES  # noqa: E402
 from dsctl.launch.schedule import MAX_SVG_OPS  # noqa: E402
 from dsctl.launch.schedule.params import MAX_STAGE_MICRO_BATCHES  # noqa: E402
+from dsctl.names import MAX_INTEGER_DIGITS  # noqa: E402
 from dsctl.output.files import MANIFEST_NAME, PREV_SUFFIX  # noqa: E402
 from dsctl.profiles.textyaml import MAX_YAML_ALIASES, MAX_YAML_CHARS, MAX_YAML_NODES  # noqa: E402
 from dsctl.runners.fleet import MAX_ARG_CHARS, MAX_OUTPUT_BYTES, MAX_STDIN_CHARS  # noqa: E402
 from dsctl.runners.fleet import MAX_NODES as MAX_FLEET_NODES  # noqa: E402
 from dsctl.siteconfig import MAX_FILE_BYTES as MAX_CONFIG_BYTES  # noqa: E402
 from dsctl.topology.naming import MAX_NAME_BYTES, MAX_TEMPLATE_CHARS  # noqa: E402
-from dsctl.trace.parse import MAX_EVENTS, MAX_WORLD_SIZE  # noqa: E402
+from dsctl.trace.parse import MAX_EVENTS, MAX_STREAMS, MAX_WORLD_SIZE  # noqa: E402
+from dsctl.trace.scan import MAX_VALUE_CHARS  # noqa: E402
+from dsctl.trace.skew import MAX_MATCH_CELLS  # noqa: E402
+from dsctl.trace.timeline import MAX_LANES  # noqa: E402
 from tests.reliability_cases import CASES, FAMILIES, FAULTS, Case, run_case  # noqa: E402
 
 DOC = ROOT / "docs" / "reliability.md"
@@ -73,6 +76,35 @@ LIMITS = [
     ("trace events", f"{MAX_EVENTS:,} events per trace file",
      "counted while streaming; one more is exit 2 naming the limit. Measured: 10M events in a 29 MB gzip are "
      "refused at the 5,000,001st event with a 231 MiB peak (before: 1.7 GB)"),
+    ("integers in input text", f"{MAX_INTEGER_DIGITS} digits, fewer where the field is narrower (LID 5, "
+     "perfquery port 3, LLDP port 9, counter 20)", "one rule for every parser (`names.bounded_int`): the digit run "
+     "is counted before `int()` runs; longer is exit 2 naming file, line and field (before: a 4,400-digit perfquery "
+     "`Lid` or LLDP port raised from `int()`, exit 4). Log lines (Xid, srun labels, exit statuses) with longer runs "
+     "are not read as numbers"),
+    ("regular expressions on input text", "linear: no pattern with two ways to split one run",
+     "LLDP ports by a scan from the end (`names.last_digit_run`), perfquery fields and `ibnetdiscover -p` "
+     "descriptions split by hand, number patterns `\\d+(\\.\\d*)?`. Measured on the worst inputs: 480 KB LLDP "
+     "port 1.6 s for the whole command, 50 MiB (before: 275 s), `--dataset` of 120,000 digits 1.8 s (before: "
+     "minutes), a 480 KB `' - '` ports line 2.8 s, 56 MiB (before: 6 s per 40 KB, quadratic); "
+     "`python -m benchmarks.hostile_trace_parsers`"),
+    ("trace streams", f"{MAX_STREAMS:,} (device, stream) pairs, and {MAX_STREAMS:,} host threads, per trace file",
+     "counted after reading (one `np.unique`); every analysis groups events with one sort, so its cost follows the "
+     "events, not events x streams or devices. Measured: 300,000 one-kernel streams refused in 2.4 s at 86 MiB "
+     "(before: ~100 s), 20,000 devices in 1.1 s at 57 MiB (before: 11.8 s, 727 MB); 4,096 streams x 73 kernels "
+     "analysed in 2.7 s at 142 MiB, 1,024 lanes x 293 kernels drawn in 4.5 s at 182 MiB"),
+    ("one JSON value in a trace", f"{MAX_VALUE_CHARS:,} characters (an event, or a top-level value such as "
+     "`distributedInfo`)", "the reader reads on in doubling steps, so decoding costs O(n) (before: a 40 MB value was "
+     "decoded again after every 1 MiB chunk, 35 s); a longer value is exit 2. Measured: 40 MB refused in 3.2 s at "
+     "172 MiB, 16 MB read in 2.3 s at 161 MiB"),
+    ("trace stragglers table", f"{MAX_MATCH_CELLS:,} cells (collectives seen on two or more participants x "
+     "participants)", "keys numbered by sorting (label, Seq) pairs (a Seq near 2^63 overflowed a combined key: "
+     "exit 4); keys seen once are dropped before the table is sized, then refused before allocation (before: "
+     "16 GB and 55 s for 20,000 devices; now 1.0 s, 63 MiB)"),
+    ("trace timeline", f"{MAX_LANES:,} lanes per picture, and as many files", "files counted before reading, "
+     "each file's lanes before drawing (before: 300,000 lanes refused after 73 s)"),
+    ("`trace overlap --slurm` node answers", "every field of every rank row typed; numbers finite; counts whole",
+     "a node answering `Infinity`, a non-object rank or a wrong type is exit 2 naming the node and the field "
+     "(before: `nan` printed, or exit 4)"),
     ("trace `distributedInfo.world_size`", f"{MAX_WORLD_SIZE:,} ranks",
      "a larger (or negative) world size is read as unknown: the missing ranks listed from it fit in memory (before: "
      "2^31 - 1 made the job check build a set of every rank, killed at 24 GB)"),

@@ -307,6 +307,70 @@ def _laughs() -> str:
     return text
 
 
+def _lldp(tmp: Path, port: str) -> list[str]:
+    import json
+
+    (tmp / "lldp").mkdir(exist_ok=True)
+    doc = {"lldp": {"interface": [{"mlx5_0": {"via": "LLDP", "chassis": {"p0-leaf01": {"id": {}}},
+                                              "port": {"id": {"type": "ifname", "value": port}}}}]}}
+    return ["topology", "verify", _plan_dir(tmp), _w(tmp / "lldp", "node0001.json", json.dumps(doc))]
+
+
+def _perfquery(tmp: Path) -> list[str]:
+    plan = _plan_dir(tmp)
+    counters = _w(tmp, "pq.txt", f"# Port counters: Lid {HUGE} port 1\nSymbolErrorCounter:....1\n")
+    return ["topology", "verify", plan, str(Path(plan) / "expected-plane0.ibnet"), "--counters", counters]
+
+
+def _trace_events(tmp: Path, name: str, events: list[dict[str, object]], rank: int = 0) -> str:
+    import json
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    import trace_builder as tb
+
+    return _w(tmp, name, json.dumps(tb.trace(events, rank=rank)))
+
+
+def _trace_seq(tmp: Path) -> list[str]:
+    sys.path.insert(0, str(ROOT / "tests"))
+    import trace_builder as tb
+
+    args = {"Collective name": "allreduce", "Process Group Name": "0", "Seq": 2**63 - 1}
+    return ["trace", "stragglers", "-j", "1", *(_trace_events(tmp, f"r{r}.json", [tb.nccl(1.0, 2.0 + r, **args)], r)
+                                                for r in (0, 1))]
+
+
+def _trace_streams(tmp: Path, command: list[str], count: int) -> list[str]:
+    sys.path.insert(0, str(ROOT / "tests"))
+    import trace_builder as tb
+
+    return ["trace", *command, "-j", "1",
+            _trace_events(tmp, "s.json", [tb.compute(float(i), 0.5, stream=i) for i in range(count)])]
+
+
+def _slurm_answer(tmp: Path) -> int:
+    """one line naming the node and field (before: printed nan, exit 0)"""
+    import dsctl.runners.fleet as fleet
+    from tests.conftest import run_cli
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    import trace_builder as tb
+
+    doc = run_cli("trace", "overlap", "--format", "json", "-j", "1",
+                  _trace_events(tmp, "t.json", [tb.compute(0, 10), tb.nccl(5, 10)])).json()
+    doc["ranks"][0]["wall_us"] = float("inf")
+    saved = fleet.run_on_nodes, fleet.expand_hostlist
+    fleet.run_on_nodes = lambda names, command, **kw: fleet.FleetRun(  # type: ignore[assignment]
+        tuple(fleet.NodeAnswer(n, doc, 0) for n in names))
+    fleet.expand_hostlist = lambda text, option="": text.split(",")  # type: ignore[assignment]
+    try:
+        result = run_cli("trace", "overlap", "/t/{node}.json", "--slurm", "-w", "n1")
+    finally:
+        fleet.run_on_nodes, fleet.expand_hostlist = saved
+    assert "node n1" in result.stderr and "wall_us" in result.stderr, result.stderr
+    return result.exit_code
+
+
 _PROFILE_DUP = "name: m\nkind: model\nname: n\n"
 _TRACE = '{"traceEvents": [{"ph": "X", "name": "k", "ts": 1e400, "dur": 1, "pid": 0, "tid": 7}]}'
 
@@ -494,6 +558,19 @@ CASES: list[Case] = [
          lambda t: ["health", "fleet", "-w", "a" * 100_000 + "[0-99998]"], 2),
     Case("hostlist past its bounds", "trace", "overlap --slurm -w n[0-255]n[0-255]n[0-255] (16.7M names)",
          lambda t: ["trace", "overlap", "x.json", "--slurm", "-w", "n[0-255]n[0-255]n[0-255]"], 2),
+    # issue 33: one integer rule, no backtracking, trace sizes before allocation
+    Case("integer of 4,400 digits", "topology", "perfquery --counters 'Lid 9...9' (4,400 digits)", _perfquery, 2),
+    Case("integer of 4,400 digits", "topology", "LLDP neighbour port 'swp9...9' (4,400 digits)",
+         lambda t: _lldp(t, "swp" + HUGE), 2),
+    Case("integer above int64", "trace", "Kineto Seq 2^63-1 matched on two ranks", _trace_seq, 0),
+    Case("pattern that backtracks", "topology", "LLDP port of 480,000 digits then 'x1' (was 275 s)",
+         lambda t: _lldp(t, "9" * 480_000 + "x1"), 1),
+    Case("pattern that backtracks", "storage", "--dataset of 120,000 digits then '!' (was minutes)",
+         lambda t: ["storage", "size", "--dataset", "9" * 120_000 + "!", "--clients", "10"], 2),
+    Case("trace above its bounds", "trace", "overlap of 4,097 one-kernel streams in one file",
+         lambda t: _trace_streams(t, ["overlap"], 4097), 2),
+    Case("trace above its bounds", "trace", "timeline of 1,025 lanes (counted before drawing)",
+         lambda t: _trace_streams(t, ["timeline", "-o", str(t / "t.svg")], 1025), 2),
 ]
 
 FAULTS: list[Case] = [
@@ -518,6 +595,8 @@ FAULTS: list[Case] = [
          _burn_in_prev_as_input),
     Case("--out on a read-only place", "storage", "storage chains --out under a read-only folder", None, 2,
          _read_only_out),
+    Case("node answer with Infinity", "trace", "trace overlap --slurm, a node's wall_us is Infinity", None, 2,
+         _slurm_answer),
 ]
 
 

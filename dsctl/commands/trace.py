@@ -271,13 +271,16 @@ def timeline_cmd(
     from dsctl.output.files import atomic_write
     from dsctl.runners.trace_files import default_jobs, expand, lanes_file, run_per_file
     from dsctl.trace.job import check_job
-    from dsctl.trace.timeline import timeline
+    from dsctl.trace.timeline import MAX_LANES, timeline
 
     _check_out(out, "--out")
     if from_us is not None and to_us is not None and to_us <= from_us:
         raise InputError(f"--from {from_us:g} --to {to_us:g}: --to must be after --from")
     classifier = _classifier(comm_pattern, add_comm_pattern, compute_pattern)
     paths = expand(traces)
+    if len(paths) > MAX_LANES:  # every file draws a lane or more: refuse before reading any
+        raise InputError(f"TRACE: {len(paths):,} files; one picture holds at most {MAX_LANES:,} lanes and each "
+                         "file draws one or more", hint="give fewer trace files")
     _check_out(out, "--out", [str(p) for p in paths])
     with progress(_reading(paths), OutputFormat.table, total=len(paths)) as report:
         per_file = run_per_file(lanes_file, [(p, i, classifier, step, from_us, to_us, max_bytes)

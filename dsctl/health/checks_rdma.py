@@ -12,7 +12,7 @@ from dsctl.names import ascii_digits
 
 CRIT, WARN, INFO, SKIP = Severity.CRIT, Severity.WARN, Severity.INFO, Severity.SKIP
 
-RATE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*Gb/sec\s*\((\d+)X\s*([A-Z0-9]+)\)")
+RATE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*Gb/sec\s*\(([0-9]{1,3})X\s*([A-Z0-9]+)\)")  # width: 1-3 digits
 SPEED_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*GT/s")
 #: delta > 0 in the window -> CRIT (NVSentinel fatal counters)
 FATAL_COUNTERS = ("link_downed", "excessive_buffer_overrun_errors", "local_link_integrity_errors",
@@ -275,7 +275,7 @@ PEER_MAPPING_OVERRIDE = re.compile(r"(?:^|;)\s*PeerMappingOverride\s*=\s*(?:1|0x
 
 def _kernel_at_least(release: str | None, wanted: tuple[int, int]) -> bool | None:
     """``5.15.0-91-generic`` >= (5, 12)? None when the release is unknown or unparsable."""
-    m = re.match(r"(\d+)\.(\d+)", release or "")
+    m = re.match(r"([0-9]{1,4})\.([0-9]{1,4})(?![0-9])", release or "")  # bounded before int()
     return (int(m.group(1)), int(m.group(2))) >= wanted if m else None
 
 

@@ -11,7 +11,8 @@ import re
 from dsctl.health.model import Finding, NodeSnapshot, Severity
 
 XID_CHECK_ID = "G22"
-XID_RE = re.compile(r"NVRM: Xid \(PCI:([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.\d)?\): (\d+)")
+XID_RE = re.compile(r"NVRM: Xid \(PCI:([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.\d)?\): "
+                    r"([0-9]{1,9})(?![0-9])")  # an Xid is a few digits: a longer run is no Xid line
 XID_CRIT = frozenset({48, 64, 74, 79, 95, 119, 120, 140})
 XID_INFO = frozenset({13, 31, 43, 45, 68})
 XID_MEANING = {13: "graphics engine exception", 31: "MMU fault", 43: "GPU stopped processing", 45: "preemptive cleanup",

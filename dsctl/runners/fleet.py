@@ -75,7 +75,7 @@ WRAPPER = ('tok=$1; lim=$2; shift 2; '
            'timeout -k ' + f"{KILL_GRACE_S:g}" + ' "$lim" "$@" </dev/null; rc=$?; '
            'printf "\\n%s exit=%d\\n" "$tok" "$rc"')
 WRAPPER_WITH_INPUT = WRAPPER.replace(' </dev/null;', ';')
-_LABEL = re.compile(r"^\s*(\d+): ?(.*)$")
+_LABEL = re.compile(r"^\s*([0-9]{1,9}): ?(.*)$")  # srun's task label (at most 9 digits: never a huge int())
 _SRUN_TASK = re.compile(r"srun: error: (\S+): tasks? [\d,\-]+: (.*)$")
 _SRUN_LAUNCH = re.compile(r"srun: error: Task launch for \S+ failed on node (\S+): (.*)$")
 
@@ -176,7 +176,7 @@ class LabelledOutput:
             return
         if text.startswith(self._tail) and not truncated:
             value = text[len(self._tail):].strip()
-            task.exit_code = int(value) if ascii_digits(value) else 255
+            task.exit_code = int(value) if ascii_digits(value) and len(value) <= 3 else 255
             if task.stdout and task.stdout[-1] == "":
                 task.stdout.pop()  # the wrapper's newline before the trailer
             if self._on_finished is not None:

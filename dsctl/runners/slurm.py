@@ -61,8 +61,9 @@ def parse_job(job_id: str, text: str) -> JobStatus:
     raw = fields.get("ExitCode", "")
     if raw:
         status, _, signal = raw.partition(":")
-        if ascii_digits(status):
-            exit_code = int(status) or (128 + int(signal) if ascii_digits(signal) and int(signal) else 0)
+        if ascii_digits(status) and len(status) <= 3:  # exit statuses and signals are 0..255
+            exit_code = int(status) or (128 + int(signal) if ascii_digits(signal) and len(signal) <= 3
+                                        and int(signal) else 0)
     # a path may hold spaces: StdOut runs to the next " Key=" field (scontrol -o prints one line of Key=value)
     log = scontrol_field(text, "StdOut") or None
     return JobStatus(job_id, state, exit_code, log)

@@ -33,6 +33,7 @@ import re
 from dataclasses import dataclass
 
 from dsctl.errors import InputError
+from dsctl.names import bounded_int
 
 
 @dataclass(frozen=True)
@@ -64,10 +65,23 @@ class Thresholds:
 
 THRESHOLD_NAMES = ("symbol_errors", "rcv_errors", "link_recovers", "link_downed", "effective_ber")
 
-_BLOCK = re.compile(r"^#\s*Port (?:extended )?counters:\s*Lid\s+(\d+)\s+port\s+(\d+)", re.IGNORECASE)
-_FIELD = re.compile(r"^([A-Za-z0-9]+):\.*\s*(\S+)\s*$")
+_BLOCK = re.compile(r"^#\s*Port (?:extended )?counters:\s*Lid\s+([0-9]+)\s+port\s+([0-9]+)", re.IGNORECASE)
+#: digits of a LID (16 bits), a port number (8 bits, with room) and a counter (64 bits, or 16 hex digits)
+LID_DIGITS, PORT_DIGITS, COUNTER_DIGITS = 5, 3, 20
 _FIELDS = {"SymbolErrorCounter": "symbol_errors", "LinkErrorRecoveryCounter": "link_recovers",
            "LinkDownedCounter": "link_downed", "PortRcvErrors": "rcv_errors"}
+
+
+def _field(line: str) -> tuple[str, str] | None:
+    r"""``(name, value)`` of a stripped ``Name:......value`` line, else None. Split by hand: the regex it replaces
+    (``:\.*\s*(\S+)\s*$``) let the dots match two ways and backtracked quadratically on a long line of dots."""
+    name, colon, rest = line.partition(":")
+    if not colon or not name.isascii() or not name.isalnum():
+        return None
+    value = rest.lstrip(".").strip() or rest.strip()
+    if not value or len(value.split(None, 1)) != 1:
+        return None
+    return name, value
 
 
 def parse_perfquery(text: str, source: str = "--counters") -> list[PortCounters]:
@@ -85,16 +99,15 @@ def parse_perfquery(text: str, source: str = "--counters") -> list[PortCounters]
         block = _BLOCK.match(stripped)
         if block:
             flush()
-            current, head = {}, (number, int(block.group(1)), int(block.group(2)))
+            where = f"{source} line {number}"
+            current, head = {}, (number, bounded_int(block.group(1), f"{where}: Lid", LID_DIGITS),
+                                 bounded_int(block.group(2), f"{where}: port", PORT_DIGITS))
             continue
-        found = _FIELD.match(stripped)
-        if current is None or found is None or found.group(1) not in _FIELDS:
+        found = _field(stripped) if current is not None else None
+        if current is None or found is None or found[0] not in _FIELDS:
             continue
-        value = found.group(2)
-        try:
-            current[_FIELDS[found.group(1)]] = int(value, 0)
-        except ValueError:
-            raise InputError(f"{source} line {number}: {found.group(1)} {value[:20]!r} is not a count") from None
+        current[_FIELDS[found[0]]] = bounded_int(found[1], f"{source} line {number}: {found[0]}", COUNTER_DIGITS,
+                                                 base=0)
     flush()
     if not rows:
         raise InputError(f"{source} has no '# Port counters: Lid <lid> port <port>' block; is it perfquery output?")
@@ -144,13 +157,17 @@ def parse_ibdiagnet_pm(text: str, source: str = "--counters") -> list[PortCounte
         if not line:
             continue
         cells = [c.strip() for c in line.split(",")]
+        where = f"{source} line {number + 1}"
+        if len(cells) < len(header):
+            raise InputError(f"{where}: a PM_INFO row has {len(cells)} cells, the header {len(header)}: {line[:80]!r}")
+        values = {f: bounded_int(cells[i], f"{where}: {header[i]}", COUNTER_DIGITS, base=0)
+                  if cells[i] not in ("", "N/A", "NA") else 0 for f, i in counters.items()}
         try:
-            values = {f: int(cells[i], 0) if cells[i] not in ("", "N/A", "NA") else 0 for f, i in counters.items()}
             ber = float(cells[ber_col]) if ber_col is not None and cells[ber_col] not in ("", "N/A", "NA") else None
-            guid = cells[guid_col].lower().removeprefix("0x").rjust(16, "0")
-            port = int(cells[port_col], 0)
-        except (ValueError, IndexError):
-            raise InputError(f"{source} line {number + 1}: a PM_INFO value is not a number: {line[:80]!r}") from None
+        except ValueError:
+            raise InputError(f"{where}: a PM_INFO value is not a number: {line[:80]!r}") from None
+        guid = cells[guid_col].lower().removeprefix("0x").rjust(16, "0")
+        port = bounded_int(cells[port_col], f"{where}: {header[port_col]}", PORT_DIGITS, base=0)
         rows.append(PortCounters(source, number + 1, 0, guid, port, effective_ber=ber, **values))
     return rows
 
@@ -168,10 +185,13 @@ def parse_thresholds(items: list[str]) -> Thresholds:
         name = name.strip()
         if name not in THRESHOLD_NAMES:
             raise InputError(f"--threshold {item!r}: unknown counter; use one of {', '.join(THRESHOLD_NAMES)}")
-        try:
-            number = float(value) if name == "effective_ber" else int(value)
-        except ValueError:
-            raise InputError(f"--threshold {item!r}: {value!r} is not a number") from None
+        if name == "effective_ber":
+            try:
+                number: float | int = float(value)
+            except ValueError:
+                raise InputError(f"--threshold {item!r}: {value!r} is not a number") from None
+        else:
+            number = bounded_int(value, f"--threshold {name}", COUNTER_DIGITS)
         if not math.isfinite(number) or number < 0:  # nan compares False with every BER: the check would be off
             raise InputError(f"--threshold {item!r}: a threshold is a finite number >= 0")
         values[name] = number

@@ -16,15 +16,15 @@ face-plate ports: map it first.)
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from dsctl.errors import InputError
-from dsctl.names import ascii_digits
+from dsctl.names import bounded_int, last_digit_run, shown
 from dsctl.textjson import load_json
 from dsctl.topology.observed import ObservedEnd, ObservedFabric, ObservedLink
 
-_LAST_NUMBER = re.compile(r"(\d+)\D*$")
+#: digits of a switch port number (a face-plate port; SONiC's lane numbers stay below 1,000)
+PORT_DIGITS = 9
 
 
 def looks_like_lldp(text: str) -> bool:
@@ -76,10 +76,16 @@ def parse_lldp(text: str, source: str = "LLDP") -> ObservedFabric:
         raw_port = detail.get("port")
         port: dict[str, Any] = raw_port if isinstance(raw_port, dict) else {}
         label = _text(port.get("id")) or _text(port.get("descr"))
-        found = _LAST_NUMBER.search(label) or _LAST_NUMBER.search(_text(port.get("descr")))
-        port_text = str(int(found.group(1))) if found else (label or "?")
+        descr = _text(port.get("descr"))
+        run, text = last_digit_run(label), label
+        if run is None:
+            run, text = last_digit_run(descr), descr
+        port_number = 0
+        if run is not None:
+            port_number = bounded_int(text[run[0]:run[1]], f"{source}: interface {shown(ifname)} neighbour port "
+                                      f"{shown(text)}", PORT_DIGITS)
+        port_text = str(port_number) if run is not None else (label or "?")
         links.append(ObservedLink(ObservedEnd(node, ifname, f"{node} {ifname}", "", False, 1),
-                                  ObservedEnd(switch or "?", port_text, switch, "", True,
-                                              int(port_text) if ascii_digits(port_text) else 0),
+                                  ObservedEnd(switch or "?", port_text, switch, "", True, port_number),
                                   number, "", source))
     return ObservedFabric(links, "lldp")

@@ -130,7 +130,8 @@ def _rate(comment: str) -> str:
     return found.group(1) + found.group(2) if found else ""
 
 
-_COMMENT = re.compile(r'^\s*(?:lid (\d+) lmc \d+\s+)?"([^"]*)"\s+lid (\d+)\s+(\d{1,2}x)([A-Z][A-Z0-9]*|\?\?\?)\s*$')
+_COMMENT = re.compile(r'^\s*(?:lid (\d{1,5}) lmc \d+\s+)?"([^"]*)"\s+lid (\d{1,5})\s+'  # LIDs: 16 bits, 5 digits
+                      r'(\d{1,2}x)([A-Z][A-Z0-9]*|\?\?\?)\s*$')
 _Raw = tuple[int, str, str, str, int, str, str, int, str, str, int, int]
 
 

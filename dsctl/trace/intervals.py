@@ -46,6 +46,38 @@ def union(starts: object, ends: object, gap_us: float = 0.0) -> tuple[FloatArray
     return s[first], reach[last]
 
 
+def union_lengths(group: NDArray[np.int64], starts: FloatArray, ends: FloatArray, num_groups: int) -> FloatArray:
+    """|union| (µs) of the intervals of each group at once: shape ``(num_groups,)``, ``group[i]`` in
+    ``0..num_groups-1``.
+
+    The same merge as :func:`union`, for all groups in one sort (a union per group costs a Python call per group:
+    300,000 one-kernel streams took 100 s). The running furthest end must restart at each group, which
+    ``np.maximum.accumulate`` cannot do on floats; on the ends' ranks among all the times (exact integers that
+    keep the order) it can, by lifting group g above every earlier group by ``g * (number of times + 1)``.
+    """
+    s, e = _as_arrays(starts, ends)
+    g = np.asarray(group, dtype=np.int64).ravel()
+    keep = e > s
+    s, e, g = s[keep], e[keep], g[keep]
+    out = np.zeros(num_groups)
+    if s.size == 0:
+        return out
+    order = np.lexsort((s, g))
+    s, e, g = s[order], e[order], g[order]
+    times, rank = np.unique(np.concatenate([s, e]), return_inverse=True)
+    rank = rank.reshape(-1).astype(np.int64)
+    s_rank, e_rank = rank[:s.size], rank[s.size:]
+    lift = g * (times.size + 1)
+    reach = np.maximum.accumulate(e_rank + lift) - lift  # furthest end so far within the group (as a rank)
+    new = np.empty(s.size, dtype=bool)
+    new[0] = True
+    new[1:] = (g[1:] != g[:-1]) | (s_rank[1:] > reach[:-1])
+    first = np.flatnonzero(new)
+    last = np.append(first[1:] - 1, s.size - 1)
+    np.add.at(out, g[first], times[reach[last]] - s[first])
+    return out
+
+
 def total(starts: FloatArray, ends: FloatArray) -> float:
     """Sum of lengths (µs) of an interval set that is already disjoint (e.g. from :func:`union`)."""
     return float(np.sum(ends - starts)) if starts.size else 0.0

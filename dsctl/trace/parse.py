@@ -33,6 +33,10 @@ MAX_EVENTS = 5_000_000
 #: largest ``distributedInfo.world_size`` (and rank + 1) taken from a trace: 64 times a 16,384-GPU cluster. A
 #: larger one is read as unknown, as a negative one is: the ranks it would list as missing must fit in memory
 MAX_WORLD_SIZE = 1 << 20
+#: distinct (device, stream) pairs of device events, and distinct host threads, per trace file: a process drives
+#: one to sixteen GPUs with tens of streams each. Every pair becomes a row of ``trace overlap`` and a lane of
+#: ``trace timeline``, so a file with more (300,000 one-kernel streams, 20,000 devices) is refused after reading
+MAX_STREAMS = 4096
 
 #: categories of device-side events (Kineto spells them lower case; old versions capitalised them)
 GPU_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset"})
@@ -40,7 +44,7 @@ GPU_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "mem
 CPU_CATEGORIES = frozenset({"cpu_op", "user_annotation"})
 #: host-side launch calls whose ``correlation`` ties a kernel to the step that launched it
 LAUNCH_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver", "runtime", "driver"})
-_STEP = re.compile(r"^ProfilerStep#(\d+)$")
+_STEP = re.compile(r"ProfilerStep#([0-9]{1,18})")  # fullmatch; 18 digits stay below int64
 
 
 @dataclass(frozen=True)
@@ -317,8 +321,8 @@ def _parse(events: Iterable[Any], meta: dict[str, Any], source: str) -> TraceDat
             g_dur(dur)
             continue
         if kind == _ANNOTATION:
-            match = _STEP.match(name)
-            if match and len(match.group(1)) < 19:
+            match = _STEP.fullmatch(name)
+            if match:
                 raw_steps.append((int(match.group(1)), float(ts), float(dur)))
                 continue
         cols = cpu
@@ -358,6 +362,8 @@ def _parse(events: Iterable[Any], meta: dict[str, Any], source: str) -> TraceDat
         launch_start = launches
     else:
         launch_start, launch_correlation = launches[launch_ok] - origin, launch_correlation[launch_ok]
+    _check_streams(source, gpu, "GPU streams (device, stream pairs)")
+    _check_streams(source, cpu, "host threads")
     info = meta.get("distributedInfo")
     info = info if isinstance(info, dict) else {}
     rank = _int(info.get("rank"), -1)
@@ -381,6 +387,19 @@ def _parse(events: Iterable[Any], meta: dict[str, Any], source: str) -> TraceDat
         pg_config=_pg_config(info.get("pg_config")),
         host_name=host[:200] if isinstance(host := meta.get("host_name"), str) else "",
     )
+
+
+def _check_streams(source: str, cols: _Columns, what: str) -> None:
+    """Refuse a file with more than :data:`MAX_STREAMS` distinct (device, stream) pairs in ``cols``."""
+    if len(cols.stream) <= MAX_STREAMS:
+        return
+    device = np.frombuffer(cols.device, dtype=np.int32).astype(np.int64)
+    stream = np.frombuffer(cols.stream, dtype=np.int32).astype(np.int64)
+    count = np.unique((device << 32) | (stream & 0xFFFFFFFF)).size  # int32 pairs: no overflow
+    if count > MAX_STREAMS:
+        raise InputError(f"{source}: {count:,} {what}; dsctl reads at most {MAX_STREAMS:,} per trace file (each "
+                         "is a row of trace overlap and a lane of trace timeline)",
+                         hint="a profiler trace of one process holds tens of streams; give one file per rank")
 
 
 def _pg_config(value: Any) -> tuple[tuple[str, int, tuple[int, ...]], ...]:

@@ -24,8 +24,10 @@ from dsctl.errors import InputError
 
 #: default limit of decompressed bytes per trace file (the command's --max-bytes)
 DEFAULT_MAX_BYTES = 8 * 1024**3
-#: one event (or other top-level value) may not exceed this many characters
-MAX_VALUE_CHARS = 64 * 1024**2
+#: one event (or other top-level value) may not exceed this many characters: a profiler's event is a few kB and
+#: its largest top-level value (``distributedInfo``) about 1 MB for 16,384 ranks; the decoded value of 16 Mi
+#: characters (8 M small integers) peaks at about 150 MB
+MAX_VALUE_CHARS = 16 * 1024**2
 CHUNK_CHARS = 1 << 20
 #: top-level keys kept in ``meta`` (small values); other keys' values are parsed and dropped
 META_KEYS = frozenset({"distributedInfo", "baseTimeNanoseconds", "schemaVersion", "traceName", "displayTimeUnit",
@@ -159,10 +161,17 @@ class _Text:
             return value
 
     def _grow(self) -> bool:
-        if len(self.buf) - self.pos > MAX_VALUE_CHARS:
+        """Read on for a value the buffer does not hold whole yet: as much again as it has so far (one chunk per
+        try decoded a 40 MB value 40 times over: 35 s), so a value of n characters costs O(n) decoding."""
+        pending = len(self.buf) - self.pos
+        if pending > MAX_VALUE_CHARS:
             raise InputError(f"{self.source}: a JSON value at character {self.offset + self.pos:,} is over "
                              f"{MAX_VALUE_CHARS:,} characters long or malformed (one event may be at most that)")
-        return self.more()
+        want = min(max(2 * pending, pending + CHUNK_CHARS), MAX_VALUE_CHARS + CHUNK_CHARS)
+        grew = False
+        while len(self.buf) - self.pos < want and self.more():
+            grew = True
+        return grew
 
 
 def iter_events(chunks: Iterable[bytes], source: str, meta: dict[str, Any],

@@ -35,12 +35,17 @@ from dsctl.cluster import Places
 from dsctl.errors import InputError
 from dsctl.trace.classify import Classifier, classify_names, collective_label
 from dsctl.trace.comms import host_collectives, host_label, is_synchronising
+from dsctl.trace.groups import runs
 from dsctl.trace.job import JobCheck
 from dsctl.trace.overlap import launch_times, select_steps, step_of
 from dsctl.trace.parse import TraceData
 from dsctl.trace.place import PlaceReport, locate
 
 ALIGN_MODES = ("ends", "none")
+#: largest matched table, collectives seen on two or more participants x participants (rank x device): each
+#: ``K x P`` float matrix is 8 bytes a cell and the analysis holds a few of them (16,384 GPUs x 1,024
+#: collectives; a trace of one step of a 61-layer MoE model holds a few hundred per rank)
+MAX_MATCH_CELLS = 1 << 24
 
 
 @dataclass(frozen=True)
@@ -87,16 +92,16 @@ def rank_collectives(trace: TraceData, index: int, classifier: Classifier, step:
     else:
         when = launch_times(table, trace)
     if trace.steps:
-        chosen = select_steps(trace, step)
-        comm &= np.isin(step_of(when, trace), chosen)
+        comm &= np.isin(step_of(when, trace), select_steps(trace, step))
     elif step is not None:
         select_steps(trace, step)
     rank = trace.rank if trace.rank is not None else index
-    devices = [-1] if on_host else np.unique(table.device[comm]).tolist()
+    device_of = np.full(table.size, -1, dtype=np.int32) if on_host else table.device
+    sync_of: dict[str, bool] = {}
     out = []
-    for device in devices:
-        idx = np.flatnonzero(comm if on_host else comm & (table.device == device))
-        idx = idx[np.argsort(table.start_us[idx], kind="stable")]
+    for members in runs(np.flatnonzero(comm), device_of):  # one sort, not a mask per device
+        idx = members[np.argsort(table.start_us[members], kind="stable")]
+        device = int(device_of[idx[0]])
         keys: dict[str, int] = {}
         key_code = np.empty(idx.size, dtype=np.int64)
         key_index = np.empty(idx.size, dtype=np.int64)
@@ -116,7 +121,11 @@ def rank_collectives(trace: TraceData, index: int, classifier: Classifier, step:
                 k = seen.get(code, 0)
                 seen[code] = k + 1
             key_code[j], key_index[j] = code, k
-            sync[j] = is_synchronising(coll or name)
+            what = coll or name
+            flag = sync_of.get(what)
+            if flag is None:
+                flag = sync_of[what] = is_synchronising(what)
+            sync[j] = flag
         out.append(RankCollectives(trace.source, rank, "cpu" if on_host else f"gpu{device}", tuple(keys), key_code,
                                    key_index, table.start_us[idx] + trace.origin_us,
                                    table.end_us[idx] + trace.origin_us, sync, source, trace.host_name))
@@ -198,32 +207,53 @@ class StragglerResult:
 
 def _matrices(parts: Sequence[RankCollectives]) -> tuple[list[tuple[str, int]], NDArray[np.float64],
                                                           NDArray[np.float64], NDArray[np.bool_]]:
-    """``(keys, start[K, P], end[K, P], sync[K])`` with NaN where a participant lacks the key; ``sync[k]`` when
-    every participant that has key k saw a synchronising collective there."""
+    """``(keys, start[K, P], end[K, P], sync[K])`` over the K keys seen by two or more participants, NaN where a
+    participant lacks the key; ``sync[k]`` when every participant that has key k saw a synchronising collective
+    there.
+
+    Keys are numbered by sorting the ``(label, index)`` pairs (no combined integer key: a ``Seq`` near 2^63
+    would overflow one); the ``K x P`` matrices are sized after keys seen by a single participant are dropped,
+    and refused above :data:`MAX_MATCH_CELLS` before they are allocated.
+    """
     labels: dict[str, int] = {}
     per_part: list[NDArray[np.int64]] = []
     for part in parts:
         local = np.array([labels.setdefault(k, len(labels)) for k in part.keys], dtype=np.int64)
         per_part.append(local[part.key_code] if part.key_code.size else np.zeros(0, np.int64))
-    # compress each label's indices (Seq numbers may be sparse) to 0..m-1 across all participants
+    sizes = [lab.size for lab in per_part]
     all_labels = np.concatenate(per_part) if per_part else np.zeros(0, np.int64)
     all_index = np.concatenate([p.key_index for p in parts]) if parts else np.zeros(0, np.int64)
-    pairs = np.unique(np.stack([all_labels, all_index], axis=1), axis=0) if all_labels.size else \
-        np.zeros((0, 2), np.int64)
+    owner = np.repeat(np.arange(len(parts), dtype=np.int64), sizes)
+    if not all_labels.size:
+        return [], np.zeros((0, len(parts))), np.zeros((0, len(parts))), np.zeros(0, dtype=bool)
+    pairs, row = np.unique(np.stack([all_labels, all_index], axis=1), axis=0, return_inverse=True)
+    row = row.reshape(-1)
+    # participants per key (a participant may hold a key twice: count it once)
+    seen = np.unique(np.stack([row, owner], axis=1), axis=0)
+    shared = np.bincount(seen[:, 0], minlength=len(pairs)) >= 2
+    num_keys = int(shared.sum())
+    if num_keys * len(parts) > MAX_MATCH_CELLS:
+        raise InputError(f"{num_keys:,} collectives seen on two or more of {len(parts):,} participants (rank x "
+                         f"device) need a {num_keys * len(parts):,}-cell table; dsctl matches at most "
+                         f"{MAX_MATCH_CELLS:,} (collectives x participants)",
+                         hint="analyse one step (--step N) or fewer ranks at a time")
+    new_row = np.cumsum(shared) - 1  # old key row -> row among the shared keys
     names = list(labels)
-    keys = [(names[int(label)], int(k)) for label, k in pairs.tolist()]
-    start = np.full((len(keys), len(parts)), np.nan)
-    end = np.full((len(keys), len(parts)), np.nan)
-    sync = np.ones(len(keys), dtype=bool)
-    flat = pairs[:, 0] * (int(all_index.max()) + 1 if all_index.size else 1) + pairs[:, 1]
-    for p, (part, lab) in enumerate(zip(parts, per_part, strict=True)):
-        if not lab.size:
+    keys = [(names[int(label)], int(k)) for label, k in pairs[shared].tolist()]
+    start = np.full((num_keys, len(parts)), np.nan)
+    end = np.full((num_keys, len(parts)), np.nan)
+    sync = np.ones(num_keys, dtype=bool)
+    at = 0
+    for p, part in enumerate(parts):
+        n = sizes[p]
+        rows, on = row[at:at + n], shared[row[at:at + n]]
+        at += n
+        if not on.any():
             continue
-        code = lab * (int(all_index.max()) + 1) + part.key_index
-        row = np.searchsorted(flat, code)
-        start[row, p] = part.start_us
-        end[row, p] = part.end_us
-        sync[row[~part.sync]] = False
+        mine = new_row[rows[on]]
+        start[mine, p] = part.start_us[on]
+        end[mine, p] = part.end_us[on]
+        sync[mine[~part.sync[on]]] = False
     return keys, start, end, sync
 
 
@@ -238,9 +268,6 @@ def stragglers(parts: Sequence[RankCollectives], align: str = "ends", top: int =
         raise InputError("straggler analysis needs the traces of at least two ranks", hint="give one file per rank")
     keys, start, end, sync = _matrices(parts)
     present = np.isfinite(start)
-    shared = present.sum(axis=1) >= 2
-    keys = [k for k, ok in zip(keys, shared.tolist(), strict=True) if ok]
-    start, end, present, sync = start[shared], end[shared], present[shared], sync[shared]
     if not keys:
         raise InputError("no collective appears on two or more ranks; nothing to match",
                          hint="check that the traces are from the same job and steps (--step)")

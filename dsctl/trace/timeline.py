@@ -15,6 +15,7 @@ import numpy as np
 
 from dsctl.errors import InputError
 from dsctl.trace.classify import CLASS_NAMES, Classifier, classify_names
+from dsctl.trace.groups import runs
 from dsctl.trace.intervals import FloatArray, union
 from dsctl.trace.kernels import CATEGORY
 from dsctl.trace.overlap import launch_times, select_steps, step_of
@@ -74,16 +75,21 @@ def rank_lanes(trace: TraceData, index: int, classifier: Classifier, step: int |
         cls = np.where(table.annotation & (cls != 1), np.int8(-1), cls)
     gap = 0.5 * (b - a) / PLOT_W
     s, e = np.clip(table.start_us, a, b) - a, np.clip(table.end_us, a, b) - a
+    if on_host:  # a thread with nothing but annotations (or zero-length ops) gets no lane
+        sel &= (cls >= 0) & (e > s)
     rank = trace.rank if trace.rank is not None else index
+    # one sort groups the events by lane, counted before any drawing work (a mask per lane cost lanes x events)
+    groups = runs(np.flatnonzero(sel), table.device, table.stream)
+    if len(groups) > MAX_LANES:
+        raise InputError(f"{trace.source}: {len(groups):,} lanes (device x stream); at most {MAX_LANES:,} fit one "
+                         "picture", hint="give fewer trace files, or draw one step (--step) or window (--from/--to)")
     lanes = []
-    for device in np.unique(table.device[sel]).tolist():
-        for stream in np.unique(table.stream[sel & (table.device == device)]).tolist():
-            on = sel & (table.device == device) & (table.stream == stream)
-            intervals = {CATEGORY[name]: union(s[on & (cls == c)], e[on & (cls == c)], gap_us=gap)
-                         for c, name in enumerate(CLASS_NAMES)}
-            if on_host and not any(v[0].size for v in intervals.values()):
-                continue  # a thread with nothing but annotations
-            lanes.append(Lane(rank, "cpu" if on_host else f"gpu{device}", int(stream), intervals))
+    for on in groups:
+        kind = cls[on]
+        intervals = {CATEGORY[name]: union(s[on[kind == c]], e[on[kind == c]], gap_us=gap)
+                     for c, name in enumerate(CLASS_NAMES)}
+        device = int(table.device[on[0]])
+        lanes.append(Lane(rank, "cpu" if on_host else f"gpu{device}", int(table.stream[on[0]]), intervals))
     return RankLanes(trace.source, b - a, lanes)
 
 

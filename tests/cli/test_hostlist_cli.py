@@ -164,7 +164,8 @@ def test_fleet_drain_with_an_unconfigured_scontrol_is_exit_3_after_the_report(
     assert r.exit_code == 3, r.stderr
     assert "scontrol show node -o n1: Slurm does not confirm n1" in r.stderr
     report, end = json.JSONDecoder().raw_decode(r.stdout)  # the report, then the error's own envelope
-    assert json.loads(r.stdout[end:])["error"]["message"].startswith("scontrol show node -o n1: Slurm does not confirm n1")
+    message = json.loads(r.stdout[end:])["error"]["message"]
+    assert message.startswith("scontrol show node -o n1: Slurm does not confirm n1")
     assert [(n["node"], n["status"]) for n in report["nodes"]] == [("n1", "crit")]
     assert report["drain"][0]["node"] == "n1"
 

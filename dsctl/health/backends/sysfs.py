@@ -20,8 +20,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from dsctl.errors import InputError
 from dsctl.health.model import DriverFacts, IbPort, Nic, PciDevice, Reading, RoceGid, Unavailable
-from dsctl.names import ascii_digits
+from dsctl.names import ascii_digits, bounded_int
 from dsctl.safepath import safe_join
 
 NVIDIA_VENDOR = 0x10DE
@@ -52,8 +53,8 @@ def _read_int(path: Path, base: int = 10) -> Reading[int]:
     if isinstance(text, Unavailable):
         return text
     try:
-        return int(text, base)
-    except ValueError:
+        return bounded_int(text, str(path), base=base, signed=True)
+    except InputError:
         return Unavailable("error", "UNPARSABLE", str(path))
 
 

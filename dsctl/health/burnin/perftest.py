@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from dsctl.errors import InputError
 
 _HEADER = re.compile(r"#bytes\s+#iterations\s+BW peak\[(Gb|MB)/sec\]\s+BW average\[(Gb|MB)/sec\]")
-_ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)\s*$")
+#: a result row; digit runs bounded (message sizes and iteration counts fit 64 bits: 20 digits; a rate of 40
+#: characters is far beyond any link) so that no row reaches int()'s 4,300-digit limit or float overflow
+_ROW = re.compile(r"^\s*([0-9]{1,20})\s+([0-9]{1,20})\s+([0-9.]{1,40})\s+([0-9.]{1,40})\s+([0-9.]{1,40})\s*$")
 #: Gb/s per reported unit
 UNIT_GBPS = {"Gb": 1.0, "MB": 8 * 2 ** 20 / 1e9}
 

@@ -19,7 +19,7 @@ from dsctl.errors import InputError
 #: op kinds; "FB" is the overlapped forward + full backward
 KINDS = ("F", "B", "I", "W", "FB")
 
-_PART = re.compile(r"([FBIW])(\d+)\.(\d+)")
+_PART = re.compile(r"([FBIW])([0-9]{1,9})\.([0-9]{1,9})")  # bounded before int(): a longer run is a bad name
 
 
 @dataclass(frozen=True, slots=True)
