@@ -26,6 +26,17 @@ def _spread(s: Spread) -> str:
     return f"{s.min / 1e9:,.1f} / {s.median / 1e9:,.1f} / {s.max / 1e9:,.1f}"
 
 
+def _ranges(values: list[int]) -> str:
+    """``[1, 2, 3, 5]`` -> ``1-3, 5``."""
+    runs: list[list[int]] = []
+    for v in values:
+        if runs and v == runs[-1][-1] + 1:
+            runs[-1].append(v)
+        else:
+            runs.append([v])
+    return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
+
+
 @table_renderer(SimResult)
 def _simulate(result: SimResult) -> Iterable[RenderableType]:
     head = Table(title=f"{result.kind} simulation: {result.num_gpus:,} GPUs on {result.num_nodes:,} nodes, "
@@ -75,6 +86,9 @@ def _simulate(result: SimResult) -> Iterable[RenderableType]:
         planes.add_row(str(p.plane), f"{p.flows:,}", f"{p.rounds:,}", f"{p.max_utilisation:.0%}",
                        f"{p.mean_uplink_utilisation:.0%}", _spread(p.gpu_bytes_per_s))
     yield planes
+    if result.mirrored_planes:
+        yield Text(f"symmetry: plane(s) {_ranges(result.mirrored_planes)} have plane 0's wiring and flows; "
+                   "solved once and mapped (exactly what solving each gives)", style="dim")
     hot = Table(title="hottest links", title_justify="left")
     hot.add_column("link", overflow="fold")
     hot.add_column("use", justify="right", no_wrap=True)

@@ -21,7 +21,8 @@ import numpy as np
 
 from dsctl.topology.sim.graph import LINK_KINDS, NIC_DOWN, NVL_IN, NVL_OUT, SW_UP, SimGraph
 from dsctl.topology.sim.maxmin import finish_times, max_min, route_loads
-from dsctl.topology.sim.routing import next_hops, route_flows
+from dsctl.topology.sim.routing import NextHops, next_hops, route_flows
+from dsctl.topology.sim.symmetry import move_link_values, plane_maps, same_flows
 from dsctl.topology.sim.traffic import Flows, Traffic, check_flow_count
 
 HOT_LINKS = 10
@@ -110,6 +111,8 @@ class SimResult:
     unroutable_flows: int
     #: share of the NIC line rate EP payload was given (1.0 when the run has no EP job)
     nic_efficiency: float = 1.0
+    #: planes not solved but mapped from an identical lower plane (same wiring and flows; see symmetry.py)
+    mirrored_planes: list[int] = field(default_factory=list)
     svg: str | None = field(default=None, metadata={"output": False})
     link_utilisation: np.ndarray = field(default_factory=lambda: np.zeros(0), metadata={"output": False})
 
@@ -124,6 +127,31 @@ def _owner_max(flows: Flows, times: np.ndarray, t_gpu: np.ndarray, t_node: np.nd
     np.maximum.at(t_gpu, flows.owner[gpu], times[gpu])
     node = flows.owner <= -2
     np.maximum.at(t_node, -2 - flows.owner[node], times[node])
+
+
+@dataclass(frozen=True)
+class _PlaneSolution:
+    """One plane's network flows solved: per-flow times [F] (s) and routability, per-link steady load (bytes/s)
+    and bytes carried [L], progressive-filling rounds."""
+
+    net: Flows
+    times: np.ndarray
+    routable: np.ndarray
+    link_load: np.ndarray
+    link_bytes: np.ndarray
+    rounds: int
+
+
+def _solve_plane(graph: SimGraph, hops: NextHops, dead: np.ndarray, net: Flows, routing: str, seed: int,
+                 reflow: bool) -> _PlaneSolution:
+    routes = route_flows(graph, hops, dead, net.src, net.dst, routing, seed)
+    sol = max_min(routes.flow_routes, net.members, graph.link_cap, routes.bundle_ptr, routes.bundle_link,
+                  routes.bundle_frac)
+    times = (finish_times(routes.flow_routes, net.members, net.bytes, graph.link_cap, routes.bundle_ptr,
+                          routes.bundle_link, routes.bundle_frac, first=sol) if reflow else _times(net, sol.rate))
+    carried = route_loads(routes.flow_routes, net.members * net.bytes, graph.num_links, routes.bundle_ptr,
+                          routes.bundle_link, routes.bundle_frac)
+    return _PlaneSolution(net, times, routes.routable, sol.link_load, carried, sol.rounds)
 
 
 def simulate(graph: SimGraph, traffic: Traffic, routing: str, seed: int, dead: np.ndarray,
@@ -153,29 +181,37 @@ def simulate(graph: SimGraph, traffic: Traffic, routing: str, seed: int, dead: n
     hops = next_hops(graph, dead)
     plane_rows: list[tuple[int, int, int]] = []
     unroutable = 0
+    maps = plane_maps(graph, routing, dead)
+    solved: dict[int, _PlaneSolution] = {}
+    mirrored: list[int] = []
     for plane in range(graph.num_planes):
         net = traffic.net(plane)
         check_flow_count(len(net), f"plane {plane}")
         if not len(net):
             plane_rows.append((plane, 0, 0))
             continue
-        routes = route_flows(graph, hops, dead, net.src, net.dst, routing, seed + 7919 * plane)
-        bad = ~routes.routable
+        plane_map = maps.get(plane)
+        ref = solved.get(plane_map.ref) if plane_map is not None else None
+        if plane_map is not None and ref is not None and same_flows(ref.net, net, plane_map.nic_shift):
+            mirrored.append(plane)
+            here = _PlaneSolution(net, ref.times, ref.routable, np.zeros(graph.num_links),
+                                  np.zeros(graph.num_links), ref.rounds)
+            move_link_values(ref.link_load, plane_map, here.link_load)
+            move_link_values(ref.link_bytes, plane_map, here.link_bytes)
+        else:
+            here = _solve_plane(graph, hops, dead, net, routing, seed + 7919 * plane, reflow)
+            solved[plane] = here
+        bad = ~here.routable
         unroutable += int(bad.sum())
         np.add.at(unroutable_job, net.job[bad], (net.members[bad]).astype(np.int64))
-        sol = max_min(routes.flow_routes, net.members, graph.link_cap, routes.bundle_ptr, routes.bundle_link,
-                      routes.bundle_frac)
-        ok = routes.routable
-        times = (finish_times(routes.flow_routes, net.members, net.bytes, graph.link_cap, routes.bundle_ptr,
-                              routes.bundle_link, routes.bundle_frac, first=sol) if reflow else _times(net, sol.rate))
+        ok = here.routable
         good = net if ok.all() else net.select(ok)
-        good_times = times if ok.all() else times[ok]
+        good_times = here.times if ok.all() else here.times[ok]
         _owner_max(good, good_times, t_gpu, t_node)
         np.maximum.at(t_job, good.job, good_times)
-        link_load += sol.link_load
-        link_bytes += route_loads(routes.flow_routes, net.members * net.bytes, graph.num_links, routes.bundle_ptr,
-                                  routes.bundle_link, routes.bundle_frac)
-        plane_rows.append((plane, len(net), sol.rounds))
+        link_load += here.link_load
+        link_bytes += here.link_bytes
+        plane_rows.append((plane, len(net), here.rounds))
     t_all = np.maximum(t_gpu, np.repeat(t_node, graph.gpus_per_node))
     finite = t_job[np.isfinite(t_job)]
     completion = float(finite.max(initial=0.0))
@@ -222,4 +258,4 @@ def simulate(graph: SimGraph, traffic: Traffic, routing: str, seed: int, dead: n
         completion_s=completion, lower_bound_s=lower, gpu_bytes_per_s=Spread.of(gpu_bw[sent]),
         jobs=job_results, hottest_links=hottest, planes=planes,
         nvlink_max_utilisation=float(util[nvl_links].max(initial=0.0)), unroutable_flows=unroutable,
-        link_utilisation=util)
+        mirrored_planes=mirrored, link_utilisation=util)
