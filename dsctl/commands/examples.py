@@ -33,18 +33,18 @@ USES: dict[str, str] = {
     "job/ranks.csv": "trace stragglers --ranks",
     "faults.yaml": "health burn-in --fabric-model",
     # the docs pages' worked examples
-    "stats.json": "eplb rebalance (docs/eplb.md)",
-    "week1.npy": "eplb rebalance (docs/eplb-balanced.md)",
-    "week2.npy": "eplb rebalance --previous (docs/eplb-balanced.md)",
-    "faults128.yaml": "health burn-in (docs/burn-in.md)",
-    **{f"my-profiles/{p}.yaml": "profiles validate (docs/profiles.md)" for p in (
+    "stats.json": "eplb rebalance (worked example)",
+    "week1.npy": "eplb rebalance (worked example)",
+    "week2.npy": "eplb rebalance --previous (worked example)",
+    "faults128.yaml": "health burn-in (worked example)",
+    **{f"my-profiles/{p}.yaml": "profiles validate (worked example)" for p in (
         "models/deepseek-v3", "models/deepseek-v2-lite", "models/my", "nodes/h800-hgx", "nodes/x")},
-    **{f"two_nodes_down/{n}": "storage doctor (docs/storage.md)" for n in ("list-chains.txt", "list-targets.txt")},
-    **{f"gloo/rank{r}.json.gz": "trace overlap (docs/trace.md)" for r in (0, 1)},
-    **{f"ep/{n}.json.gz": "trace overlap (docs/trace.md)" for n in ("ep_serial", "ep_overlapped")},
-    **{f"records/{n}.yaml": "health check/topo --from-record (docs/health.md)" for n in (
+    **{f"two_nodes_down/{n}": "storage doctor (worked example)" for n in ("list-chains.txt", "list-targets.txt")},
+    **{f"gloo/rank{r}.json.gz": "trace overlap (worked example)" for r in (0, 1)},
+    **{f"ep/{n}.json.gz": "trace overlap (worked example)" for n in ("ep_serial", "ep_overlapped")},
+    **{f"records/{n}.yaml": "health check/topo --from-record (worked example)" for n in (
         "nic_wrong_numa", "nvlink_link_down")},
-    "miswired.txt": "topology verify (docs/topology.md)",
+    "miswired.txt": "topology verify (worked example)",
 }
 
 

@@ -63,6 +63,7 @@ def commands(tmp: Path) -> list[tuple[Any, ...]]:
         ("health", "check", "--from-record", HEALTH / "nvlink_link_down.yaml"),
         ("health", "show", "--from-record", HEALTH / "hgx_h800_healthy.yaml"),
         ("health", "topo", "--from-record", HEALTH / "hgx_h800_healthy.yaml"),
+        ("health", "checks"),
     ]
 
 
