@@ -7,7 +7,8 @@ Accepted formats (chosen by file suffix, or sniffed when the suffix says nothing
   letter and is not a number) is taken as a header;
 - ``.npy``: a 2-D integer or floating-point array (no pickles, no booleans);
 - ``.pt``: an SGLang expert-distribution recorder dump (``torch.save`` zip with ``logical_count`` [steps, layers,
-  experts], steps summed), read without torch by ``dsctl.eplb.torch_dump``'s restricted unpickler.
+  experts], steps summed), read without torch by ``dsctl.eplb.torch_dump``'s bounded pickle interpreter; its
+  tensors may hold at most MAX_STATS_VALUES elements in all (steps x layers x experts), checked before reading.
 Every format must give a 2-D table [layers, experts] (rule V1); a 1-D list or array is rejected with the shape
 found and the shape wanted. Several files (a window of snapshots) are summed element by element.
 
@@ -249,7 +250,7 @@ def parse_stats(name: str, content: bytes) -> np.ndarray:
     if fmt == "npy":
         return parse_npy(name, content)
     if fmt == "pt":
-        return sglang_logical_count(name, content)
+        return sglang_logical_count(name, content, MAX_STATS_VALUES)
     try:
         text = content.decode("utf-8-sig")
     except UnicodeDecodeError:
