@@ -10,7 +10,7 @@ NEWOBJ, EXT or POP; APPEND(S) only into lists and SETITEM(S) only into dicts the
 a container already placed inside another (so nesting depths stay exact and no cycle forms but a list or dict in
 itself, which is refused too).
 
-Every count is checked before the work: :data:`MAX_STACK_ITEMS` (stack items plus open marks),
+Every count is checked before the work: :data:`MAX_OPCODES`, :data:`MAX_STACK_ITEMS` (stack items plus open marks),
 :data:`MAX_OBJECTS` (values pushed, memo reads included), :data:`MAX_MEMO_INDEX` (memo indices), :data:`MAX_NESTING`
 (containers inside containers), and dict keys are scalars or flat tuples of at most :data:`MAX_KEY_ITEMS` scalars.
 The pickle itself is bounded by the caller (``torch_dump.MAX_PICKLE_BYTES``), which bounds the time: one pass.
@@ -29,6 +29,8 @@ from dsctl.errors import InputError
 MAX_STACK_ITEMS = 100_000
 #: most values pushed in all (new values and memo reads): bounds memory at a few tens of MB
 MAX_OBJECTS = 200_000
+#: most opcodes run (a value and its memo put are two; bounds the time of the one pass at ~1.5 s)
+MAX_OPCODES = 1_000_000
 #: memo indices must be below this (the memo is a dict: only the entries put cost memory)
 MAX_MEMO_INDEX = 200_000
 #: most levels of containers inside containers (an SGLang dump has 3: dict, tensor args tuple, size tuple)
@@ -201,7 +203,7 @@ class PickleVM:
     def run(self) -> Any:
         """The pickled object; InputError naming the file and byte for anything outside the subset or its bounds."""
         data = self._data
-        while True:
+        for _ in range(MAX_OPCODES):
             if self._pos >= len(data):
                 raise self.fail("the pickle ends without STOP")
             start = self._pos
@@ -216,6 +218,7 @@ class PickleVM:
                 self._pos = start
                 raise self.fail(f"pickle opcode {opname} is not one torch.save writes for tensors and plain data")
             handler(self)
+        raise self.fail(f"the pickle runs more than {MAX_OPCODES:,} opcodes")
 
     def _op_proto(self) -> None:
         if self._take(1, "PROTO")[0] > 5:

@@ -52,7 +52,7 @@ MAX_MEMBERS = 10_000
 #: most dimensions of a tensor
 MAX_TENSOR_DIMS = 16
 _ZIP_MEMBER = b"PK\x01\x02"  # the signature every central-directory entry starts with
-_PLAIN_NAME = re.compile(r"[A-Za-z0-9_.]{1,100}")
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_./-]{1,100}")
 #: errors the zipfile and zlib modules raise on a corrupt member (CRC, truncation, bad deflate stream)
 _ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError, OSError, ValueError,
                NotImplementedError, RuntimeError)
