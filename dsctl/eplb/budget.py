@@ -82,8 +82,8 @@ def allocate_slots(weight: np.ndarray, *, total_slots: int, num_gpus: int, num_n
     levels = list(range(lowest, max(uniform, num_gpus * min(max_per_gpu, uniform // num_gpus + EXTRA_LEVELS)) + 1,
                         num_gpus))
     work = sum(planning_work(layers, r, algorithm) for r in levels)
-    check_planning_work(work + 2 * planning_work(layers, max(levels[-1], uniform), algorithm),
-                        f"eplb budget over {len(levels)} slot counts with --algorithm {algorithm}")
+    check_planning_work(work + 2 * planning_work(layers, uniform, algorithm),  # + the per-layer and uniform plans
+                        f"eplb budget over {len(levels):,} slot counts with --algorithm {algorithm}")
     predicted = np.stack([_plan_max(checked, np.full(layers, r), num_groups, num_nodes, num_gpus, layout.policy,
                                     algorithm)[0] for r in levels], axis=1)  # [L, levels]
     level = np.zeros(layers, dtype=np.int64)

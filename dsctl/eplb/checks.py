@@ -24,11 +24,12 @@ MAX_SLOTS_PER_EXPERT = 16
 #: most physical slots over all layers, layers x slots per layer (DeepSeek-V3: 58 x 288 = 16,704): bounds every
 #: plan's arrays and the algorithms' per-slot loops (statistics files and placement files alike)
 MAX_PLAN_SLOTS = 2**21
-#: most planning work one command may ask for, in units of ~0.2-0.33 us measured on one core: a balanced plan costs
-#: layers x slots^2 (its swap search; V3 at 288 slots: 4.8 million, 1.6 s), a reference plan 64 x layers x slots;
-#: a command that plans several times (replay's windows, budget's levels, --previous's tolerances) sums them.
-#: The limit is about 6-11 s of planning.
-MAX_PLANNING_WORK = 32_000_000
+#: most planning work one command may ask for, in units of ~0.1-0.3 us measured on one shared core: a balanced
+#: plan costs layers x slots^2 (its swap search; V3 at 288 slots: 4.8 million, 1.6 s; 58 layers at 1,024 slots:
+#: 61 million, 13-14 s), a reference plan 64 x layers x slots; a command that plans several times (replay's
+#: windows, budget's slot counts, --previous's tolerances) sums them. The limit is about 10 s of planning; the
+#: default V3 `eplb budget` (40 million: five slot counts and two final plans) takes 4.7 s.
+MAX_PLANNING_WORK = 48_000_000
 
 
 @dataclass(frozen=True)

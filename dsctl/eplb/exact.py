@@ -253,7 +253,7 @@ def solve(weight: np.ndarray, num_replicas: int, num_gpus: int, num_groups: int 
         value, row, proved[i] = solve_layer(w[i], num_replicas, num_gpus, num_groups, num_nodes, first,
                                             budget=budget)
         if left is not None:
-            left = max(0, left - (share - max(budget.left, 0)))
+            left = max(0, left - (share - budget.left))  # an overshoot (left < 0) counts too
         if row is not None:
             phy2log[i] = row
             improved[i] = start is None or value < float(start[i]) * (1.0 - REL_EPS)

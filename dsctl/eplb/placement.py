@@ -48,9 +48,9 @@ def check_log2phy_size(num_layers: int, num_experts: int, width: int) -> None:
     """Refuse, before allocating it, a ``log2phy`` of more than MAX_LOG2PHY_CELLS cells."""
     cells = num_layers * num_experts * width
     if cells > MAX_LOG2PHY_CELLS:
-        raise InputError(f"the placement gives one expert {width:,} replicas: log2phy ({num_layers:,} layers x "
-                         f"{num_experts:,} experts x {width:,}) would hold {cells:,} slots, above the limit of "
-                         f"{MAX_LOG2PHY_CELLS:,}", hint="use fewer --replicas (or a placement with fewer replicas "
+        raise InputError(f"the placement gives one expert {width:,} replicas: log2phy [{num_layers:,} layers, "
+                         f"{num_experts:,} experts, {width:,} replicas] would hold {cells:,} entries, above the limit "
+                         f"of {MAX_LOG2PHY_CELLS:,}", hint="use fewer --replicas (or a placement with fewer replicas "
                          "of its hottest expert)")
 
 
