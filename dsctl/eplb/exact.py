@@ -26,10 +26,10 @@ from dsctl.eplb.bounds import equal_partitions
 REL_EPS = 1e-9
 #: default search nodes per layer before giving up ("not proved")
 DEFAULT_NODE_BUDGET = 300_000
-#: most search nodes one `--prove` run spends over all its layers (~4-15 us each on one core: 2.4-9 s); each layer
+#: most search nodes one `--prove` run spends over all its layers (~4-25 us each on one shared core: 1-8 s); each layer
 #: gets at most DEFAULT_NODE_BUDGET and an equal share of what is left, so a run of many layers ends with the later
 #: ones "not proved" instead of running for minutes
-MAX_PROVE_NODES = 600_000
+MAX_PROVE_NODES = 300_000
 #: largest instance `--prove` attempts: slots per layer (beyond it the search is hopeless in seconds)
 MAX_PROVE_SLOTS = 64
 

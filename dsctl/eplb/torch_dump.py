@@ -30,7 +30,7 @@ import zipfile
 import zlib
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -125,7 +125,7 @@ class _TorchPickle:
 
     def __init__(self, archive: _Archive, prefix: str, byteorder: str, max_values: int) -> None:
         self._archive, self._prefix, self._max_values = archive, prefix, max_values
-        self._order = "<" if byteorder == "little" else ">"
+        self._order: Literal["<", ">"] = "<" if byteorder == "little" else ">"
         self._raw: dict[str, bytes] = {}
         self._values = 0
         self.vm: PickleVM | None = None

@@ -85,7 +85,8 @@ def test_prove_spends_one_node_budget_over_all_layers(cli: Callable, tmp_path: P
     rng = np.random.default_rng(0)
     stats = tmp_path / "hard.npy"
     np.save(stats, rng.pareto(1.5, (12, 24)) * 100 + 1)
-    res = cli("eplb", "rebalance", stats, "--replicas", "48", "--gpus", "8", "--nodes", "1", "--prove", "--format", "json")
+    res = cli("eplb", "rebalance", stats, "--replicas", "48", "--gpus", "8", "--nodes", "1", "--prove",
+              "--format", "json")
     assert res.exit_code == 0, res.stderr
     assert sum(spent) <= 6_000 + 200  # a search unwinds past its share (50-120 nodes); later layers pay for it
     summary = res.json()["metrics"]["summary"]
