@@ -58,6 +58,11 @@ _ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError, O
                NotImplementedError, RuntimeError)
 
 
+def _one_line(text: str) -> str:
+    """An exception's message for one error line: control characters escaped, line breaks shown as ``\\n``."""
+    return terminal_text(text.replace("\r", "\\r").replace("\n", "\\n"))[:200]
+
+
 def _display(text: str) -> str:
     """A name from the pickle fit for a one-line message: as is when plain, else quoted with escapes."""
     return text if _PLAIN_NAME.fullmatch(text) else terminal_text(shown(text, 80))
@@ -96,7 +101,7 @@ class _Archive:
             self.zip = zipfile.ZipFile(io.BytesIO(content))
             infos = self.zip.infolist()
         except _ZIP_ERRORS as exc:
-            raise InputError(f"{name}: not a torch.save zip archive ({terminal_text(str(exc))[:200]}); legacy "
+            raise InputError(f"{name}: not a torch.save zip archive ({_one_line(str(exc))}); legacy "
                              "(pre-1.6) torch files are not read") from None
         self.members = {info.filename: info for info in infos}
         self.storage_bytes = 0
@@ -116,8 +121,7 @@ class _Archive:
             with self.zip.open(info) as stream:
                 return stream.read(limit + 1)[:limit]
         except _ZIP_ERRORS as exc:
-            raise InputError(f"{where} is corrupt ({type(exc).__name__}: "
-                             f"{terminal_text(str(exc))[:200]})") from None
+            raise InputError(f"{where} is corrupt ({type(exc).__name__}: {_one_line(str(exc))})") from None
 
 
 class _TorchPickle:
