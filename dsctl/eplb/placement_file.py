@@ -16,6 +16,7 @@ import numpy as np
 from dsctl.eplb.checks import MAX_PLAN_SLOTS, MAX_SLOTS_PER_LAYER
 from dsctl.eplb.placement import Placement, placement_from_phy2log
 from dsctl.errors import InputError
+from dsctl.names import shown
 from dsctl.textjson import load_json
 
 
@@ -50,6 +51,11 @@ def _check_number_count(name: str, text: str) -> None:
         if count > MAX_PLAN_SLOTS:
             raise InputError(f"{name}: more than {MAX_PLAN_SLOTS:,} numbers; a placement holds at most "
                              f"{MAX_PLAN_SLOTS:,} slots over all layers")
+
+
+def _keys(data: dict[str, Any]) -> str:
+    """The keys of a JSON object for one error line: plain ones as they are, others quoted with escapes."""
+    return ", ".join(sorted(k if k.isidentifier() else shown(k) for k in data))[:200] or "none"
 
 
 def _int_table(name: str, key: str, value: Any) -> np.ndarray:
@@ -89,7 +95,7 @@ def parse_placement(name: str, text: str, num_experts: int | None = None) -> Loa
         kind, table = "sglang", _int_table(name, "physical_to_logical_map", data["physical_to_logical_map"])
     else:
         raise InputError(f"{name}: no \"phy2log\" or \"physical_to_logical_map\" key "
-                         f"(keys: {', '.join(sorted(map(str, data))) or 'none'})")
+                         f"(keys: {_keys(data)})")
     experts = int(num_experts) if num_experts is not None else int(table.max()) + 1
     if int(table.max()) >= experts:
         r, c = (int(v) for v in np.argwhere(table >= experts)[0])

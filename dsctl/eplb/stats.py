@@ -28,6 +28,7 @@ import numpy as np
 
 from dsctl.eplb.torch_dump import sglang_logical_count
 from dsctl.errors import InputError
+from dsctl.names import shown
 from dsctl.textjson import load_json
 
 FORMATS = ("json", "csv", "npy", "pt")
@@ -90,7 +91,7 @@ def parse_json(name: str, text: str) -> np.ndarray:
     data = load_json(text, name, parse_constant=lambda token: token)  # keep NaN/Infinity as text to report them
     if isinstance(data, dict):
         if "load" not in data:
-            keys = ", ".join(sorted(map(str, data))) or "none"
+            keys = ", ".join(sorted(k if k.isidentifier() else shown(k) for k in map(str, data)))[:200] or "none"
             raise InputError(f"{name}: JSON object has no \"load\" key (keys: {keys})",
                              hint='give a bare 2-D list, or {"load": [[...], ...]}')
         data = data["load"]

@@ -99,3 +99,17 @@ def test_solve_shares_the_total_budget_and_passes_on_what_a_layer_leaves() -> No
     assert result.proved.all()
     none_left = exact.solve(easy, 4, 2, total_budget=0)
     assert not none_left.proved.any()
+
+
+@pytest.mark.parametrize("kind", ["statistics", "placement"])
+def test_json_keys_with_line_breaks_stay_on_the_error_line(cli: Callable, tmp_path: Path, kind: str) -> None:
+    forged = tmp_path / "f.json"
+    forged.write_text('{"x\\nerror: all nodes drained\\u001b[2J": 1}')
+    if kind == "statistics":
+        res = cli("eplb", "rebalance", forged, "--replicas", "4", "--gpus", "2", "--nodes", "1")
+    else:
+        stats = tmp_path / "s.json"
+        stats.write_text("[[1, 2, 3, 4]]")
+        res = cli("eplb", "simulate", stats, forged, "--gpus", "2")
+    assert res.exit_code == 2
+    assert "'x\\nerror: all nodes drained\\x1b[2J'" in _one_error_line(res.stderr) and "\x1b" not in res.stderr
