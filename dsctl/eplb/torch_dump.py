@@ -53,9 +53,10 @@ MAX_MEMBERS = 10_000
 MAX_TENSOR_DIMS = 16
 _ZIP_MEMBER = b"PK\x01\x02"  # the signature every central-directory entry starts with
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_./-]{1,100}")
-#: errors the zipfile and zlib modules raise on a corrupt member (CRC, truncation, bad deflate stream)
+#: errors the zipfile and zlib modules raise on a corrupt member (CRC, truncation, bad deflate stream; a header
+#: offset beyond 2^63 makes the seek raise OverflowError)
 _ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError, OSError, ValueError,
-               NotImplementedError, RuntimeError)
+               NotImplementedError, RuntimeError, OverflowError)
 
 
 def _one_line(text: str) -> str:

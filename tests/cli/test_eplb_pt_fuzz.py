@@ -132,6 +132,8 @@ def test_random_opcode_streams_exit_0_or_2(tokens: list[bytes], storage: bytes) 
 @pytest.mark.slow  # ~7 s at 60 examples
 @settings(max_examples=60)
 @given(edits=_EDITS, in_pickle=st.booleans())
+@example(edits=[(2, 0, b"\x00" * 3), (2, 0, b"\x00" * 3), (2, 0, b"\x00" * 8), (0, 4868, b"\x81")],
+         in_pickle=False)  # a member offset near 2^64: zipfile's seek raised OverflowError (exit 4; found at 2000)
 def test_mutated_real_torch_save_files_exit_0_or_2(edits: list[tuple[int, int, bytes]], in_pickle: bool) -> None:
     real = _real_dump()
     content = _rezip(real, _mutate(_data_pkl(real), edits)) if in_pickle else _mutate(real, edits)
