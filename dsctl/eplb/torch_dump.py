@@ -26,6 +26,7 @@ from __future__ import annotations
 import io
 import math
 import re
+import struct
 import zipfile
 import zlib
 from collections import OrderedDict
@@ -56,7 +57,7 @@ _PLAIN_NAME = re.compile(r"[A-Za-z0-9_./-]{1,100}")
 #: errors the zipfile and zlib modules raise on a corrupt member (CRC, truncation, bad deflate stream; a header
 #: offset beyond 2^63 makes the seek raise OverflowError)
 _ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError, OSError, ValueError,
-               NotImplementedError, RuntimeError, OverflowError)
+               NotImplementedError, RuntimeError, OverflowError, struct.error)
 
 
 def _one_line(text: str) -> str:
