@@ -52,6 +52,7 @@ MAX_STORAGE_BYTES = 64 * 1024**2
 MAX_MEMBERS = 10_000
 #: most dimensions of a tensor
 MAX_TENSOR_DIMS = 16
+_FEWER_STEPS = "; save fewer steps per file, or their sum: logical_count.sum(0, keepdim=True)"
 _ZIP_MEMBER = b"PK\x01\x02"  # the signature every central-directory entry starts with
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_./-]{1,100}")
 #: errors the zipfile and zlib modules raise on a corrupt member (CRC, truncation, bad deflate stream; a header
@@ -199,12 +200,12 @@ class _TorchPickle:
             raise self._fail("a tensor's backward hooks are not an empty OrderedDict (refused: they would be code)")
         if any(n > self._max_values for n in size):
             raise self._fail(f"a tensor of size {_display_size(size)} holds more than {self._max_values:,} values "
-                             "(the statistics limit)")
+                             f"(the statistics limit{_FEWER_STEPS})")
         count = math.prod(size)
         self._values += count
         if self._values > self._max_values:
             raise self._fail(f"the tensors hold more than {self._max_values:,} values in all (the statistics "
-                             f"limit; this one is {_display_size(size)})")
+                             f"limit; this one is {_display_size(size)}{_FEWER_STEPS})")
         data = storage.data
         if count == 0:
             return np.zeros(size, dtype=data.dtype.newbyteorder("="))
