@@ -4,7 +4,7 @@ exit 4, a traceback or a signal, and the reader at most :data:`PEAK_BYTES` of tr
 included).
 
 Default run (``-m slow``): 60 examples per test, derandomized, ~7 s each. Exploration:
-``DSCTL_HOSTILE_EXAMPLES=2000`` (tests/conftest.py): 2 x 2,000 examples measured 518 s on 2 shared cores.
+``DSCTL_HOSTILE_EXAMPLES=2000`` (tests/conftest.py): 2 x 2,000 examples measured 143-518 s on 2 shared cores.
 """
 
 from __future__ import annotations
