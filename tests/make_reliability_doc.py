@@ -21,8 +21,13 @@ from dsctl.cluster.hostlist import MAX_HOSTLIST_CHARS  # noqa: E402
 from dsctl.cluster.hostlist import MAX_NAME_CHARS as MAX_HOSTLIST_NAME_CHARS  # noqa: E402
 from dsctl.cluster.hostlist import MAX_NODES as MAX_HOSTLIST_NODES  # noqa: E402
 from dsctl.cluster.plan_file import MAX_DEVICE_NAME_CHARS, MAX_ENDPOINTS, MAX_GPUS_PER_NODE, MAX_NICS_PER_NODE  # noqa: E402
+from dsctl.eplb.checks import MAX_PLAN_SLOTS, MAX_PLANNING_WORK  # noqa: E402
+from dsctl.eplb.exact import MAX_PROVE_NODES  # noqa: E402
+from dsctl.eplb.pickle_vm import MAX_NESTING, MAX_OBJECTS, MAX_OPCODES, MAX_STACK_ITEMS  # noqa: E402
+from dsctl.eplb.placement import MAX_LOG2PHY_CELLS  # noqa: E402
 from dsctl.eplb.placement_file import MAX_PLACEMENT_ID  # noqa: E402
 from dsctl.eplb.stats import MAX_STATS_VALUES  # noqa: E402
+from dsctl.eplb.torch_dump import MAX_PICKLE_BYTES, MAX_STORAGE_BYTES  # noqa: E402
 from dsctl.health.burnin.api import MAX_BURNIN_ENDPOINTS  # noqa: E402
 from dsctl.inputs import DEFAULT_MAX_INPUT_BYTES, ENV_MAX_INPUT_BYTES  # noqa: E402
 from dsctl.launch.plan import MAX_COUNT, MAX_NODES  # noqa: E402
@@ -50,6 +55,19 @@ LIMITS = [
      "FIFOs, devices (`/dev/zero`) and sockets are refused from `stat`, before they are opened for reading"),
     ("`.npy` statistics", f"{MAX_STATS_VALUES:,} values (layers x experts)",
      "from the header, before NumPy allocates; the header's byte count must match the file"),
+    ("`.pt` statistics (SGLang dumps)", f"pickle {MAX_PICKLE_BYTES:,} bytes, {MAX_OPCODES:,} opcodes, "
+     f"{MAX_OBJECTS:,} values, {MAX_STACK_ITEMS:,} stack items, nesting {MAX_NESTING}; tensors {MAX_STATS_VALUES:,} "
+     f"values in all, storages {MAX_STORAGE_BYTES:,} bytes",
+     "a bounded interpreter, never Python's unpickler: no BUILD/POP/NEWOBJ, appends only into lists and dicts the "
+     "pickle made, dict keys scalars or flat tuples, each tensor's extent checked against its 1-D storage before any "
+     "element is read; zip member errors (CRC, encryption, method, deflate) are exit 2 naming the member. Measured "
+     "(`python -m benchmarks.eplb_hostile_peaks`): every hostile file refused in 1.3-2.1 s at 48-73 MiB peak "
+     "(before: process memory in the loads, exit 139, 2.1-5.2 GB, exit 4)"),
+    ("eplb planning", f"{MAX_PLAN_SLOTS:,} slots over all layers; {MAX_PLANNING_WORK:,} units of work per command "
+     f"(balanced layers x slots^2, reference 64 x layers x slots); log2phy {MAX_LOG2PHY_CELLS:,} entries; "
+     f"`--prove` {MAX_PROVE_NODES:,} search nodes per run",
+     "from the sizes before planning (placement files counted before the JSON parser); refused in 1.7-4.0 s at "
+     "48-71 MiB (before: 57 s and 573 MiB for balanced at 8,192 slots, > 120 s and 6 GB for a hot expert)"),
     ("integer arguments", f"{MAX_INTEGER_DIGITS} digits before `--`",
      "a longer integer literal (Python parses 4,300) is exit 2 naming the option, before any command runs"),
     ("placement ids and counts", f"0..{MAX_PLACEMENT_ID:,}", "larger (e.g. above int64) is exit 2"),

@@ -103,6 +103,18 @@ def _bom_chains(tmp: Path) -> list[str]:
     return ["storage", "check-chains", _w(tmp, "chains.csv", content)]
 
 
+def _pt(name: str) -> bytes:
+    from tests.hostile_pickles import HOSTILE
+
+    return HOSTILE[name][1]()
+
+
+def _eplb_case(tmp: Path, name: str) -> list[str]:
+    from tests.hostile_eplb import CASES as EPLB_CASES
+
+    return EPLB_CASES[name][1](tmp)
+
+
 def _subprocess(args: list[str], **kwargs: object) -> int:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     code = "import sys; from dsctl.cli import main; sys.exit(main())"
@@ -571,6 +583,35 @@ CASES: list[Case] = [
          lambda t: _trace_streams(t, ["overlap"], 4097), 2),
     Case("trace above its bounds", "trace", "timeline of 1,025 lanes (counted before drawing)",
          lambda t: _trace_streams(t, ["timeline", "-o", str(t / "t.svg")], 1025), 2),
+    # issue 33: the .pt reader as a bounded interpreter, eplb sizes bounded before the work
+    Case("hostile pickle (.pt)", "eplb", "BUILD of a 2-D array into a storage, then a tensor at an offset",
+         lambda t: _stats(t, _pt("build_on_storage"), "d.pt"), 2),
+    Case("hostile pickle (.pt)", "eplb", "a 2,000,000-deep chain of 1-tuples as a dict key",
+         lambda t: _stats(t, _pt("tuple_chain_key"), "d.pt"), 2),
+    Case("hostile pickle (.pt)", "eplb", "a memo index of 2^27 (257 bytes)", lambda t: _stats(t, _pt("memo_index"),
+                                                                                           "d.pt"), 2),
+    Case("hostile pickle (.pt)", "eplb", "a stride-0 tensor of 1,000^3 values over one element",
+         lambda t: _stats(t, _pt("stride_zero"), "d.pt"), 2),
+    Case("hostile pickle (.pt)", "eplb", "4 MiB of EMPTY_LIST", lambda t: _stats(t, _pt("open_lists_4mib"), "d.pt"),
+         2),
+    Case("hostile pickle (.pt)", "eplb", "a global named 'os\\nerror: ...'",
+         lambda t: _stats(t, _pt("newline_global"), "d.pt"), 2),
+    Case("corrupt zip member (.pt)", "eplb", "CRC mismatch", lambda t: _stats(t, _pt("corrupt_crc"), "d.pt"), 2),
+    Case("corrupt zip member (.pt)", "eplb", "encrypted member", lambda t: _stats(t, _pt("encrypted_member"), "d.pt"),
+         2),
+    Case("corrupt zip member (.pt)", "eplb", "compression method 99", lambda t: _stats(t, _pt("unknown_method"),
+                                                                                     "d.pt"), 2),
+    Case("corrupt zip member (.pt)", "eplb", "broken deflate stream", lambda t: _stats(t, _pt("bad_deflate"), "d.pt"),
+         2),
+    Case("planning work above its bounds", "eplb", "balanced, 4 x 4,096 experts at 8,192 slots",
+         lambda t: _eplb_case(t, "balanced_large"), 2),
+    Case("planning work above its bounds", "eplb", "a placement giving one expert 61,441 of 65,536 slots",
+         lambda t: _eplb_case(t, "simulate_hot_placement"), 2),
+    Case("planning work above its bounds", "eplb", "replay of 40 windows at 1,024 slots, balanced",
+         lambda t: _eplb_case(t, "replay_many_windows"), 2),
+    Case("planning work above its bounds", "eplb", "a placement file of 3,000,000 slot ids",
+         lambda t: _eplb_case(t, "simulate_many_numbers"), 2),
+    Case("NaN option", "eplb", "replay --min-gain nan", lambda t: _eplb_case(t, "replay_min_gain_nan"), 2),
 ]
 
 FAULTS: list[Case] = [

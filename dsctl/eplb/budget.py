@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dsctl.eplb.balanced import rebalance_balanced
-from dsctl.eplb.checks import check_layout, check_weight
+from dsctl.eplb.checks import check_layout, check_planning_work, check_weight, planning_work
 from dsctl.eplb.placement import gpu_loads
 from dsctl.eplb.reference import rebalance_reference
 from dsctl.errors import InputError
@@ -81,6 +81,9 @@ def allocate_slots(weight: np.ndarray, *, total_slots: int, num_gpus: int, num_n
     lowest = -(-experts // num_gpus) * num_gpus
     levels = list(range(lowest, max(uniform, num_gpus * min(max_per_gpu, uniform // num_gpus + EXTRA_LEVELS)) + 1,
                         num_gpus))
+    work = sum(planning_work(layers, r, algorithm) for r in levels)
+    check_planning_work(work + 2 * planning_work(layers, uniform, algorithm),  # + the per-layer and uniform plans
+                        f"eplb budget over {len(levels):,} slot counts with --algorithm {algorithm}")
     predicted = np.stack([_plan_max(checked, np.full(layers, r), num_groups, num_nodes, num_gpus, layout.policy,
                                     algorithm)[0] for r in levels], axis=1)  # [L, levels]
     level = np.zeros(layers, dtype=np.int64)

@@ -21,6 +21,15 @@ MAX_SLOTS_PER_LAYER = 65_536
 #: rule V12: at most this many slots per logical expert on average (deployments use 1.1-2: DeepSeek-V3 288 or 320
 #: slots for 256 experts); beyond it time and memory grow with no use (log2phy is [L, E, max replicas])
 MAX_SLOTS_PER_EXPERT = 16
+#: most physical slots over all layers, layers x slots per layer (DeepSeek-V3: 58 x 288 = 16,704): bounds every
+#: plan's arrays and the algorithms' per-slot loops (statistics files and placement files alike)
+MAX_PLAN_SLOTS = 2**21
+#: most planning work one command may ask for, in units of ~0.1-0.3 us measured on one shared core: a balanced
+#: plan costs layers x slots^2 (its swap search; V3 at 288 slots: 4.8 million, 1.6 s; 58 layers at 1,024 slots:
+#: 61 million, 13-14 s), a reference plan 64 x layers x slots; a command that plans several times (replay's
+#: windows, budget's slot counts, --previous's tolerances) sums them. The limit is about 10 s of planning; the
+#: default V3 `eplb budget` (40 million: five slot counts and two final plans) takes 4.7 s.
+MAX_PLANNING_WORK = 48_000_000
 
 
 @dataclass(frozen=True)
@@ -145,9 +154,27 @@ def check_layout(
         problems.append(
             f"--replicas {num_replicas} is above the limit of {limit} slots per layer for {num_experts} experts: "
             f"at most {MAX_SLOTS_PER_EXPERT} slots per expert and at most {MAX_SLOTS_PER_LAYER} per layer (rule V12)")
+    if num_layers * num_replicas > MAX_PLAN_SLOTS:
+        problems.append(
+            f"{num_layers:,} layers x {num_replicas:,} slots = {num_layers * num_replicas:,} slots is above the limit "
+            f"of {MAX_PLAN_SLOTS:,} slots over all layers")
     if problems:
         raise InputError("; ".join(problems), hint=f"policy that would run: {chosen}")
     return Layout(num_layers, num_experts, num_replicas, num_groups, num_nodes, num_gpus, chosen, tuple(warnings))
+
+
+def planning_work(num_layers: int, num_slots: int, algorithm: str) -> int:
+    """Estimated cost of one plan in MAX_PLANNING_WORK units (see there): balanced L x R^2, reference 64 x L x R."""
+    return num_layers * num_slots * (num_slots if algorithm == "balanced" else 64)
+
+
+def check_planning_work(work: int, what: str) -> None:
+    """Refuse, before any planning, a command whose summed ``planning_work`` is above MAX_PLANNING_WORK."""
+    if work > MAX_PLANNING_WORK:
+        raise InputError(f"{what} needs about {work:,} units of planning work, above the limit of "
+                         f"{MAX_PLANNING_WORK:,} (~10 s; balanced costs layers x slots^2, reference 64 x layers x "
+                         "slots)",
+                         hint="use --algorithm reference, fewer layers or windows, or fewer --replicas")
 
 
 def check_weight(weight: np.ndarray, source: str = "statistics") -> tuple[np.ndarray, tuple[str, ...]]:

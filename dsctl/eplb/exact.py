@@ -26,6 +26,10 @@ from dsctl.eplb.bounds import equal_partitions
 REL_EPS = 1e-9
 #: default search nodes per layer before giving up ("not proved")
 DEFAULT_NODE_BUDGET = 300_000
+#: most search nodes one `--prove` run spends over all its layers (~4-25 us each on one shared core: 1-8 s); each layer
+#: gets at most DEFAULT_NODE_BUDGET and an equal share of what is left, so a run of many layers ends with the later
+#: ones "not proved" instead of running for minutes
+MAX_PROVE_NODES = 300_000
 #: largest instance `--prove` attempts: slots per layer (beyond it the search is hopeless in seconds)
 MAX_PROVE_SLOTS = 64
 
@@ -184,14 +188,14 @@ def solve_node(weight: np.ndarray, num_slots: int, num_gpus: int, start: float,
 
 
 def solve_layer(weight: np.ndarray, num_replicas: int, num_gpus: int, num_groups: int = 1, num_nodes: int = 1,
-                start: float = float("inf"), node_budget: int = DEFAULT_NODE_BUDGET
+                start: float = float("inf"), node_budget: int = DEFAULT_NODE_BUDGET, budget: _Budget | None = None
                 ) -> tuple[float, np.ndarray | None, bool]:
     """Exact optimum for one layer ``weight`` [E]; hierarchical when ``num_nodes`` > 1 (groups confined to nodes).
 
     Returns (optimum or best found, phy2log row int64 [R] or None if nothing beat ``start``, proved).
     """
     w = np.asarray(weight, dtype=np.float64)
-    budget = _Budget(node_budget)
+    budget = _Budget(node_budget) if budget is None else budget
     num_experts = len(w)
     if num_nodes <= 1:
         best, slots = solve_node(w, num_replicas, num_gpus, start, budget)
@@ -207,6 +211,8 @@ def solve_layer(weight: np.ndarray, num_replicas: int, num_gpus: int, num_groups
         return np.concatenate([np.arange(g * group_size, (g + 1) * group_size) for g in b])
 
     for part in equal_partitions(tuple(range(num_groups)), block):
+        if not budget.spend():  # a partition costs time even when its blocks are cached
+            break
         worst, rows = 0.0, []
         for b in sorted(part, key=lambda b: -float(w[members(b)].sum())):
             if b not in cache:
@@ -224,8 +230,12 @@ def solve_layer(weight: np.ndarray, num_replicas: int, num_gpus: int, num_groups
 
 
 def solve(weight: np.ndarray, num_replicas: int, num_gpus: int, num_groups: int = 1, num_nodes: int = 1,
-          start: np.ndarray | None = None, node_budget: int = DEFAULT_NODE_BUDGET) -> ExactResult:
+          start: np.ndarray | None = None, node_budget: int = DEFAULT_NODE_BUDGET,
+          total_budget: int | None = None) -> ExactResult:
     """``solve_layer`` for every row of ``weight`` [L, E]; ``start`` float64 [L] achievable max loads (optional).
+
+    ``total_budget`` bounds the nodes of all layers together: layer i gets min(``node_budget``, what is left /
+    layers left), so unspent nodes pass to later layers; a layer given none is "not proved".
 
     Where nothing beats ``start`` and the search completed, ``start`` is the proved optimum (within REL_EPS).
     """
@@ -235,9 +245,15 @@ def solve(weight: np.ndarray, num_replicas: int, num_gpus: int, num_groups: int 
     proved = np.zeros(rows, dtype=bool)
     improved = np.zeros(rows, dtype=bool)
     phy2log = np.full((rows, num_replicas), -1, dtype=np.int64)
+    left = total_budget
     for i in range(rows):
         first = float("inf") if start is None else float(start[i]) * (1.0 + 1e-9)
-        value, row, proved[i] = solve_layer(w[i], num_replicas, num_gpus, num_groups, num_nodes, first, node_budget)
+        share = node_budget if left is None else min(node_budget, left // (rows - i))
+        budget = _Budget(share)
+        value, row, proved[i] = solve_layer(w[i], num_replicas, num_gpus, num_groups, num_nodes, first,
+                                            budget=budget)
+        if left is not None:
+            left = max(0, left - (share - budget.left))  # an overshoot (left < 0) counts too
         if row is not None:
             phy2log[i] = row
             improved[i] = start is None or value < float(start[i]) * (1.0 - REL_EPS)

@@ -10,6 +10,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dsctl.errors import InputError
+
+#: most cells of ``log2phy`` [L, E, most replicas of one expert] (int64: 128 MiB); a plan or placement file that
+#: gives one expert thousands of replicas would otherwise size it at L x E x thousands
+MAX_LOG2PHY_CELLS = 2**24
+
 
 @dataclass(frozen=True)
 class Placement:
@@ -38,6 +44,16 @@ class Placement:
         return int(self.logcnt.shape[1])
 
 
+def check_log2phy_size(num_layers: int, num_experts: int, width: int) -> None:
+    """Refuse, before allocating it, a ``log2phy`` of more than MAX_LOG2PHY_CELLS cells."""
+    cells = num_layers * num_experts * width
+    if cells > MAX_LOG2PHY_CELLS:
+        raise InputError(f"the placement gives one expert {width:,} replicas: log2phy [{num_layers:,} layers, "
+                         f"{num_experts:,} experts, {width:,} replicas] would hold {cells:,} entries, above the limit "
+                         f"of {MAX_LOG2PHY_CELLS:,}", hint="use fewer --replicas (or a placement with fewer replicas "
+                         "of its hottest expert)")
+
+
 def placement_from_phy2log(phy2log: np.ndarray, num_experts: int) -> Placement:
     """Build ``logcnt`` and ``log2phy`` from ``phy2log`` [L, R]; replica ranks follow slot order."""
     phy2log = np.asarray(phy2log, dtype=np.int64)
@@ -46,6 +62,7 @@ def placement_from_phy2log(phy2log: np.ndarray, num_experts: int) -> Placement:
     rows = np.repeat(np.arange(num_layers), num_slots)
     np.add.at(logcnt, (rows, phy2log.ravel()), 1)
     width = int(logcnt.max()) if logcnt.size else 0
+    check_log2phy_size(num_layers, num_experts, width)
     log2phy = np.full((num_layers, num_experts, width), -1, dtype=np.int64)
     # rank of each slot among the slots of its expert, in slot order
     order = np.argsort(phy2log, axis=1, kind="stable")

@@ -7,13 +7,16 @@ included as trivial rows (slot s -> expert s mod E), which are dropped to match 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from dsctl.eplb.checks import MAX_PLAN_SLOTS, MAX_SLOTS_PER_LAYER
 from dsctl.eplb.placement import Placement, placement_from_phy2log
 from dsctl.errors import InputError
+from dsctl.names import shown
 from dsctl.textjson import load_json
 
 
@@ -36,10 +39,32 @@ class LoadedPlacement:
 MAX_PLACEMENT_ID = 2**20 - 1
 
 
+_NUMBER = re.compile(r"[0-9]+")
+
+
+def _check_number_count(name: str, text: str) -> None:
+    """Refuse a file of more than MAX_PLAN_SLOTS numbers before the JSON parser builds them (a 64 MiB file of
+    small ids is ~30 million Python ints, ~1 GB)."""
+    if len(text) <= 2 * MAX_PLAN_SLOTS:  # each number takes at least two characters with its separator
+        return
+    for count, _ in enumerate(_NUMBER.finditer(text), start=1):
+        if count > MAX_PLAN_SLOTS:
+            raise InputError(f"{name}: more than {MAX_PLAN_SLOTS:,} numbers; a placement holds at most "
+                             f"{MAX_PLAN_SLOTS:,} slots over all layers")
+
+
+def _keys(data: dict[str, Any]) -> str:
+    """The keys of a JSON object for one error line: plain ones as they are, others quoted with escapes."""
+    return ", ".join(sorted(k if k.isidentifier() else shown(k) for k in data))[:200] or "none"
+
+
 def _int_table(name: str, key: str, value: Any) -> np.ndarray:
     if not isinstance(value, list) or not value or not all(isinstance(r, list) and r for r in value):
         raise InputError(f"{name}: \"{key}\" must be a non-empty 2-D list (layers x slots)")
     width = len(value[0])
+    if width > MAX_SLOTS_PER_LAYER or width * len(value) > MAX_PLAN_SLOTS:
+        raise InputError(f"{name}: \"{key}\" is {len(value):,} layers x {width:,} slots; at most "
+                         f"{MAX_SLOTS_PER_LAYER:,} slots per layer and {MAX_PLAN_SLOTS:,} in all")
     for r, row in enumerate(value):
         if len(row) != width:
             raise InputError(f"{name}: \"{key}\" row {r} has {len(row)} slots but row 0 has {width}")
@@ -57,6 +82,7 @@ def parse_placement(name: str, text: str, num_experts: int | None = None) -> Loa
     ``num_experts`` E (from the statistics) sets the expert count; otherwise max id + 1. Replica ranks follow
     slot order. Every expert 0..E-1 must appear at least once per layer.
     """
+    _check_number_count(name, text)
     data = load_json(text, name)
     if not isinstance(data, dict):
         raise InputError(f"{name}: expected a JSON object with \"phy2log\" (dsctl) "
@@ -69,7 +95,7 @@ def parse_placement(name: str, text: str, num_experts: int | None = None) -> Loa
         kind, table = "sglang", _int_table(name, "physical_to_logical_map", data["physical_to_logical_map"])
     else:
         raise InputError(f"{name}: no \"phy2log\" or \"physical_to_logical_map\" key "
-                         f"(keys: {', '.join(sorted(map(str, data))) or 'none'})")
+                         f"(keys: {_keys(data)})")
     experts = int(num_experts) if num_experts is not None else int(table.max()) + 1
     if int(table.max()) >= experts:
         r, c = (int(v) for v in np.argwhere(table >= experts)[0])

@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 
 from dsctl.eplb.balanced import rebalance_balanced
-from dsctl.eplb.checks import Layout, check_layout, check_weight
+from dsctl.eplb.checks import Layout, check_layout, check_planning_work, check_weight, planning_work
 from dsctl.eplb.deployments import deployment_for, infer_model
-from dsctl.eplb.exact import MAX_PROVE_SLOTS, ExactResult, solve
+from dsctl.eplb.exact import MAX_PROVE_NODES, MAX_PROVE_SLOTS, ExactResult, solve
 from dsctl.eplb.metrics import placement_metrics
 from dsctl.eplb.migration import ALGORITHMS
 from dsctl.eplb.move_time import Fabric
@@ -197,6 +197,9 @@ def rebalance(
         previous = previous.placement
     checked, weight_warnings = check_weight(weight, "statistics")
     layout = check_layout(checked.shape[0], checked.shape[1], replicas, groups, nodes, gpus, policy)
+    plans = 1 if previous is None else 1 + len({*TOLERANCES, tolerance})
+    check_planning_work(plans * planning_work(layout.num_layers, layout.num_replicas, algorithm),
+                        f"--algorithm {algorithm}" + (f" with --previous ({plans} plans)" if plans > 1 else ""))
     if num_dense_layers is None:
         num_dense_layers = 0
         if model is not None and checked.shape[0] == model.num_moe_layers:
@@ -242,7 +245,7 @@ def prove_placement(weight: np.ndarray, placement: Placement, layout: Layout) ->
                          hint="the gap to the lower bound is reported without --prove")
     current = gpu_loads(weight, placement.phy2log, placement.logcnt, layout.num_gpus).max(axis=1)
     exact = solve(weight, layout.num_replicas, layout.num_gpus, layout.num_groups_eff, layout.num_nodes_eff,
-                  start=current)
+                  start=current, total_budget=MAX_PROVE_NODES)
     if exact.improved.any():
         phy2log = np.where(exact.improved[:, None], exact.phy2log, placement.phy2log)
         placement = placement_from_phy2log(phy2log, layout.num_experts)

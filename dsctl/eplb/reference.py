@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from dsctl.eplb.checks import Layout, check_layout, check_weight
-from dsctl.eplb.placement import Placement
+from dsctl.eplb.placement import Placement, check_log2phy_size
 
 _INF32 = np.float32(np.inf)
 
@@ -171,6 +171,7 @@ def placement_from_ranks(phy2log: np.ndarray, rank: np.ndarray, logcnt: np.ndarr
     num_layers, num_slots = phy2log.shape
     num_experts = logcnt.shape[1]
     width = int(logcnt.max())
+    check_log2phy_size(num_layers, num_experts, width)
     log2phy = np.full(num_layers * num_experts * width, -1, dtype=np.int64)
     flat = ((np.arange(num_layers)[:, None] * num_experts + phy2log) * width + rank).ravel()
     log2phy[flat] = np.tile(np.arange(num_slots, dtype=np.int64), num_layers)

@@ -7,7 +7,8 @@ Accepted formats (chosen by file suffix, or sniffed when the suffix says nothing
   letter and is not a number) is taken as a header;
 - ``.npy``: a 2-D integer or floating-point array (no pickles, no booleans);
 - ``.pt``: an SGLang expert-distribution recorder dump (``torch.save`` zip with ``logical_count`` [steps, layers,
-  experts], steps summed), read without torch by ``dsctl.eplb.torch_dump``'s restricted unpickler.
+  experts], steps summed), read without torch by ``dsctl.eplb.torch_dump``'s bounded pickle interpreter; its
+  tensors may hold at most MAX_STATS_VALUES elements in all (steps x layers x experts), checked before reading.
 Every format must give a 2-D table [layers, experts] (rule V1); a 1-D list or array is rejected with the shape
 found and the shape wanted. Several files (a window of snapshots) are summed element by element.
 
@@ -27,6 +28,7 @@ import numpy as np
 
 from dsctl.eplb.torch_dump import sglang_logical_count
 from dsctl.errors import InputError
+from dsctl.names import shown
 from dsctl.textjson import load_json
 
 FORMATS = ("json", "csv", "npy", "pt")
@@ -89,7 +91,7 @@ def parse_json(name: str, text: str) -> np.ndarray:
     data = load_json(text, name, parse_constant=lambda token: token)  # keep NaN/Infinity as text to report them
     if isinstance(data, dict):
         if "load" not in data:
-            keys = ", ".join(sorted(map(str, data))) or "none"
+            keys = ", ".join(sorted(k if k.isidentifier() else shown(k) for k in map(str, data)))[:200] or "none"
             raise InputError(f"{name}: JSON object has no \"load\" key (keys: {keys})",
                              hint='give a bare 2-D list, or {"load": [[...], ...]}')
         data = data["load"]
@@ -249,7 +251,7 @@ def parse_stats(name: str, content: bytes) -> np.ndarray:
     if fmt == "npy":
         return parse_npy(name, content)
     if fmt == "pt":
-        return sglang_logical_count(name, content)
+        return sglang_logical_count(name, content, MAX_STATS_VALUES)
     try:
         text = content.decode("utf-8-sig")
     except UnicodeDecodeError:

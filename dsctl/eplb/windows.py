@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dsctl.eplb.balanced import rebalance_balanced
-from dsctl.eplb.checks import Layout, check_layout, check_weight
+from dsctl.eplb.checks import Layout, check_layout, check_planning_work, check_weight, planning_work
 from dsctl.eplb.migration import relabel_to_match
 from dsctl.eplb.placement import Placement, balancedness, gpu_loads, placement_from_phy2log
 from dsctl.eplb.reference import rebalance_layout
@@ -73,6 +73,8 @@ def replay_windows(
     if len(windows) < 2:
         raise InputError(f"replay needs at least 2 statistics windows (plan on one, score on the next), "
                          f"got {len(windows)}")
+    if not 0.0 <= min_gain < 1.0:  # NaN fails both comparisons: refused too
+        raise InputError(f"--min-gain {min_gain} must be in [0, 1) (a relative drop of the summed max GPU load)")
     if not intervals or any(i < 1 for i in intervals):
         raise InputError(f"--interval values must be >= 1, got {list(intervals)}")
     checked = [check_weight(w, f"window {i}")[0] for i, w in enumerate(windows)]
@@ -82,6 +84,8 @@ def replay_windows(
                          "experts of the same model")
     layers, experts = checked[0].shape
     layout = check_layout(layers, experts, num_replicas, num_groups, num_nodes, num_gpus, policy)
+    check_planning_work(len(checked) * planning_work(layers, num_replicas, algorithm),
+                        f"replay of {len(checked)} windows with --algorithm {algorithm}")
     report = progress if progress is not None else (lambda done, total: None)
     plans: list[Placement] = []
     for t, w in enumerate(checked):
