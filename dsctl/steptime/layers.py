@@ -23,9 +23,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dsctl.profiles.schema import ModelProfile
-from dsctl.steptime.ep import EpCostModel, dispatch_bytes_fp8
+from dsctl.steptime.ep import EpCostModel
 from dsctl.steptime.gemm import BF16_BYTES, linear_seconds
 from dsctl.steptime.hardware import GpuRates
+from dsctl.topology.sim.ep import token_bytes
 
 #: attention backward kernel work relative to its forward (FlashAttention: 5 matmuls against 2)
 ATTENTION_BACKWARD_WORK = 2.5
@@ -161,14 +162,19 @@ def moe_ffn_block(model: ModelProfile, tokens: float, ep: int, rates: GpuRates, 
 
 def moe_comm(model: ModelProfile, tokens: float, ep_cost: EpCostModel,
              fp8: bool = True) -> tuple[float, float, float, float]:
-    """(dispatch_f, combine_f, dispatch_b, combine_b) seconds of one MoE layer's all-to-alls (FP8 or BF16
-    dispatch)."""
+    """(dispatch_f, combine_f, dispatch_b, combine_b) seconds of one MoE layer's all-to-alls.
+
+    Bytes per token are DeepEP's wire bytes (:func:`dsctl.topology.sim.ep.token_bytes`): the forward dispatch in
+    FP8 with its 1x128 scales (7,472 B for V3; BF16 values in the combine format when the recipe is BF16), the
+    combine in BF16 (14,384 B); the backward sends BF16 gradients both ways (combine format, 14,384 B).
+    """
     if model.moe is None:
         return 0.0, 0.0, 0.0, 0.0
-    h = model.hidden_size
-    dispatch = dispatch_bytes_fp8(h, model.moe.num_experts_per_token) if fp8 else BF16_BYTES * h
-    forward = ep_cost(tokens, dispatch, BF16_BYTES * h)
-    backward = ep_cost(tokens, BF16_BYTES * h, BF16_BYTES * h)
+    h, k = model.hidden_size, model.moe.num_experts_per_token
+    bf16 = float(token_bytes(h, k, "ep-combine"))
+    dispatch = float(token_bytes(h, k, "ep-dispatch")) if fp8 else bf16
+    forward = ep_cost(tokens, dispatch, bf16)
+    backward = ep_cost(tokens, bf16, bf16)
     return forward.dispatch_s, forward.combine_s, backward.dispatch_s, backward.combine_s
 
 

@@ -24,7 +24,7 @@ from dsctl.steptime.collectives import (
     optimizer_seconds,
     p2p_seconds,
 )
-from dsctl.steptime.ep import DEFAULT_NIC_EFFICIENCY, EpCostModel, analytic_ep
+from dsctl.steptime.ep import EpCostModel, fabric_ep
 from dsctl.steptime.hardware import GpuRates, gpu_rates
 from dsctl.steptime.layers import (
     BlockSeconds,
@@ -56,9 +56,8 @@ def _stage_seconds(model: ModelProfile, stage: Stage, tokens: float, rates: GpuR
 
 def _link(node: NodeProfile) -> tuple[float, float]:
     """(bytes/s per GPU over its NIC at the profile's efficiency, latency s)."""
-    efficiency = float(getattr(node, "nic_efficiency", DEFAULT_NIC_EFFICIENCY))
     nics_per_gpu = node.num_compute_nics / node.num_gpus if node.num_gpus else 1.0
-    rate = node.compute_nic_gbps * 1e9 / 8 * efficiency * nics_per_gpu
+    rate = node.compute_nic_gbps * 1e9 / 8 * node.nic_efficiency * nics_per_gpu
     return rate, IB_LATENCY_S if node.compute_link_layer == "infiniband" else ROCE_LATENCY_S
 
 
@@ -78,7 +77,7 @@ def overlapped_pair_seconds(model: ModelProfile, node: NodeProfile, ep: int, num
     """One DualPipe F&B op of two stages of ``num_moe_layers`` MoE layers each (no PP communication): the unit
     DeepSeek's profile-data ``train.json`` traces (4 layers, EP64, 4K tokens, balanced routing)."""
     rates = gpu_rates(node, model.training_precision)
-    ep_cost = ep_cost or analytic_ep(model, node, ep)
+    ep_cost = ep_cost or fabric_ep(model, node, ep)
     layer = layer_seconds(model, True, float(tokens), seq_len, True, ep, rates, ep_cost, 1.0)
     stage = StageSeconds(0, (layer,) * num_moe_layers, BlockSeconds())
     return overlapped_seconds(stage, stage, rates.comm_slowdown)
@@ -86,13 +85,14 @@ def overlapped_pair_seconds(model: ModelProfile, node: NodeProfile, ep: int, num
 
 def predict_step(model: ModelProfile, node: NodeProfile, layout: ParallelLayout, num_micro_batches: int,
                  micro_batch_size: int = 1, seq_len: int = 4096, balancedness: float = 1.0,
-                 ep_cost: EpCostModel | None = None) -> StepTime:
+                 ep_cost: EpCostModel | None = None, fabric_plan: str | None = None) -> StepTime:
     """Predict one training step of ``layout`` (seconds).
 
     ``num_micro_batches``: micro-batches per pipeline per step (DualPipe: both directions together);
     ``micro_batch_size`` sequences of ``seq_len`` tokens each. ``balancedness`` in (0, 1]: mean over max expert
     load (1.0 = absolutely balanced routing); the busiest GPU's expert work and all-to-all scale by its
-    inverse. ``ep_cost``: the EP all-to-all model (default :func:`dsctl.steptime.ep.analytic_ep`).
+    inverse. ``ep_cost``: the EP all-to-all model (default :func:`dsctl.steptime.ep.fabric_ep`: the calibrated
+    fabric on ``fabric_plan``, a plan.json text, or on the node profile when None).
     Raises ``InputError`` on impossible values.
     """
     if not (0.0 < balancedness <= 1.0) or math.isnan(balancedness):
@@ -111,7 +111,7 @@ def predict_step(model: ModelProfile, node: NodeProfile, layout: ParallelLayout,
     counts = count_parameters(model)
     stages = split_stages(model, counts, layout.num_stages)
     if ep_cost is None and layout.ep > 1 and model.moe is not None:
-        ep_cost = analytic_ep(model, node, layout.ep, imbalance)
+        ep_cost = fabric_ep(model, node, layout.ep, imbalance, fabric_plan)
     layer_kinds = {moe: layer_seconds(model, moe, tokens, seq_len, True, layout.ep, rates, ep_cost, imbalance)
                    for moe in (False, True)}
     costs = tuple(_stage_seconds(model, s, tokens, rates, layer_kinds) for s in stages)
