@@ -13,6 +13,7 @@ from dsctl.errors import InputError
 from dsctl.launch.layout import ParallelLayout
 from dsctl.launch.rules import DUAL_SCHEDULES, stages_of_rank
 from dsctl.launch.schedule import simulate_stage_costs
+from dsctl.launch.schedule.timed import TimedSchedule
 from dsctl.launch.stages import Stage, split_stages
 from dsctl.model.flops import training_flops
 from dsctl.model.params import count_parameters
@@ -21,8 +22,11 @@ from dsctl.steptime.collectives import (
     IB_LATENCY_S,
     ROCE_LATENCY_S,
     OptimizerSeconds,
-    optimizer_seconds,
+    StageShard,
+    adam_seconds,
+    exposed_tail,
     p2p_seconds,
+    stage_collectives,
 )
 from dsctl.steptime.ep import EpCostModel, fabric_ep
 from dsctl.steptime.hardware import GpuRates, gpu_rates
@@ -61,14 +65,30 @@ def _link(node: NodeProfile) -> tuple[float, float]:
     return rate, IB_LATENCY_S if node.compute_link_layer == "infiniband" else ROCE_LATENCY_S
 
 
+def _stage_times(timed: TimedSchedule | None, rank: int, stage: int, pipeline_s: float) -> tuple[float, float]:
+    """(end of the rank's last backward work on ``stage``, start of its first forward of it), seconds."""
+    if timed is None:
+        return pipeline_s, 0.0
+    ready, first = 0.0, pipeline_s
+    for (kind, fwd, bwd), start, end in zip(timed.parts[rank], timed.starts[rank], timed.ends[rank], strict=True):
+        if bwd == stage and kind in ("B", "W", "FB"):
+            ready = max(ready, end)
+        if fwd == stage:
+            first = min(first, start)
+    return ready, first
+
+
 def _rank_tail(layout: ParallelLayout, stages: tuple[Stage, ...], rank: int, link_rate: float, hbm: float,
-               latency: float) -> OptimizerSeconds:
-    """ZeRO-1 tail of pipeline rank ``rank`` (its stages' dense parameters and its share of their experts)."""
-    dense, experts = 0.0, 0.0
+               latency: float, timed: TimedSchedule | None, pipeline_s: float) -> OptimizerSeconds:
+    """ZeRO-1 tail of pipeline rank ``rank`` (its stages' dense parameters and its share of their experts), with
+    the overlap its op order allows (:func:`dsctl.steptime.collectives.exposed_tail`)."""
+    shards, shard_params = [], 0.0
     for s in stages_of_rank(layout.schedule, layout.pp, rank):
-        dense += stages[s].dense_params
-        experts += stages[s].routed_expert_params / layout.ep
-    return optimizer_seconds(dense, experts, layout.dp, layout.expert_dp, link_rate, hbm, latency)
+        dense, experts = stages[s].dense_params, stages[s].routed_expert_params / layout.ep
+        rs, ag = stage_collectives(dense, experts, layout.dp, layout.expert_dp, link_rate, latency)
+        shards.append(StageShard(rs, ag, *_stage_times(timed, rank, s, pipeline_s)))
+        shard_params += dense / max(layout.dp, 1) + experts / max(layout.expert_dp, 1)
+    return exposed_tail(shards, pipeline_s, adam_seconds(shard_params, hbm))
 
 
 def overlapped_pair_seconds(model: ModelProfile, node: NodeProfile, ep: int, num_moe_layers: int = 4,
@@ -123,20 +143,21 @@ def predict_step(model: ModelProfile, node: NodeProfile, layout: ParallelLayout,
         pipeline, kinds, counts_by_kind = timed.makespan, timed.seconds_by_kind(0), timed.count_by_kind(0)
         idle = timed.idle_per_rank
     else:
+        timed = None
         one = costs[0]
         pipeline = num_micro_batches * (one.f + one.b)
         kinds = {"F": num_micro_batches * one.f, "B": num_micro_batches * one.b, "I": 0.0, "W": 0.0, "FB": 0.0}
         counts_by_kind = {"F": num_micro_batches, "B": num_micro_batches, "I": 0, "W": 0, "FB": 0}
         idle = (0.0,)
-    tail = max((_rank_tail(layout, stages, r, link_rate, rates.hbm_bytes_per_s, latency) for r in range(layout.pp)),
-               key=lambda t: t.total_s)
+    tail = max((_rank_tail(layout, stages, r, link_rate, rates.hbm_bytes_per_s, latency, timed, pipeline)
+                for r in range(layout.pp)), key=lambda t: t.exposed_s)
     breakdown = PhaseBreakdown(
         rank=0, one_f_s=kinds["F"], one_b_s=kinds["B"] + kinds["I"], one_w_s=kinds["W"],
-        overlapped_fb_s=kinds["FB"], bubble_s=idle[0], optimizer_s=tail.total_s, num_f=counts_by_kind["F"],
+        overlapped_fb_s=kinds["FB"], bubble_s=idle[0], optimizer_s=tail.exposed_s, num_f=counts_by_kind["F"],
         num_b=counts_by_kind["B"] + counts_by_kind["I"], num_w=counts_by_kind["W"], num_fb=counts_by_kind["FB"])
     moe_layer = next((x for c in costs for x in c.layers if x.comm_f > 0), None)
     return StepTime(
-        step_s=pipeline + tail.total_s, pipeline_s=pipeline, optimizer_s=tail.total_s, breakdown=breakdown,
+        step_s=pipeline + tail.exposed_s, pipeline_s=pipeline, optimizer_s=tail.exposed_s, breakdown=breakdown,
         max_bubble_s=max(idle), tokens_per_step=tokens * num_micro_batches * layout.dp,
         world_size=layout.world_size,
         flops_per_token_noncausal=training_flops(model, seq_len, causal=False).flops_per_token,
