@@ -176,7 +176,7 @@ def plan_launch(model: ModelProfile, node: NodeProfile, request: LaunchRequest,
             step = predict_step(model, node, layout, batch.micro_batches, batch.micro_batch_size, batch.seq_len,
                                 balancedness=balancedness, fabric_plan=fabric_plan)
         except InputError as exc:
-            if "balancedness" in exc.message:
+            if "balancedness" in exc.message or fabric_plan is not None:
                 raise
             notes.append(f"no step-time prediction: {exc.message}")
     budget = token_budget(step, tokens, gpu_hour_usd) if step is not None and tokens else None
