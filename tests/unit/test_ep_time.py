@@ -134,7 +134,7 @@ def test_the_fabric_simulator_agrees_with_the_closed_form(ep: int) -> None:
 
 @pytest.mark.parametrize(("kw", "needle"), [
     ({"ep_size": 12}, "multiple of the 8 GPUs"),
-    ({"ep_size": 3}, "or divide them"),
+    ({"ep_size": 20}, "or fewer than 8"),
     ({"ep_size": 0}, "EP size must be a whole number"),
     ({"tokens_per_gpu": 0}, "tokens per GPU"),
     ({"topk": True}, "top-k"),
@@ -175,12 +175,13 @@ def test_bytes_per_token_scale_the_seconds_not_the_bandwidth() -> None:
 
 
 def test_a_group_inside_one_node_is_nvlink_only() -> None:
-    """EP4 on an 8-GPU node: 4 GPUs, no RDMA, plan or not (the fabric simulator plays no part)."""
+    """EP4 on an 8-GPU node: 4 GPUs, no RDMA, plan or not (the fabric simulator plays no part); DeepEP takes any
+    group below 8 ranks (EP6 too)."""
     four = v3(4)
     assert (four.num_nodes, four.dispatch_bound, four.dispatch_physical_bytes_per_s) == (1, "nvlink", 0.0)
     assert four.dispatch_s == pytest.approx(4096 * 3 * (1 - (3 / 4) ** 8) * 7472 / (160e9 * 153 * 7 / 8 / 160))
     assert v3(4, plan=plan_text(2)) is four
-    assert v3(4).dispatch_s < v3(8).dispatch_s
+    assert v3(4).dispatch_s < v3(6).dispatch_s < v3(8).dispatch_s
 
 
 def test_a_plan_too_small_for_the_group_is_an_input_error() -> None:

@@ -20,7 +20,7 @@ With a plan, the same traffic runs through the max-min fabric simulator on every
 model's backward all-to-alls carry BF16 gradients both ways). Every flow's bytes scale by the same factor, so the
 closed form and the max-min completion both scale linearly: the cached exchange at DeepEP's bytes is reused and
 its seconds multiplied by ``bytes / B``; the bandwidths do not change. An EP group inside one node (``ep_size``
-dividing G) is NVLink only and uses the closed form with ``G = ep_size``, plan or not.
+below G, as DeepEP allows) is NVLink only and uses the closed form with ``G = ep_size``, plan or not.
 """
 
 from __future__ import annotations
@@ -79,17 +79,17 @@ def ep_exchange_seconds(node: NodeProfile, ep_size: int, tokens_per_gpu: int, hi
     fabric (``routing`` then plays no part). Seconds per MoE layer and direction, bytes/s per GPU. Cached: the
     same arguments return the same object without recomputing (the plan form keeps the 16 latest plans).
     ``bytes_per_token``: (dispatch, combine) bytes each token carries per target instead of DeepEP's forward wire
-    bytes (module docstring). InputError on a shape that does not fit (EP size neither whole nodes nor a divisor
-    of one node's GPUs, or not dividing the plan's GPUs) or non-positive bytes."""
+    bytes (module docstring). InputError on a shape that does not fit (EP size neither whole nodes nor inside one
+    node, or not dividing the plan's GPUs) or non-positive bytes."""
     g = node.num_gpus
     ep_size, tokens_per_gpu, hidden, topk, max_nodes_per_token = (
         _whole(value, what, top) for value, what, top in (
             (ep_size, "EP size", MAX_EP_GPUS), (tokens_per_gpu, "tokens per GPU", MAX_TOKENS_PER_GPU),
             (hidden, "hidden size", 1 << 20), (topk, "top-k", 1024),
             (max_nodes_per_token, "nodes per token", MAX_EP_GPUS)))
-    if ep_size % g and g % ep_size:
+    if ep_size % g and ep_size > g:
         raise InputError(f"EP size {ep_size} must be a multiple of the {g} GPUs per {node.name} node "
-                         f"(or divide them)")
+                         f"(or fewer than {g}, inside one node)")
     if ep_size > g and not node.num_compute_nics:
         raise InputError(f"EP size {ep_size} spans nodes, but node profile {node.name} has no compute NICs")
     if routing not in ROUTINGS:
