@@ -38,3 +38,26 @@ def _predict_cold(inputs: Any) -> Any:
 
 CASES.append(Case("steptime: the same, schedule programs rebuilt (first layout of a shape)", _setup, _predict_cold,
                   0.05))
+
+
+def _setup_fabric() -> Any:
+    """The same layout on a planned non-blocking MPFT of 256 nodes; its EP groups simulated once (cached)."""
+    from dsctl.topology.api import plan_files
+    from dsctl.topology.plan import PlanSpec, build_plan, default_planes, default_templates
+    from dsctl.topology.summary import summarize
+
+    spec = PlanSpec("mpft", 256, 8, 8, default_planes("mpft", 8), 64, 400.0, 82045.0, 544.0, 544.0, 1.0,
+                    default_templates("mpft"), "h800-hgx", "ib-ndr-64")
+    plan = build_plan(spec)
+    inputs = (*_setup(), plan_files(plan, summarize(plan))["plan.json"])
+    _predict_fabric(inputs)
+    return inputs
+
+
+def _predict_fabric(inputs: Any) -> Any:
+    model, node, layout, plan = inputs
+    return predict_step(model, node, layout, 120, fabric_plan=plan)
+
+
+CASES.append(Case("steptime: the same on a planned fabric (256-node MPFT plan, EP groups simulated once)",
+                  _setup_fabric, _predict_fabric, 0.05))

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from dsctl.commands._common import FormatOpt, profile_store, show
+from dsctl.commands._common import FormatOpt, profile_store, read_text_input, show
 from dsctl.commands.launch_schedule import register_schedule
 from dsctl.errors import InputError, one_of
 from dsctl.launch.defaults import DEFAULT_JOB_NAME, DEFAULT_PORT, DEFAULT_SEQ_LEN
@@ -212,6 +212,10 @@ def launch(
     balancedness: Annotated[float, typer.Option(
         "--balancedness", help="Expert load balance for the step prediction: mean / max tokens per GPU, in (0, 1] "
                                "(1 = absolutely balanced; 'dsctl eplb' reports it).")] = 1.0,
+    fabric: Annotated[Path | None, typer.Option(
+        "--fabric", help="A planned fabric (plan.json or the folder of 'dsctl topology plan --out'): the step "
+                         "prediction's EP all-to-alls run through the fabric simulator on it instead of the node "
+                         "profile's closed form.")] = None,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Plan a training launch (layout, memory, rank map, schedule), write its job files, submit it."""
@@ -252,7 +256,8 @@ def launch(
     model_profile = store.model(model)
     with progress("planning the launch", fmt) as report:
         plan = plan_launch(model_profile, node, request, suggest_min_nodes=True, progress=report,
-                           tokens=_tokens(tokens), gpu_hour_usd=_price(gpu_hour_usd), balancedness=balancedness)
+                           tokens=_tokens(tokens), gpu_hour_usd=_price(gpu_hour_usd), balancedness=balancedness,
+                           fabric_plan=_fabric_text(fabric))
     if submit:
         with progress(f"waiting for Slurm job {options.job_name}" if wait else "submitting", fmt) as report:
             run = launch_run.submit(plan, engine, options, out, wait=wait, wait_timeout_s=wait_timeout,
@@ -273,6 +278,20 @@ def launch(
         if preview and fmt is OutputFormat.table:
             for name, text in preview.items():
                 typer.echo(f"\n--- {name} (--dry-run: not written, not submitted) ---\n{text.rstrip()}")
+
+
+def _fabric_text(fabric: Path | None) -> str | None:
+    """``--fabric`` as plan.json text (a folder means its plan.json); InputError naming the option otherwise."""
+    if fabric is None:
+        return None
+    plan_file = fabric / "plan.json" if fabric.is_dir() else fabric
+    if fabric.is_dir() and not plan_file.exists():
+        raise InputError(f"--fabric {fabric} has no plan.json", hint="write one with 'dsctl topology plan --out DIR'")
+    from dsctl.topology import sim
+
+    text = read_text_input(plan_file, "--fabric")
+    sim.plan_facts(text, f"--fabric {plan_file}")  # not a plan: one line naming the option, before any planning
+    return text
 
 
 def _tokens(text: str | None) -> float | None:

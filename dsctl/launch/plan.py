@@ -142,12 +142,15 @@ class LaunchPlan:
 def plan_launch(model: ModelProfile, node: NodeProfile, request: LaunchRequest,
                 assumptions: MemoryAssumptions | None = None, simulate_schedule: bool = True,
                 suggest_min_nodes: bool = False, progress: Progress | None = None, tokens: float | None = None,
-                gpu_hour_usd: float = DEFAULT_GPU_HOUR_USD, balancedness: float = 1.0) -> LaunchPlan:
+                gpu_hour_usd: float = DEFAULT_GPU_HOUR_USD, balancedness: float = 1.0,
+                fabric_plan: str | None = None) -> LaunchPlan:
     """Choose (or check) the layout for ``request`` and build the full plan; raises InputError on bad input.
 
     With ``simulate_schedule`` the plan also predicts the step in seconds (:func:`dsctl.steptime.predict_step`);
     ``tokens`` (trained tokens) adds their GPU hours, days and cost at ``gpu_hour_usd``; ``balancedness`` (mean over
-    max expert load, 1.0 = absolutely balanced) scales the busiest GPU's expert work.
+    max expert load, 1.0 = absolutely balanced) scales the busiest GPU's expert work; ``fabric_plan`` (a plan.json
+    text of ``dsctl topology plan``) runs the prediction's EP all-to-alls through the fabric simulator on that
+    fabric instead of the node profile's closed form.
 
     ``suggest_min_nodes``: a plan that does not fit gets a note naming the smallest node count that does
     (:func:`dsctl.launch.minnodes.min_nodes`, which reports to ``progress``).
@@ -171,9 +174,9 @@ def plan_launch(model: ModelProfile, node: NodeProfile, request: LaunchRequest,
     if simulate_schedule:
         try:
             step = predict_step(model, node, layout, batch.micro_batches, batch.micro_batch_size, batch.seq_len,
-                                balancedness=balancedness)
+                                balancedness=balancedness, fabric_plan=fabric_plan)
         except InputError as exc:
-            if "balancedness" in exc.message:
+            if "balancedness" in exc.message or fabric_plan is not None:
                 raise
             notes.append(f"no step-time prediction: {exc.message}")
     budget = token_budget(step, tokens, gpu_hour_usd) if step is not None and tokens else None

@@ -1,7 +1,7 @@
 """Training step time in seconds from profiles (issue 27): per-stage op costs, the schedule simulated with them,
 ZeRO-1 and optimizer tail. ``predict_step`` is the entry point; docs/steptime.md has the formulas and sources."""
 
-from dsctl.steptime.ep import AnalyticEp, EpCostModel, EpSeconds, analytic_ep
+from dsctl.steptime.ep import EpCostModel, EpSeconds, FabricEp, fabric_ep
 from dsctl.steptime.predict import predict_step
 from dsctl.steptime.result import (
     DEFAULT_GPU_HOUR_USD,
@@ -12,5 +12,5 @@ from dsctl.steptime.result import (
     token_budget,
 )
 
-__all__ = ["DEFAULT_GPU_HOUR_USD", "AnalyticEp", "EpCostModel", "EpSeconds", "PhaseBreakdown", "StageCost",
-           "StepTime", "TokenBudget", "analytic_ep", "predict_step", "token_budget"]
+__all__ = ["DEFAULT_GPU_HOUR_USD", "EpCostModel", "EpSeconds", "FabricEp", "PhaseBreakdown", "StageCost",
+           "StepTime", "TokenBudget", "fabric_ep", "predict_step", "token_budget"]

@@ -5,13 +5,19 @@
 - ZeRO-1 (ring): gradient reduce-scatter ``(n-1)/n x P x 4 / bw`` in FP32 (gradients are kept in FP32, DeepSeek-V3
   tech report 3.3) and parameter all-gather ``(n-1)/n x P x 2 / bw`` in BF16, over the data-parallel group (dense
   parameters, ``n = dp``) and the expert-data-parallel group (routed experts, ``n = expert_dp``); each GPU's ring
-  runs on its own NIC (its plane), at line rate x efficiency. Not overlapped with the pipeline (an upper bound).
+  runs on its own NIC (its plane), at line rate x efficiency.
+- Overlap (:func:`exposed_tail`): a stage's gradient reduce-scatter starts when the rank has run that stage's last
+  weight-gradient work, while the pipeline goes on (Megatron-LM's ``--overlap-grad-reduce``); the all-gather of a
+  stage's updated parameters only has to finish before the next step's first forward of that stage (Megatron-LM's
+  ``--overlap-param-gather``). What runs past the pipeline, plus AdamW, is the step's optimizer tail.
 - Optimizer: AdamW over this GPU's ZeRO-1 shard from HBM traffic, 22 bytes per parameter (read FP32 master and
-  gradient, BF16 moments; write master, moments and the BF16 weight).
+  gradient, BF16 moments; write master, moments and the BF16 weight: DeepSeek-V3 tech report 3.3 keeps master
+  weights in FP32 and the AdamW moments in BF16).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 #: bytes of HBM traffic per parameter of an AdamW step (see module docstring)
@@ -24,16 +30,26 @@ ROCE_LATENCY_S = 5.6e-6
 
 
 @dataclass(frozen=True)
+class StageShard:
+    """One stage a pipeline rank holds, for its ZeRO-1 tail: collective seconds and when the schedule lets them
+    run. ``grads_ready_s``: end of the rank's last backward work on the stage; ``first_forward_s``: start of the
+    rank's first forward of the stage (seconds from the step's start)."""
+
+    reduce_scatter_s: float
+    all_gather_s: float
+    grads_ready_s: float
+    first_forward_s: float
+
+
+@dataclass(frozen=True)
 class OptimizerSeconds:
-    """The step's tail after the pipeline: ZeRO-1 reduce-scatter, all-gather and the AdamW update."""
+    """One rank's optimizer work: whole collective durations (reduce-scatter, all-gather), AdamW, and
+    ``exposed_s``, the part the step waits for after the pipeline (the optimizer tail)."""
 
     reduce_scatter_s: float
     all_gather_s: float
     adam_s: float
-
-    @property
-    def total_s(self) -> float:
-        return self.reduce_scatter_s + self.all_gather_s + self.adam_s
+    exposed_s: float
 
 
 def p2p_seconds(tokens: float, hidden_size: int, bytes_per_s: float, latency_s: float) -> float:
@@ -41,19 +57,45 @@ def p2p_seconds(tokens: float, hidden_size: int, bytes_per_s: float, latency_s: 
     return latency_s + tokens * hidden_size * 2.0 / bytes_per_s
 
 
-def _ring(params: float, bytes_per_param: float, group: int, bytes_per_s: float, latency_s: float) -> float:
+def ring_seconds(params: float, bytes_per_param: float, group: int, bytes_per_s: float, latency_s: float) -> float:
+    """Ring reduce-scatter or all-gather of ``params`` parameters over ``group`` GPUs, one NIC each."""
     if group <= 1 or params <= 0:
         return 0.0
     return (group - 1) / group * params * bytes_per_param / bytes_per_s + (group - 1) * latency_s
 
 
-def optimizer_seconds(dense_params: float, expert_params: float, dp: int, expert_dp: int, bytes_per_s: float,
-                      hbm_bytes_per_s: float, latency_s: float) -> OptimizerSeconds:
-    """ZeRO-1 tail of one GPU holding ``dense_params`` (replicated over ``dp``) and ``expert_params`` (over
-    ``expert_dp``)."""
-    rs = _ring(dense_params, GRADIENT_BYTES, dp, bytes_per_s, latency_s)
-    rs += _ring(expert_params, GRADIENT_BYTES, expert_dp, bytes_per_s, latency_s)
-    ag = _ring(dense_params, PARAMETER_BYTES, dp, bytes_per_s, latency_s)
-    ag += _ring(expert_params, PARAMETER_BYTES, expert_dp, bytes_per_s, latency_s)
-    shard = dense_params / max(dp, 1) + expert_params / max(expert_dp, 1)
-    return OptimizerSeconds(rs, ag, shard * ADAM_BYTES_PER_PARAM / hbm_bytes_per_s)
+def stage_collectives(dense_params: float, expert_params: float, dp: int, expert_dp: int, bytes_per_s: float,
+                      latency_s: float) -> tuple[float, float]:
+    """(reduce-scatter, all-gather) seconds of one stage's ``dense_params`` (over ``dp``) and this GPU's
+    ``expert_params`` (over ``expert_dp``)."""
+    rs = ring_seconds(dense_params, GRADIENT_BYTES, dp, bytes_per_s, latency_s)
+    rs += ring_seconds(expert_params, GRADIENT_BYTES, expert_dp, bytes_per_s, latency_s)
+    ag = ring_seconds(dense_params, PARAMETER_BYTES, dp, bytes_per_s, latency_s)
+    ag += ring_seconds(expert_params, PARAMETER_BYTES, expert_dp, bytes_per_s, latency_s)
+    return rs, ag
+
+
+def adam_seconds(shard_params: float, hbm_bytes_per_s: float) -> float:
+    """AdamW over ``shard_params`` parameters (this GPU's ZeRO-1 shard) at ``ADAM_BYTES_PER_PARAM``."""
+    return shard_params * ADAM_BYTES_PER_PARAM / hbm_bytes_per_s
+
+
+def exposed_tail(stages: Sequence[StageShard], pipeline_s: float, adam_s: float) -> OptimizerSeconds:
+    """Optimizer tail of one rank after a pipeline of ``pipeline_s`` seconds.
+
+    Reduce-scatters run one after another on the rank's NIC, each from its stage's ``grads_ready_s``; AdamW runs
+    when the last has finished (or the pipeline has, if later); the all-gathers then run in the order the next step
+    needs the stages, and the tail is the largest delay of a stage's gather past its ``first_forward_s`` in the
+    next step (which starts at ``pipeline_s``). A single stage whose gradients complete at the pipeline's end and
+    which the next step needs at once is not overlapped at all: tail = reduce-scatter + AdamW + all-gather.
+    """
+    clock = 0.0
+    for s in sorted(stages, key=lambda x: x.grads_ready_s):
+        clock = max(clock, s.grads_ready_s) + s.reduce_scatter_s
+    clock = max(clock, pipeline_s) + adam_s
+    delay = clock - pipeline_s
+    for s in sorted(stages, key=lambda x: x.first_forward_s):
+        clock += s.all_gather_s
+        delay = max(delay, clock - pipeline_s - s.first_forward_s)
+    return OptimizerSeconds(sum(s.reduce_scatter_s for s in stages), sum(s.all_gather_s for s in stages), adam_s,
+                            max(0.0, delay))

@@ -12,6 +12,9 @@ from __future__ import annotations
 FP8_BYTES = 1.0
 BF16_BYTES = 2.0
 FP32_BYTES = 4.0
+#: bytes per weight-gradient element a micro-batch's wgrad GEMM moves: it reads the running FP32 gradient and
+#: writes it back (gradients accumulate over micro-batches in FP32, DeepSeek-V3 tech report 3.3)
+GRAD_ACCUMULATE_BYTES = 2 * FP32_BYTES
 
 
 def gemm_seconds(m: float, n: float, k: float, flops: float, hbm_bytes_per_s: float,
@@ -29,9 +32,9 @@ def linear_seconds(tokens: float, n_out: float, k_in: float, flops: float, hbm_b
     """(forward, input-gradient, weight-gradient) seconds of a linear layer ``k_in -> n_out`` over ``tokens``.
 
     Forward ``(T x K) @ (K x N)``; input gradient ``(T x N) @ (N x K)``; weight gradient ``(N x T) @ (T x K)``
-    written in FP32 (gradients accumulate in FP32, DeepSeek-V3 tech report 3.3).
+    accumulated into the FP32 gradient (read and written: ``GRAD_ACCUMULATE_BYTES`` per element).
     """
     forward = gemm_seconds(tokens, n_out, k_in, flops, hbm_bytes_per_s, in_bytes)
     dgrad = gemm_seconds(tokens, k_in, n_out, flops, hbm_bytes_per_s, in_bytes)
-    wgrad = gemm_seconds(n_out, k_in, tokens, flops, hbm_bytes_per_s, in_bytes, FP32_BYTES)
+    wgrad = gemm_seconds(n_out, k_in, tokens, flops, hbm_bytes_per_s, in_bytes, GRAD_ACCUMULATE_BYTES)
     return forward, dgrad, wgrad

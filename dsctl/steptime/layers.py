@@ -23,12 +23,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dsctl.profiles.schema import ModelProfile
-from dsctl.steptime.ep import EpCostModel, dispatch_bytes_fp8
-from dsctl.steptime.gemm import BF16_BYTES, linear_seconds
+from dsctl.steptime.ep import EpCostModel
+from dsctl.steptime.gemm import BF16_BYTES, FP8_BYTES, linear_seconds
 from dsctl.steptime.hardware import GpuRates
+from dsctl.topology.sim.ep import token_bytes
 
 #: attention backward kernel work relative to its forward (FlashAttention: 5 matmuls against 2)
 ATTENTION_BACKWARD_WORK = 2.5
+#: bytes per output-gradient element an FP8 backward casts: read BF16, write FP8 in two tile layouts
+FP8_BACKWARD_OUTPUT_GRAD_BYTES = 2.0 + 1.0 + 1.0
+#: bytes per cached FP8 input element requantised transposed for Wgrad: read FP8, write FP8
+FP8_BACKWARD_TRANSPOSE_BYTES = 1.0 + 1.0
 
 
 @dataclass(frozen=True)
@@ -75,10 +80,27 @@ class LayerSeconds:
         return self.dispatch_b + self.combine_b
 
 
+def fp8_backward_casts(tokens: float, n_out: float, k_in: float, hbm: float) -> BlockSeconds:
+    """HBM time of the casts an FP8 linear's backward needs besides its GEMMs (DeepSeek-V3 tech report 3.3, Fig. 6:
+    Dgrad and Wgrad run in FP8; 3.5.2, "Support for Transposed GEMM Operations").
+
+    - I: the output gradient (BF16, ``T x N``) is read once and written in FP8 twice, in 1x128 tiles for Dgrad
+      and 128x1 tiles for Wgrad: ``4 N`` bytes per token;
+    - W: the cached FP8 input (``T x K``, 1x128 tiles) is read, dequantised, transposed, requantised to 128x1
+      tiles and written for Wgrad: ``2 K`` bytes per token.
+    Tile scales (one FP32 per 128 values) add 3% and are left out.
+    """
+    return BlockSeconds(0.0, FP8_BACKWARD_OUTPUT_GRAD_BYTES * n_out * tokens / hbm,
+                        FP8_BACKWARD_TRANSPOSE_BYTES * k_in * tokens / hbm)
+
+
 def _linear(tokens: float, n_out: float, k_in: float, flops: float, hbm: float, in_bytes: float,
             recompute: bool = False) -> BlockSeconds:
     f, dgrad, wgrad = linear_seconds(tokens, n_out, k_in, flops, hbm, in_bytes)
-    return BlockSeconds(f, dgrad + (f if recompute else 0.0), wgrad)
+    block = BlockSeconds(f, dgrad + (f if recompute else 0.0), wgrad)
+    if in_bytes == FP8_BYTES:
+        block += fp8_backward_casts(tokens, n_out, k_in, hbm)
+    return block
 
 
 def _elementwise(bytes_per_token: float, tokens: float, hbm: float, recompute: bool = False) -> BlockSeconds:
@@ -156,19 +178,38 @@ def moe_ffn_block(model: ModelProfile, tokens: float, ep: int, rates: GpuRates, 
     swiglu = (moe.num_shared_experts + k * imbalance) * swiglu_bytes(i)
     block += _elementwise(swiglu, tokens, hbm, recompute=True)
     per_copy = 2.0 * h + 2.0 * h + 2.0 * h
-    return block + _elementwise(6.0 * h + k * imbalance * per_copy + 2.0 * h, tokens, hbm)
+    block += _elementwise(6.0 * h + k * imbalance * per_copy + 2.0 * h, tokens, hbm)
+    return block + permute_block(h, tokens * k * imbalance, hbm, rates.gemm_in_bytes)
+
+
+def permute_block(hidden: int, rows: float, hbm: float, in_bytes: float) -> BlockSeconds:
+    """Token permute and unpermute around the grouped GEMMs of ``rows`` routed copies on this GPU.
+
+    DeepEP's dispatch leaves received tokens ordered by source rank; DeepGEMM's contiguous grouped GEMM takes
+    each expert's rows contiguous (its README: "M-axis contiguous" layout, segments aligned to the block size).
+    A permute kernel reads and writes each received row (``2 h in_bytes``) and an unpermute the BF16 expert
+    output before the combine (``2 x 2 h``); the backward moves the BF16 gradients both ways (``2 x 2 x 2 h``).
+    """
+    forward = rows * hidden * (2.0 * in_bytes + 2.0 * BF16_BYTES) / hbm
+    backward = rows * hidden * 4.0 * BF16_BYTES / hbm
+    return BlockSeconds(forward, backward, 0.0)
 
 
 def moe_comm(model: ModelProfile, tokens: float, ep_cost: EpCostModel,
              fp8: bool = True) -> tuple[float, float, float, float]:
-    """(dispatch_f, combine_f, dispatch_b, combine_b) seconds of one MoE layer's all-to-alls (FP8 or BF16
-    dispatch)."""
+    """(dispatch_f, combine_f, dispatch_b, combine_b) seconds of one MoE layer's all-to-alls.
+
+    Bytes per token are DeepEP's wire bytes (:func:`dsctl.topology.sim.ep.token_bytes`): the forward dispatch in
+    FP8 with its 1x128 scales (7,472 B for V3; BF16 values in the combine format when the recipe is BF16), the
+    combine in BF16 (14,384 B); the backward sends BF16 gradients both ways (combine format, 14,384 B).
+    """
     if model.moe is None:
         return 0.0, 0.0, 0.0, 0.0
-    h = model.hidden_size
-    dispatch = dispatch_bytes_fp8(h, model.moe.num_experts_per_token) if fp8 else BF16_BYTES * h
-    forward = ep_cost(tokens, dispatch, BF16_BYTES * h)
-    backward = ep_cost(tokens, BF16_BYTES * h, BF16_BYTES * h)
+    h, k = model.hidden_size, model.moe.num_experts_per_token
+    bf16 = float(token_bytes(h, k, "ep-combine"))
+    dispatch = float(token_bytes(h, k, "ep-dispatch")) if fp8 else bf16
+    forward = ep_cost(tokens, dispatch, bf16)
+    backward = ep_cost(tokens, bf16, bf16)
     return forward.dispatch_s, forward.combine_s, backward.dispatch_s, backward.combine_s
 
 

@@ -13,6 +13,7 @@ from dsctl.errors import InputError
 from dsctl.launch.layout import ParallelLayout
 from dsctl.launch.rules import DUAL_SCHEDULES, stages_of_rank
 from dsctl.launch.schedule import simulate_stage_costs
+from dsctl.launch.schedule.timed import TimedSchedule
 from dsctl.launch.stages import Stage, split_stages
 from dsctl.model.flops import training_flops
 from dsctl.model.params import count_parameters
@@ -21,10 +22,13 @@ from dsctl.steptime.collectives import (
     IB_LATENCY_S,
     ROCE_LATENCY_S,
     OptimizerSeconds,
-    optimizer_seconds,
+    StageShard,
+    adam_seconds,
+    exposed_tail,
     p2p_seconds,
+    stage_collectives,
 )
-from dsctl.steptime.ep import DEFAULT_NIC_EFFICIENCY, EpCostModel, analytic_ep
+from dsctl.steptime.ep import EpCostModel, fabric_ep
 from dsctl.steptime.hardware import GpuRates, gpu_rates
 from dsctl.steptime.layers import (
     BlockSeconds,
@@ -56,20 +60,35 @@ def _stage_seconds(model: ModelProfile, stage: Stage, tokens: float, rates: GpuR
 
 def _link(node: NodeProfile) -> tuple[float, float]:
     """(bytes/s per GPU over its NIC at the profile's efficiency, latency s)."""
-    efficiency = float(getattr(node, "nic_efficiency", DEFAULT_NIC_EFFICIENCY))
     nics_per_gpu = node.num_compute_nics / node.num_gpus if node.num_gpus else 1.0
-    rate = node.compute_nic_gbps * 1e9 / 8 * efficiency * nics_per_gpu
+    rate = node.compute_nic_gbps * 1e9 / 8 * node.nic_efficiency * nics_per_gpu
     return rate, IB_LATENCY_S if node.compute_link_layer == "infiniband" else ROCE_LATENCY_S
 
 
+def _stage_times(timed: TimedSchedule | None, rank: int, stage: int, pipeline_s: float) -> tuple[float, float]:
+    """(end of the rank's last backward work on ``stage``, start of its first forward of it), seconds."""
+    if timed is None:
+        return pipeline_s, 0.0
+    ready, first = 0.0, pipeline_s
+    for (kind, fwd, bwd), start, end in zip(timed.parts[rank], timed.starts[rank], timed.ends[rank], strict=True):
+        if bwd == stage and kind in ("B", "W", "FB"):
+            ready = max(ready, end)
+        if fwd == stage:
+            first = min(first, start)
+    return ready, first
+
+
 def _rank_tail(layout: ParallelLayout, stages: tuple[Stage, ...], rank: int, link_rate: float, hbm: float,
-               latency: float) -> OptimizerSeconds:
-    """ZeRO-1 tail of pipeline rank ``rank`` (its stages' dense parameters and its share of their experts)."""
-    dense, experts = 0.0, 0.0
+               latency: float, timed: TimedSchedule | None, pipeline_s: float) -> OptimizerSeconds:
+    """ZeRO-1 tail of pipeline rank ``rank`` (its stages' dense parameters and its share of their experts), with
+    the overlap its op order allows (:func:`dsctl.steptime.collectives.exposed_tail`)."""
+    shards, shard_params = [], 0.0
     for s in stages_of_rank(layout.schedule, layout.pp, rank):
-        dense += stages[s].dense_params
-        experts += stages[s].routed_expert_params / layout.ep
-    return optimizer_seconds(dense, experts, layout.dp, layout.expert_dp, link_rate, hbm, latency)
+        dense, experts = stages[s].dense_params, stages[s].routed_expert_params / layout.ep
+        rs, ag = stage_collectives(dense, experts, layout.dp, layout.expert_dp, link_rate, latency)
+        shards.append(StageShard(rs, ag, *_stage_times(timed, rank, s, pipeline_s)))
+        shard_params += dense / max(layout.dp, 1) + experts / max(layout.expert_dp, 1)
+    return exposed_tail(shards, pipeline_s, adam_seconds(shard_params, hbm))
 
 
 def overlapped_pair_seconds(model: ModelProfile, node: NodeProfile, ep: int, num_moe_layers: int = 4,
@@ -78,7 +97,7 @@ def overlapped_pair_seconds(model: ModelProfile, node: NodeProfile, ep: int, num
     """One DualPipe F&B op of two stages of ``num_moe_layers`` MoE layers each (no PP communication): the unit
     DeepSeek's profile-data ``train.json`` traces (4 layers, EP64, 4K tokens, balanced routing)."""
     rates = gpu_rates(node, model.training_precision)
-    ep_cost = ep_cost or analytic_ep(model, node, ep)
+    ep_cost = ep_cost or fabric_ep(model, node, ep)
     layer = layer_seconds(model, True, float(tokens), seq_len, True, ep, rates, ep_cost, 1.0)
     stage = StageSeconds(0, (layer,) * num_moe_layers, BlockSeconds())
     return overlapped_seconds(stage, stage, rates.comm_slowdown)
@@ -86,13 +105,14 @@ def overlapped_pair_seconds(model: ModelProfile, node: NodeProfile, ep: int, num
 
 def predict_step(model: ModelProfile, node: NodeProfile, layout: ParallelLayout, num_micro_batches: int,
                  micro_batch_size: int = 1, seq_len: int = 4096, balancedness: float = 1.0,
-                 ep_cost: EpCostModel | None = None) -> StepTime:
+                 ep_cost: EpCostModel | None = None, fabric_plan: str | None = None) -> StepTime:
     """Predict one training step of ``layout`` (seconds).
 
     ``num_micro_batches``: micro-batches per pipeline per step (DualPipe: both directions together);
     ``micro_batch_size`` sequences of ``seq_len`` tokens each. ``balancedness`` in (0, 1]: mean over max expert
     load (1.0 = absolutely balanced routing); the busiest GPU's expert work and all-to-all scale by its
-    inverse. ``ep_cost``: the EP all-to-all model (default :func:`dsctl.steptime.ep.analytic_ep`).
+    inverse. ``ep_cost``: the EP all-to-all model (default :func:`dsctl.steptime.ep.fabric_ep`: the calibrated
+    fabric on ``fabric_plan``, a plan.json text, or on the node profile when None).
     Raises ``InputError`` on impossible values.
     """
     if not (0.0 < balancedness <= 1.0) or math.isnan(balancedness):
@@ -111,7 +131,7 @@ def predict_step(model: ModelProfile, node: NodeProfile, layout: ParallelLayout,
     counts = count_parameters(model)
     stages = split_stages(model, counts, layout.num_stages)
     if ep_cost is None and layout.ep > 1 and model.moe is not None:
-        ep_cost = analytic_ep(model, node, layout.ep, imbalance)
+        ep_cost = fabric_ep(model, node, layout.ep, imbalance, fabric_plan)
     layer_kinds = {moe: layer_seconds(model, moe, tokens, seq_len, True, layout.ep, rates, ep_cost, imbalance)
                    for moe in (False, True)}
     costs = tuple(_stage_seconds(model, s, tokens, rates, layer_kinds) for s in stages)
@@ -123,20 +143,21 @@ def predict_step(model: ModelProfile, node: NodeProfile, layout: ParallelLayout,
         pipeline, kinds, counts_by_kind = timed.makespan, timed.seconds_by_kind(0), timed.count_by_kind(0)
         idle = timed.idle_per_rank
     else:
+        timed = None
         one = costs[0]
         pipeline = num_micro_batches * (one.f + one.b)
         kinds = {"F": num_micro_batches * one.f, "B": num_micro_batches * one.b, "I": 0.0, "W": 0.0, "FB": 0.0}
         counts_by_kind = {"F": num_micro_batches, "B": num_micro_batches, "I": 0, "W": 0, "FB": 0}
         idle = (0.0,)
-    tail = max((_rank_tail(layout, stages, r, link_rate, rates.hbm_bytes_per_s, latency) for r in range(layout.pp)),
-               key=lambda t: t.total_s)
+    tail = max((_rank_tail(layout, stages, r, link_rate, rates.hbm_bytes_per_s, latency, timed, pipeline)
+                for r in range(layout.pp)), key=lambda t: t.exposed_s)
     breakdown = PhaseBreakdown(
         rank=0, one_f_s=kinds["F"], one_b_s=kinds["B"] + kinds["I"], one_w_s=kinds["W"],
-        overlapped_fb_s=kinds["FB"], bubble_s=idle[0], optimizer_s=tail.total_s, num_f=counts_by_kind["F"],
+        overlapped_fb_s=kinds["FB"], bubble_s=idle[0], optimizer_s=tail.exposed_s, num_f=counts_by_kind["F"],
         num_b=counts_by_kind["B"] + counts_by_kind["I"], num_w=counts_by_kind["W"], num_fb=counts_by_kind["FB"])
     moe_layer = next((x for c in costs for x in c.layers if x.comm_f > 0), None)
     return StepTime(
-        step_s=pipeline + tail.total_s, pipeline_s=pipeline, optimizer_s=tail.total_s, breakdown=breakdown,
+        step_s=pipeline + tail.exposed_s, pipeline_s=pipeline, optimizer_s=tail.exposed_s, breakdown=breakdown,
         max_bubble_s=max(idle), tokens_per_step=tokens * num_micro_batches * layout.dp,
         world_size=layout.world_size,
         flops_per_token_noncausal=training_flops(model, seq_len, causal=False).flops_per_token,

@@ -303,3 +303,22 @@ def test_launch_explains_where_a_layers_time_goes(cli: Cli, monkeypatch: pytest.
     monkeypatch.setenv("COLUMNS", "80")
     out = cli("launch", "--nodes", "256").stdout
     assert "Layer costs" in out and max(len(line) for line in out.splitlines()) <= 80
+
+
+def test_launch_fabric_runs_the_ep_all_to_alls_on_the_planned_fabric(cli: Cli, tmp_path: Path) -> None:
+    """--fabric DIR: the step prediction's EP seconds come from the fabric simulator on that plan; on a
+    non-blocking MPFT they equal the node profile's closed form. A plan too small for the EP group, a file that
+    is not a plan and a missing path are input errors naming what is wrong."""
+    assert cli("topology", "plan", "--nodes", "256", "--out", str(tmp_path / "f256")).exit_code == 0
+    assert cli("topology", "plan", "--nodes", "4", "--out", str(tmp_path / "f4")).exit_code == 0
+    closed = cli("launch", "--nodes", "256", "-f", "json").json()["step_time"]
+    planned = cli("launch", "--nodes", "256", "--fabric", str(tmp_path / "f256"), "-f", "json").json()["step_time"]
+    assert planned["ep"]["dispatch_s"] == pytest.approx(closed["ep"]["dispatch_s"], rel=1e-6)
+    assert planned["step_s"] == pytest.approx(closed["step_s"], rel=1e-6)
+    small = cli("launch", "--nodes", "256", "--fabric", str(tmp_path / "f4"))
+    assert small.exit_code == 2 and "--ep 64" in small.stderr, small.stderr
+    (tmp_path / "notes.txt").write_text("not json", encoding="utf-8")
+    for bad, needle in ((tmp_path / "notes.txt", "--fabric"), (tmp_path / "none", "--fabric"),
+                        (tmp_path, "has no plan.json")):
+        res = cli("launch", "--nodes", "256", "--fabric", str(bad))
+        assert res.exit_code == 2 and needle in res.stderr and "Traceback" not in res.stderr, res.stderr

@@ -200,11 +200,11 @@ def test_the_old_bandwidth_option_is_a_hidden_alias_in_gb_per_s(cli: Cli) -> Non
 
 def test_cost_predicts_the_mfu_when_none_is_given(cli: Cli) -> None:
     """The tech report's 2,664K H800 hours for 14.8T tokens, from dsctl's step-time prediction alone (no MFU):
-    today 2,064K (-22.5%, the known gap of docs/steptime.md)."""
+    today 2,286K (-14.2%, the known gap of docs/steptime.md)."""
     data = cli("model", "cost", "--tokens", "14.8T", "--predict", "-f", "json").json()
     assert data["throughput_source"] == "predicted"
     assert "predicted MFU" in data["throughput_note"] and "PP16 EP64" in data["throughput_note"]
-    assert data["train_gpu_hours"] == pytest.approx(2_064e3, rel=0.01)  # paper 2,664K
+    assert data["train_gpu_hours"] == pytest.approx(2286e3, rel=0.01)  # paper 2,664K
     flops_path = cli("model", "cost", "--tokens", "1T", "--gpu-tflops", "989", "-f", "json").json()
     assert flops_path["throughput_source"] == "predicted" and flops_path["mfu"] == pytest.approx(data["mfu"])
 

@@ -134,6 +134,7 @@ def test_the_fabric_simulator_agrees_with_the_closed_form(ep: int) -> None:
 
 @pytest.mark.parametrize(("kw", "needle"), [
     ({"ep_size": 12}, "multiple of the 8 GPUs"),
+    ({"ep_size": 20}, "or fewer than 8"),
     ({"ep_size": 0}, "EP size must be a whole number"),
     ({"tokens_per_gpu": 0}, "tokens per GPU"),
     ({"topk": True}, "top-k"),
@@ -155,6 +156,32 @@ def test_one_node_is_nvlink_only_and_a_nicless_node_cannot_span_nodes() -> None:
     assert v3(8, nicless).dispatch_s == one.dispatch_s
     with pytest.raises(InputError, match="no compute NICs"):
         v3(16, nicless)
+
+
+def test_bytes_per_token_scale_the_seconds_not_the_bandwidth() -> None:
+    """The step-time model's backward sends BF16 gradients both ways (14,384 B a token): every flow grows by the
+    same factor, so seconds scale linearly, on the closed form and on a plan alike."""
+    forward = v3(64)
+    backward = v3(64, bytes_per_token=(14384, 14384))
+    assert backward.dispatch_s == pytest.approx(forward.dispatch_s * 14384 / 7472)
+    assert backward.combine_s == pytest.approx(forward.combine_s)
+    assert backward.dispatch_logical_bytes_per_s == forward.dispatch_logical_bytes_per_s
+    planned = v3(16, plan=plan_text(4), bytes_per_token=(7472 * 2, 14384 / 2))
+    assert planned.dispatch_s == pytest.approx(2 * v3(16, plan=plan_text(4)).dispatch_s)
+    assert planned.combine_s == pytest.approx(v3(16, plan=plan_text(4)).combine_s / 2)
+    for bad in (0, -1.0, float("nan"), float("inf"), True):
+        with pytest.raises(InputError, match="bytes per token"):
+            v3(64, bytes_per_token=(bad, 14384))
+
+
+def test_a_group_inside_one_node_is_nvlink_only() -> None:
+    """EP4 on an 8-GPU node: 4 GPUs, no RDMA, plan or not (the fabric simulator plays no part); DeepEP takes any
+    group below 8 ranks (EP6 too)."""
+    four = v3(4)
+    assert (four.num_nodes, four.dispatch_bound, four.dispatch_physical_bytes_per_s) == (1, "nvlink", 0.0)
+    assert four.dispatch_s == pytest.approx(4096 * 3 * (1 - (3 / 4) ** 8) * 7472 / (160e9 * 153 * 7 / 8 / 160))
+    assert v3(4, plan=plan_text(2)) is four
+    assert v3(4).dispatch_s < v3(6).dispatch_s < v3(8).dispatch_s
 
 
 def test_a_plan_too_small_for_the_group_is_an_input_error() -> None:
