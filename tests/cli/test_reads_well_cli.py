@@ -97,3 +97,28 @@ def test_verify_against_the_wrong_plan_says_so(cli: Any, tmp_path: Path) -> None
     assert "warning: the dumps hold 160 links" in cli("topology", "verify", tmp_path / "big", dump).stdout
     right = cli("topology", "verify", tmp_path / "small", dump, "-f", "json")
     assert right.exit_code == 0 and right.json()["warnings"] == []
+
+
+def test_the_burn_in_picture_draws_the_worst_cable_on_top_and_fits_its_text(cli: Any, tmp_path: Path) -> None:
+    """Issue 30: the 40% cable was drawn under 15 green parallel cables at the same coordinates (the picture looked
+    all green), and the legend ran past the picture's edge."""
+    import re
+
+    data = ROOT / "dsctl" / "_example_data"
+    assert cli("topology", "plan", "--nodes", "128", "--out", tmp_path / "plan128").exit_code == 0
+    result = cli("health", "burn-in", tmp_path / "plan128", "--fabric-model", data / "faults128.yaml", "--out",
+                 tmp_path / "burnin")
+    assert result.exit_code == 1, result.stderr
+    svg = (tmp_path / "burnin" / "plane2.svg").read_text()
+    lines = re.findall(r'<line x1="([\d.]+)" y1="([\d.]+)" x2="([\d.]+)" y2="([\d.]+)".*?measured/expected (\d+)%',
+                       svg)
+    last_at: dict[tuple[str, ...], int] = {}
+    worst_at: dict[tuple[str, ...], int] = {}
+    for *xy, ratio in lines:
+        last_at[tuple(xy)] = int(ratio)
+        worst_at[tuple(xy)] = min(worst_at.get(tuple(xy), 100), int(ratio))
+    assert min(worst_at.values()) == 40  # the slow cable p2-spine01:9
+    assert last_at == worst_at  # at every spot the worst cable is the one you see
+    width = float(re.search(r'<svg [^>]*width="([\d.]+)"', svg).group(1))  # type: ignore[union-attr]
+    legend = re.search(r'<text x="20" y="36">(.*?)</text>', svg).group(1)  # type: ignore[union-attr]
+    assert width >= 20 + 0.56 * 10 * len(legend)

@@ -36,7 +36,10 @@ def plane_svg(graph: SimGraph, util: np.ndarray, dead: np.ndarray, plane: int, t
     rows = [np.flatnonzero((tier == t) & (graph.device_plane == plane)) for t in _TIERS]
     rows = [r for r in rows if len(r)]
     widest = max((len(r) for r in rows), default=0)  # a plan's plane may have no switch at all
-    width = float(min(_MAX_ROW_PX, max(60 * widest, 600)) + 40)
+    heading = f"{graph.kind} plane {plane}: {title}"
+    # wide enough for the heading (13 px) and the legend (10 px) at Helvetica's average glyph width (~0.56 em)
+    text_px = max(0.56 * 13 * len(heading), 0.56 * 10 * len(legend))
+    width = float(max(min(_MAX_ROW_PX, max(60 * widest, 600)), text_px) + 40)
     height = 120 * len(rows) + 50
     pos: dict[int, tuple[float, float]] = {}
     for level, devs in enumerate(rows):
@@ -48,11 +51,13 @@ def plane_svg(graph: SimGraph, util: np.ndarray, dead: np.ndarray, plane: int, t
     up = np.flatnonzero((graph.link_kind[:num_cables] == SW_UP) & (graph.link_plane[:num_cables] == plane))
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height}" '
            f'viewBox="0 0 {width:.0f} {height}" font-family="Helvetica, Arial, sans-serif" font-size="10">',
-           f'<title>{xml_text(graph.kind)} plane {plane}: {xml_text(title)}</title>',
+           f'<title>{xml_text(heading)}</title>',
            '<rect width="100%" height="100%" fill="white"/>',
-           f'<text x="20" y="20" font-size="13">{xml_text(graph.kind)} plane {plane}: {xml_text(title)}</text>',
+           f'<text x="20" y="20" font-size="13">{xml_text(heading)}</text>',
            f'<text x="20" y="36">{xml_text(legend)}</text>']
-    for c in up.tolist():
+    cable_util = np.maximum(util[up], util[up + num_cables])
+    # parallel cables of one leaf-spine pair share their coordinates: the worst is drawn last, on top
+    for c in up[np.argsort(cable_util, kind="stable")].tolist():
         a, b = int(graph.link_src[c]), int(graph.link_dst[c])
         u = max(float(util[c]), float(util[c + num_cables]))
         (x1, y1), (x2, y2) = pos[a], pos[b]
