@@ -16,8 +16,10 @@ from dsctl.topology.verify import VerifyResult
 MAX_FINDING_ROWS = 60
 
 
-def _tbps(gbps: float) -> str:
-    return f"{gbps / 1000:,.1f} Tb/s"
+def _bisection(gbps: float) -> str:
+    """A bisection in the README's one bandwidth unit, decimal GB/s, with the line-rate figure in Tb/s beside it
+    (``2,500.0 GB/s (20.0 Tb/s)``), as ``topology simulate`` prints it."""
+    return f"{gbps / 8:,.1f} GB/s ({gbps / 1000:,.1f} Tb/s)"
 
 
 def _usd(value: float) -> str:
@@ -48,7 +50,8 @@ def _plan(result: PlanResult) -> Iterable[RenderableType]:
         ("cost", f"{_usd(s.cost.total_usd)} (switches {_usd(s.cost.switches_usd)}, links "
                  f"{_usd(s.cost.inter_switch_links_usd)}, NIC cables {_usd(s.cost.endpoint_links_usd)}); "
                  f"${s.cost.per_gpu_usd:,.0f} per GPU"),
-        ("bisection", f"{_tbps(s.bisection_gbps_per_plane)} per plane, {_tbps(s.bisection_gbps_total)} total"),
+        ("bisection",
+         f"{_bisection(s.bisection_gbps_per_plane)} per plane, {_bisection(s.bisection_gbps_total)} total"),
         ("max switch hops", str(s.max_switch_hops)),
         ("oversubscription", "non-blocking" if s.oversubscription == 1 else f"{s.oversubscription:g}:1"),
         ("unused switch ports", f"{s.unused_ports.total:,} (leaf NIC side {s.unused_ports.leaf_down:,}, leaf up "

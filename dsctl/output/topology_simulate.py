@@ -49,7 +49,8 @@ def _simulate(result: SimResult) -> Iterable[RenderableType]:
                   + (f" (EP payload at {result.nic_efficiency:.0%}: "
                      f"{result.nic_bytes_per_s * result.nic_efficiency / 1e9:,.1f} GB/s)"
                      if result.nic_efficiency < 1 else "")
-                  + (f"; bisection {result.bisection_bytes_per_s / 1e12:,.1f} TB/s"
+                  + (f"; bisection {result.bisection_bytes_per_s / 1e9:,.1f} GB/s "
+                     f"({result.bisection_bytes_per_s * 8 / 1e12:,.1f} Tb/s)"
                      if result.bisection_bytes_per_s else "")),
         ("completion", f"{_time(result.completion_s)} (lower bound {_time(result.lower_bound_s)}: busiest link "
                        "at full rate)"),
