@@ -17,6 +17,7 @@ Routes index into links 0..L-1 and bundles L..L+B-1 (``Routes.bundle_*``, CSR ro
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -58,8 +59,9 @@ def _path_shares(dist: np.ndarray, es: np.ndarray, et: np.ndarray, ey: np.ndarra
         return np.where(paths[es, et] > 0, paths[ey, et] / paths[es, et], 0.0)
 
 
-def next_hops(graph: SimGraph, dead: np.ndarray) -> NextHops:
-    """Distances and next-hop candidates over live switch links (``dead`` bool [L] marks failed links)."""
+def next_hops(graph: SimGraph, dead: np.ndarray, planes: Iterable[int] | None = None) -> NextHops:
+    """Distances and next-hop candidates over live switch links (``dead`` bool [L] marks failed links), on
+    ``planes`` (default every plane; a plane left out is unreachable: nothing may be routed on it)."""
     num_dev = len(graph.device_names)
     tier = np.array(graph.device_tier)
     switches = np.flatnonzero(tier != "node")
@@ -73,7 +75,7 @@ def next_hops(graph: SimGraph, dead: np.ndarray) -> NextHops:
     dist = np.full((num_s, num_t), _FAR, dtype=np.int16)
     entries_s, entries_t, entries_l, entries_y = [], [], [], []
     total = 0
-    for plane in range(graph.num_planes):
+    for plane in range(graph.num_planes) if planes is None else planes:
         p_sw = np.flatnonzero(graph.device_plane[switches] == plane)
         p_leaf = np.flatnonzero(graph.device_plane[leaves] == plane)
         if not len(p_leaf):

@@ -23,7 +23,7 @@ from dsctl.topology.sim.graph import LINK_KINDS, NIC_DOWN, NVL_IN, NVL_OUT, SW_U
 from dsctl.topology.sim.maxmin import finish_times, max_min, route_loads
 from dsctl.topology.sim.routing import NextHops, next_hops, route_flows
 from dsctl.topology.sim.symmetry import move_link_values, plane_maps, same_flows
-from dsctl.topology.sim.traffic import Flows, Traffic, check_flow_count
+from dsctl.topology.sim.traffic import Flows, Traffic, check_flow_count, shifted
 
 HOT_LINKS = 10
 
@@ -178,21 +178,23 @@ def simulate(graph: SimGraph, traffic: Traffic, routing: str, seed: int, dead: n
         np.maximum.at(t_job, nvl.job, times)
         link_bytes += route_loads(nvl_routes, nvl.members * nvl.bytes, graph.num_links, *none)
     # stage 2: the network, plane by plane
-    hops = next_hops(graph, dead)
+    maps = plane_maps(graph, routing, dead)
+    mirrored_traffic = {p for p, m in maps.items() if traffic.mirrored(p, m.ref, m.nic_shift)}
+    hops = next_hops(graph, dead, [p for p in range(graph.num_planes) if p not in mirrored_traffic])
     plane_rows: list[tuple[int, int, int]] = []
     unroutable = 0
-    maps = plane_maps(graph, routing, dead)
     solved: dict[int, _PlaneSolution] = {}
     mirrored: list[int] = []
     for plane in range(graph.num_planes):
-        net = traffic.net(plane)
+        plane_map = maps.get(plane)
+        ref = solved.get(plane_map.ref) if plane_map is not None else None
+        moved = plane_map is not None and ref is not None and plane in mirrored_traffic
+        net = shifted(ref.net, plane_map.nic_shift) if moved else traffic.net(plane)  # type: ignore[union-attr]
         check_flow_count(len(net), f"plane {plane}")
         if not len(net):
             plane_rows.append((plane, 0, 0))
             continue
-        plane_map = maps.get(plane)
-        ref = solved.get(plane_map.ref) if plane_map is not None else None
-        if plane_map is not None and ref is not None and same_flows(ref.net, net, plane_map.nic_shift):
+        if plane_map is not None and ref is not None and (moved or same_flows(ref.net, net, plane_map.nic_shift)):
             mirrored.append(plane)
             here = _PlaneSolution(net, ref.times, ref.routable, np.zeros(graph.num_links),
                                   np.zeros(graph.num_links), ref.rounds)

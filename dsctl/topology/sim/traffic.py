@@ -84,16 +84,35 @@ class Job:
     logical_bytes: np.ndarray | None = None
 
 
+#: ``mirrors(plane, ref, shift)``: whether a part's flows on ``plane`` are its flows on ``ref`` with every GPU and
+#: NIC local index moved by ``shift`` (then the simulator need not build them)
+Mirror = Callable[[int, int, int], bool]
+
+
 @dataclass(frozen=True)
 class Traffic:
-    """Every job's NVLink flows and a per-plane generator of its network flows."""
+    """Every job's NVLink flows and a per-plane generator of its network flows. ``mirrors[i]`` (None when part
+    ``i`` cannot tell) answers :data:`Mirror` for ``net_parts[i]``."""
 
     jobs: list[Job]
     nvl: Flows
     net_parts: list[Callable[[int], Flows]] = field(default_factory=list)
+    mirrors: list[Mirror | None] = field(default_factory=list)
 
     def net(self, plane: int) -> Flows:
         return concat([part(plane) for part in self.net_parts])
+
+    def mirrored(self, plane: int, ref: int, shift: int) -> bool:
+        """Whether every part's flows on ``plane`` are its ``ref`` flows moved by ``shift`` local indices."""
+        return len(self.mirrors) == len(self.net_parts) and all(
+            m is not None and m(plane, ref, shift) for m in self.mirrors)
+
+
+def shifted(flows: Flows, shift: int) -> Flows:
+    """``flows`` with every NIC endpoint and every GPU owner moved ``shift`` local indices along its node (an
+    identical plane's flows; node-wide owners stay)."""
+    owner = np.where(flows.owner >= 0, flows.owner + shift, flows.owner)
+    return Flows(flows.src + shift, flows.dst + shift, flows.members, flows.bytes, owner, flows.job)
 
 
 def _owner_arrays(n: int, owner: np.ndarray | int, job: int) -> tuple[np.ndarray, np.ndarray]:
@@ -176,8 +195,16 @@ def alltoall(graph: SimGraph, nodes: np.ndarray, size_bytes: float, job: int = 0
         return Flows(src, dst, np.tile(pm, len(u)), np.full(len(src), chunk), owner,
                      np.full(len(src), job, dtype=np.int64))
 
+    def mirrors(plane: int, ref: int, shift: int) -> bool:
+        if graph.nics_per_node != g:
+            return False
+        a, b = d_plane == plane, d_plane == ref
+        return (np.array_equal(di[a], di[b] + shift) and np.array_equal(dj[a], dj[b] + shift)
+                and np.array_equal(d_members[a], d_members[b]) and np.array_equal(d_nodewide[a], d_nodewide[b]))
+
     remote = chunk * (n - g)
-    return Traffic([Job(name, "alltoall", gpus, np.full(n, remote), size_bytes=size_bytes)], nvl, [net])
+    return Traffic([Job(name, "alltoall", gpus, np.full(n, remote), size_bytes=size_bytes)], nvl, [net],
+                   [mirrors])
 
 
 def permutation(graph: SimGraph, gpus: np.ndarray, size_bytes: float, seed: int, job: int = 0,
@@ -228,4 +255,6 @@ def ring(graph: SimGraph, gpus: np.ndarray, size_bytes: float, collective: str, 
 def merge(parts: list[Traffic]) -> Traffic:
     """Several jobs at once (their flows compete for the same links)."""
     return Traffic([j for p in parts for j in p.jobs], concat([p.nvl for p in parts]),
-                   [f for p in parts for f in p.net_parts])
+                   [f for p in parts for f in p.net_parts],
+                   [m for p in parts for m in (p.mirrors if len(p.mirrors) == len(p.net_parts)
+                                               else [None] * len(p.net_parts))])
