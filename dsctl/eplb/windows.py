@@ -74,7 +74,7 @@ def replay_windows(
         raise InputError(f"replay needs at least 2 statistics windows (plan on one, score on the next), "
                          f"got {len(windows)}")
     if not intervals or any(i < 1 for i in intervals):
-        raise InputError(f"--interval values must be >= 1, got {list(intervals)}")
+        raise InputError(f"--interval-windows values must be >= 1, got {list(intervals)}")
     checked = [check_weight(w, f"window {i}")[0] for i, w in enumerate(windows)]
     shapes = {w.shape for w in checked}
     if len(shapes) != 1:
