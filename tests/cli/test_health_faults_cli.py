@@ -83,7 +83,7 @@ def test_expect_gpus(cli: Cli) -> None:
 
 
 def test_interval_0_replays_one_sample(cli: Cli) -> None:
-    r = cli("health", "check", "--from-record", rec("ib_link_downed"), "--interval", "0", "-f", "json")
+    r = cli("health", "check", "--from-record", rec("ib_link_downed"), "--interval-s", "0", "-f", "json")
     assert r.exit_code == 0, r.stderr
     data = r.json()
     assert data["node"]["interval_s"] == 0

@@ -108,12 +108,12 @@ def test_record_template_uses_the_slurm_node_name(cli: Cli, tmp_path: Path, monk
 
 
 def test_slurm_mode_limits_the_interval(cli: Cli) -> None:
-    r = cli("health", "check", "--slurm", "--interval", "45")
+    r = cli("health", "check", "--slurm-healthcheck", "--interval-s", "45")
     assert r.exit_code == 2 and "at most 30 s" in r.stderr
 
 
 def test_slurm_mode_leaves_a_healthy_node_alone(cli: Cli) -> None:
-    r = cli("health", "check", "--slurm", "--from-record", rec("hgx_h800_healthy"), "-f", "json")
+    r = cli("health", "check", "--slurm-healthcheck", "--from-record", rec("hgx_h800_healthy"), "-f", "json")
     assert r.exit_code == 0 and r.stderr == ""
 
 

@@ -41,7 +41,7 @@ def fake_bin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scripts: dict[str,
 
 def test_out_writes_plan_and_slurm_job(cli: Cli, tmp_path: Path) -> None:
     out = tmp_path / "job"
-    res = cli("launch", "--nodes", "256", "--backend", "slurm", "--job-name", "v3", "--out", out, "-f", "json",
+    res = cli("launch", "--nodes", "256", "--backend", "slurm", "--job-name", "v3", "--out-dir", out, "-f", "json",
               "--", "train.py", "--config", "v3.yaml")
     assert res.exit_code == 0, res.stderr
     assert sorted(p.name for p in out.iterdir()) == [".dsctl-manifest.json", "job.sbatch", "layout.json", "ranks.csv"]
@@ -56,7 +56,7 @@ def test_out_writes_plan_and_slurm_job(cli: Cli, tmp_path: Path) -> None:
 def test_out_writes_kubernetes_manifests(cli: Cli, tmp_path: Path, backend: str) -> None:
     out = tmp_path / "k"
     res = cli("launch", "--nodes", "256", "--backend", backend, "--image", "reg/trainer:1", "--job-name", "v3",
-              "--out", out, "--", "train.py")
+              "--out-dir", out, "--", "train.py")
     assert res.exit_code == 0, res.stderr
     service, jobset = yaml.safe_load_all((out / "jobset.yaml").read_text())
     assert service["kind"] == "Service" and jobset["kind"] == "JobSet"
@@ -66,7 +66,7 @@ def test_out_writes_kubernetes_manifests(cli: Cli, tmp_path: Path, backend: str)
 def test_out_writes_torchrun_script(cli: Cli, tmp_path: Path) -> None:
     out = tmp_path / "t"
     res = cli("launch", "--nodes", "2", "--model", "deepseek-v2-lite", "--backend", "torchrun", "--hosts",
-              "gpu1,gpu2", "--out", out, "--", "train.py")
+              "gpu1,gpu2", "--out-dir", out, "--", "train.py")
     assert res.exit_code == 0, res.stderr
     assert "--master-addr gpu1" in (out / "torchrun.sh").read_text()
 
@@ -83,14 +83,14 @@ def test_out_writes_torchrun_script(cli: Cli, tmp_path: Path) -> None:
 ])
 def test_bad_job_options_write_nothing(cli: Cli, tmp_path: Path, args: tuple[str, ...], words: str) -> None:
     out = tmp_path / "never"
-    res = cli("launch", "--nodes", "4", "--model", "deepseek-v2-lite", *args, "--out", out, "--", "train.py")
+    res = cli("launch", "--nodes", "4", "--model", "deepseek-v2-lite", *args, "--out-dir", out, "--", "train.py")
     assert res.exit_code == 2
     assert words in res.stderr and "Traceback" not in res.stderr
     assert not out.exists() and res.stdout == ""
 
 
 def test_backend_needs_the_training_command(cli: Cli, tmp_path: Path) -> None:
-    res = cli("launch", "--nodes", "256", "--backend", "slurm", "--out", tmp_path / "x")
+    res = cli("launch", "--nodes", "256", "--backend", "slurm", "--out-dir", tmp_path / "x")
     assert res.exit_code == 2 and "training command after '--'" in res.stderr
     assert not (tmp_path / "x").exists()
 
@@ -98,7 +98,7 @@ def test_backend_needs_the_training_command(cli: Cli, tmp_path: Path) -> None:
 @pytest.mark.parametrize("args", [("--submit",), ("--submit", "--backend", "kubernetes", "--wait"),
                                   ("--wait",), ("--test-only",), ("--submit", "--dry-run", "--backend", "slurm")])
 def test_submit_option_rules(cli: Cli, tmp_path: Path, args: tuple[str, ...]) -> None:
-    res = cli(*V2_LITE_1, *args, "--out", tmp_path / "x", "--", "train.py")
+    res = cli(*V2_LITE_1, *args, "--out-dir", tmp_path / "x", "--", "train.py")
     assert res.exit_code == 2, res.stderr
     assert res.stderr.startswith("error: ") and not (tmp_path / "x").exists()
 
@@ -190,7 +190,7 @@ def test_torchrun_submit_is_single_host(cli: Cli, tmp_path: Path, monkeypatch: p
 
 def test_kubernetes_without_kubectl_refuses(cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake_bin(tmp_path, monkeypatch, {})
-    res = cli(*V2_LITE_1, "--backend", "kubernetes", "--image", "i:1", "--submit", "--out", tmp_path / "k",
+    res = cli(*V2_LITE_1, "--backend", "kubernetes", "--image", "i:1", "--submit", "--out-dir", tmp_path / "k",
               "--", "t.py")
     assert res.exit_code == 3
     assert res.stderr.splitlines()[0] == "error: kubectl not found on PATH: nothing was submitted"
@@ -212,7 +212,7 @@ def test_kubernetes_apply(cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 def test_plan_that_does_not_fit_is_not_submitted(cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake_bin(tmp_path, monkeypatch, {"sbatch": "echo 1", "scontrol": 'echo "JobId=1 JobState=PENDING"'})
-    args = ("launch", "--nodes", "4", "--backend", "slurm", "--submit", "--out", tmp_path / "r")
+    args = ("launch", "--nodes", "4", "--backend", "slurm", "--submit", "--out-dir", tmp_path / "r")
     res = cli(*args, "--", "t.py")
     assert res.exit_code == 1 and "does not fit in GPU memory" in res.stderr
     assert not (tmp_path / "r").exists()
