@@ -120,7 +120,7 @@ def _full_stdout(args: list[str]) -> Callable[[Path], int]:
 
 
 def _sigterm_during_out(tmp: Path) -> int:
-    """SIGTERM while --out is being written: exit 143, no temporary folder, no result folder left behind."""
+    """SIGTERM while --out-dir is being written: exit 143, no temporary folder, no result folder left behind."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     script = (
         "import os, signal, sys\n"
@@ -151,7 +151,7 @@ def _killed_run_leftovers(tmp: Path) -> int:
 
 
 def _out_existing(tmp: Path) -> int:
-    """--out into a folder of an earlier run: the new result replaces it whole, the old one is DIR.prev; a file
+    """--out-dir into a folder of an earlier run: the new result replaces it whole, the old one is DIR.prev; a file
     added there since makes it foreign (refused, exit 2, nothing moved)."""
     from tests.conftest import run_cli
 
@@ -202,7 +202,7 @@ def _trace_plan(tmp: Path, plan: str) -> list[str]:
 
 
 def _burn_in_prev_as_input(tmp: Path) -> int:
-    """burn-in OUT.prev --out OUT: OUT.prev holds the input plan, so it is not deleted (exit 2, nothing moved)."""
+    """burn-in OUT.prev --out-dir OUT: OUT.prev holds the input plan, so it is not deleted (exit 2, nothing moved)."""
     from tests.conftest import run_cli
 
     run_cli("topology", "plan", "--nodes", "16", "--out-dir", str(tmp / "out.prev"))
@@ -409,7 +409,7 @@ CASES: list[Case] = [
     Case("NaN option", "model", "cost --mfu nan", lambda t: ["model", "cost", "--mfu", "nan"], 2),
     Case("NaN option", "storage", "size --fill nan",
          lambda t: ["storage", "size", "--dataset", "5 PiB", "--clients", "10", "--fill", "nan"], 2),
-    Case("NaN option", "health", "check --interval nan",
+    Case("NaN option", "health", "check --interval-s nan",
          lambda t: ["health", "check", "--interval-s", "nan"], 2),
     Case("NaN option", "topology", "--oversubscription nan",
          lambda t: ["topology", "plan", "--nodes", "16", "--oversubscription", "nan"], 2),
@@ -585,15 +585,15 @@ FAULTS: list[Case] = [
          _full_stdout(["profiles", "list", "--format", "json"])),
     Case("stdout on a full device (/dev/full)", "model", "model kv-cache > /dev/full", None, 2,
          _full_stdout(["model", "kv-cache"])),
-    Case("SIGTERM while --out is written", "topology", "topology plan --out DIR, SIGTERM before the swap", None,
+    Case("SIGTERM while --out-dir is written", "topology", "topology plan --out-dir DIR, SIGTERM before the swap", None,
          128 + signal.SIGTERM, _sigterm_during_out),
-    Case("temporaries of a SIGKILLed run", "topology", ".DIR.dsctl-<dead pid>-* beside --out DIR", None, 0,
+    Case("temporaries of a SIGKILLed run", "topology", ".DIR.dsctl-<dead pid>-* beside --out-dir DIR", None, 0,
          _killed_run_leftovers),
-    Case("--out into an earlier run's folder", "launch", "launch layout --out DIR twice, then a file added to DIR",
-         None, 2, _out_existing),
-    Case("--out DIR with DIR.prev as the input", "health", "health burn-in DIR.prev --out DIR", None, 2,
+    Case("--out-dir into an earlier run's folder", "launch",
+         "launch layout --out-dir DIR twice, then a file added to DIR", None, 2, _out_existing),
+    Case("--out-dir DIR with DIR.prev as the input", "health", "health burn-in DIR.prev --out-dir DIR", None, 2,
          _burn_in_prev_as_input),
-    Case("--out on a read-only place", "storage", "storage chains --out under a read-only folder", None, 2,
+    Case("--out-dir on a read-only place", "storage", "storage chains --out-dir under a read-only folder", None, 2,
          _read_only_out),
     Case("node answer with Infinity", "trace", "trace overlap --slurm, a node's wall_us is Infinity", None, 2,
          _slurm_answer),

@@ -383,8 +383,8 @@ def test_prove_replay_budget_and_sglang_dump(cli: Callable, tmp_path: Path) -> N
         windows.append(tmp_path / f"w{t}.npy")
         np.save(windows[-1], np.round(w))
         w = w * np.exp(0.2 * rng.standard_normal(w.shape))
-    rep = cli("eplb", "replay", *windows, "-r", "48", "-g", "8", "-N", "2", "--groups", "4", "--interval", "1",
-              "--interval", "2", "-f", "json")
+    rep = cli("eplb", "replay", *windows, "-r", "48", "-g", "8", "-N", "2", "--groups", "4", "--interval-windows", "1",
+              "--interval-windows", "2", "-f", "json")
     assert rep.exit_code == 0, rep.stderr
     assert [s["interval"] for s in rep.json()["scores"]] == [1, 2] and rep.json()["num_windows"] == 3
     bud = cli("eplb", "budget", windows[0], "--total-slots", "96", "-r", "48", "-g", "8", "-N", "1", "-f", "json")

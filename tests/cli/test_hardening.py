@@ -227,7 +227,8 @@ def test_out_dir_is_swapped_whole_and_previous_kept(cli, tmp_path: Path) -> None
     # a file added to dsctl's folder makes it foreign: refused, nothing moved
     (out / "stale-from-another-run.csv").write_text("old")
     before = sorted(p.name for p in out.iterdir())
-    _bad(cli("topology", "plan", "--nodes", "16", "--out-dir", out), "stale-from-another-run.csv", "not written by dsctl")
+    _bad(cli("topology", "plan", "--nodes", "16", "--out-dir", out), "stale-from-another-run.csv",
+         "not written by dsctl")
     assert sorted(p.name for p in out.iterdir()) == before
 
 

@@ -80,7 +80,7 @@ def test_nodelist_tests_a_subset(cli: Cli, plan16: Path, tmp_path: Path) -> None
     (["--max-drain", "lots"], "--max-drain 'lots'"),
     (["--fraction", "1.5"], "--fraction 1.5"),
     (["-w", "node[0001-0002],nodeX"], "'nodeX' is not a node of the plan"),
-    (["--transport", "mpi"], "--backend 'mpi'"),
+    (["--transport", "mpi"], "--transport 'mpi'"),
 ])
 def test_bad_options_are_one_line_errors(cli: Cli, plan16: Path, tmp_path: Path, args: list[str],
                                          message: str) -> None:

@@ -86,9 +86,9 @@ def test_live_check_without_driver_exits_3_with_one_line(cli: Cli) -> None:
     (["--only", "gpus"], "--only: unknown area gpus"),
     (["--fail-on", "info"], "--fail-on: 'info' is not valid"),
     (["--node-profile", "h900-hgx"], "h900-hgx"),
-    (["--interval-s=-1"], "--interval must be 0 (one sample, rate checks skipped) or a number of seconds up to 3600"),
-    (["--interval-s", "4000"], "--interval must be 0 (one sample, rate checks skipped) or a number of seconds up to"),
-    (["--interval", "5", "--from-record", rec("hgx_h100_healthy")], "--interval does not apply to --from-record"),
+    (["--interval-s=-1"], "--interval-s must be 0 (one sample, rate checks skipped) or a number of seconds up to 3600"),
+    (["--interval-s", "4000"], "--interval-s must be 0 (one sample, rate checks skipped) or a number of seconds up to"),
+    (["--interval-s", "5", "--from-record", rec("hgx_h100_healthy")], "--interval-s does not apply to --from-record"),
 ])
 def test_bad_options_exit_2(cli: Cli, args: list[str], needle: str) -> None:
     if "--from-record" not in args:

@@ -132,9 +132,9 @@ def test_fleet_exposition_escapes_label_values() -> None:
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--interval", "5", "--from-record", "r/{node}.yaml"], "--interval does not apply to --from-record"),
-    (["--interval", "200"], "--interval 200 must be positive and below --timeout 120"),
-    (["--timeout", "0"], "--timeout and --launch-timeout must be seconds"),
+    (["--interval-s", "5", "--from-record", "r/{node}.yaml"], "--interval-s does not apply to --from-record"),
+    (["--interval-s", "200"], "--interval-s 200 must be positive and below --timeout-s 120"),
+    (["--timeout-s", "0"], "--timeout-s and --launch-timeout-s must be seconds"),
     (["--only", "disk"], "--only: unknown area"),
 ])
 def test_fleet_rejects_bad_options_before_touching_slurm(cli: Cli, args: list[str], message: str) -> None:

@@ -87,7 +87,8 @@ test_launch_job_options = _family(  # 128 nodes fit: no smallest-node-count sear
     ["launch", "--nodes", "128", "--backend", "slurm"],
     ["--job-name", "--partition", "--time", "--port", "--cpus-per-task", "--wait-timeout-s"])
 test_launch_schedule_options = _family(
-    ["launch", "schedule"], ["--pp", "--micro-batches", "--f-cost", "--b-cost", "--w-cost", "--fb-cost", "--schedule", "--comm-model"])
+    ["launch", "schedule"],
+    ["--pp", "--micro-batches", "--f-cost", "--b-cost", "--w-cost", "--fb-cost", "--schedule", "--comm-model"])
 test_model_options = _family(
     ["model", "ep-speed-limit"],
     ["--nic-gbps", "--bandwidth-bytes-per-s", "--tokens-per-device", "--hidden", "--experts-per-token",

@@ -233,7 +233,7 @@ def test_explicit_pp_batch_errors_carry_a_fix(cli: Cli) -> None:
 
 def test_plan_out_on_a_file_system_that_refuses_writes_exits_2(cli) -> None:
     res = cli("launch", "--nodes", "256", "--out-dir", "/proc/dsctl-plan", "--", "train.py")
-    assert res.exit_code == 2 and "--out /proc/dsctl-plan: cannot write" in res.stderr
+    assert res.exit_code == 2 and "--out-dir /proc/dsctl-plan: cannot write" in res.stderr
 
 
 def test_launch_predicts_the_step_and_the_token_budget(cli: Cli) -> None:

@@ -105,7 +105,7 @@ def test_submit_option_rules(cli: Cli, tmp_path: Path, args: tuple[str, ...]) ->
 
 def test_missing_sbatch_is_exit_3(cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake_bin(tmp_path, monkeypatch, {})
-    res = cli(*V2_LITE_1, "--backend", "slurm", "--submit", "--out", tmp_path / "x", "--", "train.py")
+    res = cli(*V2_LITE_1, "--backend", "slurm", "--submit", "--out-dir", tmp_path / "x", "--", "train.py")
     assert res.exit_code == 3
     assert res.stderr.splitlines()[0] == "error: sbatch not found on PATH: nothing was submitted"
     assert "hint:" in res.stderr and not (tmp_path / "x").exists()
@@ -117,7 +117,7 @@ def test_slurm_submit_and_wait(cli: Cli, tmp_path: Path, monkeypatch: pytest.Mon
         "scontrol": 'echo "JobId=4242 JobState=COMPLETED ExitCode=0:0 StdOut=/runs/x-4242.out"',
     })
     out = tmp_path / "run"
-    res = cli(*V2_LITE_1, "--backend", "slurm", "--submit", "--wait", "--out", out, "-f", "json", "--", "t.py")
+    res = cli(*V2_LITE_1, "--backend", "slurm", "--submit", "--wait", "--out-dir", out, "-f", "json", "--", "t.py")
     assert res.exit_code == 0, res.stderr
     data = res.json()
     assert (data["state"], data["job_id"], data["job_exit_code"]) == ("COMPLETED", "4242", 0)
@@ -131,7 +131,7 @@ def test_slurm_submit_from_an_odd_folder(cli: Cli, tmp_path: Path, monkeypatch: 
     fake_bin(tmp_path, monkeypatch, {"sbatch": "echo 5", "scontrol": 'echo "JobId=5 JobState=PENDING StdOut=/l"'})
     out = tmp_path / "my runs" / "100%"
     out.parent.mkdir()
-    res = cli(*V2_LITE_1, "--backend", "slurm", "--submit", "--out", out, "-f", "json", "--", "t.py")
+    res = cli(*V2_LITE_1, "--backend", "slurm", "--submit", "--out-dir", out, "-f", "json", "--", "t.py")
     assert res.exit_code == 0, res.stderr
     line = next(x for x in (out / "job.sbatch").read_text().splitlines() if x.startswith("#SBATCH --output="))
     assert shlex.split(line)[1:] == [f"--output={tmp_path}/my runs/100%%/dsctl-train-%j.out"]
@@ -140,14 +140,14 @@ def test_slurm_submit_from_an_odd_folder(cli: Cli, tmp_path: Path, monkeypatch: 
 def test_slurm_failed_job_is_exit_1(cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake_bin(tmp_path, monkeypatch, {"sbatch": "echo 7",
                                      "scontrol": 'echo "JobId=7 JobState=FAILED ExitCode=3:0 StdOut=/l"'})
-    res = cli(*V2_LITE_1, "--backend", "slurm", "--submit", "--wait", "--out", tmp_path / "r", "--", "t.py")
+    res = cli(*V2_LITE_1, "--backend", "slurm", "--submit", "--wait", "--out-dir", tmp_path / "r", "--", "t.py")
     assert res.exit_code == 1
     assert "FAILED" in res.stdout and "the job ended FAILED" in res.stdout
 
 
 def test_slurm_without_wait_reports_submitted(cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake_bin(tmp_path, monkeypatch, {"sbatch": "echo 8", "scontrol": 'echo "JobId=8 JobState=PENDING StdOut=/l"'})
-    res = cli(*V2_LITE_1, "--backend", "slurm", "--submit", "--out", tmp_path / "r", "-f", "json", "--", "t.py")
+    res = cli(*V2_LITE_1, "--backend", "slurm", "--submit", "--out-dir", tmp_path / "r", "-f", "json", "--", "t.py")
     assert res.exit_code == 0, res.stderr
     assert (res.json()["state"], res.json()["job_id"]) == ("SUBMITTED", "8")
 
@@ -156,7 +156,7 @@ def test_sbatch_refusal_is_reported(cli: Cli, tmp_path: Path, monkeypatch: pytes
     fake_bin(tmp_path, monkeypatch, {
         "sbatch": 'echo "sbatch: error: Batch job submission failed: Requested node configuration is not '
                   'available" >&2; exit 1'})
-    res = cli(*V2_LITE_1, "--backend", "slurm", "--submit", "--out", tmp_path / "r", "--", "t.py")
+    res = cli(*V2_LITE_1, "--backend", "slurm", "--submit", "--out-dir", tmp_path / "r", "--", "t.py")
     assert res.exit_code == 1
     assert "Requested node configuration is not available" in res.stderr.splitlines()[0]
 
@@ -164,7 +164,7 @@ def test_sbatch_refusal_is_reported(cli: Cli, tmp_path: Path, monkeypatch: pytes
 def test_slurm_test_only(cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake_bin(tmp_path, monkeypatch, {
         "sbatch": 'echo "sbatch: Job 9 to start at 2026-11-29T12:00:00 using 8 processors on nodes n1" >&2'})
-    res = cli(*V2_LITE_1, "--backend", "slurm", "--submit", "--test-only", "--out", tmp_path / "r", "-f", "json",
+    res = cli(*V2_LITE_1, "--backend", "slurm", "--submit", "--test-only", "--out-dir", tmp_path / "r", "-f", "json",
               "--", "t.py")
     assert res.exit_code == 0, res.stderr
     assert res.json()["state"] == "ACCEPTED" and res.json()["message"].startswith("Job 9 to start")
@@ -173,7 +173,7 @@ def test_slurm_test_only(cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPat
 def test_torchrun_submit_runs_locally_and_returns_its_code(cli: Cli, tmp_path: Path,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     fake_bin(tmp_path, monkeypatch, {"torchrun": 'echo "args=$* pp=$DSCTL_PP ep=$DSCTL_EP"; exit 5'})
-    res = cli(*V2_LITE_1, "--backend", "torchrun", "--submit", "--out", tmp_path / "r", "-f", "json",
+    res = cli(*V2_LITE_1, "--backend", "torchrun", "--submit", "--out-dir", tmp_path / "r", "-f", "json",
               "--", "train.py", "--lr", "1")
     assert res.exit_code == 5
     assert "args=--standalone --nnodes 1 --nproc-per-node 8 train.py --lr 1 pp=2 ep=4" in res.stderr
@@ -199,13 +199,13 @@ def test_kubernetes_without_kubectl_refuses(cli: Cli, tmp_path: Path, monkeypatc
 
 def test_kubernetes_apply(cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake_bin(tmp_path, monkeypatch, {"kubectl": 'echo "jobset.jobset.x-k8s.io/dsctl-train created"'})
-    res = cli(*V2_LITE_1, "--backend", "kubernetes", "--image", "i:1", "--submit", "--out", tmp_path / "k",
+    res = cli(*V2_LITE_1, "--backend", "kubernetes", "--image", "i:1", "--submit", "--out-dir", tmp_path / "k",
               "-f", "json", "--", "t.py")
     assert res.exit_code == 0, res.stderr
     assert res.json()["state"] == "APPLIED" and res.json()["command"][1:] == ["apply", "-f",
                                                                               str(tmp_path / "k" / "jobset.yaml")]
     fake_bin(tmp_path, monkeypatch, {"kubectl": 'echo "The connection to the server was refused" >&2; exit 1'})
-    res = cli(*V2_LITE_1, "--backend", "kubernetes", "--image", "i:1", "--submit", "--out", tmp_path / "k2",
+    res = cli(*V2_LITE_1, "--backend", "kubernetes", "--image", "i:1", "--submit", "--out-dir", tmp_path / "k2",
               "--", "t.py")
     assert res.exit_code == 1 and "connection to the server was refused" in res.stderr
 
@@ -230,8 +230,8 @@ def test_submit_default_folder_is_the_job_name(cli: Cli, tmp_path: Path, monkeyp
 
 
 def test_out_on_an_unwritable_file_system_exits_2(cli: Cli) -> None:
-    res = cli(*V2_LITE_1, "--backend", "slurm", "--out", "/proc/dsctl-job", "--", "train.py")
-    assert res.exit_code == 2 and "--out /proc/dsctl-job: cannot write" in res.stderr
+    res = cli(*V2_LITE_1, "--backend", "slurm", "--out-dir", "/proc/dsctl-job", "--", "train.py")
+    assert res.exit_code == 2 and "--out-dir /proc/dsctl-job: cannot write" in res.stderr
 
 
 def test_resubmit_into_the_folder_of_an_earlier_run_keeps_its_logs(cli: Cli, tmp_path: Path,

@@ -151,7 +151,7 @@ def test_check_chains_without_balance_prints_no_empty_table(cli: Cli, tmp_path: 
 
 def test_chains_out_on_an_unwritable_file_system_exits_2(cli: Cli) -> None:
     result = cli("storage", "chains", "-N", "5", "-d", "2", "--out-dir", "/proc/dsctl-chains")
-    assert result.exit_code == 2 and "--out /proc/dsctl-chains: cannot write" in result.stderr
+    assert result.exit_code == 2 and "--out-dir /proc/dsctl-chains: cannot write" in result.stderr
 
 
 def test_expand_writes_a_table_that_check_chains_passes(cli: Cli, tmp_path: Path) -> None:

@@ -212,8 +212,9 @@ def test_timeline_per_rank_and_stream(cli, tmp_path: Path) -> None:
     assert "ProfilerStep#1, 10-70 us" in text
     assert "ms from window start" in text and ">0.05</text>" in text  # 60 us drawn: ticks every 10 us
     _bad(cli("trace", "timeline", path, "--out", svg, "--step", "9"), "--step 9")
-    _bad(cli("trace", "timeline", path, "--out", svg, "--from-us", "5000"), "--from/--to")
-    _bad(cli("trace", "timeline", path, "--out", svg, "--from-us", "5", "--to-us", "2"), "--to must be after --from")
+    _bad(cli("trace", "timeline", path, "--out", svg, "--from-us", "5000"), "--from-us/--to-us")
+    _bad(cli("trace", "timeline", path, "--out", svg, "--from-us", "5", "--to-us", "2"),
+         "--to-us must be after --from-us")
 
 
 def test_slurm_option_errors_without_a_cluster(cli, tmp_path: Path) -> None:

@@ -141,7 +141,7 @@ def _trace_at(target: Path) -> Path:
 
 
 WRITERS: dict[tuple[str, str], Writer] = {
-    ("topology plan", "--out"): Writer(
+    ("topology plan", "--out-dir"): Writer(
         lambda t, x: ["topology", "plan", "--nodes", "8", "--out-dir", x],
         lambda t, x: [*_profiles_as(x), "topology", "plan", "--nodes", "8", "--out-dir", x], folder=True),
     ("topology simulate", "--svg"): Writer(
@@ -153,7 +153,7 @@ WRITERS: dict[tuple[str, str], Writer] = {
     ("eplb rebalance", "--sglang-out"): Writer(
         lambda t, x: ["eplb", "rebalance", _lite_stats(t / "stats.json"), *LITE_ARGS, "--sglang-out", x],
         lambda t, x: ["eplb", "rebalance", _lite_stats(x), *LITE_ARGS, "--sglang-out", x], name="target.json"),
-    ("health burn-in", "--out"): Writer(
+    ("health burn-in", "--out-dir"): Writer(
         lambda t, x: ["health", "burn-in", _plan(t), "--fabric-model", _fabric_model(t / "model.json"), "--out-dir", x],
         lambda t, x: ["health", "burn-in", _plan_at(x), "--fabric-model", _fabric_model(t / "model.json"),
                       "--out-dir", x], folder=True),
@@ -185,7 +185,7 @@ WRITERS: dict[tuple[str, str], Writer] = {
     ("health record", "--out"): Writer(
         lambda t, x: ["health", "record", "--from-record", HEALTHY, "--out", x],
         lambda t, x: ["health", "record", "--from-record", _copy(HEALTHY, x), "--out", x]),
-    ("storage chains", "--out"): Writer(
+    ("storage chains", "--out-dir"): Writer(
         lambda t, x: ["storage", "chains", "-N", "5", "-d", "2", "--out-dir", x],
         lambda t, x: [*_profiles_as(x), "storage", "chains", "-N", "5", "-d", "2", "--out-dir", x], folder=True),
     ("storage expand", "--out-dir"): Writer(
