@@ -32,7 +32,7 @@ GROUPS: dict[str, str] = {
              "limit, memory.",
     "launch": "Plan a training launch (parallel layout, memory fit, rank map, pipeline schedule) and write or "
               "submit its job for Slurm, torchrun or Kubernetes (dsctl launch --nodes N \\[options] "
-              "\\[--backend B] \\[--out DIR] \\[--submit] -- TRAIN_SCRIPT \\[ARGS...]).",
+              "\\[--backend B] \\[--out-dir DIR] \\[--submit] -- TRAIN_SCRIPT \\[ARGS...]).",
     "health": "GPU, NVLink and RDMA health through NVML and sysfs (live, or replayed from a recorded node).",
     "storage": "3FS cluster sizing, chain-table generation and chain-table checks.",
     "trace": "Compute/communication overlap, kernel classes, stragglers and timelines from PyTorch profiler "

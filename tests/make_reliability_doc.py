@@ -151,7 +151,7 @@ LIMITS = [
      "(0.9 MB; before: 3-27 GB) is exit 2 in under 2 s at under 60 MiB. `health burn-in` tests at most "
      f"{MAX_BURNIN_ENDPOINTS:,} endpoints, checked the same way before its graph: 65,536 nodes x 64 GPUs (2 MB, "
      "within the reader's bounds; before: 32 s, 2.1 GiB) is exit 2 in 4 s at 73 MiB; at its bound (4,096 x 64 "
-     "NICs x 64 GPUs, no switch) a burn-in with --out takes 3.7 s, 185 MiB. At the reader's extreme (65,536 x "
+     "NICs x 64 GPUs, no switch) a burn-in with --out-dir takes 3.7 s, 185 MiB. At the reader's extreme (65,536 x "
      "64 x 64): `trace --plan` 2.3 s, 113 MiB; `topology simulate` refused by its flow count at 5.7 s, 0.8 GiB "
      "(its graph is built first)"),
     ("drains (`health burn-in/fleet/check --drain`)", "one plain node per `scontrol update NodeName=...`",
@@ -167,7 +167,7 @@ LIMITS = [
      "a regular file and not one of the command's inputs (same device and inode)", "a symbolic link, folder, "
      "character or block device, FIFO, socket or input is refused with exit 2 before anything is written, and left "
      "as it was; a regular file is replaced (no `--force`)"),
-    ("`--out DIR` (and `launch --submit`'s `./JOB_NAME`)", f"built whole in a sibling temporary folder, swapped in "
+    ("`--out-dir DIR` (and `launch --submit`'s `./JOB_NAME`)", f"built whole in a sibling temporary folder, swapped in "
      f"with one rename; an existing DIR is replaced only if dsctl wrote it (its `{MANIFEST_NAME}` lists every file "
      f"in it) or it is empty; the replaced folder is kept as `DIR{PREV_SUFFIX}`, and an existing "
      f"`DIR{PREV_SUFFIX}` is deleted for it only if dsctl wrote it", "a foreign DIR or DIR.prev, or a DIR or "

@@ -85,7 +85,7 @@ def _npy(tmp: Path) -> str:
 def _plan_dir(tmp: Path) -> str:
     from tests.conftest import run_cli
 
-    run_cli("topology", "plan", "--nodes", "4", "--out", str(tmp / "plan"))
+    run_cli("topology", "plan", "--nodes", "4", "--out-dir", str(tmp / "plan"))
     return str(tmp / "plan")
 
 
@@ -98,7 +98,7 @@ def _bom_links(tmp: Path) -> list[str]:
 def _bom_chains(tmp: Path) -> list[str]:
     from tests.conftest import run_cli
 
-    run_cli("storage", "chains", "--nodes", "6", "--ssds-per-node", "2", "--out", str(tmp / "c"))
+    run_cli("storage", "chains", "--nodes", "6", "--ssds-per-node", "2", "--out-dir", str(tmp / "c"))
     content = b"\xef\xbb\xbf" + (tmp / "c" / "generated_chains.csv").read_bytes()
     return ["storage", "check-chains", _w(tmp, "chains.csv", content)]
 
@@ -132,7 +132,7 @@ def _full_stdout(args: list[str]) -> Callable[[Path], int]:
 
 
 def _sigterm_during_out(tmp: Path) -> int:
-    """SIGTERM while --out is being written: exit 143, no temporary folder, no result folder left behind."""
+    """SIGTERM while --out-dir is being written: exit 143, no temporary folder, no result folder left behind."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     script = (
         "import os, signal, sys\n"
@@ -145,7 +145,7 @@ def _sigterm_during_out(tmp: Path) -> int:
         "from dsctl.cli import main\n"
         "sys.exit(main(sys.argv[1:]))\n"
     )
-    proc = subprocess.run([sys.executable, "-c", script, "topology", "plan", "--nodes", "4", "--out",
+    proc = subprocess.run([sys.executable, "-c", script, "topology", "plan", "--nodes", "4", "--out-dir",
                            str(tmp / "plan")], env=env, timeout=120, capture_output=True)
     left = sorted(p.name for p in tmp.iterdir())
     return proc.returncode if not left else -1
@@ -158,19 +158,19 @@ def _killed_run_leftovers(tmp: Path) -> int:
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
                           check=True).stdout.strip()
     (tmp / f".plan.dsctl-{dead}-abc").mkdir()
-    code = run_cli("topology", "plan", "--nodes", "4", "--out", str(tmp / "plan")).exit_code
+    code = run_cli("topology", "plan", "--nodes", "4", "--out-dir", str(tmp / "plan")).exit_code
     return code if sorted(p.name for p in tmp.iterdir()) == ["plan"] else -1
 
 
 def _out_existing(tmp: Path) -> int:
-    """--out into a folder of an earlier run: the new result replaces it whole, the old one is DIR.prev; a file
+    """--out-dir into a folder of an earlier run: the new result replaces it whole, the old one is DIR.prev; a file
     added there since makes it foreign (refused, exit 2, nothing moved)."""
     from tests.conftest import run_cli
 
-    run_cli("launch", "layout", "--nodes", "128", "--out", str(tmp / "job"))
-    run_cli("launch", "layout", "--nodes", "256", "--out", str(tmp / "job"))
+    run_cli("launch", "layout", "--nodes", "128", "--out-dir", str(tmp / "job"))
+    run_cli("launch", "layout", "--nodes", "256", "--out-dir", str(tmp / "job"))
     (tmp / "job" / "stale.txt").write_text("from another run")
-    code = run_cli("launch", "layout", "--nodes", "64", "--out", str(tmp / "job")).exit_code
+    code = run_cli("launch", "layout", "--nodes", "64", "--out-dir", str(tmp / "job")).exit_code
     fine = (tmp / "job" / "stale.txt").exists() and (tmp / "job.prev" / "layout.json").exists()
     return code if fine else -1
 
@@ -181,7 +181,7 @@ def _plan_json(tmp: Path, rename: dict[str, str] | None = None, **over: object) 
 
     from tests.conftest import run_cli
 
-    run_cli("topology", "plan", "--nodes", "16", "--out", str(tmp / "p16"))
+    run_cli("topology", "plan", "--nodes", "16", "--out-dir", str(tmp / "p16"))
     doc = json.loads((tmp / "p16" / "plan.json").read_text())
     names = rename or {}
     doc["devices"] = [[names.get(c, c) if isinstance(c, str) else c for c in row] for row in doc["devices"]]
@@ -214,13 +214,13 @@ def _trace_plan(tmp: Path, plan: str) -> list[str]:
 
 
 def _burn_in_prev_as_input(tmp: Path) -> int:
-    """burn-in OUT.prev --out OUT: OUT.prev holds the input plan, so it is not deleted (exit 2, nothing moved)."""
+    """burn-in OUT.prev --out-dir OUT: OUT.prev holds the input plan, so it is not deleted (exit 2, nothing moved)."""
     from tests.conftest import run_cli
 
-    run_cli("topology", "plan", "--nodes", "16", "--out", str(tmp / "out.prev"))
+    run_cli("topology", "plan", "--nodes", "16", "--out-dir", str(tmp / "out.prev"))
     model = _w(tmp, "m.json", '{"faults": []}')
-    run_cli("health", "burn-in", str(tmp / "out.prev"), "--fabric-model", model, "--out", str(tmp / "out"))
-    code = run_cli("health", "burn-in", str(tmp / "out.prev"), "--fabric-model", model, "--out",
+    run_cli("health", "burn-in", str(tmp / "out.prev"), "--fabric-model", model, "--out-dir", str(tmp / "out"))
+    code = run_cli("health", "burn-in", str(tmp / "out.prev"), "--fabric-model", model, "--out-dir",
                    str(tmp / "out")).exit_code
     fine = (tmp / "out.prev" / "plan.json").exists() and (tmp / "out" / "burnin.json").exists()
     return code if fine else -1
@@ -234,9 +234,9 @@ def _read_only_out(tmp: Path) -> int:
     locked.chmod(0o500)
     try:
         if os.access(locked, os.W_OK):  # root ignores permissions: use a pseudo file system instead
-            return run_cli("storage", "chains", "--nodes", "6", "--ssds-per-node", "2", "--out",
+            return run_cli("storage", "chains", "--nodes", "6", "--ssds-per-node", "2", "--out-dir",
                            "/proc/dsctl-out").exit_code
-        return run_cli("storage", "chains", "--nodes", "6", "--ssds-per-node", "2", "--out",
+        return run_cli("storage", "chains", "--nodes", "6", "--ssds-per-node", "2", "--out-dir",
                        str(locked / "c")).exit_code
     finally:
         locked.chmod(0o700)
@@ -410,25 +410,25 @@ CASES: list[Case] = [
     Case("float overflow (1e400)", "model", "--nic-gbps 1e400", lambda t: ["model", "ep-speed-limit", "--nic-gbps",
                                                                            "1e400"], 2),
     Case("float overflow (1e400)", "launch", "schedule --f 1e308 (step time overflows to inf)",
-         lambda t: ["launch", "schedule", "--f", "1e308", "--svg", str(t / "s.svg")], 2),
+         lambda t: ["launch", "schedule", "--f-cost", "1e308", "--svg", str(t / "s.svg")], 2),
     Case("float overflow (1e400)", "topology", "--oversubscription 1e400",
          lambda t: ["topology", "plan", "--nodes", "16", "--oversubscription", "1e400"], 2),
     Case("simulation too large", "launch", "schedule --pp 100000 --micro-batches 1000000",
          lambda t: ["launch", "schedule", "--pp", "100000", "--micro-batches", "1000000"], 2),
     Case("simulation too large", "topology", "plan --kind ft3 --nodes 3000000",
          lambda t: ["topology", "plan", "--kind", "ft3", "--nodes", "3000000"], 2),
-    Case("NaN option", "launch", "schedule --f nan", lambda t: ["launch", "schedule", "--f", "nan"], 2),
+    Case("NaN option", "launch", "schedule --f nan", lambda t: ["launch", "schedule", "--f-cost", "nan"], 2),
     Case("NaN option", "model", "cost --mfu nan", lambda t: ["model", "cost", "--mfu", "nan"], 2),
     Case("NaN option", "storage", "size --fill nan",
          lambda t: ["storage", "size", "--dataset", "5 PiB", "--clients", "10", "--fill", "nan"], 2),
-    Case("NaN option", "health", "check --interval nan",
-         lambda t: ["health", "check", "--interval", "nan"], 2),
+    Case("NaN option", "health", "check --interval-s nan",
+         lambda t: ["health", "check", "--interval-s", "nan"], 2),
     Case("NaN option", "topology", "--oversubscription nan",
          lambda t: ["topology", "plan", "--nodes", "16", "--oversubscription", "nan"], 2),
     # names reaching generated files
     Case("newline or control character in a name", "launch", "--job-name 'v3\\n#SBATCH --uid=0'",
          lambda t: ["launch", "--nodes", "16", "--backend", "slurm", "--job-name", "v3\n#SBATCH --uid=0",
-                    "--out", str(t / "job"), "--", "train.py"], 2),
+                    "--out-dir", str(t / "job"), "--", "train.py"], 2),
     Case("newline or control character in a name", "profiles", "profile file named 'v3\\nrm -rf ~.yaml'",
          _bad_profile_name, 2),
     Case("newline or control character in a name", "topology", "--leaf-name 'p{plane}\\x01{leaf}'",
@@ -436,7 +436,7 @@ CASES: list[Case] = [
     Case("'#' or '=' in a Slurm name", "topology", "--leaf-name 'leaf#{leaf}' (topology.conf comment)",
          lambda t: ["topology", "plan", "--nodes", "16", "--leaf-name", "leaf#{leaf}{plane}"], 2),
     Case("'#' or '=' in a Slurm name", "launch", "--partition 'gpu=x'",
-         lambda t: ["launch", "--nodes", "256", "--backend", "slurm", "--partition", "gpu=x", "--out",
+         lambda t: ["launch", "--nodes", "256", "--backend", "slurm", "--partition", "gpu=x", "--out-dir",
                     str(t / "job"), "--", "t.py"], 2),
     Case("non-UTF-8 argument", "topology", "--node-name $'\\xff{n}'",
          lambda t: ["topology", "plan", "--nodes", "4", "--node-name", b"\xff{n}".decode("utf-8", "surrogateescape")],
@@ -526,7 +526,7 @@ CASES: list[Case] = [
          lambda t: ["trace", "overlap", "--explain-classes", *_trace_ranks(t, name="\ud800\x1b[2J")], 0),
     Case("reserved option abbreviated", "launch", "--sbatch-arg=--outpu=/etc/cron.d/x",
          lambda t: ["launch", "--nodes", "2", "--backend", "slurm", "--sbatch-arg=--outpu=/etc/cron.d/x",
-                    "--out", str(t / "job"), "--", "t.py"], 2),
+                    "--out-dir", str(t / "job"), "--", "t.py"], 2),
     Case("reserved option abbreviated", "health", "fleet --srun-arg=--nodel=n2",
          lambda t: ["health", "fleet", "--nodelist", "n1", "--srun-arg=--nodel=n2"], 2),
     # issue 23: bounds before work
@@ -536,7 +536,7 @@ CASES: list[Case] = [
     Case("YAML above its bounds", "profiles", "a billion laughs (10 levels of 10 aliases)",
          lambda t: _profile(t, _laughs()), 2),
     Case("YAML above its bounds", "topology", "--jobs with a 500,000-item flow list",
-         lambda t: ["topology", "simulate", _plan_dir(t), "--jobs", _w(t, "j.yaml", "x: [" + "1," * 500_000
+         lambda t: ["topology", "simulate", _plan_dir(t), "--jobs-file", _w(t, "j.yaml", "x: [" + "1," * 500_000
                                                                          + "1]\n")], 2),
     # issue 33: plan names Slurm reads as many nodes, plan sizes, non-finite thresholds
     Case("plan node name Slurm reads as many nodes", "health", "burn-in --drain of a plan whose node is 'ALL'",
@@ -551,7 +551,7 @@ CASES: list[Case] = [
          lambda t: ["topology", "plan", "--nodes", "16", "--node-name", "ALL"], 2),
     Case("newline or control character in a name", "health", "burn-in of a plan whose leaf name holds ESC",
          lambda t: ["health", "burn-in", _plan_json(t, {"p0-leaf01": "p0-leaf\x1b01"}), "--fabric-model",
-                    _no_faults(t), "--out", str(t / "o")], 2),
+                    _no_faults(t), "--out-dir", str(t / "o")], 2),
     Case("plan above its size bounds", "health", "burn-in of 20,000 nodes x 20,000 NICs (0.9 MB)",
          lambda t: ["health", "burn-in", _huge_plan(t), "--fabric-model", _no_faults(t)], 2),
     Case("plan above its size bounds", "topology", "simulate of 20,000 nodes x 20,000 NICs (0.9 MB)",
@@ -626,15 +626,15 @@ FAULTS: list[Case] = [
          _full_stdout(["profiles", "list", "--format", "json"])),
     Case("stdout on a full device (/dev/full)", "model", "model kv-cache > /dev/full", None, 2,
          _full_stdout(["model", "kv-cache"])),
-    Case("SIGTERM while --out is written", "topology", "topology plan --out DIR, SIGTERM before the swap", None,
+    Case("SIGTERM while --out-dir is written", "topology", "topology plan --out-dir DIR, SIGTERM before the swap", None,
          128 + signal.SIGTERM, _sigterm_during_out),
-    Case("temporaries of a SIGKILLed run", "topology", ".DIR.dsctl-<dead pid>-* beside --out DIR", None, 0,
+    Case("temporaries of a SIGKILLed run", "topology", ".DIR.dsctl-<dead pid>-* beside --out-dir DIR", None, 0,
          _killed_run_leftovers),
-    Case("--out into an earlier run's folder", "launch", "launch layout --out DIR twice, then a file added to DIR",
-         None, 2, _out_existing),
-    Case("--out DIR with DIR.prev as the input", "health", "health burn-in DIR.prev --out DIR", None, 2,
+    Case("--out-dir into an earlier run's folder", "launch",
+         "launch layout --out-dir DIR twice, then a file added to DIR", None, 2, _out_existing),
+    Case("--out-dir DIR with DIR.prev as the input", "health", "health burn-in DIR.prev --out-dir DIR", None, 2,
          _burn_in_prev_as_input),
-    Case("--out on a read-only place", "storage", "storage chains --out under a read-only folder", None, 2,
+    Case("--out-dir on a read-only place", "storage", "storage chains --out-dir under a read-only folder", None, 2,
          _read_only_out),
     Case("node answer with Infinity", "trace", "trace overlap --slurm, a node's wall_us is Infinity", None, 2,
          _slurm_answer),

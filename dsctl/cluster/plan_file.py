@@ -1,4 +1,4 @@
-"""plan.json, the planned fabric that ``dsctl topology plan --out DIR`` writes: its schema and its reader.
+"""plan.json, the planned fabric that ``dsctl topology plan --out-dir DIR`` writes: its schema and its reader.
 
 Schema ``"schema": "dsctl.topology.plan/1"``:
 
@@ -25,7 +25,7 @@ CABLE_COLUMNS = ("plane", "kind", "a_device", "a_port", "b_device", "b_port")
 DEVICE_COLUMNS = ("name", "tier", "plane", "pod", "ports")
 CABLE_KINDS = ("node-leaf", "leaf-spine", "spine-core")
 TIER_NAMES = ("node", "leaf", "spine", "core")
-REGENERATE = "regenerate it with 'dsctl topology plan --out DIR'"
+REGENERATE = "regenerate it with 'dsctl topology plan --out-dir DIR'"
 #: most NIC endpoints (nodes x NICs per node) a plan may hold, and most nodes and GPUs (nodes x GPUs per node):
 #: the largest fabric ``topology plan`` writes. Checked from the lists' lengths before any per-node table is built
 #: (burn-in, ``topology simulate`` and ``trace --plan`` allocate arrays of nodes x NICs and nodes x GPUs)
@@ -234,7 +234,7 @@ def load_plan(text: str, source: str = "plan.json") -> PlannedFabric:
     doc = load_json(text, source)
     if not isinstance(doc, dict) or doc.get("schema") != PLAN_SCHEMA:
         raise InputError(f"{source} is not a dsctl topology plan (expected \"schema\": \"{PLAN_SCHEMA}\")",
-                         hint="write one with 'dsctl topology plan --out DIR'")
+                         hint="write one with 'dsctl topology plan --out-dir DIR'")
     check = _PlanChecker(source)
     if doc.get("cable_columns") != list(CABLE_COLUMNS):
         raise check.fail("cable_columns", str(list(CABLE_COLUMNS)), doc.get("cable_columns"))

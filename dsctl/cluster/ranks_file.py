@@ -1,4 +1,4 @@
-"""ranks.csv, the rank map that ``dsctl launch --out DIR`` writes: its columns and its reader.
+"""ranks.csv, the rank map that ``dsctl launch --out-dir DIR`` writes: its columns and its reader.
 
 Header ``rank,node,local_gpu,plane,pp,dp,tp,ep,edp,stages``, then one line per global rank 0..W-1 in order:
 ``node`` is the node index (the plan's ``nodes[node]``), ``local_gpu`` the GPU on that node (paired with NIC
@@ -21,7 +21,7 @@ STAGES_COLUMN = "stages"
 #: more ranks than any planned cluster (1M): a bigger file is refused before parsing
 MAX_RANKS = 1 << 20
 _MAX_COORD = 1 << 24
-_REGENERATE = "regenerate it with 'dsctl launch --out DIR'"
+_REGENERATE = "regenerate it with 'dsctl launch --out-dir DIR'"
 
 
 @dataclass(frozen=True)

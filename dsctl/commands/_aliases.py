@@ -5,6 +5,8 @@ One name per concept (issue 22): Slurm's ``-N/--nodes`` is a node count and ``-w
 meant something else are rewritten here, before Click parses the command line, so that no command declares a
 second parameter for them and ``--help`` shows only the new names. One bandwidth suffix too: a byte rate is
 ``_bytes_per_s`` (``--bandwidth-gbytes`` in GB/s became ``--bandwidth-bytes-per-s``; its value is rescaled here).
+One vocabulary (issue 30): ``--out`` is a file and ``--out-dir`` a folder, seconds end in ``-s``, and no option
+name or short flag means two things in two commands (docs/options.md; tests/cli/test_cli_surface.py holds it).
 docs/output.md lists the table.
 """
 
@@ -54,19 +56,37 @@ HOSTLIST = Alias("--nodes", "--nodelist", refuse=_is_count,
                  refuse_hint="--nodes is a node count; give the nodes to run on as a Slurm hostlist: "
                              "-w/--nodelist 'node[001-256]'")
 
+def _renamed(*pairs: str) -> tuple[Alias, ...]:
+    """``_renamed("--old", "--new", ...)``: plain renames (issue 30 item 5: one vocabulary, docs/options.md)."""
+    return tuple(Alias(old, new) for old, new in zip(pairs[::2], pairs[1::2], strict=True))
+
+
+#: a folder is ``--out-dir`` (``--out`` is a file, ``-o`` is ``--out``'s short form only)
+OUT_DIR = _renamed("--out", "--out-dir", "-o", "--out-dir")
+#: seconds end in ``-s`` (like ``--step-time-s``)
+INTERVAL_S = Alias("--interval", "--interval-s")
+
 #: command path (as ``ctx.command_path`` without ``dsctl``) -> its deprecated spellings
 ALIASES: dict[str, tuple[Alias, ...]] = {
-    "health check": (PROFILE,),
+    "health check": (PROFILE, INTERVAL_S, Alias("--slurm", "--slurm-healthcheck")),
+    "health record": (INTERVAL_S,),
     "health topo": (PROFILE,),
-    "health fleet": (PROFILE, HOSTLIST),
-    "trace overlap": (HOSTLIST,),
-    "launch": (COUNT,),
-    "launch layout": (COUNT,),
+    "health fleet": (PROFILE, HOSTLIST, INTERVAL_S,
+                     *_renamed("--timeout", "--timeout-s", "--launch-timeout", "--launch-timeout-s")),
+    "health burn-in": (*OUT_DIR, *_renamed("--backend", "--transport", "--timeout", "--timeout-s")),
+    "trace overlap": (HOSTLIST, Alias("--node-timeout", "--node-timeout-s")),
+    "trace timeline": _renamed("--from", "--from-us", "--to", "--to-us"),
+    "launch": (COUNT, Alias("--out", "--out-dir"), Alias("--wait-timeout", "--wait-timeout-s")),
+    "launch layout": (COUNT, Alias("--out", "--out-dir")),
+    "launch schedule": _renamed("--f", "--f-cost", "--b", "--b-cost", "--w", "--w-cost", "--fb", "--fb-cost"),
     "eplb rebalance": (COUNT,),
-    "storage size": (COUNT,),
-    "storage chains": (COUNT,),
-    "topology plan": (COUNT,),
-    "topology simulate": (COUNT, Alias("-w", "--workload")),
+    "eplb replay": (Alias("--interval", "--interval-windows"),),
+    "storage size": (COUNT, Alias("--checkpoint-seconds", "--checkpoint-time-s")),
+    "storage chains": (COUNT, *OUT_DIR, Alias("-r", "--targets-per-ssd")),
+    "storage expand": OUT_DIR,
+    "topology plan": (COUNT, *OUT_DIR),
+    "topology simulate": (COUNT, Alias("-w", "--workload"),
+                          *_renamed("--jobs", "--jobs-file", "--tokens", "--tokens-per-gpu")),
     "model ep-speed-limit": (Alias("--bandwidth-gbytes", "--bandwidth-bytes-per-s", scale=1e9,
                                    note="in bytes/s: 900 GB/s is 900e9"),),
 }

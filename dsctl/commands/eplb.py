@@ -70,13 +70,13 @@ def _write_all(contents: list[tuple[Path, str | bytes, str | None]]) -> None:
 
 
 def _fabric(plan: Path, node_profile: str | None) -> Fabric:
-    """--plan: the plan.json text (a file, or the folder 'topology plan --out' wrote) and its NVLink bandwidth."""
+    """--plan: the plan.json text (a file, or the folder 'topology plan --out-dir' wrote) and its NVLink bandwidth."""
     from dsctl.eplb.move_time import Fabric
     from dsctl.topology import sim
 
     plan_file = plan / "plan.json" if plan.is_dir() else plan
     if plan.is_dir() and not plan_file.exists():
-        raise InputError(f"--plan {plan} has no plan.json", hint="write one with 'dsctl topology plan --out DIR'")
+        raise InputError(f"--plan {plan} has no plan.json", hint="write one with 'dsctl topology plan --out-dir DIR'")
     text = read_text_input(plan_file, "--plan")
     profile_name, _ = sim.plan_facts(text, str(plan_file))
     node = profile_store().node(node_profile or profile_name or "h800-hgx")
@@ -123,7 +123,7 @@ def rebalance_cmd(
                                                    "of the max GPU load per step, keep the current placement "
                                                    "(default 0.02).")] = None,
     plan: Annotated[Path | None, typer.Option("--plan", help="With --previous: planned fabric (plan.json or the "
-                                              "folder of 'dsctl topology plan --out'): time the moves on it, "
+                                              "folder of 'dsctl topology plan --out-dir'): time the moves on it, "
                                               "simulated as 'topology simulate' does.")] = None,
     step_time_s: Annotated[float | None, typer.Option("--step-time-s", help="With --plan: seconds per step that "
                                                       "scale with the max GPU load (the MoE part), for the "
@@ -223,7 +223,7 @@ def replay_cmd(
                                               "statistics' shape).")] = None,
     deployment: Annotated[str, typer.Option("--deployment", help="prefill or decode.")] = "prefill",
     algorithm: Annotated[str, typer.Option("--algorithm", help="reference or balanced.")] = "balanced",
-    interval: Annotated[list[int] | None, typer.Option("--interval", help="Re-planning intervals in windows "
+    interval: Annotated[list[int] | None, typer.Option("--interval-windows", help="Re-planning intervals in windows "
                                                        "(repeatable; default 1 2 4 8).")] = None,
     min_gain: Annotated[float, typer.Option("--min-gain", help="A re-plan pays off when it lowers the next "
                                             "window's max GPU load by at least this fraction.")] = 0.02,

@@ -35,7 +35,7 @@ app = typer.Typer(
 NodeOpt = Annotated[str | None, typer.Option("--node-profile", help="Node profile with the expected counts "
                                              "(default: chosen from the GPU SKU, e.g. h800-hgx).")]
 SysfsOpt = Annotated[Path | None, typer.Option("--sysfs-root", help="Read sysfs under this folder instead of /.")]
-IntervalOpt = Annotated[float | None, typer.Option("--interval", help="Seconds between the two counter samples "
+IntervalOpt = Annotated[float | None, typer.Option("--interval-s", help="Seconds between the two counter samples "
                                                    "(default 10 live; a record carries its own); 0 takes one "
                                                    "sample and skips the rate checks.")]
 RecordOpt = Annotated[Path | None, typer.Option("--from-record", help="Replay a recorded (or hand-written) "
@@ -80,7 +80,7 @@ def check(
     expect_gpus: Annotated[int | None, typer.Option("--expect-gpus", min=0, max=64,
                                                     help="GPUs this node must have (overrides the node profile's "
                                                     "count; G2).")] = None,
-    slurm: Annotated[bool, typer.Option("--slurm", help="Slurm HealthCheckProgram mode: drain this node "
+    slurm: Annotated[bool, typer.Option("--slurm-healthcheck", help="Slurm HealthCheckProgram mode: drain this node "
                                         "(SLURMD_NODENAME) with dsctl's reason on a CRIT finding.")] = False,
     textfile_dir: TextfileOpt = None,
     fmt: HealthFormatOpt = HealthFormat.table,

@@ -26,7 +26,7 @@ def plan_text_of(plan: Path) -> tuple[str, str]:
     """(plan.json text, its name) of PLAN_DIR or a plan.json path."""
     plan_file = plan / "plan.json" if plan.is_dir() else plan
     if plan.is_dir() and not plan_file.exists():
-        raise InputError(f"PLAN {plan} has no plan.json", hint="write one with 'dsctl topology plan --out DIR'")
+        raise InputError(f"PLAN {plan} has no plan.json", hint="write one with 'dsctl topology plan --out-dir DIR'")
     return read_text_input(plan_file, "PLAN"), str(plan_file)
 
 
@@ -46,7 +46,7 @@ def fabric_document(path: Path) -> object:
 
 
 def burn_in(
-    plan: Annotated[Path, typer.Argument(help="Folder written by 'topology plan --out' (or its plan.json).")],
+    plan: Annotated[Path, typer.Argument(help="Folder written by 'topology plan --out-dir' (or its plan.json).")],
     fabric_model: Annotated[Path | None, typer.Option(
         "--fabric-model", help="Rehearse on a simulated fabric with the faults this YAML/JSON file injects "
         "(no Slurm, no hardware).")] = None,
@@ -57,7 +57,7 @@ def burn_in(
     mad_k: Annotated[float, typer.Option("--mad-k", help="Slow = more than this many MADs below the round's "
                                          "median (and below --fraction).")] = 4.0,
     no_nvlink: Annotated[bool, typer.Option("--no-nvlink", help="Skip the intra-node NVLink round.")] = False,
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write burnin.json, dsctl_burnin.prom and one "
+    out: Annotated[Path | None, typer.Option("--out-dir", help="Write burnin.json, dsctl_burnin.prom and one "
                                              "SVG per plane here.")] = None,
     textfile_dir: Annotated[Path | None, typer.Option(
         "--textfile-dir", help="Also write the Prometheus text to DIR/dsctl_burnin.prom (atomically).")] = None,
@@ -69,12 +69,12 @@ def burn_in(
     = None,
     partition: Annotated[str | None, typer.Option("--partition", "-p", help="Slurm partition (real runs).")]
     = None,
-    backend: Annotated[str, typer.Option("--backend", help="Probe transport: gloo (CPU, TCP) or nccl (GPUs, "
+    backend: Annotated[str, typer.Option("--transport", help="Probe transport: gloo (CPU, TCP) or nccl (GPUs, "
                                          "NCCL_IB_HCA pinned to the plane's NIC).")] = "nccl",
     size: Annotated[str, typer.Option("--size", help="Bytes each pair exchanges per repeat (real runs).")]
     = "256MiB",
     repeats: Annotated[int, typer.Option("--repeats", help="Exchanges per pair per round (real runs).")] = 5,
-    timeout: Annotated[float, typer.Option("--timeout", help="Seconds one round may take (real runs).")] = 300.0,
+    timeout: Annotated[float, typer.Option("--timeout-s", help="Seconds one round may take (real runs).")] = 300.0,
     python: Annotated[str, typer.Option("--python", help="Python on the nodes with dsctl and torch importable "
                                         "(real runs).")] = "python3",
     node_profile_name: Annotated[str | None, typer.Option(
@@ -90,15 +90,15 @@ def burn_in(
 
     limit = parse_max_drain(max_drain if max_drain is not None else DEFAULT_MAX_DRAIN)
     if backend not in BACKENDS:
-        raise InputError(f"--backend {backend!r}: use gloo or nccl")
+        raise InputError(f"--transport {backend!r}: use gloo or nccl")
     if not 1 <= repeats <= 100 or not 0 < timeout <= 86400:
-        raise InputError("--repeats must be 1..100 and --timeout seconds in (0, 86400]")
+        raise InputError("--repeats must be 1..100 and --timeout-s seconds in (0, 86400]")
     try:
         size_bytes = int(parse_bytes(size))
     except QuantityError as exc:
         raise InputError(f"--size: {exc}") from None
     if out is not None and out.exists() and not out.is_dir():
-        raise InputError(f"--out {out}: exists and is not a folder")
+        raise InputError(f"--out-dir {out}: exists and is not a folder")
     if textfile_dir is not None and not textfile_dir.is_dir():
         raise InputError(f"--textfile-dir {textfile_dir}: not a folder")
     text, source = plan_text_of(plan)

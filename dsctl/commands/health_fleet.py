@@ -1,5 +1,5 @@
-"""dsctl health fleet, and the Slurm and Prometheus pieces of dsctl health check (--slurm, --format prometheus,
---textfile-dir, --from-record templates with ``{node}``)."""
+"""dsctl health fleet, and the Slurm and Prometheus pieces of dsctl health check (--slurm-healthcheck,
+--format prometheus, --textfile-dir, --from-record templates with ``{node}``)."""
 
 from __future__ import annotations
 
@@ -103,11 +103,12 @@ def write_textfile(folder: Path, text: str) -> None:
 
 
 def slurm_check_interval(interval: float | None) -> float:
-    """The counter interval in --slurm mode: at most MAX_SLURM_INTERVAL_S so the run ends within Slurm's 60 s."""
+    """The counter interval in --slurm-healthcheck mode: at most MAX_SLURM_INTERVAL_S so the run ends within
+    Slurm's 60 s."""
     if interval is None:
         return 10.0
     if interval > MAX_SLURM_INTERVAL_S:
-        raise InputError(f"--interval {interval:g} with --slurm: at most {MAX_SLURM_INTERVAL_S:g} s",
+        raise InputError(f"--interval-s {interval:g} with --slurm-healthcheck: at most {MAX_SLURM_INTERVAL_S:g} s",
                          hint="Slurm kills HealthCheckProgram after 60 s")
     return interval
 
@@ -153,11 +154,11 @@ def _digest_report(document: Any, digest: Any, read_node_report: Any) -> dict[st
 def fleet(
     nodelist: Annotated[str, typer.Option("--nodelist", "-w", help="Slurm hostlist, e.g. 'node[001-256]'.")],
     partition: Annotated[str | None, typer.Option("--partition", "-p", help="Slurm partition to run in.")] = None,
-    interval: Annotated[float | None, typer.Option("--interval", help="Seconds between the two counter samples "
+    interval: Annotated[float | None, typer.Option("--interval-s", help="Seconds between the two counter samples "
                                                    "on each node (default 10; a record carries its own).")] = None,
-    timeout: Annotated[float, typer.Option("--timeout", help="Seconds each node may take; later it is "
+    timeout: Annotated[float, typer.Option("--timeout-s", help="Seconds each node may take; later it is "
                                            "unreachable.")] = 120.0,
-    launch_timeout: Annotated[float, typer.Option("--launch-timeout", help="Seconds to get the nodes and start "
+    launch_timeout: Annotated[float, typer.Option("--launch-timeout-s", help="Seconds to get the nodes and start "
                                                   "the tasks.")] = 60.0,
     drain: Annotated[bool, typer.Option("--drain", help="Drain every critical node (scontrol update); without "
                                         "it the commands are only printed.")] = False,
@@ -192,16 +193,16 @@ def fleet(
     if only is not None:
         api.parse_only(only)
     if not 0 < timeout <= 86400 or not 0 < launch_timeout <= 86400:
-        raise InputError("--timeout and --launch-timeout must be seconds in (0, 86400]")
+        raise InputError("--timeout-s and --launch-timeout-s must be seconds in (0, 86400]")
     if interval is not None and from_record is not None:
-        raise InputError("--interval does not apply to --from-record",
+        raise InputError("--interval-s does not apply to --from-record",
                          hint="each record carries the interval its two counter samples were taken apart")
     if interval is not None and not 0 < interval < timeout:
-        raise InputError(f"--interval {interval:g} must be positive and below --timeout {timeout:g}")
+        raise InputError(f"--interval-s {interval:g} must be positive and below --timeout-s {timeout:g}")
     command = [dsctl_path, "health", "check", "--format", "json"]
     if from_record is not None:
         command += ["--from-record", _absolute(Path(from_record))]
-    for option, value in (("--interval", interval), ("--node-profile", node), ("--only", only)):
+    for option, value in (("--interval-s", interval), ("--node-profile", node), ("--only", only)):
         if value is not None:
             command += [option, f"{value:g}" if isinstance(value, float) else str(value)]
     extra = list(srun_arg or [])

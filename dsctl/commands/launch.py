@@ -1,6 +1,6 @@
 """dsctl launch [OPTIONS] -- TRAIN_SCRIPT [ARGS...]  |  dsctl launch layout ...  |  dsctl launch schedule ...
 
-With ``--backend`` (and ``--out`` or ``--submit``) the launch also writes and runs its job: see launch_run.py.
+With ``--backend`` (and ``--out-dir`` or ``--submit``) the launch also writes and runs its job: see launch_run.py.
 
 ``launch`` is both a command (the plan / dry run) and a group. ``LaunchGroup`` treats the first positional
 argument as a subcommand only if it names one; everything after ``--`` is the training command.
@@ -93,7 +93,7 @@ app = typer.Typer(
     no_args_is_help=True,
     help="Plan a training launch (parallel layout, memory fit, rank map, pipeline schedule) and write or submit "
          "its job for Slurm, torchrun or Kubernetes (dsctl launch --nodes N \\[options] \\[--backend B] "
-         "\\[--out DIR] \\[--submit] -- TRAIN_SCRIPT \\[ARGS...]).",
+         "\\[--out-dir DIR] \\[--submit] -- TRAIN_SCRIPT \\[ARGS...]).",
 )
 
 NodesOpt = Annotated[int | None, typer.Option("--nodes", "-N", help="Number of nodes (required).")]
@@ -107,7 +107,7 @@ ScheduleOpt = Annotated[Schedule, typer.Option("--schedule", case_sensitive=Fals
 MicroOpt = Annotated[int | None, typer.Option("--micro-batches", help="Micro-batches per pipeline per step.")]
 GlobalOpt = Annotated[int | None, typer.Option("--global-batch", help="Sequences per step \\[default: 15360].")]
 SeqOpt = Annotated[int, typer.Option("--seq-len", help="Tokens per sequence.")]
-OutOpt = Annotated[Path | None, typer.Option("--out", help="Folder to write layout.json and ranks.csv into.")]
+OutOpt = Annotated[Path | None, typer.Option("--out-dir", help="Folder to write layout.json and ranks.csv into.")]
 
 
 def _dp(value: str) -> int | None:
@@ -160,7 +160,7 @@ def launch(
     seq_len: SeqOpt = DEFAULT_SEQ_LEN,
     backend: Annotated[Backend | None, typer.Option(
         "--backend", case_sensitive=False,
-        help="Job engine: with --out also write its job file (job.sbatch, torchrun.sh, jobset.yaml); "
+        help="Job engine: with --out-dir also write its job file (job.sbatch, torchrun.sh, jobset.yaml); "
              "with --submit run it. k8s = kubernetes.")] = None,
     job_name: Annotated[str | None, typer.Option(
         "--job-name", help="Job name (Slurm job, JobSet, log file) \\[default: dsctl-train].")] = None,
@@ -168,13 +168,13 @@ def launch(
         "--dry-run", help="Print the plan and, with --backend, the job file it would run; submit nothing "
                           "(without --submit nothing is submitted either way).")] = False,
     submit: Annotated[bool, typer.Option(
-        "--submit", help="Write the job files (into --out, default ./JOB_NAME) and run them: sbatch, local "
+        "--submit", help="Write the job files (into --out-dir, default ./JOB_NAME) and run them: sbatch, local "
                          "torchrun, or kubectl apply.")] = False,
     out: Annotated[Path | None, typer.Option(
-        "--out", help="Folder for layout.json, ranks.csv and, with --backend, the job file.")] = None,
+        "--out-dir", help="Folder for layout.json, ranks.csv and, with --backend, the job file.")] = None,
     wait: Annotated[bool, typer.Option("--wait", help="Slurm: wait for the job's end and report its state.")]
     = False,
-    wait_timeout: Annotated[float, typer.Option("--wait-timeout", min=1, help="Seconds --wait waits at most.")]
+    wait_timeout: Annotated[float, typer.Option("--wait-timeout-s", min=1, help="Seconds --wait waits at most.")]
     = 86_400.0,
     test_only: Annotated[bool, typer.Option(
         "--test-only", help="Slurm: ask sbatch --test-only whether the job would be accepted; queue nothing.")]
@@ -270,7 +270,7 @@ def launch(
             typer.echo(f"wrote {', '.join(names)} to {out}", err=True)
     preview = launch_run.job_preview(plan, engine, options) if engine is not None and dry_run else {}
     if engine is not None and out is None and not dry_run:
-        typer.echo(f"note: --backend {engine} alone writes no job file: add --out DIR to write it, --dry-run to "
+        typer.echo(f"note: --backend {engine} alone writes no job file: add --out-dir DIR to write it, --dry-run to "
                    "print it, --submit to run it", err=True)
     try:
         show(plan, fmt, "launch")

@@ -26,8 +26,8 @@ from dsctl.runners import slurm as slurm_runner
 #: the job file each backend writes next to layout.json and ranks.csv
 JOB_FILE = {"slurm": "job.sbatch", "torchrun": "torchrun.sh", "kubernetes": "jobset.yaml"}
 
-TORCHRUN_HINT = "install PyTorch in this environment (pip install torch), or use --out DIR and run torchrun.sh"
-KUBECTL_HINT = ("dsctl does not apply manifests without kubectl; write them with --out DIR (no --submit) and "
+TORCHRUN_HINT = "install PyTorch in this environment (pip install torch), or use --out-dir DIR and run torchrun.sh"
+KUBECTL_HINT = ("dsctl does not apply manifests without kubectl; write them with --out-dir DIR (no --submit) and "
                 "apply DIR/jobset.yaml where a cluster is reachable (the JobSet controller must be installed)")
 
 
@@ -68,16 +68,16 @@ def job_files(spec: JobSpec, options: JobOptions, backend: str) -> dict[str, str
 
 
 def job_preview(plan: LaunchPlan, backend: str, options: JobOptions) -> dict[str, str]:
-    """``--dry-run --backend B``: the job file ``--out`` would write, by name; nothing is written."""
+    """``--dry-run --backend B``: the job file ``--out-dir`` would write, by name; nothing is written."""
     return job_files(job_spec(plan, options, backend), options, backend)
 
 
 def write_plan_and_job(plan: LaunchPlan, backend: str | None, options: JobOptions, out: Path) -> list[str]:
-    """``--out`` without ``--submit``: the plan files plus, with ``--backend``, the job file; returns the names."""
+    """``--out-dir`` without ``--submit``: the plan files plus, with ``--backend``, the job file; returns the names."""
     files = plan_files(plan)
     if backend is not None:
         files.update(job_files(job_spec(plan, options, backend), options, backend))
-    write_files(out, files)  # all or nothing; an OS refusal is exit 2 naming --out
+    write_files(out, files)  # all or nothing; an OS refusal is exit 2 naming --out-dir
     return sorted(files)
 
 
@@ -99,12 +99,12 @@ def submit(plan: LaunchPlan, backend: str | None, options: JobOptions, out: Path
     if backend == "torchrun" and (plan.num_nodes != 1 or options.hosts):
         raise InputError(f"--submit with --backend torchrun runs one node on this host; the plan has "
                          f"--nodes {plan.num_nodes}",
-                         hint="use --out DIR without --submit and run 'bash DIR/torchrun.sh RANK' on each host, "
+                         hint="use --out-dir DIR without --submit and run 'bash DIR/torchrun.sh RANK' on each host, "
                               "or --backend slurm")
     out_dir = (out if out is not None else Path(options.job_name)).absolute()
     if backend == "slurm":
         if any(c in str(out_dir) for c in "\n\r"):
-            raise InputError(f"--out {str(out_dir)!r}: a folder name with a line break cannot be written into an "
+            raise InputError(f"--out-dir {str(out_dir)!r}: a folder name with a line break cannot be written into an "
                              "#SBATCH line; choose another folder")
         # Slurm expands %j, %x, ... in --output: a literal '%' of the folder is written '%%'
         folder = str(out_dir).replace("%", "%%")
@@ -123,11 +123,11 @@ def submit(plan: LaunchPlan, backend: str | None, options: JobOptions, out: Path
 
     if plan.train_command and not plan.train_command[0].startswith("-"):
         note_input(plan.train_command[0], "training script")  # the job folder never replaces it
-    # ./JOB_NAME (or --out) is written only if absent, empty or written by dsctl: never a folder of the user's
+    # ./JOB_NAME (or --out-dir) is written only if absent, empty or written by dsctl: never a folder of the user's
     # Slurm writes the job's log (JOB-%j.out) into the folder: the manifest declares it, so re-submitting the
     # same job into it is accepted, and the logs of earlier runs are moved into the new folder, never deleted
     logs = [f"{glob.escape(options.job_name)}-*.out"] if backend == "slurm" else []
-    write_files(out_dir, files, option="--out" if out is not None else "--job-name folder", job_outputs=logs)
+    write_files(out_dir, files, option="--out-dir" if out is not None else "--job-name folder", job_outputs=logs)
     job_path = out_dir / JOB_FILE[backend]
     base = LaunchRun(backend=backend, job_name=spec.job_name, layout=plan.layout.describe(),
                      world_size=plan.world_size, out_dir=str(out_dir), files=tuple(sorted(files)), command=(),
@@ -169,7 +169,7 @@ def _slurm(base: LaunchRun, job_path: Path, *, wait: bool, wait_timeout_s: float
 
     status = slurm_runner.wait(job_id, timeout_s=wait_timeout_s, on_poll=on_poll)
     ok = status.state == "COMPLETED"
-    message = None if status.final else f"still {status.state} after --wait-timeout {wait_timeout_s:g} s"
+    message = None if status.final else f"still {status.state} after --wait-timeout-s {wait_timeout_s:g} s"
     return replace(base, command=command, state=status.state, job_id=job_id,
                      job_exit_code=status.exit_code, log_path=status.log_path,
                      elapsed_s=round(time.monotonic() - started, 1), message=message,

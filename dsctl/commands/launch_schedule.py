@@ -22,11 +22,11 @@ def schedule(
     micro_batches: Annotated[
         int, typer.Option("--micro-batches", help="Micro-batches per step (DualPipe: both directions).")
     ] = 20,
-    f: Annotated[float, typer.Option("--f", help="Forward cost of one chunk (any time unit).")] = 1.0,
-    b: Annotated[float, typer.Option("--b", help="Full backward cost (input + weight gradient).")] = 2.0,
-    w: Annotated[float, typer.Option("--w", help="Weight-gradient part of the backward (I = B - W).")] = 1.0,
+    f: Annotated[float, typer.Option("--f-cost", help="Forward cost of one chunk (any time unit).")] = 1.0,
+    b: Annotated[float, typer.Option("--b-cost", help="Full backward cost (input + weight gradient).")] = 2.0,
+    w: Annotated[float, typer.Option("--w-cost", help="Weight-gradient part of the backward (I = B - W).")] = 1.0,
     fb: Annotated[
-        float | None, typer.Option("--fb", help="Overlapped forward+backward cost; default F+B.")
+        float | None, typer.Option("--fb-cost", help="Overlapped forward+backward cost; default F+B.")
     ] = None,
     comm_model: Annotated[
         str, typer.Option("--comm-model", help="ideal (README figures) or batched (the DualPipe code's "

@@ -38,7 +38,7 @@ def size_cmd(
                                               "published 180-node read test).")] = 0.81,
     dataset: Annotated[str | None, typer.Option("--dataset", help="Data to store, e.g. '5 PiB'.")] = None,
     checkpoint: Annotated[str | None, typer.Option("--checkpoint", help="Checkpoint size, e.g. '10 TiB'.")] = None,
-    checkpoint_seconds: Annotated[float | None, typer.Option("--checkpoint-seconds", help="Time budget to write "
+    checkpoint_seconds: Annotated[float | None, typer.Option("--checkpoint-time-s", help="Time budget to write "
                                                              "one checkpoint.")] = None,
     read_per_client: Annotated[str | None, typer.Option("--read-per-client", help="Read rate each client needs, "
                                                         "e.g. '20 GiB/s'.")] = None,
@@ -86,7 +86,7 @@ def chains_cmd(
     nodes: Annotated[int, typer.Option("--nodes", "-N", help="Storage nodes (services) in the table.")],
     ssds_per_node: Annotated[int, typer.Option("--ssds-per-node", "-d", help="SSDs (disk indexes) per node.")],
     replication: Annotated[int, typer.Option("--replication", "-k", help="Targets per chain.")] = 3,
-    targets_per_ssd: Annotated[int | None, typer.Option("--targets-per-ssd", "-r", help="Targets per SSD "
+    targets_per_ssd: Annotated[int | None, typer.Option("--targets-per-ssd", help="Targets per SSD "
                                                         "(default: picked for balance).")] = None,
     chain_table_id: Annotated[int, typer.Option("--chain-table-id", help="Chain table id for the upload "
                                                 "commands.")] = 1,
@@ -98,7 +98,7 @@ def chains_cmd(
                                                          "e.g. 1MB (repeatable).")] = None,
     no_rotate: Annotated[bool, typer.Option("--no-rotate", help="Keep members in ascending node order, as the "
                                             "upstream tool does.")] = False,
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the four 3FS files and pair_share.svg "
+    out: Annotated[Path | None, typer.Option("--out-dir", help="Write the four 3FS files and pair_share.svg "
                                              "here.")] = None,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
@@ -145,7 +145,7 @@ def expand_cmd(
     source: Annotated[Path, typer.Option("--from", help="Folder with the current four chain-table files.")],
     add_nodes: Annotated[int, typer.Option("--add-nodes", help="Storage nodes (services) to add; their ids "
                                            "follow the highest current node id.")],
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the new table, the new chains alone and "
+    out: Annotated[Path | None, typer.Option("--out-dir", help="Write the new table, the new chains alone and "
                                              "the migration runbook here.")] = None,
     target_bytes: Annotated[str | None, typer.Option("--target-bytes", help="Data in each current target, e.g. "
                                                      "'1.2 TiB' (default: SSD capacity x --used / targets per "
@@ -194,7 +194,7 @@ def doctor_cmd(
 
 
 def _write_out(result: Any, out: Path | None) -> Any:
-    """Write ``result.files_text`` into ``--out`` (all or nothing) and record where; unchanged without --out."""
+    """Write ``result.files_text`` into ``--out-dir`` (all or nothing) and record where; unchanged without --out-dir."""
     if out is None:
         return result
     from dsctl.output.files import write_files

@@ -40,7 +40,7 @@ def plan(
                                                    "e.g. p{plane}-spine{spine:02d}.")] = None,
     core_name: Annotated[str | None, typer.Option("--core-name", help="Core name template "
                                                   "(ft3), e.g. p{plane}-core{core:04d}.")] = None,
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write cabling.csv, switches.csv, plan.json, "
+    out: Annotated[Path | None, typer.Option("--out-dir", help="Write cabling.csv, switches.csv, plan.json, "
                                              "topology.dot, topology.conf, topology.yaml, topology.svg, "
                                              "expected-plane<P>.ibnet, expected-plane<P>.topo (ibdiagnet -t) "
                                              "and ibnl/ here.")] = None,
@@ -107,7 +107,7 @@ def _dump_files(paths: list[Path]) -> list[Path]:
 
 @app.command("verify")
 def verify(
-    plan_dir: Annotated[Path, typer.Argument(help="Folder written by 'topology plan --out' (or its plan.json).")],
+    plan_dir: Annotated[Path, typer.Argument(help="Folder written by 'topology plan --out-dir' (or its plan.json).")],
     observed: Annotated[list[Path], typer.Argument(help="ibnetdiscover output (default or -p), an ibdiagnet "
                                                    "topology file, or a links CSV (a_device,a_port,b_device,"
                                                    "b_port); one per plane, or a folder of them.")],
@@ -133,7 +133,8 @@ def verify(
 
     plan_file = plan_dir / "plan.json" if plan_dir.is_dir() else plan_dir
     if plan_dir.is_dir() and not plan_file.exists():
-        raise InputError(f"PLAN_DIR {plan_dir} has no plan.json", hint="write one with 'dsctl topology plan --out DIR'")
+        raise InputError(f"PLAN_DIR {plan_dir} has no plan.json",
+                         hint="write one with 'dsctl topology plan --out-dir DIR'")
     if record_guids is not None and not (record_guids.parent if str(record_guids.parent) else Path(".")).is_dir():
         raise InputError(f"--record-guids {record_guids}: folder {record_guids.parent} does not exist")
     plan_text = read_text_input(plan_file, "PLAN_DIR")
@@ -153,7 +154,7 @@ def verify(
 
 @app.command("simulate")
 def simulate(
-    plan_dir: Annotated[Path, typer.Argument(help="Folder written by 'topology plan --out' (or its plan.json).")],
+    plan_dir: Annotated[Path, typer.Argument(help="Folder written by 'topology plan --out-dir' (or its plan.json).")],
     workload: Annotated[str, typer.Option("--workload", help="alltoall, permutation, allreduce, allgather, "
                                           "reducescatter, ep-dispatch or ep-combine.")] = "alltoall",
     routing: Annotated[str, typer.Option("--routing", help="static (by destination), ecmp (per-flow hash) or "
@@ -164,7 +165,7 @@ def simulate(
     fail: Annotated[list[str] | None, typer.Option("--fail", help="Fail a switch (name) or a cable "
                                                     "(DEVICE:PORT of either end); repeatable.")] = None,
     fail_random: Annotated[int, typer.Option("--fail-random", help="Fail N random switch-to-switch cables.")] = 0,
-    jobs: Annotated[Path | None, typer.Option("--jobs", help="YAML/JSON list of jobs (name, workload, nodes or "
+    jobs: Annotated[Path | None, typer.Option("--jobs-file", help="YAML/JSON list of jobs (name, workload, nodes or "
                                               "node_range, size, ...) run at the same time.")] = None,
     group_size: Annotated[int, typer.Option("--group-size", help="Ring collective group size (e.g. TP 8/4/2).")]
     = 8,
@@ -173,7 +174,7 @@ def simulate(
     nodes: Annotated[int | None, typer.Option("--nodes", "-N", help="Use the first N nodes (default: all).")] = None,
     model: Annotated[str, typer.Option("--model", "-m", help="Model profile for ep-dispatch/ep-combine.")]
     = "deepseek-v3",
-    tokens: Annotated[int, typer.Option("--tokens", help="Tokens per GPU for ep-dispatch/ep-combine.")] = 4096,
+    tokens: Annotated[int, typer.Option("--tokens-per-gpu", help="Tokens per GPU for ep-dispatch/ep-combine.")] = 4096,
     ep: Annotated[int | None, typer.Option("--ep", help="EP group size in GPUs (whole nodes; groups on "
                                            "consecutive nodes run at once, as in a launch layout; default: "
                                            "all GPUs).")] = None,
@@ -208,7 +209,8 @@ def simulate(
         raise InputError("--eplb-plan and --stats go together (a placement and the statistics it was made from)")
     plan_file = plan_dir / "plan.json" if plan_dir.is_dir() else plan_dir
     if plan_dir.is_dir() and not plan_file.exists():
-        raise InputError(f"PLAN_DIR {plan_dir} has no plan.json", hint="write one with 'dsctl topology plan --out DIR'")
+        raise InputError(f"PLAN_DIR {plan_dir} has no plan.json",
+                         hint="write one with 'dsctl topology plan --out-dir DIR'")
     plan_text = read_text_input(plan_file, "PLAN_DIR")
     profile_name, bisection = sim.plan_facts(plan_text, str(plan_file))
     store = profile_store()
@@ -241,11 +243,11 @@ def simulate(
     if jobs is not None:
         from dsctl.profiles.textyaml import load_yaml
 
-        jobs_doc = load_yaml(read_text_input(jobs, "--jobs"), f"--jobs {jobs}")
+        jobs_doc = load_yaml(read_text_input(jobs, "--jobs-file"), f"--jobs-file {jobs}")
     if ep is not None and ep < 1:
         raise InputError(f"--ep must be at least 1 GPU, got {ep}")
     work = sim.Workload(workload, workload, size_bytes, node_ids, group_size, group_stride, tokens, share, ep)
-    request = sim.SimRequest(work, routing, seed, tuple(fail or ()), fail_random, jobs_doc, f"--jobs {jobs}",
+    request = sim.SimRequest(work, routing, seed, tuple(fail or ()), fail_random, jobs_doc, f"--jobs-file {jobs}",
                              ep_model, svg_plane if svg is not None else None, reflow, node.nic_efficiency)
     from dsctl.output.progress import progress
 

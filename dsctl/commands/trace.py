@@ -148,7 +148,7 @@ def overlap_cmd(
     nodes: Annotated[str | None, typer.Option("--nodelist", "-w",
                                               help="--slurm: Slurm hostlist, e.g. node[001-256].")] = None,
     dsctl_path: Annotated[str, typer.Option("--dsctl", help="--slurm: dsctl as the nodes run it.")] = "dsctl",
-    node_timeout: Annotated[float, typer.Option("--node-timeout", min=1, max=86400,
+    node_timeout: Annotated[float, typer.Option("--node-timeout-s", min=1, max=86400,
                                                 help="--slurm: seconds each node may take.")] = 600.0,
     partition: Annotated[str | None, typer.Option("--partition", help="--slurm: Slurm partition.")] = None,
     fmt: FormatOpt = OutputFormat.table,
@@ -219,11 +219,11 @@ def stragglers_cmd(
     compute_pattern: ComputeOpt = None,
     top: Annotated[int, typer.Option("--top", min=1, max=1000, help="Rows per table.")] = 10,
     ranks: Annotated[Path | None, typer.Option("--ranks", help="The job's rank map (ranks.csv, or the folder "
-                                               "that 'dsctl launch --out' wrote): put each rank in its place "
+                                               "that 'dsctl launch --out-dir' wrote): put each rank in its place "
                                                "(node, GPU, PP stage, EP/DP group) and look for concentrations."
                                                )] = None,
     plan: Annotated[Path | None, typer.Option("--plan", help="With --ranks: the fabric plan (plan.json, or the "
-                                              "folder of 'dsctl topology plan --out'): adds node names, NIC, "
+                                              "folder of 'dsctl topology plan --out-dir'): adds node names, NIC, "
                                               "plane and leaf switch.")] = None,
     jobs: JobsOpt = None,
     max_bytes: MaxBytesOpt = _MAX_BYTES,
@@ -256,9 +256,9 @@ def timeline_cmd(
     traces: TracesArg,
     out: Annotated[Path, typer.Option("--out", "-o", help="SVG file to write.")],
     step: StepOpt = None,
-    from_us: Annotated[float | None, typer.Option("--from", min=0, max=1e12, help="Start, in µs after the window "
+    from_us: Annotated[float | None, typer.Option("--from-us", min=0, max=1e12, help="Start, in µs after the window "
                                                   "start (the step's first kernel, or the trace's).")] = None,
-    to_us: Annotated[float | None, typer.Option("--to", min=0, max=1e12, help="End, in µs after the window start.")]
+    to_us: Annotated[float | None, typer.Option("--to-us", min=0, max=1e12, help="End, in µs after the window start.")]
     = None,
     comm_pattern: CommOpt = None,
     add_comm_pattern: AddCommOpt = None,
@@ -275,7 +275,7 @@ def timeline_cmd(
 
     _check_out(out, "--out")
     if from_us is not None and to_us is not None and to_us <= from_us:
-        raise InputError(f"--from {from_us:g} --to {to_us:g}: --to must be after --from")
+        raise InputError(f"--from-us {from_us:g} --to-us {to_us:g}: --to-us must be after --from-us")
     classifier = _classifier(comm_pattern, add_comm_pattern, compute_pattern)
     paths = expand(traces)
     if len(paths) > MAX_LANES:  # every file draws a lane or more: refuse before reading any

@@ -61,7 +61,7 @@ def _check_fabric(fabric: Fabric, num_gpus: int, num_nodes: int) -> int:
     per_node = int(planned.number("num_gpus_per_node", 0))
     if per_node < 1:
         raise InputError(f"--plan {fabric.plan_name}: spec.num_gpus_per_node is missing",
-                         hint="regenerate it with 'dsctl topology plan --out DIR'")
+                         hint="regenerate it with 'dsctl topology plan --out-dir DIR'")
     total = per_node * len(planned.nodes)
     nodes = f"{len(planned.nodes)} node{'s' if len(planned.nodes) != 1 else ''}"
     if num_gpus > total:

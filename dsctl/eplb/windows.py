@@ -76,7 +76,7 @@ def replay_windows(
     if not 0.0 <= min_gain < 1.0:  # NaN fails both comparisons: refused too
         raise InputError(f"--min-gain {min_gain} must be in [0, 1) (a relative drop of the summed max GPU load)")
     if not intervals or any(i < 1 for i in intervals):
-        raise InputError(f"--interval values must be >= 1, got {list(intervals)}")
+        raise InputError(f"--interval-windows values must be >= 1, got {list(intervals)}")
     checked = [check_weight(w, f"window {i}")[0] for i, w in enumerate(windows)]
     shapes = {w.shape for w in checked}
     if len(shapes) != 1:

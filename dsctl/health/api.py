@@ -153,7 +153,7 @@ def run_checks(snap: NodeSnapshot, exp: Expectations, *, areas: Iterable[str] = 
             continue
         if check.rate and snap.interval_s == 0:
             findings.append(Finding(check_id, Severity.SKIP, "node", "one sample", "two samples",
-                                    f"{title}: not measured (--interval 0 takes one sample; rates need two)"))
+                                    f"{title}: not measured (--interval-s 0 takes one sample; rates need two)"))
             continue
         if check.needs_links and not has_links:
             findings.append(Finding(check_id, Severity.SKIP, "node", "no NVLink", "-", f"{title}: no NVLinks"))

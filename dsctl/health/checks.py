@@ -25,7 +25,7 @@ class Check:
 
     ``needs_links``: SKIP without an NVLink; ``needs_ports``: SKIP without a compute RDMA port; ``needs_gpus``: an
     RDMA check about the GPUs (affinity, GPUDirect, IBGDA), SKIP when NVML did not list them; ``rate``: measured
-    on counter deltas, SKIP with one sample (``--interval 0``); ``roce_only``: left out unless a compute port is
+    on counter deltas, SKIP with one sample (``--interval-s 0``); ``roce_only``: left out unless a compute port is
     Ethernet; ``retirement_only``: left out unless a GPU reports retired pages (pre-Ampere).
     """
 

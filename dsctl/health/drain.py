@@ -1,5 +1,5 @@
 """Draining nodes safely: one home for every dsctl command that drains (``health fleet``, ``health check
---slurm``, ``health burn-in``).
+--slurm-healthcheck``, ``health burn-in``).
 
 Rules:
 

@@ -37,7 +37,7 @@ def sample_node(gpus: GpuBackend | None, rdma: RdmaSource | None, interval_s: fl
     recorded in ``NodeSnapshot.nvml`` (a G1 finding) instead.
     """
     if interval_s < 0:
-        raise InputError(f"--interval must be 0 (one sample) or a positive number of seconds, got {interval_s}")
+        raise InputError(f"--interval-s must be 0 (one sample) or a positive number of seconds, got {interval_s}")
     gpu_list = []
     driver: str | Unavailable = Unavailable("unsupported", "NOT_SAMPLED", "nvml")
     count: int | Unavailable = Unavailable("unsupported", "NOT_SAMPLED", "nvml")

@@ -16,7 +16,7 @@ from dsctl.health.record.format import check_record_numbers, normalize
 
 #: counters are sampled twice this far apart; longer is a typo (the command would just wait)
 MAX_INTERVAL_S = 3600.0
-#: seconds between the two counter samples on a live node when --interval is not given
+#: seconds between the two counter samples on a live node when --interval-s is not given
 DEFAULT_LIVE_INTERVAL_S = 10.0
 
 
@@ -67,7 +67,7 @@ class SourceChoice:
 
 def check_interval(interval_s: float | None) -> None:
     if interval_s is not None and not 0 <= interval_s <= MAX_INTERVAL_S:  # also rejects nan
-        raise InputError(f"--interval must be 0 (one sample, rate checks skipped) or a number of seconds up to "
+        raise InputError(f"--interval-s must be 0 (one sample, rate checks skipped) or a number of seconds up to "
                          f"{MAX_INTERVAL_S:g}, got {interval_s:g}")
 
 
@@ -82,7 +82,7 @@ def choose_source(*, record_name: str | None = None, read_record: Callable[[], A
                          hint="a record carries its own sysfs view; drop --sysfs-root")
     if record_name is not None:
         if interval_s is not None and interval_s != 0:
-            raise InputError("--interval does not apply to --from-record (except 0: replay the first sample only)",
+            raise InputError("--interval-s does not apply to --from-record (except 0: replay the first sample only)",
                              hint="the record carries the interval its two counter samples were taken apart "
                                   "(interval_s)")
         source = f"--from-record {record_name}"

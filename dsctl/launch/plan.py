@@ -125,7 +125,7 @@ class LaunchPlan:
     token_budget: TokenBudget | None = None
 
     def layout_file(self) -> dict[str, Any]:
-        """Content of ``layout.json`` (``--out``)."""
+        """Content of ``layout.json`` (``--out-dir``)."""
         return {
             "model": self.model, "node_profile": self.node_profile, "num_nodes": self.num_nodes,
             "gpus_per_node": self.gpus_per_node, "world_size": self.world_size,

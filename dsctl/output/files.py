@@ -8,8 +8,8 @@ The rule (also in docs/reliability.md, Limits, and docs/architecture.md):
   is replaced (as ``cp`` or ``sort -o`` would); no ``--force`` is needed or offered.
 * **An output is never one of the command's own inputs**: every file read through :mod:`dsctl.inputs` (and any
   path a command passes to :func:`dsctl.inputs.note_input`) is remembered by device and inode; a file target that
-  is one of them, or an ``--out DIR`` that holds one, is refused (exit 2) before anything is written.
-* **A folder target** (``--out DIR``, ``launch --submit``'s ``./JOB_NAME``) is built whole in a sibling temporary
+  is one of them, or an ``--out-dir DIR`` that holds one, is refused (exit 2) before anything is written.
+* **A folder target** (``--out-dir DIR``, ``launch --submit``'s ``./JOB_NAME``) is built whole in a sibling temporary
   folder and swapped in with one rename. ``DIR`` may already exist only if dsctl wrote it: it then holds
   :data:`MANIFEST_NAME` (tool, version, command, the files written) and nothing that manifest does not list. A
   folder without one, or holding anything else (a file added later, a job's log, a symbolic link), is foreign and
@@ -63,7 +63,7 @@ from dsctl.errors import InputError
 from dsctl.inputs import INPUTS_READ
 from dsctl.names import ascii_digits
 
-#: the file dsctl leaves in every --out folder: how a later run recognises a folder it may replace
+#: the file dsctl leaves in every --out-dir folder: how a later run recognises a folder it may replace
 MANIFEST_NAME = ".dsctl-manifest.json"
 _MANIFEST_MAX_BYTES = 4 * 1024**2
 #: one output: (target path, content, option naming it in errors or None)
@@ -239,7 +239,7 @@ def _umask() -> int:
     return current
 
 
-#: sibling kept of the folder an ``--out DIR`` run replaced (one generation; the one before is deleted)
+#: sibling kept of the folder an ``--out-dir DIR`` run replaced (one generation; the one before is deleted)
 PREV_SUFFIX = ".prev"
 _AT_FDCWD = -100
 _RENAME_EXCHANGE = 2
@@ -471,7 +471,7 @@ def _check_prev(prev: Path, out_dir: Path, option: str) -> None:
 
 
 def _check_out_dir(out_dir: Path, option: str) -> Path:
-    """Refuse an ``--out`` folder dsctl may not replace (see the module docstring); returns its parent."""
+    """Refuse an ``--out-dir`` folder dsctl may not replace (see the module docstring); returns its parent."""
     here = Path.cwd().resolve()
     target = out_dir.resolve()
     if target == here or target in here.parents or out_dir.name in ("", ".", ".."):
@@ -516,7 +516,7 @@ def _carry(names: Sequence[str], src: Path, dst: Path) -> list[str]:
 
 
 @contextmanager
-def staged_directory(out_dir: Path, option: str = "--out", job_outputs: Sequence[str] = ()) -> Iterator[Path]:
+def staged_directory(out_dir: Path, option: str = "--out-dir", job_outputs: Sequence[str] = ()) -> Iterator[Path]:
     """Yield an empty sibling temporary folder; on success it replaces ``out_dir`` in one rename.
 
     ``out_dir`` may exist only as a folder dsctl wrote (or an empty one); the folder replaced is kept as
@@ -557,7 +557,7 @@ def _old_job_outputs(out_dir: Path) -> tuple[list[str], list[str]]:
     return used, logs
 
 
-def write_files(out_dir: Path, files: Mapping[str, str | bytes], option: str = "--out",
+def write_files(out_dir: Path, files: Mapping[str, str | bytes], option: str = "--out-dir",
                 job_outputs: Sequence[str] = ()) -> list[Path]:
     """Write several files into ``out_dir`` all-or-nothing; returns their final paths.
 

@@ -1,4 +1,4 @@
-"""Views of ``dsctl health burn-in``: the table, the Prometheus textfile, the files of ``--out``."""
+"""Views of ``dsctl health burn-in``: the table, the Prometheus textfile, the files of ``--out-dir``."""
 
 from __future__ import annotations
 
@@ -104,7 +104,7 @@ def prometheus_text(result: BurninResult, now_s: float) -> str:
 
 
 def out_files(result: BurninResult, json_text: str, prom_text: str) -> dict[str, str]:
-    """The files of ``--out DIR``: burnin.json, the Prometheus text, one SVG per plane."""
+    """The files of ``--out-dir DIR``: burnin.json, the Prometheus text, one SVG per plane."""
     files = {"burnin.json": json_text, TEXTFILE_NAME: prom_text}
     for plane, svg in result.svgs.items():
         files[f"plane{plane}.svg"] = svg

@@ -109,7 +109,7 @@ def _chains(result: ChainsResult) -> Iterable[RenderableType]:
         for i, step in enumerate(r.upload):
             yield f"  {i}. {step}"
     else:
-        yield "no files written (give --out DIR)"
+        yield "no files written (give --out-dir DIR)"
 
 
 @table_renderer(CheckResult)
@@ -181,7 +181,7 @@ def _expand(result: ExpandResult) -> Iterable[RenderableType]:
         yield ("order: create_new_chain_targets_cmd.txt, upload-chains new_chains.csv, upload-chain-table "
                "generated_chain_table.csv (new version), then migration_steps.txt wave by wave")
     else:
-        yield "no files written (give --out DIR)"
+        yield "no files written (give --out-dir DIR)"
 
 
 MAX_FINDING_ROWS = 30

@@ -135,7 +135,7 @@ def slurm_measure(options: ProbeOptions) -> Callable[[SimGraph], Measure]:
     from dsctl.runners.fleet import run_on_nodes
 
     if options.backend not in ("gloo", "nccl"):
-        raise InputError(f"--backend {options.backend!r}: use gloo or nccl")
+        raise InputError(f"--transport {options.backend!r}: use gloo or nccl")
     base = PORT_LOW + secrets.randbelow(PORT_SPAN)
 
     def factory(graph: SimGraph) -> Measure:

@@ -14,7 +14,7 @@ from dsctl.runners.process import capture, require
 from dsctl.runners.slurm_nodes import last_line, scontrol_field
 
 SBATCH_HINT = ("install Slurm's client tools (Debian: apt-get install slurm-client) on a host that can reach "
-               "slurmctld, or use --out DIR without --submit and run 'sbatch DIR/job.sbatch' there")
+               "slurmctld, or use --out-dir DIR without --submit and run 'sbatch DIR/job.sbatch' there")
 
 #: job states after which a job never runs again (squeue/scontrol words)
 FINAL_STATES = frozenset({"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY",

@@ -151,14 +151,14 @@ def _validate(p: StorageProfile, s: SizingInputs) -> None:
     if not 0 < s.efficiency <= 1:
         raise InputError(f"--efficiency {s.efficiency} must be in (0, 1]")
     if (s.checkpoint_bytes is None) != (s.checkpoint_budget_s is None):
-        raise InputError("--checkpoint (or --checkpoint-model) and --checkpoint-seconds go together; give both or "
+        raise InputError("--checkpoint (or --checkpoint-model) and --checkpoint-time-s go together; give both or "
                          "neither")
     for option, rate in (("--read", s.read_bytes_per_s), ("--write", s.write_bytes_per_s),
                          ("--recovery-rate", s.recovery_bytes_per_s)):
         if rate is not None and not 0 < rate < 1e18:
             raise InputError(f"{option} must be a positive rate below 1 EB/s")
     if s.checkpoint_budget_s is not None and not 0 < s.checkpoint_budget_s < 1e9:
-        raise InputError(f"--checkpoint-seconds {s.checkpoint_budget_s} must be a positive number of seconds")
+        raise InputError(f"--checkpoint-time-s {s.checkpoint_budget_s} must be a positive number of seconds")
     if s.read_per_client_bytes_per_s is not None and s.num_clients is None:
         raise InputError("--read-per-client needs --clients (how many client nodes read at that rate)")
     if p.num_ssds < 1 or p.ssd_capacity_bytes <= 0:
@@ -236,7 +236,7 @@ def _targets(p: StorageProfile, s: SizingInputs, read: Ceiling, write: Ceiling, 
     if s.checkpoint_bytes is not None and s.checkpoint_budget_s is not None:
         need = s.checkpoint_bytes / s.checkpoint_budget_s
         if client_total is not None and need > client_total:
-            raise InputError(f"--checkpoint-seconds {s.checkpoint_budget_s:g} cannot be met by any number of "
+            raise InputError(f"--checkpoint-time-s {s.checkpoint_budget_s:g} cannot be met by any number of "
                              f"storage nodes: {s.num_clients} clients can send at most {client_total / 1e9:,.1f} GB/s; "
                              "allow more time or more --clients")
         seconds = s.checkpoint_bytes / write.bytes_per_s
@@ -281,7 +281,7 @@ def smallest_cluster(p: StorageProfile, s: SizingInputs) -> SizingResult:
     if all(x is None for x in (s.dataset_bytes, s.checkpoint_bytes, s.read_per_client_bytes_per_s,
                                s.read_bytes_per_s, s.write_bytes_per_s)):
         raise InputError("give --nodes, or at least one need (--dataset, --read, --write, --read-per-client, "
-                         "--checkpoint/--checkpoint-model with --checkpoint-seconds) to size the smallest cluster")
+                         "--checkpoint/--checkpoint-model with --checkpoint-time-s) to size the smallest cluster")
     guess = max(s.replication, 2)
     for _ in range(64):
         result = size(p, replace(s, num_nodes=guess))

@@ -66,8 +66,9 @@ def rank_lanes(trace: TraceData, index: int, classifier: Classifier, step: int |
     a = lo + (from_us or 0.0)
     b = min(hi, lo + to_us) if to_us is not None else hi
     if b <= a:
-        raise InputError(f"--from/--to: the window [{from_us or 0:g}, {to_us if to_us is not None else hi - lo:g}] "
-                         f"us is empty for {trace.source} (its window lasts {hi - lo:,.3f} us)")
+        raise InputError(f"--from-us/--to-us: the window [{from_us or 0:g}, "
+                         f"{to_us if to_us is not None else hi - lo:g}] us is empty for {trace.source} "
+                         f"(its window lasts {hi - lo:,.3f} us)")
     sel &= (table.end_us > a) & (table.start_us < b)
     codes, _ = classify_names(table.names, classifier)
     cls = codes[table.name_code]
@@ -82,7 +83,8 @@ def rank_lanes(trace: TraceData, index: int, classifier: Classifier, step: int |
     groups = runs(np.flatnonzero(sel), table.device, table.stream)
     if len(groups) > MAX_LANES:
         raise InputError(f"{trace.source}: {len(groups):,} lanes (device x stream); at most {MAX_LANES:,} fit one "
-                         "picture", hint="give fewer trace files, or draw one step (--step) or window (--from/--to)")
+                         "picture",
+                         hint="give fewer trace files, or draw one step (--step) or window (--from-us/--to-us)")
     lanes = []
     for on in groups:
         kind = cls[on]

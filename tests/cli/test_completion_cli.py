@@ -179,7 +179,7 @@ def test_every_option_whose_help_lists_its_values_completes_them() -> None:
             missing.append((path, param.opts[0]))
     assert missing == []
     # two-value lists count too ("prefill or decode", "gloo (CPU, TCP) or nccl (GPUs)")
-    assert {("eplb replay", "--deployment"), ("health burn-in", "--backend"), ("health check", "--fail-on"),
+    assert {("eplb replay", "--deployment"), ("health burn-in", "--transport"), ("health check", "--fail-on"),
             ("eplb budget", "--policy"), ("topology plan", "--kind")} <= listed
     by_key = {(path, opt): param for path, param in options for opt in getattr(param, "opts", [])}
     for key, source in CHOICE_OPTIONS.items():
@@ -198,7 +198,7 @@ def test_profiles_dir_on_the_command_line_completes_its_profiles(complete: Calla
 
 
 @pytest.mark.parametrize(("line", "expected"), [
-    ("dsctl health burn-in --backend ", ["gloo", "nccl"]),
+    ("dsctl health burn-in --transport ", ["gloo", "nccl"]),
     ("dsctl eplb replay --deployment d", ["decode"]),
     ("dsctl eplb budget --policy g", ["global"]),
     ("dsctl health check --fail-on w", ["warn"]),

@@ -26,7 +26,7 @@ NEEDS = {
     "pip install": "installs dsctl itself (the test runs this checkout's dsctl)",
     "ibnetdiscover": "a live InfiniBand fabric",
     "dsctl health check --node-profile": "live NVML on a GPU node",
-    "dsctl health check --slurm": "Slurm's HealthCheckProgram on a GPU node",
+    "dsctl health check --slurm-healthcheck": "Slurm's HealthCheckProgram on a GPU node",
     "dsctl health check --textfile-dir": "live NVML on a GPU node",
     "dsctl health record": "live NVML on a GPU node (and it would overwrite the shipped node.yaml)",
     "dsctl health show  ": "live NVML and sysfs of a GPU node",

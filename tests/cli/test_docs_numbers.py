@@ -27,7 +27,7 @@ NUMBER = re.compile(r"(?<![\w.,])(\d[\d,]*(?:\.\d+)?) ?(" + _UNIT + r")(?![\w/])
 #: command prefix -> why it does not run here
 NEEDS = {
     "dsctl health fleet": "Slurm (srun)",
-    "dsctl health check --slurm": "Slurm (scontrol) on a node",
+    "dsctl health check --slurm-healthcheck": "Slurm (scontrol) on a node",
     "dsctl health record": "live NVML",
     "dsctl --profiles-dir cpu launch": "the CI Slurm cluster (docs/launch-run.md, real runs)",
     "dsctl launch --nodes 256 --backend slurm --job-name v3 --submit": "Slurm (sbatch)",

@@ -201,7 +201,7 @@ def test_previous_reports_replicas_moved(cli: Callable, readme: Path, tmp_path: 
 
 def test_previous_with_plan_times_the_moves(cli: Callable, v3_stats: Path, tmp_path: Path) -> None:
     fabric = tmp_path / "fabric"
-    assert cli("topology", "plan", "-N", "2", "--out", fabric).exit_code == 0
+    assert cli("topology", "plan", "-N", "2", "--out-dir", fabric).exit_code == 0
     args = ("-r", "288", "-g", "16", "-N", "2", "-m", "deepseek-v3")
     before = tmp_path / "before.json"
     rng = np.random.default_rng(1)
@@ -228,7 +228,7 @@ def test_previous_with_plan_times_the_moves(cli: Callable, v3_stats: Path, tmp_p
         assert fast_point["moves"]["move_s"] <= slow_point["moves"]["move_s"] * (1 + 1e-9)
     assert any(f["moves"]["move_s"] < s["moves"]["move_s"] * 0.99 for s, f in zip(data["points"], fast, strict=True))
     small = tmp_path / "one"
-    assert cli("topology", "plan", "-N", "1", "--out", small).exit_code == 0
+    assert cli("topology", "plan", "-N", "1", "--out-dir", small).exit_code == 0
     bad = cli("eplb", "rebalance", v3_stats, *args, "--previous", before, "--plan", small)
     assert bad.exit_code == 2 and "has 8 GPUs (1 node x 8); the placement spans 16" in bad.stderr
 
@@ -383,8 +383,8 @@ def test_prove_replay_budget_and_sglang_dump(cli: Callable, tmp_path: Path) -> N
         windows.append(tmp_path / f"w{t}.npy")
         np.save(windows[-1], np.round(w))
         w = w * np.exp(0.2 * rng.standard_normal(w.shape))
-    rep = cli("eplb", "replay", *windows, "-r", "48", "-g", "8", "-N", "2", "--groups", "4", "--interval", "1",
-              "--interval", "2", "-f", "json")
+    rep = cli("eplb", "replay", *windows, "-r", "48", "-g", "8", "-N", "2", "--groups", "4", "--interval-windows", "1",
+              "--interval-windows", "2", "-f", "json")
     assert rep.exit_code == 0, rep.stderr
     assert [s["interval"] for s in rep.json()["scores"]] == [1, 2] and rep.json()["num_windows"] == 3
     bud = cli("eplb", "budget", windows[0], "--total-slots", "96", "-r", "48", "-g", "8", "-N", "1", "-f", "json")

@@ -39,14 +39,14 @@ def test_profile_file_name_cannot_reach_a_job_script(cli, tmp_path: Path, stem: 
     (models / f"{stem}.yaml").write_text(text)
     out = tmp_path / "job"
     res = cli("--profiles-dir", tmp_path / "profiles", "launch", "--nodes", "16", "--model", stem,
-              "--backend", "slurm", "--out", out, "--", "train.py")
+              "--backend", "slurm", "--out-dir", out, "--", "train.py")
     _bad(res, "not a valid profile name")
     assert not out.exists()
 
 
 @pytest.mark.parametrize("template", ["leaf#{leaf}", "leaf={leaf}", "p{plane}\x01{leaf}", "l'{leaf}{plane}"])
 def test_device_names_with_conf_or_control_characters_are_refused(cli, tmp_path: Path, template: str) -> None:
-    res = cli("topology", "plan", "--nodes", "16", "--leaf-name", template, "--out", tmp_path / "p")
+    res = cli("topology", "plan", "--nodes", "16", "--leaf-name", template, "--out-dir", tmp_path / "p")
     _bad(res, "--leaf-name")
     assert not (tmp_path / "p").exists()
 
@@ -56,7 +56,7 @@ def test_plan_exports_parse(cli, tmp_path: Path) -> None:
 
     out = tmp_path / "p"
     # switch names may hold ':@/' (node names may not: srun reads a --nodelist holding '/' as a file; issue 33)
-    assert cli("topology", "plan", "--nodes", "16", "--leaf-name", "p{plane}:l{leaf}@rack/a", "--out",
+    assert cli("topology", "plan", "--nodes", "16", "--leaf-name", "p{plane}:l{leaf}@rack/a", "--out-dir",
                out).exit_code == 0
     assert cli("topology", "plan", "--nodes", "16", "--node-name", "gpu:{n}@rack/a").exit_code == 2
     ET.parse(out / "topology.svg")
@@ -88,13 +88,13 @@ def test_400_digit_counts(cli, option: str) -> None:
 
 @pytest.mark.parametrize("value", ["1e308", "1.7e308"])
 def test_schedule_costs_that_overflow(cli, tmp_path: Path, value: str) -> None:
-    _bad(cli("launch", "schedule", "--f", value), "overflows")
-    _bad(cli("launch", "schedule", "--b", value, "--w", "1", "--svg", tmp_path / "s.svg"), "overflows")
+    _bad(cli("launch", "schedule", "--f-cost", value), "overflows")
+    _bad(cli("launch", "schedule", "--b-cost", value, "--w-cost", "1", "--svg", tmp_path / "s.svg"), "overflows")
     assert not (tmp_path / "s.svg").exists()
 
 
 def test_schedule_nan_option(cli) -> None:
-    _bad(cli("launch", "schedule", "--f", "nan"))
+    _bad(cli("launch", "schedule", "--f-cost", "nan"))
 
 
 @pytest.mark.parametrize("cell", [BIG, "1e400"])
@@ -217,30 +217,31 @@ def test_peak_memory_on_1gb_hostile_inputs(tmp_path: Path) -> None:
 
 def test_out_dir_is_swapped_whole_and_previous_kept(cli, tmp_path: Path) -> None:
     out = tmp_path / "plan"
-    assert cli("topology", "plan", "--nodes", "16", "--out", out).exit_code == 0
+    assert cli("topology", "plan", "--nodes", "16", "--out-dir", out).exit_code == 0
     first = (out / "plan.json").read_text()
-    assert cli("topology", "plan", "--nodes", "32", "--out", out).exit_code == 0
+    assert cli("topology", "plan", "--nodes", "32", "--out-dir", out).exit_code == 0
     assert (out / "plan.json").read_text() != first
     assert (tmp_path / "plan.prev" / "plan.json").read_text() == first
-    assert cli("topology", "plan", "--nodes", "64", "--out", out).exit_code == 0  # the dsctl .prev is replaced
+    assert cli("topology", "plan", "--nodes", "64", "--out-dir", out).exit_code == 0  # the dsctl .prev is replaced
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plan", "plan.prev"]
     # a file added to dsctl's folder makes it foreign: refused, nothing moved
     (out / "stale-from-another-run.csv").write_text("old")
     before = sorted(p.name for p in out.iterdir())
-    _bad(cli("topology", "plan", "--nodes", "16", "--out", out), "stale-from-another-run.csv", "not written by dsctl")
+    _bad(cli("topology", "plan", "--nodes", "16", "--out-dir", out), "stale-from-another-run.csv",
+         "not written by dsctl")
     assert sorted(p.name for p in out.iterdir()) == before
 
 
 def test_failed_run_changes_nothing(cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     out = tmp_path / "plan"
-    assert cli("topology", "plan", "--nodes", "16", "--out", out).exit_code == 0
+    assert cli("topology", "plan", "--nodes", "16", "--out-dir", out).exit_code == 0
     before = {str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*") if p.is_file()}
 
     def fail(stage: Path, target: Path) -> None:
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(files, "_swap_in", fail)
-    _bad(cli("topology", "plan", "--nodes", "32", "--out", out), "--out")
+    _bad(cli("topology", "plan", "--nodes", "32", "--out-dir", out), "--out-dir")
     assert {str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plan"]
 
@@ -261,7 +262,7 @@ def test_killed_run_temporaries_are_swept(cli, tmp_path: Path) -> None:
     left = tmp_path / f".plan.dsctl-{dead}-x1y2"
     left.mkdir()
     (left / "cabling.csv").write_text("half")
-    assert cli("topology", "plan", "--nodes", "16", "--out", tmp_path / "plan").exit_code == 0
+    assert cli("topology", "plan", "--nodes", "16", "--out-dir", tmp_path / "plan").exit_code == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plan"]
 
 
@@ -269,8 +270,8 @@ def test_out_cannot_be_the_current_folder(cli, tmp_path: Path, monkeypatch: pyte
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.chdir(work)
-    _bad(cli("topology", "plan", "--nodes", "16", "--out", "."), "current folder")
-    _bad(cli("launch", "layout", "--nodes", "16", "--out", ".."), "current folder")
+    _bad(cli("topology", "plan", "--nodes", "16", "--out-dir", "."), "current folder")
+    _bad(cli("launch", "layout", "--nodes", "16", "--out-dir", ".."), "current folder")
     assert list(work.iterdir()) == []
 
 
@@ -278,13 +279,13 @@ def test_out_cannot_be_the_current_folder(cli, tmp_path: Path, monkeypatch: pyte
 
 def test_bom_in_csv_inputs_is_accepted(cli, tmp_path: Path) -> None:
     plan = tmp_path / "plan"
-    assert cli("topology", "plan", "--nodes", "16", "--out", plan).exit_code == 0
+    assert cli("topology", "plan", "--nodes", "16", "--out-dir", plan).exit_code == 0
     links = tmp_path / "links.csv"
     links.write_bytes(b"\xef\xbb\xbf" + (plan / "cabling.csv").read_bytes())
     res = cli("topology", "verify", plan, links)
     assert res.exit_code == 0, res.stderr
     chains = tmp_path / "chains"
-    assert cli("storage", "chains", "--nodes", "6", "--ssds-per-node", "2", "--out", chains).exit_code == 0
+    assert cli("storage", "chains", "--nodes", "6", "--ssds-per-node", "2", "--out-dir", chains).exit_code == 0
     bom = tmp_path / "bom.csv"
     bom.write_bytes(b"\xef\xbb\xbf" + (chains / "generated_chains.csv").read_bytes())
     assert cli("storage", "check-chains", bom).exit_code == 0
@@ -319,7 +320,7 @@ def test_npy_stats_still_load(cli, tmp_path: Path) -> None:
 
 def test_chunk_size_with_a_trailing_newline_is_refused(cli, tmp_path: Path) -> None:
     res = cli("storage", "chains", "--nodes", "6", "--ssds-per-node", "2", "--chunk-size", "1MB\n",
-              "--out", tmp_path / "c")
+              "--out-dir", tmp_path / "c")
     _bad(res, "--chunk-size")
     assert not (tmp_path / "c").exists()
 

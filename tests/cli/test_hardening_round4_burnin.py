@@ -29,7 +29,7 @@ def plan16(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from tests.conftest import run_cli
 
     out = tmp_path_factory.mktemp("plan") / "p16"
-    assert run_cli("topology", "plan", "-N", "16", "--out", str(out)).exit_code == 0
+    assert run_cli("topology", "plan", "-N", "16", "--out-dir", str(out)).exit_code == 0
     return out
 
 
@@ -69,7 +69,7 @@ def test_a_plan_node_slurm_reads_as_many_nodes_is_refused_before_any_work(cli: C
     model = tmp_path / "m.json"
     model.write_text(json.dumps({**FAULT_MODEL, "faults": [{"node": "node0004", "rate": 0.0}]}))
     out = tmp_path / "out"
-    r = cli("health", "burn-in", str(plan), "--fabric-model", str(model), "--drain", "--out", str(out))
+    r = cli("health", "burn-in", str(plan), "--fabric-model", str(model), "--drain", "--out-dir", str(out))
     assert r.exit_code == 2, r.stdout
     line = one_error_line(r)
     assert "devices[4][0] (name)" in line and "plain node name" in line, line
@@ -95,12 +95,12 @@ def test_a_switch_name_with_an_escape_is_refused_and_svg_escapes_free_text(cli: 
     plan = renamed(plan16, tmp_path, "p0-leaf01", "p0-leaf\x1b01")
     model = tmp_path / "m.json"
     model.write_text(json.dumps(FAULT_MODEL))
-    r = cli("health", "burn-in", str(plan), "--fabric-model", str(model), "--out", str(tmp_path / "o"))
+    r = cli("health", "burn-in", str(plan), "--fabric-model", str(model), "--out-dir", str(tmp_path / "o"))
     assert r.exit_code == 2 and "a device name" in one_error_line(r)
     doc = json.loads((plan16 / "plan.json").read_text())
     doc["spec"]["kind"] = "mpft\x1b[2J<&"
     plan.write_text(json.dumps(doc))
-    r = cli("health", "burn-in", str(plan), "--fabric-model", str(model), "--out", str(tmp_path / "o"))
+    r = cli("health", "burn-in", str(plan), "--fabric-model", str(model), "--out-dir", str(tmp_path / "o"))
     assert r.exit_code == 0, r.stderr
     svg = (tmp_path / "o" / "plane0.svg").read_text()
     assert "\x1b" not in svg and "mpft\ufffd[2J&lt;&amp;" in svg
@@ -108,20 +108,20 @@ def test_a_switch_name_with_an_escape_is_refused_and_svg_escapes_free_text(cli: 
 
 
 def test_plan_name_template_making_all_is_refused_by_the_writer(cli: Cli, tmp_path: Path) -> None:
-    r = cli("topology", "plan", "-N", "16", "--node-name", "ALL", "--out", str(tmp_path / "p"))
+    r = cli("topology", "plan", "-N", "16", "--node-name", "ALL", "--out-dir", str(tmp_path / "p"))
     assert r.exit_code == 2 and "--node-name" in one_error_line(r)
 
 
 def test_out_dir_prev_as_the_input_is_never_deleted(cli: Cli, plan16: Path, tmp_path: Path) -> None:
     """Before: 'burn-in OUT.prev --out OUT' deleted OUT.prev (the input plan) to keep the old OUT there."""
     prev = tmp_path / "out.prev"
-    assert cli("topology", "plan", "-N", "16", "--out", str(prev)).exit_code == 0
+    assert cli("topology", "plan", "-N", "16", "--out-dir", str(prev)).exit_code == 0
     model = tmp_path / "m.json"
     model.write_text(json.dumps(FAULT_MODEL))
     out = tmp_path / "out"
-    assert cli("health", "burn-in", str(prev), "--fabric-model", str(model), "--out", str(out)).exit_code == 0
+    assert cli("health", "burn-in", str(prev), "--fabric-model", str(model), "--out-dir", str(out)).exit_code == 0
     before = (prev / "plan.json").read_bytes()
-    r = cli("health", "burn-in", str(prev), "--fabric-model", str(model), "--out", str(out))
+    r = cli("health", "burn-in", str(prev), "--fabric-model", str(model), "--out-dir", str(out))
     assert r.exit_code == 2, r.stdout
     line = one_error_line(r)
     assert "holds the input" in line and "out.prev" in line, line
@@ -211,7 +211,7 @@ def calls(log: Path) -> list[dict[str, Any]]:
 
 
 def real_burn_in(cli: Cli, plan: Path, *more: str) -> Any:
-    return cli("health", "burn-in", str(plan), "--backend", "gloo", "--timeout", "60", "-f", "json", *more)
+    return cli("health", "burn-in", str(plan), "--transport", "gloo", "--timeout-s", "60", "-f", "json", *more)
 
 
 def test_real_path_rounds_travel_on_standard_input(cli: Cli, plan16: Path, tmp_path: Path,
@@ -254,7 +254,7 @@ def test_real_path_burn_in_over_2048_nodes_reaches_every_round(cli: Cli, tmp_pat
     """Before: the round's spec was one argv string; at 768 nodes it passed Linux's 128 KiB limit and the run
     stopped with 'Argument list too long' (exit 3) in its first round."""
     plan = tmp_path / "p2048"
-    assert cli("topology", "plan", "-N", "2048", "--out", str(plan)).exit_code == 0
+    assert cli("topology", "plan", "-N", "2048", "--out-dir", str(plan)).exit_code == 0
     log = fake_slurm(tmp_path, monkeypatch)
     r = real_burn_in(cli, plan)
     assert r.exit_code == 0, r.stderr
@@ -314,6 +314,6 @@ def test_a_plane_without_switches_draws_an_empty_picture(cli: Cli, tmp_path: Pat
     model = tmp_path / "m.json"
     model.write_text(json.dumps(FAULT_MODEL))
     plan = bare_plan(tmp_path / "plan.json", 64, 256, 8)
-    r = cli("health", "burn-in", str(plan), "--fabric-model", str(model), "--out", str(tmp_path / "o"))
+    r = cli("health", "burn-in", str(plan), "--fabric-model", str(model), "--out-dir", str(tmp_path / "o"))
     assert r.exit_code == 0, r.stderr
     ET.fromstring((tmp_path / "o" / "plane0.svg").read_text())

@@ -21,7 +21,7 @@ def plan16(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from tests.conftest import run_cli
 
     out = tmp_path_factory.mktemp("plan") / "p16"
-    assert run_cli("topology", "plan", "-N", "16", "--out", str(out)).exit_code == 0
+    assert run_cli("topology", "plan", "-N", "16", "--out-dir", str(out)).exit_code == 0
     return out
 
 
@@ -34,7 +34,7 @@ def model(tmp_path: Path, *faults: dict[str, Any], noise: float = 0.03) -> Path:
 def test_rehearsal_names_the_nic_and_writes_every_file(cli: Cli, plan16: Path, tmp_path: Path) -> None:
     fab = model(tmp_path, {"nic": "node0007:mlx5_2", "rate": 0.5})
     out = tmp_path / "out"
-    r = cli("health", "burn-in", str(plan16), "--fabric-model", str(fab), "--out", str(out), "-f", "json")
+    r = cli("health", "burn-in", str(plan16), "--fabric-model", str(fab), "--out-dir", str(out), "-f", "json")
     assert r.exit_code == 1, r.stderr
     data = r.json()
     assert [(f["kind"], f["subject"], f["node"]) for f in data["findings"]] == [("nic", "node0007:mlx5_2",
@@ -80,7 +80,7 @@ def test_nodelist_tests_a_subset(cli: Cli, plan16: Path, tmp_path: Path) -> None
     (["--max-drain", "lots"], "--max-drain 'lots'"),
     (["--fraction", "1.5"], "--fraction 1.5"),
     (["-w", "node[0001-0002],nodeX"], "'nodeX' is not a node of the plan"),
-    (["--backend", "mpi"], "--backend 'mpi'"),
+    (["--transport", "mpi"], "--transport 'mpi'"),
 ])
 def test_bad_options_are_one_line_errors(cli: Cli, plan16: Path, tmp_path: Path, args: list[str],
                                          message: str) -> None:
@@ -118,7 +118,7 @@ def test_drain_after_the_report_and_never_over_a_foreign_reason(cli: Cli, plan16
     monkeypatch.setattr(drain, "node_drain_state", fake.state)
     monkeypatch.setattr(drain, "drain_node", fake.drain)
     fab = model(tmp_path, {"nic": "node0003:mlx5_1", "rate": 0.5}, {"node": "node0011", "rate": 0.5})
-    r = cli("health", "burn-in", str(plan16), "--fabric-model", str(fab), "--out", str(out), "--drain",
+    r = cli("health", "burn-in", str(plan16), "--fabric-model", str(fab), "--out-dir", str(out), "--drain",
             "--max-drain", "25%", "-f", "json")
     assert r.exit_code == 1, r.stderr
     assert [(n, ok) for n, _, ok in fake.drained] == [("node0011", True)]

@@ -76,7 +76,7 @@ def test_live_check_without_driver_exits_3_with_one_line(cli: Cli) -> None:
     else:
         pynvml.nvmlShutdown()
         pytest.skip("this machine has a working NVIDIA driver")
-    r = cli("health", "check", "--interval", "0.01")
+    r = cli("health", "check", "--interval-s", "0.01")
     assert r.exit_code == 3
     assert r.stderr.startswith("error: NVML is not usable on this machine")
     assert "Traceback" not in r.stderr and r.stdout == ""
@@ -86,9 +86,9 @@ def test_live_check_without_driver_exits_3_with_one_line(cli: Cli) -> None:
     (["--only", "gpus"], "--only: unknown area gpus"),
     (["--fail-on", "info"], "--fail-on: 'info' is not valid"),
     (["--node-profile", "h900-hgx"], "h900-hgx"),
-    (["--interval=-1"], "--interval must be 0 (one sample, rate checks skipped) or a number of seconds up to 3600"),
-    (["--interval", "4000"], "--interval must be 0 (one sample, rate checks skipped) or a number of seconds up to"),
-    (["--interval", "5", "--from-record", rec("hgx_h100_healthy")], "--interval does not apply to --from-record"),
+    (["--interval-s=-1"], "--interval-s must be 0 (one sample, rate checks skipped) or a number of seconds up to 3600"),
+    (["--interval-s", "4000"], "--interval-s must be 0 (one sample, rate checks skipped) or a number of seconds up to"),
+    (["--interval-s", "5", "--from-record", rec("hgx_h100_healthy")], "--interval-s does not apply to --from-record"),
 ])
 def test_bad_options_exit_2(cli: Cli, args: list[str], needle: str) -> None:
     if "--from-record" not in args:
@@ -147,7 +147,7 @@ def test_rdma_only_live_reads_a_sysfs_root(cli: Cli, tmp_path: Path) -> None:
     render_sysfs(node, tmp_path)
     write_counters(node, tmp_path, "t1")
     r = cli("health", "check", "--only", "rdma", "--sysfs-root", str(tmp_path), "--node-profile", "h800-hgx",
-            "--interval", "0.01", "-f", "json")
+            "--interval-s", "0.01", "-f", "json")
     assert r.exit_code == 1, r.stderr
     crit = [(f["check"], f["subject"]) for f in r.json()["findings"] if f["severity"] == "CRIT"]
     assert crit == [("R2", "mlx5_3/1")]
@@ -201,7 +201,7 @@ def test_bad_host_facts_exit_2_naming_the_field(cli: Cli, tmp_path: Path, host: 
 
 
 def test_live_rdma_check_carries_this_hosts_facts(cli: Cli, tmp_path: Path) -> None:
-    r = cli("health", "check", "--only", "rdma", "--sysfs-root", str(tmp_path), "--interval", "0.001", "-f", "json")
+    r = cli("health", "check", "--only", "rdma", "--sysfs-root", str(tmp_path), "--interval-s", "0.001", "-f", "json")
     host = r.json()["node"]["host"]
     assert host["num_logical_cpus"] >= 1 and host["memory_total_bytes"] > 2**26
     assert host["hostname"] and host["kernel_release"]
@@ -209,7 +209,7 @@ def test_live_rdma_check_carries_this_hosts_facts(cli: Cli, tmp_path: Path) -> N
 
 
 def test_rdma_only_title_does_not_print_none_for_gpus(cli: Cli, tmp_path: Path) -> None:
-    out = cli("health", "check", "--only", "rdma", "--sysfs-root", str(tmp_path), "--interval", "0.001").stdout
+    out = cli("health", "check", "--only", "rdma", "--sysfs-root", str(tmp_path), "--interval-s", "0.001").stdout
     assert "None" not in out and "GPUs not sampled" in out
 
 
@@ -235,8 +235,8 @@ def test_more_bad_records_exit_2(cli: Cli, tmp_path: Path, content: bytes, needl
 
 @pytest.mark.parametrize("value", ["nan", "inf", "1e9"])
 def test_interval_must_be_finite_and_bounded(cli: Cli, tmp_path: Path, value: str) -> None:
-    r = cli("health", "check", "--only", "rdma", "--sysfs-root", str(tmp_path), "--interval", value)
-    assert r.exit_code == 2 and "--interval" in r.stderr
+    r = cli("health", "check", "--only", "rdma", "--sysfs-root", str(tmp_path), "--interval-s", value)
+    assert r.exit_code == 2 and "--interval-s" in r.stderr
 
 
 def test_record_out_that_is_a_folder_exits_2(cli: Cli, tmp_path: Path) -> None:

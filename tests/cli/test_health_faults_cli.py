@@ -83,12 +83,12 @@ def test_expect_gpus(cli: Cli) -> None:
 
 
 def test_interval_0_replays_one_sample(cli: Cli) -> None:
-    r = cli("health", "check", "--from-record", rec("ib_link_downed"), "--interval", "0", "-f", "json")
+    r = cli("health", "check", "--from-record", rec("ib_link_downed"), "--interval-s", "0", "-f", "json")
     assert r.exit_code == 0, r.stderr
     data = r.json()
     assert data["node"]["interval_s"] == 0
     r5 = next(f for f in data["findings"] if f["check"] == "R5")
-    assert r5["severity"] == "SKIP" and "--interval 0" in r5["message"]
+    assert r5["severity"] == "SKIP" and "--interval-s 0" in r5["message"]
     assert cli("health", "check", "--from-record", rec("ib_link_downed")).exit_code == 1
 
 

@@ -108,12 +108,12 @@ def test_record_template_uses_the_slurm_node_name(cli: Cli, tmp_path: Path, monk
 
 
 def test_slurm_mode_limits_the_interval(cli: Cli) -> None:
-    r = cli("health", "check", "--slurm", "--interval", "45")
+    r = cli("health", "check", "--slurm-healthcheck", "--interval-s", "45")
     assert r.exit_code == 2 and "at most 30 s" in r.stderr
 
 
 def test_slurm_mode_leaves_a_healthy_node_alone(cli: Cli) -> None:
-    r = cli("health", "check", "--slurm", "--from-record", rec("hgx_h800_healthy"), "-f", "json")
+    r = cli("health", "check", "--slurm-healthcheck", "--from-record", rec("hgx_h800_healthy"), "-f", "json")
     assert r.exit_code == 0 and r.stderr == ""
 
 
@@ -132,9 +132,9 @@ def test_fleet_exposition_escapes_label_values() -> None:
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--interval", "5", "--from-record", "r/{node}.yaml"], "--interval does not apply to --from-record"),
-    (["--interval", "200"], "--interval 200 must be positive and below --timeout 120"),
-    (["--timeout", "0"], "--timeout and --launch-timeout must be seconds"),
+    (["--interval-s", "5", "--from-record", "r/{node}.yaml"], "--interval-s does not apply to --from-record"),
+    (["--interval-s", "200"], "--interval-s 200 must be positive and below --timeout-s 120"),
+    (["--timeout-s", "0"], "--timeout-s and --launch-timeout-s must be seconds"),
     (["--only", "disk"], "--only: unknown area"),
 ])
 def test_fleet_rejects_bad_options_before_touching_slurm(cli: Cli, args: list[str], message: str) -> None:

@@ -36,7 +36,7 @@ def _bad(result, *needles: str) -> None:
 
 @pytest.fixture
 def plan(cli, tmp_path: Path) -> Path:
-    assert cli("topology", "plan", "--nodes", "4", "--out", tmp_path / "plan").exit_code == 0
+    assert cli("topology", "plan", "--nodes", "4", "--out-dir", tmp_path / "plan").exit_code == 0
     return tmp_path / "plan"
 
 
@@ -274,7 +274,7 @@ def test_prometheus_fleet_has_no_duplicate_series() -> None:
 @pytest.mark.parametrize("arg", ["--outpu=/etc/cron.d/x", "--o=/tmp/x", "--job-nam=x", "--nodel=gpu1", "--exclu"])
 def test_sbatch_arg_abbreviations_of_reserved_options_are_refused(cli, tmp_path: Path, arg: str) -> None:
     out = tmp_path / "job"
-    _bad(cli("launch", "--nodes", "2", "--backend", "slurm", f"--sbatch-arg={arg}", "--out", out, "--", "t.py"),
+    _bad(cli("launch", "--nodes", "2", "--backend", "slurm", f"--sbatch-arg={arg}", "--out-dir", out, "--", "t.py"),
          "dsctl writes")
     assert not out.exists()
 

@@ -44,7 +44,7 @@ def test_topology_plan_json(cli, tmp_path: Path, content: str) -> None:
 
 def test_ibnetdiscover_port_with_thousands_of_digits(cli, tmp_path: Path) -> None:
     out = tmp_path / "plan"
-    assert cli("topology", "plan", "--nodes", "4", "--out", out).exit_code == 0
+    assert cli("topology", "plan", "--nodes", "4", "--out-dir", out).exit_code == 0
     observed = tmp_path / "fabric.txt"
     observed.write_text(f'Switch 64 "S-0001" # "p0-leaf01" base port 0 lid 1 lmc 0\n[{HUGE_INT}] "H-0002"[1] # "x"\n')
     _assert_bad_input(cli("topology", "verify", out, observed))

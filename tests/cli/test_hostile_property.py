@@ -85,9 +85,10 @@ test_launch_layout_options = _family(
      "--node-profile", "--schedule"])
 test_launch_job_options = _family(  # 128 nodes fit: no smallest-node-count search per example (it ran 40 times)
     ["launch", "--nodes", "128", "--backend", "slurm"],
-    ["--job-name", "--partition", "--time", "--port", "--cpus-per-task", "--wait-timeout"])
+    ["--job-name", "--partition", "--time", "--port", "--cpus-per-task", "--wait-timeout-s"])
 test_launch_schedule_options = _family(
-    ["launch", "schedule"], ["--pp", "--micro-batches", "--f", "--b", "--w", "--fb", "--schedule", "--comm-model"])
+    ["launch", "schedule"],
+    ["--pp", "--micro-batches", "--f-cost", "--b-cost", "--w-cost", "--fb-cost", "--schedule", "--comm-model"])
 test_model_options = _family(
     ["model", "ep-speed-limit"],
     ["--nic-gbps", "--bandwidth-bytes-per-s", "--tokens-per-device", "--hidden", "--experts-per-token",
@@ -99,7 +100,7 @@ test_model_kv_cache_options = _family(["model", "kv-cache"], ["--context", "--ba
 test_storage_size_options = _family(
     ["storage", "size", "--dataset", "5 PiB", "--clients", "10"],
     ["--replication", "--targets-per-ssd", "--clients", "--client-nic", "--fill", "--efficiency", "--dataset",
-     "--checkpoint", "--checkpoint-seconds", "--read-per-client", "--storage"])
+     "--checkpoint", "--checkpoint-time-s", "--read-per-client", "--storage"])
 test_storage_chains_options = _family(
     ["storage", "chains", "--nodes", "6", "--ssds-per-node", "2"],
     ["--nodes", "--ssds-per-node", "--replication", "--targets-per-ssd", "--chain-table-id", "--first-node-id",
@@ -166,7 +167,7 @@ def _placement_cmd(path: Path) -> list[object]:
 
 def _verify_cmd(path: Path) -> list[object]:
     plan = path.parent / "plan"
-    run_cli("topology", "plan", "--nodes", "4", "--out", str(plan))
+    run_cli("topology", "plan", "--nodes", "4", "--out-dir", str(plan))
     return ["topology", "verify", plan, path]
 
 

@@ -38,7 +38,7 @@ def plan16(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from tests.conftest import run_cli
 
     out = tmp_path_factory.mktemp("plan") / "p16"
-    assert run_cli("topology", "plan", "-N", "16", "--out", str(out)).exit_code == 0
+    assert run_cli("topology", "plan", "-N", "16", "--out-dir", str(out)).exit_code == 0
     return out
 
 
@@ -120,7 +120,7 @@ def test_drain_with_an_unconfigured_scontrol_is_exit_3_naming_scontrol(cli: Cli,
     fab = tmp_path / "faults.json"
     fab.write_text(json.dumps({"seed": 1, "noise": 0.03, "faults": [{"node": "node0011", "rate": 0.5}]}))
     out = tmp_path / "out"
-    r = cli("health", "burn-in", str(plan16), "--fabric-model", str(fab), "--out", str(out), "--drain")
+    r = cli("health", "burn-in", str(plan16), "--fabric-model", str(fab), "--out-dir", str(out), "--drain")
     assert r.exit_code == 3, r.stderr
     assert ("scontrol show node -o node0011: Slurm does not confirm node0011"
             in r.stderr)
@@ -179,7 +179,7 @@ def test_check_slurm_on_a_crit_node_with_an_unconfigured_scontrol(cli: Cli, unco
                                                  UNCONFIGURED_SCONTROL.split("\n", 1)[1])
     monkeypatch.setenv("SLURMD_NODENAME", "n7")
     record = Path(__file__).resolve().parents[2] / "tests" / "data" / "health" / "nvlink_link_down.yaml"
-    r = cli("health", "check", "--slurm", "--from-record", str(record))
+    r = cli("health", "check", "--slurm-healthcheck", "--from-record", str(record))
     assert r.exit_code == 3, r.stderr
     assert "scontrol show node -o n7: Slurm does not confirm n7" in r.stderr
     assert "CRIT" in r.stdout

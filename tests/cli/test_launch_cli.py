@@ -89,7 +89,7 @@ def test_does_not_fit_exits_1(cli: Cli) -> None:
 
 def test_out_writes_layout_and_ranks(cli: Cli, tmp_path: Path) -> None:
     out = tmp_path / "plan"
-    res = cli("launch", "--nodes", "256", "--dry-run", "--out", str(out), "--", "train.py")
+    res = cli("launch", "--nodes", "256", "--dry-run", "--out-dir", str(out), "--", "train.py")
     assert res.exit_code == 0, res.stderr
     layout = json.loads((out / "layout.json").read_text())
     assert layout["layout"] == {"pp": 16, "ep": 64, "tp": 1, "dp": 128}
@@ -103,7 +103,7 @@ def test_out_writes_layout_and_ranks(cli: Cli, tmp_path: Path) -> None:
 
 def test_bad_input_writes_nothing(cli: Cli, tmp_path: Path) -> None:
     out = tmp_path / "plan"
-    res = cli("launch", "--nodes", "256", "--pp", "3", "--out", str(out), "--", "t.py")
+    res = cli("launch", "--nodes", "256", "--pp", "3", "--out-dir", str(out), "--", "t.py")
     assert res.exit_code == 2 and not out.exists()
 
 
@@ -232,8 +232,8 @@ def test_explicit_pp_batch_errors_carry_a_fix(cli: Cli) -> None:
 
 
 def test_plan_out_on_a_file_system_that_refuses_writes_exits_2(cli) -> None:
-    res = cli("launch", "--nodes", "256", "--out", "/proc/dsctl-plan", "--", "train.py")
-    assert res.exit_code == 2 and "--out /proc/dsctl-plan: cannot write" in res.stderr
+    res = cli("launch", "--nodes", "256", "--out-dir", "/proc/dsctl-plan", "--", "train.py")
+    assert res.exit_code == 2 and "--out-dir /proc/dsctl-plan: cannot write" in res.stderr
 
 
 def test_launch_predicts_the_step_and_the_token_budget(cli: Cli) -> None:

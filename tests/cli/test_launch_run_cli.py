@@ -41,7 +41,7 @@ def fake_bin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scripts: dict[str,
 
 def test_out_writes_plan_and_slurm_job(cli: Cli, tmp_path: Path) -> None:
     out = tmp_path / "job"
-    res = cli("launch", "--nodes", "256", "--backend", "slurm", "--job-name", "v3", "--out", out, "-f", "json",
+    res = cli("launch", "--nodes", "256", "--backend", "slurm", "--job-name", "v3", "--out-dir", out, "-f", "json",
               "--", "train.py", "--config", "v3.yaml")
     assert res.exit_code == 0, res.stderr
     assert sorted(p.name for p in out.iterdir()) == [".dsctl-manifest.json", "job.sbatch", "layout.json", "ranks.csv"]
@@ -56,7 +56,7 @@ def test_out_writes_plan_and_slurm_job(cli: Cli, tmp_path: Path) -> None:
 def test_out_writes_kubernetes_manifests(cli: Cli, tmp_path: Path, backend: str) -> None:
     out = tmp_path / "k"
     res = cli("launch", "--nodes", "256", "--backend", backend, "--image", "reg/trainer:1", "--job-name", "v3",
-              "--out", out, "--", "train.py")
+              "--out-dir", out, "--", "train.py")
     assert res.exit_code == 0, res.stderr
     service, jobset = yaml.safe_load_all((out / "jobset.yaml").read_text())
     assert service["kind"] == "Service" and jobset["kind"] == "JobSet"
@@ -66,7 +66,7 @@ def test_out_writes_kubernetes_manifests(cli: Cli, tmp_path: Path, backend: str)
 def test_out_writes_torchrun_script(cli: Cli, tmp_path: Path) -> None:
     out = tmp_path / "t"
     res = cli("launch", "--nodes", "2", "--model", "deepseek-v2-lite", "--backend", "torchrun", "--hosts",
-              "gpu1,gpu2", "--out", out, "--", "train.py")
+              "gpu1,gpu2", "--out-dir", out, "--", "train.py")
     assert res.exit_code == 0, res.stderr
     assert "--master-addr gpu1" in (out / "torchrun.sh").read_text()
 
@@ -83,14 +83,14 @@ def test_out_writes_torchrun_script(cli: Cli, tmp_path: Path) -> None:
 ])
 def test_bad_job_options_write_nothing(cli: Cli, tmp_path: Path, args: tuple[str, ...], words: str) -> None:
     out = tmp_path / "never"
-    res = cli("launch", "--nodes", "4", "--model", "deepseek-v2-lite", *args, "--out", out, "--", "train.py")
+    res = cli("launch", "--nodes", "4", "--model", "deepseek-v2-lite", *args, "--out-dir", out, "--", "train.py")
     assert res.exit_code == 2
     assert words in res.stderr and "Traceback" not in res.stderr
     assert not out.exists() and res.stdout == ""
 
 
 def test_backend_needs_the_training_command(cli: Cli, tmp_path: Path) -> None:
-    res = cli("launch", "--nodes", "256", "--backend", "slurm", "--out", tmp_path / "x")
+    res = cli("launch", "--nodes", "256", "--backend", "slurm", "--out-dir", tmp_path / "x")
     assert res.exit_code == 2 and "training command after '--'" in res.stderr
     assert not (tmp_path / "x").exists()
 
@@ -98,14 +98,14 @@ def test_backend_needs_the_training_command(cli: Cli, tmp_path: Path) -> None:
 @pytest.mark.parametrize("args", [("--submit",), ("--submit", "--backend", "kubernetes", "--wait"),
                                   ("--wait",), ("--test-only",), ("--submit", "--dry-run", "--backend", "slurm")])
 def test_submit_option_rules(cli: Cli, tmp_path: Path, args: tuple[str, ...]) -> None:
-    res = cli(*V2_LITE_1, *args, "--out", tmp_path / "x", "--", "train.py")
+    res = cli(*V2_LITE_1, *args, "--out-dir", tmp_path / "x", "--", "train.py")
     assert res.exit_code == 2, res.stderr
     assert res.stderr.startswith("error: ") and not (tmp_path / "x").exists()
 
 
 def test_missing_sbatch_is_exit_3(cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake_bin(tmp_path, monkeypatch, {})
-    res = cli(*V2_LITE_1, "--backend", "slurm", "--submit", "--out", tmp_path / "x", "--", "train.py")
+    res = cli(*V2_LITE_1, "--backend", "slurm", "--submit", "--out-dir", tmp_path / "x", "--", "train.py")
     assert res.exit_code == 3
     assert res.stderr.splitlines()[0] == "error: sbatch not found on PATH: nothing was submitted"
     assert "hint:" in res.stderr and not (tmp_path / "x").exists()
@@ -117,7 +117,7 @@ def test_slurm_submit_and_wait(cli: Cli, tmp_path: Path, monkeypatch: pytest.Mon
         "scontrol": 'echo "JobId=4242 JobState=COMPLETED ExitCode=0:0 StdOut=/runs/x-4242.out"',
     })
     out = tmp_path / "run"
-    res = cli(*V2_LITE_1, "--backend", "slurm", "--submit", "--wait", "--out", out, "-f", "json", "--", "t.py")
+    res = cli(*V2_LITE_1, "--backend", "slurm", "--submit", "--wait", "--out-dir", out, "-f", "json", "--", "t.py")
     assert res.exit_code == 0, res.stderr
     data = res.json()
     assert (data["state"], data["job_id"], data["job_exit_code"]) == ("COMPLETED", "4242", 0)
@@ -131,7 +131,7 @@ def test_slurm_submit_from_an_odd_folder(cli: Cli, tmp_path: Path, monkeypatch: 
     fake_bin(tmp_path, monkeypatch, {"sbatch": "echo 5", "scontrol": 'echo "JobId=5 JobState=PENDING StdOut=/l"'})
     out = tmp_path / "my runs" / "100%"
     out.parent.mkdir()
-    res = cli(*V2_LITE_1, "--backend", "slurm", "--submit", "--out", out, "-f", "json", "--", "t.py")
+    res = cli(*V2_LITE_1, "--backend", "slurm", "--submit", "--out-dir", out, "-f", "json", "--", "t.py")
     assert res.exit_code == 0, res.stderr
     line = next(x for x in (out / "job.sbatch").read_text().splitlines() if x.startswith("#SBATCH --output="))
     assert shlex.split(line)[1:] == [f"--output={tmp_path}/my runs/100%%/dsctl-train-%j.out"]
@@ -140,14 +140,14 @@ def test_slurm_submit_from_an_odd_folder(cli: Cli, tmp_path: Path, monkeypatch: 
 def test_slurm_failed_job_is_exit_1(cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake_bin(tmp_path, monkeypatch, {"sbatch": "echo 7",
                                      "scontrol": 'echo "JobId=7 JobState=FAILED ExitCode=3:0 StdOut=/l"'})
-    res = cli(*V2_LITE_1, "--backend", "slurm", "--submit", "--wait", "--out", tmp_path / "r", "--", "t.py")
+    res = cli(*V2_LITE_1, "--backend", "slurm", "--submit", "--wait", "--out-dir", tmp_path / "r", "--", "t.py")
     assert res.exit_code == 1
     assert "FAILED" in res.stdout and "the job ended FAILED" in res.stdout
 
 
 def test_slurm_without_wait_reports_submitted(cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake_bin(tmp_path, monkeypatch, {"sbatch": "echo 8", "scontrol": 'echo "JobId=8 JobState=PENDING StdOut=/l"'})
-    res = cli(*V2_LITE_1, "--backend", "slurm", "--submit", "--out", tmp_path / "r", "-f", "json", "--", "t.py")
+    res = cli(*V2_LITE_1, "--backend", "slurm", "--submit", "--out-dir", tmp_path / "r", "-f", "json", "--", "t.py")
     assert res.exit_code == 0, res.stderr
     assert (res.json()["state"], res.json()["job_id"]) == ("SUBMITTED", "8")
 
@@ -156,7 +156,7 @@ def test_sbatch_refusal_is_reported(cli: Cli, tmp_path: Path, monkeypatch: pytes
     fake_bin(tmp_path, monkeypatch, {
         "sbatch": 'echo "sbatch: error: Batch job submission failed: Requested node configuration is not '
                   'available" >&2; exit 1'})
-    res = cli(*V2_LITE_1, "--backend", "slurm", "--submit", "--out", tmp_path / "r", "--", "t.py")
+    res = cli(*V2_LITE_1, "--backend", "slurm", "--submit", "--out-dir", tmp_path / "r", "--", "t.py")
     assert res.exit_code == 1
     assert "Requested node configuration is not available" in res.stderr.splitlines()[0]
 
@@ -164,7 +164,7 @@ def test_sbatch_refusal_is_reported(cli: Cli, tmp_path: Path, monkeypatch: pytes
 def test_slurm_test_only(cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake_bin(tmp_path, monkeypatch, {
         "sbatch": 'echo "sbatch: Job 9 to start at 2026-11-29T12:00:00 using 8 processors on nodes n1" >&2'})
-    res = cli(*V2_LITE_1, "--backend", "slurm", "--submit", "--test-only", "--out", tmp_path / "r", "-f", "json",
+    res = cli(*V2_LITE_1, "--backend", "slurm", "--submit", "--test-only", "--out-dir", tmp_path / "r", "-f", "json",
               "--", "t.py")
     assert res.exit_code == 0, res.stderr
     assert res.json()["state"] == "ACCEPTED" and res.json()["message"].startswith("Job 9 to start")
@@ -173,7 +173,7 @@ def test_slurm_test_only(cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPat
 def test_torchrun_submit_runs_locally_and_returns_its_code(cli: Cli, tmp_path: Path,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     fake_bin(tmp_path, monkeypatch, {"torchrun": 'echo "args=$* pp=$DSCTL_PP ep=$DSCTL_EP"; exit 5'})
-    res = cli(*V2_LITE_1, "--backend", "torchrun", "--submit", "--out", tmp_path / "r", "-f", "json",
+    res = cli(*V2_LITE_1, "--backend", "torchrun", "--submit", "--out-dir", tmp_path / "r", "-f", "json",
               "--", "train.py", "--lr", "1")
     assert res.exit_code == 5
     assert "args=--standalone --nnodes 1 --nproc-per-node 8 train.py --lr 1 pp=2 ep=4" in res.stderr
@@ -190,7 +190,7 @@ def test_torchrun_submit_is_single_host(cli: Cli, tmp_path: Path, monkeypatch: p
 
 def test_kubernetes_without_kubectl_refuses(cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake_bin(tmp_path, monkeypatch, {})
-    res = cli(*V2_LITE_1, "--backend", "kubernetes", "--image", "i:1", "--submit", "--out", tmp_path / "k",
+    res = cli(*V2_LITE_1, "--backend", "kubernetes", "--image", "i:1", "--submit", "--out-dir", tmp_path / "k",
               "--", "t.py")
     assert res.exit_code == 3
     assert res.stderr.splitlines()[0] == "error: kubectl not found on PATH: nothing was submitted"
@@ -199,20 +199,20 @@ def test_kubernetes_without_kubectl_refuses(cli: Cli, tmp_path: Path, monkeypatc
 
 def test_kubernetes_apply(cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake_bin(tmp_path, monkeypatch, {"kubectl": 'echo "jobset.jobset.x-k8s.io/dsctl-train created"'})
-    res = cli(*V2_LITE_1, "--backend", "kubernetes", "--image", "i:1", "--submit", "--out", tmp_path / "k",
+    res = cli(*V2_LITE_1, "--backend", "kubernetes", "--image", "i:1", "--submit", "--out-dir", tmp_path / "k",
               "-f", "json", "--", "t.py")
     assert res.exit_code == 0, res.stderr
     assert res.json()["state"] == "APPLIED" and res.json()["command"][1:] == ["apply", "-f",
                                                                               str(tmp_path / "k" / "jobset.yaml")]
     fake_bin(tmp_path, monkeypatch, {"kubectl": 'echo "The connection to the server was refused" >&2; exit 1'})
-    res = cli(*V2_LITE_1, "--backend", "kubernetes", "--image", "i:1", "--submit", "--out", tmp_path / "k2",
+    res = cli(*V2_LITE_1, "--backend", "kubernetes", "--image", "i:1", "--submit", "--out-dir", tmp_path / "k2",
               "--", "t.py")
     assert res.exit_code == 1 and "connection to the server was refused" in res.stderr
 
 
 def test_plan_that_does_not_fit_is_not_submitted(cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake_bin(tmp_path, monkeypatch, {"sbatch": "echo 1", "scontrol": 'echo "JobId=1 JobState=PENDING"'})
-    args = ("launch", "--nodes", "4", "--backend", "slurm", "--submit", "--out", tmp_path / "r")
+    args = ("launch", "--nodes", "4", "--backend", "slurm", "--submit", "--out-dir", tmp_path / "r")
     res = cli(*args, "--", "t.py")
     assert res.exit_code == 1 and "does not fit in GPU memory" in res.stderr
     assert not (tmp_path / "r").exists()
@@ -230,8 +230,8 @@ def test_submit_default_folder_is_the_job_name(cli: Cli, tmp_path: Path, monkeyp
 
 
 def test_out_on_an_unwritable_file_system_exits_2(cli: Cli) -> None:
-    res = cli(*V2_LITE_1, "--backend", "slurm", "--out", "/proc/dsctl-job", "--", "train.py")
-    assert res.exit_code == 2 and "--out /proc/dsctl-job: cannot write" in res.stderr
+    res = cli(*V2_LITE_1, "--backend", "slurm", "--out-dir", "/proc/dsctl-job", "--", "train.py")
+    assert res.exit_code == 2 and "--out-dir /proc/dsctl-job: cannot write" in res.stderr
 
 
 def test_resubmit_into_the_folder_of_an_earlier_run_keeps_its_logs(cli: Cli, tmp_path: Path,

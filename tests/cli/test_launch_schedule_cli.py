@@ -10,7 +10,7 @@ import pytest
 
 def test_json_worked_example(cli) -> None:
     result = cli("launch", "schedule", "--schedule", "dualpipe", "--pp", "4", "--micro-batches", "10",
-                 "--fb", "3", "--format", "json")
+                 "--fb-cost", "3", "--format", "json")
     assert result.exit_code == 0, result.stderr
     data = result.json()
     assert data["dsctl"]["command"] == "launch schedule"
@@ -26,8 +26,8 @@ def test_json_worked_example(cli) -> None:
 
 
 def test_readme_costs_pp8(cli) -> None:
-    data = cli("launch", "schedule", "--pp", "8", "--micro-batches", "20", "--f", "1", "--b", "2", "--w", "1",
-               "--fb", "2.5", "-f", "json").json()
+    data = cli("launch", "schedule", "--pp", "8", "--micro-batches", "20", "--f-cost", "1", "--b-cost", "2",
+               "--w-cost", "1", "--fb-cost", "2.5", "-f", "json").json()
     assert data["bubble"] == 4.5
     assert data["idle_per_rank"] == [3.5, 4.0, 4.5, 4.5, 4.5, 4.5, 4.0, 3.5]
     assert data["costs"]["fb"] == 2.5
@@ -57,8 +57,8 @@ def test_table_output_has_timeline_and_op_order(cli) -> None:
 
 
 def test_batched_model(cli) -> None:
-    data = cli("launch", "schedule", "--pp", "8", "--micro-batches", "20", "--f", "2", "--b", "2", "--w", "1",
-               "--fb", "3", "--comm-model", "batched", "--format", "json").json()
+    data = cli("launch", "schedule", "--pp", "8", "--micro-batches", "20", "--f-cost", "2", "--b-cost", "2",
+               "--w-cost", "1", "--fb-cost", "3", "--comm-model", "batched", "--format", "json").json()
     assert data["comm_model"] == "batched" and data["makespan"] == 79.0
 
 
@@ -79,7 +79,7 @@ def test_svg_file(cli, tmp_path: Path) -> None:
         (["--pp", "8", "--micro-batches", "10"], "--micro-batches >= 2 x --pp = 16"),
         (["--schedule", "dualpipev", "--pp", "8", "--micro-batches", "6"], "--micro-batches >= --pp"),
         (["--schedule", "gpipe"], "dualpipe, dualpipev, 1f1b or zb1p"),
-        (["--w", "3"], "--w 3.0 > --b 2.0"),
+        (["--w-cost", "3"], "--w-cost 3.0 > --b-cost 2.0"),
         (["--schedule", "1f1b", "--comm-model", "batched"], "dualpipe and dualpipev only"),
         (["--comm-model", "nccl"], "--comm-model 'nccl'"),
     ],

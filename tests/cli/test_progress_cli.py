@@ -82,13 +82,13 @@ def test_short_work_stays_silent_on_a_terminal(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_live_health_sampling_shows_progress_then_the_report(no_delay: None, tmp_path: Path) -> None:
-    code, out, err = run("health", "check", "--only", "rdma", "--sysfs-root", tmp_path, "--interval", "0.8")
+    code, out, err = run("health", "check", "--only", "rdma", "--sysfs-root", tmp_path, "--interval-s", "0.8")
     assert code == 0 and "sampling counters" in err and "ETA" in err
     assert "GPUs not sampled" in out and "\x1b" not in out  # the table on stdout is untouched
-    code, out, err = run("health", "check", "--only", "rdma", "--sysfs-root", tmp_path, "--interval", "0.5",
+    code, out, err = run("health", "check", "--only", "rdma", "--sysfs-root", tmp_path, "--interval-s", "0.5",
                          "-f", "json")
     assert code == 0 and err == "" and out.startswith("{")
-    code, out, err = run("health", "check", "--only", "rdma", "--sysfs-root", tmp_path, "--interval", "0.5",
+    code, out, err = run("health", "check", "--only", "rdma", "--sysfs-root", tmp_path, "--interval-s", "0.5",
                          tty=False)
     assert code == 0 and err == ""
 
@@ -96,7 +96,7 @@ def test_live_health_sampling_shows_progress_then_the_report(no_delay: None, tmp
 def test_storage_chains_and_topology_verify_show_a_status_line(no_delay: None, tmp_path: Path) -> None:
     code, _, err = run("storage", "chains", "--nodes", "60", "--ssds-per-node", "4")
     assert code == 0 and "chain table for 60 nodes" in err
-    assert run("topology", "plan", "--nodes", "16", "--out", tmp_path / "plan", "-f", "json")[0] == 0
+    assert run("topology", "plan", "--nodes", "16", "--out-dir", tmp_path / "plan", "-f", "json")[0] == 0
     links = tmp_path / "links.csv"
     links.write_text("a_device,a_port,b_device,b_port\n")
     code, _, err = run("topology", "verify", tmp_path / "plan", links)
@@ -126,7 +126,7 @@ def test_a_real_terminal_gets_the_line_and_a_pipe_does_not(tmp_path: Path) -> No
     """dsctl in a pseudo-terminal (stderr a tty) vs stderr into a pipe, default delay: the 2.5 s sampling shows."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TERM": "xterm", "COLUMNS": "120"}
     args = [sys.executable, "-m", "dsctl", "health", "check", "--only", "rdma", "--sysfs-root", str(tmp_path),
-            "--interval", "2.5"]
+            "--interval-s", "2.5"]
     leader, follower = pty.openpty()
     proc = subprocess.run(args, stdout=subprocess.PIPE, stderr=follower, env=env, check=False, timeout=60)
     os.close(follower)
@@ -164,7 +164,7 @@ def test_launch_wait_shows_the_job_state_and_the_time_waited(no_delay: None, tmp
     monkeypatch.chdir(tmp_path)
     (tmp_path / "t.py").write_text("")
     args = ("launch", "--nodes", "1", "--model", "deepseek-v2-lite", "--backend", "slurm", "--submit", "--wait",
-            "--out", tmp_path / "run", "--", "t.py")
+            "--out-dir", tmp_path / "run", "--", "t.py")
     code, out, err = run(*args)
     assert code == 0 and "COMPLETED" in out
     assert "Slurm job 77: RUNNING" in err and "elapsed" in err
@@ -178,7 +178,7 @@ def test_topology_simulate_and_trace_commands_show_a_line(no_delay: None, tmp_pa
     sys.path.insert(0, str(ROOT / "tests"))
     import trace_builder as tb
 
-    assert run("topology", "plan", "--nodes", "16", "--out", tmp_path / "plan", "-f", "json")[0] == 0
+    assert run("topology", "plan", "--nodes", "16", "--out-dir", tmp_path / "plan", "-f", "json")[0] == 0
     code, _, err = run("topology", "simulate", tmp_path / "plan", "--routing", "ecmp")
     assert code == 0 and "simulating alltoall (ecmp routing)" in err, err
     traces = []

@@ -88,8 +88,8 @@ def test_verify_against_the_wrong_plan_says_so(cli: Any, tmp_path: Path) -> None
     """The README once checked the shipped 10-node dump against a 16,384-GPU plan: 32,512 "missing" cables and no
     word that the plan was the wrong one."""
     dump = ROOT / "dsctl" / "_example_data" / "fabric.txt"
-    assert cli("topology", "plan", "--gpus", "16384", "--out", tmp_path / "big").exit_code == 0
-    assert cli("topology", "plan", "--nodes", "10", "--radix", "8", "--out", tmp_path / "small").exit_code == 0
+    assert cli("topology", "plan", "--gpus", "16384", "--out-dir", tmp_path / "big").exit_code == 0
+    assert cli("topology", "plan", "--nodes", "10", "--radix", "8", "--out-dir", tmp_path / "small").exit_code == 0
     wrong = cli("topology", "verify", tmp_path / "big", dump, "-f", "json")
     assert wrong.exit_code == 1
     assert any("160 links for 32,768 planned cables" in w and "plan of this fabric" in w

@@ -78,18 +78,18 @@ def test_config_values_become_option_defaults_and_flags_win(cli: Cli, places: di
     # Slurm defaults apply to --backend slurm jobs and stay out of the way of a plan without a backend
     assert cli("launch", "--nodes", "1", "--dry-run", "-f", "json").exit_code == 0
     out = tmp_path / "job"
-    res = cli("launch", "--nodes", "1", "--backend", "slurm", "--out", out, "--", "train.py")
+    res = cli("launch", "--nodes", "1", "--backend", "slurm", "--out-dir", out, "--", "train.py")
     assert res.exit_code == 0, res.stderr
     script = (out / "job.sbatch").read_text()
     assert "#SBATCH --partition=gpu" in script and "#SBATCH --account=ml" in script
     assert "#SBATCH --job-name=alice-dsctl-train" in script
     res = cli("launch", "--nodes", "1", "--backend", "slurm", "--partition", "debug", "--job-name", "mine",
-              "--out", tmp_path / "job2", "--", "train.py")
+              "--out-dir", tmp_path / "job2", "--", "train.py")
     script = (tmp_path / "job2" / "job.sbatch").read_text()
     assert "#SBATCH --partition=debug" in script and "#SBATCH --job-name=mine" in script
-    res = cli("launch", "--nodes", "1", "--backend", "torchrun", "--out", tmp_path / "job3", "--", "train.py")
+    res = cli("launch", "--nodes", "1", "--backend", "torchrun", "--out-dir", tmp_path / "job3", "--", "train.py")
     assert res.exit_code == 0, res.stderr  # site Slurm defaults are not torchrun options
-    plan = cli("topology", "plan", "--nodes", "2", "--node-profile", "h800-hgx", "--out", tmp_path / "fab",
+    plan = cli("topology", "plan", "--nodes", "2", "--node-profile", "h800-hgx", "--out-dir", tmp_path / "fab",
                "-f", "json")
     assert plan.exit_code == 0, plan.stderr
     assert "gpu001," in (tmp_path / "fab" / "cabling.csv").read_text()

@@ -32,7 +32,7 @@ def test_size_exits_1_when_a_target_is_missed_and_names_the_node_count(cli: Cli)
 
 
 def test_size_table_view(cli: Cli) -> None:
-    result = cli("storage", "size", "--nodes", "25", "--checkpoint", "5 TiB", "--checkpoint-seconds", "120")
+    result = cli("storage", "size", "--nodes", "25", "--checkpoint", "5 TiB", "--checkpoint-time-s", "120")
     assert result.exit_code == 0
     assert "write ceiling" in result.stdout and "checkpoint_seconds" in result.stdout
 
@@ -59,7 +59,7 @@ def test_size_bad_input_is_one_line_and_exit_2(cli: Cli, args: list[str], option
 
 def test_chains_writes_the_four_files_and_svg(cli: Cli, tmp_path: Path) -> None:
     out = tmp_path / "table"
-    result = cli("storage", "chains", "--nodes", "7", "--ssds-per-node", "16", "--out", str(out), "-f", "json")
+    result = cli("storage", "chains", "--nodes", "7", "--ssds-per-node", "16", "--out-dir", str(out), "-f", "json")
     assert result.exit_code == 0, result.stderr
     data = result.json()
     assert data["balance"]["pair_share_disk0"] == {"1": 21}
@@ -93,7 +93,7 @@ def test_chains_without_out_writes_nothing(cli: Cli, tmp_path: Path) -> None:
 ])
 def test_chains_bad_input(cli: Cli, tmp_path: Path, args: list[str], option: str) -> None:
     out = tmp_path / "out"
-    result = cli("storage", "chains", *args, "--out", str(out))
+    result = cli("storage", "chains", *args, "--out-dir", str(out))
     assert result.exit_code == 2
     assert option in result.stderr and "Traceback" not in result.stderr
     assert not out.exists()
@@ -150,14 +150,14 @@ def test_check_chains_without_balance_prints_no_empty_table(cli: Cli, tmp_path: 
 
 
 def test_chains_out_on_an_unwritable_file_system_exits_2(cli: Cli) -> None:
-    result = cli("storage", "chains", "-N", "5", "-d", "2", "-o", "/proc/dsctl-chains")
-    assert result.exit_code == 2 and "--out /proc/dsctl-chains: cannot write" in result.stderr
+    result = cli("storage", "chains", "-N", "5", "-d", "2", "--out-dir", "/proc/dsctl-chains")
+    assert result.exit_code == 2 and "--out-dir /proc/dsctl-chains: cannot write" in result.stderr
 
 
 def test_expand_writes_a_table_that_check_chains_passes(cli: Cli, tmp_path: Path) -> None:
     old, new = tmp_path / "old", tmp_path / "new"
-    assert cli("storage", "chains", "-N", "9", "-d", "2", "-o", str(old)).exit_code == 0
-    result = cli("storage", "expand", "--from", str(old), "--add-nodes", "2", "--out", str(new),
+    assert cli("storage", "chains", "-N", "9", "-d", "2", "--out-dir", str(old)).exit_code == 0
+    result = cli("storage", "expand", "--from", str(old), "--add-nodes", "2", "--out-dir", str(new),
                  "--target-bytes", "1 TiB", "-f", "json")
     assert result.exit_code == 0, result.stderr
     data = result.json()
@@ -173,7 +173,7 @@ def test_expand_bad_input_exit_2(cli: Cli, tmp_path: Path) -> None:
     missing = cli("storage", "expand", "--from", str(tmp_path / "nope"), "--add-nodes", "2")
     assert missing.exit_code == 2 and "--from" in missing.stderr
     old = tmp_path / "old"
-    cli("storage", "chains", "-N", "9", "-d", "1", "-o", str(old))
+    cli("storage", "chains", "-N", "9", "-d", "1", "--out-dir", str(old))
     assert cli("storage", "expand", "--from", str(old), "--add-nodes", "0").exit_code == 2
 
 
@@ -195,7 +195,7 @@ def test_doctor_garbage_exit_2(cli: Cli, tmp_path: Path) -> None:
 
 def test_size_without_nodes_finds_the_smallest_cluster(cli: Cli) -> None:
     result = cli("storage", "size", "--dataset", "10 PiB", "--read", "3 TiB/s", "--checkpoint-model", "deepseek-v3",
-                 "--checkpoint-seconds", "30", "--recovery-rate", "20 GB/s", "-f", "json")
+                 "--checkpoint-time-s", "30", "--recovery-rate", "20 GB/s", "-f", "json")
     assert result.exit_code == 0, result.stderr
     data = result.json()
     assert data["num_nodes"] == 145 and data["num_ssds"] == 145 * 16 and data["smallest_for"] == "dataset"

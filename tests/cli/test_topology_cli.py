@@ -55,7 +55,7 @@ def test_plan_table(cli) -> None:
 
 def test_plan_out_writes_every_file_and_counts_agree(cli, tmp_path: Path) -> None:
     out = tmp_path / "fabric"
-    res = cli("topology", "plan", "--nodes", "100", "--out", str(out), "-f", "json")
+    res = cli("topology", "plan", "--nodes", "100", "--out-dir", str(out), "-f", "json")
     assert res.exit_code == 0, res.stderr
     names = sorted(p.name for p in out.iterdir())
     expected = [f"expected-plane{p}.{ext}" for p in range(8) for ext in ("ibnet", "topo")]
@@ -89,7 +89,7 @@ def test_plan_out_writes_every_file_and_counts_agree(cli, tmp_path: Path) -> Non
 ])
 def test_plan_bad_input_exits_2(cli, tmp_path: Path, args: list[str], needle: str) -> None:
     out = tmp_path / "never"
-    res = cli("topology", "plan", *args, "--out", str(out))
+    res = cli("topology", "plan", *args, "--out-dir", str(out))
     assert res.exit_code == 2, res.stdout
     assert needle in res.stderr and "Traceback" not in res.stderr
     assert not out.exists()
@@ -102,7 +102,7 @@ def test_too_many_nodes_suggests_a_kind(cli) -> None:
 
 def test_verify_perfect_and_miswired(cli, tmp_path: Path) -> None:
     out = tmp_path / "plan"
-    assert cli("topology", "plan", "--nodes", "10", "--radix", "8", "--out", str(out)).exit_code == 0
+    assert cli("topology", "plan", "--nodes", "10", "--radix", "8", "--out-dir", str(out)).exit_code == 0
     ok = cli("topology", "verify", str(out), str(DATA / "perfect.ibnet"), "-f", "json")
     assert ok.exit_code == 0, ok.stderr
     assert ok.json()["findings"] == []
@@ -122,7 +122,7 @@ def test_verify_perfect_and_miswired(cli, tmp_path: Path) -> None:
 
 def test_verify_bad_input_exits_2(cli, tmp_path: Path) -> None:
     out = tmp_path / "plan"
-    cli("topology", "plan", "--nodes", "10", "--radix", "8", "--out", str(out))
+    cli("topology", "plan", "--nodes", "10", "--radix", "8", "--out-dir", str(out))
     res = cli("topology", "verify", str(out), str(DATA / "malformed.ibnet"))
     assert res.exit_code == 2 and "line 41" in res.stderr
     res = cli("topology", "verify", str(tmp_path), str(DATA / "perfect.ibnet"))
@@ -134,7 +134,7 @@ def test_verify_bad_input_exits_2(cli, tmp_path: Path) -> None:
 @pytest.fixture
 def small_plan(cli, tmp_path: Path) -> Path:
     out = tmp_path / "plan"
-    assert cli("topology", "plan", "--nodes", "10", "--radix", "8", "--out", str(out)).exit_code == 0
+    assert cli("topology", "plan", "--nodes", "10", "--radix", "8", "--out-dir", str(out)).exit_code == 0
     return out
 
 

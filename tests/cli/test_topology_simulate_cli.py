@@ -12,7 +12,7 @@ import pytest
 @pytest.fixture
 def plan_dir(cli, tmp_path: Path) -> Path:
     out = tmp_path / "fabric"
-    assert cli("topology", "plan", "--nodes", "8", "--out", str(out)).exit_code == 0
+    assert cli("topology", "plan", "--nodes", "8", "--out-dir", str(out)).exit_code == 0
     return out
 
 
@@ -30,13 +30,13 @@ def test_simulate_json_and_svg(cli, plan_dir: Path, tmp_path: Path) -> None:
 
 
 def test_simulate_table_ep_and_jobs(cli, plan_dir: Path, tmp_path: Path) -> None:
-    res = cli("topology", "simulate", str(plan_dir), "--workload", "ep-dispatch", "--tokens", "1024")
+    res = cli("topology", "simulate", str(plan_dir), "--workload", "ep-dispatch", "--tokens-per-gpu", "1024")
     assert res.exit_code == 0, res.stderr
     assert "per-GPU GB/s" in res.stdout and "7,472 B/token" in res.stdout and "hottest links" in res.stdout
     jobs = tmp_path / "jobs.yaml"
     jobs.write_text("jobs:\n  - {name: train, workload: alltoall, node_range: [1, 4]}\n"
                     "  - {name: infer, workload: allgather, node_range: [5, 8], group_size: 4, size: 64 MiB}\n")
-    res = cli("topology", "simulate", str(plan_dir), "--jobs", str(jobs), "-f", "json")
+    res = cli("topology", "simulate", str(plan_dir), "--jobs-file", str(jobs), "-f", "json")
     assert res.exit_code == 0, res.stderr
     assert [j["name"] for j in res.json()["jobs"]] == ["train", "infer"]
 
@@ -80,7 +80,7 @@ def test_simulate_missing_plan_and_bad_jobs(cli, tmp_path: Path, plan_dir: Path)
     assert res.exit_code == 2 and "plan.json" in res.stderr
     jobs = tmp_path / "jobs.yaml"
     jobs.write_text("jobs: [{nodes: [node9999]}]\n")
-    res = cli("topology", "simulate", str(plan_dir), "--jobs", str(jobs))
+    res = cli("topology", "simulate", str(plan_dir), "--jobs-file", str(jobs))
     assert res.exit_code == 2 and "node9999" in res.stderr
 
 
@@ -89,10 +89,10 @@ def test_jobs_may_mix_ep_and_collectives(cli, plan_dir: Path, tmp_path: Path) ->
     jobs.write_text(json.dumps([{"name": "serve", "workload": "ep-dispatch", "node_range": [1, 4],
                                  "tokens_per_gpu": 128},
                                 {"name": "train", "workload": "reducescatter", "node_range": [5, 8]}]))
-    res = cli("topology", "simulate", str(plan_dir), "--jobs", str(jobs))
+    res = cli("topology", "simulate", str(plan_dir), "--jobs-file", str(jobs))
     assert res.exit_code == 2 and "job 'train'" in res.stderr and "group" in res.stderr
     jobs.write_text(jobs.read_text().replace('"node_range": [5, 8]}', '"node_range": [5, 8], "group_size": 4}'))
-    res = cli("topology", "simulate", str(plan_dir), "--jobs", str(jobs), "-f", "json")
+    res = cli("topology", "simulate", str(plan_dir), "--jobs-file", str(jobs), "-f", "json")
     assert res.exit_code == 0, res.stderr
     assert [j["workload"] for j in res.json()["jobs"]] == ["ep-dispatch", "reducescatter"]
 

@@ -10,7 +10,7 @@ import pytest
 @pytest.fixture()
 def plan_dir(cli, tmp_path: Path) -> Path:
     out = tmp_path / "plan"
-    assert cli("topology", "plan", "--nodes", "10", "--radix", "8", "--out", str(out)).exit_code == 0
+    assert cli("topology", "plan", "--nodes", "10", "--radix", "8", "--out-dir", str(out)).exit_code == 0
     return out
 
 

@@ -203,7 +203,7 @@ def test_timeline_per_rank_and_stream(cli, tmp_path: Path) -> None:
                     tb.compute(120, 30, correlation=4), tb.launch(110, 4)], rank=3)
     path = _write(tmp_path, "r3.json", doc)
     svg = tmp_path / "tl.svg"
-    result = cli("trace", "timeline", path, "--out", svg, "--step", "1", "--from", "10", "--to", "70")
+    result = cli("trace", "timeline", path, "--out", svg, "--step", "1", "--from-us", "10", "--to-us", "70")
     assert result.exit_code == 0, result.stderr
     text = svg.read_text()
     xml.dom.minidom.parseString(text)
@@ -212,8 +212,9 @@ def test_timeline_per_rank_and_stream(cli, tmp_path: Path) -> None:
     assert "ProfilerStep#1, 10-70 us" in text
     assert "ms from window start" in text and ">0.05</text>" in text  # 60 us drawn: ticks every 10 us
     _bad(cli("trace", "timeline", path, "--out", svg, "--step", "9"), "--step 9")
-    _bad(cli("trace", "timeline", path, "--out", svg, "--from", "5000"), "--from/--to")
-    _bad(cli("trace", "timeline", path, "--out", svg, "--from", "5", "--to", "2"), "--to must be after --from")
+    _bad(cli("trace", "timeline", path, "--out", svg, "--from-us", "5000"), "--from-us/--to-us")
+    _bad(cli("trace", "timeline", path, "--out", svg, "--from-us", "5", "--to-us", "2"),
+         "--to-us must be after --from-us")
 
 
 def test_slurm_option_errors_without_a_cluster(cli, tmp_path: Path) -> None:

@@ -31,8 +31,8 @@ def job_dirs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     from dsctl.cli import main
 
     out = tmp_path_factory.mktemp("place")
-    for argv in (["launch", "--nodes", str(NODES), "--out", str(out / "job")],
-                 ["topology", "plan", "--nodes", str(NODES), "--out", str(out / "fabric")]):
+    for argv in (["launch", "--nodes", str(NODES), "--out-dir", str(out / "job")],
+                 ["topology", "plan", "--nodes", str(NODES), "--out-dir", str(out / "fabric")]):
         with redirect_stdout(io.StringIO()):
             assert main(argv) == 0, argv
     return out / "job", out / "fabric"

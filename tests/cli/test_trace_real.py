@@ -163,9 +163,9 @@ def test_gzipped_chrome_export_reads_like_the_plain_one(cli, jobs, tmp_path: Pat
 
 def test_stragglers_in_place_with_a_real_rank_map_and_plan(cli, jobs, tmp_path: Path) -> None:
     launch = cli("launch", "--nodes", "1", "--pp", "2", "--ep", "4", "--model", "deepseek-v2-lite",
-                 "--out", str(tmp_path / "job"))
+                 "--out-dir", str(tmp_path / "job"))
     assert (tmp_path / "job" / "ranks.csv").exists(), launch.stderr
-    plan = cli("topology", "plan", "--nodes", "1", "--out", str(tmp_path / "fabric"))
+    plan = cli("topology", "plan", "--nodes", "1", "--out-dir", str(tmp_path / "fabric"))
     assert plan.exit_code == 0, plan.stderr
     files = jobs["w8-sleep"]
     result = cli("trace", "stragglers", *files, "--ranks", str(tmp_path / "job"), "--plan",

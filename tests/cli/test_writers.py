@@ -39,7 +39,7 @@ LITE_ARGS = ("-m", "deepseek-v2-lite", "-r", "72", "-g", "8", "-N", "1")
 LAUNCH = ("launch", "--nodes", "1", "--model", "deepseek-v2-lite", "--backend", "slurm")
 #: option names that write whatever their help says; other writers are found from their help ("Write ...",
 #: "Also write ...", "... to write")
-OUTPUT_NAMES = {"--out", "--svg", "--sglang-out", "--textfile-dir", "--submit"}
+OUTPUT_NAMES = {"--out-dir", "--svg", "--sglang-out", "--textfile-dir", "--submit"}
 #: writers that share another case's code path (asserted in test_shared_writers_use_the_same_path)
 SHARED = {("health fleet", "--textfile-dir"): ("health check", "--textfile-dir")}
 KINDS = ["char-device", "fifo", "symlink", "folder", "input"]
@@ -103,7 +103,7 @@ def _plan(tmp: Path) -> Path:
     if not out.exists():
         from tests.conftest import run_cli
 
-        assert run_cli("topology", "plan", "--nodes", "8", "--out", str(out)).exit_code == 0
+        assert run_cli("topology", "plan", "--nodes", "8", "--out-dir", str(out)).exit_code == 0
     return out
 
 
@@ -111,14 +111,14 @@ def _plan_at(out: Path) -> Path:
     """A planned fabric written to ``out`` (its plan folder as an input)."""
     from tests.conftest import run_cli
 
-    assert run_cli("topology", "plan", "--nodes", "8", "--out", str(out)).exit_code == 0
+    assert run_cli("topology", "plan", "--nodes", "8", "--out-dir", str(out)).exit_code == 0
     return out
 
 
 def _chains(tmp: Path, out: Path) -> Path:
     from tests.conftest import run_cli
 
-    assert run_cli("storage", "chains", "-N", "9", "-d", "2", "-o", str(out)).exit_code == 0
+    assert run_cli("storage", "chains", "-N", "9", "-d", "2", "--out-dir", str(out)).exit_code == 0
     return out
 
 
@@ -141,9 +141,9 @@ def _trace_at(target: Path) -> Path:
 
 
 WRITERS: dict[tuple[str, str], Writer] = {
-    ("topology plan", "--out"): Writer(
-        lambda t, x: ["topology", "plan", "--nodes", "8", "--out", x],
-        lambda t, x: [*_profiles_as(x), "topology", "plan", "--nodes", "8", "--out", x], folder=True),
+    ("topology plan", "--out-dir"): Writer(
+        lambda t, x: ["topology", "plan", "--nodes", "8", "--out-dir", x],
+        lambda t, x: [*_profiles_as(x), "topology", "plan", "--nodes", "8", "--out-dir", x], folder=True),
     ("topology simulate", "--svg"): Writer(
         lambda t, x: ["topology", "simulate", _plan(t), "--svg", x],
         lambda t, x: ["topology", "simulate", _plan(t), "--svg", _plan(t) / "plan.json"]),
@@ -153,10 +153,10 @@ WRITERS: dict[tuple[str, str], Writer] = {
     ("eplb rebalance", "--sglang-out"): Writer(
         lambda t, x: ["eplb", "rebalance", _lite_stats(t / "stats.json"), *LITE_ARGS, "--sglang-out", x],
         lambda t, x: ["eplb", "rebalance", _lite_stats(x), *LITE_ARGS, "--sglang-out", x], name="target.json"),
-    ("health burn-in", "--out"): Writer(
-        lambda t, x: ["health", "burn-in", _plan(t), "--fabric-model", _fabric_model(t / "model.json"), "--out", x],
+    ("health burn-in", "--out-dir"): Writer(
+        lambda t, x: ["health", "burn-in", _plan(t), "--fabric-model", _fabric_model(t / "model.json"), "--out-dir", x],
         lambda t, x: ["health", "burn-in", _plan_at(x), "--fabric-model", _fabric_model(t / "model.json"),
-                      "--out", x], folder=True),
+                      "--out-dir", x], folder=True),
     ("health burn-in", "--textfile-dir"): Writer(
         lambda t, x: ["health", "burn-in", _plan(t), "--fabric-model", _fabric_model(t / "model.json"),
                       "--textfile-dir", x.parent],
@@ -166,16 +166,16 @@ WRITERS: dict[tuple[str, str], Writer] = {
         lambda t, x: ["topology", "verify", _plan(t), _dumps(t), "--record-guids", x],
         lambda t, x: ["topology", "verify", _plan(t), _dumps(t), "--guids", _guids_at(t, x), "--record-guids", x],
         name="target.map"),
-    ("launch", "--out"): Writer(
-        lambda t, x: [*LAUNCH, "--out", x, "--", "train.py"],
-        lambda t, x: [*LAUNCH, "--out", x, "--", str(_mkscript(x))], folder=True),
+    ("launch", "--out-dir"): Writer(
+        lambda t, x: [*LAUNCH, "--out-dir", x, "--", "train.py"],
+        lambda t, x: [*LAUNCH, "--out-dir", x, "--", str(_mkscript(x))], folder=True),
     ("launch", "--submit"): Writer(
         lambda t, x: [*LAUNCH, "--submit", "--job-name", x.name, "--", "train.py"],
         lambda t, x: [*LAUNCH, "--submit", "--job-name", x.name, "--", f"{x.name}/{_mkscript(x).name}"],
         folder=True),
-    ("launch layout", "--out"): Writer(
-        lambda t, x: ["launch", "layout", "--nodes", "128", "--out", x],
-        lambda t, x: [*_profiles_as(x), "launch", "layout", "--nodes", "128", "--out", x], folder=True),
+    ("launch layout", "--out-dir"): Writer(
+        lambda t, x: ["launch", "layout", "--nodes", "128", "--out-dir", x],
+        lambda t, x: [*_profiles_as(x), "launch", "layout", "--nodes", "128", "--out-dir", x], folder=True),
     ("launch schedule", "--svg"): Writer(  # reads no file: no input case
         lambda t, x: ["launch", "schedule", "--pp", "4", "--micro-batches", "8", "--svg", x], None),
     ("health check", "--textfile-dir"): Writer(
@@ -185,12 +185,12 @@ WRITERS: dict[tuple[str, str], Writer] = {
     ("health record", "--out"): Writer(
         lambda t, x: ["health", "record", "--from-record", HEALTHY, "--out", x],
         lambda t, x: ["health", "record", "--from-record", _copy(HEALTHY, x), "--out", x]),
-    ("storage chains", "--out"): Writer(
-        lambda t, x: ["storage", "chains", "-N", "5", "-d", "2", "--out", x],
-        lambda t, x: [*_profiles_as(x), "storage", "chains", "-N", "5", "-d", "2", "--out", x], folder=True),
-    ("storage expand", "--out"): Writer(
-        lambda t, x: ["storage", "expand", "--from", _chains(t, t / "old"), "--add-nodes", "2", "--out", x],
-        lambda t, x: ["storage", "expand", "--from", _chains(t, x), "--add-nodes", "2", "--out", x], folder=True),
+    ("storage chains", "--out-dir"): Writer(
+        lambda t, x: ["storage", "chains", "-N", "5", "-d", "2", "--out-dir", x],
+        lambda t, x: [*_profiles_as(x), "storage", "chains", "-N", "5", "-d", "2", "--out-dir", x], folder=True),
+    ("storage expand", "--out-dir"): Writer(
+        lambda t, x: ["storage", "expand", "--from", _chains(t, t / "old"), "--add-nodes", "2", "--out-dir", x],
+        lambda t, x: ["storage", "expand", "--from", _chains(t, x), "--add-nodes", "2", "--out-dir", x], folder=True),
     ("trace overlap", "--svg"): Writer(
         lambda t, x: ["trace", "overlap", *GLOO, "--svg", x],
         lambda t, x: ["trace", "overlap", GLOO[0], _trace_at(x), "--svg", x]),
@@ -346,21 +346,21 @@ def test_submit_never_moves_the_users_project(cli, job_folder: Path) -> None:
 
 def test_dsctl_folder_is_replaced_and_a_foreign_prev_kept(cli, tmp_path: Path) -> None:
     out = tmp_path / "plan"
-    assert cli("launch", "layout", "--nodes", "128", "--out", out).exit_code == 0
+    assert cli("launch", "layout", "--nodes", "128", "--out-dir", out).exit_code == 0
     manifest = json.loads((out / files.MANIFEST_NAME).read_text())
     assert manifest["written_by"] == "dsctl" and manifest["files"] == ["layout.json", "ranks.csv"]
     prev = tmp_path / "plan.prev"
     prev.mkdir()
     (prev / "thesis.tex").write_text("years of work")
-    result = cli("launch", "layout", "--nodes", "256", "--out", out)
+    result = cli("launch", "layout", "--nodes", "256", "--out-dir", out)
     assert result.exit_code == 2 and "plan.prev exists and was not written by dsctl" in result.stderr
     assert (prev / "thesis.tex").read_text() == "years of work"
     shutil.rmtree(prev)
-    assert cli("launch", "layout", "--nodes", "256", "--out", out).exit_code == 0
+    assert cli("launch", "layout", "--nodes", "256", "--out-dir", out).exit_code == 0
     assert json.loads((prev / "layout.json").read_text()) != json.loads((out / "layout.json").read_text())
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert cli("launch", "layout", "--nodes", "128", "--out", empty).exit_code == 0  # nothing to lose
+    assert cli("launch", "layout", "--nodes", "128", "--out-dir", empty).exit_code == 0  # nothing to lose
     assert not (tmp_path / "empty.prev").exists()
 
 
@@ -388,7 +388,7 @@ def test_two_outputs_are_committed_together(cli, tmp_path: Path, monkeypatch: py
 
 def test_a_link_or_unlisted_file_inside_a_dsctl_folder_makes_it_foreign(cli, tmp_path: Path) -> None:
     out = tmp_path / "plan"
-    assert cli("launch", "layout", "--nodes", "128", "--out", out).exit_code == 0
+    assert cli("launch", "layout", "--nodes", "128", "--out-dir", out).exit_code == 0
     (out / "sub").mkdir()
     (out / "sub" / "extra.txt").write_text("mine")
     assert "sub/extra.txt" in (files.foreign_reason(out) or "")
@@ -397,5 +397,5 @@ def test_a_link_or_unlisted_file_inside_a_dsctl_folder_makes_it_foreign(cli, tmp
     (tmp_path / "elsewhere.txt").write_text("x")
     (out / "link").symlink_to(tmp_path / "elsewhere.txt")
     before = _snapshot(out)
-    result = cli("launch", "layout", "--nodes", "256", "--out", out)
+    result = cli("launch", "layout", "--nodes", "256", "--out-dir", out)
     assert result.exit_code == 2 and "link" in result.stderr and _snapshot(out) == before

@@ -25,7 +25,7 @@ LAYOUT_CHECK = CI_DIR / "layout_check.py"
 SLURM_NODES = int(os.environ.get("DSCTL_E2E_SLURM_NODES", "256"))
 SLURM_DIR = os.environ.get("SLURM_CI_DIR", "/tmp/dsctl-slurm")
 #: slurmd runs this as HealthCheckProgram every HEALTH_CHECK_INTERVAL_S on every node; a no-op until a test
-#: (tests/e2e/test_health_slurm_e2e.py) swaps in a script that runs dsctl health check --slurm
+#: (tests/e2e/test_health_slurm_e2e.py) swaps in a script that runs dsctl health check --slurm-healthcheck
 HEALTH_CHECK_PROGRAM = Path(SLURM_DIR) / "health_check.sh"
 HEALTH_CHECK_NOOP = "#!/bin/sh\nexit 0\n"
 HEALTH_CHECK_INTERVAL_S = 10

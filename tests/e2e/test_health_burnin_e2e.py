@@ -119,14 +119,14 @@ def test_burn_in_names_and_drains_the_node_the_kernel_slows(cli: Cli, slurm_clus
     profiles = cpu_node_profile(tmp_path / "profiles", 1, nic_rate=PROFILE_RATE)
     plan = tmp_path / "plan"
     r = cli("--profiles-dir", str(profiles), "topology", "plan", "-n", str(NODES), "--node-profile", "cpu1",
-            "--node-name", "n{n}", "--out", str(plan))
+            "--node-name", "n{n}", "--out-dir", str(plan))
     assert r.exit_code == 0, r.stderr
     monkeypatch.delenv("MASTER_ADDR", raising=False)  # the rendezvous is rank 0's node, by name
     out = tmp_path / "out"
     try:
         r = cli("--profiles-dir", str(profiles), "health", "burn-in", str(plan), "-w", f"n[1-{NODES}]",
-                "--backend", "gloo", "--size", SIZE, "--repeats", "3", "--timeout", "240",
-                "--python", str(wrapper(tmp_path)), "--drain", "--max-drain", "2", "--out", str(out), "-f", "json")
+                "--transport", "gloo", "--size", SIZE, "--repeats", "3", "--timeout-s", "240",
+                "--python", str(wrapper(tmp_path)), "--drain", "--max-drain", "2", "--out-dir", str(out), "-f", "json")
         data = r.json() if r.stdout.startswith("{") else {"rounds": [], "findings": []}
         shown = json.dumps({"rounds": data["rounds"], "findings": data["findings"]}, indent=1)
         assert r.exit_code == 1, (shown, r.stderr[-3000:])

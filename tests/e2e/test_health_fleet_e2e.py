@@ -102,7 +102,7 @@ def test_fleet_names_exactly_the_faulty_nodes_and_drains_the_critical_ones(cli: 
     textfiles = fleet_setup["folder"] / "textfiles"
     textfiles.mkdir()
     res = cli("health", "fleet", "-w", f"n[1-{num}]", "--from-record", fleet_setup["records"] / "{node}.yaml",
-              "--dsctl", fleet_setup["dsctl"], "--timeout", f"{node_timeout_s(num):g}", "--drain",
+              "--dsctl", fleet_setup["dsctl"], "--timeout-s", f"{node_timeout_s(num):g}", "--drain",
               "--textfile-dir", textfiles, "-f", "json")
     assert res.exit_code == 1, res.stdout[-3000:] + res.stderr
     data = res.json()
@@ -138,7 +138,7 @@ def test_fleet_names_exactly_the_faulty_nodes_and_drains_the_critical_ones(cli: 
 
 def test_fleet_reports_nodes_slurm_cannot_use(cli: Cli, fleet_setup: dict[str, Any]) -> None:
     res = cli("health", "fleet", "-w", "n1,nosuchnode", "--from-record",
-              fleet_setup["records"] / "{node}.yaml", "--dsctl", fleet_setup["dsctl"], "--timeout", "60",
+              fleet_setup["records"] / "{node}.yaml", "--dsctl", fleet_setup["dsctl"], "--timeout-s", "60",
               "--srun-arg=--comment=dsctl-e2e", "-f", "json")
     data = res.json()
     assert res.exit_code == 1

@@ -61,7 +61,7 @@ def test_health_check_program_drains_the_critical_node_only(slurm_cluster: int, 
         f'case "$SLURMD_NODENAME" in {names}) ;; *) exit 0;; esac\n'
         "start=$(date +%s)\n"
         f'echo "begin $SLURMD_NODENAME" >> {log}\n'
-        f"PYTHONPATH={ROOT} {sys.executable} -m dsctl health check --slurm "
+        f"PYTHONPATH={ROOT} {sys.executable} -m dsctl health check --slurm-healthcheck "
         f"--from-record '{records}/{{node}}.yaml' >/dev/null 2>&1\n"
         "rc=$?\n"
         f'echo "$SLURMD_NODENAME rc=$rc s=$(( $(date +%s) - start ))" >> {log}\n')

@@ -38,7 +38,7 @@ def test_four_nodes_real_torchrun_layout(cli: Cli, tmp_path: Path, torch_ready: 
     reports.mkdir()
     res = cli("--profiles-dir", cpu_profiles, "launch", "--nodes", "4", "--node-profile", "cpu2",
               "--model", "deepseek-v2-lite", "--backend", "slurm", "--job-name", "e2e-torch", "--port", "29531",
-              "--cpus-per-task", "2", "--submit", "--wait", "--wait-timeout", "300", "--out", out, "-f", "json",
+              "--cpus-per-task", "2", "--submit", "--wait", "--wait-timeout-s", "300", "--out-dir", out, "-f", "json",
               "--", str(layout_check), "--ranks-csv", str(out / "ranks.csv"), "--report-dir", str(reports))
     data = res.json()
     log = Path(data["log_path"]).read_text() if data.get("log_path") else "(no log)"
@@ -55,7 +55,7 @@ def test_four_nodes_real_torchrun_layout(cli: Cli, tmp_path: Path, torch_ready: 
 def test_256_node_script_accepted(cli: Cli, tmp_path: Path, slurm_cluster: int) -> None:
     if slurm_cluster < 256:
         pytest.skip(f"the e2e cluster has {slurm_cluster} nodes (DSCTL_E2E_SLURM_NODES)")
-    res = cli("launch", "--nodes", "256", "--backend", "slurm", "--submit", "--test-only", "--out",
+    res = cli("launch", "--nodes", "256", "--backend", "slurm", "--submit", "--test-only", "--out-dir",
               tmp_path / "v3", "-f", "json", "--", "train.py", "--config", "v3.yaml")
     assert res.exit_code == 0, res.stderr
     message = res.json()["message"]
@@ -70,7 +70,7 @@ def test_256_node_script_runs_one_agent_per_node(cli: Cli, tmp_path: Path, slurm
                   monkeypatch)
     out = tmp_path / "v3"
     res = cli("launch", "--nodes", "256", "--backend", "slurm", "--job-name", "v3-stub", "--port", "29532",
-              "--submit", "--wait", "--wait-timeout", "300", "--out", out, "-f", "json", "--", "train.py")
+              "--submit", "--wait", "--wait-timeout-s", "300", "--out-dir", out, "-f", "json", "--", "train.py")
     data = res.json()
     log = Path(data["log_path"]).read_text()
     assert res.exit_code == 0 and data["state"] == "COMPLETED", log[-3000:]
@@ -92,7 +92,7 @@ def test_failing_payload_fails_the_job(cli: Cli, tmp_path: Path, monkeypatch: py
                   monkeypatch)
     res = cli("--profiles-dir", cpu_profiles, "launch", "--nodes", "4", "--node-profile", "cpu2",
               "--model", "deepseek-v2-lite", "--backend", "slurm", "--job-name", "e2e-fail", "--submit", "--wait",
-              "--wait-timeout", "120", "--out", tmp_path / "f", "-f", "json", "--", "train.py")
+              "--wait-timeout-s", "120", "--out-dir", tmp_path / "f", "-f", "json", "--", "train.py")
     assert res.exit_code == 1, res.stdout + res.stderr
     data = res.json()
     assert data["state"] == "FAILED" and data["job_exit_code"] not in (None, 0)
@@ -104,10 +104,10 @@ def test_slurm_user_options_are_accepted_by_sbatch(cli: Cli, tmp_path: Path, cpu
     res = cli("--profiles-dir", cpu_profiles, "launch", "--nodes", "2", "--node-profile", "cpu2",
               "--model", "deepseek-v2-lite", "--backend", "slurm", "--job-name", "e2e-opts", "--cpus-per-task", "2",
               "--exclusive", "--exclude", "n3", "--nodelist", "n[1-2]", "--sbatch-arg=--comment=dsctl e2e",
-              "--submit", "--test-only", "--out", tmp_path / "opts", "-f", "json", "--", "train.py")
+              "--submit", "--test-only", "--out-dir", tmp_path / "opts", "-f", "json", "--", "train.py")
     assert res.exit_code == 0, res.stderr
     assert re.match(r"Job \d+ to start at \S+ using \d+ processors on nodes n\[1-2\]", res.json()["message"])
     missing = cli("--profiles-dir", cpu_profiles, "launch", "--nodes", "2", "--node-profile", "cpu2",
                   "--model", "deepseek-v2-lite", "--backend", "slurm", "--submit", "--test-only",
-                  "--out", tmp_path / "missing", "--", "no-such-train.py")
+                  "--out-dir", tmp_path / "missing", "--", "no-such-train.py")
     assert missing.exit_code == 2 and "training script no-such-train.py does not exist" in missing.stderr

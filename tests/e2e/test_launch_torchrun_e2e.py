@@ -19,7 +19,7 @@ def test_local_torchrun_four_workers(cli: Cli, tmp_path: Path, torch_ready: Path
     reports = tmp_path / "reports"
     reports.mkdir()
     res = cli("--profiles-dir", cpu_profiles, "launch", "--nodes", "1", "--node-profile", "cpu4",
-              "--model", "deepseek-v2-lite", "--pp", "2", "--backend", "torchrun", "--submit", "--out", out,
+              "--model", "deepseek-v2-lite", "--pp", "2", "--backend", "torchrun", "--submit", "--out-dir", out,
               "-f", "json", "--", str(layout_check), "--ranks-csv", str(out / "ranks.csv"),
               "--report-dir", str(reports))
     assert res.exit_code == 0, res.stderr[-3000:]

@@ -64,7 +64,7 @@ def test_slurm_loads_the_plans_topology(slurm_cluster: int, cli, tmp_path: Path)
     radix = "8" if nodes <= 32 else "64"  # several leaves (and spines) per plane either way
     out = tmp_path / "fabric"
     res = cli("topology", "plan", "--nodes", str(nodes), "--node-name", "n{n}", "--radix", radix,
-                  "--out", str(out))
+                  "--out-dir", str(out))
     assert res.exit_code == 0, res.stderr
     conf = Path(os.environ.get("SLURM_CONF", "/etc/slurm/slurm.conf"))
     topo = conf.parent / "topology.conf"

@@ -30,7 +30,7 @@ def test_overlap_fans_out_to_every_node_and_merges(cli: Cli, slurm_cluster: int,
     script.write_text(f"#!/bin/sh\nexport PYTHONPATH={ROOT}\nexec {sys.executable} -m dsctl \"$@\"\n")
     script.chmod(0o755)
     res = cli("trace", "overlap", str(tmp_path / "{node}" / "rank*.json.gz"), "--slurm", "-w", f"n[1-{num}]",
-              "--dsctl", script, "--node-timeout", "120", "--jobs", "1", "-f", "json")
+              "--dsctl", script, "--node-timeout-s", "120", "--jobs", "1", "-f", "json")
     assert res.exit_code == 1, res.stderr  # one node unreachable
     data = res.json()
     assert len(data["ranks"]) == (num - 1) * RANKS_PER_NODE

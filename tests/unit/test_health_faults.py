@@ -261,7 +261,7 @@ def test_one_sample_skips_every_rate_check() -> None:
     assert problems(rep) == []
     skipped = {f.check: f for f in rep.findings if f.severity is Severity.SKIP}
     assert set(skipped) == {"G8", "G13", "R5", "R6"}
-    assert all("--interval 0 takes one sample" in f.message for f in skipped.values())
+    assert all("--interval-s 0 takes one sample" in f.message for f in skipped.values())
     assert rep.verdict == "pass"
 
 

@@ -78,6 +78,6 @@ def test_an_os_refusal_to_write_is_an_input_error_naming_the_option(tmp_path: Pa
     # /proc refuses new files even to root: the error is exit 2 with the option and path, never exit 4
     with pytest.raises(InputError, match=r"^--svg /proc/x\.svg: cannot write"):
         atomic_write(Path("/proc/x.svg"), "<svg/>", option="--svg")
-    with pytest.raises(InputError, match=r"^--out /proc/dsctl-out: cannot write"):
+    with pytest.raises(InputError, match=r"^--out-dir /proc/dsctl-out: cannot write"):
         write_files(Path("/proc/dsctl-out"), {"a.txt": "a"})
     assert not Path("/proc/dsctl-out").exists()

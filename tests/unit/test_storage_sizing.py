@@ -101,7 +101,7 @@ def test_auto_targets_per_ssd_matches_the_upstream_table() -> None:
     (SizingInputs(num_nodes=5, num_clients=1, client_nic_bytes_per_s=50e9, read_per_client_bytes_per_s=49e9),
      "--read-per-client"),
     (SizingInputs(num_nodes=5, num_clients=1, client_nic_bytes_per_s=50e9, checkpoint_bytes=1e15,
-                  checkpoint_budget_s=1), "--checkpoint-seconds"),
+                  checkpoint_budget_s=1), "--checkpoint-time-s"),
 ])
 def test_bad_inputs_name_the_option(ref, inputs: SizingInputs, option: str) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(InputError, match=option):

@@ -47,7 +47,7 @@ def directive_value(value: str) -> str:
     """
     if comment_text(value) != value:  # a line break would end the #SBATCH line and start a script line
         raise InputError(f"Slurm log path {shown(value)} holds a line break or control character",
-                         hint="choose an --out folder whose path has none")
+                         hint="choose an --out-dir folder whose path has none")
     if not any(c.isspace() or c in '"\\' for c in value):
         return value
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'

@@ -17,7 +17,7 @@ _NCCL_ENV = re.compile(r"(NCCL_[A-Z0-9_]{1,64})=(.{0,4096})")
 #: #SBATCH options dsctl writes itself from the plan: a --sbatch-arg may not change them
 RESERVED_SBATCH = {
     "job-name": "--job-name", "nodes": "--nodes", "ntasks-per-node": "the layout (one torchrun agent per node)",
-    "gpus-per-node": "the node profile", "cpus-per-task": "--cpus-per-task", "output": "--out",
+    "gpus-per-node": "the node profile", "cpus-per-task": "--cpus-per-task", "output": "--out-dir",
     "partition": "--partition", "time": "--time", "account": "--account", "qos": "--qos",
     "reservation": "--reservation", "exclude": "--exclude", "nodelist": "--nodelist", "exclusive": "--exclusive",
 }

@@ -157,7 +157,7 @@ def job_spec(plan: LaunchPlan, options: JobOptions, backend: str) -> JobSpec:
     check_name(plan.node_profile, "node profile")
     if not plan.train_command:
         raise InputError(f"--backend {backend} needs the training command after '--' to write a job",
-                         hint="dsctl launch --nodes N --backend slurm --out job/ -- train.py --config v3.yaml")
+                         hint="dsctl launch --nodes N --backend slurm --out-dir job/ -- train.py --config v3.yaml")
     return JobSpec(
         job_name=options.job_name, num_nodes=plan.num_nodes, gpus_per_node=plan.gpus_per_node,
         train_command=tuple(plan.train_command), env=(*layout_env(plan, options.job_name), *options.extra_env),

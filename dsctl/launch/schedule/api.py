@@ -124,8 +124,8 @@ def simulate(schedule: str, num_stages: int, num_micro_batches: int, costs: OpCo
     makespan = _round(max((ends[-1] for ends in timing.ends if ends), default=0.0))
     busy = [_round(sum(costs.duration(op.kind) for op in p.ops)) for p in programs]
     if not all(math.isfinite(t) for t in (makespan, *busy)):
-        raise InputError(f"--f {costs.f:g} --b {costs.b:g} --w {costs.w:g}: the step's total time overflows "
-                         "(larger than 1.8e308 in any unit)", hint="give the op costs in a larger time unit")
+        raise InputError(f"--f-cost {costs.f:g} --b-cost {costs.b:g} --w-cost {costs.w:g}: the step's total time "
+                         "overflows (larger than 1.8e308 in any unit)", hint="give the op costs in a larger time unit")
     idle = [_round(makespan - b) for b in busy]
     bubble = max(idle)
     check: FormulaCheck = formula_check(schedule, num_stages, num_micro_batches, costs)

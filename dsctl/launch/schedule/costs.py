@@ -46,16 +46,17 @@ class OpCosts:
         return self.fb_cost
 
     def validate(self) -> None:
-        """Raise ``InputError`` naming the option (--f, --b, --w, --fb) whose value is impossible."""
-        for option, value in (("--f", self.f), ("--b", self.b), ("--w", self.w), ("--fb", self.fb)):
+        """Raise ``InputError`` naming the option (--f-cost, --b-cost, --w-cost, --fb-cost) whose value is
+        impossible."""
+        for option, value in (("--f-cost", self.f), ("--b-cost", self.b), ("--w-cost", self.w), ("--fb-cost", self.fb)):
             if value is None:
                 continue
             if not math.isfinite(value) or value < 0:
                 raise InputError(f"{option} {value}: op costs must be finite and >= 0")
         if self.f <= 0 or self.b <= 0:
-            raise InputError(f"--f {self.f} --b {self.b}: forward and backward costs must be > 0")
+            raise InputError(f"--f-cost {self.f} --b-cost {self.b}: forward and backward costs must be > 0")
         if self.w > self.b:
-            raise InputError(f"--w {self.w} > --b {self.b}: the weight-gradient part W is a part of the full "
+            raise InputError(f"--w-cost {self.w} > --b-cost {self.b}: the weight-gradient part W is a part of the full "
                              "backward B, so 0 <= W <= B (input-gradient part I = B - W)")
         if self.fb is not None and self.fb <= 0:
-            raise InputError(f"--fb {self.fb}: an overlapped forward+backward must take > 0")
+            raise InputError(f"--fb-cost {self.fb}: an overlapped forward+backward must take > 0")

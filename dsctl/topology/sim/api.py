@@ -28,7 +28,7 @@ from dsctl.topology.sim.traffic import (
 from dsctl.units import QuantityError, parse_bytes
 
 WORKLOADS = ("alltoall", "permutation", "allreduce", "allgather", "reducescatter", *DIRECTIONS)
-#: most jobs in one --jobs file
+#: most jobs in one --jobs-file file
 MAX_JOBS = 256
 
 
@@ -131,7 +131,7 @@ def _int(value: object, where: str, low: int = 1) -> int:
 
 
 def parse_jobs(doc: object, graph: SimGraph, source: str, default: Workload) -> list[Workload]:
-    """Jobs from a parsed --jobs document: ``{"jobs": [{"name", "workload", "nodes" | "node_range", ...}]}``
+    """Jobs from a parsed --jobs-file document: ``{"jobs": [{"name", "workload", "nodes" | "node_range", ...}]}``
     or a bare list. ``nodes`` lists node names; ``node_range`` is ``[first, last]`` (1-based, inclusive).
     Other keys: ``size``, ``group_size``, ``group_stride``, ``tokens_per_gpu``. Nodes may not be shared."""
     items = doc.get("jobs") if isinstance(doc, dict) else doc
@@ -201,7 +201,7 @@ class SimRequest:
     fail: tuple[str, ...] = ()
     fail_random: int = 0
     jobs_doc: Any = None
-    jobs_source: str = "--jobs"
+    jobs_source: str = "--jobs-file"
     model: EpModel | None = None
     svg_plane: int | None = None
     reflow: bool = False
@@ -211,7 +211,7 @@ class SimRequest:
 
 def run(plan_text: str, plan_name: str, nvlink_bytes_per_s: float, request: SimRequest,
         bisection_bytes_per_s: float = 0.0) -> SimResult:
-    """Build the graph, the traffic (one workload or the jobs of a --jobs document), fail links, solve."""
+    """Build the graph, the traffic (one workload or the jobs of a --jobs-file document), fail links, solve."""
     if request.routing not in ROUTINGS:
         raise InputError(f"--routing {request.routing!r} is not valid; use {one_of(ROUTINGS)}")
     if not 0 <= request.seed < 1 << 62:

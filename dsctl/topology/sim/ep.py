@@ -103,7 +103,7 @@ def ep_traffic(graph: SimGraph, nodes: np.ndarray, gpu_share: np.ndarray, tokens
         raise InputError(f"expert load: need {len(gpus)} non-negative GPU shares (one per EP GPU), "
                          f"got {share.shape[0] if share.ndim else 0}")
     if tokens_per_gpu < 1 or topk < 1 or limit_nodes < 1 or hidden < 1:
-        raise InputError("--tokens, top-k, node limit and hidden size must be at least 1")
+        raise InputError("--tokens-per-gpu, top-k, node limit and hidden size must be at least 1")
     if not 0 < nic_efficiency <= 1:
         raise InputError(f"NIC efficiency must be in (0, 1], got {nic_efficiency}")
     per_token = token_bytes(hidden, topk, direction)

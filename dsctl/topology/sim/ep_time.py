@@ -74,7 +74,7 @@ def ep_exchange_seconds(node: NodeProfile, ep_size: int, tokens_per_gpu: int, hi
                         bytes_per_token: tuple[float, float] | None = None) -> EpExchange:
     """Dispatch and combine seconds of one MoE layer for an EP group of ``ep_size`` GPUs (whole nodes of
     ``node``), ``tokens_per_gpu`` tokens of ``hidden`` values per GPU, top-``topk`` routing on at most
-    ``max_nodes_per_token`` nodes. ``plan``: a plan.json text (``dsctl topology plan --out``) to simulate every
+    ``max_nodes_per_token`` nodes. ``plan``: a plan.json text (``dsctl topology plan --out-dir``) to simulate every
     EP group of it at once under ``routing`` (static, ecmp, adaptive); None = the closed form on a non-blocking
     fabric (``routing`` then plays no part). Seconds per MoE layer and direction, bytes/s per GPU. Cached: the
     same arguments return the same object without recomputing (the plan form keeps the 16 latest plans).

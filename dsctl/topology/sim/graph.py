@@ -102,7 +102,7 @@ def _spec_number(spec: dict[str, object], key: str, source: str, integer: bool) 
     ok = isinstance(value, int) if integer else isinstance(value, (int, float))
     if isinstance(value, bool) or not ok or not 0 < float(value) < 1e7:  # type: ignore[arg-type]
         raise InputError(f"{source}: spec.{key} must be a positive {'whole ' if integer else ''}number, "
-                         f"got {value!r}", hint="regenerate it with 'dsctl topology plan --out DIR'")
+                         f"got {value!r}", hint="regenerate it with 'dsctl topology plan --out-dir DIR'")
     return float(value)  # type: ignore[arg-type]
 
 
@@ -113,7 +113,7 @@ def build_graph(plan_text: str, source: str, nvlink_bytes_per_s: float) -> SimGr
     doc = load_json(plan_text, source)
     spec = doc.get("spec")
     if not isinstance(spec, dict):
-        raise InputError(f"{source}: spec must be an object", hint="regenerate it with 'dsctl topology plan --out'")
+        raise InputError(f"{source}: spec must be an object", hint="regenerate it with 'dsctl topology plan --out-dir'")
     gpus = int(_spec_number(spec, "num_gpus_per_node", source, True))
     port_gbps = _spec_number(spec, "port_gbps", source, False)
     if not (np.isfinite(nvlink_bytes_per_s) and nvlink_bytes_per_s > 0):
