@@ -105,8 +105,8 @@ def test_the_burn_in_picture_draws_the_worst_cable_on_top_and_fits_its_text(cli:
     import re
 
     data = ROOT / "dsctl" / "_example_data"
-    assert cli("topology", "plan", "--nodes", "128", "--out", tmp_path / "plan128").exit_code == 0
-    result = cli("health", "burn-in", tmp_path / "plan128", "--fabric-model", data / "faults128.yaml", "--out",
+    assert cli("topology", "plan", "--nodes", "128", "--out-dir", tmp_path / "plan128").exit_code == 0
+    result = cli("health", "burn-in", tmp_path / "plan128", "--fabric-model", data / "faults128.yaml", "--out-dir",
                  tmp_path / "burnin")
     assert result.exit_code == 1, result.stderr
     svg = (tmp_path / "burnin" / "plane2.svg").read_text()
