@@ -231,14 +231,15 @@ def simulate(
         node_ids = tuple(range(nodes))
     share = None
     if eplb_plan is not None and stats:
+        from dsctl.eplb.placement import layer_gpu_share
         from dsctl.eplb.placement_file import read_placement
         from dsctl.eplb.stats import sum_stats
 
         weight = sum_stats([(str(p), read_input(p, "--stats")) for p in stats])
         loaded = read_placement(f"--eplb-plan {eplb_plan}", read_text_input(eplb_plan, "--eplb-plan"), *weight.shape)
         num_gpus = ep or (nodes or 0) * node.num_gpus or loaded.num_gpus or loaded.placement.num_slots
-        share = sim.eplb_gpu_share(np.asarray(weight), loaded.placement.phy2log, loaded.placement.logcnt,
-                                       int(num_gpus), layer)
+        share = layer_gpu_share(np.asarray(weight), loaded.placement.phy2log, loaded.placement.logcnt,
+                                int(num_gpus), layer)
     jobs_doc = None
     if jobs is not None:
         from dsctl.profiles.textyaml import load_yaml

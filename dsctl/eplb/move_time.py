@@ -15,44 +15,21 @@ have at least as many GPUs, and the same GPUs per node as the layout when the la
 The time is set against the predicted gain: ``gain`` (relative drop of the summed max GPU load) of every step's
 load-bound time. With ``step_time_s`` (seconds per step that scale with the max GPU load: the MoE part of a step)
 the saving is ``gain * step_time_s`` per step and the moves pay back after ``move_s / (gain * step_time_s)`` steps;
-without it, after ``move_s / gain`` seconds of such step time.
+without it, after ``move_s / gain`` seconds of such step time (``dsctl.eplb.move_cost``).
+
+This module imports the fabric simulator (``dsctl.topology.sim``, some 60 modules): only a rebalance with ``--plan``
+loads it; the fabric and result types and the payback arithmetic live in the light ``dsctl.eplb.move_cost``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from dsctl.cluster import load_plan
+from dsctl.eplb.move_cost import Fabric, MoveTime
 from dsctl.eplb.placement import Placement
 from dsctl.errors import InputError
 from dsctl.topology import sim
-
-
-@dataclass(frozen=True)
-class Fabric:
-    """A planned fabric to time moves on: the plan.json text, its name, NVLink bytes/s per direction per GPU."""
-
-    plan_text: str
-    plan_name: str
-    nvlink_bytes_per_s: float
-    routing: str = "adaptive"
-    #: re-solve rates as copies finish (``topology simulate --reflow``): a bulk copy of unequal sizes is far from
-    #: its steady rates (V3 prefill on 4 nodes: 55 ms steady vs 19 ms with reflow = the busiest link's bound)
-    reflow: bool = True
-
-
-@dataclass(frozen=True)
-class MoveTime:
-    """One candidate's moves on the fabric: ``move_s`` seconds (all at once), copies by path, bytes on the network."""
-
-    move_s: float
-    lower_bound_s: float
-    local_copies: int  # source on the destination GPU: no traffic
-    nvlink_copies: int
-    network_copies: int
-    network_bytes: int
 
 
 def _check_fabric(fabric: Fabric, num_gpus: int, num_nodes: int) -> int:
@@ -125,19 +102,3 @@ def time_moves(previous: Placement, new: Placement, num_gpus: int, num_nodes: in
         move_s = lower = 0.0
     return MoveTime(move_s, lower, int(count[local].sum()), int(count[same_node].sum()),
                     int(count[network].sum()), int(count[network].sum()) * int(expert_bytes))
-
-
-def break_even_steps(move_s: float, gain: float, step_time_s: float | None) -> float | None:
-    """Steps after which the moves pay back (``move_s / (gain * step_time_s)``); None without a step time or gain;
-    ``inf`` when the gain is nil and something moves."""
-    if step_time_s is None:
-        return None
-    return payback_s(move_s, gain) / step_time_s
-
-
-def payback_s(move_s: float, gain: float) -> float:
-    """Seconds of load-bound step time after which the moves pay back: ``move_s / gain`` (0 when nothing moves,
-    ``inf`` when the gain is <= 0)."""
-    if move_s <= 0:
-        return 0.0
-    return move_s / gain if gain > 0 else float("inf")

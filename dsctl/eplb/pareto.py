@@ -23,7 +23,7 @@ import numpy as np
 
 from dsctl.eplb.checks import Layout
 from dsctl.eplb.migration import MigrationResult, _unconstrained, rebalance_with_previous
-from dsctl.eplb.move_time import Fabric, MoveTime, break_even_steps, payback_s, time_moves
+from dsctl.eplb.move_cost import Fabric, MoveTime, break_even_steps, payback_s
 from dsctl.eplb.placement import Placement, balancedness, gpu_loads
 from dsctl.errors import InputError
 
@@ -122,6 +122,9 @@ def trade_off(
         gain = 1.0 - load / keep_load if keep_load > 0 else 0.0
         point = ParetoPoint(tol_or_keep, load, bal, moved, size, gain, not beaten, fits)
         if fabric is not None and expert_bytes is not None:
+            # the fabric simulator (~60 modules) loads only when a fabric is given (--plan)
+            from dsctl.eplb.move_time import time_moves
+
             new = previous if candidate is None else candidate.placement
             timed = time_moves(previous, new, layout.num_gpus, layout.num_nodes, expert_bytes, fabric)
             point = replace(point, moves=timed, payback_s=payback_s(timed.move_s, gain),

@@ -19,7 +19,7 @@ from dsctl.eplb.deployments import deployment_for, infer_model
 from dsctl.eplb.exact import MAX_PROVE_NODES, MAX_PROVE_SLOTS, ExactResult, solve
 from dsctl.eplb.metrics import placement_metrics
 from dsctl.eplb.migration import ALGORITHMS
-from dsctl.eplb.move_time import Fabric
+from dsctl.eplb.move_cost import Fabric
 from dsctl.eplb.pareto import DEFAULT_MIN_GAIN, TOLERANCES, trade_off
 from dsctl.eplb.placement import Placement, gpu_loads, placement_from_phy2log
 from dsctl.eplb.placement_file import LoadedPlacement, placement_warnings

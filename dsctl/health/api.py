@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dsctl.errors import InputError, one_of
-from dsctl.health.checks import CHECKS, ORDER, Check
+from dsctl.health.checks import CHECKS, ORDER, Check, area_of
 from dsctl.health.checks_rdma import compute_nics, roce_ports
 from dsctl.health.expectations import Expectations, expectations_for, find_sku
 from dsctl.health.metrics import Sample, node_samples
@@ -101,7 +101,7 @@ class HealthReport:
             "fail_on": self.fail_on,
             "verdict": self.verdict,
             "findings": [
-                {"check": f.check, "severity": f.severity.value, "area": f.area, "subject": f.subject,
+                {"check": f.check, "severity": f.severity.value, "area": area_of(f.check), "subject": f.subject,
                  "observed": f.observed, "expected": f.expected, "message": f.message, "remedy": f.remedy,
                  "gpu": f.gpu, "gpu_uuid": f.gpu_uuid, "gpu_serial": f.gpu_serial, "value": f.value, "unit": f.unit}
                 for f in self.findings

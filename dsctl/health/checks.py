@@ -80,3 +80,12 @@ CHECKS: tuple[Check, ...] = (
 BY_ID: dict[str, Check] = {c.id: c for c in CHECKS}
 #: report order of the check ids
 ORDER: dict[str, int] = {c.id: i for i, c in enumerate(CHECKS)}
+
+
+def area_of(check_id: str) -> str:
+    """``gpu``, ``nvlink`` or ``rdma`` (what ``--only`` filters on) for a finding's check id, from the table above;
+    an id not in the table is ``rdma`` for an ``R..`` id, else ``gpu``."""
+    check = BY_ID.get(check_id)
+    if check is not None:
+        return check.area
+    return "rdma" if check_id.startswith("R") else "gpu"

@@ -313,13 +313,3 @@ class Finding:
     gpu: int | None = None
     value: float | None = None
     unit: str = ""
-
-    @property
-    def area(self) -> str:
-        """``gpu``, ``nvlink`` or ``rdma`` (what ``--only`` filters on), from the check table."""
-        from dsctl.health.checks import BY_ID  # the table imports the checks, which import this module
-
-        check = BY_ID.get(self.check)
-        if check is not None:
-            return check.area
-        return "rdma" if self.check.startswith("R") else "gpu"

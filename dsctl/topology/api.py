@@ -24,7 +24,7 @@ from dsctl.topology.export import (
 )
 from dsctl.topology.graphics import topology_dot, topology_svg
 from dsctl.topology.naming import NameTemplates
-from dsctl.topology.observed import parse_observed
+from dsctl.topology.observed_format import parse_observed
 from dsctl.topology.plan import KINDS, Plan, PlanSpec, build_plan, default_planes, default_templates
 from dsctl.topology.sizing import Comparison, compare_topologies
 from dsctl.topology.summary import PlanSummary, summarize

@@ -320,32 +320,6 @@ def _show(end: tuple[str, str]) -> str:
     return text if len(text) <= 60 else text[:60] + "..."
 
 
-def parse_observed(text: str, source: str = "OBSERVED") -> ObservedFabric:
-    """Detect the format and parse it: a links CSV if the first data line names a_device and b_device, an
-    ``ibnetdiscover -p`` ports report if the first line is one, an ibdiagnet topology file (``ibdiagnet -t``;
-    a system line then an indented connection), ``lldpctl -f json`` output (one node's, named by
-    the file's stem) if it is a JSON object with ``lldp``, else ibnetdiscover's default output."""
-    for line in text.splitlines():
-        stripped = line.strip()
-        if not stripped or stripped.startswith("#"):
-            continue
-        lowered = stripped.lower()
-        if "a_device" in lowered and "b_device" in lowered:
-            return parse_links_csv(text, source)
-        break
-    from dsctl.topology.ibdmtopo import looks_like_topology_file, parse_topology_file
-    from dsctl.topology.ibformats import is_ports_report, parse_ports_report
-    from dsctl.topology.lldp import looks_like_lldp, parse_lldp
-
-    if looks_like_topology_file(text):
-        return parse_topology_file(text, source)
-    if looks_like_lldp(text):
-        return parse_lldp(text, source)
-    if is_ports_report(text):
-        return parse_ports_report(text, source)
-    return parse_ibnetdiscover(text, source)
-
-
 def _guid(kind: str, index: int) -> str:
     base = 0x0002C90300000000 if kind == "H" else 0xB83FD20300000000
     return f"{base + index:016x}"

@@ -28,41 +28,10 @@ from dataclasses import dataclass, field
 
 from dsctl.cluster.plan_file import PlannedFabric, Port
 from dsctl.errors import InputError
+from dsctl.topology import verify_checks as checks
 from dsctl.topology.naming import short_repr
 from dsctl.topology.observed import ObservedEnd, ObservedFabric, ObservedLink, rename
-
-CABLE_KINDS = ("cross_plane", "swapped", "port_offset", "impossible_port", "missing", "extra", "unmatched_device")
-QUALITY_KINDS = ("degraded_width", "degraded_speed", "error_counters", "link_downed")
-IDENTITY_KINDS = ("guid_changed", "duplicate_guid", "plane_not_seen")
-FINDING_KINDS = CABLE_KINDS + QUALITY_KINDS + IDENTITY_KINDS
-ACTION_KINDS = ("move", "swap", "plug", "remove", "reseat", "replace_hca", "rediscover", "check_plan")
-Key = tuple[Port, Port]
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One difference between plan and fabric, typed by fields.
-
-    ``line``/``source``: the observed file's line and name (None/"" for ``missing``). ``action_kind`` is one of
-    ACTION_KINDS and ``action`` says it with the plan's names (``move the cable of node0001 mlx5_2 from
-    p2-leaf01:2 to p2-leaf01:1``). ``value``/``expected_value``: what was seen and what the plan expects (link
-    rate ``2xNDR``/``4xNDR``, GUIDs, counter values).
-    """
-
-    kind: str
-    a_device: str
-    a_port: str
-    b_device: str
-    b_port: str
-    plane: str
-    expected: str
-    line: int | None
-    message: str
-    source: str = ""
-    action_kind: str = ""
-    action: str = ""
-    value: str = ""
-    expected_value: str = ""
+from dsctl.topology.verify_model import FINDING_KINDS, Finding, Key, Resolver, end_text, key_of, plan_text
 
 
 @dataclass(frozen=True)
@@ -139,43 +108,6 @@ class VerifyOptions:
     thresholds: object | None = None
 
 
-_SPLIT = re.compile(r"[\s;:/,|]+")
-
-
-class Resolver:
-    """Maps observed ends to planned (device, port label) and plane."""
-
-    def __init__(self, plan: PlannedFabric) -> None:
-        self.plan = plan
-        self.single_nic = plan.nics[0] if len(plan.nics) == 1 else None
-
-    def device(self, end: ObservedEnd) -> str | None:
-        if end.device in self.plan.tier:
-            return end.device
-        for token in _SPLIT.split(end.desc or end.device):
-            if token in self.plan.tier:
-                return token
-        return None
-
-    def resolve(self, end: ObservedEnd) -> tuple[Port | None, int | None, str]:
-        """((device, port), plane, why-not) for an observed end."""
-        device = self.device(end)
-        if device is None:
-            return None, None, f"device {short_repr(end.desc or end.device, 60)} is not in the plan"
-        if self.plan.tier[device] == "node":
-            port = end.port
-            if port not in self.plan.nic_plane and self.single_nic is not None and len(end.desc.split()) < 2:
-                port = self.single_nic
-            if port not in self.plan.nic_plane:
-                return None, None, f"NIC {short_repr(port, 60)} of {device} is not in the plan"
-            return (device, port), self.plan.nic_plane[port], ""
-        try:
-            number = int(end.port)
-        except ValueError:
-            return None, None, f"switch {device} port {short_repr(end.port, 20)} is not a port number"
-        return (device, str(number)), self.plan.plane[device], ""
-
-
 _NUMBER = re.compile(r"[+-]?\d+")
 
 
@@ -204,23 +136,9 @@ def check_csv_ports(plan: PlannedFabric, observed: ObservedFabric, observed_name
                 raise InputError(f"{where} is not a port: ports are numbered from 1 (switch ports 1..radix)")
 
 
-def key_of(a: Port, b: Port) -> Key:
-    return (a, b) if a <= b else (b, a)
-
-
-def plan_text(port: Port, tier: dict[str, str]) -> str:
-    """``node0001 mlx5_0`` / ``p0-leaf01 port 3``: how ``expected`` names planned ends."""
-    return f"{port[0]} {port[1]}" if tier.get(port[0]) == "node" else f"{port[0]} port {port[1]}"
-
-
 def _note(keys: list[Key], tier: dict[str, str]) -> str:
     words = [f"{plan_text(k[0], tier)} <-> {plan_text(k[1], tier)}" for k in keys]
     return ("plan: " + "; ".join(words)) if words else "plan: these ports are unused"
-
-
-def end_text(port: Port, tier: dict[str, str]) -> str:
-    """``node0001 mlx5_0`` for a NIC, ``p0-leaf01:3`` for a switch port (the form actions use)."""
-    return f"{port[0]} {port[1]}" if tier.get(port[0]) == "node" else f"{port[0]}:{port[1]}"
 
 
 _TIER_RANK = {"node": 0, "leaf": 1, "spine": 2, "core": 3}
@@ -261,8 +179,6 @@ def verify(plan: PlannedFabric, observed: ObservedFabric | Sequence[tuple[str, O
     counted once). When every dump is LLDP (RoCE, one per node) only NIC-to-leaf cables are expected.
     InputError for a malformed port of a links CSV (see ``check_csv_ports``).
     """
-    from dsctl.topology import verify_checks as checks
-
     opts = options or VerifyOptions()
     dumps = [(observed_name, observed)] if isinstance(observed, ObservedFabric) else list(observed)
     names = {**opts.recorded_guids, **opts.name_map}

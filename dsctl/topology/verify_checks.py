@@ -15,7 +15,7 @@ from dsctl.errors import InputError
 from dsctl.names import ascii_digits
 from dsctl.topology.counters import PortCounters, Thresholds, judge
 from dsctl.topology.observed import ObservedEnd, ObservedFabric, ObservedLink
-from dsctl.topology.verify import Finding, Key, Resolver, end_text, key_of
+from dsctl.topology.verify_model import Finding, Key, Resolver, end_text, key_of
 
 SPEED_ORDER = ("SDR", "DDR", "QDR", "FDR10", "FDR", "EDR", "HDR", "NDR", "XDR")
 

@@ -7,7 +7,8 @@ import functools
 import numpy as np
 import pytest
 
-from dsctl.eplb.move_time import Fabric, break_even_steps, move_transfers, payback_s, time_moves
+from dsctl.eplb.move_cost import Fabric, break_even_steps, payback_s
+from dsctl.eplb.move_time import move_transfers, time_moves
 from dsctl.eplb.placement import placement_from_phy2log
 from dsctl.eplb.rebalance import rebalance
 from dsctl.errors import InputError

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dsctl.errors import InputError
-from dsctl.health.checks import BY_ID, CHECKS
-from dsctl.health.model import Finding, Severity
+from dsctl.health.checks import BY_ID, CHECKS, area_of
 from dsctl.health.source import DEFAULT_LIVE_INTERVAL_S, SOURCE_KINDS, choose_source
 
 RECORD = {"hostname": "n1", "interval_s": 7.5, "gpus": [], "infiniband": {"devices": []}}
@@ -54,5 +53,5 @@ def test_every_check_is_declared_once_with_its_area() -> None:
     assert {c.id for c in CHECKS if c.rate} == {"G8", "G13", "R5", "R6"}
     assert {c.id for c in CHECKS if c.needs_gpus} == {"R9", "R10", "R12"}
     assert all(c.area == "rdma" for c in CHECKS if c.needs_ports)
-    assert Finding("G8", Severity.OK, "node", "", "", "").area == "nvlink"
-    assert Finding("R3", Severity.OK, "node", "", "", "").area == BY_ID["R3"].area == "rdma"
+    assert area_of("G8") == "nvlink" and area_of("G99") == "gpu" and area_of("R99") == "rdma"
+    assert area_of("R3") == BY_ID["R3"].area == "rdma"

@@ -77,3 +77,24 @@ def test_the_root_lists_every_group_in_order() -> None:
     command = typer.main.get_command(app)
     names = command.list_commands(None)  # type: ignore[attr-defined,arg-type]
     assert names == list(GROUPS)
+
+
+def test_eplb_rebalance_loads_the_fabric_simulator_only_with_plan(tmp_path: Path) -> None:
+    """A plain rebalance (and one with --previous alone) never imports dsctl.topology: before issue 31 it loaded the
+    whole fabric simulator (59 dsctl modules, 42 after); --plan still does, to time the moves."""
+    import numpy as np
+
+    rng = np.random.default_rng(5)
+    stats = tmp_path / "v3.npy"
+    np.save(stats, np.round(1e5 / np.arange(1, 257) * rng.lognormal(0, 0.3, (6, 256))))
+    fabric, before = tmp_path / "fabric", tmp_path / "before.json"
+    assert _loaded_by([["topology", "plan", "-N", "2", "--out", str(fabric), "-f", "json"]])
+    layout = [str(stats), "-r", "288", "-g", "16", "-N", "2", "-m", "deepseek-v3", "-f", "json"]
+    plain = ["eplb", "rebalance", *layout, "--out", str(before)]
+    previous = ["eplb", "rebalance", *layout, "--previous", str(before)]
+    timed = [*previous, "--plan", str(fabric)]
+    loaded = _loaded_by([plain, previous, timed])
+    ours = [m for m in loaded[" ".join(plain)] + loaded[" ".join(previous)] if m.startswith("dsctl.")]
+    assert [m for m in ours if m.startswith("dsctl.topology")] == []
+    assert 20 <= len(ours) <= 45, ours  # the command, the eplb modules it uses, output, profiles
+    assert {"dsctl.topology.sim", "dsctl.topology.sim.maxmin", "dsctl.eplb.move_time"} <= set(loaded[" ".join(timed)])

@@ -20,7 +20,7 @@ from dsctl.topology.ibdmtopo import (
     parse_topology_file,
     render_topology_file,
 )
-from dsctl.topology.observed import parse_observed
+from dsctl.topology.observed_format import parse_observed
 
 REAL = Path(__file__).resolve().parents[1] / "data" / "topology" / "real"
 

@@ -229,9 +229,8 @@ def test_eplb_balanced_never_slower_dispatch_than_reference() -> None:
     """EP64 on 8 nodes, skewed statistics: the balanced placement's worst per-GPU dispatch (and combine) time is
     never above the reference placement's, layer by layer."""
     from dsctl.eplb.balanced import rebalance_balanced
-    from dsctl.eplb.placement import gpu_loads
+    from dsctl.eplb.placement import gpu_loads, layer_gpu_share
     from dsctl.eplb.reference import rebalance_reference
-    from dsctl.topology.sim.api import eplb_gpu_share
 
     rng = np.random.default_rng(7)
     weight = np.round(rng.lognormal(0.0, 1.2, size=(4, 256)) * 1000)
@@ -243,7 +242,7 @@ def test_eplb_balanced_never_slower_dispatch_than_reference() -> None:
     for layer in range(4):
         times = {}
         for name, placement in (("reference", ref), ("balanced", bal)):
-            share = eplb_gpu_share(weight, placement.phy2log, placement.logcnt, 64, layer)
+            share = layer_gpu_share(weight, placement.phy2log, placement.logcnt, 64, layer)
             times[name] = sim(text, "ep-dispatch", gpu_share=share).completion_s
         assert times["balanced"] <= times["reference"] * (1 + 1e-9), (layer, times)
 

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from dsctl.cluster import load_plan
 from dsctl.errors import InputError
 from dsctl.topology.api import plan_files, verify_texts
-from dsctl.topology.observed import parse_ibnetdiscover, parse_links_csv, parse_observed, render_ibnetdiscover
+from dsctl.topology.observed import parse_ibnetdiscover, parse_links_csv, render_ibnetdiscover
+from dsctl.topology.observed_format import parse_observed
 from dsctl.topology.summary import summarize
 from dsctl.topology.verify import verify
 

@@ -13,8 +13,10 @@ from dsctl.errors import InputError
 from dsctl.topology.api import verify_texts
 from dsctl.topology.counters import parse_perfquery, parse_thresholds
 from dsctl.topology.ibformats import parse_node_name_map, parse_ports_report, render_node_name_map
-from dsctl.topology.observed import parse_observed, rename
-from dsctl.topology.verify import ACTION_KINDS, FINDING_KINDS, verify
+from dsctl.topology.observed import rename
+from dsctl.topology.observed_format import parse_observed
+from dsctl.topology.verify import verify
+from dsctl.topology.verify_model import ACTION_KINDS, FINDING_KINDS
 
 REAL = Path(__file__).resolve().parents[1] / "data" / "topology" / "real"
 SC = scenario(128, 16)
@@ -187,7 +189,7 @@ def test_nic_names_can_count_from_one() -> None:
     assert plan.nics == tuple(f"HCA-{i}" for i in range(1, 9))
     report = (REAL / "infiniband_exporter_ports.out").read_text().splitlines()[0]
     end = parse_ports_report(report).links[0].a  # 'o0001 HCA-1' as a site describes it
-    from dsctl.topology.verify import Resolver
+    from dsctl.topology.verify_model import Resolver
 
     assert Resolver(plan).resolve(end)[:2] == (("o0001", "HCA-1"), 0)
 

@@ -21,10 +21,9 @@ from __future__ import annotations
 
 import shlex
 
-from dsctl.errors import InputError
-from dsctl.launch.engines.slurm_options import slurm_directives
+from dsctl.launch.engines.slurm_options import directive_value, slurm_directives
 from dsctl.launch.engines.spec import JobOptions, JobSpec
-from dsctl.names import comment_text, shown
+from dsctl.names import comment_text
 
 
 def torchrun_args(spec: JobSpec, node_rank: str, master_addr: str) -> list[str]:
@@ -37,20 +36,6 @@ def torchrun_args(spec: JobSpec, node_rank: str, master_addr: str) -> list[str]:
 def cpus_per_task(spec: JobSpec, options: JobOptions) -> int:
     """CPUs for each node's torchrun agent and its workers (``--cpus-per-task``; default one per worker)."""
     return options.cpus_per_task if options.cpus_per_task is not None else spec.gpus_per_node
-
-
-def directive_value(value: str) -> str:
-    """``value`` as sbatch reads it from an ``#SBATCH`` line: double-quoted when it holds whitespace.
-
-    sbatch splits ``#SBATCH`` lines at whitespace and honours double quotes and backslash escapes, so a log path
-    such as ``/home/me/my runs/job-%j.out`` must be quoted or it is cut at the space.
-    """
-    if comment_text(value) != value:  # a line break would end the #SBATCH line and start a script line
-        raise InputError(f"Slurm log path {shown(value)} holds a line break or control character",
-                         hint="choose an --out-dir folder whose path has none")
-    if not any(c.isspace() or c in '"\\' for c in value):
-        return value
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def sbatch_directives(spec: JobSpec, options: JobOptions) -> list[str]:

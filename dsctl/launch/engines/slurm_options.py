@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from dsctl.cluster import hostlist
 from dsctl.errors import InputError
 from dsctl.launch.request import MAX_NODES
-from dsctl.names import HOSTLIST, SLURM_NAME, shown
+from dsctl.names import HOSTLIST, SLURM_NAME, comment_text, shown
 
 _SBATCH_ARG = re.compile(r"--([a-z][a-z0-9-]{0,63})(=(.{1,4096}))?")
 _NCCL_ENV = re.compile(r"(NCCL_[A-Z0-9_]{1,64})=(.{0,4096})")
@@ -78,10 +78,22 @@ def check_slurm_options(options: SlurmOptions) -> None:
                              f"{RESERVED_SBATCH[reserved]}")
 
 
+def directive_value(value: str) -> str:
+    """``value`` as sbatch reads it from an ``#SBATCH`` line: double-quoted when it holds whitespace.
+
+    sbatch splits ``#SBATCH`` lines at whitespace and honours double quotes and backslash escapes, so a log path
+    such as ``/home/me/my runs/job-%j.out`` must be quoted or it is cut at the space.
+    """
+    if comment_text(value) != value:  # a line break would end the #SBATCH line and start a script line
+        raise InputError(f"Slurm log path {shown(value)} holds a line break or control character",
+                         hint="choose an --out-dir folder whose path has none")
+    if not any(c.isspace() or c in '"\\' for c in value):
+        return value
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def slurm_directives(options: SlurmOptions) -> list[str]:
     """The extra ``#SBATCH`` option texts (without ``#SBATCH``), in a fixed order, values quoted for sbatch."""
-    from dsctl.launch.engines.slurm import directive_value
-
     lines = [f"--{name}={value}" for name, value in (("account", options.account), ("qos", options.qos),
                                                      ("reservation", options.reservation),
                                                      ("exclude", options.exclude), ("nodelist", options.nodelist))

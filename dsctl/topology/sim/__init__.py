@@ -14,7 +14,6 @@ from dsctl.topology.sim.api import (
     EpModel,
     SimRequest,
     Workload,
-    eplb_gpu_share,
     parse_jobs,
     plan_facts,
     run,
@@ -25,6 +24,6 @@ from dsctl.topology.sim.solve import JobResult, LinkUse, PlaneResult, SimResult,
 
 __all__ = [
     "MAX_JOBS", "WORKLOADS", "EpExchange", "EpModel", "JobResult", "LinkUse", "PlaneResult", "SimRequest",
-    "SimResult", "Spread", "Workload", "ep_exchange_seconds", "eplb_gpu_share", "parse_jobs", "plan_facts", "run",
+    "SimResult", "Spread", "Workload", "ep_exchange_seconds", "parse_jobs", "plan_facts", "run",
     "transfer_time",
 ]

@@ -293,17 +293,3 @@ def plan_facts(plan_text: str, source: str) -> tuple[str, float]:
     if isinstance(bisection, bool) or not isinstance(bisection, (int, float)) or not math.isfinite(bisection):
         bisection = 0.0
     return (name if isinstance(name, str) else ""), float(bisection) * 1e9 / 8
-
-
-def eplb_gpu_share(weight: np.ndarray, phy2log: np.ndarray, logcnt: np.ndarray, num_gpus: int,
-                   layer: int) -> tuple[float, ...]:
-    """Each GPU's routed load in one MoE layer for a placement (``weight`` [L, E], ``phy2log`` [L, R])."""
-    from dsctl.eplb.placement import gpu_loads
-
-    if phy2log.shape[1] % num_gpus:
-        raise InputError(f"--eplb-plan has {phy2log.shape[1]} slots per layer, not a multiple of the "
-                         f"{num_gpus} EP GPUs simulated", hint="simulate as many GPUs as the placement was made for")
-    if not 0 <= layer < weight.shape[0]:
-        raise InputError(f"--layer {layer} must be 0..{weight.shape[0] - 1} (MoE layers in --stats)")
-    loads = gpu_loads(weight[layer:layer + 1], phy2log[layer:layer + 1], logcnt[layer:layer + 1], num_gpus)
-    return tuple(float(x) for x in loads[0])
