@@ -15,9 +15,9 @@ Across ranks (:func:`stragglers`), with P participants (rank, device) and K matc
   times. One host: no offset at all. ``align="none"`` keeps the trace clocks;
 - arrival = the aligned start of the rank's kernel; per key: ``skew_us = max - min`` arrival, the last rank
   (``argmax``), and ``wait_us = sum_p(max - arrival_p)``, the time the other ranks spent waiting for it;
-- straggler score of a rank = the wait it made earlier ranks spend, ``sum_o max(0, a_r - a_o)`` per key
-  (:func:`_blame`; for the last rank this is the key's ``wait_us``), summed over keys: ranks that arrive last
-  often, and late by much, score most; ranked by score, then by how often the rank was last;
+- straggler score of a rank (``wait_caused_us``) = the ``wait_us`` of the keys where it arrived last, summed:
+  only the last rank made the others wait (a rank that was early at a key caused no wait there, issue 29);
+  ranked by score, then by how often the rank was last;
 - critical path at collective granularity: keys ordered by median arrival; between consecutive keys a and b the
   rank that arrived last at b set the time, and its compute gap ``arrival[b] - end[a]`` is the critical segment;
   ``slack_us`` is how much later it arrived than the next-latest rank.
@@ -134,7 +134,7 @@ def rank_collectives(trace: TraceData, index: int, classifier: Classifier, step:
 
 @dataclass(frozen=True)
 class Straggler:
-    """A rank's share in the waiting: keys where it arrived last and the wait it caused others (µs, see _blame)."""
+    """A rank's share in the waiting: keys where it arrived last and the wait it caused others there (µs)."""
 
     rank: int
     device: str
@@ -203,6 +203,9 @@ class StragglerResult:
     missing_ranks: list[int] = field(default_factory=list)
     #: where the slow ranks sit and where they concentrate (with --ranks/--plan)
     placement: PlaceReport | None = None
+    #: every participant's clock offset (µs, subtracted from its trace times; 0 without alignment), as
+    #: ``{"rank", "device", "source", "clock_offset_us"}``: ``trace timeline`` draws on the same clock
+    clock_offsets: list[dict[str, object]] = field(default_factory=list)
 
 
 def _matrices(parts: Sequence[RankCollectives]) -> tuple[list[tuple[str, int]], NDArray[np.float64],
@@ -294,7 +297,8 @@ def stragglers(parts: Sequence[RankCollectives], align: str = "ends", top: int =
     earliest = np.min(np.where(present, start, np.inf), axis=1)
     wait = np.where(present, latest[:, None] - start, 0.0).sum(axis=1)
     skew = latest - earliest
-    score = _blame(arrival, present)
+    # wait caused: each key's wait is credited to the rank that arrived last there, and to no other
+    score = np.bincount(last, weights=wait, minlength=len(parts)).astype(np.float64)
     count = np.bincount(last, minlength=len(parts))
     total_wait = float(score.sum())
     order = sorted(range(len(parts)), key=lambda p: (-score[p], -count[p], parts[p].rank))
@@ -317,7 +321,9 @@ def stragglers(parts: Sequence[RankCollectives], align: str = "ends", top: int =
                      "were not seen on every rank (different steps profiled, or dropped events)")
     return StragglerResult(len(parts), len(keys), align, round(float(np.max(np.abs(offsets))), 3), ranking,
                            collectives, crit_ranks, segments, notes, num_sync if align == "ends" else 0,
-                           job.world_size if job else None, list(job.missing) if job else [], report)
+                           job.world_size if job else None, list(job.missing) if job else [], report,
+                           [{"rank": part.rank, "device": part.device, "source": part.source,
+                             "clock_offset_us": round(float(offsets[p]), 3)} for p, part in enumerate(parts)])
 
 
 def _placed(parts: Sequence[RankCollectives], score: NDArray[np.float64], places: Places,
@@ -342,23 +348,6 @@ def _clocks(parts: Sequence[RankCollectives]) -> NDArray[np.int64]:
         key = f"host {part.host}" if part.host else f"file {p}"
         out[p] = index.setdefault(key, len(index))
     return out
-
-
-def _blame(arrival: NDArray[np.float64], present: NDArray[np.bool_]) -> NDArray[np.float64]:
-    """Wait each participant made earlier ranks spend, summed over keys (shape ``(P,)``, µs).
-
-    Per key, a rank arriving at ``a_r`` keeps every earlier rank waiting at least ``a_r - a_o``: its blame is
-    ``sum_o max(0, a_r - a_o)`` (with arrivals sorted, ``j * a_j - (a_0 + ... + a_{j-1})``). The last rank's
-    blame equals the key's ``wait_us``; a rank that is often late, and late by much, collects the most.
-    """
-    _k, p = arrival.shape
-    order = np.argsort(arrival, axis=1, kind="stable")  # missing (-inf) first
-    present_sorted = np.take_along_axis(present, order, axis=1)
-    vals = np.where(present_sorted, np.take_along_axis(arrival, order, axis=1), 0.0)
-    j = np.cumsum(present_sorted, axis=1) - 1  # index among the present ones
-    before = np.cumsum(vals, axis=1) - vals
-    blame = np.where(present_sorted & (j >= 1), j * vals - before, 0.0)
-    return np.bincount(order.ravel(), weights=np.maximum(blame, 0.0).ravel(), minlength=p).astype(np.float64)
 
 
 def _critical_path(keys: list[tuple[str, int]], start: NDArray[np.float64], end: NDArray[np.float64],

@@ -172,7 +172,7 @@ def test_many_ranks_by_glob_in_a_process_pool(cli, tmp_path: Path) -> None:
     for r, doc in enumerate(tb.job(64, {17: 1.35, 42: 1.2}, num_collectives=12)):
         _write(tmp_path, f"rank{r}.json.gz" if r % 2 else f"rank{r}.json", doc, gz=bool(r % 2))
     data = cli("trace", "stragglers", str(tmp_path / "rank*.json*"), "--jobs", "2", "-f", "json").json()
-    assert data["num_ranks"] == 64 and [s["rank"] for s in data["stragglers"][:2]] == [17, 42]
+    assert data["num_ranks"] == 64 and [s["rank"] for s in data["stragglers"]] == [17]
     assert data["critical_ranks"][0]["rank"] == 17
     data = cli("trace", "overlap", str(tmp_path / "rank*.json*"), "-j", "2", "-f", "json").json()
     assert [r["rank"] for r in data["ranks"]] == list(range(64))  # natural order: rank10 after rank9
