@@ -69,6 +69,8 @@ class EventTable:
     annotation: NDArray[np.bool_]
     #: event index -> (process group name, sequence number) for collectives whose args carry both
     group: dict[int, tuple[str, int]] = field(default_factory=dict)
+    #: event index -> (``Src Rank``, ``Dst Rank``) for collectives whose args carry both (point-to-point peers)
+    peers: dict[int, tuple[int, int]] = field(default_factory=dict)
 
     @property
     def size(self) -> int:
@@ -170,6 +172,7 @@ class _Columns:
         self.corr = array("q")
         self.coll: dict[int, str] = {}
         self.group: dict[int, tuple[str, int]] = {}
+        self.peers: dict[int, tuple[int, int]] = {}
         self.annotation = array("b")
 
     def drop_non_finite(self) -> int:
@@ -188,6 +191,7 @@ class _Columns:
                 setattr(self, name, array(code, [values[i] for i in keep.tolist()]))
         self.coll = {new_index[i]: c for i, c in self.coll.items() if i in new_index}
         self.group = {new_index[i]: g for i, g in self.group.items() if i in new_index}
+        self.peers = {new_index[i]: g for i, g in self.peers.items() if i in new_index}
         return int(ok.size - keep.size)
 
     def first_start(self) -> float | None:
@@ -212,10 +216,18 @@ class _Columns:
             annotation=(np.frombuffer(self.annotation, dtype=np.int8).astype(bool) if len(self.annotation)
                         else np.zeros(n, bool)),
             group=self.group,
+            peers=self.peers,
         )
 
 
 _INT64 = 2**63
+
+
+def _peers(cols: _Columns, at: int, args: dict[str, Any]) -> None:
+    """Keep a collective's ``Src Rank``/``Dst Rank`` arguments (point-to-point peers) when both are integers."""
+    src, dst = args.get("Src Rank"), args.get("Dst Rank")
+    if type(src) is int and type(dst) is int and min(src, dst) >= -_INT64 and max(src, dst) < _INT64:
+        cols.peers[at] = (src, dst)
 
 
 def _checked(source: str, field_: str, value: Any) -> Any:
@@ -313,6 +325,7 @@ def _parse(events: Iterable[Any], meta: dict[str, Any], source: str) -> TraceDat
                 seq = args.get("Seq")
                 if type(group) is str and type(seq) is int and 0 <= seq < _INT64:
                     gpu.group[at] = (group, seq)
+                _peers(gpu, at, args)
             code = g_index.get(name)
             if code is None:
                 code = g_index[name] = len(g_index)
@@ -334,6 +347,7 @@ def _parse(events: Iterable[Any], meta: dict[str, Any], source: str) -> TraceDat
             seq = args.get("Seq")
             if type(group) is str and type(seq) is int and 0 <= seq < _INT64:
                 cols.group[at] = (group, seq)
+            _peers(cols, at, args)
         cols.device.append(-1)
         cols.stream.append(_int(ev.get("tid"), 0))
         cols.corr.append(-1)

@@ -34,7 +34,7 @@ from numpy.typing import NDArray
 from dsctl.cluster import Places
 from dsctl.errors import InputError
 from dsctl.trace.classify import Classifier, classify_names, collective_label
-from dsctl.trace.comms import host_collectives, host_label, is_synchronising
+from dsctl.trace.comms import host_collectives, host_label, is_point_to_point, is_synchronising, op_name
 from dsctl.trace.groups import runs
 from dsctl.trace.job import JobCheck
 from dsctl.trace.overlap import launch_times, select_steps, step_of
@@ -66,6 +66,8 @@ class RankCollectives:
     basis: str = "gpu kernels"
     #: the trace's host_name ("" when absent): participants of one host share one clock
     host: str = ""
+    #: point-to-point events left out: no (process group, peer, Seq) to match them by
+    num_p2p_unmatched: int = 0
 
 
 def rank_collectives(trace: TraceData, index: int, classifier: Classifier, step: int | None) -> list[RankCollectives]:
@@ -98,6 +100,7 @@ def rank_collectives(trace: TraceData, index: int, classifier: Classifier, step:
     rank = trace.rank if trace.rank is not None else index
     device_of = np.full(table.size, -1, dtype=np.int32) if on_host else table.device
     sync_of: dict[str, bool] = {}
+    p2p_of: dict[str, bool] = {}
     out = []
     for members in runs(np.flatnonzero(comm), device_of):  # one sort, not a mask per device
         idx = members[np.argsort(table.start_us[members], kind="stable")]
@@ -107,11 +110,22 @@ def rank_collectives(trace: TraceData, index: int, classifier: Classifier, step:
         key_index = np.empty(idx.size, dtype=np.int64)
         sync = np.empty(idx.size, dtype=bool)
         seen: dict[int, int] = {}
+        kept = np.ones(idx.size, dtype=bool)
         for j, i in enumerate(idx.tolist()):
             name = table.names[table.name_code[i]]
             coll = table.collective.get(i)
             group = table.group.get(i)
-            if group is not None:  # the op name keeps the process group's collective and P2P counters apart
+            what = coll or name
+            p2p = p2p_of.get(what)
+            if p2p is None:
+                p2p = p2p_of[what] = is_point_to_point(what)
+            if p2p:  # one transfer between two ranks: matched by (group, peer pair, Seq) or not at all
+                peer = _peer(op_name(what), rank, table.peers.get(i))
+                if group is None or peer is None:
+                    kept[j] = False
+                    continue
+                label, k = f"p2p (pg {group[0]}, ranks {min(rank, peer)}-{max(rank, peer)})", group[1]
+            elif group is not None:  # the op name keeps the process group's collective and P2P counters apart
                 label, k = f"{collective_label(name, coll)} (pg {group[0]})", group[1]
             else:
                 label = host_label(name) if on_host and coll is None else collective_label(name, coll)
@@ -121,15 +135,32 @@ def rank_collectives(trace: TraceData, index: int, classifier: Classifier, step:
                 k = seen.get(code, 0)
                 seen[code] = k + 1
             key_code[j], key_index[j] = code, k
-            what = coll or name
             flag = sync_of.get(what)
             if flag is None:
                 flag = sync_of[what] = is_synchronising(what)
             sync[j] = flag
-        out.append(RankCollectives(trace.source, rank, "cpu" if on_host else f"gpu{device}", tuple(keys), key_code,
-                                   key_index, table.start_us[idx] + trace.origin_us,
-                                   table.end_us[idx] + trace.origin_us, sync, source, trace.host_name))
+        dropped = int(idx.size - kept.sum())
+        idx = idx[kept]
+        out.append(RankCollectives(trace.source, rank, "cpu" if on_host else f"gpu{device}", tuple(keys),
+                                   key_code[kept], key_index[kept], table.start_us[idx] + trace.origin_us,
+                                   table.end_us[idx] + trace.origin_us, sync[kept], source, trace.host_name,
+                                   dropped))
     return out
+
+
+def _peer(op: str, rank: int, peers: tuple[int, int] | None) -> int | None:
+    """The other rank of a point-to-point event from its (``Src Rank``, ``Dst Rank``) arguments, None when
+    unknown: a send's destination, a receive's source, else whichever of the two is not this rank."""
+    if peers is None:
+        return None
+    src, dst = peers
+    if op in ("send", "isend"):
+        peer = dst
+    elif op in ("recv", "irecv"):
+        peer = src
+    else:
+        peer = dst if dst != rank else src
+    return peer if peer >= 0 and peer != rank else None
 
 
 @dataclass(frozen=True)
@@ -275,6 +306,11 @@ def stragglers(parts: Sequence[RankCollectives], align: str = "ends", top: int =
         raise InputError("no collective appears on two or more ranks; nothing to match",
                          hint="check that the traces are from the same job and steps (--step)")
     notes: list[str] = list(job.notes) if job is not None else []
+    unmatched = sum(p.num_p2p_unmatched for p in parts)
+    if unmatched:
+        notes.append(f"{unmatched:,} point-to-point (send/recv) events left out of the skew and the stragglers: "
+                     "their traces carry no process group, peer (Src/Dst Rank) and Seq to match them by, and "
+                     "matching them by order pairs different transfers")
     bases = sorted({p.basis for p in parts})
     if bases != ["gpu kernels"]:
         notes.append("collectives read from " + ", ".join(bases) + " events (host side: the trace has no GPU "

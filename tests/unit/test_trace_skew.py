@@ -136,3 +136,33 @@ def test_wait_is_credited_only_to_the_rank_that_was_last() -> None:
     result = stragglers(parts(docs), align="none")
     assert [(s.rank, s.times_last, s.wait_caused_us, s.share_of_wait) for s in result.stragglers] == [
         (2, 1, 70.0, 1.0)]
+
+
+_SENDRECV = "ncclDevKernel_SendRecv(ncclDevKernelArgs4K)"
+
+
+def test_point_to_point_without_peer_and_seq_is_left_out_of_the_skew() -> None:
+    # pipeline: rank 0 sends to rank 1 at 0 and 100; rank 1 receives at 0 and 100 and sends to rank 2 at 50.
+    # By order rank 0's second SendRecv (100) met rank 1's second (50, another transfer): a 50 us "skew".
+    # Then both all-reduce together at 200.
+    r0 = tb.trace([tb.kernel(_SENDRECV, 0, 10), tb.kernel(_SENDRECV, 100, 10), tb.nccl(200, 20)], rank=0)
+    r1 = tb.trace([tb.kernel(_SENDRECV, 0, 10), tb.kernel(_SENDRECV, 50, 10), tb.kernel(_SENDRECV, 100, 10),
+                   tb.nccl(200, 20)], rank=1)
+    result = stragglers(parts([r0, r1]), align="none")
+    assert [(c.label, c.skew_us) for c in result.collectives] == [("AllReduce", 0.0)]
+    assert result.stragglers == []
+    assert any("5 point-to-point (send/recv) events left out" in n for n in result.notes)
+
+
+def test_point_to_point_is_matched_by_group_peer_pair_and_seq() -> None:
+    def p2p(op: str, ts: float, seq: int, src: int, dst: int) -> dict[str, object]:
+        return tb.kernel(_SENDRECV, ts, 10, stream=tb.COMM_STREAM, **{
+            "Collective name": op, "Process Group Name": "0", "Seq": seq, "Src Rank": src, "Dst Rank": dst})
+
+    r0 = tb.trace([p2p("send", 0, 0, 0, 1), p2p("send", 100, 1, 0, 1)], rank=0)
+    r1 = tb.trace([p2p("recv", 30, 0, 0, 1), p2p("send", 50, 1, 1, 2), p2p("recv", 100, 1, 0, 1)], rank=1)
+    result = stragglers(parts([r0, r1]), align="none")
+    got = sorted((c.label, c.index, c.skew_us, c.last_rank) for c in result.collectives)
+    # rank 1's send to rank 2 has no partner here; the transfer 0 -> 1 of Seq 0 started 30 us late on rank 1
+    assert got == [("p2p (pg 0, ranks 0-1)", 0, 30.0, 1), ("p2p (pg 0, ranks 0-1)", 1, 0.0, 0)]
+    assert not any("point-to-point" in n for n in result.notes)
