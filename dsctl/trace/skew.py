@@ -317,12 +317,8 @@ def stragglers(parts: Sequence[RankCollectives], align: str = "ends", top: int =
                      "communication kernels)")
     offsets = np.zeros(len(parts))
     num_sync = int(sync.sum())
-    clock = _clocks(parts)
-    if align == "ends" and num_sync and int(clock.max()) > 0:
-        with np.errstate(all="ignore"):
-            diff = end[sync] - np.nanmedian(end[sync], axis=1, keepdims=True)
-            per_clock = np.array([np.nanmedian(diff[:, clock == c]) for c in range(int(clock.max()) + 1)])
-            offsets = np.nan_to_num(per_clock[clock])
+    if align == "ends" and num_sync:
+        offsets = _offsets(parts, end, sync)
         start, end = start - offsets, end - offsets
     elif align == "ends" and not num_sync:
         notes.append("no synchronising collective (all-reduce, all-gather, reduce-scatter, all-to-all, barrier) "
@@ -373,6 +369,30 @@ def _placed(parts: Sequence[RankCollectives], score: NDArray[np.float64], places
     unique, inverse = np.unique(ranks, return_inverse=True)
     summed = np.bincount(inverse, weights=score, minlength=unique.size).astype(np.float64)
     return locate(unique.tolist(), summed, places, top)
+
+
+def _offsets(parts: Sequence[RankCollectives], end: NDArray[np.float64],
+             sync: NDArray[np.bool_]) -> NDArray[np.float64]:
+    """Each participant's clock offset (µs, shape ``(P,)``) from the ends of the synchronising keys (see the
+    module docstring); zeros when every participant reads one clock."""
+    clock = _clocks(parts)
+    if int(clock.max()) == 0:
+        return np.zeros(len(parts))
+    with np.errstate(all="ignore"):
+        diff = end[sync] - np.nanmedian(end[sync], axis=1, keepdims=True)
+        per_clock = np.array([np.nanmedian(diff[:, clock == c]) for c in range(int(clock.max()) + 1)])
+    return np.nan_to_num(per_clock[clock])
+
+
+def clock_offsets(parts: Sequence[RankCollectives]) -> NDArray[np.float64] | None:
+    """The clock offsets :func:`stragglers` subtracts with ``align="ends"`` (µs, one per participant), or None
+    when no synchronising collective is matched on two participants (then the clocks cannot be aligned)."""
+    if len(parts) < 2:
+        return None
+    keys, _start, end, sync = _matrices(parts)
+    if not keys or not sync.any():
+        return None
+    return _offsets(parts, end, sync)
 
 
 def _clocks(parts: Sequence[RankCollectives]) -> NDArray[np.int64]:
