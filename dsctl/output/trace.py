@@ -167,8 +167,8 @@ def _render(result: OverlapResult) -> Iterable[RenderableType]:
     if result.worst_rank is not None:
         w = result.worst_rank
         yield Text(f"most exposed communication: rank {w['rank']} {w['device']} ({w['source']}), "
-                   f"{_ms(float(w['exposed_comm_us']))} ms (the rank that waits most, often not the straggler: "
-                   "trace stragglers names the rank the others wait for)", style="bold")  # type: ignore[arg-type]
+                   f"{_ms(float(w['exposed_comm_us']))} ms (the rank that waits most, "  # type: ignore[arg-type]
+                   "often not the straggler: trace stragglers names the rank the others wait for)", style="bold")
     detail = result.ranks
     if len(result.ranks) > MAX_DETAIL_RANKS and result.worst_rank is not None:
         w = result.worst_rank

@@ -386,15 +386,16 @@ def analyse_trace(trace: TraceData, rank: int, classifier: Classifier, step: int
             continue
         # busy time from every event of the device (a step's window may hold the previous step's tail), each
         # instant in one window; per-kernel tables from the events the analysed steps launched, each counted once
-        unions = [union(s_all[m], e_all[m]) for m in (compute_all[every], comm_all[every], memory_all[every])]
+        compute_u, comm_u, memory_u = (union(s_all[m], e_all[m])
+                                       for m in (compute_all[every], comm_all[every], memory_all[every]))
         acc = _Acc()
         for k, lo, hi in windows:
-            _window(acc, *unions, lo, hi, trace.steps[k].number if trace.steps else None)
+            _window(acc, compute_u, comm_u, memory_u, lo, hi, trace.steps[k].number if trace.steps else None)
         first_us, last_us = acc.windows[0][0], acc.windows[-1][1]
         order = every[np.isin(k_all, wanted)]
         sums = [sum(getattr(c, f) for c in acc.coverages) for f in ("window_us", "a_us", "b_us", "both_us",
                                                                      "neither_us")]
-        compute_u, comm_u = (clip_set(u, first_us, last_us) for u in unions[:2])
+        compute_u, comm_u = clip_set(compute_u, first_us, last_us), clip_set(comm_u, first_us, last_us)
         lanes = Lanes(first_us, last_us, compute_u, comm_u, subtract(comm_u, compute_u),
                       tuple(acc.windows)) if keep_lanes else None
         clipped_s, clipped_e = clip(table.start_us[order], table.end_us[order], first_us, last_us)
