@@ -334,7 +334,7 @@ def stragglers(parts: Sequence[RankCollectives], align: str = "ends", top: int =
     count = np.bincount(last, minlength=len(parts))
     total_wait = float(score.sum())
     order = sorted(range(len(parts)), key=lambda p: (-score[p], -count[p], parts[p].rank))
-    report = _placed(parts, score, places, top) if places is not None else None
+    report = _placed(parts, _lateness(arrival, present), places, top) if places is not None else None
 
     def where(p: int) -> dict[str, object] | None:
         return places.of(parts[p].rank) if places is not None else None
@@ -404,6 +404,24 @@ def _clocks(parts: Sequence[RankCollectives]) -> NDArray[np.int64]:
         key = f"host {part.host}" if part.host else f"file {p}"
         out[p] = index.setdefault(key, len(index))
     return out
+
+
+def _lateness(arrival: NDArray[np.float64], present: NDArray[np.bool_]) -> NDArray[np.float64]:
+    """How late each participant was, summed over keys (shape ``(P,)``, µs): per key ``sum_o max(0, a_r - a_o)``
+    over the ranks o that arrived before it (with arrivals sorted, ``j * a_j - (a_0 + ... + a_{j-1})``).
+
+    Not the wait it caused (only the last rank made the others wait, see ``wait_caused_us``), but a score on
+    every rank, for :mod:`dsctl.trace.place`: a slow group of 32 ranks is late at every key even though one of
+    them is last.
+    """
+    _k, p = arrival.shape
+    order = np.argsort(arrival, axis=1, kind="stable")  # missing (-inf) first
+    present_sorted = np.take_along_axis(present, order, axis=1)
+    vals = np.where(present_sorted, np.take_along_axis(arrival, order, axis=1), 0.0)
+    j = np.cumsum(present_sorted, axis=1) - 1  # index among the present ones
+    before = np.cumsum(vals, axis=1) - vals
+    blame = np.where(present_sorted & (j >= 1), j * vals - before, 0.0)
+    return np.bincount(order.ravel(), weights=np.maximum(blame, 0.0).ravel(), minlength=p).astype(np.float64)
 
 
 def _critical_path(keys: list[tuple[str, int]], start: NDArray[np.float64], end: NDArray[np.float64],
