@@ -1,4 +1,5 @@
-"""Table (human) view of ``dsctl trace overlap``: per-rank overlap, the worst rank, per-collective breakdown."""
+"""Table (human) view of ``dsctl trace overlap``: per-rank overlap, the rank with the most exposed communication,
+per-collective breakdown."""
 
 from __future__ import annotations
 
@@ -158,22 +159,23 @@ def _render(result: OverlapResult) -> Iterable[RenderableType]:
     if len(result.ranks) > MAX_RANK_ROWS:
         shown = {(w["rank"], w["device"], w["source"]) for w in result.worst_ranks}
         yield _ranks_table(result, [r for r in result.ranks if (r.rank, r.device, r.source) in shown],
-                           f" (the {len(shown)} worst of {len(result.ranks)} rows; --format json has all)")
+                           f" (the {len(shown)} most exposed of {len(result.ranks)} rows; --format json has all)")
     else:
         yield _ranks_table(result, result.ranks, "")
     if result.spread:
         yield _spread_table(result)
     if result.worst_rank is not None:
         w = result.worst_rank
-        yield Text(f"worst rank: {w['rank']} {w['device']} ({w['source']}), exposed communication "
-                   f"{_ms(float(w['exposed_comm_us']))} ms", style="bold")  # type: ignore[arg-type]
+        yield Text(f"most exposed communication: rank {w['rank']} {w['device']} ({w['source']}), "
+                   f"{_ms(float(w['exposed_comm_us']))} ms (the rank that waits most, "  # type: ignore[arg-type]
+                   "often not the straggler: trace stragglers names the rank the others wait for)", style="bold")
     detail = result.ranks
     if len(result.ranks) > MAX_DETAIL_RANKS and result.worst_rank is not None:
         w = result.worst_rank
         detail = [r for r in result.ranks
                   if (r.rank, r.device, r.source) == (w["rank"], w["device"], w["source"])]
-        yield Text(f"details below for the worst rank only ({len(result.ranks)} ranks); --format json has every "
-                   "rank", style="italic")
+        yield Text(f"details below for the rank with the most exposed communication only ({len(result.ranks)} "
+                   "ranks); --format json has every rank", style="italic")
     for row in detail:
         if row.per_step:
             yield _steps_table(row)

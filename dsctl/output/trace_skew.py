@@ -57,7 +57,7 @@ def _place_row(r: dict[str, object], slow: bool) -> list[str]:
 def _placement(result: StragglerResult, report: PlaceReport) -> Iterable[RenderableType]:
     """Where the stragglers are and where the slow ones concentrate (narrow tables: 80 columns fit)."""
     slow = {int(str(r["rank"])) for r in report.slow_ranks}
-    yield Text(f"{report.num_slow} of {report.num_ranks:,} ranks are slow (* below; wait caused far above the "
+    yield Text(f"{report.num_slow} of {report.num_ranks:,} ranks are slow (* below; lateness far above the "
                "median)")
     rows = [_place_row(s.place, s.rank in slow) for s in result.stragglers if s.place is not None]
     shown = {s.rank for s in result.stragglers}

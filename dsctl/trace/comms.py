@@ -56,6 +56,15 @@ def op_name(label: str) -> str:
     return op
 
 
+_P2P_OPS = frozenset({"send", "recv", "sendrecv", "isend", "irecv", "batchisendirecv", "ptop"})
+
+
+def is_point_to_point(label: str) -> bool:
+    """True for send/recv (``ncclDevKernel_SendRecv``, ``Collective name`` ``send``/``recv``): one transfer
+    between two ranks, which matching by order across all ranks pairs with other transfers."""
+    return op_name(label) in _P2P_OPS
+
+
 def is_synchronising(label: str) -> bool:
     """True for the collectives whose ends are a clock reference (see the module docstring)."""
     return op_name(label) in _SYNC_OPS or _DEEPEP_SYNC.search(label) is not None

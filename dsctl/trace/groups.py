@@ -8,8 +8,6 @@ by their keys (``np.lexsort``, stable: indices stay ascending inside a group) an
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 from numpy.typing import NDArray
 
@@ -25,17 +23,3 @@ def runs(chosen: NDArray[np.intp], *keys: NDArray[np.generic]) -> list[NDArray[n
         sorted_key = key[order]
         change |= sorted_key[1:] != sorted_key[:-1]
     return np.split(order, np.flatnonzero(change) + 1)
-
-
-def device_windows(device: NDArray[np.int64], step_idx: NDArray[np.int32],
-                   windows: Sequence[int]) -> list[tuple[int, list[tuple[int, NDArray[np.intp]]]]]:
-    """The events of each device in each analysed window, as ``[(device, [(window, indices), ...]), ...]`` in
-    ascending device and window order, indices ascending; empty (device, window) pairs are left out."""
-    chosen = np.flatnonzero(np.isin(step_idx, np.asarray(windows, dtype=np.int32)))
-    out: list[tuple[int, list[tuple[int, NDArray[np.intp]]]]] = []
-    for idx in runs(chosen, device, step_idx):
-        d, k = int(device[idx[0]]), int(step_idx[idx[0]])
-        if not out or out[-1][0] != d:
-            out.append((d, []))
-        out[-1][1].append((k, idx))
-    return out

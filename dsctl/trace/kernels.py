@@ -99,6 +99,32 @@ FAMILIES: tuple[Family, ...] = (
            ("void barrier_on_stream_kernel_threadgroup<(threadgroup_t)3>(int, int, int, long*)",
             "void alltoall_on_stream_kernel<int>(int, void*, void const*, unsigned long)",
             "void nvshmemi_signal_op_kernel(unsigned long*, unsigned long, int, int)")),
+    Family("torch-symm-mem", r"(?:^|::|\s)(?:multimem_(?:one_shot_)?(?:all_reduce|reduce|all_gather)"
+           r"|one_shot_all_reduce|two_shot_all_reduce)_kernel\b|two_shot_all_reduce_kernel_inplace\b", COMM,
+           "torch SymmetricMemory collectives (torch.ops.symm_mem.*, used by vLLM and SGLang for tensor parallelism): "
+           "they load peers' buffers or multicast addresses and barrier on signal pads; source: pytorch "
+           "torch/csrc/distributed/c10d/symm_mem/CUDASymmetricMemoryOps.cu",
+           ("void (anonymous namespace)::multimem_all_reduce_kernel<c10::BFloat16, 16>(c10::BFloat16*, unsigned "
+            "long, unsigned int**, unsigned long, unsigned long)",
+            "void (anonymous namespace)::multimem_one_shot_all_reduce_kernel<float, 16>(float*, float*, unsigned "
+            "long, unsigned int**, unsigned long, unsigned long)",
+            "void (anonymous namespace)::multimem_all_gather_kernel<16>(char*, char*, unsigned long, unsigned int**, "
+            "unsigned long, unsigned long)",
+            "void (anonymous namespace)::one_shot_all_reduce_kernel<c10::BFloat16, 16, 8>(c10::BFloat16**, "
+            "c10::BFloat16*, c10::BFloat16*, unsigned long, unsigned long, unsigned int**, unsigned long, unsigned "
+            "long)",
+            "void (anonymous namespace)::two_shot_all_reduce_kernel<c10::BFloat16, 16, 8, false, false>("
+            "c10::BFloat16**, c10::BFloat16*, unsigned long, unsigned long, unsigned int**, unsigned long, "
+            "unsigned long, unsigned long)",
+            "void (anonymous namespace)::two_shot_all_reduce_kernel_inplace<float, 16, 4>(float**, unsigned long, "
+            "unsigned long, unsigned int**, unsigned long, unsigned long)")),
+    Family("custom-all-reduce", r"(?:^|::|\s)cross_device_reduce_(?:1|2)stage\b", COMM,
+           "vLLM's custom all-reduce (csrc/custom_all_reduce.cuh) and SGLang's copy of it: reads peers' IPC "
+           "buffers over NVLink and barriers on peers' signal flags",
+           ("void vllm::cross_device_reduce_1stage<__nv_bfloat16, 8>(vllm::RankData*, vllm::RankSignals, "
+            "vllm::Signal*, __nv_bfloat16*, int, int)",
+            "void sglang::cross_device_reduce_2stage<half, 4>(sglang::RankData*, sglang::RankSignals, "
+            "sglang::Signal*, half*, int, int)")),
     Family("userbuffers", r"userbuffers", COMM,
            "Transformer Engine userbuffers: tensor-parallel send/recv overlapped with GEMMs",
            ("void userbuffers_fp16_sum_inplace_gpu_rr_rs<8>(int, int, int, int, int, int, void**)",)),

@@ -25,11 +25,12 @@ from numpy.typing import NDArray
 
 from dsctl.errors import InputError, one_of
 from dsctl.trace.classify import CLASS_NAMES, Classifier, classify_names, collective_label
-from dsctl.trace.groups import device_windows
+from dsctl.trace.groups import runs
 from dsctl.trace.intervals import Coverage, FloatArray, clip, covered_lengths, subtract, total, union, union_lengths
 from dsctl.trace.kernels import CATEGORY
 from dsctl.trace.parse import EventTable, TraceData
 from dsctl.trace.spread import spread, worst_ranks
+from dsctl.trace.windows import clip_set, partition
 
 
 @dataclass(frozen=True)
@@ -237,62 +238,41 @@ def select_steps(trace: TraceData, step: int | None) -> list[int]:
 
 @dataclass
 class _Acc:
-    """Accumulates one device's selected events across windows."""
+    """One device's figures per analysed window."""
 
     coverages: list[Coverage] = field(default_factory=list)
     per_step: list[StepOverlap] = field(default_factory=list)
-    starts: list[FloatArray] = field(default_factory=list)
-    ends: list[FloatArray] = field(default_factory=list)
-    codes: list[NDArray[np.int64]] = field(default_factory=list)  # collective label code per event
-    exposed_parts: list[FloatArray] = field(default_factory=list)
-    comm_mask: list[NDArray[np.bool_]] = field(default_factory=list)
-    keep_lanes: bool = False
     busy_all_us: list[float] = field(default_factory=list)
     memory_us: list[float] = field(default_factory=list)
-    compute_lane: list[tuple[FloatArray, FloatArray]] = field(default_factory=list)
-    comm_lane: list[tuple[FloatArray, FloatArray]] = field(default_factory=list)
     windows: list[tuple[float, float]] = field(default_factory=list)
 
 
-def _window(acc: _Acc, s: FloatArray, e: FloatArray, codes: NDArray[np.int64], comm: NDArray[np.bool_],
-            compute: NDArray[np.bool_], memory: NDArray[np.bool_], lo: float, hi: float, number: int | None) -> None:
-    """Analyse one window [lo, hi] of one device; ``comm``/``compute`` are masks over the events s, e and their
-    collective label ``codes``."""
-    cs, ce = clip(s, e, lo, hi)
-    compute_u = union(cs[compute], ce[compute])
-    comm_u = union(cs[comm], ce[comm])
-    memory_u = union(cs[memory], ce[memory])
+def _window(acc: _Acc, compute_u: tuple[FloatArray, FloatArray], comm_u: tuple[FloatArray, FloatArray],
+            memory_u: tuple[FloatArray, FloatArray], lo: float, hi: float, number: int | None) -> None:
+    """Figures of one window [lo, hi] (µs) from the device's canonical compute, comm and memory sets."""
+    compute_w, comm_w, memory_w = (clip_set(u, lo, hi) for u in (compute_u, comm_u, memory_u))
     # |A ∩ B| = |A| + |B| - |A ∪ B| over the (much smaller) canonical sets: less memory than a sweep of all events
-    either = union(np.concatenate([compute_u[0], comm_u[0]]), np.concatenate([compute_u[1], comm_u[1]]))
-    a_us, b_us, either_us = total(*compute_u), total(*comm_u), total(*either)
+    either = union(np.concatenate([compute_w[0], comm_w[0]]), np.concatenate([compute_w[1], comm_w[1]]))
+    a_us, b_us, either_us = total(*compute_w), total(*comm_w), total(*either)
     window = max(0.0, hi - lo)
     cov = Coverage(window, a_us, b_us, min(max(0.0, a_us + b_us - either_us), a_us, b_us),
                    max(0.0, window - either_us))
     acc.coverages.append(cov)
     acc.per_step.append(StepOverlap(number, lo, OverlapMetrics.from_sums(
         cov.window_us, cov.a_us, cov.b_us, cov.both_us, cov.neither_us)))
-    if acc.keep_lanes:
-        acc.compute_lane.append(compute_u)
-        acc.comm_lane.append(comm_u)
     acc.windows.append((lo, hi))
-    acc.memory_us.append(total(*memory_u))
-    acc.busy_all_us.append(total(*union(np.concatenate([either[0], memory_u[0]]),
-                                        np.concatenate([either[1], memory_u[1]]))))
-    covered = covered_lengths(cs[comm], ce[comm], compute_u)
-    acc.exposed_parts.append((ce[comm] - cs[comm]) - covered)
-    acc.starts.append(cs)
-    acc.ends.append(ce)
-    acc.codes.append(codes)
-    acc.comm_mask.append(comm)
+    acc.memory_us.append(total(*memory_w))
+    acc.busy_all_us.append(total(*union(np.concatenate([either[0], memory_w[0]]),
+                                        np.concatenate([either[1], memory_w[1]]))))
 
 
-def _collectives(acc: _Acc, labels: list[str], s: FloatArray, e: FloatArray,
-                 comm: NDArray[np.bool_]) -> list[CollectiveStat]:
+def _collectives(codes: NDArray[np.int64], labels: list[str], s: FloatArray, e: FloatArray,
+                 comm: NDArray[np.bool_], exposed: FloatArray) -> list[CollectiveStat]:
+    """Per label: count, summed duration and exposed part (``exposed``: per communication event, µs)."""
     if not comm.any():
         return []
-    lab = np.concatenate(acc.codes)[comm]
+    lab = codes[comm]
     dur = (e - s)[comm]
-    exposed = np.concatenate(acc.exposed_parts)
     n = len(labels)
     count = np.bincount(lab, minlength=n)
     tot = np.bincount(lab, weights=dur, minlength=n)
@@ -390,45 +370,38 @@ def analyse_trace(trace: TraceData, rank: int, classifier: Classifier, step: int
         notes.append("unusable events: " + ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in odd.items())
                      + " (missing dur counts as zero length; the others are skipped)")
     rows = []
-    windows = selected if trace.steps else [0]
     on_gpu = basis == "gpu_kernels"
     device_of = table.device.astype(np.int64) if on_gpu else np.zeros(table.size, dtype=np.int64)
-    devices = device_windows(device_of, step_idx, windows)  # one sort, not a mask per device and window
-    if not on_gpu and trace.steps:  # host windows are the steps themselves, with or without events
-        found = dict(devices[0][1]) if devices else {}
-        devices = [(0, [(k, found.get(k, np.zeros(0, dtype=np.intp))) for k in windows])]
-    for device, parts in devices:
-        acc = _Acc(keep_lanes=keep_lanes)
-        used: list[NDArray[np.intp]] = []
-        for k, sel in parts:
-            s, e = table.start_us[sel], table.end_us[sel]
-            number = trace.steps[k].number if trace.steps else None
-            if not on_gpu and trace.steps:
-                lo, hi = trace.steps[k].start_us, trace.steps[k].end_us
-            elif s.size:
-                lo, hi = float(s.min()), float(e.max())
-            else:
-                continue
-            used.append(sel)
-            _window(acc, s, e, event_label[sel], comm_all[sel], compute_all[sel], memory_all[sel], lo, hi, number)
-        if not acc.coverages:
+    wanted = np.asarray(selected if trace.steps else [0], dtype=np.int32)
+    for every in runs(np.arange(table.size, dtype=np.intp), device_of):  # one sort, not a mask per device
+        device = int(device_of[every[0]])
+        s_all, e_all, k_all = table.start_us[every], table.end_us[every], step_idx[every]
+        if not trace.steps:
+            windows = [(0, float(s_all.min()), float(e_all.max()))]
+        elif not on_gpu:  # host windows are the steps themselves, with or without events
+            windows = [(k, trace.steps[k].start_us, trace.steps[k].end_us) for k in selected]
+        else:
+            windows = [w for w in partition(s_all, e_all, k_all, len(trace.steps)) if w[0] in selected]
+        if not windows:
             continue
+        # busy time from every event of the device (a step's window may hold the previous step's tail), each
+        # instant in one window; per-kernel tables from the events the analysed steps launched, each counted once
+        compute_u, comm_u, memory_u = (union(s_all[m], e_all[m])
+                                       for m in (compute_all[every], comm_all[every], memory_all[every]))
+        acc = _Acc()
+        for k, lo, hi in windows:
+            _window(acc, compute_u, comm_u, memory_u, lo, hi, trace.steps[k].number if trace.steps else None)
+        first_us, last_us = acc.windows[0][0], acc.windows[-1][1]
+        order = every[np.isin(k_all, wanted)]
         sums = [sum(getattr(c, f) for c in acc.coverages) for f in ("window_us", "a_us", "b_us", "both_us",
                                                                      "neither_us")]
-        lanes = None
-        if keep_lanes:
-            compute_u = union(np.concatenate([c[0] for c in acc.compute_lane]),
-                              np.concatenate([c[1] for c in acc.compute_lane]))
-            comm_u = union(np.concatenate([c[0] for c in acc.comm_lane]),
-                           np.concatenate([c[1] for c in acc.comm_lane]))
-            lanes = Lanes(min(w[0] for w in acc.windows), max(w[1] for w in acc.windows), compute_u, comm_u,
-                          subtract(comm_u, compute_u), tuple(acc.windows))
-        order = np.concatenate(used)
-        streams_sel = table.stream[order]
-        clipped_s, clipped_e = np.concatenate(acc.starts), np.concatenate(acc.ends)
-        acc.starts.clear()
-        acc.ends.clear()
-        comm_sel = np.concatenate(acc.comm_mask)
+        compute_u, comm_u = clip_set(compute_u, first_us, last_us), clip_set(comm_u, first_us, last_us)
+        lanes = Lanes(first_us, last_us, compute_u, comm_u, subtract(comm_u, compute_u),
+                      tuple(acc.windows)) if keep_lanes else None
+        clipped_s, clipped_e = clip(table.start_us[order], table.end_us[order], first_us, last_us)
+        comm_sel = comm_all[order]
+        exposed = ((clipped_e - clipped_s)[comm_sel]
+                   - covered_lengths(clipped_s[comm_sel], clipped_e[comm_sel], compute_u))
         # kernel statistics over the clipped events, in the same order as ``order``
         names_sel = table.name_code[order]
         n = len(table.names)
@@ -442,10 +415,10 @@ def analyse_trace(trace: TraceData, rank: int, classifier: Classifier, step: int
             device=f"gpu{device}" if on_gpu else "cpu", basis=basis,
             steps=[s.number for i, s in enumerate(trace.steps) if i in selected],
             metrics=OverlapMetrics.from_sums(*sums),
-            collectives=_collectives(acc, labels, clipped_s, clipped_e, comm_sel),
-            streams=_streams(streams_sel, clipped_s, clipped_e, comm_sel),
+            collectives=_collectives(event_label[order], labels, clipped_s, clipped_e, comm_sel, exposed),
+            streams=_streams(table.stream[order], clipped_s, clipped_e, comm_sel),
             per_step=acc.per_step if all_steps else [],
-            num_events=int(sum(c.size for c in acc.codes)),
+            num_events=int(order.size),
             notes=list(notes),
             categories=_categories(acc, cls_all[order], sums[0], clipped_s, clipped_e),
             top_kernels=kernels[:top],

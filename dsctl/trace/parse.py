@@ -40,8 +40,11 @@ MAX_STREAMS = 4096
 
 #: categories of device-side events (Kineto spells them lower case; old versions capitalised them)
 GPU_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset"})
-#: categories of host-side events used when a trace has no device events
-CPU_CATEGORIES = frozenset({"cpu_op", "user_annotation"})
+#: categories of host-side events used when a trace has no device events; Kineto of 2021 (PyTorch 1.8-1.9)
+#: wrote ``Operator`` for CPU ops and for ``ProfilerStep#N`` (and ``Kernel``/``Runtime``/``Memcpy``)
+CPU_CATEGORIES = frozenset({"cpu_op", "user_annotation", "operator"})
+#: the category of CUPTI range-profiler events (per-range hardware counters, no kernel timeline)
+RANGE_CATEGORY = "cuda_profiler_range"
 #: host-side launch calls whose ``correlation`` ties a kernel to the step that launched it
 LAUNCH_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver", "runtime", "driver"})
 _STEP = re.compile(r"ProfilerStep#([0-9]{1,18})")  # fullmatch; 18 digits stay below int64
@@ -69,6 +72,8 @@ class EventTable:
     annotation: NDArray[np.bool_]
     #: event index -> (process group name, sequence number) for collectives whose args carry both
     group: dict[int, tuple[str, int]] = field(default_factory=dict)
+    #: event index -> (``Src Rank``, ``Dst Rank``) for collectives whose args carry both (point-to-point peers)
+    peers: dict[int, tuple[int, int]] = field(default_factory=dict)
 
     @property
     def size(self) -> int:
@@ -143,11 +148,13 @@ def _number(value: Any) -> float | None:
 
 
 #: event kinds the parser keeps (0 = ignored)
-_IGNORED, _GPU, _CPU, _ANNOTATION, _LAUNCH = 0, 1, 2, 3, 4
+_IGNORED, _GPU, _CPU, _ANNOTATION, _LAUNCH, _RANGE = 0, 1, 2, 3, 4, 5
 
 
 def _kind(cat: str) -> int:
     low = cat.lower()
+    if low == RANGE_CATEGORY:
+        return _RANGE
     if low in GPU_CATEGORIES:
         return _GPU
     if low in LAUNCH_CATEGORIES:
@@ -170,6 +177,7 @@ class _Columns:
         self.corr = array("q")
         self.coll: dict[int, str] = {}
         self.group: dict[int, tuple[str, int]] = {}
+        self.peers: dict[int, tuple[int, int]] = {}
         self.annotation = array("b")
 
     def drop_non_finite(self) -> int:
@@ -188,6 +196,7 @@ class _Columns:
                 setattr(self, name, array(code, [values[i] for i in keep.tolist()]))
         self.coll = {new_index[i]: c for i, c in self.coll.items() if i in new_index}
         self.group = {new_index[i]: g for i, g in self.group.items() if i in new_index}
+        self.peers = {new_index[i]: g for i, g in self.peers.items() if i in new_index}
         return int(ok.size - keep.size)
 
     def first_start(self) -> float | None:
@@ -212,10 +221,18 @@ class _Columns:
             annotation=(np.frombuffer(self.annotation, dtype=np.int8).astype(bool) if len(self.annotation)
                         else np.zeros(n, bool)),
             group=self.group,
+            peers=self.peers,
         )
 
 
 _INT64 = 2**63
+
+
+def _peers(cols: _Columns, at: int, args: dict[str, Any]) -> None:
+    """Keep a collective's ``Src Rank``/``Dst Rank`` arguments (point-to-point peers) when both are integers."""
+    src, dst = args.get("Src Rank"), args.get("Dst Rank")
+    if type(src) is int and type(dst) is int and min(src, dst) >= -_INT64 and max(src, dst) < _INT64:
+        cols.peers[at] = (src, dst)
 
 
 def _checked(source: str, field_: str, value: Any) -> Any:
@@ -247,6 +264,7 @@ def _parse(events: Iterable[Any], meta: dict[str, Any], source: str) -> TraceDat
     skipped = {"not_an_object": 0, "other_phase": 0, "bad_ts": 0, "negative_dur": 0, "missing_dur": 0}
     num_complete = 0
     num_events = 0
+    num_ranges = 0
     kind_of: dict[str, int] = {}
     empty: dict[str, Any] = {}
     # bound methods of the hot columns (attribute look-ups cost as much as the appends)
@@ -290,6 +308,9 @@ def _parse(events: Iterable[Any], meta: dict[str, Any], source: str) -> TraceDat
         args = ev.get("args")
         if type(args) is not dict:
             args = empty
+        if kind == _RANGE:
+            num_ranges += 1
+            continue
         if kind == _LAUNCH:
             l_ts(ts)
             corr = args.get("correlation")
@@ -313,6 +334,7 @@ def _parse(events: Iterable[Any], meta: dict[str, Any], source: str) -> TraceDat
                 seq = args.get("Seq")
                 if type(group) is str and type(seq) is int and 0 <= seq < _INT64:
                     gpu.group[at] = (group, seq)
+                _peers(gpu, at, args)
             code = g_index.get(name)
             if code is None:
                 code = g_index[name] = len(g_index)
@@ -320,7 +342,7 @@ def _parse(events: Iterable[Any], meta: dict[str, Any], source: str) -> TraceDat
             g_start(ts)
             g_dur(dur)
             continue
-        if kind == _ANNOTATION:
+        if kind == _ANNOTATION or (kind == _CPU and name.startswith("ProfilerStep#")):  # 2021: cat Operator
             match = _STEP.fullmatch(name)
             if match:
                 raw_steps.append((int(match.group(1)), float(ts), float(dur)))
@@ -334,6 +356,7 @@ def _parse(events: Iterable[Any], meta: dict[str, Any], source: str) -> TraceDat
             seq = args.get("Seq")
             if type(group) is str and type(seq) is int and 0 <= seq < _INT64:
                 cols.group[at] = (group, seq)
+            _peers(cols, at, args)
         cols.device.append(-1)
         cols.stream.append(_int(ev.get("tid"), 0))
         cols.corr.append(-1)
@@ -348,6 +371,11 @@ def _parse(events: Iterable[Any], meta: dict[str, Any], source: str) -> TraceDat
         raise InputError(f"{source}: no complete (\"ph\": \"X\") events with a timestamp among {num_events:,} "
                          "trace events; nothing to analyse",
                          hint="record with torch.profiler and export_chrome_trace; complete events carry ts and dur")
+    if num_ranges and not len(gpu.start):
+        raise InputError(f"{source}: a CUPTI range-profiler trace ({num_ranges:,} {RANGE_CATEGORY} events: "
+                         "hardware counters per profiled range, from torch.profiler's experimental_config "
+                         "profiler_metrics) holds no GPU kernel timeline; dsctl trace reads activity traces",
+                         hint="profile again without profiler_metrics (activities=[CPU, CUDA]) for kernel times")
     skipped["bad_ts"] += gpu.drop_non_finite() + cpu.drop_non_finite()
     raw_steps = [st for st in raw_steps if math.isfinite(st[1] + st[2])]
     launches = np.frombuffer(launch_ts, dtype=np.float64)

@@ -1,6 +1,7 @@
 """From rank to place: where the slow ranks sit, and whether they concentrate on one part of the cluster.
 
-Input: each analysed rank's straggler score (µs of waiting it caused, :func:`dsctl.trace.skew._blame`) and the
+Input: each analysed rank's lateness (µs, :func:`dsctl.trace.skew._lateness`: how much later than the others it
+arrived, summed over collectives) and the
 :class:`dsctl.cluster.Places` of the job (``ranks.csv`` joined with ``plan.json``).
 
 Slow ranks: scores above ``median + SLOW_MADS x 1.4826 x MAD`` (a robust outlier rule: the MAD of a normal

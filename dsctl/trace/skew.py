@@ -15,9 +15,9 @@ Across ranks (:func:`stragglers`), with P participants (rank, device) and K matc
   times. One host: no offset at all. ``align="none"`` keeps the trace clocks;
 - arrival = the aligned start of the rank's kernel; per key: ``skew_us = max - min`` arrival, the last rank
   (``argmax``), and ``wait_us = sum_p(max - arrival_p)``, the time the other ranks spent waiting for it;
-- straggler score of a rank = the wait it made earlier ranks spend, ``sum_o max(0, a_r - a_o)`` per key
-  (:func:`_blame`; for the last rank this is the key's ``wait_us``), summed over keys: ranks that arrive last
-  often, and late by much, score most; ranked by score, then by how often the rank was last;
+- straggler score of a rank (``wait_caused_us``) = the ``wait_us`` of the keys where it arrived last, summed:
+  only the last rank made the others wait (a rank that was early at a key caused no wait there, issue 29);
+  ranked by score, then by how often the rank was last;
 - critical path at collective granularity: keys ordered by median arrival; between consecutive keys a and b the
   rank that arrived last at b set the time, and its compute gap ``arrival[b] - end[a]`` is the critical segment;
   ``slack_us`` is how much later it arrived than the next-latest rank.
@@ -34,7 +34,7 @@ from numpy.typing import NDArray
 from dsctl.cluster import Places
 from dsctl.errors import InputError
 from dsctl.trace.classify import Classifier, classify_names, collective_label
-from dsctl.trace.comms import host_collectives, host_label, is_synchronising
+from dsctl.trace.comms import host_collectives, host_label, is_point_to_point, is_synchronising, op_name
 from dsctl.trace.groups import runs
 from dsctl.trace.job import JobCheck
 from dsctl.trace.overlap import launch_times, select_steps, step_of
@@ -66,6 +66,8 @@ class RankCollectives:
     basis: str = "gpu kernels"
     #: the trace's host_name ("" when absent): participants of one host share one clock
     host: str = ""
+    #: point-to-point events left out: no (process group, peer, Seq) to match them by
+    num_p2p_unmatched: int = 0
 
 
 def rank_collectives(trace: TraceData, index: int, classifier: Classifier, step: int | None) -> list[RankCollectives]:
@@ -98,6 +100,7 @@ def rank_collectives(trace: TraceData, index: int, classifier: Classifier, step:
     rank = trace.rank if trace.rank is not None else index
     device_of = np.full(table.size, -1, dtype=np.int32) if on_host else table.device
     sync_of: dict[str, bool] = {}
+    p2p_of: dict[str, bool] = {}
     out = []
     for members in runs(np.flatnonzero(comm), device_of):  # one sort, not a mask per device
         idx = members[np.argsort(table.start_us[members], kind="stable")]
@@ -107,11 +110,22 @@ def rank_collectives(trace: TraceData, index: int, classifier: Classifier, step:
         key_index = np.empty(idx.size, dtype=np.int64)
         sync = np.empty(idx.size, dtype=bool)
         seen: dict[int, int] = {}
+        kept = np.ones(idx.size, dtype=bool)
         for j, i in enumerate(idx.tolist()):
             name = table.names[table.name_code[i]]
             coll = table.collective.get(i)
             group = table.group.get(i)
-            if group is not None:  # the op name keeps the process group's collective and P2P counters apart
+            what = coll or name
+            p2p = p2p_of.get(what)
+            if p2p is None:
+                p2p = p2p_of[what] = is_point_to_point(what)
+            if p2p:  # one transfer between two ranks: matched by (group, peer pair, Seq) or not at all
+                peer = _peer(op_name(what), rank, table.peers.get(i))
+                if group is None or peer is None:
+                    kept[j] = False
+                    continue
+                label, k = f"p2p (pg {group[0]}, ranks {min(rank, peer)}-{max(rank, peer)})", group[1]
+            elif group is not None:  # the op name keeps the process group's collective and P2P counters apart
                 label, k = f"{collective_label(name, coll)} (pg {group[0]})", group[1]
             else:
                 label = host_label(name) if on_host and coll is None else collective_label(name, coll)
@@ -121,20 +135,37 @@ def rank_collectives(trace: TraceData, index: int, classifier: Classifier, step:
                 k = seen.get(code, 0)
                 seen[code] = k + 1
             key_code[j], key_index[j] = code, k
-            what = coll or name
             flag = sync_of.get(what)
             if flag is None:
                 flag = sync_of[what] = is_synchronising(what)
             sync[j] = flag
-        out.append(RankCollectives(trace.source, rank, "cpu" if on_host else f"gpu{device}", tuple(keys), key_code,
-                                   key_index, table.start_us[idx] + trace.origin_us,
-                                   table.end_us[idx] + trace.origin_us, sync, source, trace.host_name))
+        dropped = int(idx.size - kept.sum())
+        idx = idx[kept]
+        out.append(RankCollectives(trace.source, rank, "cpu" if on_host else f"gpu{device}", tuple(keys),
+                                   key_code[kept], key_index[kept], table.start_us[idx] + trace.origin_us,
+                                   table.end_us[idx] + trace.origin_us, sync[kept], source, trace.host_name,
+                                   dropped))
     return out
+
+
+def _peer(op: str, rank: int, peers: tuple[int, int] | None) -> int | None:
+    """The other rank of a point-to-point event from its (``Src Rank``, ``Dst Rank``) arguments, None when
+    unknown: a send's destination, a receive's source, else whichever of the two is not this rank."""
+    if peers is None:
+        return None
+    src, dst = peers
+    if op in ("send", "isend"):
+        peer = dst
+    elif op in ("recv", "irecv"):
+        peer = src
+    else:
+        peer = dst if dst != rank else src
+    return peer if peer >= 0 and peer != rank else None
 
 
 @dataclass(frozen=True)
 class Straggler:
-    """A rank's share in the waiting: keys where it arrived last and the wait it caused others (µs, see _blame)."""
+    """A rank's share in the waiting: keys where it arrived last and the wait it caused others there (µs)."""
 
     rank: int
     device: str
@@ -203,6 +234,9 @@ class StragglerResult:
     missing_ranks: list[int] = field(default_factory=list)
     #: where the slow ranks sit and where they concentrate (with --ranks/--plan)
     placement: PlaceReport | None = None
+    #: every participant's clock offset (µs, subtracted from its trace times; 0 without alignment), as
+    #: ``{"rank", "device", "source", "clock_offset_us"}``: ``trace timeline`` draws on the same clock
+    clock_offsets: list[dict[str, object]] = field(default_factory=list)
 
 
 def _matrices(parts: Sequence[RankCollectives]) -> tuple[list[tuple[str, int]], NDArray[np.float64],
@@ -272,18 +306,19 @@ def stragglers(parts: Sequence[RankCollectives], align: str = "ends", top: int =
         raise InputError("no collective appears on two or more ranks; nothing to match",
                          hint="check that the traces are from the same job and steps (--step)")
     notes: list[str] = list(job.notes) if job is not None else []
+    unmatched = sum(p.num_p2p_unmatched for p in parts)
+    if unmatched:
+        notes.append(f"{unmatched:,} point-to-point (send/recv) events left out of the skew and the stragglers: "
+                     "their traces carry no process group, peer (Src/Dst Rank) and Seq to match them by, and "
+                     "matching them by order pairs different transfers")
     bases = sorted({p.basis for p in parts})
     if bases != ["gpu kernels"]:
         notes.append("collectives read from " + ", ".join(bases) + " events (host side: the trace has no GPU "
                      "communication kernels)")
     offsets = np.zeros(len(parts))
     num_sync = int(sync.sum())
-    clock = _clocks(parts)
-    if align == "ends" and num_sync and int(clock.max()) > 0:
-        with np.errstate(all="ignore"):
-            diff = end[sync] - np.nanmedian(end[sync], axis=1, keepdims=True)
-            per_clock = np.array([np.nanmedian(diff[:, clock == c]) for c in range(int(clock.max()) + 1)])
-            offsets = np.nan_to_num(per_clock[clock])
+    if align == "ends" and num_sync:
+        offsets = _offsets(parts, end, sync)
         start, end = start - offsets, end - offsets
     elif align == "ends" and not num_sync:
         notes.append("no synchronising collective (all-reduce, all-gather, reduce-scatter, all-to-all, barrier) "
@@ -294,11 +329,12 @@ def stragglers(parts: Sequence[RankCollectives], align: str = "ends", top: int =
     earliest = np.min(np.where(present, start, np.inf), axis=1)
     wait = np.where(present, latest[:, None] - start, 0.0).sum(axis=1)
     skew = latest - earliest
-    score = _blame(arrival, present)
+    # wait caused: each key's wait is credited to the rank that arrived last there, and to no other
+    score = np.bincount(last, weights=wait, minlength=len(parts)).astype(np.float64)
     count = np.bincount(last, minlength=len(parts))
     total_wait = float(score.sum())
     order = sorted(range(len(parts)), key=lambda p: (-score[p], -count[p], parts[p].rank))
-    report = _placed(parts, score, places, top) if places is not None else None
+    report = _placed(parts, _lateness(arrival, present), places, top) if places is not None else None
 
     def where(p: int) -> dict[str, object] | None:
         return places.of(parts[p].rank) if places is not None else None
@@ -317,7 +353,9 @@ def stragglers(parts: Sequence[RankCollectives], align: str = "ends", top: int =
                      "were not seen on every rank (different steps profiled, or dropped events)")
     return StragglerResult(len(parts), len(keys), align, round(float(np.max(np.abs(offsets))), 3), ranking,
                            collectives, crit_ranks, segments, notes, num_sync if align == "ends" else 0,
-                           job.world_size if job else None, list(job.missing) if job else [], report)
+                           job.world_size if job else None, list(job.missing) if job else [], report,
+                           [{"rank": part.rank, "device": part.device, "source": part.source,
+                             "clock_offset_us": round(float(offsets[p]), 3)} for p, part in enumerate(parts)])
 
 
 def _placed(parts: Sequence[RankCollectives], score: NDArray[np.float64], places: Places,
@@ -333,6 +371,30 @@ def _placed(parts: Sequence[RankCollectives], score: NDArray[np.float64], places
     return locate(unique.tolist(), summed, places, top)
 
 
+def _offsets(parts: Sequence[RankCollectives], end: NDArray[np.float64],
+             sync: NDArray[np.bool_]) -> NDArray[np.float64]:
+    """Each participant's clock offset (µs, shape ``(P,)``) from the ends of the synchronising keys (see the
+    module docstring); zeros when every participant reads one clock."""
+    clock = _clocks(parts)
+    if int(clock.max()) == 0:
+        return np.zeros(len(parts))
+    with np.errstate(all="ignore"):
+        diff = end[sync] - np.nanmedian(end[sync], axis=1, keepdims=True)
+        per_clock = np.array([np.nanmedian(diff[:, clock == c]) for c in range(int(clock.max()) + 1)])
+    return np.nan_to_num(per_clock[clock])
+
+
+def clock_offsets(parts: Sequence[RankCollectives]) -> NDArray[np.float64] | None:
+    """The clock offsets :func:`stragglers` subtracts with ``align="ends"`` (µs, one per participant), or None
+    when no synchronising collective is matched on two participants (then the clocks cannot be aligned)."""
+    if len(parts) < 2:
+        return None
+    keys, _start, end, sync = _matrices(parts)
+    if not keys or not sync.any():
+        return None
+    return _offsets(parts, end, sync)
+
+
 def _clocks(parts: Sequence[RankCollectives]) -> NDArray[np.int64]:
     """Clock index of each participant: one per ``host`` (processes of one host read one system clock), one per
     participant whose trace names no host."""
@@ -344,12 +406,13 @@ def _clocks(parts: Sequence[RankCollectives]) -> NDArray[np.int64]:
     return out
 
 
-def _blame(arrival: NDArray[np.float64], present: NDArray[np.bool_]) -> NDArray[np.float64]:
-    """Wait each participant made earlier ranks spend, summed over keys (shape ``(P,)``, µs).
+def _lateness(arrival: NDArray[np.float64], present: NDArray[np.bool_]) -> NDArray[np.float64]:
+    """How late each participant was, summed over keys (shape ``(P,)``, µs): per key ``sum_o max(0, a_r - a_o)``
+    over the ranks o that arrived before it (with arrivals sorted, ``j * a_j - (a_0 + ... + a_{j-1})``).
 
-    Per key, a rank arriving at ``a_r`` keeps every earlier rank waiting at least ``a_r - a_o``: its blame is
-    ``sum_o max(0, a_r - a_o)`` (with arrivals sorted, ``j * a_j - (a_0 + ... + a_{j-1})``). The last rank's
-    blame equals the key's ``wait_us``; a rank that is often late, and late by much, collects the most.
+    Not the wait it caused (only the last rank made the others wait, see ``wait_caused_us``), but a score on
+    every rank, for :mod:`dsctl.trace.place`: a slow group of 32 ranks is late at every key even though one of
+    them is last.
     """
     _k, p = arrival.shape
     order = np.argsort(arrival, axis=1, kind="stable")  # missing (-inf) first

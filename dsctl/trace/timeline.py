@@ -1,14 +1,17 @@
 """``dsctl trace timeline``: one lane per rank and stream, kernels coloured by HTA category, as SVG.
 
 The window is the whole trace, or the GPU window of ``ProfilerStep#N`` (``step``), cut to ``[from_us, to_us]``
-microseconds after the window's start. Each rank is drawn from its own window start (clocks differ across hosts).
+microseconds after each rank's own window start. Ranks are drawn on one clock: hosts' clocks differ, so each
+rank's times are shifted by the clock offset ``trace stragglers`` computes (:func:`dsctl.trace.skew.clock_offsets`:
+synchronising collectives end together), and the picture starts at the earliest aligned window start. Without a
+synchronising collective matched on two ranks, each rank is drawn from its own window start (the title says so).
 Intervals of one category closer than half a pixel are merged per lane before they leave the worker, so both the
 data sent back per rank and the SVG are bounded by pixels x lanes, not by events.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from xml.sax.saxutils import escape
 
 import numpy as np
@@ -20,6 +23,7 @@ from dsctl.trace.intervals import FloatArray, union
 from dsctl.trace.kernels import CATEGORY
 from dsctl.trace.overlap import launch_times, select_steps, step_of
 from dsctl.trace.parse import TraceData
+from dsctl.trace.skew import RankCollectives, clock_offsets, rank_collectives
 
 PLOT_W = 1200
 LANE_H = 12
@@ -46,6 +50,10 @@ class RankLanes:
     source: str
     span_us: float
     lanes: list[Lane]
+    #: the drawn window's start in the trace's own clock (µs, as the collectives' times)
+    start_us: float = 0.0
+    #: the rank's matchable collectives, for the clock alignment (empty when it has none)
+    collectives: list[RankCollectives] = field(default_factory=list)
 
 
 def rank_lanes(trace: TraceData, index: int, classifier: Classifier, step: int | None, from_us: float | None,
@@ -92,7 +100,29 @@ def rank_lanes(trace: TraceData, index: int, classifier: Classifier, step: int |
                      for c, name in enumerate(CLASS_NAMES)}
         device = int(table.device[on[0]])
         lanes.append(Lane(rank, "cpu" if on_host else f"gpu{device}", int(table.stream[on[0]]), intervals))
-    return RankLanes(trace.source, b - a, lanes)
+    try:
+        collectives = rank_collectives(trace, index, classifier, step)
+    except InputError:  # no collectives: this rank cannot be aligned, it is drawn from its own start
+        collectives = []
+    return RankLanes(trace.source, b - a, lanes, a + trace.origin_us, collectives)
+
+
+def _shifts(ranks: list[RankLanes]) -> tuple[list[float], bool]:
+    """Where each rank's window starts in the picture (µs) and whether the clocks were aligned."""
+    parts = [part for r in ranks for part in r.collectives]
+    offsets = clock_offsets(parts)
+    if offsets is None:
+        return [0.0] * len(ranks), False
+    at = 0
+    starts = []
+    for r in ranks:
+        n = len(r.collectives)
+        # a file's devices share its host's clock; a file without collectives keeps its own clock
+        starts.append(r.start_us - float(np.median(offsets[at:at + n])) if n else float("nan"))
+        at += n
+    known = [x for x in starts if np.isfinite(x)]
+    first = min(known)
+    return [x - first if np.isfinite(x) else 0.0 for x in starts], True
 
 
 def _lane_kind(lane: Lane) -> str:
@@ -109,7 +139,9 @@ def timeline(ranks: list[RankLanes], title: str) -> str:
     if len(lanes) > MAX_LANES:
         raise InputError(f"{len(lanes):,} lanes (rank x stream); at most {MAX_LANES:,} fit one picture",
                          hint="give fewer trace files")
-    span = max((r.span_us for r in ranks), default=0.0)
+    shifts, aligned = _shifts(ranks) if len(ranks) > 1 else ([0.0] * len(ranks), False)
+    shift_of = [shift for r, shift in zip(ranks, shifts, strict=True) for _ in r.lanes]
+    span = max((shift + r.span_us for r, shift in zip(ranks, shifts, strict=True)), default=0.0)
     scale = PLOT_W / span if span > 0 else 1.0
     axis_y = TOP + len(lanes) * (LANE_H + 2) + 4
     width, height = LABEL_W + PLOT_W + 20, axis_y + 28
@@ -122,15 +154,17 @@ def timeline(ranks: list[RankLanes], title: str) -> str:
         parts.append(f'<rect x="{x}" y="24" width="12" height="10" fill="{colour}"/>')
         parts.append(f'<text x="{x + 16}" y="33" font-size="11">{name}</text>')
         x += 130
-    parts.append(f'<text x="{x}" y="33" font-size="11">span {span / 1e3:,.3f} ms; each rank from its own '
-                 "window start</text>")
+    clock = ("ranks on one clock (offsets from collective ends, as trace stragglers)" if aligned
+             else "each rank from its own window start")
+    parts.append(f'<text x="{x}" y="33" font-size="11">span {span / 1e3:,.3f} ms; {clock}</text>')
     for i, lane in enumerate(lanes):
         y = TOP + i * (LANE_H + 2)
         parts.append(f'<text x="4" y="{y + LANE_H - 2}" font-size="10">'
                      f"{escape(f'rank {lane.rank} {lane.device} {_lane_kind(lane)} {lane.stream}')}</text>")
         parts.append(f'<rect x="{LABEL_W}" y="{y}" width="{PLOT_W}" height="{LANE_H}" fill="#f3f3f3"/>')
-        for category, (s, e) in lane.intervals.items():
+        for category, (s0, e0) in lane.intervals.items():
             colour = COLOURS[category]
+            s, e = s0 + shift_of[i], e0 + shift_of[i]
             with np.errstate(invalid="ignore", over="ignore"):  # spans near 1e308: inf - inf, inf * 0
                 left = np.nan_to_num(LABEL_W + np.clip(s * scale, 0.0, PLOT_W), nan=LABEL_W)
                 wide = np.nan_to_num(np.clip((e - s) * scale, 0.5, PLOT_W), nan=0.5)

@@ -48,7 +48,7 @@ def test_table_output_and_svg(cli, tmp_path: Path) -> None:
     svg = tmp_path / "overlap.svg"
     result = cli("trace", "overlap", *GLOO, "--svg", svg, "--all-steps")
     assert result.exit_code == 0, result.stderr
-    assert "Compute / communication overlap" in result.stdout and "worst rank" in result.stdout
+    assert "Compute / communication overlap" in result.stdout and "most exposed communication: rank" in result.stdout
     assert "gloo:all_reduce" in result.stdout and "per step" in result.stdout
     assert "no GPU kernels" in result.stdout
     text = svg.read_text()
@@ -117,7 +117,8 @@ def test_many_ranks_show_details_for_the_worst_only(cli, tmp_path: Path) -> None
         paths.append(_write(tmp_path, f"r{rank}.json", tb.trace([tb.compute(0, 50), comm], rank=rank)))
     result = cli("trace", "overlap", *paths)
     assert result.exit_code == 0, result.stderr
-    assert "worst rank: 5" in result.stdout and "details below for the worst rank only" in result.stdout
+    assert "most exposed communication: rank 5" in result.stdout
+    assert "details below for the rank with the most exposed communication only" in result.stdout
     assert "rank 5 gpu0: communication by collective" in result.stdout
     assert "rank 0 gpu0: communication by collective" not in result.stdout
 
@@ -172,7 +173,7 @@ def test_many_ranks_by_glob_in_a_process_pool(cli, tmp_path: Path) -> None:
     for r, doc in enumerate(tb.job(64, {17: 1.35, 42: 1.2}, num_collectives=12)):
         _write(tmp_path, f"rank{r}.json.gz" if r % 2 else f"rank{r}.json", doc, gz=bool(r % 2))
     data = cli("trace", "stragglers", str(tmp_path / "rank*.json*"), "--jobs", "2", "-f", "json").json()
-    assert data["num_ranks"] == 64 and [s["rank"] for s in data["stragglers"][:2]] == [17, 42]
+    assert data["num_ranks"] == 64 and [s["rank"] for s in data["stragglers"]] == [17]
     assert data["critical_ranks"][0]["rank"] == 17
     data = cli("trace", "overlap", str(tmp_path / "rank*.json*"), "-j", "2", "-f", "json").json()
     assert [r["rank"] for r in data["ranks"]] == list(range(64))  # natural order: rank10 after rank9
@@ -180,7 +181,7 @@ def test_many_ranks_by_glob_in_a_process_pool(cli, tmp_path: Path) -> None:
     assert spread["min"] <= spread["median"] <= spread["p95"] <= spread["max"] and spread["num_ranks"] == 64
     assert len(data["worst_ranks"]) == 8
     table = cli("trace", "overlap", str(tmp_path / "rank*.json*"), "-j", "2")
-    assert table.exit_code == 0 and "Across 64 ranks" in table.stdout and "the 8 worst of 64" in table.stdout
+    assert table.exit_code == 0 and "Across 64 ranks" in table.stdout and "the 8 most exposed of 64" in table.stdout
     table = cli("trace", "stragglers", str(tmp_path / "rank*.json*"), "-j", "1")
     assert table.exit_code == 0 and "Stragglers" in table.stdout and "Critical path" in table.stdout
 

@@ -209,3 +209,16 @@ def test_docs_table_lists_every_family() -> None:
     doc = (Path(__file__).resolve().parents[2] / "docs" / "trace.md").read_text()
     for family in FAMILIES:
         assert f"| `{family.name}` |" in doc, family.name
+
+
+def test_symmetric_memory_all_reduce_is_communication_in_the_overlap() -> None:
+    """A tensor-parallel step of vLLM/SGLang with torch SymmetricMemory: GEMM [0, 100], then the one-shot
+    all-reduce [100, 130] with nothing under it. Before issue 29 it was compute: comm 0, compute 130."""
+    name = ("void (anonymous namespace)::one_shot_all_reduce_kernel<c10::BFloat16, 16, 8>(c10::BFloat16**, "
+            "c10::BFloat16*, c10::BFloat16*, unsigned long, unsigned long, unsigned int**, unsigned long, "
+            "unsigned long)")
+    doc = tb.trace([tb.compute(0, 100), tb.kernel(name, 100, 30),
+                    tb.kernel("void vllm::cross_device_reduce_2stage<half, 8>(vllm::RankData*)", 140, 10)])
+    row = overlap_from_bytes([("tp.json", json.dumps(doc).encode())]).ranks[0]
+    m = row.metrics
+    assert (m.compute_busy_us, m.comm_busy_us, m.exposed_comm_us, m.idle_us) == (100, 40, 40, 10)
