@@ -203,11 +203,11 @@ def test_batched_equals_ideal_makespan_when_i_at_least_f(
 @pytest.mark.parametrize(
     ("kwargs", "needle"),
     [
-        ({"costs": OpCosts(f=0)}, "--f 0"),
-        ({"costs": OpCosts(w=3)}, "--w 3 > --b 2"),
-        ({"costs": OpCosts(b=-1)}, "--b -1"),
-        ({"costs": OpCosts(fb=0)}, "--fb 0"),
-        ({"costs": OpCosts(f=math.nan)}, "--f nan"),
+        ({"costs": OpCosts(f=0)}, "--f-cost 0"),
+        ({"costs": OpCosts(w=3)}, "--w-cost 3 > --b-cost 2"),
+        ({"costs": OpCosts(b=-1)}, "--b-cost -1"),
+        ({"costs": OpCosts(fb=0)}, "--fb-cost 0"),
+        ({"costs": OpCosts(f=math.nan)}, "--f-cost nan"),
         ({"comm_model": "fast"}, "--comm-model 'fast'"),
     ],
 )
