@@ -213,7 +213,7 @@ def launch(
         "--balancedness", help="Expert load balance for the step prediction: mean / max tokens per GPU, in (0, 1] "
                                "(1 = absolutely balanced; 'dsctl eplb' reports it).")] = 1.0,
     fabric: Annotated[Path | None, typer.Option(
-        "--fabric", help="A planned fabric (plan.json or the folder of 'dsctl topology plan --out'): the step "
+        "--fabric", help="A planned fabric (plan.json or the folder of 'dsctl topology plan --out-dir'): the step "
                          "prediction's EP all-to-alls run through the fabric simulator on it instead of the node "
                          "profile's closed form.")] = None,
     fmt: FormatOpt = OutputFormat.table,
@@ -286,7 +286,8 @@ def _fabric_text(fabric: Path | None) -> str | None:
         return None
     plan_file = fabric / "plan.json" if fabric.is_dir() else fabric
     if fabric.is_dir() and not plan_file.exists():
-        raise InputError(f"--fabric {fabric} has no plan.json", hint="write one with 'dsctl topology plan --out DIR'")
+        raise InputError(f"--fabric {fabric} has no plan.json",
+                         hint="write one with 'dsctl topology plan --out-dir DIR'")
     from dsctl.topology import sim
 
     text = read_text_input(plan_file, "--fabric")
