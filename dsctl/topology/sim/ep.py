@@ -28,7 +28,7 @@ import numpy as np
 
 from dsctl.errors import InputError
 from dsctl.topology.sim.graph import SimGraph
-from dsctl.topology.sim.traffic import Flows, Job, Traffic, by_plane
+from dsctl.topology.sim.traffic import Flows, Job, Traffic, empty_flows
 
 DIRECTIONS = ("ep-dispatch", "ep-combine")
 #: Share of the achievable NVLink rate DeepEP's SM-driven NVLink copies reach. DeepEP V1 intranode EP8 on H800
@@ -110,37 +110,51 @@ def ep_traffic(graph: SimGraph, nodes: np.ndarray, gpu_share: np.ndarray, tokens
     p, hit = routing_odds(share.reshape(n, g), topk, limit_nodes)
     distinct = p.sum()
     tok = float(tokens_per_gpu)
-    # RDMA: source (u, i) -> (v, i), v != u
+    # RDMA: source (u, i) -> (v, i), v != u, carrying the tokens of (u, i) for node v: the same bytes whatever i,
+    # so each plane's flows are built when that plane is solved (one plane at a time, never all 8 at once)
     u_idx, v_idx = np.nonzero(~np.eye(n, dtype=bool))
-    src = np.repeat(nodes[u_idx] * g, g) + np.tile(np.arange(g), len(u_idx))
-    dst = np.repeat(nodes[v_idx] * g, g) + np.tile(np.arange(g), len(u_idx))
-    rdma_bytes = np.repeat(tok * p[v_idx] * per_token, g)
+    pair_bytes = tok * p[v_idx] * per_token
+    sent = pair_bytes > 0
+    u_idx, v_idx, pair_bytes = u_idx[sent], v_idx[sent], pair_bytes[sent]
+    local_plane = graph.gpu_plane(np.arange(g))
+
+    def net(plane: int) -> Flows:
+        """The plane's RDMA flows, in (u, v) pair order and local index within a pair."""
+        on = np.flatnonzero(local_plane == plane)
+        if not len(on) or not len(u_idx):
+            return empty_flows()
+        src = np.repeat(nodes[u_idx] * g, len(on)) + np.tile(on, len(u_idx))
+        dst = np.repeat(nodes[v_idx] * g, len(on)) + np.tile(on, len(u_idx))
+        if direction == "ep-combine":  # reverse every path; the flow still counts for the token's GPU
+            src, dst = dst, src
+        owner = dst if direction == "ep-combine" else src
+        count = len(src)
+        return Flows(graph.gpu_nic(src), graph.gpu_nic(dst), np.ones(count),
+                     np.repeat(pair_bytes, len(on)) / nic_efficiency, owner, np.full(count, job, dtype=np.int64))
+
+    def mirrors(plane: int, ref: int, shift: int) -> bool:
+        """The flows of ``plane`` are ``ref``'s moved ``shift`` local indices (bytes do not depend on the index)."""
+        return graph.nics_per_node == g and np.array_equal(np.flatnonzero(local_plane == plane),
+                                                           np.flatnonzero(local_plane == ref) + shift)
+
     # NVLink: forwarder (v, i) -> (v, k) for the tokens of all n nodes (its own node's via a local copy into its
     # RDMA buffer, as DeepEP does): one flow per GPU pair, owned by the forwarder (its kernel ends after forwarding)
     fi, fk = np.nonzero(~np.eye(g, dtype=bool))
     f_src = (nodes[:, None] * g + fi).ravel()
     f_dst = (nodes[:, None] * g + fk).ravel()
     fwd_bytes = (n * tok * p[:, None] * hit[:, fk] * per_token).ravel()
-    if direction == "ep-combine":  # reverse every path; the RDMA flow still counts for the token's GPU
-        src, dst = dst, src
+    if direction == "ep-combine":
         f_src, f_dst = f_dst, f_src
-        rdma_owner, fwd_owner = dst, f_dst
-    else:
-        rdma_owner, fwd_owner = src, f_src
-    keep = rdma_bytes > 0
-    jobs = np.full(int(keep.sum()), job, dtype=np.int64)
-    net = Flows(graph.gpu_nic(src[keep]), graph.gpu_nic(dst[keep]), np.ones(int(keep.sum())),
-                rdma_bytes[keep] / nic_efficiency, rdma_owner[keep], jobs)
+    fwd_owner = f_dst if direction == "ep-combine" else f_src
     live = fwd_bytes > 0
     nvl = Flows(f_src[live], f_dst[live], np.ones(int(live.sum())),
                 fwd_bytes[live] / DEEPEP_NVLINK_FRACTION[direction], fwd_owner[live].astype(np.int64),
                 np.full(int(live.sum()), job, dtype=np.int64))
-    order = np.argsort(gpus, kind="stable")  # nodes come in the job's order, not necessarily sorted
-    position = order[np.searchsorted(gpus[order], rdma_owner[keep])]
-    remote = np.bincount(position, weights=rdma_bytes[keep], minlength=len(gpus)).astype(np.float64)
+    # bytes each GPU (u, i) sends to other nodes: its tokens for every other node of the group
+    remote = np.repeat(tok * per_token * (p.sum() - p), g).astype(np.float64)
     note = (f"{tokens_per_gpu:,} tokens/GPU, top-{topk}, <= {limit_nodes} nodes/token "
             f"({distinct:.2f} expected), {per_token:,} B/token; DeepEP logical bytes = (token, node) pairs, the "
             f"sender's node included, x {logical_token_bytes(hidden, direction):,.0f} B")
     logical = np.full(len(gpus), tok * distinct * logical_token_bytes(hidden, direction))
-    return Traffic([Job(name or direction, direction, gpus, remote, note, logical_bytes=logical)], nvl,
-                   [by_plane(graph, net)])
+    return Traffic([Job(name or direction, direction, gpus, remote, note, logical_bytes=logical)], nvl, [net],
+                   [mirrors])
