@@ -5,16 +5,24 @@ from __future__ import annotations
 import io
 import json
 import os
+import sys
 from collections.abc import Callable
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, settings
 
-from dsctl.cli import main
-from dsctl.commands._common import SETTINGS
+# Collection imports every test module and most of dsctl: with PYTHONDONTWRITEBYTECODE=1 (set on some machines)
+# each run recompiled them all and re-rewrote the tests' asserts (issue 32: 6.9 s). Cached bytecode from here on:
+# dsctl and the test modules (pytest's assertion rewriter writes its own cache only when this is False).
+sys.dont_write_bytecode = False
+
+from hypothesis import HealthCheck, settings  # noqa: E402
+
+from dsctl.cli import main  # noqa: E402
+from dsctl.commands._common import SETTINGS  # noqa: E402
+from tests.slurm_guard import unmarked_slurm_tests  # noqa: E402
 
 # No per-example deadline (CI machines are shared and slow). The default run is derandomized: every run, on every
 # machine, draws the same examples, so the test command is green for everyone (issue 23 item 4). Random
@@ -77,9 +85,15 @@ def no_site_config(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.Tem
     monkeypatch.setattr(dsctl.siteconfig, "SYSTEM_DIR", empty / "system")
 
 
+@pytest.hookimpl(tryfirst=True)  # before -m deselects: see every collected test
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """In an exploration run (DSCTL_HOSTILE_EXAMPLES=N) every property test draws N random examples, also those
+    """A test that starts Slurm without the slow mark stops the run (the default run starts no Slurm daemon).
+    In an exploration run (DSCTL_HOSTILE_EXAMPLES=N) every property test draws N random examples, also those
     whose @settings name a smaller count for the default run."""
+    unmarked = unmarked_slurm_tests(items)
+    if unmarked:
+        raise pytest.UsageError("these tests start Slurm (tests/ci/slurm_up.sh) but are not marked slow, so the "
+                                "default run would start it: " + ", ".join(unmarked))
     count = os.environ.get(EXAMPLES_ENV)
     if not count:
         return

@@ -16,6 +16,11 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
+# starts the session's 256-node Slurm (slurm_cluster): the slow step of .ci/run only
+pytestmark = [pytest.mark.slow]
+
 SLURM_DIR = os.environ.get("SLURM_CI_DIR", "/tmp/dsctl-slurm")  # as tests/e2e/conftest.py
 _FIELD = re.compile(r"(\w+)=(\S+)")
 
