@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import pytest
-
 from tests.slurm_guard import unmarked_slurm_tests
 
 
@@ -24,11 +22,6 @@ def test_a_slurm_test_without_the_slow_mark_is_named() -> None:
              FakeItem("e2e/b.py::t_unmarked", ["tmp_path", "slurm_cluster"]),
              FakeItem("unit/c.py::t_plain", ["tmp_path"])]
     assert unmarked_slurm_tests(items) == ["e2e/b.py::t_unmarked"]
-
-
-def test_every_collected_slurm_test_is_slow(request: pytest.FixtureRequest) -> None:
-    """The real session: every test of this run (the default run deselected the slow ones after the guard ran)."""
-    assert unmarked_slurm_tests(request.session.items) == []
 
 
 def test_collection_writes_bytecode() -> None:
