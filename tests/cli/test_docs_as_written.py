@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+from tests.docs_pages import PAGES, ROOT, dollar_lines
+
 #: line prefix (after "$ ") -> why it is not run here
 NEEDS = {
     "pip install": "installs dsctl itself (the test runs this checkout's dsctl)",
@@ -62,25 +62,13 @@ class Line:
 
 
 def page_lines(page: Path) -> list[Line]:
-    """Every ``$ `` line in the fenced blocks of ``page``, in order."""
+    """Every ``$ `` line in the fenced blocks of ``page``, in order, with its stated exit code and skip reason."""
     found = []
-    text = page.read_text(encoding="utf-8")
-    for block in re.findall(r"^```[a-z]*\n(.*?)^```$", text, re.S | re.M):
-        lines = block.splitlines()
-        i = 0
-        while i < len(lines):
-            if lines[i].startswith("$ "):
-                command = lines[i][2:]
-                while command.rstrip().endswith("\\") and i + 1 < len(lines):
-                    i += 1
-                    command = command.rstrip()[:-1] + " " + lines[i].strip()
-                command, _, comment = command.partition("  #")
-                command = command.strip()
-                stated = EXIT.match(comment.strip())
-                skip = next((why for prefix, why in NEEDS.items() if (command + "\n").startswith(prefix)
-                             or (command + "  ").startswith(prefix)), "")
-                found.append(Line(command, int(stated.group(1)) if stated else 0, skip))
-            i += 1
+    for line in dollar_lines(page):
+        stated = EXIT.match(line.comment)
+        skip = next((why for prefix, why in NEEDS.items() if (line.command + "\n").startswith(prefix)
+                     or (line.command + "  ").startswith(prefix)), "")
+        found.append(Line(line.command, int(stated.group(1)) if stated else 0, skip))
     return found
 
 

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+from tests.docs_pages import PAGES, ROOT, dollar_lines
+
 _UNIT = r"(?:[KMGTPE]i?B(?:/s)?|[KMGT]b/s|ms|us|µs|s|h|%)"
 NUMBER = re.compile(r"(?<![\w.,])(\d[\d,]*(?:\.\d+)?) ?(" + _UNIT + r")(?![\w/])")
 #: command prefix -> why it does not run here
@@ -43,27 +43,10 @@ SETUP = {"trace.md": [sys.executable, str(ROOT / "tests" / "trace_builder.py"), 
 
 
 def examples(page: Path) -> list[tuple[str, list[str]]]:
-    """(command, the lines quoted under it) for each ``$ dsctl`` line of ``page``'s code blocks."""
-    found = []
-    for block in re.findall(r"^```[a-z]*\n(.*?)^```$", page.read_text(encoding="utf-8"), re.S | re.M):
-        lines = block.splitlines()
-        i = 0
-        while i < len(lines):
-            if lines[i].startswith("$ "):
-                command = lines[i][2:]
-                while command.rstrip().endswith("\\") and i + 1 < len(lines):
-                    i += 1
-                    command = command.rstrip()[:-1] + " " + lines[i].strip()
-                quoted = []
-                while i + 1 < len(lines) and not lines[i + 1].startswith("$ "):
-                    i += 1
-                    quoted.append(lines[i])
-                command = command.split("  #", 1)[0].strip()
-                if ((command.startswith("dsctl ") and "|" not in command and " ... " not in command)
-                        or re.fullmatch(r"cat [\w./-]+", command)):
-                    found.append((command, quoted))
-            i += 1
-    return found
+    """(command, the lines quoted under it) for each ``$ dsctl`` line of ``page``'s code blocks (and ``$ cat``)."""
+    return [(line.command, list(line.quoted)) for line in dollar_lines(page)
+            if (line.command.startswith("dsctl ") and "|" not in line.command and " ... " not in line.command)
+            or re.fullmatch(r"cat [\w./-]+", line.command)]
 
 
 def _numbers(lines: list[str]) -> list[str]:
