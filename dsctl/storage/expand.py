@@ -50,6 +50,7 @@ from dsctl.storage.chaintable import (
 from dsctl.storage.choice import CHOICE_MARGIN, REDIRECT_LIMIT, bound_ratio, choose_targets_per_ssd, pair_share_ideal
 from dsctl.storage.crosscheck import CHAINS, CREATE, REMOVE, TABLE, ChainRow, read_checked
 from dsctl.storage.design import swap_members
+from dsctl.storage.expand_check import grown_table_problems
 from dsctl.storage.layout import rotate_chains
 
 MAX_ADDED_NODES = 2_000
@@ -423,7 +424,7 @@ def _assemble(old: _Table, texts: dict[str, str | None], source: str, n: int, fi
             rows[cid] = (disk, [(fresh(node_ids[m], disk), node_ids[m]) for m in chain])
             new_rows.append(cid)
     files = _render(rows, new_rows, steps, k)
-    problems = _self_check(rows)
+    problems = grown_table_problems(rows)
     index = {nid: j for j, nid in enumerate(node_ids)}
     order = sorted(rows)
     member_arr = np.array([[index[nid] for _, nid in rows[cid][1]] for cid in order], dtype=np.int64)
@@ -449,28 +450,6 @@ def _assemble(old: _Table, texts: dict[str, str | None], source: str, n: int, fi
         bound=bound, balance=balance, check_problems=problems, steps=steps, notes=notes, out_dir=None, files=[],
         files_text=files, exit_code=1 if problems or balance.redirect.max_over_ideal > REDIRECT_LIMIT else 0,
     )
-
-
-def _self_check(rows: dict[int, tuple[int, list[tuple[int, int]]]]) -> list[str]:
-    """What ``check-chains`` would find wrong in the grown table, from the rows themselves (no re-parse).
-
-    The files are rendered from ``rows`` alone, so a table whose chains have distinct member nodes and whose
-    target ids are unique, each encoding its node and disk, renders files that agree with each other.
-    """
-    problems: list[str] = []
-    seen: dict[int, int] = {}
-    for cid in sorted(rows):
-        disk, members = rows[cid]
-        where = f"{CHAINS} chain {cid}"
-        if len({nid for _, nid in members}) != len(members):
-            problems.append(f"{where}: two targets on one node")
-        for t, nid in members:
-            if t in seen:
-                problems.append(f"{where}: target {t} also in chain {seen[t]}")
-            seen.setdefault(t, cid)
-            if decode_target(t) != (nid, disk):
-                problems.append(f"{where}: target {t} does not encode node {nid} disk {disk}")
-    return problems
 
 
 def _render(rows: dict[int, tuple[int, list[tuple[int, int]]]], new_rows: list[int], steps: list[Step], k: int
