@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -61,17 +62,29 @@ def test_rank_table_pins_each_rank_to_its_nic_and_gpu_and_results_map_back() -> 
     assert np.all(measured.median_gbps[1:] == 390.0)
 
 
+def free_port() -> int:
+    """A TCP port nothing listens on now: a port derived from the pid collided with the emulated Slurm's daemons."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 @pytest.mark.slow
 def test_probe_exchanges_over_gloo(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     four = spec(nodes=["localhost", "b", "c", "d"], ranks=[[i, "mlx5_0", 0] for i in range(4)], pairs=[[0, 2], [1, 3]],
-                port=29000 + os.getpid() % 20000)
+                port=free_port(), timeout_s=60.0)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}  # rank 0 runs on "localhost": the rendezvous
     procs = [subprocess.Popen([sys.executable, "-m", "dsctl.probe", "--round", json.dumps(four), "--node", n],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
              for n in four["nodes"]]
-    docs = [json.loads(p.communicate(timeout=120)[0]) for p in procs]
-    assert [p.returncode for p in procs] == [0, 0, 0, 0]
+    try:
+        outs = [p.communicate(timeout=150) for p in procs]
+    finally:
+        for p in procs:
+            p.kill()
+    assert [p.returncode for p in procs] == [0, 0, 0, 0], [err[-400:] for _, err in outs]
+    docs = [json.loads(out) for out, _ in outs]
     flows = {(f["src"], f["dst"]): f for d in docs for f in d["flows"]}
     assert set(flows) == {(2, 0), (0, 2), (3, 1), (1, 3)}
     assert all(f["median_gbps"] >= f["min_gbps"] > 0 and f["repeats"] == 2 for f in flows.values())
