@@ -80,6 +80,12 @@ class Schedule(str, Enum):
     zb1p = "zb1p"
 
 
+class Objective(str, Enum):
+    fastest = "fastest"
+    headroom = "headroom"
+    fewest_nodes = "fewest-nodes"
+
+
 class Backend(str, Enum):
     slurm = "slurm"
     torchrun = "torchrun"
@@ -216,6 +222,13 @@ def launch(
         "--fabric", help="A planned fabric (plan.json or the folder of 'dsctl topology plan --out-dir'): the step "
                          "prediction's EP all-to-alls run through the fabric simulator on it instead of the node "
                          "profile's closed form.")] = None,
+    objective: Annotated[Objective, typer.Option(
+        "--objective", case_sensitive=False,
+        help="What the layout search prefers: the fastest predicted step that fits, the most memory headroom "
+             "within 10% of the fastest, or (with a --nodes range) the fewest nodes.")] = Objective.fastest,
+    eplb_stats: Annotated[Path | None, typer.Option(
+        "--eplb-stats", help="Expert-load statistics (the input of 'dsctl eplb'): their balancedness sets the MoE "
+                             "imbalance of the step prediction instead of --balancedness.")] = None,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Plan a training launch (layout, memory, rank map, schedule), write its job files, submit it."""
@@ -227,6 +240,8 @@ def launch(
     from dsctl.launch.engines.slurm_options import SlurmOptions, job_environment
     from dsctl.launch.engines.spec import JobOptions
     from dsctl.launch.plan import plan_launch
+    from dsctl.launch.rules import SCHEDULES
+    from dsctl.launch.search import SearchOptions
     from dsctl.output.progress import progress
 
     if dry_run and submit:
@@ -254,10 +269,19 @@ def launch(
     request = _request(nodes, pp, ep, tp, dp, schedule, micro_batches, global_batch, seq_len,
                        backend=engine, job_name=job_name, train_command=train_command)
     model_profile = store.model(model)
-    with progress("planning the launch", fmt) as report:
+    given = {name for name in ("schedule", "balancedness")
+             if getattr(ctx.get_parameter_source(name), "name", "DEFAULT") not in ("DEFAULT", "DEFAULT_MAP")}
+    loads = None
+    if eplb_stats is not None:
+        if "balancedness" in given:
+            raise InputError("--eplb-stats and --balancedness both set the MoE imbalance; give one")
+        loads, balancedness = _expert_loads(eplb_stats, model_profile, node.num_gpus)
+    search = SearchOptions(objective=objective.value,
+                           schedules=(schedule.value,) if "schedule" in given else SCHEDULES, expert_loads=loads)
+    with progress("searching layouts", fmt) as report:
         plan = plan_launch(model_profile, node, request, suggest_min_nodes=True, progress=report,
                            tokens=_tokens(tokens), gpu_hour_usd=_price(gpu_hour_usd), balancedness=balancedness,
-                           fabric_plan=_fabric_text(fabric))
+                           fabric_plan=_fabric_text(fabric), search=search)
     if submit:
         with progress(f"waiting for Slurm job {options.job_name}" if wait else "submitting", fmt) as report:
             run = launch_run.submit(plan, engine, options, out, wait=wait, wait_timeout_s=wait_timeout,
@@ -293,6 +317,22 @@ def _fabric_text(fabric: Path | None) -> str | None:
     text = read_text_input(plan_file, "--fabric")
     sim.plan_facts(text, f"--fabric {plan_file}")  # not a plan: one line naming the option, before any planning
     return text
+
+
+def _expert_loads(path: Path, model: Any, gpus_per_node: int) -> tuple[Any, float]:
+    """``--eplb-stats`` as expert loads [layers, experts] and their balancedness at the default EP (one expert
+    group per node), for a plan that is not searched."""
+    from dsctl.commands._common import read_input
+    from dsctl.eplb.stats import parse_stats
+    from dsctl.launch.imbalance import stats_balancedness
+    from dsctl.launch.rules import default_ep
+
+    loads = parse_stats(str(path), read_input(path, "--eplb-stats"))
+    experts = model.moe.num_routed_experts if model.moe is not None else 0
+    if loads.shape[1] != experts:
+        raise InputError(f"--eplb-stats {path}: {loads.shape[1]} experts per layer, but {model.name} has "
+                         f"{experts} routed experts", hint="give routing statistics of this model")
+    return loads, stats_balancedness(loads, default_ep(model, gpus_per_node, None))
 
 
 def _tokens(text: str | None) -> float | None:

@@ -28,7 +28,8 @@ from typing import Any
 from dsctl.errors import InputError
 from dsctl.launch import minnodes
 from dsctl.launch.batch import DEFAULT_GLOBAL_BATCH, BatchPlan
-from dsctl.launch.candidates import PlanInputs, search
+from dsctl.launch.candidates import Choice, PlanInputs
+from dsctl.launch.candidates import search as search_by_memory
 from dsctl.launch.explanation import (
     does_not_fit_note,
     explain_choices,
@@ -36,12 +37,13 @@ from dsctl.launch.explanation import (
     missed_fit_notes,
     no_layout_error,
 )
+from dsctl.launch.figures import ScheduleFigures, schedule_figures
 from dsctl.launch.layout import ParallelLayout
 from dsctl.launch.memory import MemoryAssumptions, MemoryEstimate
 from dsctl.launch.rankmap import GROUP_KINDS, GROUP_MEANING, RankMap, RankMapSummary, build_rank_map, stages_of_rank
 from dsctl.launch.request import MAX_COUNT, MAX_NODES, LaunchRequest, check_node_count, check_request
-from dsctl.launch.rules import DUAL_SCHEDULES
-from dsctl.launch.schedule import OpCosts, simulate
+from dsctl.launch.search import SearchOptions, search_layouts
+from dsctl.launch.search_explain import SearchExplanation, choice_lines, explain_search
 from dsctl.launch.stages import Stage
 from dsctl.model.params import count_parameters
 from dsctl.profiles.schema import ModelProfile, NodeProfile
@@ -52,22 +54,6 @@ __all__ = ["DEFAULT_GLOBAL_BATCH", "MAX_COUNT", "MAX_NODES", "BatchPlan", "Launc
 
 #: progress callback of the smallest-node-count search: ``(counts_done, counts_bound)``
 Progress = Callable[[int, int], None]
-
-
-@dataclass(frozen=True)
-class ScheduleFigures:
-    """Simulated pipeline figures at unit costs F=1, B=2, W=1, F&B=F+B (time in units of one forward chunk)."""
-
-    schedule: str
-    num_stages: int
-    num_ranks: int
-    micro_batches: int
-    makespan: float
-    bubble: float
-    bubble_fraction: float
-    bubble_formula: float | None
-    peak_activations: int
-    params_per_rank: str
 
 
 @dataclass(frozen=True)
@@ -123,6 +109,8 @@ class LaunchPlan:
     #: predicted step (dsctl.steptime) and, with ``--tokens``, what that many tokens cost; None when not predicted
     step_time: StepTime | None = None
     token_budget: TokenBudget | None = None
+    #: the layout search (``dsctl.launch.search``) that chose the layout; None when the plan was not searched
+    search: SearchExplanation | None = None
 
     def layout_file(self) -> dict[str, Any]:
         """Content of ``layout.json`` (``--out-dir``)."""
@@ -143,7 +131,7 @@ def plan_launch(model: ModelProfile, node: NodeProfile, request: LaunchRequest,
                 assumptions: MemoryAssumptions | None = None, simulate_schedule: bool = True,
                 suggest_min_nodes: bool = False, progress: Progress | None = None, tokens: float | None = None,
                 gpu_hour_usd: float = DEFAULT_GPU_HOUR_USD, balancedness: float = 1.0,
-                fabric_plan: str | None = None) -> LaunchPlan:
+                fabric_plan: str | None = None, search: SearchOptions | None = None) -> LaunchPlan:
     """Choose (or check) the layout for ``request`` and build the full plan; raises InputError on bad input.
 
     With ``simulate_schedule`` the plan also predicts the step in seconds (:func:`dsctl.steptime.predict_step`);
@@ -154,11 +142,21 @@ def plan_launch(model: ModelProfile, node: NodeProfile, request: LaunchRequest,
 
     ``suggest_min_nodes``: a plan that does not fit gets a note naming the smallest node count that does
     (:func:`dsctl.launch.minnodes.min_nodes`, which reports to ``progress``).
+
+    ``search`` (with ``simulate_schedule``): choose among every valid layout by predicted step
+    (:func:`dsctl.launch.search.search_layouts`, its options' objective and schedules); when none fits, the plan
+    falls back to the memory rule above and says so.
     """
     check_node_count(request.num_nodes)
     request = check_request(model, request)
     inputs = PlanInputs(model, node, request, count_parameters(model), assumptions or MemoryAssumptions())
-    chosen, considered = search(inputs)
+    searched = None
+    if search is not None and simulate_schedule:
+        searched = search_layouts(inputs, replace(search, balancedness=balancedness, fabric_plan=fabric_plan))
+    chosen, considered = search_by_memory(inputs)
+    if searched is not None and searched.best is not None:
+        best = searched.best
+        chosen = Choice(best.layout, best.batch, best.stages, best.predicted()[0], best.notes)
     if chosen is None:
         raise no_layout_error(considered, request.num_nodes, request.schedule, request.global_batch,
                               request.micro_batches)
@@ -167,11 +165,11 @@ def plan_launch(model: ModelProfile, node: NodeProfile, request: LaunchRequest,
     notes.extend(missed_fit_notes(considered, memory.fits, request.schedule, request.global_batch,
                                   request.micro_batches))
     rank_map = build_rank_map(layout)
-    figures = _schedule_figures(layout, batch) if simulate_schedule else None
+    figures = schedule_figures(layout, batch) if simulate_schedule else None
     if figures is None and simulate_schedule:
         notes.append(f"no schedule figures: {layout.schedule} needs at least 2 pipeline stages")
-    step = None
-    if simulate_schedule:
+    step = searched.best.step if searched is not None and searched.best is not None else None
+    if simulate_schedule and step is None:
         try:
             step = predict_step(model, node, layout, batch.micro_batches, batch.micro_batch_size, batch.seq_len,
                                 balancedness=balancedness, fabric_plan=fabric_plan)
@@ -187,15 +185,20 @@ def plan_launch(model: ModelProfile, node: NodeProfile, request: LaunchRequest,
     if suggest_min_nodes and not memory.fits:
         smallest = minnodes.min_nodes(model, node, request, progress=progress)
         notes.append(min_nodes_note(smallest, minnodes.SEARCH_LIMIT_NODES))
+    explanation = explain_search(searched) if searched is not None else None
+    choices = explain_choices(request, model, layout, memory, considered)
+    if searched is not None and explanation is not None:
+        choices = choice_lines(searched, explanation) + [
+            line for line in choices if line.startswith(("dp ", "schedule "))]
     return LaunchPlan(
         model=model.name, node_profile=node.name, num_nodes=request.num_nodes, gpus_per_node=node.num_gpus,
         world_size=layout.world_size, layout=layout, expert_dp=layout.expert_dp, zero_stage=layout.zero_stage,
         schedule=layout.schedule, num_stages=layout.num_stages, batch=batch,
         stages=tuple(_stage_rows(layout, chosen.stages)), memory=memory, rank_map=rank_map.summary(),
-        schedule_figures=figures, choices=tuple(explain_choices(request, model, layout, memory, considered)),
+        schedule_figures=figures, choices=tuple(choices),
         notes=tuple(notes), backend=request.backend, job_name=request.job_name,
         train_command=request.train_command, exit_code=0 if memory.fits else 1, ranks=rank_map,
-        step_time=step, token_budget=budget,
+        step_time=step, token_budget=budget, search=explanation,
     )
 
 
@@ -210,45 +213,6 @@ def _stage_rows(layout: ParallelLayout, stages: tuple[Stage, ...]) -> list[Stage
         params_per_gpu=s.dense_params + s.routed_expert_params // layout.ep,
         dense_params=s.dense_params, routed_expert_params_per_gpu=s.routed_expert_params // layout.ep,
     ) for s in stages]
-
-
-#: micro-batches beyond which the plan simulates this many and extrapolates (the bubble no longer changes)
-MAX_SIMULATED_MICRO_BATCHES = 256
-
-
-def _schedule_figures(layout: ParallelLayout, batch: BatchPlan) -> ScheduleFigures | None:
-    """Run the schedule simulator (another package) if it is present; None otherwise.
-
-    Costs F=1, B=2, W=1, F&B=F+B, so every rank does the same work: ``makespan = busy + bubble`` with
-    ``busy = micro-batches x chunks per micro-batch per rank x (F+B)``. Beyond
-    :data:`MAX_SIMULATED_MICRO_BATCHES` the bubble and the activation peak no longer depend on the count
-    (dualpipe-facts.md section 6), so the simulation runs at that count and the makespan is extended by the
-    extra micro-batches' busy time.
-    """
-    stages = layout.num_stages
-    if stages < 2 and layout.schedule in DUAL_SCHEDULES:
-        return None
-    m = batch.micro_batches
-    m_sim = min(m, MAX_SIMULATED_MICRO_BATCHES)
-    result = simulate(layout.schedule, stages, m_sim, OpCosts(f=1.0, b=2.0, w=1.0, fb=None))
-    chunks_per_micro_batch = 2 if layout.schedule == "dualpipev" else 1
-    makespan = float(result.makespan) + (m - m_sim) * chunks_per_micro_batch * 3.0
-    bubble = float(result.bubble)
-    formula = getattr(result, "formula_bubble", None)
-    return ScheduleFigures(
-        schedule=layout.schedule, num_stages=stages, num_ranks=layout.pp, micro_batches=m,
-        makespan=makespan, bubble=bubble, bubble_fraction=bubble / makespan if makespan else 0.0,
-        bubble_formula=float(formula) if isinstance(formula, (int, float)) else None,
-        peak_activations=int(_peak(result.peak_activations)),
-        params_per_rank="2x" if layout.schedule in DUAL_SCHEDULES else "1x",
-    )
-
-
-def _peak(value: Any) -> int:
-    try:
-        return int(max(value))
-    except TypeError:
-        return int(value)
 
 
 # --------------------------------------------------------------------------------------------- layout report

@@ -12,9 +12,10 @@ from rich.text import Text
 from dsctl.launch.memory import MemoryEstimate, RankMemory
 from dsctl.launch.plan import LaunchPlan, LayoutReport, StageRow
 from dsctl.launch.rankmap import RankMapSummary, compact_ranks
+from dsctl.launch.search_explain import SearchExplanation
 from dsctl.output.registry import table_renderer
 from dsctl.steptime import StageCost, StepTime
-from dsctl.units import format_gib, human_bytes
+from dsctl.units import GIB, format_gib, human_bytes
 
 _EXPLAIN_ROWS = 4
 
@@ -176,10 +177,30 @@ def _step_time(plan: LaunchPlan) -> Iterator[RenderableType]:
                    f"{budget.days:,.1f} days, ${budget.cost_usd / 1e6:,.3f}M at ${budget.gpu_hour_usd:g}/GPU hour")
 
 
+def _search(search: SearchExplanation) -> Iterator[RenderableType]:
+    """The top layouts side by side and one line per rejected family (``dsctl.launch.search_explain``)."""
+    table = Table(title=f"Layouts by predicted step ({search.num_evaluated:,} evaluated, {search.num_fitting:,} fit; "
+                        f"objective {search.objective})", title_justify="left")
+    for col in ("#", "layout, m x b", "step s", "tok/day", "MFU", "GiB", "why it lost"):
+        table.add_column(col, justify="left" if col[0] in "lw" else "right")
+    for row in search.rows:
+        table.add_row(str(row.rank), row.label, f"{row.step_s:.2f}", f"{row.tokens_per_day / 1e9:,.0f}B",
+                      f"{row.mfu:.1%}", f"{row.memory_bytes / GIB:.1f}", row.why_lost or "chosen")
+    yield table
+    yield Text("m x b: micro-batches per pipeline x sequences each; MFU non-causal of BF16 peak; GiB: worst GPU; "
+               "why it lost: seconds behind #1 and the phase that grew most (compute, F&B = overlapped "
+               "forward-and-backward, bubble, optimizer), a2a: EP dispatch + combine per MoE layer")
+    if search.families:
+        yield _bullets("Rejected families (kind: count (schedules; degrees); the closest miss or an example)",
+                       [f.text() for f in search.families])
+
+
 @table_renderer(LaunchPlan)
 def _render_plan(plan: LaunchPlan) -> Iterator[RenderableType]:
     yield _layout_table(plan)
     yield _bullets("Why this layout", plan.choices)
+    if plan.search is not None:
+        yield from _search(plan.search)
     b = plan.batch
     yield Text(f"batch: {b.global_batch:,} sequences x {b.seq_len:,} tokens per step = dp {plan.layout.dp} x "
                f"{b.micro_batches} micro-batches x {b.micro_batch_size} sequence(s)")

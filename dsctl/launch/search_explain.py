@@ -1,0 +1,156 @@
+"""Stage 6 of the layout search (``dsctl.launch.search``): the top few layouts side by side, why each lost to the
+winner (the phase of the step that grew most, in predicted seconds), and one line per rejected family."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from dsctl.launch.search import REJECTION_KINDS, Rejected, SearchResult, Trial
+from dsctl.steptime import StepTime
+
+#: layouts shown side by side
+TOP = 5
+
+
+@dataclass(frozen=True)
+class CandidateRow:
+    """One ranked layout: predicted step (s), tokens/day, MFU (non-causal), worst GPU memory and headroom (bytes),
+    EP all-to-all seconds per MoE layer (dispatch + combine, forward), and why it lost ("" for the winner)."""
+
+    rank: int
+    label: str
+    step_s: float
+    tokens_per_day: float
+    mfu: float
+    bubble_s: float
+    memory_bytes: int
+    headroom_bytes: int
+    ep_a2a_s: float
+    why_lost: str
+
+    def to_data(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in CandidateRow.__dataclass_fields__}
+
+
+@dataclass(frozen=True)
+class FamilyLine:
+    """Every rejected combination of one ``kind``: how many, the schedules and degrees they span, one reason
+    (the closest miss for memory, else the first rule broken)."""
+
+    kind: str
+    count: int
+    schedules: tuple[str, ...]
+    pps: tuple[int, ...]
+    eps: tuple[int, ...]
+    example: str
+
+    def text(self) -> str:
+        return (f"{self.kind}: {self.count} ({'/'.join(self.schedules)}; pp {_span(self.pps)}, ep "
+                f"{_span(self.eps)}); {self.example}")
+
+    def to_data(self) -> dict[str, Any]:
+        return {"kind": self.kind, "count": self.count, "schedules": list(self.schedules), "pps": list(self.pps),
+                "eps": list(self.eps), "example": self.example}
+
+
+@dataclass(frozen=True)
+class SearchExplanation:
+    """What the plan prints about its search: counts, the objective, the top rows and the rejected families."""
+
+    objective: str
+    num_evaluated: int
+    num_fitting: int
+    rows: tuple[CandidateRow, ...]
+    families: tuple[FamilyLine, ...]
+    scope: str
+
+    def to_data(self) -> dict[str, Any]:
+        return {"objective": self.objective, "num_evaluated": self.num_evaluated, "num_fitting": self.num_fitting,
+                "candidates": [r.to_data() for r in self.rows], "rejected": [f.to_data() for f in self.families],
+                "scope": self.scope}
+
+
+def _span(values: tuple[int, ...]) -> str:
+    return str(values[0]) if len(values) == 1 else f"{values[0]}-{values[-1]}"
+
+
+def _phases(step: StepTime) -> dict[str, float]:
+    b = step.breakdown
+    return {"compute": b.one_f_s + b.one_b_s + b.one_w_s, "F&B": b.overlapped_fb_s,
+            "bubble": b.bubble_s, "optimizer": b.optimizer_s}
+
+
+def why_lost(trial: Trial, best: Trial) -> str:
+    """``+0.41 s, bubble +0.52`` (seconds: the step, and the phase that grew most) and the EP all-to-all per MoE
+    layer (dispatch + combine, forward, ms) when it differs."""
+    step, best_step = trial.predicted()[1], best.predicted()[1]
+    mine, theirs = _phases(step), _phases(best_step)
+    phase = max(mine, key=lambda k: mine[k] - theirs[k])
+    text = f"+{step.step_s - best_step.step_s:.2f} s, {phase} {mine[phase] - theirs[phase]:+.2f}"
+    a2a, a2a_best = _a2a(step), _a2a(best_step)
+    if abs(a2a - a2a_best) > 1e-4:
+        text += f"; a2a {a2a * 1e3:.1f} vs {a2a_best * 1e3:.1f} ms"
+    return text
+
+
+def _a2a(step: StepTime) -> float:
+    return step.ep_dispatch_s + step.ep_combine_s
+
+
+def _row(index: int, trial: Trial, best: Trial) -> CandidateRow:
+    memory, step = trial.predicted()
+    return CandidateRow(index + 1, trial.label(), step.step_s, step.tokens_per_day, step.mfu_noncausal,
+                        step.max_bubble_s, memory.max_total_bytes, memory.headroom_bytes, _a2a(step),
+                        "" if trial is best else why_lost(trial, best))
+
+
+def _families(rejected: tuple[Rejected, ...]) -> tuple[FamilyLine, ...]:
+    groups: dict[str, list[Rejected]] = defaultdict(list)
+    for r in rejected:
+        groups[r.kind].append(r)
+    lines = []
+    for kind in REJECTION_KINDS:
+        items = groups.get(kind)
+        if not items:
+            continue
+        example = min(items, key=lambda r: r.memory_bytes or 0) if kind == "memory" else items[0]
+        where = f"PP{example.pp} EP{example.ep} {example.schedule} b{example.micro_batch_size}"
+        reason = example.reason.split(" (")[0]
+        lines.append(FamilyLine(kind, len(items), tuple(sorted({r.schedule for r in items})),
+                                tuple(sorted({r.pp for r in items})), tuple(sorted({r.ep for r in items})),
+                                f"closest {where} {reason}" if kind == "memory" else f"e.g. {where}: {reason}"))
+    return tuple(lines)
+
+
+def explain_search(result: SearchResult, top: int = TOP) -> SearchExplanation:
+    """The top ``top`` rows (winner first) and the rejected families of ``result``."""
+    best = result.best
+    rows = tuple(_row(i, t, best) for i, t in enumerate(result.ranked[:top])) if best is not None else ()
+    scope = ("ZeRO-1 only (the memory and step-time models know no other stage); "
+             + (f"tp {result.space.tp} as given" if result.space.tp > 1
+                else "tp 1 (the step-time model covers tp 1; DeepSeek-V3 trains without TP)"))
+    return SearchExplanation(result.objective, result.num_evaluated, len(result.ranked), rows,
+                             _families(result.rejected), scope)
+
+
+def choice_lines(result: SearchResult, explanation: SearchExplanation) -> list[str]:
+    """The "why this layout" lines of a searched plan."""
+    best = result.best
+    if best is None:
+        return [f"searched {result.num_evaluated:,} layouts: none fits with the headroom kept"]
+    memory, step = best.predicted()
+    space = result.space
+    lines = [f"searched {result.num_evaluated:,} layouts (pp x ep x schedule x micro-batch size: {len(space.pps)} x "
+             f"{len(space.eps)} x {len(space.schedules)} x {len(space.micro_batch_sizes)}); "
+             f"{explanation.num_fitting} fit and were predicted",
+             f"{best.label()}: the {_objective_words(result.objective)}, predicted step {step.step_s:.2f} s, "
+             f"worst GPU {memory.max_total_bytes / 2**30:.1f} GiB",
+             explanation.scope]
+    return lines
+
+
+def _objective_words(objective: str) -> str:
+    return {"fastest": "fastest that fits", "headroom": "most headroom within 10% of the fastest",
+            "fewest-nodes": "fastest that fits at the fewest nodes"}.get(objective, objective)
