@@ -8,6 +8,7 @@ argument as a subcommand only if it names one; everything after ``--`` is the tr
 
 from __future__ import annotations
 
+from dataclasses import replace
 from difflib import get_close_matches
 from enum import Enum
 from pathlib import Path
@@ -153,7 +154,10 @@ def _reject_group_options(ctx: typer.Context) -> None:
 @app.callback(invoke_without_command=True)
 def launch(
     ctx: typer.Context,
-    nodes: NodesOpt = None,
+    nodes: Annotated[str | None, typer.Option(
+        "--nodes", "-N", help="Number of nodes (required), or a range LOW-HIGH: the search runs at LOW, HIGH and "
+                              "the powers of two (and their 1.5 multiples) between, and plans the best count "
+                              "(--objective; with --tokens and --within-days, the deadline).")] = None,
     model: ModelOpt = "deepseek-v3",
     node_profile: NodeProfileOpt = "h800-hgx",
     pp: PPOpt = None,
@@ -226,6 +230,9 @@ def launch(
         "--objective", case_sensitive=False,
         help="What the layout search prefers: the fastest predicted step that fits, the most memory headroom "
              "within 10% of the fastest, or (with a --nodes range) the fewest nodes.")] = Objective.fastest,
+    within_days: Annotated[float | None, typer.Option(
+        "--within-days", min=0.001, help="With --tokens and a --nodes range: the deadline in days the chosen node "
+                                         "count must meet.")] = None,
     eplb_stats: Annotated[Path | None, typer.Option(
         "--eplb-stats", help="Expert-load statistics (the input of 'dsctl eplb'): their balancedness sets the MoE "
                              "imbalance of the step prediction instead of --balancedness.")] = None,
@@ -266,7 +273,8 @@ def launch(
                          partition=partition, time_limit=time_limit, image=image, hosts=_hosts(hosts), slurm=slurm,
                          extra_env=job_environment(node.compute_nic_devices, tuple(nccl_env or ())))
     train_command = tuple(ctx.meta.get(TRAIN_COMMAND_KEY, ()))
-    request = _request(nodes, pp, ep, tp, dp, schedule, micro_batches, global_batch, seq_len,
+    low, high = _node_range(nodes)
+    request = _request(low, pp, ep, tp, dp, schedule, micro_batches, global_batch, seq_len,
                        backend=engine, job_name=job_name, train_command=train_command)
     model_profile = store.model(model)
     given = {name for name in ("schedule", "balancedness")
@@ -278,10 +286,22 @@ def launch(
         loads, balancedness = _expert_loads(eplb_stats, model_profile, node.num_gpus)
     search = SearchOptions(objective=objective.value,
                            schedules=(schedule.value,) if "schedule" in given else SCHEDULES, expert_loads=loads)
+    budget, price, fabric_text = _tokens(tokens), _price(gpu_hour_usd), _fabric_text(fabric)
+    sweep = None
+    if high != low or within_days is not None:
+        from dsctl.launch.sweep import sweep_counts, sweep_nodes
+
+        counts = sweep_counts(low, high)
+        with progress(f"searching layouts at {len(counts)} node counts", fmt):
+            sweep = sweep_nodes(model_profile, node, request, replace(
+                search, balancedness=balancedness, fabric_plan=fabric_text), counts, budget, within_days, price)
+        request = replace(request, num_nodes=sweep.chosen_nodes or high)
     with progress("searching layouts", fmt) as report:
         plan = plan_launch(model_profile, node, request, suggest_min_nodes=True, progress=report,
-                           tokens=_tokens(tokens), gpu_hour_usd=_price(gpu_hour_usd), balancedness=balancedness,
-                           fabric_plan=_fabric_text(fabric), search=search)
+                           tokens=budget, gpu_hour_usd=price, balancedness=balancedness,
+                           fabric_plan=fabric_text, search=search)
+    if sweep is not None:
+        plan = replace(plan, sweep=sweep)
     if submit:
         with progress(f"waiting for Slurm job {options.job_name}" if wait else "submitting", fmt) as report:
             run = launch_run.submit(plan, engine, options, out, wait=wait, wait_timeout_s=wait_timeout,
@@ -302,6 +322,23 @@ def launch(
         if preview and fmt is OutputFormat.table:
             for name, text in preview.items():
                 typer.echo(f"\n--- {name} (--dry-run: not written, not submitted) ---\n{text.rstrip()}")
+
+
+def _node_range(text: str | None) -> tuple[int, int]:
+    """``--nodes N`` or ``--nodes LOW-HIGH`` as (low, high); InputError naming the option otherwise."""
+    if text is None:
+        raise InputError("--nodes is required: the number of nodes to plan for, e.g. --nodes 256")
+    parts = text.strip().split("-")
+    try:
+        values = [int(p) for p in parts]
+    except ValueError:
+        values = []
+    if len(values) not in (1, 2):
+        raise InputError(f"--nodes {text!r} is not valid: give a whole number (256) or a range (128-512)")
+    for value in values:
+        if value < 1:
+            raise InputError(f"--nodes {value} is not valid: it must be a whole number >= 1")
+    return values[0], values[-1]
 
 
 def _fabric_text(fabric: Path | None) -> str | None:

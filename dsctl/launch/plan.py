@@ -45,6 +45,7 @@ from dsctl.launch.request import MAX_COUNT, MAX_NODES, LaunchRequest, check_node
 from dsctl.launch.search import SearchOptions, search_layouts
 from dsctl.launch.search_explain import SearchExplanation, choice_lines, explain_search
 from dsctl.launch.stages import Stage
+from dsctl.launch.sweep import NodeSweep
 from dsctl.model.params import count_parameters
 from dsctl.profiles.schema import ModelProfile, NodeProfile
 from dsctl.steptime import DEFAULT_GPU_HOUR_USD, StepTime, TokenBudget, predict_step, token_budget
@@ -111,6 +112,8 @@ class LaunchPlan:
     token_budget: TokenBudget | None = None
     #: the layout search (``dsctl.launch.search``) that chose the layout; None when the plan was not searched
     search: SearchExplanation | None = None
+    #: ``--nodes LOW-HIGH``: the node counts searched and the one this plan is for (``dsctl.launch.sweep``)
+    sweep: NodeSweep | None = None
 
     def layout_file(self) -> dict[str, Any]:
         """Content of ``layout.json`` (``--out-dir``)."""
@@ -168,8 +171,10 @@ def plan_launch(model: ModelProfile, node: NodeProfile, request: LaunchRequest,
     figures = schedule_figures(layout, batch) if simulate_schedule else None
     if figures is None and simulate_schedule:
         notes.append(f"no schedule figures: {layout.schedule} needs at least 2 pipeline stages")
-    step = searched.best.step if searched is not None and searched.best is not None else None
-    if simulate_schedule and step is None:
+    step = None
+    if search is not None:  # routing statistics give each EP degree its own balancedness
+        balancedness = replace(search, balancedness=balancedness).balancedness_at(layout.ep)
+    if simulate_schedule:
         try:
             step = predict_step(model, node, layout, batch.micro_batches, batch.micro_batch_size, batch.seq_len,
                                 balancedness=balancedness, fabric_plan=fabric_plan)

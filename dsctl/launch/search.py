@@ -29,7 +29,7 @@ from dsctl.launch.imbalance import stats_balancedness
 from dsctl.launch.layout import ParallelLayout, validate_layout
 from dsctl.launch.memory import MemoryEstimate, estimate_memory
 from dsctl.launch.request import LaunchRequest
-from dsctl.launch.rules import SCHEDULES, divisors, ep_node_aligned
+from dsctl.launch.rules import SCHEDULES, divisors, ep_node_aligned, min_micro_batches
 from dsctl.launch.stages import Stage, split_stages
 from dsctl.steptime import EpCostModel, StepTime, fabric_ep, predict_step
 
@@ -259,8 +259,7 @@ def attach_step_time(inputs: PlanInputs, options: SearchOptions,
             ep_models[lay.ep] = (fabric_ep(model, node, lay.ep, 1.0 / balancedness, options.fabric_plan)
                                  if lay.ep > 1 and model.moe is not None else None)
         try:
-            step = predict_step(model, node, lay, batch.micro_batches, batch.micro_batch_size, batch.seq_len,
-                                balancedness=balancedness, ep_cost=ep_models.get(lay.ep))
+            step = _predict(inputs, lay, batch, balancedness, ep_models.get(lay.ep))
         except InputError as exc:
             if "balancedness" in exc.message and len(trials) == 1:
                 raise
@@ -269,6 +268,30 @@ def attach_step_time(inputs: PlanInputs, options: SearchOptions,
             continue
         kept.append(replace(trial, step=step))
     return kept, rejected
+
+
+def _predict(inputs: PlanInputs, layout: ParallelLayout, batch: BatchPlan, balancedness: float,
+             ep_cost: EpCostModel | None) -> StepTime:
+    """The predicted step; beyond ``2 x`` :func:`steady_micro_batches` micro-batches it is extrapolated from two
+    shorter simulations (the schedule's steady state adds the same seconds per micro-batch pair), so a search
+    at small dp (thousands of micro-batches) stays bounded. The plan re-predicts its chosen layout in full."""
+    m = batch.micro_batches
+    short = steady_micro_batches(layout)
+    if m <= 2 * short:
+        return predict_step(inputs.model, inputs.node, layout, m, batch.micro_batch_size, batch.seq_len,
+                            balancedness=balancedness, ep_cost=ep_cost)
+    longer, shorter = (predict_step(inputs.model, inputs.node, layout, k, batch.micro_batch_size, batch.seq_len,
+                                    balancedness=balancedness, ep_cost=ep_cost) for k in (short, short - 2))
+    per_pair_s = longer.step_s - shorter.step_s
+    extra_s = (m - short) / 2 * per_pair_s
+    return replace(longer, step_s=longer.step_s + extra_s, pipeline_s=longer.pipeline_s + extra_s,
+                   tokens_per_step=longer.tokens_per_step * m / short)
+
+
+def steady_micro_batches(layout: ParallelLayout) -> int:
+    """Micro-batches a simulation needs to reach the schedule's steady state: its minimum + 8, even."""
+    least = min_micro_batches(layout.schedule, layout.pp)
+    return least + 8 + (least % 2)
 
 
 # --------------------------------------------------------------------------------------------- 5. rank

@@ -13,6 +13,7 @@ from dsctl.launch.memory import MemoryEstimate, RankMemory
 from dsctl.launch.plan import LaunchPlan, LayoutReport, StageRow
 from dsctl.launch.rankmap import RankMapSummary, compact_ranks
 from dsctl.launch.search_explain import SearchExplanation
+from dsctl.launch.sweep import NodeSweep
 from dsctl.output.registry import table_renderer
 from dsctl.steptime import StageCost, StepTime
 from dsctl.units import GIB, format_gib, human_bytes
@@ -195,8 +196,38 @@ def _search(search: SearchExplanation) -> Iterator[RenderableType]:
                        [f.text() for f in search.families])
 
 
+def _sweep(sweep: NodeSweep) -> Iterator[RenderableType]:
+    """``--nodes LOW-HIGH``: each count's best layout and what the token budget costs there."""
+    budget = f" for {sweep.tokens / 1e12:,.4g}T tokens at ${sweep.gpu_hour_usd:g}/GPU hour" if sweep.tokens else ""
+    table = Table(title=f"Node counts{budget}", title_justify="left")
+    columns = ["nodes", "best layout", "step s", "tok/day"]
+    if sweep.tokens:
+        columns += ["days", "GPU hours", "cost"]
+    if sweep.within_days is not None:
+        columns.append(f"<= {sweep.within_days:g} d")
+    for col in columns:
+        table.add_column(col, justify="left" if col == "best layout" else "right")
+    for r in sweep.rows:
+        cells = [f"{r.num_nodes:,}", r.label or "none fits", _num(r.step_s, "{:.2f}"),
+                 _num(r.tokens_per_day, "{:,.0f}B", 1e-9)]
+        if sweep.tokens:
+            cells += [_num(r.days, "{:,.1f}"), _num(r.gpu_hours, "{:,.0f}K", 1e-3), _num(r.cost_usd, "${:,.2f}M", 1e-6)]
+        if sweep.within_days is not None:
+            cells.append("yes" if r.meets_deadline else "no")
+        table.add_row(*cells, style="bold" if r.num_nodes == sweep.chosen_nodes else None)
+    yield table
+    yield Text(f"chosen: {sweep.reason}" if sweep.chosen_nodes is not None else
+               f"no count chosen: {sweep.reason}; the plan below is for the largest count")
+
+
+def _num(value: float | None, pattern: str, scale: float = 1.0) -> str:
+    return "-" if value is None else pattern.format(value * scale)
+
+
 @table_renderer(LaunchPlan)
 def _render_plan(plan: LaunchPlan) -> Iterator[RenderableType]:
+    if plan.sweep is not None:
+        yield from _sweep(plan.sweep)
     yield _layout_table(plan)
     yield _bullets("Why this layout", plan.choices)
     if plan.search is not None:

@@ -14,7 +14,7 @@ from dsctl.units import GIB, QuantityError, parse_bytes, parse_count, parse_rate
 
 EXPECTED = {
     ProfileKind.MODEL: {"deepseek-v3", "deepseek-v2", "deepseek-v2-lite", "qwen2.5-72b", "llama3.1-405b"},
-    ProfileKind.NODE: {"h800-hgx", "h100-hgx", "h200-hgx"},
+    ProfileKind.NODE: {"h800-hgx", "h100-hgx", "h200-hgx", "b200-hgx"},
     ProfileKind.SWITCH: {"ib-ndr-64"},
     ProfileKind.STORAGE: {"3fs-reference"},
 }
