@@ -1,0 +1,151 @@
+"""dsctl.launch.search / search_explain / sweep / imbalance (issue 28): the layout search by predicted step, its
+stages in order, the rules it asks, the ranking, the explanation, the node sweep and the EPLB balancedness."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from dsctl.errors import InputError
+from dsctl.launch import search as search_module
+from dsctl.launch.candidates import PlanInputs
+from dsctl.launch.imbalance import stats_balancedness
+from dsctl.launch.memory import MemoryAssumptions
+from dsctl.launch.request import LaunchRequest
+from dsctl.launch.search import (
+    STAGES,
+    SearchOptions,
+    attach_memory,
+    attach_step_time,
+    enumerate_trials,
+    rank,
+    search_layouts,
+    search_space,
+    steady_micro_batches,
+)
+from dsctl.launch.search_explain import explain_search
+from dsctl.launch.sweep import sweep_counts, sweep_nodes
+from dsctl.model.params import count_parameters
+from dsctl.profiles.loader import ProfileStore
+from dsctl.steptime import predict_step
+
+STORE = ProfileStore()
+LITE = STORE.model("deepseek-v2-lite")
+V3 = STORE.model("deepseek-v3")
+H800 = STORE.node("h800-hgx")
+
+
+def _inputs(model=LITE, request: LaunchRequest | None = None, node=H800) -> PlanInputs:  # type: ignore[no-untyped-def]
+    return PlanInputs(model, node, request or LaunchRequest(2, global_batch=256), count_parameters(model),
+                      MemoryAssumptions())
+
+
+def test_the_search_is_its_stages_in_order() -> None:
+    """search_layouts = space -> trials -> memory -> step time -> rank, nothing else (the straight line)."""
+    inputs, options = _inputs(), SearchOptions()
+    space = search_space(inputs, options)
+    trials, rejected = enumerate_trials(inputs, space)
+    fitting, over = attach_memory(inputs, trials, options.min_headroom_bytes)
+    predicted, failed = attach_step_time(inputs, options, fitting)
+    ranked = rank(predicted, options.objective)
+    result = search_layouts(inputs, options)
+    assert [t.label() for t in result.ranked] == [t.label() for t in ranked]
+    assert len(result.rejected) == len(rejected) + len(over) + len(failed)
+    assert result.num_evaluated == space.size == len(trials) + len(rejected)
+    module_names = {*vars(search_module), "explain_search"}
+    assert all(name in module_names for name in STAGES)
+
+
+def test_every_ranked_layout_fits_and_is_ordered_by_step() -> None:
+    result = search_layouts(_inputs(), SearchOptions())
+    steps = [t.predicted()[1].step_s for t in result.ranked]
+    assert steps == sorted(steps) and len(steps) > 3
+    assert all(t.predicted()[0].headroom_bytes >= SearchOptions().min_headroom_bytes for t in result.ranked)
+
+
+def test_a_fixed_degree_narrows_the_search_and_keeps_the_checks() -> None:
+    result = search_layouts(_inputs(request=LaunchRequest(2, pp=4, global_batch=256)), SearchOptions())
+    assert {t.layout.pp for t in result.ranked} == {4}
+    # pp 3 with dualpipe only: the schedule rule rejects every combination instead of being skipped
+    odd = search_layouts(_inputs(request=LaunchRequest(3, pp=3, global_batch=240)),
+                         SearchOptions(schedules=("dualpipe",)))
+    assert odd.ranked == () and {r.kind for r in odd.rejected} == {"schedule rule", "EP span"}
+    assert all("dualpipe needs an even pp" in r.reason for r in odd.rejected if r.kind == "schedule rule")
+
+
+def test_rejections_name_their_family() -> None:
+    result = search_layouts(_inputs(), SearchOptions())
+    kinds = {r.kind for r in result.rejected}
+    assert {"schedule rule", "EP span"} <= kinds
+    lines = explain_search(result).families
+    assert [f.kind for f in lines] == [k for k in search_module.REJECTION_KINDS if k in kinds]
+    assert sum(f.count for f in lines) == len(result.rejected)
+
+
+def test_headroom_objective_trades_at_most_ten_percent_for_memory() -> None:
+    fastest = search_layouts(_inputs(), SearchOptions())
+    roomy = search_layouts(_inputs(), SearchOptions(objective="headroom"))
+    f_mem, f_step = fastest.ranked[0].predicted()
+    r_mem, r_step = roomy.ranked[0].predicted()
+    assert r_mem.headroom_bytes >= f_mem.headroom_bytes
+    assert f_step.step_s <= r_step.step_s <= 1.1 * f_step.step_s
+
+
+def test_long_schedules_are_extrapolated_within_a_tenth_of_a_percent() -> None:
+    inputs = _inputs(V3, LaunchRequest(256))
+    result = search_layouts(replace(inputs, request=LaunchRequest(256, pp=16, ep=64)),
+                            SearchOptions(schedules=("dualpipe",)))
+    best = result.ranked[0]
+    assert best.batch.micro_batches == 120 > 2 * steady_micro_batches(best.layout)
+    full = predict_step(V3, H800, best.layout, 120)
+    assert best.predicted()[1].step_s == pytest.approx(full.step_s, rel=1e-3)
+
+
+@pytest.mark.slow
+def test_v3_on_256_h800_ranks_deepseeks_layout_and_says_why_another_is_faster() -> None:
+    """Acceptance (issue 28): PP16 EP64 DualPipe is among the top five, its seconds behind the winner explained."""
+    result = search_layouts(_inputs(V3, LaunchRequest(256)), SearchOptions())
+    assert result.num_evaluated == 648
+    rows = explain_search(result).rows
+    labels = [r.label for r in rows]
+    assert "PP16 EP64 dualpipe 120x1" in labels
+    deepseek = rows[labels.index("PP16 EP64 dualpipe 120x1")]
+    assert deepseek.step_s == pytest.approx(17.12, abs=0.05)
+    if deepseek.rank > 1:
+        assert deepseek.why_lost.startswith(f"+{deepseek.step_s - rows[0].step_s:.2f} s")
+
+
+def test_balancedness_from_routing_statistics() -> None:
+    assert stats_balancedness(np.ones((2, 8)), 4) == 1.0
+    hot = np.ones((1, 8))
+    hot[0, 0] = 7.0  # GPU 0 of 4 holds experts 0-1: load 8 against 2, 2, 2 -> mean 3.5 / max 8
+    assert stats_balancedness(hot, 4) == pytest.approx(3.5 / 8)
+    with pytest.raises(InputError, match="do not split over ep 3"):
+        stats_balancedness(hot, 3)
+    options = SearchOptions(balancedness=0.9, expert_loads=hot)
+    assert options.balancedness_at(1) == 0.9 and options.balancedness_at(4) == pytest.approx(3.5 / 8)
+
+
+def test_sweep_counts() -> None:
+    assert sweep_counts(128, 512) == (128, 192, 256, 384, 512)
+    assert sweep_counts(100, 100) == (100,)
+    with pytest.raises(InputError, match="empty"):
+        sweep_counts(512, 128)
+    with pytest.raises(InputError, match="at most 12"):
+        sweep_counts(1, 100_000)
+
+
+@pytest.mark.slow
+def test_sweep_chooses_the_fewest_nodes_meeting_the_deadline() -> None:
+    request = LaunchRequest(1, global_batch=256)
+    options = SearchOptions(objective="fewest-nodes")
+    sweep = sweep_nodes(LITE, H800, request, options, (2, 4, 8), tokens=1e12, within_days=1e6)
+    assert sweep.chosen_nodes == 2
+    days = [r.days for r in sweep.rows]
+    assert all(d is not None for d in days) and days == sorted(days, reverse=True)
+    never = sweep_nodes(LITE, H800, request, options, (2, 4), tokens=1e12, within_days=1e-3)
+    assert never.chosen_nodes is None and "within 0.001 days" in never.reason
+    with pytest.raises(InputError, match="--within-days needs --tokens"):
+        sweep_nodes(LITE, H800, request, options, (2,), within_days=5)
