@@ -175,8 +175,8 @@ def launch(
     job_name: Annotated[str | None, typer.Option(
         "--job-name", help="Job name (Slurm job, JobSet, log file) \\[default: dsctl-train].")] = None,
     dry_run: Annotated[bool, typer.Option(
-        "--dry-run", help="Print the plan and, with --backend, the job file it would run; submit nothing "
-                          "(without --submit nothing is submitted either way).")] = False,
+        "--dry-run", help="Write nothing (not even --out-dir) and submit nothing: print the plan and, with "
+                          "--backend, the job file it would run.")] = False,
     submit: Annotated[bool, typer.Option(
         "--submit", help="Write the job files (into --out-dir, default ./JOB_NAME) and run them: sbatch, local "
                          "torchrun, or kubectl apply.")] = False,
@@ -308,10 +308,14 @@ def launch(
                                     test_only=test_only, force=force, report=report)
         show(run, fmt, "launch")
         return
-    if out is not None:
+    if out is not None and not dry_run:
         names = launch_run.write_plan_and_job(plan, engine, options, out)
         if engine is not None:
             typer.echo(f"wrote {', '.join(names)} to {out}", err=True)
+    if dry_run:
+        typer.echo("--dry-run: nothing written" + (f" (--out-dir {out} left as it was)" if out is not None else "")
+                   + ", nothing submitted" + ("; the job file follows the plan" if engine is not None else ""),
+                   err=True)
     preview = launch_run.job_preview(plan, engine, options) if engine is not None and dry_run else {}
     if engine is not None and out is None and not dry_run:
         typer.echo(f"note: --backend {engine} alone writes no job file: add --out-dir DIR to write it, --dry-run to "

@@ -192,9 +192,9 @@ def plan_launch(model: ModelProfile, node: NodeProfile, request: LaunchRequest,
         notes.append(min_nodes_note(smallest, minnodes.SEARCH_LIMIT_NODES))
     explanation = explain_search(searched) if searched is not None else None
     choices = explain_choices(request, model, layout, memory, considered)
-    if searched is not None and explanation is not None:
+    if searched is not None and explanation is not None:  # without a fitting layout: the memory rule's lines
         choices = choice_lines(searched, explanation) + [
-            line for line in choices if line.startswith(("dp ", "schedule "))]
+            line for line in choices if searched.best is None or line.startswith(("dp ", "schedule "))]
     return LaunchPlan(
         model=model.name, node_profile=node.name, num_nodes=request.num_nodes, gpus_per_node=node.num_gpus,
         world_size=layout.world_size, layout=layout, expert_dp=layout.expert_dp, zero_stage=layout.zero_stage,

@@ -261,12 +261,17 @@ def attach_step_time(inputs: PlanInputs, options: SearchOptions,
         try:
             step = _predict(inputs, lay, batch, balancedness, ep_models.get(lay.ep))
         except InputError as exc:
-            if "balancedness" in exc.message and len(trials) == 1:
+            # a fabric that cannot hold the EP group, or a balancedness no layout could have, is the user's
+            # input, not a layout's failing; below 1/ep only rules out the smaller EP degrees
+            if options.fabric_plan is not None or ("balancedness" in exc.message and "below 1/ep" not in
+                                                   exc.message):
                 raise
             rejected.append(Rejected("step-time model", lay.schedule, lay.pp, lay.ep, batch.micro_batch_size,
                                      exc.message))
             continue
         kept.append(replace(trial, step=step))
+    if not kept and rejected and all("below 1/ep" in r.reason for r in rejected):
+        raise InputError(rejected[0].reason)
     return kept, rejected
 
 

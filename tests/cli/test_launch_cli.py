@@ -13,8 +13,35 @@ import pytest
 Cli = Callable[..., Any]
 
 
+def test_launch_default_searches_by_predicted_step(cli: Cli) -> None:
+    """Issue 28: without fixed degrees the plan is the fastest layout that fits of every one evaluated; DeepSeek's
+    own PP16 EP64 DualPipe is in the side-by-side rows with its predicted seconds."""
+    data = cli("launch", "--nodes", "256", "-f", "json").json()
+    search = data["search"]
+    rows = search["candidates"]
+    assert search["num_evaluated"] == 648 and search["objective"] == "fastest"
+    assert [r["step_s"] for r in rows] == sorted(r["step_s"] for r in rows) and len(rows) == 5
+    lay = data["layout"]
+    assert rows[0]["label"].startswith(f"PP{lay['pp']} EP{lay['ep']} {data['schedule']} ")
+    assert rows[0]["why_lost"] == "" and all(r["why_lost"].startswith("+") for r in rows[1:])
+    assert data["step_time"]["step_s"] == pytest.approx(rows[0]["step_s"], rel=2e-3)
+    deepseek = [r for r in rows if r["label"] == "PP16 EP64 dualpipe 120x1"]
+    assert deepseek and deepseek[0]["step_s"] == pytest.approx(17.12, abs=0.05)
+    assert {f["kind"] for f in search["rejected"]} >= {"memory", "schedule rule", "divisibility", "EP span"}
+    table = cli("launch", "--nodes", "256")
+    assert "Layouts by predicted step (648 evaluated" in table.stdout and "Rejected families" in table.stdout
+
+
+def test_dry_run_writes_nothing_and_says_so(cli: Cli, tmp_path: Path) -> None:
+    out = tmp_path / "plan"
+    res = cli("launch", "--nodes", "256", "--pp", "16", "--dry-run", "--out-dir", str(out), "--", "train.py")
+    assert res.exit_code == 0 and not out.exists()
+    assert "--dry-run: nothing written" in res.stderr and "nothing submitted" in res.stderr
+
+
 def test_launch_default_plan_json(cli: Cli) -> None:
-    res = cli("launch", "--nodes", "256", "--format", "json", "--dry-run", "--", "train.py", "--lr", "3e-4")
+    res = cli("launch", "--nodes", "256", "--pp", "16", "--ep", "64", "--schedule", "dualpipe", "--format", "json",
+              "--dry-run", "--", "train.py", "--lr", "3e-4")
     assert res.exit_code == 0, res.stderr
     data = res.json()
     assert data["layout"] == {"pp": 16, "ep": 64, "tp": 1, "dp": 128}
@@ -81,7 +108,7 @@ def test_bad_inputs(cli: Cli) -> None:
 
 
 def test_does_not_fit_exits_1(cli: Cli) -> None:
-    res = cli("launch", "--nodes", "256", "--pp", "8", "-f", "json", "--", "t.py")
+    res = cli("launch", "--nodes", "256", "--pp", "8", "--schedule", "dualpipe", "-f", "json", "--", "t.py")
     assert res.exit_code == 1
     data = res.json()
     assert data["memory"]["fits"] is False and data["dsctl"]["exit_code"] == 1
@@ -89,7 +116,8 @@ def test_does_not_fit_exits_1(cli: Cli) -> None:
 
 def test_out_writes_layout_and_ranks(cli: Cli, tmp_path: Path) -> None:
     out = tmp_path / "plan"
-    res = cli("launch", "--nodes", "256", "--dry-run", "--out-dir", str(out), "--", "train.py")
+    res = cli("launch", "--nodes", "256", "--pp", "16", "--ep", "64", "--schedule", "dualpipe", "--out-dir", str(out),
+              "--", "train.py")
     assert res.exit_code == 0, res.stderr
     layout = json.loads((out / "layout.json").read_text())
     assert layout["layout"] == {"pp": 16, "ep": 64, "tp": 1, "dp": 128}
@@ -146,7 +174,7 @@ def test_ep_that_does_not_divide_the_experts_is_named_in_auto_mode(cli) -> None:
 
 def test_auto_pp_error_names_the_layout_dsctl_would_choose(cli: Cli) -> None:
     """3840 sequences fail on DP 128 (30 micro-batches < DualPipe's 2 x 16), not on dp 1024 (pp 2)."""
-    res = cli("launch", "--nodes", "256", "--global-batch", "3840", "--", "t.py")
+    res = cli("launch", "--nodes", "256", "--global-batch", "3840", "--schedule", "dualpipe", "--", "t.py")
     assert res.exit_code == 2 and res.stdout == ""
     first = res.stderr.splitlines()[0]
     assert "PP16 EP64 TP1 DP128, the layout dsctl would choose" in first
@@ -169,7 +197,8 @@ def test_auto_pp_error_for_indivisible_batch_and_too_few_micro_batches(cli: Cli)
 
 
 def test_auto_pp_explains_every_rejected_candidate(cli: Cli) -> None:
-    res = cli("launch", "--nodes", "256", "--micro-batches", "30", "-f", "json", "--", "t.py")
+    res = cli("launch", "--nodes", "256", "--micro-batches", "30", "--schedule", "dualpipe", "-f", "json", "--",
+              "t.py")
     assert res.exit_code == 1
     data = res.json()
     assert data["layout"]["pp"] == 8 and data["memory"]["fits"] is False
@@ -178,7 +207,7 @@ def test_auto_pp_explains_every_rejected_candidate(cli: Cli) -> None:
     pp16 = [c for c in choices if c.startswith("pp 16 rejected:")]
     assert pp16 and "2 x pp = 32; got --micro-batches 30" in pp16[0]
     assert any(c.startswith("pp 2 rejected: does not fit") for c in choices)
-    table = cli("launch", "--nodes", "256", "--micro-batches", "30", "--", "t.py")
+    table = cli("launch", "--nodes", "256", "--micro-batches", "30", "--schedule", "dualpipe", "--", "t.py")
     assert table.exit_code == 1
     assert "pp 16 rejected" in table.stdout and "DOES NOT FIT" in table.stdout
 
@@ -276,7 +305,7 @@ def test_launch_balancedness_slows_the_predicted_step(cli: Cli) -> None:
     skewed = cli("launch", "--nodes", "256", "--balancedness", "0.8", "-f", "json").json()["step_time"]["step_s"]
     assert skewed > even * 1.05
     for bad in ("1.5", "nan", "0.01"):  # 0.01 < 1/ep = 1/64: more skew than all tokens on one GPU
-        res = cli("launch", "--nodes", "256", "--balancedness", bad)
+        res = cli("launch", "--nodes", "256", "--ep", "64", "--balancedness", bad)
         assert res.exit_code == 2 and f"--balancedness {bad}" in res.stderr, res.stderr
 
 
