@@ -312,7 +312,7 @@ def launch(
         names = launch_run.write_plan_and_job(plan, engine, options, out)
         if engine is not None:
             typer.echo(f"wrote {', '.join(names)} to {out}", err=True)
-    if dry_run:
+    if dry_run and fmt is OutputFormat.table:
         typer.echo("--dry-run: nothing written" + (f" (--out-dir {out} left as it was)" if out is not None else "")
                    + ", nothing submitted" + ("; the job file follows the plan" if engine is not None else ""),
                    err=True)

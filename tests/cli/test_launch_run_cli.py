@@ -16,7 +16,8 @@ import pytest
 import yaml
 
 Cli = Callable[..., Any]
-V2_LITE_1 = ("launch", "--nodes", "1", "--model", "deepseek-v2-lite")
+V2_LITE_1 = ("launch", "--nodes", "1", "--model", "deepseek-v2-lite", "--pp", "2", "--ep", "4",
+             "--schedule", "dualpipe")
 
 
 @pytest.fixture(autouse=True)
@@ -41,7 +42,8 @@ def fake_bin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scripts: dict[str,
 
 def test_out_writes_plan_and_slurm_job(cli: Cli, tmp_path: Path) -> None:
     out = tmp_path / "job"
-    res = cli("launch", "--nodes", "256", "--backend", "slurm", "--job-name", "v3", "--out-dir", out, "-f", "json",
+    res = cli("launch", "--nodes", "256", "--pp", "16", "--ep", "64", "--schedule", "dualpipe", "--backend", "slurm",
+              "--job-name", "v3", "--out-dir", out, "-f", "json",
               "--", "train.py", "--config", "v3.yaml")
     assert res.exit_code == 0, res.stderr
     assert sorted(p.name for p in out.iterdir()) == [".dsctl-manifest.json", "job.sbatch", "layout.json", "ranks.csv"]

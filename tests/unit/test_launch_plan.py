@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-import dsctl.launch.plan as plan_module
+import dsctl.launch.figures as plan_module
+from dsctl.launch.batch import BatchPlan
+from dsctl.launch.figures import schedule_figures as _schedule_figures
 from dsctl.launch.layout import ParallelLayout
-from dsctl.launch.plan import BatchPlan, _schedule_figures
 
 
 @pytest.mark.parametrize(("schedule", "pp"), [("dualpipe", 8), ("dualpipev", 4), ("1f1b", 8), ("zb1p", 8)])
