@@ -44,7 +44,21 @@ def _min_nodes_every_count(profiles: tuple[Any, Any]) -> int | None:
     return min_nodes(*profiles, LaunchRequest(1, schedule="1f1b", micro_batches=3, global_batch=7))
 
 
+def _search_2048_gpus(profiles: tuple[Any, Any]) -> int:
+    """Issue 28: every layout for 256 nodes x 8 GPUs evaluated (structure, memory, predicted step) and ranked."""
+    from dsctl.launch.candidates import PlanInputs
+    from dsctl.launch.memory import MemoryAssumptions
+    from dsctl.launch.search import SearchOptions, search_layouts
+    from dsctl.model.params import count_parameters
+
+    model, node = profiles
+    inputs = PlanInputs(model, node, LaunchRequest(256), count_parameters(model), MemoryAssumptions())
+    return search_layouts(inputs, SearchOptions()).num_evaluated  # 648
+
+
 CASES = [
+    Case("launch: layout search by predicted step, V3 on 2,048 GPUs (648 layouts)", _profiles, _search_2048_gpus,
+         target_s=5.0),
     Case("launch: layout + rank map + ranks.csv, 2,048 nodes", lambda: None, _layout_and_rank_map, target_s=1.0),
     Case("launch: default layout choice + rank map, 2,048 nodes", _profiles, _plan_2048, target_s=1.0),
     Case("launch: full V3 plan incl. schedule sim, 256 nodes", _profiles, _plan_256, target_s=1.0),
