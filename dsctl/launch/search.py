@@ -278,8 +278,9 @@ def attach_step_time(inputs: PlanInputs, options: SearchOptions,
 def _predict(inputs: PlanInputs, layout: ParallelLayout, batch: BatchPlan, balancedness: float,
              ep_cost: EpCostModel | None) -> StepTime:
     """The predicted step; beyond ``2 x`` :func:`steady_micro_batches` micro-batches it is extrapolated from two
-    shorter simulations (the schedule's steady state adds the same seconds per micro-batch pair), so a search
-    at small dp (thousands of micro-batches) stays bounded. The plan re-predicts its chosen layout in full."""
+    shorter simulations (the schedule's steady state adds the same seconds, and the same ops, per micro-batch
+    pair: step, pipeline, bubble and every phase grow linearly), so a search at small dp (thousands of
+    micro-batches) stays bounded. The plan re-predicts its chosen layout in full."""
     m = batch.micro_batches
     short = steady_micro_batches(layout)
     if m <= 2 * short:
@@ -287,9 +288,19 @@ def _predict(inputs: PlanInputs, layout: ParallelLayout, batch: BatchPlan, balan
                             balancedness=balancedness, ep_cost=ep_cost)
     longer, shorter = (predict_step(inputs.model, inputs.node, layout, k, batch.micro_batch_size, batch.seq_len,
                                     balancedness=balancedness, ep_cost=ep_cost) for k in (short, short - 2))
-    per_pair_s = longer.step_s - shorter.step_s
-    extra_s = (m - short) / 2 * per_pair_s
-    return replace(longer, step_s=longer.step_s + extra_s, pipeline_s=longer.pipeline_s + extra_s,
+    pairs = (m - short) / 2
+
+    def grown(name: str, a: object, b: object) -> float:
+        x, y = getattr(a, name), getattr(b, name)
+        return x + pairs * (x - y)
+
+    phases = longer.breakdown
+    breakdown = replace(phases, **{name: (round if name.startswith("num_") else float)(
+        grown(name, phases, shorter.breakdown)) for name in ("one_f_s", "one_b_s", "one_w_s", "overlapped_fb_s",
+                                                             "bubble_s", "optimizer_s", "num_f", "num_b", "num_w",
+                                                             "num_fb")})
+    return replace(longer, step_s=grown("step_s", longer, shorter), pipeline_s=grown("pipeline_s", longer, shorter),
+                   max_bubble_s=grown("max_bubble_s", longer, shorter), breakdown=breakdown,
                    tokens_per_step=longer.tokens_per_step * m / short)
 
 
