@@ -48,7 +48,8 @@ def _search_2048_gpus(profiles: tuple[Any, Any]) -> int:
     """Issue 28: every layout for 256 nodes x 8 GPUs evaluated (structure, memory, predicted step) and ranked."""
     from dsctl.launch.candidates import PlanInputs
     from dsctl.launch.memory import MemoryAssumptions
-    from dsctl.launch.search import SearchOptions, search_layouts
+    from dsctl.launch.ranking import search_layouts
+    from dsctl.launch.search import SearchOptions
     from dsctl.model.params import count_parameters
 
     model, node = profiles

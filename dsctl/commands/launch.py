@@ -277,15 +277,15 @@ def launch(
     request = _request(low, pp, ep, tp, dp, schedule, micro_batches, global_batch, seq_len,
                        backend=engine, job_name=job_name, train_command=train_command)
     model_profile = store.model(model)
-    given = {name for name in ("schedule", "balancedness")
+    on_line = {name for name in ("schedule", "balancedness")
              if getattr(ctx.get_parameter_source(name), "name", "DEFAULT") not in ("DEFAULT", "DEFAULT_MAP")}
     loads = None
     if eplb_stats is not None:
-        if "balancedness" in given:
+        if "balancedness" in on_line:
             raise InputError("--eplb-stats and --balancedness both set the MoE imbalance; give one")
         loads, balancedness = _expert_loads(eplb_stats, model_profile, node.num_gpus)
     search = SearchOptions(objective=objective.value,
-                           schedules=(schedule.value,) if "schedule" in given else SCHEDULES, expert_loads=loads)
+                           schedules=(schedule.value,) if "schedule" in on_line else SCHEDULES, expert_loads=loads)
     budget, price, fabric_text = _tokens(tokens), _price(gpu_hour_usd), _fabric_text(fabric)
     sweep = None
     if high != low or within_days is not None:

@@ -40,9 +40,10 @@ from dsctl.launch.explanation import (
 from dsctl.launch.figures import ScheduleFigures, schedule_figures
 from dsctl.launch.layout import ParallelLayout
 from dsctl.launch.memory import MemoryAssumptions, MemoryEstimate
+from dsctl.launch.ranking import search_layouts
 from dsctl.launch.rankmap import GROUP_KINDS, GROUP_MEANING, RankMap, RankMapSummary, build_rank_map, stages_of_rank
 from dsctl.launch.request import MAX_COUNT, MAX_NODES, LaunchRequest, check_node_count, check_request
-from dsctl.launch.search import SearchOptions, search_layouts
+from dsctl.launch.search import SearchOptions
 from dsctl.launch.search_explain import SearchExplanation, choice_lines, explain_search
 from dsctl.launch.stages import Stage
 from dsctl.launch.sweep import NodeSweep
@@ -171,10 +172,10 @@ def plan_launch(model: ModelProfile, node: NodeProfile, request: LaunchRequest,
     figures = schedule_figures(layout, batch) if simulate_schedule else None
     if figures is None and simulate_schedule:
         notes.append(f"no schedule figures: {layout.schedule} needs at least 2 pipeline stages")
-    step = None
+    step = searched.best.step if searched is not None and searched.best is not None else None  # simulated in full
     if search is not None:  # routing statistics give each EP degree its own balancedness
         balancedness = replace(search, balancedness=balancedness).balancedness_at(layout.ep)
-    if simulate_schedule:
+    if simulate_schedule and step is None:
         try:
             step = predict_step(model, node, layout, batch.micro_batches, batch.micro_batch_size, batch.seq_len,
                                 balancedness=balancedness, fabric_plan=fabric_plan)

@@ -16,8 +16,9 @@ from typing import Any
 from dsctl.errors import InputError
 from dsctl.launch.candidates import PlanInputs
 from dsctl.launch.memory import MemoryAssumptions
+from dsctl.launch.ranking import search_layouts
 from dsctl.launch.request import LaunchRequest, check_node_count, check_request
-from dsctl.launch.search import SearchOptions, search_layouts
+from dsctl.launch.search import SearchOptions
 from dsctl.model.params import count_parameters
 from dsctl.profiles.schema import ModelProfile, NodeProfile
 

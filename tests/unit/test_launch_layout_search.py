@@ -9,22 +9,14 @@ import numpy as np
 import pytest
 
 from dsctl.errors import InputError
+from dsctl.launch import ranking as ranking_module
 from dsctl.launch import search as search_module
 from dsctl.launch.candidates import PlanInputs
 from dsctl.launch.imbalance import stats_balancedness
 from dsctl.launch.memory import MemoryAssumptions
+from dsctl.launch.ranking import STAGES, attach_step_time, rank, search_layouts, steady_micro_batches
 from dsctl.launch.request import LaunchRequest
-from dsctl.launch.search import (
-    STAGES,
-    SearchOptions,
-    attach_memory,
-    attach_step_time,
-    enumerate_trials,
-    rank,
-    search_layouts,
-    search_space,
-    steady_micro_batches,
-)
+from dsctl.launch.search import SearchOptions, attach_memory, enumerate_trials, search_space
 from dsctl.launch.search_explain import explain_search
 from dsctl.launch.sweep import sweep_counts, sweep_nodes
 from dsctl.model.params import count_parameters
@@ -54,7 +46,7 @@ def test_the_search_is_its_stages_in_order() -> None:
     assert [t.label() for t in result.ranked] == [t.label() for t in ranked]
     assert len(result.rejected) == len(rejected) + len(over) + len(failed)
     assert result.num_evaluated == space.size == len(trials) + len(rejected)
-    module_names = {*vars(search_module), "explain_search"}
+    module_names = {*vars(search_module), *vars(ranking_module), "explain_search"}
     assert all(name in module_names for name in STAGES)
 
 
