@@ -85,7 +85,10 @@ def _phases(step: StepTime) -> dict[str, float]:
 def why_lost(trial: Trial, best: Trial) -> str:
     """``+0.41 s, bubble +0.52`` (seconds: the step, and the phase that grew most) and the EP all-to-all per MoE
     layer (dispatch + combine, forward, ms) when it differs."""
-    step, best_step = trial.predicted()[1], best.predicted()[1]
+    (memory, step), (best_memory, best_step) = trial.predicted(), best.predicted()
+    if step.step_s < best_step.step_s:  # ranked by headroom: it lost on memory
+        return (f"{(best_step.step_s - step.step_s):.2f} s faster but {memory.headroom_bytes / 2**30:.1f} GiB free "
+                f"vs {best_memory.headroom_bytes / 2**30:.1f}")
     mine, theirs = _phases(step), _phases(best_step)
     phase = max(mine, key=lambda k: mine[k] - theirs[k])
     text = f"+{step.step_s - best_step.step_s:.2f} s, {phase} {mine[phase] - theirs[phase]:+.2f}"
