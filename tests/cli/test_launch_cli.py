@@ -351,3 +351,31 @@ def test_launch_fabric_runs_the_ep_all_to_alls_on_the_planned_fabric(cli: Cli, t
                         (tmp_path, "has no plan.json")):
         res = cli("launch", "--nodes", "256", "--fabric", str(bad))
         assert res.exit_code == 2 and needle in res.stderr and "Traceback" not in res.stderr, res.stderr
+
+
+def test_launch_what_if_options_refuse_bad_input(cli: Cli, tmp_path: Path) -> None:
+    """--nodes ranges, --within-days and --eplb-stats: one line naming the option, exit 2, no traceback."""
+    import numpy as np
+
+    wrong = tmp_path / "wrong.npy"
+    np.save(wrong, np.ones((58, 64)))
+    for args, needle in ((("-N", "512-128"), "range is empty"), (("-N", "abc"), "--nodes 'abc' is not valid"),
+                         (("-N", "1-100000"), "at most 12"), (("-N", "0-4"), "--nodes 0 is not valid"),
+                         (("-N", "256", "--within-days", "30"), "--within-days needs --tokens"),
+                         (("-N", "256", "--eplb-stats", str(wrong)), "64 experts per layer"),
+                         (("-N", "256", "--eplb-stats", str(wrong), "--balancedness", "0.9"), "give one")):
+        res = cli("launch", *args)
+        assert res.exit_code == 2 and needle in res.stderr and "Traceback" not in res.stderr, (args, res.stderr)
+
+
+def test_launch_node_range_plans_the_chosen_count(cli: Cli) -> None:
+    res = cli("launch", "-N", "1-2", "--model", "deepseek-v2-lite", "--global-batch", "256", "--tokens", "1T",
+              "--objective", "fewest-nodes", "-f", "json")
+    assert res.exit_code == 0, res.stderr
+    data = res.json()
+    sweep = data["sweep"]
+    assert [r["num_nodes"] for r in sweep["rows"]] == [1, 2]
+    assert sweep["chosen_nodes"] == data["num_nodes"] == 1
+    row = sweep["rows"][0]
+    assert row["gpu_hours"] == pytest.approx(1e12 / row["tokens_per_day"] * 24 * 8, rel=1e-9)
+    assert row["cost_usd"] == pytest.approx(2.0 * row["gpu_hours"])
