@@ -175,8 +175,8 @@ def launch(
     job_name: Annotated[str | None, typer.Option(
         "--job-name", help="Job name (Slurm job, JobSet, log file) \\[default: dsctl-train].")] = None,
     dry_run: Annotated[bool, typer.Option(
-        "--dry-run", help="Write nothing (not even --out-dir) and submit nothing: print the plan and, with "
-                          "--backend, the job file it would run.")] = False,
+        "--dry-run", help="Print the plan and, with --backend, the job file it would run; nothing is written "
+                          "(not even --out-dir) or submitted.")] = False,
     submit: Annotated[bool, typer.Option(
         "--submit", help="Write the job files (into --out-dir, default ./JOB_NAME) and run them: sbatch, local "
                          "torchrun, or kubectl apply.")] = False,

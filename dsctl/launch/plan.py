@@ -252,10 +252,12 @@ class LayoutReport:
 
     @property
     def choices(self) -> tuple[str, ...]:
+        rule = ("the memory rule (smallest pp that fits); 'dsctl launch' ranks every layout by predicted step and "
+                "may choose another")
         if self.min_nodes is None:
-            return self.plan.choices
+            return (*self.plan.choices, rule)
         return (*self.plan.choices, f"--min-nodes: {self.min_nodes} is the smallest node count that fits (every "
-                                    "smaller count was checked)")
+                                    "smaller count was checked)", rule)
 
     @property
     def exit_code(self) -> int:
