@@ -142,7 +142,12 @@ def choice_lines(result: SearchResult, explanation: SearchExplanation) -> list[s
     """The "why this layout" lines of a searched plan."""
     best = result.best
     if best is None:
-        return [f"searched {result.num_evaluated:,} layouts: none fits with the headroom kept"]
+        unpredicted = sum(r.kind == "step-time model" for r in result.rejected)
+        if unpredicted:
+            return [f"searched {result.num_evaluated:,} layouts: {unpredicted} fit but none could be predicted "
+                    "(step-time model); the memory rule chose instead"]
+        return [f"searched {result.num_evaluated:,} layouts: none fits with the headroom kept; the memory rule "
+                "chose the closest instead"]
     memory, step = best.predicted()
     space = result.space
     lines = [f"searched {result.num_evaluated:,} layouts (pp x ep x schedule x micro-batch size: {len(space.pps)} x "

@@ -180,6 +180,8 @@ def _step_time(plan: LaunchPlan) -> Iterator[RenderableType]:
 
 def _search(search: SearchExplanation) -> Iterator[RenderableType]:
     """The top layouts side by side and one line per rejected family (``dsctl.launch.search_explain``)."""
+    if not search.rows:
+        yield Text(f"Layouts by predicted step: {search.num_evaluated:,} evaluated, none fits and was predicted")
     table = Table(title=f"Layouts by predicted step ({search.num_evaluated:,} evaluated, {search.num_fitting:,} fit; "
                         f"objective {search.objective})", title_justify="left")
     for col in ("#", "layout, m x b", "step s", "tok/day", "MFU", "GiB", "why it lost"):
@@ -187,10 +189,11 @@ def _search(search: SearchExplanation) -> Iterator[RenderableType]:
     for row in search.rows:
         table.add_row(str(row.rank), row.label, f"{row.step_s:.2f}", f"{row.tokens_per_day / 1e9:,.0f}B",
                       f"{row.mfu:.1%}", f"{row.memory_bytes / GIB:.1f}", row.why_lost or "chosen")
-    yield table
-    yield Text("m x b: micro-batches per pipeline x sequences each; MFU non-causal of BF16 peak; GiB: worst GPU; "
-               "why it lost: seconds behind #1 and the phase that grew most (compute, F&B = overlapped "
-               "forward-and-backward, bubble, optimizer), a2a: EP dispatch + combine per MoE layer")
+    if search.rows:
+        yield table
+        yield Text("m x b: micro-batches per pipeline x sequences each; MFU non-causal of BF16 peak; GiB: worst GPU; "
+                   "why it lost: seconds behind #1 and the phase that grew most (compute, F&B = overlapped "
+                   "forward-and-backward, bubble, optimizer), a2a: EP dispatch + combine per MoE layer")
     if search.families:
         yield _bullets("Rejected families (kind: count (schedules; degrees); the closest miss or an example)",
                        [f.text() for f in search.families])

@@ -94,7 +94,8 @@ def test_impossible_layout_explained(cli: Cli) -> None:
 def test_bad_inputs(cli: Cli) -> None:
     cases = [
         (("--nodes", "256", "--ep", "80", "--pp", "16"), "ep 80"),
-        (("--nodes", "256", "--pp", "7"), "dualpipe needs an even pp"),
+        (("--nodes", "256", "--pp", "7", "--schedule", "dualpipe"), "dualpipe needs an even pp"),
+        (("--nodes", "256", "--pp", "7"), "pp 7 x tp 1 = 7 does not divide world size 2048"),
         (("--nodes", "256", "--micro-batches", "30", "--pp", "16"), "micro-batches >= 2 x pp = 32"),
         (("--nodes", "256", "--model", "nope"), "nope"),
         (("--nodes", "256", "--dp", "lots"), "--dp 'lots'"),
