@@ -5,7 +5,9 @@ degree evaluated once) -> batch (``batch.py``) -> memory (``memory.py``) -> expl
 plan (here). The pp/schedule/EP rules live in ``rules.py``, shared with the smallest-node-count search
 (``minnodes.py``), which a plan that does not fit runs to name the node count that would.
 
-Choice of a default layout (each step is explained in ``LaunchPlan.choices``):
+With ``search`` (``dsctl launch``) the layout is the best of every valid one by predicted step
+(``search.py`` -> ``ranking.py`` -> ``search_explain.py``); the memory rule below decides when none fits, and for
+``launch layout``. The memory rule (each step is explained in ``LaunchPlan.choices``):
 
 1. ``tp`` = 1 unless given: DeepSeek-V3 trains without tensor parallelism.
 2. ``ep`` unless given: one expert group per node, ``gpus_per_node x num_expert_groups`` (64 for DeepSeek-V3:
