@@ -290,21 +290,17 @@ def launch(
     search = SearchOptions(objective=objective.value,
                            schedules=(schedule.value,) if "schedule" in on_line else SCHEDULES, expert_loads=loads)
     budget, price, fabric_text = _tokens(tokens), _price(gpu_hour_usd), _fabric_text(fabric)
-    sweep = None
     if high != low or within_days is not None:
-        from dsctl.launch.sweep import sweep_counts, sweep_nodes
+        from dsctl.launch.sweep import plan_node_range
 
-        counts = sweep_counts(low, high)
-        with progress(f"searching layouts at {len(counts)} node counts", fmt):
-            sweep = sweep_nodes(model_profile, node, request, replace(
-                search, balancedness=balancedness, fabric_plan=fabric_text), counts, budget, within_days, price)
-        request = replace(request, num_nodes=sweep.chosen_nodes or high)
-    with progress("searching layouts", fmt) as report:
-        plan = plan_launch(model_profile, node, request, suggest_min_nodes=True, progress=report,
-                           tokens=budget, gpu_hour_usd=price, balancedness=balancedness,
-                           fabric_plan=fabric_text, search=search)
-    if sweep is not None:
-        plan = replace(plan, sweep=sweep)
+        with progress("searching layouts over the node range", fmt):
+            plan = plan_node_range(model_profile, node, request, search, low, high, budget, within_days, price,
+                                   balancedness=balancedness, fabric_plan=fabric_text)
+    else:
+        with progress("searching layouts", fmt) as report:
+            plan = plan_launch(model_profile, node, request, suggest_min_nodes=True, progress=report,
+                               tokens=budget, gpu_hour_usd=price, balancedness=balancedness,
+                               fabric_plan=fabric_text, search=search)
     if submit:
         with progress(f"waiting for Slurm job {options.job_name}" if wait else "submitting", fmt) as report:
             run = launch_run.submit(plan, engine, options, out, wait=wait, wait_timeout_s=wait_timeout,

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dsctl.errors import InputError
 from dsctl.launch import minnodes
@@ -48,10 +48,12 @@ from dsctl.launch.request import MAX_COUNT, MAX_NODES, LaunchRequest, check_node
 from dsctl.launch.search import SearchOptions
 from dsctl.launch.search_explain import SearchExplanation, choice_lines, explain_search
 from dsctl.launch.stages import Stage
-from dsctl.launch.sweep import NodeSweep
 from dsctl.model.params import count_parameters
 from dsctl.profiles.schema import ModelProfile, NodeProfile
 from dsctl.steptime import DEFAULT_GPU_HOUR_USD, StepTime, TokenBudget, predict_step, token_budget
+
+if TYPE_CHECKING:
+    from dsctl.launch.sweep import NodeSweep
 
 __all__ = ["DEFAULT_GLOBAL_BATCH", "MAX_COUNT", "MAX_NODES", "BatchPlan", "LaunchPlan", "LaunchRequest",
            "LayoutReport", "ScheduleFigures", "StageRow", "plan_launch", "plan_layout"]

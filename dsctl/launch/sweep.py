@@ -11,7 +11,7 @@ meets the deadline); otherwise the one with the most tokens per day (among those
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dsctl.errors import InputError
 from dsctl.launch.candidates import PlanInputs
@@ -21,6 +21,9 @@ from dsctl.launch.request import LaunchRequest, check_node_count, check_request
 from dsctl.launch.search import SearchOptions
 from dsctl.model.params import count_parameters
 from dsctl.profiles.schema import ModelProfile, NodeProfile
+
+if TYPE_CHECKING:
+    from dsctl.launch.plan import LaunchPlan
 
 #: node counts one sweep evaluates at most (each a full layout search, ~1-2 s)
 MAX_SWEEP_COUNTS = 12
@@ -95,6 +98,21 @@ def _row(model: ModelProfile, node: NodeProfile, request: LaunchRequest, options
         cost = hours * gpu_hour_usd
     meets = None if within_days is None or days is None else days <= within_days
     return SweepRow(count, best.label(), step.step_s, step.tokens_per_day, days, hours, cost, meets)
+
+
+def plan_node_range(model: ModelProfile, node: NodeProfile, request: LaunchRequest, options: SearchOptions,
+                    low: int, high: int, tokens: float | None, within_days: float | None, gpu_hour_usd: float,
+                    **plan_options: Any) -> LaunchPlan:
+    """``--nodes LOW-HIGH``: sweep the counts (:func:`sweep_nodes`), then the full plan of the chosen count (the
+    largest when none is chosen) with the sweep attached; ``plan_options`` go to :func:`plan_launch`."""
+    from dsctl.launch.plan import plan_launch
+
+    swept = replace(options, balancedness=plan_options.get("balancedness", options.balancedness),
+                    fabric_plan=plan_options.get("fabric_plan", options.fabric_plan))
+    sweep = sweep_nodes(model, node, request, swept, sweep_counts(low, high), tokens, within_days, gpu_hour_usd)
+    chosen = replace(request, num_nodes=sweep.chosen_nodes or high)
+    plan = plan_launch(model, node, chosen, tokens=tokens, gpu_hour_usd=gpu_hour_usd, search=options, **plan_options)
+    return replace(plan, sweep=sweep)
 
 
 def sweep_nodes(model: ModelProfile, node: NodeProfile, request: LaunchRequest, options: SearchOptions,
