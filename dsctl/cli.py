@@ -17,6 +17,7 @@ from typer.core import TyperGroup
 from dsctl import __version__
 from dsctl.commands._common import SETTINGS, silence_stdout
 from dsctl.errors import DsctlError, ExitCode
+from dsctl.typer_shim import is_bare_group_help, plain_root_coercion
 from dsctl.inputs import DEFAULT_MAX_INPUT_BYTES, ENV_MAX_INPUT_BYTES, LIMITS, forget_inputs, parse_limit
 from dsctl.names import MAX_INTEGER_DIGITS, ascii_digits  # the bound on arguments is the one on input text
 
@@ -47,20 +48,6 @@ GROUPS: dict[str, str] = {
 
 class _Unloaded(TyperGroup):
     """Stands in for a command group whose module is not imported yet (name and help only)."""
-
-
-class _PlainRootValue:
-    """Converts the root options' values (flags, ``--profiles-dir``) without Typer's pydantic-based coercion.
-
-    Typer imports pydantic (about 60 ms) to coerce the first non-flag value; the root group's options are processed
-    on every invocation, ``dsctl GROUP --help`` included, and need no more than this. If Typer renames the private
-    ``_runtime_param`` slot this is simply unused (start-up slows, nothing breaks).
-    """
-
-    def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
-        if value is None or isinstance(value, bool):
-            return value
-        return Path(value) if param.name == "profiles_dir" else value
 
 
 #: every command's help option (the root's context settings, inherited by every group and command)
@@ -112,9 +99,7 @@ class LazyGroup(TyperGroup):
         return group
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        for param in self.get_params(ctx):
-            if getattr(param, "_runtime_param", False) is None:
-                param._runtime_param = _PlainRootValue()  # type: ignore[attr-defined]
+        plain_root_coercion(self.get_params(ctx))
         return super().parse_args(ctx, args)
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
@@ -410,7 +395,7 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(exc, OSError) and _output_failed(exc):
             _print_error(f"cannot write the output ({exc.strerror or exc}); is standard output a full device?")
             return int(ExitCode.BAD_INPUT)
-        if type(exc).__name__ == "NoArgsIsHelpError":
+        if is_bare_group_help(exc):
             # A group given without a subcommand: its help is the answer, not an error. Rich help has
             # already been printed while the exception was built; plain help is the exception's message.
             text = exc.format_message()  # type: ignore[attr-defined]
@@ -423,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
             hint = f"run '{ctx.command_path} --help'" if ctx is not None else "run 'dsctl --help'"
             message = exc.format_message().replace("\n", " ")  # type: ignore[attr-defined]
             return _fail(args, int(getattr(exc, "exit_code", 2)) or int(ExitCode.BAD_INPUT), f"{message}{where}", hint)
-        if type(exc).__name__ == "Abort":
+        if isinstance(exc, typer.Abort):
             _print_error("aborted")
             return 130
         if SETTINGS.debug:
