@@ -17,9 +17,9 @@ from typer.core import TyperGroup
 from dsctl import __version__
 from dsctl.commands._common import SETTINGS, silence_stdout
 from dsctl.errors import DsctlError, ExitCode
-from dsctl.typer_shim import is_bare_group_help, plain_root_coercion
 from dsctl.inputs import DEFAULT_MAX_INPUT_BYTES, ENV_MAX_INPUT_BYTES, LIMITS, forget_inputs, parse_limit
 from dsctl.names import MAX_INTEGER_DIGITS, ascii_digits  # the bound on arguments is the one on input text
+from dsctl.typer_shim import is_bare_group_help, plain_root_coercion
 
 #: Every command group: ``dsctl NAME`` is the Typer app ``app`` of module ``dsctl.commands.NAME``, imported only
 #: when the group is run, completed or asked for its own help. The text is the group's help (the module's

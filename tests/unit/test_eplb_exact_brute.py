@@ -6,7 +6,7 @@ of replicas (the best split into GPUs of exactly k replicas). Tiny instances onl
 from __future__ import annotations
 
 import itertools
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 import pytest
@@ -27,7 +27,7 @@ def best_split(items: tuple[float, ...], per_gpu: int) -> float:
     """Smallest possible largest group sum when ``items`` are cut into groups of exactly ``per_gpu``."""
     n = len(items)
 
-    @lru_cache(maxsize=None)
+    @cache
     def f(mask: int) -> float:
         if mask == 0:
             return 0.0
