@@ -12,6 +12,7 @@ import typer
 from dsctl.commands._common import FormatOpt, profile_store, read_input, read_text_input, show
 from dsctl.errors import InputError
 from dsctl.output.formats import OutputFormat
+from dsctl.profiles import DEFAULT_NODE_PROFILE
 
 if TYPE_CHECKING:
     from dsctl.eplb.move_time import Fabric
@@ -79,7 +80,7 @@ def _fabric(plan: Path, node_profile: str | None) -> Fabric:
         raise InputError(f"--plan {plan} has no plan.json", hint="write one with 'dsctl topology plan --out-dir DIR'")
     text = read_text_input(plan_file, "--plan")
     profile_name, _ = sim.plan_facts(text, str(plan_file))
-    node = profile_store().node(node_profile or profile_name or "h800-hgx")
+    node = profile_store().node(node_profile or profile_name or DEFAULT_NODE_PROFILE)
     return Fabric(text, str(plan_file), node.nvlink_bytes_per_s / 2)
 
 

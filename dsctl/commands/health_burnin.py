@@ -14,6 +14,7 @@ from dsctl.commands._common import read_text_input
 from dsctl.commands.health_fleet import HealthFormat, HealthFormatOpt
 from dsctl.errors import DsctlError, InputError
 from dsctl.output.formats import OutputFormat
+from dsctl.profiles import DEFAULT_NODE_PROFILE
 
 if TYPE_CHECKING:
     from dsctl.health.burnin.api import BurninResult
@@ -106,7 +107,7 @@ def burn_in(
     from dsctl.topology.sim import plan_facts
 
     profile_name, _ = plan_facts(text, source)
-    node_profile = profile_store().node(node_profile_name or profile_name or "h800-hgx")
+    node_profile = profile_store().node(node_profile_name or profile_name or DEFAULT_NODE_PROFILE)
     # gloo runs on CPUs: there is no NVLink round to run
     nvlink = not no_nvlink and (fabric_model is not None or backend == "nccl")
     request = BurninRequest(node_names(nodelist), fraction, mad_k, nvlink,

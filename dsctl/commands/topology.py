@@ -10,6 +10,7 @@ import typer
 from dsctl.commands._common import FormatOpt, profile_store, read_input, read_text_input, show
 from dsctl.errors import InputError
 from dsctl.output.formats import OutputFormat
+from dsctl.profiles import DEFAULT_MODEL, DEFAULT_NODE_PROFILE, DEFAULT_SWITCH
 
 app = typer.Typer(
     name="topology",
@@ -22,8 +23,8 @@ app = typer.Typer(
 def plan(
     nodes: Annotated[int | None, typer.Option("--nodes", "-N", help="Number of nodes.")] = None,
     gpus: Annotated[int | None, typer.Option("--gpus", help="Number of GPUs (whole nodes).")] = None,
-    node_profile: Annotated[str, typer.Option("--node-profile", help="Node profile.")] = "h800-hgx",
-    switch: Annotated[str, typer.Option("--switch", help="Switch profile (ports, rate, unit costs).")] = "ib-ndr-64",
+    node_profile: Annotated[str, typer.Option("--node-profile", help="Node profile.")] = DEFAULT_NODE_PROFILE,
+    switch: Annotated[str, typer.Option("--switch", help="Switch profile (ports, rate, unit costs).")] = DEFAULT_SWITCH,
     kind: Annotated[str, typer.Option("--kind", help="mpft, mrft, ft2 or ft3.")] = "mpft",
     planes: Annotated[int | None, typer.Option("--planes", help="Planes (default: NICs per node for mpft, "
                                                 "else 1).")] = None,
@@ -67,7 +68,7 @@ def plan(
 @app.command("compare")
 def compare(
     radix: Annotated[int | None, typer.Option("--radix", help="Ports per switch (default: from --switch).")] = None,
-    switch: Annotated[str, typer.Option("--switch", help="Switch profile for the default costs.")] = "ib-ndr-64",
+    switch: Annotated[str, typer.Option("--switch", help="Switch profile for the default costs.")] = DEFAULT_SWITCH,
     switch_cost: Annotated[float | None, typer.Option("--switch-cost", help="USD per switch "
                                                       "(default: from --switch).")] = None,
     link_cost: Annotated[float | None, typer.Option("--link-cost", help="USD per switch-to-switch link "
@@ -173,7 +174,7 @@ def simulate(
                                                      "(default: GPUs per node).")] = None,
     nodes: Annotated[int | None, typer.Option("--nodes", "-N", help="Use the first N nodes (default: all).")] = None,
     model: Annotated[str, typer.Option("--model", "-m", help="Model profile for ep-dispatch/ep-combine.")]
-    = "deepseek-v3",
+    = DEFAULT_MODEL,
     tokens: Annotated[int, typer.Option("--tokens-per-gpu", help="Tokens per GPU for ep-dispatch/ep-combine.")] = 4096,
     ep: Annotated[int | None, typer.Option("--ep", help="EP group size in GPUs (whole nodes; groups on "
                                            "consecutive nodes run at once, as in a launch layout; default: "
@@ -214,7 +215,7 @@ def simulate(
     plan_text = read_text_input(plan_file, "PLAN_DIR")
     profile_name, bisection = sim.plan_facts(plan_text, str(plan_file))
     store = profile_store()
-    node = store.node(node_profile or profile_name or "h800-hgx")
+    node = store.node(node_profile or profile_name or DEFAULT_NODE_PROFILE)
     try:
         size_bytes = float(parse_bytes(size))
     except QuantityError as exc:
