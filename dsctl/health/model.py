@@ -291,6 +291,11 @@ class Severity(Enum):
 SEVERITY_ORDER = [Severity.CRIT, Severity.WARN, Severity.INFO, Severity.SKIP, Severity.OK]
 
 
+#: the check id a check function gives its findings: :func:`dsctl.health.api.run_checks` stamps the id the check
+#: table (``dsctl.health.checks.CHECKS``) gives that function, so an id is written in one place only
+THIS_CHECK = "?"
+
+
 @dataclass(frozen=True)
 class Finding:
     """One result line: check id (G6, R3...), severity, subject (``gpu3``, ``gpu3 link 7``, ``mlx5_2/1``, ``node``).

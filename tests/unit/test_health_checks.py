@@ -187,3 +187,22 @@ def test_no_mismatch_without_a_gpu_name() -> None:
     from dsctl.commands._common import profile_store
     exp = expectations_for(profile_store().node("h100-hgx"), None, None)
     assert exp.mismatch is None and exp.num_nvlinks_per_gpu == 18
+
+
+def test_check_ids_are_written_only_in_the_check_table() -> None:
+    """A check function's findings carry the id the table gives it (run_checks stamps it): no G../R.. literal in
+    the check bodies, and every finding of a report names a check of the table."""
+    import re
+    from pathlib import Path
+
+    from dsctl.health.checks import BY_ID
+
+    health = Path(__file__).resolve().parents[2] / "dsctl" / "health"
+    for body in ("checks_gpu.py", "checks_rdma.py"):
+        assert not re.search(r'"[GR]\d+"', (health / body).read_text()), body
+    assert "?" not in BY_ID
+    gpu = Gpu(index=0, name="x", persistence_mode=0)
+    report = api.run_checks(snap((gpu,)), dataclasses.replace(EXP, num_gpus=1), areas=("gpu", "nvlink", "rdma"))
+    g5 = [f for f in report.findings if f.message.startswith("persistence mode is off")]
+    assert [f.check for f in g5] == ["G5"]
+    assert all(f.check in BY_ID for f in report.findings)
