@@ -17,6 +17,11 @@ from dsctl.output.formats import OutputFormat
 if TYPE_CHECKING:
     from dsctl.profiles.loader import ProfileStore
 
+#: the one way every command names a planned fabric it reads
+PLAN_HELP = "Folder written by 'topology plan --out-dir' (or its plan.json)."
+#: a command's planned-fabric argument
+PlanArg = Annotated[Path, typer.Argument(help=PLAN_HELP)]
+
 FormatOpt = Annotated[
     OutputFormat,
     typer.Option(

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from dsctl.commands._common import read_text_input
+from dsctl.commands._common import PlanArg, read_text_input
 from dsctl.commands.health_fleet import HealthFormat, HealthFormatOpt
 from dsctl.errors import DsctlError, InputError
 from dsctl.output.formats import OutputFormat
@@ -47,7 +47,7 @@ def fabric_document(path: Path) -> object:
 
 
 def burn_in(
-    plan: Annotated[Path, typer.Argument(help="Folder written by 'topology plan --out-dir' (or its plan.json).")],
+    plan: PlanArg,
     fabric_model: Annotated[Path | None, typer.Option(
         "--fabric-model", help="Rehearse on a simulated fabric with the faults this YAML/JSON file injects "
         "(no Slurm, no hardware).")] = None,

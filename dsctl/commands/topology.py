@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from dsctl.commands._common import FormatOpt, profile_store, read_input, read_text_input, show
+from dsctl.commands._common import FormatOpt, PlanArg, profile_store, read_input, read_text_input, show
 from dsctl.errors import InputError
 from dsctl.output.formats import OutputFormat
 from dsctl.profiles import DEFAULT_MODEL, DEFAULT_NODE_PROFILE, DEFAULT_SWITCH
@@ -108,7 +108,7 @@ def _dump_files(paths: list[Path]) -> list[Path]:
 
 @app.command("verify")
 def verify(
-    plan_dir: Annotated[Path, typer.Argument(help="Folder written by 'topology plan --out-dir' (or its plan.json).")],
+    plan_dir: PlanArg,
     observed: Annotated[list[Path], typer.Argument(help="ibnetdiscover output (default or -p), an ibdiagnet "
                                                    "topology file, or a links CSV (a_device,a_port,b_device,"
                                                    "b_port); one per plane, or a folder of them.")],
@@ -155,7 +155,7 @@ def verify(
 
 @app.command("simulate")
 def simulate(
-    plan_dir: Annotated[Path, typer.Argument(help="Folder written by 'topology plan --out-dir' (or its plan.json).")],
+    plan_dir: PlanArg,
     workload: Annotated[str, typer.Option("--workload", help="alltoall, permutation, allreduce, allgather, "
                                           "reducescatter, ep-dispatch or ep-combine.")] = "alltoall",
     routing: Annotated[str, typer.Option("--routing", help="static (by destination), ecmp (per-flow hash) or "
