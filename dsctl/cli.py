@@ -19,7 +19,7 @@ from dsctl.commands._common import SETTINGS, silence_stdout
 from dsctl.errors import DsctlError, ExitCode
 from dsctl.inputs import DEFAULT_MAX_INPUT_BYTES, ENV_MAX_INPUT_BYTES, LIMITS, forget_inputs, parse_limit
 from dsctl.names import MAX_INTEGER_DIGITS, ascii_digits  # the bound on arguments is the one on input text
-from dsctl.typer_shim import is_bare_group_help, plain_root_coercion
+from dsctl.typer_shim import is_bare_group_help, plain_root_coercion, plain_wording
 
 #: Every command group: ``dsctl NAME`` is the Typer app ``app`` of module ``dsctl.commands.NAME``, imported only
 #: when the group is run, completed or asked for its own help. The text is the group's help (the module's
@@ -403,6 +403,7 @@ def main(argv: list[str] | None = None) -> int:
                 sys.stdout.write(text + "\n")
             return 0
         if _is_click_exception(exc):
+            plain_wording(exc)
             ctx = getattr(exc, "ctx", None)
             where = f" ({ctx.command_path})" if ctx is not None else ""
             hint = f"run '{ctx.command_path} --help'" if ctx is not None else "run 'dsctl --help'"

@@ -38,3 +38,20 @@ def test_root_help_does_not_import_pydantic() -> None:
            "print('pydantic' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False).stdout
     assert out.strip().splitlines()[-1] == "False"
+
+
+def _error_line(args: list[str], capsys: object) -> str:
+    assert main(args) == 2
+    return capsys.readouterr().err.splitlines()[0]  # type: ignore[attr-defined]
+
+
+def test_bad_values_are_worded_by_dsctl_not_pydantic(capsys: object) -> None:
+    cases = {("launch", "--nodes", "abc"): "'abc' is not a whole number",
+             ("trace", "overlap", "--jobs", "0", "x.json"): "give a value at least 1",
+             ("trace", "overlap", "--jobs", "5000", "x.json"): "give a value at most 1024",
+             ("health", "check", "--interval-s", "soon"): "'soon' is not a number",
+             ("storage", "size", "--format", "xml"): "'xml' is not one of"}
+    for args, wanted in cases.items():
+        line = _error_line(list(args), capsys)
+        assert wanted in line, line
+        assert "Input should" not in line and "Value error" not in line, line
