@@ -1,6 +1,5 @@
-"""The one check that a command refused its input the way dsctl refuses: exit 2, no output (or, with --format
-json, the error envelope only), one
-``error: ...`` line first on stderr, never a traceback, and the words the test expects."""
+"""The one check that a command refused its input the way dsctl refuses: exit 2, no output (with --format json
+the error envelope only), one ``error: ...`` line first on stderr, never a traceback, and the expected words."""
 
 from __future__ import annotations
 
