@@ -37,8 +37,8 @@ from dsctl.errors import InputError
 from dsctl.topology import verify_checks as checks
 from dsctl.topology.naming import short_repr
 from dsctl.topology.observed import ObservedEnd, ObservedFabric, ObservedLink, rename
-from dsctl.topology.verify_position import by_position, place, position_note
 from dsctl.topology.verify_model import FINDING_KINDS, Finding, Key, Resolver, end_text, key_of, plan_text
+from dsctl.topology.verify_position import by_position, place, position_note
 
 
 @dataclass(frozen=True)
