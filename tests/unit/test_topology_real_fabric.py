@@ -8,6 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dsctl.errors import InputError
 from dsctl.topology.api import verify_texts
@@ -136,3 +138,68 @@ def test_a_broken_connected_line_is_not_taken_for_an_unconnected_one() -> None:
     line = "CA   134  1 0x7cfe9003003b4bde 4x EDR - SW  1719 10 0x7cfe9003009ce5b0 'o0001 HCA-1' - 'x'"
     with pytest.raises(InputError, match="line 1 is not an 'ibnetdiscover -p' line"):
         parse_ports_report(line)
+
+
+# ------------------------------------------------------------------ what findings on placed HCAs and hints say
+
+def test_a_finding_on_a_placed_hca_says_it_was_identified_by_position() -> None:
+    """The real dump with one default-described HCA's link trained at 2x: the finding names the plan's NIC and
+    says how it was identified."""
+    leaf, port = sorted(DEV["default_ok"])[0]
+    ports = real_fabric.switch_ports(TEXT)
+    guid = ports[leaf][port][1]
+    lines = TEXT.splitlines()
+    hit = [i for i, ln in enumerate(lines) if f'"H-{guid}"' in ln and ln.startswith(f"[{port}]")]
+    assert len(hit) == 1
+    lines[hit[0]] = lines[hit[0]].replace("4xNDR", "2xNDR")
+    result = verify_texts(real_fabric.plan_json(TEXT), "\n".join(lines), "plan.json", "superpod.ibnet",
+                          name_map=("kernel-names.map", real_fabric.kernel_name_map(TEXT)))
+    width = [f for f in result.findings if f.kind == "degraded_width"]
+    assert len(width) == 1 and (leaf, port) in _switch_ports(width[0])
+    assert f"HCA 0x{guid}" in width[0].message and "identified by its planned leaf port" in width[0].message
+
+
+def test_plane_not_seen_names_a_ca_from_ibstat_not_a_description() -> None:
+    """The plan's NICs are HCA-1..: descriptions, not CA names, so the hint is 'ibstat -l', not '-C HCA-1'."""
+    plan = real_fabric.plan_json(TEXT).replace('"nic_plane": [0, 0, 0, 0]', '"nic_plane": [0, 0, 0, 1]')
+    result = verify_texts(plan, TEXT, "plan.json", "superpod.ibnet")
+    unseen = [f for f in result.findings if f.kind == "plane_not_seen"]
+    assert [f.plane for f in unseen] == ["1"]
+    assert "ibstat -l" in unseen[0].action and "-C HCA-" not in unseen[0].action
+    assert "HCA-6" in unseen[0].action and "ibnetdiscover -C <CA> -P 1 > plane1.ibnet" in unseen[0].action
+
+
+def test_a_ca_in_a_switch_system_image_is_switch_internal() -> None:
+    """A management HCA (any description) that shares its switch's sysimgguid gives no cable."""
+    text = "\n".join([
+        "sysimgguid=0xb83fd20300000001", "switchguid=0xb83fd20300000001(b83fd20300000001)",
+        'Switch\t65 "S-b83fd20300000001"\t\t# "MF0;leaf01:MQM9700/U1" enhanced port 0 lid 1 lmc 0',
+        '[1]\t"H-0002c90300000002"[1](2c90300000002) \t\t# "node0001 mlx5_0" lid 2 4xNDR',
+        '[64]\t"H-b83fd20300000009"[1](b83fd20300000009) \t\t# "switch management" lid 3 4xNDR', "",
+        "sysimgguid=0xb83fd20300000001", "caguid=0xb83fd20300000009",
+        'Ca\t1 "H-b83fd20300000009"\t\t# "switch management"',
+        '[1](b83fd20300000009) \t"S-b83fd20300000001"[64]\t\t# lid 3 lmc 0 "MF0;leaf01:MQM9700/U1" lid 1 4xNDR', ""])
+    fabric = parse_observed(text, "x.ibnet")
+    assert len(fabric.links) == 2
+    internal = [link for link in fabric.links if link.a.internal or link.b.internal]
+    assert len(internal) == 1 and {internal[0].a.port_num, internal[0].b.port_num} == {64, 1}
+
+
+PORT_LINE = st.builds(
+    lambda kind, lid, port, guid, width, speed, desc, quote: (
+        f"{kind} {lid:5d} {port:2d} 0x{guid:016x} {width} {speed}" + " " * 36
+        + (f"'{desc}'" if quote else desc)),
+    st.sampled_from(["CA", "SW", "RT"]), st.integers(0, 99999), st.integers(0, 999), st.integers(0, 2**64 - 1),
+    st.sampled_from(["4x", "1x", "??"]), st.sampled_from(["NDR", "EDR", "???"]),
+    st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), max_size=40), st.booleans())
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(PORT_LINE | st.text(max_size=60), min_size=1, max_size=6))
+def test_property_ports_report_lines_read_or_refused_in_one_line(lines: list[str]) -> None:
+    try:
+        fabric = parse_ports_report("\n".join(lines), "p.txt")
+    except InputError as exc:
+        assert "\n" not in str(exc).strip() and "p.txt line" in str(exc)
+        return
+    assert fabric.links == []  # open ports only (and blank or comment lines): read, no links
