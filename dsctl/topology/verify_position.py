@@ -36,6 +36,8 @@ def _planned_nic(switch_port: Port | None, at_port: Mapping[Port, Key], tier: Ma
 def by_position(plan: PlannedFabric, resolver: Resolver, dumps: Sequence[tuple[str, ObservedFabric]],
                 at_port: Mapping[Port, Key]) -> dict[str, str]:
     """GUID (16 hex digits) -> ``"<node> <nic>"`` for each default-described HCA placed by its leaf port."""
+    if not any(e.default_desc for _, f in dumps for link in f.links for e in (link.a, link.b)):
+        return {}  # the usual case: one cheap pass, no resolving
     tier = plan.tier
     named: set[Port] = set()
     wanted: dict[str, list[Port | None]] = {}
