@@ -8,6 +8,7 @@ Speeds in order: SDR < DDR < QDR < FDR10 < FDR < EDR < HDR < NDR < XDR.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from dsctl.cluster.plan_file import PlannedFabric, Port
@@ -16,6 +17,7 @@ from dsctl.names import ascii_digits
 from dsctl.topology.counters import PortCounters, Thresholds, judge
 from dsctl.topology.observed import ObservedEnd, ObservedFabric, ObservedLink
 from dsctl.topology.verify_model import Finding, Key, Resolver, end_text, key_of
+from dsctl.topology.verify_position import position_note
 
 SPEED_ORDER = ("SDR", "DDR", "QDR", "FDR10", "FDR", "EDR", "HDR", "NDR", "XDR")
 
@@ -107,17 +109,39 @@ def pair_swaps(findings: list[Finding], at_port: dict[Port, Key], tier: dict[str
     return out
 
 
-def plane_findings(plan: PlannedFabric, unseen: Sequence[int], num_dumps: int) -> list[Finding]:
-    """One ``plane_not_seen`` per planned plane no dump reached (its cables are not reported as missing)."""
+#: a Linux RDMA device (CA) name as ``ibstat -l`` lists it: ``mlx5_0``, ``mlx4_1``, ``hfi1_0``
+_CA_NAME = re.compile(r"[a-z][a-z0-9]{0,15}_\d{1,4}")
+
+
+def rediscover_action(plane: int, nic: str, ethernet: bool) -> str:
+    """How to get plane ``plane``'s dump: ``ibnetdiscover -C <CA>`` naming a real CA (``ibstat -l``), never a
+    description like ``HCA-1``; ``lldpctl`` on an Ethernet (RoCE) plane."""
+    if ethernet:
+        return (f"run 'lldpctl -f json0 > <node>.json' on every node (one file per node, named after it) so that "
+                f"NIC {nic or plane} of plane {plane} is seen, and add the files (a NIC without an LLDP neighbour "
+                "also shows up here)")
+    if _CA_NAME.fullmatch(nic):
+        return (f"run 'ibnetdiscover -C {nic} -P 1 > plane{plane}.ibnet' on a node and add the file (a cable-less "
+                "plane also shows up here)")
+    what = f"the plan's NIC {nic} of plane {plane}" if nic else f"a NIC of plane {plane}"
+    return (f"on a node, 'ibstat -l' lists the CA names (mlx5_0, ...): take the CA of {what} ('ibstat <CA>' "
+            f"shows its link) and run 'ibnetdiscover -C <CA> -P 1 > plane{plane}.ibnet', then add the file "
+            "(a cable-less plane also shows up here)")
+
+
+def plane_findings(plan: PlannedFabric, unseen: Sequence[int], num_dumps: int,
+                   ethernet: bool = False) -> list[Finding]:
+    """One ``plane_not_seen`` per planned plane no dump reached (its cables are not reported as missing).
+
+    ``ethernet``: every dump is LLDP (a RoCE fabric), so the action names lldpctl, not InfiniBand tools."""
     out = []
     for plane in unseen:
         nic = next((n for n, p in plan.nic_plane.items() if p == plane), "")
-        cables = sum(1 for c in plan.cables if c[0] == plane)
+        cables = sum(1 for c in plan.cables if c[0] == plane and (not ethernet or c[1] == "node-leaf"))
         out.append(Finding(
             "plane_not_seen", f"plane {plane}", "", "", "", str(plane), f"plan: {cables} cables", None,
             f"no dump reaches plane {plane} ({num_dumps} dump(s) given)", "", "rediscover",
-            f"run 'ibnetdiscover -C {nic or 'mlx5_' + str(plane)} -P 1 > plane{plane}.ibnet' on a node and add the "
-            "file (a cable-less plane also shows up here)", "", str(cables)))
+            rediscover_action(plane, nic, ethernet), "", str(cables)))
     return out
 
 
@@ -141,7 +165,7 @@ def rate_findings(plan: PlannedFabric, links: Sequence[tuple[Key, ObservedLink]]
         cable = f"{end_text(a, tier)} <-> {end_text(b, tier)}"
         out.append(Finding(
             kind, a[0], a[1], b[0], b[1], str(plan.nic_plane.get(a[1], plan.plane.get(a[0], -1))), "", link.line,
-            f"{cable}: trained at {link.rate}, planned {plan.link}", link.source, "reseat",
+            f"{cable}: trained at {link.rate}, planned {plan.link}" + position_note(link), link.source, "reseat",
             f"re-seat the cable {cable} (clean the connectors); replace the cable or transceiver if it trains at "
             f"{link.rate} again", link.rate, plan.link))
     return out
