@@ -358,3 +358,31 @@ def test_mpft_and_mrft_within_1_percent_as_measured(v3: StepTime) -> None:
     thin = predict_step(V3, H800, LAYOUT, MICRO_BATCHES, fabric_plan=_v3_plan("mrft", 2.0))
     assert thin.fabric.endswith("2:1 (plan)")
     assert thin.ep_dispatch_s > 1.1 * mrft.ep_dispatch_s and thin.step_s > 1.03 * mrft.step_s
+
+
+# DeepSeek-V2 tech report (arXiv 2405.04434), "Training and Inference Efficiency", p. 16: on the H800 cluster
+# DeepSeek-V2 needs 172.8K GPU hours per trillion tokens (DeepSeek 67B: 300.6K); "Infrastructures" (HAI-LLM):
+# 16-way zero-bubble pipeline parallelism, 8-way expert parallelism, ZeRO-1 data parallelism, no tensor
+# parallelism; batch 9,216 sequences of 4K tokens after the ramp-up. The cluster size is not published: 128 nodes
+# here (GPU hours per token hardly depend on it: 137K at 64 nodes). Held out: nothing of V2 went into a default.
+V2_GPU_HOURS_PER_T = 172.8e3
+V2_PINNED_GPU_HOURS_PER_T = 142.1e3  # -17.8%
+
+
+def _v2() -> StepTime:
+    layout = ParallelLayout(num_nodes=128, gpus_per_node=8, pp=16, ep=8, tp=1, dp=64, schedule="zb1p")
+    return predict_step(STORE.model("deepseek-v2"), H800, layout, 9216 // 64)
+
+
+def test_held_out_deepseek_v2_gpu_hours_are_pinned() -> None:
+    """The model is optimistic on V2 by about as much as on V3 (-18% against -14%): the same missing production
+    effects (kernel launch gaps, routing that is not absolutely balanced, jitter), not a V3-specific fit."""
+    hours = _v2().gpu_hours(1e12)
+    assert hours == pytest.approx(V2_PINNED_GPU_HOURS_PER_T, rel=0.01)
+    assert -0.25 < hours / V2_GPU_HOURS_PER_T - 1.0 < 0.0
+
+
+@pytest.mark.xfail(strict=True, reason="known gap: V2 predicted 142K GPU hours per trillion tokens against 172.8K "
+                   "(-18%), the V3 gaps' production effects")
+def test_held_out_deepseek_v2_gpu_hours_within_10_percent() -> None:
+    assert _v2().gpu_hours(1e12) == pytest.approx(V2_GPU_HOURS_PER_T, rel=0.10)
