@@ -101,6 +101,12 @@ MIN_SHARE = 0.005
 #: arrive, so its duration is an upper bound of the transfer (train.json: 96% overlapped, notify/barrier kernels
 #: 29% of the communication time). The EP rate then keeps its profile value (calibrated against Fig. 7)
 MAX_COMM_OVERLAP_TO_FIT = 0.5
+#: a trace whose compute kernels take more than this factor more or less than the model's pair is not a pair of
+#: this model at this shape (wrong --chunk-layers, --tokens-per-gpu, --ep or model): refused
+MAX_TRACE_SCALE = 3.0
+#: a rate the fit moves by more than this factor either way is implausible for kernels of the same shapes (the
+#: trace's kernels of that class are not the model's): kept, said so, and the others fitted without it
+MAX_RATE_FACTOR = 3.0
 
 
 @dataclass(frozen=True)
@@ -152,39 +158,43 @@ def measure(trace: TraceData) -> MeasuredKernels:
         raise InputError(f"{trace.source}: no GPU kernels in the trace; calibration needs a trace with device "
                          "activity (torch.profiler with ProfilerActivity.CUDA)")
     codes, _ = classify_names(gpu.names, Classifier())
-    classes = [op_class(n, bool(c == CLASS_CODE[COMM])) for n, c in zip(gpu.names, codes, strict=True)]
+    name_class = np.array([OP_CLASSES.index(op_class(n, bool(c == CLASS_CODE[COMM])))
+                           for n, c in zip(gpu.names, codes, strict=True)], dtype=np.int64)
+    cls = name_class[gpu.name_code]
     cpu = trace.cpu
-    marks = [i for i in range(cpu.size) if cpu.annotation[i] and cpu.names[cpu.name_code[i]] in PHASES]
-    starts = np.array([cpu.start_us[i] for i in marks])
-    ends = np.array([cpu.end_us[i] for i in marks])
-    labels = [cpu.names[cpu.name_code[i]] for i in marks]
-    order = np.argsort(starts, kind="stable")
-    starts, ends, labels = starts[order], ends[order], [labels[i] for i in order]
-    launched = launch_times(gpu, trace)
-    seconds: dict[tuple[str, str], float] = {}
-    by_class = dict.fromkeys(OP_CLASSES, 0.0)
+    phase_names = list(PHASES)
+    code_phase = np.array([phase_names.index(n) if n in PHASES else -1 for n in cpu.names] or [-1], dtype=np.int64)
+    marks = np.flatnonzero(cpu.annotation & (code_phase[cpu.name_code] >= 0)) if cpu.size else np.zeros(0, int)
+    order = marks[np.argsort(cpu.start_us[marks], kind="stable")]
+    starts, ends, mark_phase = cpu.start_us[order], cpu.end_us[order], code_phase[cpu.name_code[order]]
+    annotated = bool(order.size)
     durations = (gpu.end_us - gpu.start_us) * 1e-6
-    is_comm = np.array([classes[int(c)] == "communication" for c in gpu.name_code], dtype=bool)
+    is_comm = cls == OP_CLASSES.index("communication")
     for device in np.unique(gpu.device):
         mask = (gpu.device == device) & ~is_comm
         durations[mask] = shared_durations(gpu.start_us[mask], gpu.end_us[mask]) * 1e-6
-    at = np.searchsorted(starts, launched, side="right") - 1 if labels else np.full(gpu.size, -1)
-    for k in range(gpu.size):
-        phase = "all"
-        j = int(at[k])
-        if labels and j >= 0 and launched[k] <= ends[j]:
-            phase = labels[j]
-        elif labels:
-            phase = "other"
-        cls = classes[int(gpu.name_code[k])]
-        key = cell_of(phase, cls)
-        seconds[key] = seconds.get(key, 0.0) + float(durations[k])
-        by_class[cls] += float(durations[k])
+    outside = len(phase_names)  # "other" (annotated trace) or "all"
+    phase = np.full(gpu.size, outside, dtype=np.int64)
+    if annotated:
+        launched = launch_times(gpu, trace)
+        at = np.searchsorted(starts, launched, side="right") - 1
+        inside = (at >= 0) & (launched <= ends[np.maximum(at, 0)])
+        phase[inside] = mark_phase[at[inside]]
+    n_cls = len(OP_CLASSES)
+    sums = np.bincount(phase * n_cls + cls, weights=durations, minlength=(outside + 1) * n_cls)
+    seconds: dict[tuple[str, str], float] = {}
+    for key in np.flatnonzero(sums):
+        p, c = divmod(int(key), n_cls)
+        name = phase_names[p] if p < outside else ("other" if annotated else "all")
+        cell = cell_of(name, OP_CLASSES[c])
+        seconds[cell] = seconds.get(cell, 0.0) + float(sums[key])
+    by_class = dict(zip(OP_CLASSES, (float(x) for x in np.bincount(cls, weights=durations, minlength=n_cls)),
+                        strict=True))
     rows = analyse_trace(trace, 0, Classifier(), None, False, 1, False)
     wall = max((r.metrics.wall_us for r in rows), default=0.0) * 1e-6
     comm = sum(r.metrics.comm_busy_us for r in rows)
     both = sum(r.metrics.overlapped_us for r in rows)
-    return MeasuredKernels(seconds, by_class, wall, bool(labels), gpu.size, both / comm if comm > 0 else 0.0)
+    return MeasuredKernels(seconds, by_class, wall, annotated, gpu.size, both / comm if comm > 0 else 0.0)
 
 
 def _layer(model: ModelProfile, rates: GpuRates, ep: int, tokens: int, seq_len: int,
@@ -364,6 +374,20 @@ def _saved(node: NodeProfile, factors: dict[str, float], notes: list[str]) -> tu
     return profile, changes
 
 
+def _check_scale(cells: dict[tuple[str, str], dict[str, float]], measured: dict[tuple[str, str], float],
+                 source: str, num_layers: int, tokens: int, ep: int) -> None:
+    """Refuse a trace whose compute is not within ``MAX_TRACE_SCALE`` of the model's pair."""
+    model_s = sum(v for k, row in cells.items() if k[1] != "communication" for v in row.values())
+    traced_s = sum(v for k, v in measured.items() if k[1] != "communication")
+    if model_s <= 0 or not (model_s / MAX_TRACE_SCALE <= traced_s <= model_s * MAX_TRACE_SCALE):
+        raise InputError(
+            f"{source}: its compute kernels take {traced_s * 1e3:.3g} ms against {model_s * 1e3:.3g} ms for one F&B "
+            f"pair of {num_layers} MoE layers per chunk at EP{ep} and {tokens} tokens per GPU; more than "
+            f"{MAX_TRACE_SCALE:g}x apart, so the trace is not that pair",
+            hint="give the traced shape with --chunk-layers, --tokens-per-gpu, --ep and --model (train.json: the "
+                 "defaults)")
+
+
 def calibrate(trace: TraceData, model: ModelProfile, node: NodeProfile, ep: int, num_layers: int = 4,
               tokens: int = 4096, seq_len: int = 4096, ep_cost: EpCostModel | None = None) -> Calibration:
     """Fit ``node``'s achieved rates to the kernel times of ``trace`` (one F&B chunk pair of ``model``, EP
@@ -382,8 +406,18 @@ def calibrate(trace: TraceData, model: ModelProfile, node: NodeProfile, ep: int,
     params = list(FITTED)
     meas = {k: v for k, v in measured.seconds.items() if k[0] not in ("other",)}
     overlapped = measured.comm_overlapped_fraction > MAX_COMM_OVERLAP_TO_FIT
-    factors, share = _solve(cells, meas, params, frozenset({"ep"}) if overlapped else frozenset())
+    _check_scale(cells, meas, trace.source, num_layers, tokens, ep)
+    frozen = {"ep"} if overlapped else set()
     notes: list[str] = []
+    while True:
+        factors, share = _solve(cells, meas, params, frozenset(frozen))
+        wild = [p for p in params if p not in frozen and not 1 / MAX_RATE_FACTOR <= factors[p] <= MAX_RATE_FACTOR]
+        if not wild:
+            break
+        for p in wild:
+            notes.append(f"{p}: the fit wanted x{factors[p]:.3g} its time, beyond {MAX_RATE_FACTOR:g}x either way: "
+                         "the trace's kernels of that class are not the model's; the profile value is kept")
+        frozen.update(wild)
     if overlapped:
         notes.append(f"communication ran {measured.comm_overlapped_fraction:.0%} under compute: its kernel durations "
                      "include waiting for peers, not transfer time alone, so the EP rate keeps the profile's "
@@ -398,9 +432,9 @@ def calibrate(trace: TraceData, model: ModelProfile, node: NodeProfile, ep: int,
     fitted_rates = []
     for p in params:
         before, after = changes[p]
-        ok = share[p] >= MIN_SHARE and not (p == "ep" and overlapped)
-        why = "kept (overlapped comm)" if p == "ep" and overlapped \
-            else "kept (too small a share)"
+        ok = share[p] >= MIN_SHARE and p not in frozen
+        why = "kept (overlapped comm)" if p == "ep" and overlapped else \
+            "kept (implausible)" if p in frozen else "kept (too small a share)"
         fitted_rates.append(FittedRate(p, factors[p], before, after, share[p], ok, "" if ok else why))
     cell_rows, residuals = [], []
     total = sum(v for k, v in meas.items() if not (overlapped and k[1] == "communication"))

@@ -222,3 +222,19 @@ def test_real_train_json_pair_within_3_percent_once_calibrated() -> None:
     assert abs(result.pair_before_error) < 0.10
     assert abs(result.pair_after_error) < 0.03
     assert result.residual_fraction < 0.10
+
+
+def test_a_trace_of_another_shape_is_refused() -> None:
+    """Every kernel 10x longer than the model's pair: not one pair of 4 MoE layers at EP64 (exit 2 with a hint)."""
+    with pytest.raises(InputError, match="not that pair") as err:
+        _calibrate(_trace({p: 10.0 for p in (*FACTORS, "")}))
+    assert "--chunk-layers" in (err.value.hint or "")
+
+
+def test_an_implausible_rate_is_kept_and_the_rest_fitted_without_it() -> None:
+    result = _calibrate(_trace({**FACTORS, "attention_backward": 5.0}))
+    fitted = {r.name: r for r in result.rates}
+    assert not fitted["attention_backward"].fitted and fitted["attention_backward"].factor == 1.0
+    assert result.profile.achieved.attention_backward == H800.achieved.attention_backward
+    assert any("attention_backward" in n and "beyond" in n for n in result.notes)
+    assert fitted["fp8_gemm"].factor == pytest.approx(1.25, rel=1e-6)  # its own cells are untouched
