@@ -14,10 +14,11 @@ from dsctl.steptime.calibrate import Calibration
 
 @table_renderer(Calibration)
 def _calibration(result: Calibration) -> Iterable[RenderableType]:
-    rates = Table(title=f"Achieved rates fitted to {result.source} ({result.model} on {result.node}, EP{result.ep})",
+    name = result.source.replace("\\", "/").rsplit("/", 1)[-1]
+    rates = Table(title=f"Rates fitted to {name} ({result.model}, {result.node}, EP{result.ep})",
                   title_justify="left")
     for name, justify in (("rate", "left"), ("x time", "right"), ("before", "right"), ("after", "right"),
-                          ("share", "right"), ("", "left")):
+                          ("share", "right"), ("note", "left")):
         rates.add_column(name, justify=justify)  # type: ignore[arg-type]
     for r in result.rates:
         rates.add_row(r.name, f"{r.factor:.3f}", f"{r.before:.3f}", f"{r.after:.3f}", f"{r.share:.1%}",

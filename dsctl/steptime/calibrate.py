@@ -433,8 +433,8 @@ def calibrate(trace: TraceData, model: ModelProfile, node: NodeProfile, ep: int,
     for p in params:
         before, after = changes[p]
         ok = share[p] >= MIN_SHARE and p not in frozen
-        why = "kept (overlapped comm)" if p == "ep" and overlapped else \
-            "kept (implausible)" if p in frozen else "kept (too small a share)"
+        why = "kept: overlapped" if p == "ep" and overlapped else \
+            "kept: implausible" if p in frozen else "kept: small share"
         fitted_rates.append(FittedRate(p, factors[p], before, after, share[p], ok, "" if ok else why))
     cell_rows, residuals = [], []
     total = sum(v for k, v in meas.items() if not (overlapped and k[1] == "communication"))
