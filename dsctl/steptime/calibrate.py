@@ -82,12 +82,11 @@ def cell_of(phase: str, cls: str) -> tuple[str, str]:
     return phase, cls
 
 
-#: fitted rates: GpuRates field(s) they set, the node-profile field they save into
-FITTED = {
-    "fp8_gemm": ("fp8_gemm_flops",), "moe_gemm": ("moe_gemm_flops",),
-    "attention_forward": ("attention_forward_flops",), "attention_backward": ("attention_backward_flops",),
-    "hbm": ("hbm_bytes_per_s", "gemm_hbm_bytes_per_s"), "ep": (),
-}
+#: fitted rates: the node profile's ``gpu.achieved`` fractions of these names, and ``ep`` (the compute NIC's
+#: efficiency and NVLink's achievable rate together)
+ACHIEVED_FITTED = ("fp8_gemm", "moe_gemm", "attention_forward", "attention_backward", "hbm")
+FITTED = (*ACHIEVED_FITTED, "ep")
+#: GpuRates field -> the op class its time lands in, and the fitted rate it belongs to ("": not fitted)
 _RATE_CLASS = {"fp8_gemm_flops": "gemm", "bf16_gemm_flops": "gemm", "gemm_hbm_bytes_per_s": "gemm",
                "moe_gemm_flops": "expert_gemm", "attention_forward_flops": "attention",
                "attention_backward_flops": "attention", "hbm_bytes_per_s": "elementwise"}
@@ -354,7 +353,7 @@ def _solve(cells: dict[tuple[str, str], dict[str, float]], measured: dict[tuple[
 def _saved(node: NodeProfile, factors: dict[str, float], notes: list[str]) -> tuple[NodeProfile, dict[str, tuple]]:
     """The node profile with each fitted rate divided by its factor; fractions above 1 are capped (noted)."""
     values, changes = {}, {}
-    for name in ("fp8_gemm", "moe_gemm", "attention_forward", "attention_backward", "hbm"):
+    for name in ACHIEVED_FITTED:
         before = float(getattr(node.achieved, name))
         after = before / factors[name]
         if after > 1.0:
