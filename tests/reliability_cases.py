@@ -455,6 +455,12 @@ CASES: list[Case] = [
          lambda t: ["storage", "check-chains", _w(t, "c.csv", b"\xff\n")], 2),
     Case("non-UTF-8 file", "trace", "trace with byte 0xff", lambda t: ["trace", "overlap", _w(t, "t.json",
                                                                                          b"\xff")], 2),
+    Case("non-UTF-8 file", "launch", "calibrate a trace with byte 0xff",
+         lambda t: ["launch", "calibrate", _w(t, "t.json", b"\xff")], 2),
+    Case("trace of another shape", "launch", "calibrate a trace of one 1 ms kernel (not one F&B pair of the model)",
+         lambda t: ["launch", "calibrate", _w(t, "t.json", '{"traceEvents": [{"ph": "X", "cat": "kernel", '
+                    '"name": "gemm", "pid": 0, "tid": 7, "ts": 0, "dur": 1000, "args": {"stream": 7}}]}'),
+                    "-o", str(t / "p.yaml")], 2),
     Case("unterminated CSV quote", "eplb", "'\"1,2' on line 1", lambda t: _stats(t, '"1,2\n3,4\n5,6\n'), 2),
     Case("unterminated CSV quote", "topology", "links CSV '\"node0001,...'",
          lambda t: ["topology", "verify", _plan_dir(t), _w(t, "l.csv", 'a_device,a_port,b_device,b_port\n'

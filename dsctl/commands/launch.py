@@ -17,6 +17,7 @@ import typer
 from typer.core import TyperGroup
 
 from dsctl.commands._common import FormatOpt, profile_store, read_text_input, show
+from dsctl.commands.launch_calibrate import register_calibrate
 from dsctl.commands.launch_schedule import register_schedule
 from dsctl.errors import InputError, one_of
 from dsctl.launch.defaults import DEFAULT_JOB_NAME, DEFAULT_PORT, DEFAULT_SEQ_LEN
@@ -378,3 +379,4 @@ def layout(
 
 
 register_schedule(app)
+register_calibrate(app)

@@ -94,13 +94,22 @@ def fp8_backward_casts(tokens: float, n_out: float, k_in: float, hbm: float) -> 
                         FP8_BACKWARD_TRANSPOSE_BYTES * k_in * tokens / hbm)
 
 
-def _linear(tokens: float, n_out: float, k_in: float, flops: float, hbm: float, in_bytes: float,
-            recompute: bool = False) -> BlockSeconds:
-    f, dgrad, wgrad = linear_seconds(tokens, n_out, k_in, flops, hbm, in_bytes)
+def _linear(tokens: float, n_out: float, k_in: float, flops: float, rates: GpuRates,
+            in_bytes: float | None = None, recompute: bool = False) -> BlockSeconds:
+    """A linear layer ``k_in -> n_out`` at ceiling ``flops``: its three GEMMs (memory phase at the GEMM HBM rate),
+    the recomputed forward in I when ``recompute``, and the FP8 backward casts when the inputs are FP8."""
+    nb = rates.gemm_in_bytes if in_bytes is None else in_bytes
+    f, dgrad, wgrad = linear_seconds(tokens, n_out, k_in, flops, rates.gemm_hbm, nb)
     block = BlockSeconds(f, dgrad + (f if recompute else 0.0), wgrad)
-    if in_bytes == FP8_BYTES:
-        block += fp8_backward_casts(tokens, n_out, k_in, hbm)
+    if nb == FP8_BYTES:
+        block += fp8_backward_casts(tokens, n_out, k_in, rates.hbm_bytes_per_s)
     return block
+
+
+def swiglu_ffn_gemms(tokens: float, hidden: int, width: float, flops: float, rates: GpuRates) -> BlockSeconds:
+    """The two linears of a SwiGLU FFN of ``width`` (gate and up fused ``h -> 2 width``, down ``width -> h``):
+    a dense FFN, the shared experts and one routed expert all have this shape."""
+    return _linear(tokens, 2 * width, hidden, flops, rates) + _linear(tokens, hidden, width, flops, rates)
 
 
 def _elementwise(bytes_per_token: float, tokens: float, hbm: float, recompute: bool = False) -> BlockSeconds:
@@ -116,21 +125,22 @@ def norm_bytes(width: int) -> float:
 def attention_block(model: ModelProfile, tokens: float, seq_len: int, causal: bool, rates: GpuRates) -> BlockSeconds:
     """Attention block of one layer over ``tokens`` tokens of sequences of ``seq_len``."""
     a, h = model.attention, model.hidden_size
-    fp8, hbm, nb = rates.fp8_gemm_flops, rates.hbm_bytes_per_s, rates.gemm_in_bytes
+    fp8, hbm = rates.fp8_gemm_flops, rates.hbm_bytes_per_s
     if a.is_mla:
         d_qk, d_v = a.qk_nope_head_dim + a.qk_rope_head_dim, a.v_head_dim
         down = (a.q_lora_rank if a.q_lora_rank else a.num_heads * d_qk) + a.kv_lora_rank + a.qk_rope_head_dim
-        block = _linear(tokens, down, h, fp8, hbm, nb)
+        block = _linear(tokens, down, h, fp8, rates)
         if a.q_lora_rank:
-            block += _linear(tokens, a.num_heads * d_qk, a.q_lora_rank, fp8, hbm, nb, recompute=True)
-        block += _linear(tokens, a.num_heads * (a.qk_nope_head_dim + d_v), a.kv_lora_rank, fp8, hbm, nb, recompute=True)
+            block += _linear(tokens, a.num_heads * d_qk, a.q_lora_rank, fp8, rates, recompute=True)
+        block += _linear(tokens, a.num_heads * (a.qk_nope_head_dim + d_v), a.kv_lora_rank, fp8, rates,
+                         recompute=True)
         small_norms = norm_bytes(a.q_lora_rank) + norm_bytes(a.kv_lora_rank)
     else:
         d_qk = d_v = a.head_dim
         kv = a.num_kv_heads if a.kind == "gqa" else a.num_heads
-        block = _linear(tokens, (a.num_heads + 2 * kv) * a.head_dim, h, fp8, hbm, nb)
+        block = _linear(tokens, (a.num_heads + 2 * kv) * a.head_dim, h, fp8, rates)
         small_norms = 0.0
-    block += _linear(tokens, h, a.num_heads * d_v, fp8, hbm, nb)
+    block += _linear(tokens, h, a.num_heads * d_v, fp8, rates)
     attended = seq_len / 2 if causal else float(seq_len)
     core = 2.0 * a.num_heads * (d_qk + d_v) * attended * tokens
     block += BlockSeconds(core / rates.attention_forward_flops,
@@ -149,8 +159,8 @@ def swiglu_bytes(width: int) -> float:
 
 def dense_ffn_block(model: ModelProfile, tokens: float, rates: GpuRates) -> BlockSeconds:
     h, i = model.hidden_size, model.dense_intermediate_size
-    fp8, hbm, nb = rates.fp8_gemm_flops, rates.hbm_bytes_per_s, rates.gemm_in_bytes
-    block = _linear(tokens, 2 * i, h, fp8, hbm, nb) + _linear(tokens, h, i, fp8, hbm, nb)
+    hbm = rates.hbm_bytes_per_s
+    block = swiglu_ffn_gemms(tokens, h, i, rates.fp8_gemm_flops, rates)
     block += _elementwise(norm_bytes(h), tokens, hbm, recompute=True)
     return block + _elementwise(6.0 * h + swiglu_bytes(i), tokens, hbm)
 
@@ -161,16 +171,14 @@ def moe_ffn_block(model: ModelProfile, tokens: float, ep: int, rates: GpuRates, 
     if moe is None:
         return dense_ffn_block(model, tokens, rates)
     h, i = model.hidden_size, moe.moe_intermediate_size
-    fp8, grouped, hbm = rates.fp8_gemm_flops, rates.moe_gemm_flops, rates.hbm_bytes_per_s
-    nb = rates.gemm_in_bytes
-    block = _linear(tokens, moe.num_routed_experts, h, rates.bf16_gemm_flops, hbm, BF16_BYTES)
+    hbm = rates.hbm_bytes_per_s
+    block = _linear(tokens, moe.num_routed_experts, h, rates.bf16_gemm_flops, rates, BF16_BYTES)
     if moe.num_shared_experts:
-        width = moe.num_shared_experts * i
-        block += _linear(tokens, 2 * width, h, fp8, hbm, nb) + _linear(tokens, h, width, fp8, hbm, nb)
+        block += swiglu_ffn_gemms(tokens, h, moe.num_shared_experts * i, rates.fp8_gemm_flops, rates)
     k = moe.num_experts_per_token
     local_experts = max(1, moe.num_routed_experts // max(ep, 1))
     rows = tokens * k * imbalance / local_experts  # rows per local expert on the busiest GPU
-    expert = _linear(rows, 2 * i, h, grouped, hbm, nb) + _linear(rows, h, i, grouped, hbm, nb)
+    expert = swiglu_ffn_gemms(rows, h, i, rates.moe_gemm_flops, rates)
     block += BlockSeconds(expert.f * local_experts, expert.i * local_experts, expert.w * local_experts)
     block += _elementwise(norm_bytes(h), tokens, hbm, recompute=True)
     # residual add; per routed copy: received FP8 row written and read, SwiGLU, BF16 output; combine's weighted sum
@@ -229,7 +237,7 @@ def layer_seconds(model: ModelProfile, moe_layer: bool, tokens: float, seq_len: 
 def head_block(model: ModelProfile, tokens: float, rates: GpuRates) -> BlockSeconds:
     """Final norm, output head (BF16) and the cross-entropy over the vocabulary (fused: logits read once)."""
     h, v, hbm = model.hidden_size, model.vocab_size, rates.hbm_bytes_per_s
-    block = _linear(tokens, v, h, rates.bf16_gemm_flops, hbm, BF16_BYTES)
+    block = _linear(tokens, v, h, rates.bf16_gemm_flops, rates, BF16_BYTES)
     return block + _elementwise(norm_bytes(h) + 2.0 * v, tokens, hbm)
 
 
@@ -242,6 +250,6 @@ def embedding_block(model: ModelProfile, tokens: float, rates: GpuRates) -> Bloc
 
 def mtp_projection_block(model: ModelProfile, tokens: float, rates: GpuRates) -> BlockSeconds:
     """An MTP module's two norms and ``eh_proj`` (2h -> h, FP8) before its transformer layer."""
-    h, hbm, nb = model.hidden_size, rates.hbm_bytes_per_s, rates.gemm_in_bytes
-    return _linear(tokens, h, 2 * h, rates.fp8_gemm_flops, hbm, nb) + _elementwise(2 * norm_bytes(h), tokens, hbm)
+    h, hbm = model.hidden_size, rates.hbm_bytes_per_s
+    return _linear(tokens, h, 2 * h, rates.fp8_gemm_flops, rates) + _elementwise(2 * norm_bytes(h), tokens, hbm)
 

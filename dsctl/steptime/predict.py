@@ -28,7 +28,7 @@ from dsctl.steptime.collectives import (
     p2p_seconds,
     stage_collectives,
 )
-from dsctl.steptime.ep import EpCostModel, fabric_ep
+from dsctl.steptime.ep import EpCostModel, fabric_ep, fabric_name
 from dsctl.steptime.hardware import GpuRates, gpu_rates
 from dsctl.steptime.layers import (
     BlockSeconds,
@@ -126,6 +126,7 @@ def predict_step(model: ModelProfile, node: NodeProfile, layout: ParallelLayout,
         raise InputError(f"--tp {layout.tp}: the step-time model covers tp = 1 only (DeepSeek-V3 trains without "
                          "tensor parallelism)")
     imbalance = 1.0 / balancedness
+    explicit_ep = ep_cost
     rates = gpu_rates(node, model.training_precision)
     tokens = float(micro_batch_size * seq_len)
     counts = count_parameters(model)
@@ -169,6 +170,7 @@ def predict_step(model: ModelProfile, node: NodeProfile, layout: ParallelLayout,
         stages=tuple(StageCost(c.index, c.f, c.i, c.w, c.comm_f, c.comm_b) for c in costs),
         layers=tuple(_layer_cost("moe" if moe else "dense", layer_kinds[moe]) for moe in (False, True)
                      if moe == (model.moe is not None) or (moe is False and model.num_dense_layers)),
+        fabric=fabric_name(fabric_plan) if explicit_ep is None else "given EP model",
     )
 
 

@@ -93,6 +93,9 @@ class StepTime:
     ep_combine_s: float
     stages: tuple[StageCost, ...]
     layers: tuple[LayerCost, ...] = ()
+    #: the fabric the EP all-to-alls ran on (``dsctl.steptime.ep.fabric_name``): a plan's kind (MPFT, MRFT, ...),
+    #: nodes and oversubscription, or the node profile's closed form
+    fabric: str = "node profile (closed form)"
 
     @property
     def tokens_per_s(self) -> float:
