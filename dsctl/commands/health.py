@@ -10,6 +10,7 @@ import typer
 
 from dsctl.commands._common import FormatOpt, profile_store, read_input, read_text_input, show
 from dsctl.commands.health_burnin import add_commands as add_burnin_commands
+from dsctl.commands.health_perf import add_commands as add_perf_commands
 from dsctl.commands.health_fleet import (
     HealthFormat,
     HealthFormatOpt,
@@ -198,3 +199,4 @@ def topo(
 
 add_commands(app)  # dsctl health fleet (dsctl/commands/health_fleet.py)
 add_burnin_commands(app)  # dsctl health burn-in (dsctl/commands/health_burnin.py)
+add_perf_commands(app)  # dsctl health perf (dsctl/commands/health_perf.py)
