@@ -93,7 +93,7 @@ class _Draft:
             return None
         params = self.params or {}
         qps = params.get("Number of qps", "1")
-        return PerftestRun(self.title.replace("Bidirectional ", "").strip(), params.get("Device", ""),
+        return PerftestRun(re.sub(r"\s*\bBidirectional\b", "", self.title).strip(), params.get("Device", ""),
                            params.get("Link type", ""), int(qps) if qps.isdigit() and len(qps) < 7 else 1,
                            "Bidirectional" in self.title, params.get("Dual-port", "OFF") == "ON", self.unit,
                            self.local, self.remote, tuple(self.rows), tuple(self.warnings or ()))
