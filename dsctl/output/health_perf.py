@@ -33,13 +33,10 @@ def size_text(size_bytes: int) -> str:
 
 
 def where_text(result: PerfResult) -> str:
-    nodes = list(result.nodes[:SHOWN_NODES]) + ([f"+{len(result.nodes) - SHOWN_NODES} more"]
-                                                 if len(result.nodes) > SHOWN_NODES else [])
-    parts = [", ".join(nodes)] if nodes else []
-    if result.tool == "nccl-tests" and result.devices:
-        parts.append(" / ".join(result.devices))
-    parts.append(result.path)
-    return "; ".join(p for p in parts if p)
+    """The hosts (nccl-tests) or the RDMA device (perftest) a result names; the rest is on its basis line."""
+    names = result.nodes or result.devices
+    shown = list(names[:SHOWN_NODES]) + ([f"+{len(names) - SHOWN_NODES} more"] if len(names) > SHOWN_NODES else [])
+    return ", ".join(shown) or "-"
 
 
 @table_renderer(PerfReport)
@@ -48,7 +45,7 @@ def _perf(report: PerfReport) -> Iterable[RenderableType]:
     yield Text(f"health perf: {len(report.results)} result(s): {counts}; slow = below {report.fraction:.0%} of "
                "the expectation", style="bold")
     table = Table(show_lines=False)
-    for column in ("file", "test", "where", "size", "measured", "expected", "ratio", "verdict"):
+    for column in ("file", "test", "nodes / NIC", "size", "measured", "expected", "ratio", "verdict"):
         table.add_column(column, justify="right" if column in ("size", "measured", "expected", "ratio")
                          else "left")
     for r in report.results:
@@ -58,6 +55,7 @@ def _perf(report: PerfReport) -> Iterable[RenderableType]:
     yield table
     for r in report.results:
         profile = f" (node profile {r.node_profile})" if r.expected_bytes_per_s is not None else ""
-        yield Text(f"{r.file}: {r.test}: {r.reason}{profile}")
+        models = f"{' / '.join(r.devices)}, " if r.tool == "nccl-tests" and r.devices else ""
+        yield Text(f"{r.file}: {r.test} on {models}{r.path}: {r.reason}{profile}")
         for warning in r.warnings[:3]:
             yield Text(f"  perftest printed: {warning}", style="dim")
