@@ -10,7 +10,6 @@ import typer
 
 from dsctl.commands._common import FormatOpt, profile_store, read_input, read_text_input, show
 from dsctl.commands.health_burnin import add_commands as add_burnin_commands
-from dsctl.commands.health_perf import add_commands as add_perf_commands
 from dsctl.commands.health_fleet import (
     HealthFormat,
     HealthFormatOpt,
@@ -21,6 +20,7 @@ from dsctl.commands.health_fleet import (
     record_path,
     slurm_check_interval,
 )
+from dsctl.commands.health_perf import add_commands as add_perf_commands
 from dsctl.errors import DsctlError, InputError
 from dsctl.output.formats import OutputFormat
 
