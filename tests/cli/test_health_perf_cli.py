@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from dsctl.commands.examples import example_data_dir
 
@@ -70,3 +72,26 @@ def test_terminal_control_text_in_a_host_name_is_escaped(cli: Cli, tmp_path: Pat
     path.write_text(text)
     r = cli("health", "perf", str(path))
     assert r.exit_code == 0 and "\x1b]0;" not in r.stdout
+
+
+HOSTILE_VALUES = st.one_of(st.sampled_from(["nan", "inf", "-1", "1e400", "9" * 4400, "0x10", "\x1b[31m", ""]),
+                           st.text(max_size=12))
+
+
+@settings(max_examples=40, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(fraction=HOSTILE_VALUES, cut=st.integers(min_value=0, max_value=6000), junk=st.binary(max_size=40),
+       which=st.sampled_from(["all_reduce_h100_2nodes.txt", "ib_write_bw_mlx5_3.txt"]))
+def test_hostile_fraction_and_mangled_reports_end_in_0_1_or_2(tmp_path: Path, fraction: str, cut: int, junk: bytes,
+                                                                which: str) -> None:
+    from tests.conftest import run_cli
+
+    data = (PERF / which).read_bytes()
+    path = tmp_path / which
+    path.write_bytes(data[:cut] + junk + data[cut:][: len(data) // 2])
+    for args in (("health", "perf", str(path)), ("health", "perf", str(PERF / which), "--fraction", fraction)):
+        r = run_cli(*args)
+        assert r.exit_code in (0, 1, 2), (args, r.exit_code, r.stderr[-400:])
+        assert "Traceback" not in r.stderr
+        if r.exit_code == 2:
+            assert r.stderr.startswith("error: ") and len(r.stderr.strip().splitlines()) <= 2
