@@ -29,6 +29,9 @@ def perf(
     = None,
     fraction: Annotated[float, typer.Option("--fraction", help="Slow = below this fraction of the expectation.")]
     = 0.9,
+    plan: Annotated[Path | None, typer.Option("--plan", help="Fabric plan (plan.json or its folder): alltoall "
+                                              "expectations from the flow simulator on it; its node profile is the "
+                                              "default.")] = None,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Judge perftest and nccl-tests results against what the node profile says the path should deliver (NIC
@@ -39,7 +42,16 @@ def perf(
     if len(files) > MAX_FILES:
         raise InputError(f"{len(files):,} files: at most {MAX_FILES:,} per run")
     store = profile_store()
-    report = judge_files(_texts(files), store.node(node) if node else None, store.node, fraction)
+    fabric = None
+    if plan is not None:
+        from dsctl.commands.health_burnin import plan_text_of
+        from dsctl.health.perf.expect import PlanFabric
+        from dsctl.topology.sim import plan_facts
+
+        text, source = plan_text_of(plan)
+        fabric = PlanFabric(text, source)
+        node = node or plan_facts(text, source)[0] or None
+    report = judge_files(_texts(files), store.node(node) if node else None, store.node, fraction, fabric)
     show(report, fmt, "health perf")
 
 

@@ -95,3 +95,13 @@ def test_hostile_fraction_and_mangled_reports_end_in_0_1_or_2(tmp_path: Path, fr
         assert "Traceback" not in r.stderr
         if r.exit_code == 2:
             assert r.stderr.startswith("error: ") and len(r.stderr.strip().splitlines()) <= 2
+
+
+def test_plan_sets_the_default_profile_and_a_missing_plan_is_exit_2(cli: Cli, tmp_path: Path) -> None:
+    assert cli("topology", "plan", "-N", "16", "--out-dir", str(tmp_path / "p16")).exit_code == 0
+    r = cli("health", "perf", str(PERF / "all_reduce_h100_2nodes.txt"), "--plan", str(tmp_path / "p16"), "-f", "json")
+    (result,) = r.json()["results"]
+    # the plan was made for h800-hgx: all_reduce on 2 nodes is NVLink-bound there, 160 GB/s x 8/7
+    assert result["node_profile"] == "h800-hgx" and result["expected_bytes_per_s"] == pytest.approx(160e9 * 8 / 7)
+    r = cli("health", "perf", str(PERF / "all_reduce_h100_2nodes.txt"), "--plan", str(tmp_path))
+    assert r.exit_code == 2 and "has no plan.json" in r.stderr

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from dsctl.errors import InputError
-from dsctl.health.perf.expect import busbw_expectation
+from dsctl.health.perf.expect import PlanFabric, busbw_expectation
 from dsctl.health.perf.judge import PerfReport, judge_files
 from dsctl.profiles.loader import ProfileStore
 
@@ -134,3 +134,36 @@ def test_a_file_of_neither_kind_and_a_bad_fraction_are_input_errors() -> None:
         judge(("notes.txt", "hello\n"))
     with pytest.raises(InputError, match="--fraction"):
         judge(("p.txt", perftest(300)), fraction=1.5)
+
+
+@pytest.fixture(scope="module")
+def plans(tmp_path_factory: pytest.TempPathFactory) -> dict[str, PlanFabric]:
+    from tests.conftest import run_cli
+
+    out: dict[str, PlanFabric] = {}
+    for name, args in (("flat16", ("-N", "16")), ("over64", ("-N", "64", "--oversubscription", "4"))):
+        folder = tmp_path_factory.mktemp(name)
+        assert run_cli("topology", "plan", *args, "--out-dir", str(folder / "p")).exit_code == 0
+        out[name] = PlanFabric((folder / "p" / "plan.json").read_text(), name)
+    return out
+
+
+def test_plan_alltoall_simulated_matches_the_closed_form_when_non_blocking(plans: dict[str, PlanFabric]) -> None:
+    report = judge_files([("a.log", nccl("alltoall", 2, 8, 80.0))], None, STORE.node, 0.9, plans["flat16"])
+    (result,) = report.results
+    assert result.expected_bytes_per_s == pytest.approx(NIC_BYTES * 15 / 8) and "simulated on flat16" in result.reason
+
+
+def test_plan_alltoall_on_an_oversubscribed_fabric_expects_less(plans: dict[str, PlanFabric]) -> None:
+    measured = 25.0  # GB/s: slow against the non-blocking closed form, fine on a 4:1 fabric
+    closed = judge(("a.log", nccl("alltoall", 64, 8, measured))).results[0]
+    assert closed.expected_bytes_per_s == pytest.approx(NIC_BYTES * 511 / 504) and closed.verdict == "slow"
+    simulated = judge_files([("a.log", nccl("alltoall", 64, 8, measured))], None, STORE.node, 0.9,
+                            plans["over64"]).results[0]
+    # 4:1 leaves: each node's 8 NICs share 2 uplinks' worth, so at most ~1/4 of the line rate leaves the leaf
+    assert simulated.expected_bytes_per_s is not None
+    assert simulated.expected_bytes_per_s < closed.expected_bytes_per_s / 2 and simulated.verdict == "ok"
+    # a plan too small for the file falls back to the closed form and says so
+    small = judge_files([("a.log", nccl("alltoall", 64, 8, measured))], None, STORE.node, 0.9,
+                        plans["flat16"]).results[0]
+    assert small.expected_bytes_per_s == closed.expected_bytes_per_s and "not simulated" in small.reason

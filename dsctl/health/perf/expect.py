@@ -83,3 +83,32 @@ def busbw_expectation(collective: str, num_nodes: int, gpus_per_node: int, num_r
     n = num_ranks
     return Expectation(per_gpu * (n - 1) / (n - g),
                        f"{per_gpu / 1e9:g} GB/s per GPU x ({n}-1)/({n}-{g}) (the share that crosses the network)")
+
+
+@dataclass(frozen=True)
+class PlanFabric:
+    """A planned fabric for the simulator: plan.json text and its name."""
+
+    text: str
+    name: str
+
+
+def simulated_alltoall(fabric: PlanFabric, profile: NodeProfile, num_nodes: int, gpus_per_node: int,
+                       size_bytes: int) -> Expectation:
+    """alltoall busbw on the plan's first ``num_nodes`` nodes from the flow simulator (its routing, planes, PXN
+    and oversubscription): ``algbw x (n-1)/n x nic_efficiency``; the closed form when the plan does not fit."""
+    from dsctl.topology.sim.api import SimRequest, Workload, run
+    from dsctl.topology.sim.graph import build_graph
+
+    graph = build_graph(fabric.text, fabric.name, profile.nvlink_bytes_per_s / 2)
+    n = num_nodes * gpus_per_node
+    if graph.gpus_per_node != gpus_per_node or graph.num_nodes < num_nodes:
+        closed = busbw_expectation("alltoall", num_nodes, gpus_per_node, n, profile)
+        return Expectation(closed.bytes_per_s, f"{closed.formula}; not simulated: {fabric.name} has "
+                           f"{graph.num_nodes} nodes of {graph.gpus_per_node} GPUs")
+    work = Workload("alltoall", "alltoall", size_bytes=float(size_bytes), nodes=tuple(range(num_nodes)))
+    job = run(fabric.text, fabric.name, profile.nvlink_bytes_per_s / 2, SimRequest(work)).jobs[0]
+    busbw = job.algbw_bytes_per_s * (n - 1) / n
+    return Expectation(busbw * profile.nic_efficiency,
+                       f"simulated on {fabric.name} (first {num_nodes} nodes, adaptive routing): "
+                       f"{busbw / 1e9:g} GB/s at line rate x {profile.nic_efficiency:g}")

@@ -15,7 +15,13 @@ from typing import Any
 
 from dsctl.errors import InputError
 from dsctl.health.expectations import find_sku
-from dsctl.health.perf.expect import Expectation, busbw_expectation, perftest_expectation
+from dsctl.health.perf.expect import (
+    Expectation,
+    PlanFabric,
+    busbw_expectation,
+    perftest_expectation,
+    simulated_alltoall,
+)
 from dsctl.health.perf.nccltests import NcclTestsRun, is_nccl_tests, parse_nccl_tests
 from dsctl.health.perf.perftest import PerftestRun, is_perftest, parse_perftest
 from dsctl.profiles.schema import NodeProfile
@@ -113,8 +119,10 @@ def judge_perftest(run: PerftestRun, source: str, profile: NodeProfile, fraction
     return _result(base, expected, ratio, verdict, f"{nic}: {expectation.formula}")
 
 
-def judge_nccl(run: NcclTestsRun, source: str, profile: NodeProfile, fraction: float) -> PerfResult:
-    """One nccl-tests report against the busbw :func:`busbw_expectation` gives for its collective and nodes."""
+def judge_nccl(run: NcclTestsRun, source: str, profile: NodeProfile, fraction: float,
+               fabric: PlanFabric | None = None) -> PerfResult:
+    """One nccl-tests report against the busbw :func:`busbw_expectation` gives for its collective and nodes (an
+    alltoall on more than one node simulated on ``fabric`` when one is given)."""
     row = run.largest
     measured = row.best_busbw_bytes_per_s
     if run.ranks:
@@ -137,7 +145,10 @@ def judge_nccl(run: NcclTestsRun, source: str, profile: NodeProfile, fraction: f
                    "(run with -e 8G)")
     if why_not:
         return _result(base, None, None, "not_judged", why_not)
-    expectation = busbw_expectation(run.collective, run.num_nodes, run.gpus_per_node, run.num_ranks, profile)
+    if fabric is not None and run.collective == "alltoall" and run.num_nodes > 1:
+        expectation = simulated_alltoall(fabric, profile, run.num_nodes, run.gpus_per_node, row.size_bytes)
+    else:
+        expectation = busbw_expectation(run.collective, run.num_nodes, run.gpus_per_node, run.num_ranks, profile)
     expected, ratio, verdict = _verdict(measured, expectation, fraction)
     return _result(base, expected, ratio, verdict, expectation.formula)
 
@@ -152,9 +163,11 @@ def profile_name_for(text_models: tuple[str, ...]) -> str | None:
 
 
 def judge_files(files: Iterable[tuple[str, str]], profile: NodeProfile | None,
-                load_profile: Callable[[str], NodeProfile], fraction: float = DEFAULT_FRACTION) -> PerfReport:
+                load_profile: Callable[[str], NodeProfile], fraction: float = DEFAULT_FRACTION,
+                fabric: PlanFabric | None = None) -> PerfReport:
     """Judge every report in ``files`` ((name, text) pairs). ``profile`` (from --node-profile) wins; otherwise the
-    GPU model of an nccl-tests report picks it, else ``DEFAULT_PROFILE``. InputError for a file that holds
+    GPU model of an nccl-tests report picks it, else ``DEFAULT_PROFILE``. ``fabric`` (--plan): alltoall
+    expectations come from the flow simulator on that plan. InputError for a file that holds
     neither a perftest nor an nccl-tests table, or a fraction outside (0, 1]."""
     if not 0 < fraction <= 1:
         raise InputError(f"--fraction {fraction:g} must be in (0, 1]", hint="0.9 flags results below 90% of the "
@@ -168,7 +181,7 @@ def judge_files(files: Iterable[tuple[str, str]], profile: NodeProfile | None,
             for run in parse_nccl_tests(text, name):
                 named = profile_name_for(run.gpu_models)
                 chosen = profile or load_profile(named or DEFAULT_PROFILE)
-                results.append(judge_nccl(run, name, chosen, fraction))
+                results.append(judge_nccl(run, name, chosen, fraction, fabric))
         else:
             raise InputError(f"{name}: neither a perftest report ('#bytes #iterations BW peak[...]') nor an "
                              "nccl-tests table ('size count type ... time algbw busbw')",
