@@ -146,3 +146,10 @@ def test_rank_lines_keep_any_host_text_as_one_field(host: str) -> None:
     text = line + "\n" + HEADER + "\n  1024  256  float  sum  -1  10.0  0.10  0.18  0  10.0  0.10  0.18  0\n"
     runs = parse_nccl_tests(text, "all_reduce.log")
     assert all(r.host == name for r in runs[0].ranks)
+
+
+def test_a_huge_line_is_skipped_not_split() -> None:
+    line = "# size " + "algbw busbw time " * 200_000  # 3.4 MB on one line
+    assert not is_nccl_tests(line)
+    with pytest.raises(InputError, match="no nccl-tests result table"):
+        parse_nccl_tests(line + "\n", "huge.log")

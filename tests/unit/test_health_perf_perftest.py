@@ -142,3 +142,9 @@ def test_any_text_parses_or_is_an_input_error(noise: str, lines: list[str]) -> N
         assert "\n" not in exc.message
         return
     assert all(r.average_gbps >= 0 and r.size_bytes >= 0 for run in runs for r in run.rows)
+
+
+def test_a_huge_row_line_is_skipped_not_split() -> None:
+    text = RESULT_FMT + "\n" + " 1" * 2_000_000 + "\n" + report_fmt(65536, 5000, 1.0, 2.0, 0.1) + "\n"
+    (run,) = parse_perftest(text, "x")
+    assert [r.size_bytes for r in run.rows] == [65536]

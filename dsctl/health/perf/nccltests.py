@@ -46,6 +46,9 @@ _WRONG_NAMES = ("#wrong", "error", "res")
 #: beyond any job nccl-tests has been run on)
 MAX_ROWS = 100_000
 MAX_RANKS = 131_072
+#: longer lines are skipped unread (the widest real line, -I 1 with timestamps, is under 300 characters): splitting
+#: one 64 MiB line into words would take gigabytes
+MAX_LINE_CHARS = 4096
 
 
 @dataclass(frozen=True)
@@ -246,6 +249,8 @@ def parse_nccl_tests(text: str, source: str) -> list[NcclTestsRun]:
     draft = _Draft([])
     num_rows = 0
     for line in text.splitlines():
+        if len(line) > MAX_LINE_CHARS:
+            continue
         named = _name_in(line) if "_perf" in line else ""
         if (named or ("nThread" in line and "nGpus" in line)) and draft.rows:
             drafts.append(draft)  # the next run prints its own rank lines
@@ -303,4 +308,5 @@ def parse_nccl_tests(text: str, source: str) -> list[NcclTestsRun]:
 
 def is_nccl_tests(text: str) -> bool:
     """Whether ``text`` holds an nccl-tests column header."""
-    return any(_columns(line) is not None for line in text.splitlines() if "algbw" in line and "busbw" in line)
+    return any(_columns(line) is not None for line in text.splitlines()
+               if len(line) <= MAX_LINE_CHARS and "algbw" in line and "busbw" in line)

@@ -37,6 +37,8 @@ _NUMBER = re.compile(r"[0-9]{1,20}(\.[0-9]{1,20})?")
 UNIT_GBPS = {"Gb": 1.0, "MiB": 8 * 2 ** 20 / 1e9, "MB": 8 * 2 ** 20 / 1e9}
 #: most result rows read from one file (a -a sweep has 23; --run_infinitely prints one per interval)
 MAX_ROWS = 100_000
+#: longer lines are skipped unread (real report lines are under 200 characters; a 64 MiB line is not split)
+MAX_LINE_CHARS = 4096
 
 
 @dataclass(frozen=True)
@@ -119,6 +121,8 @@ def parse_perftest(text: str, source: str) -> list[PerftestRun]:
     draft = _Draft()
     num_rows = 0
     for line in text.splitlines():
+        if len(line) > MAX_LINE_CHARS:
+            continue
         title = _TITLE.match(line)
         if title and "#" not in line:
             if draft.rows:
