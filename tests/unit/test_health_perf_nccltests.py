@@ -153,3 +153,11 @@ def test_a_huge_line_is_skipped_not_split() -> None:
     assert not is_nccl_tests(line)
     with pytest.raises(InputError, match="no nccl-tests result table"):
         parse_nccl_tests(line + "\n", "huge.log")
+
+
+@pytest.mark.parametrize("tag", ["[1,0]<stdout>:", "0: ", "  12: "])
+def test_launcher_tags_in_front_of_every_line_are_taken_off(tag: str) -> None:
+    text = read(A3MEGA)
+    (plain,) = parse_nccl_tests(text, A3MEGA)
+    (tagged,) = parse_nccl_tests("".join(tag + line for line in text.splitlines(keepends=True)), A3MEGA)
+    assert tagged == plain

@@ -14,7 +14,8 @@ What a report holds (nccl-tests ``src/util.cu``, ``writeDeviceReport`` / ``write
 - one row per size (bytes, elements, type, reduction, root, time in us, algbw and busbw in GB/s = 10^9 bytes/s);
 - ``# Out of bounds values : 0 OK`` and ``# Avg bus bandwidth : 70.742``.
 
-Lines that are none of these (NCCL INFO logs, mpirun noise) are skipped.
+Lines that are none of these (NCCL INFO logs, mpirun noise) are skipped; a launcher's tag in front of every line
+(OpenMPI ``--tag-output``: ``[1,0]<stdout>:``, ``srun --label``: ``0: ``) is taken off first.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ _RANK = re.compile(r"^#?\s{0,8}Rank\s{1,8}([0-9]{1,7})\s{1,8}(?:Group\s{1,8}[0-9
 _ELIDED = re.compile(r"^#?\s{0,8}(\.{3,}|…)\s*$")
 _OUT_OF_BOUNDS = re.compile(r"Out of bounds values\s*:\s*([0-9]{1,12})")
 _AVG_BUSBW = re.compile(r"Avg bus bandwidth\s*:\s*([0-9]{1,12}(?:\.[0-9]{0,12})?(?:e[+-]?[0-9]{1,3})?)")
+#: a launcher's tag before each line: OpenMPI --tag-output (``[1,0]<stdout>:``), srun --label (``0: ``)
+_TAG = re.compile(r"^(?:\[[0-9]{1,7},[0-9]{1,7}\]<std(?:out|err)>:|\s{0,6}[0-9]{1,7}: )")
 _INT = re.compile(r"-?[0-9]{1,20}")
 _FLOAT = re.compile(r"-?[0-9]{1,20}(\.[0-9]{0,20})?([eE][+-]?[0-9]{1,3})?")
 _TIME_NAMES = ("time", "cputime")
@@ -251,6 +254,7 @@ def parse_nccl_tests(text: str, source: str) -> list[NcclTestsRun]:
     for line in text.splitlines():
         if len(line) > MAX_LINE_CHARS:
             continue
+        line = _TAG.sub("", line, count=1)
         named = _name_in(line) if "_perf" in line else ""
         if (named or ("nThread" in line and "nGpus" in line)) and draft.rows:
             drafts.append(draft)  # the next run prints its own rank lines
@@ -308,5 +312,5 @@ def parse_nccl_tests(text: str, source: str) -> list[NcclTestsRun]:
 
 def is_nccl_tests(text: str) -> bool:
     """Whether ``text`` holds an nccl-tests column header."""
-    return any(_columns(line) is not None for line in text.splitlines()
+    return any(_columns(_TAG.sub("", line, count=1)) is not None for line in text.splitlines()
                if len(line) <= MAX_LINE_CHARS and "algbw" in line and "busbw" in line)
