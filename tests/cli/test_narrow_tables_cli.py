@@ -29,6 +29,12 @@ STATS2 = '{"load": [[80, 140, 30, 61, 124, 145, 49, 14, 63, 66, 173, 96]]}'
 FABRIC = '{"seed": 1, "noise": 0.03, "faults": [{"nic": "node0007:mlx5_2", "rate": 0.5}]}'  # one NIC at half rate
 
 
+def example_data_dir() -> Path:
+    from dsctl.commands.examples import example_data_dir as shipped
+
+    return shipped()
+
+
 def commands(tmp: Path) -> list[tuple[Any, ...]]:
     plan, chains = tmp / "plan", tmp / "chains"
     (tmp / "stats.json").write_text(STATS)
@@ -64,6 +70,7 @@ def commands(tmp: Path) -> list[tuple[Any, ...]]:
         ("health", "show", "--from-record", HEALTH / "hgx_h800_healthy.yaml"),
         ("health", "topo", "--from-record", HEALTH / "hgx_h800_healthy.yaml"),
         ("health", "checks"),
+        ("health", "perf", *sorted((example_data_dir() / "perf").glob("*.txt"))),
     ]
 
 

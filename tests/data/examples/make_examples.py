@@ -30,6 +30,11 @@ Inputs the docs pages read (each page's worked example, so that every documented
 * ``miswired.txt``: ``ibnetdiscover`` output of the 10-node plan with planted miswirings (docs/topology.md).
 * ``ep/ep_serial.json.gz``, ``ep/ep_overlapped.json.gz``: expert-parallel steps run serially and DualPipe-style
   (tests/trace_builder.py, docs/trace.md).
+* ``perf/all_reduce_h100_2nodes.txt``: real ``all_reduce_perf`` output of two 8-GPU H100 nodes
+  (tests/data/health/real, its README names the source); ``perf/ib_write_bw_mlx5_0.txt`` and
+  ``perf/ib_write_bw_mlx5_3.txt``: ``ib_write_bw`` reports written here in perftest 24.07's default layout
+  (MiB/sec, a CPU-frequency warning among the rows), one NIC at line rate and one at half of it, not recordings
+  (docs/health.md).
 """
 
 from __future__ import annotations
@@ -198,6 +203,52 @@ def main(out: Path = OUT) -> None:
     docs_inputs(out)
 
 
+PERFTEST_REPORT = """\
+---------------------------------------------------------------------------------------
+                    RDMA_Write BW Test
+ Dual-port       : OFF\t\tDevice         : {device}
+ Number of qps   : 1\t\tTransport type : IB
+ Connection type : RC\t\tUsing SRQ      : OFF
+ PCIe relax order: ON\t\tLock-free      : OFF
+ ibv_wr* API     : ON\t\tUsing Enhanced Reorder      : OFF
+ TX depth        : 128
+ CQ Moderation   : 1
+ CQE Poll Batch  : Dynamic
+ Mtu             : 4096[B]
+ Link type       : IB
+ Max inline data : 0[B]
+ rdma_cm QPs\t : OFF
+ Data ex. method : Ethernet
+---------------------------------------------------------------------------------------
+ local address: LID {local} QPN 0x004a PSN 0xbe352e RKey 0x1fff00 VAddr 0x007e6f4ed11000
+ remote address: LID {remote} QPN 0x0049 PSN 0x4601da RKey 0x1fff00 VAddr 0x007778e64eb000
+---------------------------------------------------------------------------------------
+ #bytes     #iterations    BW peak[MiB/sec]    BW average[MiB/sec]   MsgRate[Mpps]
+Conflicting CPU frequency values detected: 3295.212000 != 4999.302000. CPU Frequency is not max.
+{row}
+---------------------------------------------------------------------------------------
+"""
+
+
+def perftest_report(device: str, local: str, remote: str, average_mib: float) -> str:
+    """An ``ib_write_bw`` client report in perftest 24.07's layout (REPORT_FMT of src/perftest_parameters.h)."""
+    size, iterations = 65536, 5000
+    rate_mpps = average_mib * 2 ** 20 / size / 1e6
+    row = f" {size:<7d}    {iterations:<10d}       {average_mib * 1.0004:<7.2f}            {average_mib:<7.2f}" \
+          f"\t\t     {rate_mpps:<7.6f}"
+    return PERFTEST_REPORT.format(device=device, local=local, remote=remote, row=row)
+
+
+def perf_inputs(out: Path) -> None:
+    (out / "perf").mkdir()
+    shutil.copyfile(ROOT / "tests" / "data" / "health" / "real" / "nccl-tests-a3mega-h100-2x8-all-reduce.txt",
+                    out / "perf" / "all_reduce_h100_2nodes.txt")
+    (out / "perf" / "ib_write_bw_mlx5_0.txt").write_text(perftest_report("mlx5_0", "0x11", "0x21", 46711.87),
+                                                         encoding="utf-8")
+    (out / "perf" / "ib_write_bw_mlx5_3.txt").write_text(perftest_report("mlx5_3", "0x14", "0x24", 21874.52),
+                                                         encoding="utf-8")
+
+
 def docs_inputs(out: Path) -> None:
     """The inputs of the docs pages' worked examples (see the module docstring)."""
     (out / "stats.json").write_text(README_STATS, encoding="utf-8")
@@ -227,6 +278,7 @@ def docs_inputs(out: Path) -> None:
     (out / "ep").mkdir()
     (out / "ep" / "ep_serial.json.gz").write_bytes(tb.encode(tb.ep_step(False, rank=0), gz=True))
     (out / "ep" / "ep_overlapped.json.gz").write_bytes(tb.encode(tb.ep_step(True, rank=1), gz=True))
+    perf_inputs(out)
 
 
 if __name__ == "__main__":
