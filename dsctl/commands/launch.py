@@ -80,6 +80,13 @@ class Schedule(str, Enum):
     zb1p = "zb1p"
 
 
+class Recipe(str, Enum):
+    deepseek = "deepseek"
+    selective = "selective"
+    full_recompute = "full-recompute"
+    none = "none"
+
+
 class Backend(str, Enum):
     slurm = "slurm"
     torchrun = "torchrun"
@@ -107,6 +114,11 @@ ScheduleOpt = Annotated[Schedule, typer.Option("--schedule", case_sensitive=Fals
 MicroOpt = Annotated[int | None, typer.Option("--micro-batches", help="Micro-batches per pipeline per step.")]
 GlobalOpt = Annotated[int | None, typer.Option("--global-batch", help="Sequences per step \\[default: 15360].")]
 SeqOpt = Annotated[int, typer.Option("--seq-len", help="Tokens per sequence.")]
+RecipeOpt = Annotated[Recipe | None, typer.Option(
+    "--recipe", case_sensitive=False,
+    help="Activation recipe: deepseek (recompute RMSNorm + MLA up-projections, FP8 caching, E5M6 attention "
+         "output), selective (Megatron: attention core recomputed), full-recompute (only layer inputs kept), none "
+         "(plain BF16, everything kept) \\[default: the model profile's; DeepSeek-V3: deepseek].")]
 OutOpt = Annotated[Path | None, typer.Option("--out-dir", help="Folder to write layout.json and ranks.csv into.")]
 
 
@@ -123,13 +135,15 @@ def _dp(value: str) -> int | None:
 
 
 def _request(nodes: int | None, pp: int | None, ep: int | None, tp: int | None, dp: str, schedule: Schedule,
-             micro_batches: int | None, global_batch: int | None, seq_len: int, **extra: Any) -> LaunchRequest:
+             micro_batches: int | None, global_batch: int | None, seq_len: int, recipe: Recipe | None = None,
+             **extra: Any) -> LaunchRequest:
     from dsctl.launch.plan import LaunchRequest
 
     if nodes is None:
         raise InputError("--nodes is required: the number of nodes to plan for, e.g. --nodes 256")
     return LaunchRequest(num_nodes=nodes, pp=pp, ep=ep, tp=tp, dp=_dp(dp), schedule=schedule.value,
-                         micro_batches=micro_batches, global_batch=global_batch, seq_len=seq_len, **extra)
+                         micro_batches=micro_batches, global_batch=global_batch, seq_len=seq_len,
+                         recipe=recipe.value if recipe is not None else None, **extra)
 
 
 def _reject_group_options(ctx: typer.Context) -> None:
@@ -158,6 +172,7 @@ def launch(
     micro_batches: MicroOpt = None,
     global_batch: GlobalOpt = None,
     seq_len: SeqOpt = DEFAULT_SEQ_LEN,
+    recipe: RecipeOpt = None,
     backend: Annotated[Backend | None, typer.Option(
         "--backend", case_sensitive=False,
         help="Job engine: with --out-dir also write its job file (job.sbatch, torchrun.sh, jobset.yaml); "
@@ -251,7 +266,7 @@ def launch(
                          partition=partition, time_limit=time_limit, image=image, hosts=_hosts(hosts), slurm=slurm,
                          extra_env=job_environment(node.compute_nic_devices, tuple(nccl_env or ())))
     train_command = tuple(ctx.meta.get(TRAIN_COMMAND_KEY, ()))
-    request = _request(nodes, pp, ep, tp, dp, schedule, micro_batches, global_batch, seq_len,
+    request = _request(nodes, pp, ep, tp, dp, schedule, micro_batches, global_batch, seq_len, recipe,
                        backend=engine, job_name=job_name, train_command=train_command)
     model_profile = store.model(model)
     with progress("planning the launch", fmt) as report:
@@ -348,6 +363,7 @@ def layout(
     micro_batches: MicroOpt = None,
     global_batch: GlobalOpt = None,
     seq_len: SeqOpt = DEFAULT_SEQ_LEN,
+    recipe: RecipeOpt = None,
     explain: Annotated[bool, typer.Option("--explain", help="List the process groups (ranks, nodes, planes).")]
     = False,
     min_nodes_: Annotated[bool, typer.Option(
@@ -366,7 +382,8 @@ def layout(
     model_profile, node = store.model(model), store.node(node_profile)
     if min_nodes_ and nodes is not None:
         raise InputError("--min-nodes chooses the node count; drop --nodes")
-    request = _request(1 if min_nodes_ else nodes, pp, ep, tp, dp, schedule, micro_batches, global_batch, seq_len)
+    request = _request(1 if min_nodes_ else nodes, pp, ep, tp, dp, schedule, micro_batches, global_batch, seq_len,
+                       recipe)
     with progress("searching the smallest node count that fits" if min_nodes_ else "planning the layout",
                   fmt) as report:
         report_ = plan_layout(model_profile, node, request, explain=explain,
