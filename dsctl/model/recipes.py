@@ -223,6 +223,7 @@ def _ffn(model: ModelProfile, r: ActivationRecipe, moe_layer: bool) -> list[Save
     k = moe.num_experts_per_token
     out += [SavedTensor("router scores (sigmoid output)", moe.num_routed_experts, "fp32"),
             SavedTensor("top-k expert indices", k, "int64"),
+            SavedTensor("routing map (token of each routed copy)", k, "int64"),
             SavedTensor("routing weights", k, "fp32")]
     out += _swiglu("routed experts", k, moe.moe_intermediate_size, h, r, routed=True, input_kept=True)
     if moe.num_shared_experts:
