@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from dsctl.commands._common import FormatOpt, profile_store, read_text_input, show
+from dsctl.commands._common import FormatOpt, Recipe, RecipeOpt, profile_store, read_text_input, show
 from dsctl.commands.launch_schedule import register_schedule
 from dsctl.errors import InputError, one_of
 from dsctl.launch.defaults import DEFAULT_JOB_NAME, DEFAULT_PORT, DEFAULT_SEQ_LEN
@@ -80,13 +80,6 @@ class Schedule(str, Enum):
     zb1p = "zb1p"
 
 
-class Recipe(str, Enum):
-    deepseek = "deepseek"
-    selective = "selective"
-    full_recompute = "full-recompute"
-    none = "none"
-
-
 class Backend(str, Enum):
     slurm = "slurm"
     torchrun = "torchrun"
@@ -114,11 +107,6 @@ ScheduleOpt = Annotated[Schedule, typer.Option("--schedule", case_sensitive=Fals
 MicroOpt = Annotated[int | None, typer.Option("--micro-batches", help="Micro-batches per pipeline per step.")]
 GlobalOpt = Annotated[int | None, typer.Option("--global-batch", help="Sequences per step \\[default: 15360].")]
 SeqOpt = Annotated[int, typer.Option("--seq-len", help="Tokens per sequence.")]
-RecipeOpt = Annotated[Recipe | None, typer.Option(
-    "--recipe", case_sensitive=False,
-    help="Activation recipe: deepseek (recompute RMSNorm + MLA up-projections, FP8 caching, E5M6 attention "
-         "output), selective (Megatron: attention core recomputed), full-recompute (only layer inputs kept), none "
-         "(plain BF16, everything kept) \\[default: the model profile's; DeepSeek-V3: deepseek].")]
 OutOpt = Annotated[Path | None, typer.Option("--out-dir", help="Folder to write layout.json and ranks.csv into.")]
 
 

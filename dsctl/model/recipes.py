@@ -64,7 +64,8 @@ class ActivationRecipe:
 
 
 DEEPSEEK = ActivationRecipe(
-    name="deepseek", title="DeepSeek-V3's: recompute RMSNorm and MLA up-projections, FP8 caching, E5M6 attention output",
+    name="deepseek",
+    title="DeepSeek-V3's: recompute RMSNorm and MLA up-projections, FP8 caching, E5M6 attention output",
     source="DeepSeek-V3 tech report 3.2.3 (recompute RMSNorm and MLA up-projection) and 3.3.2 (FP8 caching of "
            "Linear inputs; E5M6 input of the attention output projection; SwiGLU recomputed from its cached FP8 "
            "inputs)",

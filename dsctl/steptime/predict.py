@@ -113,7 +113,8 @@ def predict_step(model: ModelProfile, node: NodeProfile, layout: ParallelLayout,
     ``num_micro_batches``: micro-batches per pipeline per step (DualPipe: both directions together);
     ``micro_batch_size`` sequences of ``seq_len`` tokens each. ``balancedness`` in (0, 1]: mean over max expert
     load (1.0 = absolutely balanced routing); the busiest GPU's expert work and all-to-all scale by its
-    inverse. ``recipe``: the activation recipe, whose recompute the backward pays. ``ep_cost``: the EP all-to-all model (default :func:`dsctl.steptime.ep.fabric_ep`: the calibrated
+    inverse. ``recipe``: the activation recipe, whose recompute the backward pays.
+    ``ep_cost``: the EP all-to-all model (default :func:`dsctl.steptime.ep.fabric_ep`: the calibrated
     fabric on ``fabric_plan``, a plan.json text, or on the node profile when None).
     Raises ``InputError`` on impossible values.
     """

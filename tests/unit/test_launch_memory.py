@@ -50,8 +50,9 @@ def test_activation_bytes_per_token_v3(v3) -> None:  # type: ignore[no-untyped-d
 def test_every_term_is_in_the_total(v3) -> None:  # type: ignore[no-untyped-def]
     row = _estimate(v3, ParallelLayout(256, 8, 16, 64, 1, 128, "dualpipe")).per_rank[1]
     assert row.total_bytes == sum(getattr(row, name) for name, _ in MEMORY_TERMS)
-    assert {name for name, _ in MEMORY_TERMS} == {f for f in RankMemory.__dataclass_fields__ if f.endswith("_bytes")
-                                                  and f not in ("total_bytes", "headroom_bytes", "activation_chunk_bytes")}
+    not_terms = ("total_bytes", "headroom_bytes", "activation_chunk_bytes")
+    fields = {f for f in RankMemory.__dataclass_fields__ if f.endswith("_bytes") and f not in not_terms}
+    assert {name for name, _ in MEMORY_TERMS} == fields
     assert row.deepep_buffers_bytes == DEEPEP_BUFFER_BYTES == 3_000_000_000
     # FP8 copies: 1 B per GEMM weight (+ block scales) of the 2 stages' 3.27B parameters
     assert row.fp8_weights_bytes == pytest.approx(row.params, rel=0.01)

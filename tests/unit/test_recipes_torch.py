@@ -256,7 +256,8 @@ class Layer(torch.nn.Module):  # type: ignore[misc]
         y = torch.zeros_like(h1)
         for e in range(EXPERTS):
             rows, slot = torch.where(idx == e)
-            y = y.index_put((rows,), (self.expert(e, hn[rows]) * weights[rows, slot, None]).to(y.dtype), accumulate=True)
+            out = (self.expert(e, hn[rows]) * weights[rows, slot, None]).to(y.dtype)
+            y = y.index_put((rows,), out, accumulate=True)  # index_add would keep ``out`` too
         for s in range(SHARED):
             y = y + self.expert(EXPERTS + s, hn)
         return h1 + y
