@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from dsctl.errors import InputError
@@ -61,3 +63,19 @@ def test_recompute_seconds_enter_the_backward() -> None:
 def test_usable_hbm_from_the_profile() -> None:
     assert STORE.node("h800-hgx").usable_hbm_bytes == 81_559 * 2**20
     assert STORE.node("h200-hgx").usable_hbm_bytes == STORE.node("h200-hgx").hbm_bytes  # not given: nominal
+
+
+def test_profile_fields_are_checked(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from dsctl.profiles.loader import check_file
+    from dsctl.profiles.schema import ProfileKind
+
+    node = STORE.node("h800-hgx").path
+    text = Path(node).read_text(encoding="utf-8").replace("hbm_usable: 81559 MiB", "hbm_usable: 90 GiB")
+    (tmp_path / "big.yaml").write_text(text.replace("name: h800-hgx", "name: big"), encoding="utf-8")
+    profile, errors = check_file(tmp_path / "big.yaml", ProfileKind.NODE)
+    assert profile is None and any("hbm_usable" in str(e) and "exceeds hbm" in str(e) for e in errors)
+    model = Path(STORE.model("deepseek-v3").path).read_text(encoding="utf-8")
+    (tmp_path / "m.yaml").write_text(model.replace("activation_recipe: deepseek", "activation_recipe: fp4")
+                                     .replace("name: deepseek-v3", "name: m"), encoding="utf-8")
+    profile, errors = check_file(tmp_path / "m.yaml", ProfileKind.MODEL)
+    assert profile is None and any("activation_recipe" in str(e) for e in errors)
