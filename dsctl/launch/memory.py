@@ -146,13 +146,21 @@ class MemoryEstimate:
 
 def stage_activations(model: ModelProfile, stage: Stage, recipe: ActivationRecipe = DEEPSEEK) -> ActivationBytes:
     """Bytes per token of one micro-batch held by ``stage`` between its forward and backward."""
+    return all_stage_activations(model, (stage,), recipe)[0]
+
+
+def all_stage_activations(model: ModelProfile, stages: tuple[Stage, ...],
+                          recipe: ActivationRecipe = DEEPSEEK) -> list[ActivationBytes]:
+    """:func:`stage_activations` of every stage (the layer figures computed once)."""
     moe_layer = layer_activations(model, recipe, True)
     dense_layer = layer_activations(model, recipe, False)
-    total = dense_layer * stage.num_dense_layers + moe_layer * stage.num_moe_layers
-    total = total + (moe_layer + mtp_extra_activations(model)) * stage.num_mtp_modules
-    if stage.has_head:
-        total = total + head_activations(model)
-    return total
+    mtp = moe_layer + mtp_extra_activations(model)
+    head = head_activations(model)
+    out = []
+    for stage in stages:
+        total = dense_layer * stage.num_dense_layers + moe_layer * stage.num_moe_layers + mtp * stage.num_mtp_modules
+        out.append(total + head if stage.has_head else total)
+    return out
 
 
 def stage_activation_bytes_per_token(model: ModelProfile, stage: Stage, recipe: ActivationRecipe = DEEPSEEK) -> float:
@@ -197,6 +205,7 @@ def estimate_memory(model: ModelProfile, layout: ParallelLayout, stages: tuple[S
     tokens = tokens_per_micro_batch
     temporaries = int(backward_working_bytes_per_token(model) * tokens)
     deepep = a.deepep_buffer_bytes if model.moe is not None and layout.ep > 1 else 0
+    per_stage = all_stage_activations(model, stages, recipe)
     rows = []
     for r in range(layout.pp):
         held = rules.stages_of_rank(layout.schedule, layout.pp, r)
@@ -208,7 +217,7 @@ def estimate_memory(model: ModelProfile, layout: ParallelLayout, stages: tuple[S
         optim = int(dense * a.optimizer_bytes / layout.dp + routed * a.optimizer_bytes / layout.expert_dp)
         fp8 = int(rank_gemm_parameters(model, stages, held, layout.ep) * FP8_WEIGHT_BYTES) \
             if recipe.fp8_weight_copies else 0
-        per_token = max((stage_activations(model, stages[s], recipe) for s in held), key=lambda x: x.total)
+        per_token = max((per_stage[s] for s in held), key=lambda x: x.total)
         chunks = activation_chunks(layout, r, num_micro_batches)
         values, scales, lse = (int(chunks * tokens * x) for x in (per_token.values, per_token.scales, per_token.lse))
         total = (weights + grads + optim + fp8 + values + scales + lse + temporaries + deepep + a.runtime_bytes)

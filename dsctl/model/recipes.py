@@ -18,6 +18,7 @@ paper, Dao 2023, algorithm 1: "save O and L").
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from dsctl.errors import InputError, one_of
 from dsctl.profiles.schema import ModelProfile
@@ -233,6 +234,7 @@ def _ffn(model: ModelProfile, r: ActivationRecipe, moe_layer: bool) -> list[Save
     return out
 
 
+@lru_cache(maxsize=256)
 def saved_tensors(model: ModelProfile, recipe: ActivationRecipe, moe_layer: bool = True) -> tuple[SavedTensor, ...]:
     """What one layer (MoE when ``moe_layer`` and the model has experts, else dense) keeps per token."""
     return tuple(_attention(model, recipe) + _ffn(model, recipe, moe_layer))
@@ -244,6 +246,7 @@ def sum_saved(tensors: tuple[SavedTensor, ...]) -> ActivationBytes:
     return ActivationBytes(values, sum(t.scale_bytes for t in tensors), lse)
 
 
+@lru_cache(maxsize=256)
 def layer_activations(model: ModelProfile, recipe: ActivationRecipe, moe_layer: bool = True) -> ActivationBytes:
     """Bytes per token one layer keeps for its backward under ``recipe``."""
     return sum_saved(saved_tensors(model, recipe, moe_layer))
