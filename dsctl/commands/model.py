@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from dsctl.commands._common import FormatOpt, profile_store, show
+from dsctl.commands._common import FormatOpt, RecipeOpt, profile_store, show
 from dsctl.errors import InputError
 from dsctl.output.formats import OutputFormat
 from dsctl.profiles import DEFAULT_MODEL, DEFAULT_NODE_PROFILE
@@ -198,10 +198,13 @@ def memory(
         list[str] | None,
         typer.Option("--dtype", help="Weight dtype(s): fp32, bf16, fp16, fp8; repeatable. Default fp32, bf16, fp8."),
     ] = None,
+    recipe: RecipeOpt = None,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
-    """Total and active parameters, weight bytes per dtype, bytes per routed expert."""
+    """Total and active parameters, weight bytes per dtype, bytes per routed expert, and the activations one layer
+    keeps per token under an activation recipe."""
     from dsctl.model.memory import memory_report
 
-    report = memory_report(profile_store().model(model), dtypes or ["fp32", "bf16", "fp8"])
+    report = memory_report(profile_store().model(model), dtypes or ["fp32", "bf16", "fp8"],
+                           recipe.value if recipe is not None else None)
     show(report, fmt, "model memory")
