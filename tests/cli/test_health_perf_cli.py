@@ -39,6 +39,12 @@ def test_table_names_the_hosts_and_the_basis(cli: Cli) -> None:
     assert "h100-n01" in r.stdout and "8 NICs x 44 GB/s" in r.stdout and "h100-hgx" in r.stdout
 
 
+def test_the_shipped_all_reduce_report_says_it_is_not_a_recording() -> None:
+    # written by tests/data/examples/make_examples.py: no real report found under a licence that allows shipping it
+    first = (PERF / "all_reduce_h100_2nodes.txt").read_text().splitlines()[0]
+    assert first.startswith("# ") and first.endswith("not a recording")
+
+
 def test_node_profile_option_wins_over_the_gpu_model(cli: Cli) -> None:
     r = cli("health", "perf", str(PERF / "all_reduce_h100_2nodes.txt"), "--node-profile", "h800-hgx", "-f", "json")
     (result,) = r.json()["results"]

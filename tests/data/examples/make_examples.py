@@ -264,8 +264,8 @@ def all_reduce_report() -> str:
     ranks = 2 * 8
     factor = 2 * (ranks - 1) / ranks
     lines = ["# dsctl example written by tests/data/examples/make_examples.py in nccl-tests' layout: not a recording",
-             "# nThread 1 nGpus 1 minBytes 8 maxBytes 8589934592 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 "
-             "validation: 1 graph: 0", "#", "# Using devices"]
+             "# nThread 1 nGpus 1 minBytes 8 maxBytes 8589934592 step: 2(factor) warmup iters: 5 iters: 20 "
+             "agg iters: 1 validation: 1 graph: 0", "#", "# Using devices"]
     for rank in range(ranks):
         host, device = NCCL_HOSTS[rank // 8], rank % 8
         lines.append(f"#  Rank {rank:2d} Group  0 Pid {4100 + rank:6d} on {host:>8s} device {device:2d} "
