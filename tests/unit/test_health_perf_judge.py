@@ -80,6 +80,17 @@ def test_real_h100_all_reduce_is_judged_with_the_profile_its_gpus_name() -> None
     assert as_h800.expected_bytes_per_s == pytest.approx(H800_NVLINK * 8 / 7) and as_h800.verdict == "ok"
 
 
+def test_real_h200_one_gpu_per_node_is_slow_against_its_nic() -> None:
+    name = "nccl-tests-dranet-h200-2x1-all-reduce.txt"
+    report = judge((name, (REAL / name).read_text()))
+    (result,) = report.results
+    # one GPU per node: the ring crosses its one NIC, 400 Gb/s x 0.88 = 44 GB/s; 31.89 GB/s at 8 GiB is 72 %
+    assert (result.node_profile, result.verdict) == ("h200-hgx", "slow")
+    assert result.expected_bytes_per_s == pytest.approx(NIC_BYTES)
+    assert result.ratio == pytest.approx(31.89e9 / NIC_BYTES)
+    assert report.exit_code == 1
+
+
 def test_slow_below_the_fraction_and_ok_at_it() -> None:
     expected = H800_NVLINK * 8 / 7
     slow = judge(("a.log", nccl("all_reduce", 2, 8, expected * 0.89 / 1e9)))

@@ -58,6 +58,38 @@ def test_h100_columns_obey_the_nccl_tests_formulas() -> None:
     assert run.avg_busbw_bytes_per_s == pytest.approx(sum(every_busbw) / len(every_busbw), rel=1e-3)
 
 
+def test_h200_one_gpu_per_node_all_reduce_after_open_mpi_warnings() -> None:
+    name = "nccl-tests-dranet-h200-2x1-all-reduce.txt"
+    text = read(name)
+    (run,) = parse_nccl_tests(text, "launcher.log")
+    assert run.collective == "all_reduce" and run.named_by == "the text"  # the "+ mpirun ... all_reduce_perf" line
+    assert run.hosts == ("nccl-test-dranet-1gpu-1nic-worker-0", "nccl-test-dranet-1gpu-1nic-worker-1")
+    assert (run.num_ranks, run.num_nodes, run.gpus_per_node, run.gpu_models) == (2, 2, 1, ("NVIDIA H200",))
+    published = table_rows(text)
+    assert [r.size_bytes for r in run.rows] == [int(f[0]) for f in published] == [1024 << k for k in range(24)]
+    assert run.largest.best_busbw_bytes_per_s == max(float(published[-1][7]), float(published[-1][11])) * 1e9
+    # two ranks: busbw = algbw x 2(2-1)/2 = algbw, printed identically on every row
+    assert all(float(f[6]) == float(f[7]) and float(f[10]) == float(f[11]) for f in published)
+    every_busbw = [p.busbw_bytes_per_s for r in run.rows for p in (r.out_of_place, r.in_place) if p is not None]
+    assert run.avg_busbw_bytes_per_s == pytest.approx(sum(every_busbw) / len(every_busbw), rel=1e-3)
+
+
+def test_b200_all_gather_named_by_the_file_with_redop_none() -> None:
+    name = "nccl-tests-dranet-b200-2x8-all-gather.txt"
+    (run,) = parse_nccl_tests(read(name), name)
+    assert run.collective == "all_gather" and run.named_by == "the file name"
+    assert (run.num_ranks, run.num_nodes, run.gpus_per_node) == (16, 2, 8)
+    assert {(r.dtype, r.redop, r.root) for r in run.rows} == {("float", "none", -1)}
+    for row in run.rows:
+        assert row.count * 4 * 16 == row.size_bytes  # size is the gathered buffer: 16 ranks x count floats
+        for p in (row.out_of_place, row.in_place):
+            assert p is not None
+            assert p.algbw_bytes_per_s == pytest.approx(row.size_bytes / (p.time_us * 1e-6), rel=5e-3, abs=6e6)
+            # all_gather busbw = algbw x (n-1)/n
+            assert p.busbw_bytes_per_s == pytest.approx(p.algbw_bytes_per_s * 15 / 16, rel=5e-3, abs=1.5e7)
+    assert run.largest.best_busbw_bytes_per_s == pytest.approx(260.03e9)
+
+
 def test_old_layout_error_column_and_alltoall_without_redop_text() -> None:
     (ar,) = parse_nccl_tests(read("nccl-tests-78-v100-8x8-all-reduce-old.txt"), "x/all-reduce-old.txt")
     assert ar.collective == "all_reduce" and not ar.ranks and ar.num_nodes == 0
