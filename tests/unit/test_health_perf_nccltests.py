@@ -13,7 +13,7 @@ from dsctl.errors import InputError
 from dsctl.health.perf.nccltests import is_nccl_tests, parse_nccl_tests
 
 REAL = Path(__file__).resolve().parents[1] / "data" / "health" / "real"
-A3MEGA = "nccl-tests-a3mega-h100-2x8-all-reduce.txt"
+H100 = "nccl-tests-309-h100-2x8-all-reduce.txt"
 HEADER = ("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   "
           "busbw #wrong")
 
@@ -28,22 +28,24 @@ def table_rows(text: str) -> list[list[str]]:
 
 
 def test_h100_two_nodes_all_reduce_ranks_hosts_and_rows() -> None:
-    text = read(A3MEGA)
-    (run,) = parse_nccl_tests(text, A3MEGA)
-    assert run.collective == "all_reduce" and run.named_by == "the file name"
-    assert run.num_ranks == 16 and run.hosts == ("ztan-mig-235z", "ztan-mig-gq73")
+    text = read(H100)
+    (run,) = parse_nccl_tests(text, "results.log")
+    # named by the mpirun line (all_reduce_perf_mpi); MPI's xpmem warnings between "# Using devices" and the rank
+    # lines and the "NCCL version" line are skipped
+    assert run.collective == "all_reduce" and run.named_by == "the text"
+    assert run.num_ranks == 16 and run.hosts == ("bm-h100-01", "bm-h100-02")
     assert (run.num_nodes, run.gpus_per_node, run.gpu_models) == (2, 8, ("NVIDIA H100 80GB HBM3",))
-    assert [r.rank for r in run.ranks] == list(range(16)) and run.ranks[9].bus_id == "0000:05:00"
+    assert [r.rank for r in run.ranks] == list(range(16)) and run.ranks[9].bus_id == "0000:3b:00"
     published = table_rows(text)
-    assert [r.size_bytes for r in run.rows] == [int(f[0]) for f in published] == [8 * 2 ** k for k in range(31)]
+    assert [r.size_bytes for r in run.rows] == [int(f[0]) for f in published] == [8 * 2 ** k for k in range(32)]
     last = published[-1]
-    assert run.largest.best_busbw_bytes_per_s == max(float(last[7]), float(last[11])) * 1e9  # 338.82 GB/s
+    assert run.largest.best_busbw_bytes_per_s == max(float(last[7]), float(last[11])) * 1e9  # 469.21 GB/s
     assert (run.largest.dtype, run.largest.redop, run.largest.root) == ("float", "sum", -1)
     assert run.out_of_bounds == 0 and run.largest.wrong == 0
 
 
 def test_h100_columns_obey_the_nccl_tests_formulas() -> None:
-    (run,) = parse_nccl_tests(read(A3MEGA), A3MEGA)
+    (run,) = parse_nccl_tests(read(H100), H100)
     factor = 2 * (16 - 1) / 16  # all_reduce busbw = algbw x 2(n-1)/n
     for row in run.rows:
         for p in (row.out_of_place, row.in_place):
@@ -54,6 +56,38 @@ def test_h100_columns_obey_the_nccl_tests_formulas() -> None:
     every_busbw = [p.busbw_bytes_per_s for r in run.rows for p in (r.out_of_place, r.in_place) if p is not None]
     # the footer's average is the mean busbw over both passes and every size
     assert run.avg_busbw_bytes_per_s == pytest.approx(sum(every_busbw) / len(every_busbw), rel=1e-3)
+
+
+def test_h200_one_gpu_per_node_all_reduce_after_open_mpi_warnings() -> None:
+    name = "nccl-tests-dranet-h200-2x1-all-reduce.txt"
+    text = read(name)
+    (run,) = parse_nccl_tests(text, "launcher.log")
+    assert run.collective == "all_reduce" and run.named_by == "the text"  # the "+ mpirun ... all_reduce_perf" line
+    assert run.hosts == ("nccl-test-dranet-1gpu-1nic-worker-0", "nccl-test-dranet-1gpu-1nic-worker-1")
+    assert (run.num_ranks, run.num_nodes, run.gpus_per_node, run.gpu_models) == (2, 2, 1, ("NVIDIA H200",))
+    published = table_rows(text)
+    assert [r.size_bytes for r in run.rows] == [int(f[0]) for f in published] == [1024 << k for k in range(24)]
+    assert run.largest.best_busbw_bytes_per_s == max(float(published[-1][7]), float(published[-1][11])) * 1e9
+    # two ranks: busbw = algbw x 2(2-1)/2 = algbw, printed identically on every row
+    assert all(float(f[6]) == float(f[7]) and float(f[10]) == float(f[11]) for f in published)
+    every_busbw = [p.busbw_bytes_per_s for r in run.rows for p in (r.out_of_place, r.in_place) if p is not None]
+    assert run.avg_busbw_bytes_per_s == pytest.approx(sum(every_busbw) / len(every_busbw), rel=1e-3)
+
+
+def test_b200_all_gather_named_by_the_file_with_redop_none() -> None:
+    name = "nccl-tests-dranet-b200-2x8-all-gather.txt"
+    (run,) = parse_nccl_tests(read(name), name)
+    assert run.collective == "all_gather" and run.named_by == "the file name"
+    assert (run.num_ranks, run.num_nodes, run.gpus_per_node) == (16, 2, 8)
+    assert {(r.dtype, r.redop, r.root) for r in run.rows} == {("float", "none", -1)}
+    for row in run.rows:
+        assert row.count * 4 * 16 == row.size_bytes  # size is the gathered buffer: 16 ranks x count floats
+        for p in (row.out_of_place, row.in_place):
+            assert p is not None
+            assert p.algbw_bytes_per_s == pytest.approx(row.size_bytes / (p.time_us * 1e-6), rel=5e-3, abs=6e6)
+            # all_gather busbw = algbw x (n-1)/n
+            assert p.busbw_bytes_per_s == pytest.approx(p.algbw_bytes_per_s * 15 / 16, rel=5e-3, abs=1.5e7)
+    assert run.largest.best_busbw_bytes_per_s == pytest.approx(260.03e9)
 
 
 def test_old_layout_error_column_and_alltoall_without_redop_text() -> None:
@@ -83,11 +117,19 @@ def test_h800_alltoall_with_elided_rank_lines_and_a_row_cut_short() -> None:
 
 
 def test_sendrecv_named_by_its_command_line_with_n_a_wrong() -> None:
-    (run,) = parse_nccl_tests(read("nccl-tests-a100-sendrecv-1x8.md"), "nccl.md")
+    # written here, not a recording (no licensed real sendrecv_perf report was found; tests/data/health/real/README.md):
+    # a fenced block of notes, the command line naming the test, no rank lines, in-place #wrong printed as N/A
+    rows = [("134217728", "33554432", "1211.2", "110.81", "1211.8", "110.76"),
+            ("1073741824", "268435456", "5412.0", "198.40", "5409.3", "198.50")]
+    text = "\n".join(["Tested on one node of 8 GPUs:", "```", "./build/sendrecv_perf -b 128M -e 1G -f 2 -g 8", HEADER]
+                     + [f"  {s}  {c}  float  sum  -1  {t1}  {bw1}  {bw1}  0  {t2}  {bw2}  {bw2}  N/A"
+                        for s, c, t1, bw1, t2, bw2 in rows] + ["```", ""])
+    (run,) = parse_nccl_tests(text, "nccl.md")
     assert run.collective == "sendrecv" and run.named_by == "the text"
     assert run.largest.size_bytes == 1 << 30
     assert run.largest.in_place is not None and run.largest.in_place.wrong is None
     assert run.largest.out_of_place.wrong == 0
+    assert run.largest.best_busbw_bytes_per_s == 198.50e9
     # sendrecv busbw = algbw (factor 1)
     assert all(r.out_of_place.busbw_bytes_per_s == r.out_of_place.algbw_bytes_per_s for r in run.rows)
 
@@ -157,7 +199,7 @@ def test_a_huge_line_is_skipped_not_split() -> None:
 
 @pytest.mark.parametrize("tag", ["[1,0]<stdout>:", "0: ", "  12: "])
 def test_launcher_tags_in_front_of_every_line_are_taken_off(tag: str) -> None:
-    text = read(A3MEGA)
-    (plain,) = parse_nccl_tests(text, A3MEGA)
-    (tagged,) = parse_nccl_tests("".join(tag + line for line in text.splitlines(keepends=True)), A3MEGA)
+    text = read(H100)
+    (plain,) = parse_nccl_tests(text, H100)
+    (tagged,) = parse_nccl_tests("".join(tag + line for line in text.splitlines(keepends=True)), H100)
     assert tagged == plain
