@@ -18,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from dsctl.output import tables
+from tests.unit.calibration_trace import pair_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 HEALTH = ROOT / "tests" / "data" / "health"
@@ -40,6 +41,7 @@ def commands(tmp: Path) -> list[tuple[Any, ...]]:
     (tmp / "stats.json").write_text(STATS)
     (tmp / "stats2.json").write_text(STATS2)
     (tmp / "fabric.json").write_text(FABRIC)
+    (tmp / "pair.json").write_bytes(pair_trace({}))
     return [
         ("profiles", "list"),
         ("profiles", "show", "deepseek-v3"),
@@ -71,6 +73,7 @@ def commands(tmp: Path) -> list[tuple[Any, ...]]:
         ("health", "topo", "--from-record", HEALTH / "hgx_h800_healthy.yaml"),
         ("health", "checks"),
         ("health", "perf", *sorted((example_data_dir() / "perf").glob("*.txt"))),
+        ("launch", "calibrate", tmp / "pair.json"),
     ]
 
 

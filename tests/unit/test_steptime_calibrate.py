@@ -22,58 +22,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dsctl.errors import InputError
-from dsctl.profiles.loader import ProfileStore, load_file
-from dsctl.steptime import fabric_ep
-from dsctl.steptime.calibrate import COMM_PHASES, calibrate, model_cells, op_class, shared_durations
-from dsctl.steptime.hardware import gpu_rates
+from dsctl.profiles.loader import load_file
+from dsctl.steptime.calibrate import COMM_PHASES, calibrate, op_class, shared_durations
 from dsctl.trace import read_trace
 from tests.conftest import run_cli
-
-STORE = ProfileStore()
-V3 = STORE.model("deepseek-v3")
-H800 = STORE.node("h800-hgx")
-
-_NAMES = {
-    "attention": "void cutlass::device_kernel<flash::FlashAttnBwd<flash::CollectiveMainloopBwd<2> > >(Params)",
-    "gemm": "void cutlass::device_kernel<dpsk::grouped_gemm::cuda::fp8_ptp128c::GemmKernel>(Params)",
-    "elementwise": "void cuda::per_token_cast_to_fp8_with_channels<__nv_bfloat16, 128, false, 128, false>(int)",
-    "communication": "void dpsk::ep::internode::dispatch<false, 8, true, 8>(int4*, float*)",
-}
-#: an elementwise cell (per direction) is launched inside one phase of that direction
-_DIRECTION_PHASE = {"forward": "attn(F)", "input-gradient": "attn(B)", "weight-gradient": "mlp(W)", "all": "all"}
-
-
-def _trace(factors: dict[str, float], annotated: bool = True, comm_overlapped: bool = True) -> bytes:
-    """A Kineto trace of one F&B pair whose kernel per cell lasts the model's cell seconds x ``factors``."""
-    ep_cost = fabric_ep(V3, H800, 64)
-    cells = model_cells(V3, gpu_rates(H800, "fp8"), 64, 4, 4096, 4096, ep_cost, annotated)
-    by_phase: dict[str, list[tuple[str, float]]] = {}
-    for (phase, cls), row in sorted(cells.items()):
-        seconds = sum(v * factors.get(p, 1.0) for p, v in row.items())
-        by_phase.setdefault(_DIRECTION_PHASE.get(phase, phase), []).append((cls, seconds))
-    events: list[dict[str, Any]] = [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1,
-                                     "tid": 1, "ts": 0.0, "dur": 1e7}]
-    host, device, corr = 10.0, 100.0, 0
-    for phase, kernels in by_phase.items():
-        if annotated:
-            events.append({"ph": "X", "cat": "user_annotation", "name": phase, "pid": 1, "tid": 1, "ts": host,
-                           "dur": 5.0 * len(kernels)})
-        comm_at = device
-        for cls, seconds in kernels:
-            corr += 1
-            dur = seconds * 1e6
-            events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
-                           "ts": host + 1.0, "dur": 2.0, "args": {"correlation": corr}})
-            host += 5.0
-            comm = cls == "communication"
-            start = comm_at if comm and comm_overlapped else device
-            events.append({"ph": "X", "cat": "kernel", "name": _NAMES[cls], "pid": 0, "tid": 27 if comm else 7,
-                           "ts": start, "dur": dur,
-                           "args": {"device": 0, "stream": 27 if comm else 7, "correlation": corr}})
-            if not (comm and comm_overlapped):
-                device += dur
-        host += 10.0
-    return json.dumps({"traceEvents": events}).encode()
+from tests.unit.calibration_trace import H800, STORE, V3, pair_trace
 
 
 def _calibrate(data: bytes, **kwargs: Any) -> Any:
@@ -84,7 +37,7 @@ FACTORS = {"fp8_gemm": 1.25, "moe_gemm": 0.9, "attention_forward": 1.1, "attenti
 
 
 def test_fit_recovers_the_factors_the_trace_was_made_with() -> None:
-    result = _calibrate(_trace(FACTORS))
+    result = _calibrate(pair_trace(FACTORS))
     fitted = {r.name: r for r in result.rates}
     for name, factor in FACTORS.items():
         assert fitted[name].factor == pytest.approx(factor, rel=1e-6), name
@@ -101,7 +54,7 @@ def test_fit_recovers_the_factors_the_trace_was_made_with() -> None:
 
 
 def test_exposed_communication_calibrates_the_ep_rate() -> None:
-    result = _calibrate(_trace({**FACTORS, "ep": 1.5}, comm_overlapped=False))
+    result = _calibrate(pair_trace({**FACTORS, "ep": 1.5}, comm_overlapped=False))
     ep = next(r for r in result.rates if r.name == "ep")
     assert ep.fitted and ep.factor == pytest.approx(1.5, rel=1e-6)
     assert result.profile.nic_efficiency == pytest.approx(H800.nic_efficiency / 1.5)
@@ -112,7 +65,7 @@ def test_exposed_communication_calibrates_the_ep_rate() -> None:
 
 
 def test_the_profile_itself_fits_with_factors_one() -> None:
-    result = _calibrate(_trace({}))
+    result = _calibrate(pair_trace({}))
     assert all(r.factor == pytest.approx(1.0, rel=1e-6) for r in result.rates)
     assert result.pair_after_s == pytest.approx(result.pair_before_s, rel=1e-6)
 
@@ -120,8 +73,8 @@ def test_the_profile_itself_fits_with_factors_one() -> None:
 def test_a_residual_is_what_one_factor_per_rate_cannot_explain() -> None:
     """Weight-gradient GEMMs 2x slower than forward and input-gradient ones (DeepSeek's per-expert wgrad
     kernels run slower than its grouped ones): one FP8/expert factor cannot follow, the residual says so."""
-    data = json.loads(_trace(FACTORS))
-    base = _calibrate(_trace(FACTORS))
+    data = json.loads(pair_trace(FACTORS))
+    base = _calibrate(pair_trace(FACTORS))
     w_gemm = next(c for c in base.cells if c.phase == "mlp(W)" and c.op_class == "gemm")
     for e in data["traceEvents"]:  # stretch the mlp(W) GEMM kernel (it is the only kernel of that length)
         if e.get("cat") == "kernel" and math.isclose(e["dur"], w_gemm.measured_s * 1e6, rel_tol=1e-9):
@@ -132,7 +85,7 @@ def test_a_residual_is_what_one_factor_per_rate_cannot_explain() -> None:
 
 
 def test_a_trace_without_phase_annotations_fits_per_class_and_says_the_residual_means_nothing() -> None:
-    result = _calibrate(_trace(FACTORS, annotated=False))
+    result = _calibrate(pair_trace(FACTORS, annotated=False))
     assert {c.phase for c in result.cells} == {"all"}
     assert any("no DeepSeek phase annotations" in n for n in result.notes)
     for cell in result.cells:
@@ -141,7 +94,7 @@ def test_a_trace_without_phase_annotations_fits_per_class_and_says_the_residual_
 
 
 def test_a_rate_above_peak_is_capped_and_noted() -> None:
-    result = _calibrate(_trace({**FACTORS, "attention_forward": 0.5}))  # 0.60 / 0.5 = 1.2 of peak
+    result = _calibrate(pair_trace({**FACTORS, "attention_forward": 0.5}))  # 0.60 / 0.5 = 1.2 of peak
     assert result.profile.achieved.attention_forward == 1.0
     assert any("attention_forward" in n and "above 1" in n for n in result.notes)
 
@@ -165,9 +118,9 @@ def test_no_kernels_and_dense_models_are_refused() -> None:
     with pytest.raises(InputError, match="no GPU kernels"):
         _calibrate(empty)
     with pytest.raises(InputError, match="has none"):
-        calibrate(read_trace([_trace({})], "x.json"), STORE.model("qwen2.5-72b"), H800, 64)
+        calibrate(read_trace([pair_trace({})], "x.json"), STORE.model("qwen2.5-72b"), H800, 64)
     with pytest.raises(InputError, match="--chunk-layers 0"):
-        _calibrate(_trace({}), num_layers=0)
+        _calibrate(pair_trace({}), num_layers=0)
 
 
 @settings(max_examples=200, deadline=None)
@@ -186,7 +139,7 @@ def test_shared_durations_add_up_to_the_busy_time(spans: list[tuple[int, int]]) 
 
 def test_cli_writes_a_profile_that_loads_and_reports_the_fit(tmp_path: Path) -> None:
     trace = tmp_path / "pair.json.gz"
-    trace.write_bytes(gzip.compress(_trace(FACTORS)))
+    trace.write_bytes(gzip.compress(pair_trace(FACTORS)))
     out = tmp_path / "h800-calibrated.yaml"
     result = run_cli("launch", "calibrate", str(trace), "-o", str(out), "-f", "json")
     assert result.exit_code == 0, result.output
@@ -203,7 +156,7 @@ def test_cli_writes_a_profile_that_loads_and_reports_the_fit(tmp_path: Path) -> 
 
 def test_cli_refuses_bad_input_in_one_line(tmp_path: Path) -> None:
     trace = tmp_path / "pair.json"
-    trace.write_bytes(_trace({}))
+    trace.write_bytes(pair_trace({}))
     bad = run_cli("launch", "calibrate", str(trace), "-o", str(tmp_path / "x.yml"))
     assert bad.exit_code == 2 and "--out" in bad.stderr and not (tmp_path / "x.yml").exists()
     missing = run_cli("launch", "calibrate", str(tmp_path / "none.json"))
@@ -227,12 +180,12 @@ def test_real_train_json_pair_within_3_percent_once_calibrated() -> None:
 def test_a_trace_of_another_shape_is_refused() -> None:
     """Every kernel 10x longer than the model's pair: not one pair of 4 MoE layers at EP64 (exit 2 with a hint)."""
     with pytest.raises(InputError, match="not that pair") as err:
-        _calibrate(_trace({p: 10.0 for p in (*FACTORS, "")}))
+        _calibrate(pair_trace({p: 10.0 for p in (*FACTORS, "")}))
     assert "--chunk-layers" in (err.value.hint or "")
 
 
 def test_an_implausible_rate_is_kept_and_the_rest_fitted_without_it() -> None:
-    result = _calibrate(_trace({**FACTORS, "attention_backward": 5.0}))
+    result = _calibrate(pair_trace({**FACTORS, "attention_backward": 5.0}))
     fitted = {r.name: r for r in result.rates}
     assert not fitted["attention_backward"].fitted and fitted["attention_backward"].factor == 1.0
     assert result.profile.achieved.attention_backward == H800.achieved.attention_backward
