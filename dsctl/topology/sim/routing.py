@@ -204,6 +204,19 @@ def _bundles(hops: NextHops, graph: SimGraph, start: np.ndarray, target: np.ndar
     return ptr, link, merged
 
 
+def _pairs(start: np.ndarray, target: np.ndarray, num_t: int) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct keys ``start * num_t + target`` ascending, each flow's position among them), as ``np.unique``
+    with ``return_inverse`` but by a table over the key range (no sort of the flows) when that range is small."""
+    key = start * num_t + target
+    span = int(key.max(initial=-1)) + 1
+    if span > 4 * len(key) + (1 << 16):
+        return np.unique(key, return_inverse=True)
+    seen = np.zeros(span, dtype=bool)
+    seen[key] = True
+    position = np.cumsum(seen) - 1
+    return np.flatnonzero(seen), position[key]
+
+
 def route_flows(graph: SimGraph, hops: NextHops, dead: np.ndarray, src_ep: np.ndarray, dst_ep: np.ndarray,
                 routing: str, seed: int) -> Routes:
     """Route NIC-to-NIC flows: NIC up link, switch path, NIC down link. ``dead`` bool [L] failed links."""
@@ -225,9 +238,8 @@ def route_flows(graph: SimGraph, hops: NextHops, dead: np.ndarray, src_ep: np.nd
     everyone = len(cross) == num_f
     empty = np.zeros(0, dtype=np.int64)
     if routing == "adaptive":
-        pair = start[cross] * len(hops.leaf_col) + target[cross]
-        uniq, inv = np.unique(pair, return_inverse=True)
-        ptr, link, frac = _bundles(hops, graph, uniq // len(hops.leaf_col), uniq % len(hops.leaf_col))
+        uniq, inv = _pairs(start[cross], target[cross], hops.dist.shape[1])
+        ptr, link, frac = _bundles(hops, graph, uniq // hops.dist.shape[1], uniq % hops.dist.shape[1])
         out = np.full((num_f, 3), -1, dtype=np.int32)
         out[cross, 1] = graph.num_links + inv
     else:
