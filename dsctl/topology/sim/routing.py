@@ -145,25 +145,28 @@ class Routes:
 def _walk(hops: NextHops, graph: SimGraph, start: np.ndarray, target: np.ndarray, routing: str,
           key: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Links of one path per flow from switch ``start`` to leaf column ``target`` (int32 [F, max hops], -1 pad)."""
-    steps = int(hops.dist[start, target].max()) if len(start) else 0
+    num_t = hops.dist.shape[1]
+    dist, cnt, ptr, nsw = hops.dist.ravel(), hops.cnt.ravel(), hops.ptr.ravel(), hops.nsw.ravel()
+    cell = start * num_t + target  # flat (switch, leaf) index: one gather per table instead of two
+    steps = int(dist[cell].max()) if len(start) else 0
     out = np.full((len(start), steps), -1, dtype=np.int32)
-    cur = start.copy()
     div = np.ones(len(start), dtype=np.int64)
+    moving: np.ndarray = np.arange(len(start))
     for h in range(steps):
-        here = hops.dist[cur, target] > 0
-        moving = np.flatnonzero(here) if not here.all() else np.arange(len(cur))
+        here = dist[cell] > 0
+        if not here.all():
+            moving, cell = moving[here], cell[here]
         if not len(moving):
             break
-        c, t = cur[moving], target[moving]
-        k = hops.cnt[c, t]
+        k = cnt[cell]
         if routing == "ecmp":
             pick = np.minimum((rng.random(len(moving)) * k).astype(np.int64), k - 1)
         else:
             pick = (key[moving] // div[moving]) % k
-            div[moving] *= np.maximum(hops.nsw[c, t], 1)
-        link = hops.link[hops.ptr[c, t] + pick]
+            div[moving] *= np.maximum(nsw[cell], 1)
+        link = hops.link[ptr[cell] + pick]
         out[moving, h] = link
-        cur[moving] = hops.dev_switch[graph.link_dst[link]]
+        cell = hops.dev_switch[graph.link_dst[link]] * num_t + cell % num_t
     return out
 
 
