@@ -129,8 +129,9 @@ def ep_traffic(graph: SimGraph, nodes: np.ndarray, gpu_share: np.ndarray, tokens
             src, dst = dst, src
         owner = dst if direction == "ep-combine" else src
         count = len(src)
-        return Flows(graph.gpu_nic(src), graph.gpu_nic(dst), np.ones(count),
-                     np.repeat(pair_bytes, len(on)) / nic_efficiency, owner, np.full(count, job, dtype=np.int64))
+        return Flows(graph.gpu_nic(src), graph.gpu_nic(dst), np.broadcast_to(np.float64(1.0), (count,)),
+                     np.repeat(pair_bytes / nic_efficiency, len(on)), owner,
+                     np.broadcast_to(np.int64(job), (count,)))
 
     def mirrors(plane: int, ref: int, shift: int) -> bool:
         """The flows of ``plane`` are ``ref``'s moved ``shift`` local indices (bytes do not depend on the index)."""

@@ -147,7 +147,7 @@ def _walk(hops: NextHops, graph: SimGraph, start: np.ndarray, target: np.ndarray
     """Links of one path per flow from switch ``start`` to leaf column ``target`` (int32 [F, max hops], -1 pad)."""
     num_t = hops.dist.shape[1]
     dist, cnt, ptr, nsw = hops.dist.ravel(), hops.cnt.ravel(), hops.ptr.ravel(), hops.nsw.ravel()
-    cell = start * num_t + target  # flat (switch, leaf) index: one gather per table instead of two
+    cell = start.astype(np.int64) * num_t + target  # flat (switch, leaf) index: one gather per table instead of two
     steps = int(dist[cell].max()) if len(start) else 0
     out = np.full((len(start), steps), -1, dtype=np.int32)
     div = np.ones(len(start), dtype=np.int64)
@@ -210,7 +210,7 @@ def _bundles(hops: NextHops, graph: SimGraph, start: np.ndarray, target: np.ndar
 def _pairs(start: np.ndarray, target: np.ndarray, num_t: int) -> tuple[np.ndarray, np.ndarray]:
     """(distinct keys ``start * num_t + target`` ascending, each flow's position among them), as ``np.unique``
     with ``return_inverse`` but by a table over the key range (no sort of the flows) when that range is small."""
-    key = start * num_t + target
+    key = start.astype(np.int64) * num_t + target
     span = int(key.max(initial=-1)) + 1
     if span > 4 * len(key) + (1 << 16):
         return np.unique(key, return_inverse=True)
@@ -229,34 +229,45 @@ def route_flows(graph: SimGraph, hops: NextHops, dead: np.ndarray, src_ep: np.nd
         raise InputError(f"{len(src_ep):,} flows are too many to route at once")
     src_ep, dst_ep = np.asarray(src_ep, dtype=np.int64), np.asarray(dst_ep, dtype=np.int64)
     num_f = len(src_ep)
-    s_leaf, d_leaf = graph.ep_leaf[src_ep], graph.ep_leaf[dst_ep]
-    up, down = graph.ep_up[src_ep], graph.ep_down[dst_ep]
-    ok = (s_leaf >= 0) & (d_leaf >= 0) & ~dead[up] & ~dead[down]  # index -1 (uncabled) is masked by the leaf test
-    start = hops.dev_switch[s_leaf]
-    target = hops.leaf_col[d_leaf]
-    dist = hops.dist[start, target]
-    ok &= dist != _FAR
+    num_t = hops.dist.shape[1]
+    small = np.int32 if hops.dist.size < 1 << 31 and graph.num_links < 1 << 31 else np.int64
+    # flow-long arrays in int32 where the tables allow it (a 16,384-GPU plane routes 4.2M flows at once)
+    s_leaf, d_leaf = graph.ep_leaf.astype(small)[src_ep], graph.ep_leaf.astype(small)[dst_ep]
+    ok = (s_leaf >= 0) & (d_leaf >= 0)  # index -1 (uncabled) is masked by the leaf test
+    start = hops.dev_switch.astype(small)[s_leaf]
+    target = hops.leaf_col.astype(small)[d_leaf]
+    del s_leaf, d_leaf
+    dist = hops.dist.ravel()[start * small(num_t) + target]
+    up, down = graph.ep_up.astype(small)[src_ep], graph.ep_down.astype(small)[dst_ep]
+    ok &= ~dead[up] & ~dead[down] & (dist != _FAR)
     dist[~ok] = 0
-    cross = np.flatnonzero(dist > 0)
-    everyone = len(cross) == num_f
+    everyone = bool((dist > 0).all())
+    cross = np.arange(num_f) if everyone else np.flatnonzero(dist > 0)
+    del dist
     empty = np.zeros(0, dtype=np.int64)
     if routing == "adaptive":
-        uniq, inv = _pairs(start[cross], target[cross], hops.dist.shape[1])
-        ptr, link, frac = _bundles(hops, graph, uniq // hops.dist.shape[1], uniq % hops.dist.shape[1])
+        uniq, inv = _pairs(start if everyone else start[cross], target if everyone else target[cross], num_t)
+        del start, target
+        ptr, link, frac = _bundles(hops, graph, uniq // num_t, uniq % num_t)
         out = np.full((num_f, 3), -1, dtype=np.int32)
         out[cross, 1] = graph.num_links + inv
+        del inv
     else:
         rng = np.random.default_rng(seed)
         if everyone:
             path = _walk(hops, graph, start, target, routing, graph.ep_pos[dst_ep], rng)
         else:
             path = _walk(hops, graph, start[cross], target[cross], routing, graph.ep_pos[dst_ep[cross]], rng)
+        del start, target
         out = np.full((num_f, path.shape[1] + 2), -1, dtype=np.int32)
         if everyone:
             out[:, 1:-1] = path
         else:
             out[cross, 1:-1] = path
+        del path
         ptr, link, frac = np.zeros(1, dtype=np.int64), empty, np.zeros(0)
-    out[:, 0] = np.where(ok, up, -1)
-    out[:, -1] = np.where(ok, down, -1)
+    out[:, 0] = up
+    out[:, -1] = down
+    out[~ok, 0] = -1
+    out[~ok, -1] = -1
     return Routes(out, ptr, link, frac, ok)
