@@ -166,10 +166,15 @@ def max_min(flow_routes: np.ndarray, members: np.ndarray, capacity: np.ndarray, 
             frozen = np.flatnonzero(on_full & active)
         else:
             if index is None:
-                still = np.flatnonzero(active)
-                ids = local_routes[still]
-                valid = ids >= 0
-                index = _csr(ids.T[valid.T], np.broadcast_to(still, ids.T.shape)[valid.T], num_r)
+                still = np.flatnonzero(active).astype(np.int32 if num_f < 1 << 31 else np.int64)
+                ids = local_routes[still].T.copy()  # column by column, as the entries were counted
+                flows_of = np.tile(still, ids.shape[0])
+                if not (ids >= 0).all():
+                    valid = (ids >= 0).ravel()
+                    flows_of = flows_of[valid]
+                    ids = ids.ravel()[valid]
+                index = _csr(ids.ravel(), flows_of, num_r)
+                del ids, flows_of
                 stamp = np.zeros(num_f, dtype=np.int64)
             cand = _gather(*index, full_routes)
             cand = cand[active[cand]]
@@ -177,10 +182,17 @@ def max_min(flow_routes: np.ndarray, members: np.ndarray, capacity: np.ndarray, 
             frozen = cand[stamp[cand] == np.arange(len(cand))]  # each flow once, without sorting
         rate[frozen] = level
         active[frozen] = False
-        gone = _per_route(local_routes, frozen, None, num_r)
-        route_count -= gone
-        active_entries -= float(gone.sum())
-        link_w -= link_weight(_per_route(local_routes, frozen, members, num_r))
+        if index is None:  # a scan round, or the round before the index: counts decide the next round's way
+            gone = _per_route(local_routes, frozen, None, num_r)
+            route_count -= gone
+            active_entries -= float(gone.sum())
+            delta = _per_route(local_routes, frozen, members, num_r)
+        else:  # few flows: their route rows at once
+            ids = local_routes[frozen].ravel() + 1
+            delta = np.bincount(ids, weights=np.repeat(members[frozen], local_routes.shape[1]),
+                                minlength=num_r + 1)[1:]
+            active_entries -= float(np.count_nonzero(ids))
+        link_w -= link_weight(delta)
         link_w[full] = 0.0
     load = np.zeros(num_all)
     load[links] = np.maximum(capacity_local - residual, 0.0)
