@@ -137,6 +137,7 @@ def max_min(flow_routes: np.ndarray, members: np.ndarray, capacity: np.ndarray, 
     active = np.zeros(num_f, dtype=bool)
     for c in range(local_routes.shape[1]):
         active |= local_routes[:, c] >= 0
+    num_active = int(np.count_nonzero(active))
     index: tuple[np.ndarray, np.ndarray] | None = None
     stamp = np.zeros(0, dtype=np.int64)
     level = 0.0
@@ -182,6 +183,9 @@ def max_min(flow_routes: np.ndarray, members: np.ndarray, capacity: np.ndarray, 
             frozen = cand[stamp[cand] == np.arange(len(cand))]  # each flow once, without sorting
         rate[frozen] = level
         active[frozen] = False
+        num_active -= len(frozen)
+        if not num_active:  # the last flows: nothing left to update (one round, often, under adaptive routing)
+            break
         if index is None:  # a scan round, or the round before the index: counts decide the next round's way
             gone = _per_route(local_routes, frozen, None, num_r)
             route_count -= gone
