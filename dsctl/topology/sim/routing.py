@@ -210,13 +210,14 @@ def _bundles(hops: NextHops, graph: SimGraph, start: np.ndarray, target: np.ndar
 def _pairs(start: np.ndarray, target: np.ndarray, num_t: int) -> tuple[np.ndarray, np.ndarray]:
     """(distinct keys ``start * num_t + target`` ascending, each flow's position among them), as ``np.unique``
     with ``return_inverse`` but by a table over the key range (no sort of the flows) when that range is small."""
-    key = start.astype(np.int64) * num_t + target
+    wide = (int(start.max(initial=0)) + 1) * num_t >= 1 << 31
+    key = start.astype(np.int64) * num_t + target if wide else start.astype(np.int32) * np.int32(num_t) + target
     span = int(key.max(initial=-1)) + 1
     if span > 4 * len(key) + (1 << 16):
         return np.unique(key, return_inverse=True)
     seen = np.zeros(span, dtype=bool)
     seen[key] = True
-    position = np.cumsum(seen) - 1
+    position = (np.cumsum(seen) - 1).astype(np.int32)
     return np.flatnonzero(seen), position[key]
 
 
@@ -242,7 +243,7 @@ def route_flows(graph: SimGraph, hops: NextHops, dead: np.ndarray, src_ep: np.nd
     ok &= ~dead[up] & ~dead[down] & (dist != _FAR)
     dist[~ok] = 0
     everyone = bool((dist > 0).all())
-    cross = np.arange(num_f) if everyone else np.flatnonzero(dist > 0)
+    cross: np.ndarray | slice = slice(None) if everyone else np.flatnonzero(dist > 0)
     del dist
     empty = np.zeros(0, dtype=np.int64)
     if routing == "adaptive":
@@ -250,7 +251,8 @@ def route_flows(graph: SimGraph, hops: NextHops, dead: np.ndarray, src_ep: np.nd
         del start, target
         ptr, link, frac = _bundles(hops, graph, uniq // num_t, uniq % num_t)
         out = np.full((num_f, 3), -1, dtype=np.int32)
-        out[cross, 1] = graph.num_links + inv
+        out[cross, 1] = inv
+        out[cross, 1] += graph.num_links
         del inv
     else:
         rng = np.random.default_rng(seed)
