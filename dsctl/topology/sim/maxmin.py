@@ -63,6 +63,29 @@ def _csr(keys: np.ndarray, values: np.ndarray, num_keys: int) -> tuple[np.ndarra
     return np.r_[0, np.cumsum(np.bincount(keys, minlength=num_keys))], values[order]
 
 
+def _route_index(local_routes: np.ndarray, rows: np.ndarray, num_r: int) -> tuple[np.ndarray, np.ndarray]:
+    """Route -> flows CSR (ptr [num_r+1], flow ids) over the flows ``rows``: a route's flows in column order, then
+    flow order (a stable counting sort of the route entries, one column at a time: no array as long as every
+    entry besides the result)."""
+    flows = rows.astype(np.int32 if len(local_routes) < 1 << 31 else np.int64)
+    columns = [local_routes[rows, c] for c in range(local_routes.shape[1])]
+    counts = [np.bincount(col + 1, minlength=num_r + 1)[1:] for col in columns]
+    ptr = np.r_[0, np.cumsum(np.sum(counts, axis=0))] if counts else np.zeros(num_r + 1, dtype=np.int64)
+    out = np.empty(int(ptr[-1]), dtype=flows.dtype)
+    free = ptr[:-1].copy()  # next free slot of each route
+    for col, count in zip(columns, counts, strict=True):
+        if not (col >= 0).all():
+            keep = col >= 0
+            col, vals = col[keep], flows[keep]
+        else:
+            vals = flows
+        order = np.argsort(col.astype(np.uint16) if num_r <= 1 << 16 else col, kind="stable")
+        key = col[order]
+        out[free[key] + np.arange(len(key)) - (np.cumsum(count) - count)[key]] = vals[order]
+        free += count
+    return ptr, out
+
+
 def _gather(ptr: np.ndarray, values: np.ndarray, keys: np.ndarray) -> np.ndarray:
     """Concatenation of the CSR rows ``keys``."""
     count = ptr[keys + 1] - ptr[keys]
@@ -167,15 +190,7 @@ def max_min(flow_routes: np.ndarray, members: np.ndarray, capacity: np.ndarray, 
             frozen = np.flatnonzero(on_full & active)
         else:
             if index is None:
-                still = np.flatnonzero(active).astype(np.int32 if num_f < 1 << 31 else np.int64)
-                ids = local_routes[still].T.copy()  # column by column, as the entries were counted
-                flows_of = np.tile(still, ids.shape[0])
-                if not (ids >= 0).all():
-                    valid = (ids >= 0).ravel()
-                    flows_of = flows_of[valid]
-                    ids = ids.ravel()[valid]
-                index = _csr(ids.ravel(), flows_of, num_r)
-                del ids, flows_of
+                index = _route_index(local_routes, np.flatnonzero(active), num_r)
                 stamp = np.zeros(num_f, dtype=np.int64)
             cand = _gather(*index, full_routes)
             cand = cand[active[cand]]
