@@ -68,20 +68,24 @@ def _route_index(local_routes: np.ndarray, rows: np.ndarray, num_r: int) -> tupl
     flow order (a stable counting sort of the route entries, one column at a time: no array as long as every
     entry besides the result)."""
     flows = rows.astype(np.int32 if len(local_routes) < 1 << 31 else np.int64)
-    columns = [local_routes[rows, c] for c in range(local_routes.shape[1])]
-    counts = [np.bincount(col + 1, minlength=num_r + 1)[1:] for col in columns]
+    counts = [np.bincount(local_routes[rows, c] + 1, minlength=num_r + 1)[1:] for c in range(local_routes.shape[1])]
     ptr = np.r_[0, np.cumsum(np.sum(counts, axis=0))] if counts else np.zeros(num_r + 1, dtype=np.int64)
     out = np.empty(int(ptr[-1]), dtype=flows.dtype)
     free = ptr[:-1].copy()  # next free slot of each route
-    for col, count in zip(columns, counts, strict=True):
+    for c, count in enumerate(counts):
+        col, vals = local_routes[rows, c], flows  # gathered again: one column alive at a time
         if not (col >= 0).all():
             keep = col >= 0
             col, vals = col[keep], flows[keep]
-        else:
-            vals = flows
         order = np.argsort(col.astype(np.uint16) if num_r <= 1 << 16 else col, kind="stable")
         key = col[order]
-        out[free[key] + np.arange(len(key)) - (np.cumsum(count) - count)[key]] = vals[order]
+        del col
+        # the j-th entry of route r in this column goes to free[r] + j
+        pos = (free - (np.cumsum(count) - count))[key]
+        del key
+        pos += np.arange(len(pos))
+        out[pos] = vals[order]
+        del pos, order
         free += count
     return ptr, out
 
@@ -191,7 +195,7 @@ def max_min(flow_routes: np.ndarray, members: np.ndarray, capacity: np.ndarray, 
         else:
             if index is None:
                 index = _route_index(local_routes, np.flatnonzero(active), num_r)
-                stamp = np.zeros(num_f, dtype=np.int64)
+                stamp = np.zeros(num_f, dtype=np.int32)
             cand = _gather(*index, full_routes)
             cand = cand[active[cand]]
             stamp[cand] = np.arange(len(cand))

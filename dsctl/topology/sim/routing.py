@@ -146,27 +146,39 @@ def _walk(hops: NextHops, graph: SimGraph, start: np.ndarray, target: np.ndarray
           key: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Links of one path per flow from switch ``start`` to leaf column ``target`` (int32 [F, max hops], -1 pad)."""
     num_t = hops.dist.shape[1]
-    dist, cnt, ptr, nsw = hops.dist.ravel(), hops.cnt.ravel(), hops.ptr.ravel(), hops.nsw.ravel()
-    cell = start.astype(np.int64) * num_t + target  # flat (switch, leaf) index: one gather per table instead of two
+    # flow-long arrays in int32 where the tables allow (4.2M flows per plane at 16,384 GPUs)
+    small = np.int32 if hops.dist.size < 1 << 31 and len(hops.link) < 1 << 31 else np.int64
+    dist, nsw = hops.dist.ravel(), hops.nsw.ravel()
+    cnt, ptr = hops.cnt.ravel().astype(small), hops.ptr.ravel().astype(small)
+    link_table, next_switch = hops.link.astype(small), hops.dev_switch.astype(small)[graph.link_dst]
+    cell = start.astype(small) * small(num_t) + target  # flat (switch, leaf) index: one gather per table
     steps = int(dist[cell].max()) if len(start) else 0
     out = np.full((len(start), steps), -1, dtype=np.int32)
-    div = np.ones(len(start), dtype=np.int64)
-    moving: np.ndarray = np.arange(len(start))
+    div = np.ones(len(start), dtype=np.int64) if routing != "ecmp" else np.ones(0, dtype=np.int64)
+    moving: np.ndarray | slice = slice(None)
     for h in range(steps):
         here = dist[cell] > 0
         if not here.all():
-            moving, cell = moving[here], cell[here]
-        if not len(moving):
+            moving = np.flatnonzero(here) if isinstance(moving, slice) else moving[here]
+            cell = cell[here]
+        if not len(cell):
             break
         k = cnt[cell]
         if routing == "ecmp":
-            pick = np.minimum((rng.random(len(moving)) * k).astype(np.int64), k - 1)
+            draw = rng.random(len(cell))
+            draw *= k
+            pick = draw.astype(small)
+            del draw
+            np.minimum(pick, k - 1, out=pick)
         else:
             pick = (key[moving] // div[moving]) % k
             div[moving] *= np.maximum(nsw[cell], 1)
-        link = hops.link[ptr[cell] + pick]
+        pick += ptr[cell]
+        link = link_table[pick]
+        del pick, k
         out[moving, h] = link
-        cell = hops.dev_switch[graph.link_dst[link]] * num_t + cell % num_t
+        cell %= num_t
+        cell += next_switch[link] * small(num_t)
     return out
 
 
@@ -257,9 +269,11 @@ def route_flows(graph: SimGraph, hops: NextHops, dead: np.ndarray, src_ep: np.nd
     else:
         rng = np.random.default_rng(seed)
         if everyone:
-            path = _walk(hops, graph, start, target, routing, graph.ep_pos[dst_ep], rng)
+            key = graph.ep_pos[dst_ep] if routing == "static" else dst_ep[:0]
+            path = _walk(hops, graph, start, target, routing, key, rng)
         else:
-            path = _walk(hops, graph, start[cross], target[cross], routing, graph.ep_pos[dst_ep[cross]], rng)
+            key = graph.ep_pos[dst_ep[cross]] if routing == "static" else dst_ep[:0]
+            path = _walk(hops, graph, start[cross], target[cross], routing, key, rng)
         del start, target
         out = np.full((num_f, path.shape[1] + 2), -1, dtype=np.int32)
         if everyone:
