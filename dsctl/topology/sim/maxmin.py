@@ -40,6 +40,9 @@ def route_loads(flow_routes: np.ndarray, weight: np.ndarray, num_links: int, bun
     load = np.zeros(num_links)
     per_bundle = np.zeros(num_b)
     for col in flow_routes.T:
+        if not num_b:  # padding -1 counts into a slot that is dropped
+            load += np.bincount(col + 1, weights=weight, minlength=num_links + 1)[1:]
+            continue
         plain = (col >= 0) & (col < num_links)
         load += np.bincount(col[plain], weights=weight[plain], minlength=num_links)
         if num_b:
@@ -77,8 +80,12 @@ def _route_index(local_routes: np.ndarray, rows: np.ndarray, num_r: int) -> tupl
         if not (col >= 0).all():
             keep = col >= 0
             col, vals = col[keep], flows[keep]
-        order = np.argsort(col.astype(np.uint16) if num_r <= 1 << 16 else col, kind="stable")
-        key = col[order]
+        order: np.ndarray | slice
+        if (col[1:] >= col[:-1]).all():  # already grouped (the up links of flows made source by source)
+            order, key = slice(None), col
+        else:
+            order = np.argsort(col.astype(np.uint16) if num_r <= 1 << 16 else col, kind="stable")
+            key = col[order]
         del col
         # the j-th entry of route r in this column goes to free[r] + j
         pos = (free - (np.cumsum(count) - count))[key]
