@@ -23,7 +23,7 @@ from dsctl.topology.sim.graph import LINK_KINDS, NIC_DOWN, NVL_IN, NVL_OUT, SW_U
 from dsctl.topology.sim.maxmin import finish_times, max_min, route_loads
 from dsctl.topology.sim.routing import NextHops, next_hops, route_flows
 from dsctl.topology.sim.symmetry import move_link_values, plane_maps, same_flows
-from dsctl.topology.sim.traffic import Flows, Traffic, check_flow_count
+from dsctl.topology.sim.traffic import Flows, Traffic, check_flow_count, empty_flows
 
 HOT_LINKS = 10
 
@@ -262,6 +262,7 @@ def simulate(graph: SimGraph, traffic: Traffic, routing: str, seed: int, dead: n
         unroutable_job += here.unroutable_job
         unroutable += here.unroutable
         plane_rows.append((plane, here.flows, here.rounds))
+        net = empty_flows()  # this plane's flows go before the next plane's are built
     t_all = np.maximum(t_gpu, np.repeat(t_node, graph.gpus_per_node))
     finite = t_job[np.isfinite(t_job)]
     completion = float(finite.max(initial=0.0))
