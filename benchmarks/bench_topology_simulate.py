@@ -5,7 +5,8 @@ pair; the GPUs of a node share it through the PXN relay), 4.2M per plane at 16,3
 and solved one after the other (memory of one plane). Under adaptive routing the 8 planes are identical: one is
 solved (a single progressive-filling round: every flow is frozen by one scan of the routes, no route -> flow
 index) and the others mapped. ECMP solves every plane: about 5,300 rounds per plane at 16,384 GPUs, each over
-the flows it freezes through a route -> flows index (one radix sort of the 16.8M route entries per plane).
+the flows it freezes through a route -> flows index (a counting sort of the 16.8M route entries per plane, one
+route column at a time).
 Issue 32's targets (CPU seconds): adaptive < 3 s, EP dispatch < 5 s, ECMP < 8 s, each < 600 MB peak RSS;
 ``python -m benchmarks.sim_peaks`` measures CPU seconds and peak RSS of each in a fresh process.
 Run the large cases alone: ``python -m benchmarks --filter 16,384 --repeat 1``.
