@@ -110,13 +110,6 @@ class Traffic:
             m is not None and m(plane, ref, shift) for m in self.mirrors)
 
 
-def shifted(flows: Flows, shift: int) -> Flows:
-    """``flows`` with every NIC endpoint and every GPU owner moved ``shift`` local indices along its node (an
-    identical plane's flows; node-wide owners stay)."""
-    owner = np.where(flows.owner >= 0, flows.owner + shift, flows.owner)
-    return Flows(flows.src + shift, flows.dst + shift, flows.members, flows.bytes, owner, flows.job)
-
-
 def _owner_arrays(n: int, owner: np.ndarray | int, job: int) -> tuple[np.ndarray, np.ndarray]:
     return np.broadcast_to(np.asarray(owner, dtype=np.int64), (n,)).copy(), np.full(n, job, dtype=np.int64)
 
