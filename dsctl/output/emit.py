@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from collections.abc import Iterable
@@ -81,10 +82,29 @@ def error_envelope(command: str, message: str, hint: str | None, exit_code: int)
     return {"dsctl": header, "error": {"message": message, "hint": hint, "exit_code": exit_code}}
 
 
-def render_json(data: Any) -> str:
-    """Indented JSON, UTF-8 as is; a lone surrogate (undecodable text in an input, e.g. a kernel name) is written
-    as its JSON escape ``\\udXXX`` (valid JSON, and writable to a UTF-8 stream)."""
-    text = json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+#: ``--format json`` on stdout: 1 indents (as on a terminal), 0 prints one line (as into a pipe or file)
+JSON_INDENT_ENV = "DSCTL_JSON_INDENT"
+
+
+def stdout_json_indented(stream: Any = None) -> bool:
+    """Whether ``--format json`` indents what it prints: DSCTL_JSON_INDENT=1/0 when set, else only on a terminal.
+    One line goes through json's C encoder; indenting takes its pure-Python one (3-4x the CPU and memory of a
+    table on big results, issue 32), worth it only where a person reads the text."""
+    value = os.environ.get(JSON_INDENT_ENV, "").strip()
+    if value in ("0", "1"):
+        return value == "1"
+    stream = sys.stdout if stream is None else stream
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+def render_json(data: Any, *, indent: bool = True) -> str:
+    """JSON, UTF-8 as is: indented by two spaces, or (``indent=False``) one line through json's C encoder; a lone
+    surrogate (undecodable text in an input, e.g. a kernel name) is written as its JSON escape ``\\udXXX`` (valid
+    JSON, and writable to a UTF-8 stream)."""
+    text = json.dumps(data, indent=2 if indent else None, ensure_ascii=False, allow_nan=False) + "\n"
     if _SURROGATE.search(text):
         text = _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
     return text
@@ -103,7 +123,7 @@ def emit(result: Any, fmt: OutputFormat, command: str) -> int:
     """
     exit_code = int(getattr(result, "exit_code", 0))
     if fmt is OutputFormat.json:
-        sys.stdout.write(render_json(envelope(result, command, exit_code)))
+        sys.stdout.write(render_json(envelope(result, command, exit_code), indent=stdout_json_indented()))
     elif fmt is OutputFormat.yaml:
         import yaml
 

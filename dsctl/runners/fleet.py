@@ -28,6 +28,7 @@ from typing import IO, Any
 
 from dsctl.errors import InputError
 from dsctl.names import ascii_digits
+from dsctl.output.emit import JSON_INDENT_ENV
 from dsctl.output.files import scratch_file
 from dsctl.runners.process import require, started, stop_group
 
@@ -53,8 +54,11 @@ from dsctl.runners.slurm_nodes import valid_node_name as valid_node_name
 
 #: bytes of stdout kept per node; a node printing more is unreachable ("output over ... bytes")
 MAX_OUTPUT_BYTES = 16 * 1024 * 1024
-#: a longer stdout line makes its node's output "over the limit"; longer stderr lines are cut
-MAX_LINE_CHARS = 1024 * 1024
+#: a longer stdout line makes its node's output "over the limit" (a node's whole answer may be one line, with
+#: srun's label in front)
+MAX_LINE_CHARS = MAX_OUTPUT_BYTES + 64
+#: longer stderr lines (a task's or srun's own) are cut
+MAX_STDERR_LINE_CHARS = 1024 * 1024
 #: stderr lines kept per task, and srun's own lines kept in all
 STDERR_LINES = 20
 SRUN_LINES = 20000
@@ -70,9 +74,12 @@ MAX_STDIN_CHARS = 16 << 20
 
 # The wrapper each task runs: $1 token, $2 per-node timeout in seconds, then the command. The command reads
 # nothing (</dev/null), or with ``stdin_text`` srun's standard input, which ``--input=all`` gives every task.
+# A dsctl command on the node prints its JSON answer as one line (DSCTL_JSON_INDENT=0, whatever srun passed on
+# from the caller's environment): the head node then handles a few lines per node, not thousands (issue 32);
+# an older dsctl's indented answer still parses.
 WRAPPER = ('tok=$1; lim=$2; shift 2; '
            'printf "%s node=%s\\n" "$tok" "${SLURMD_NODENAME:-$(hostname -s)}"; '
-           'timeout -k ' + f"{KILL_GRACE_S:g}" + ' "$lim" "$@" </dev/null; rc=$?; '
+           f'{JSON_INDENT_ENV}=0 timeout -k {KILL_GRACE_S:g}' ' "$lim" "$@" </dev/null; rc=$?; '
            'printf "\\n%s exit=%d\\n" "$tok" "$rc"')
 WRAPPER_WITH_INPUT = WRAPPER.replace(' </dev/null;', ';')
 _LABEL = re.compile(r"^\s*([0-9]{1,9}): ?(.*)$")  # srun's task label (at most 9 digits: never a huge int())
@@ -191,10 +198,10 @@ class LabelledOutput:
         match = _LABEL.match(line)
         if match:
             lines = self.tasks.setdefault(int(match.group(1)), TaskOutput()).stderr
-            lines.append(match.group(2)[:MAX_LINE_CHARS])
+            lines.append(match.group(2)[:MAX_STDERR_LINE_CHARS])
             del lines[:-STDERR_LINES]
         elif line.startswith("srun:") and len(self.srun_lines) < SRUN_LINES:
-            self.srun_lines.append(line[:MAX_LINE_CHARS])
+            self.srun_lines.append(line[:MAX_STDERR_LINE_CHARS])
 
 
 def parse_labelled(stdout: str, stderr: str, token: str) -> dict[int, TaskOutput]:
@@ -360,8 +367,10 @@ def _run_bounded(argv: Sequence[str], deadline_s: float, parser: LabelledOutput,
     # Ctrl-C, SIGTERM or SIGHUP to dsctl: SIGTERM to srun's group (srun cancels the step), then dsctl exits
     with started(argv, only=signal.SIGTERM, stdin=subprocess.DEVNULL if stdin_text is None else subprocess.PIPE,
                  stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
-        readers = [threading.Thread(target=_pump, args=(proc.stdout, parser.stdout_line), daemon=True),
-                   threading.Thread(target=_pump, args=(proc.stderr, parser.stderr_line), daemon=True)]
+        readers = [threading.Thread(target=_pump, args=(proc.stdout, parser.stdout_line, MAX_LINE_CHARS),
+                                    daemon=True),
+                   threading.Thread(target=_pump, args=(proc.stderr, parser.stderr_line, MAX_STDERR_LINE_CHARS),
+                                    daemon=True)]
         if stdin_text is not None:
             readers.append(threading.Thread(target=_feed, args=(proc.stdin, stdin_text), daemon=True))
         for reader in readers:
@@ -391,13 +400,13 @@ def _feed(stream: IO[str] | None, text: str) -> None:
             stream.close()
 
 
-def _pump(stream: IO[str] | None, sink: Callable[..., None]) -> None:
-    """Feed ``stream``'s lines to ``sink`` (a line longer than MAX_LINE_CHARS: its first part, ``truncated``)."""
+def _pump(stream: IO[str] | None, sink: Callable[..., None], max_chars: int) -> None:
+    """Feed ``stream``'s lines to ``sink`` (a line longer than ``max_chars``: its first part, ``truncated``)."""
     if stream is None:
         return
     skipping = False
     while True:
-        chunk = stream.readline(MAX_LINE_CHARS)
+        chunk = stream.readline(max_chars)
         if not chunk:
             break
         whole = chunk.endswith("\n")
