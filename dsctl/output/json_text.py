@@ -44,7 +44,10 @@ def int_array_json(array: np.ndarray) -> str:
     buf = np.empty((num_rows, outer + 1 + body + outer + 1), dtype=np.uint8)
     buf[:, :outer] = ord(" ")
     buf[:, outer] = ord("[")
-    buf[:, outer + 1:outer + 1 + body] = table[rows - low].reshape(num_rows, body)
+    # the offsets from ``low``: in int64 for signed types (int8 0 - -128 overflows int8), in the array's own
+    # unsigned type otherwise (no value is below ``low``; uint64 above int64's range would wrap in int64)
+    offsets = rows - rows.dtype.type(low) if array.dtype.kind == "u" else rows.astype(np.int64) - low
+    buf[:, outer + 1:outer + 1 + body] = table[offsets].reshape(num_rows, body)
     buf[:, outer + body] = ord("]")
     buf[:, outer + 1 + body:] = ord(" ")
     buf[:-1, -1] = ord(",")
