@@ -3,8 +3,9 @@
 and the indented JSON a terminal gets (DSCTL_JSON_INDENT=1) for comparison. Issue 32: JSON within 1.5x the
 table's CPU.
 
-``python -m benchmarks.bench_eplb_output`` runs each form in a fresh process, three times, and prints CPU seconds,
-peak RSS and the JSON/table ratio.
+``python -m benchmarks.bench_eplb_output [ROUNDS]`` runs each form in a fresh process ROUNDS times (default 5,
+forms interleaved) and prints the median and least CPU seconds, peak RSS and the ratios to the table (the least
+is the run the shared machine disturbed least).
 """
 
 from __future__ import annotations
@@ -83,18 +84,18 @@ def main(argv: list[str]) -> None:
     cpu: dict[str, list[float]] = {name: [] for name in FORMS}
     rss: dict[str, float] = {}
     start = time.perf_counter()
-    for _ in range(3):
+    for _ in range(int(argv[0]) if argv else 5):
         for name in FORMS:  # interleaved: the machine's load falls on every form alike
             done = subprocess.run([sys.executable, "-m", "benchmarks.bench_eplb_output", "--one", name],
                                   check=True, capture_output=True, text=True)
             cpu_s, rss_mib = json.loads(done.stdout.splitlines()[-1])
             cpu[name].append(cpu_s)
             rss[name] = max(rss.get(name, 0.0), rss_mib)
-    table = statistics.median(cpu["table"])
+    table, table_min = statistics.median(cpu["table"]), min(cpu["table"])
     for name in FORMS:
-        median = statistics.median(cpu[name])
-        print(f"{name:>14}: CPU {median:5.2f} s (runs {', '.join(f'{c:.2f}' for c in cpu[name])}), "
-              f"peak RSS {rss[name]:6.1f} MiB, {median / table:4.2f}x the table", flush=True)
+        median, least = statistics.median(cpu[name]), min(cpu[name])
+        print(f"{name:>14}: CPU median {median:5.2f} s, least {least:5.2f} s, peak RSS {rss[name]:6.1f} MiB; "
+              f"{median / table:4.2f}x / {least / table_min:4.2f}x the table's", flush=True)
     print(f"({time.perf_counter() - start:.0f} s)")
 
 
