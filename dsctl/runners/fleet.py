@@ -187,7 +187,7 @@ class LabelledOutput:
             return
         label = int(match.group(1))
         task = self.tasks.get(label)
-        if task is None:  # not setdefault: a TaskOutput built for every line cost 10% of the head node's CPU
+        if task is None:  # not setdefault, which would build a TaskOutput for every line
             task = self.tasks[label] = TaskOutput()
         text = match.group(2)
         if task.node is None:
