@@ -301,10 +301,11 @@ def _fail(args: list[str], code: int, message: str, hint: str | None = None) -> 
     """The error on stderr; with ``--format json`` also a JSON error envelope on stdout. Returns ``code``."""
     _print_error(message, hint)
     if _wants_json(args):
-        from dsctl.output.emit import error_envelope, render_json
+        from dsctl.output.emit import error_envelope, render_json, stdout_json_indented
 
         try:
-            sys.stdout.write(render_json(error_envelope(_command_name(args), message, hint, code)))
+            sys.stdout.write(render_json(error_envelope(_command_name(args), message, hint, code),
+                                         indent=stdout_json_indented()))
             sys.stdout.flush()
         except (OSError, ValueError):  # stdout is gone or full: the stderr line stands
             pass
