@@ -253,8 +253,8 @@ def simulate(
                              ep_model, svg_plane if svg is not None else None, reflow, node.nic_efficiency)
     from dsctl.output.progress import progress
 
-    with progress(f"simulating {workload} ({routing} routing)", fmt):
-        result = sim.run(plan_text, str(plan_file), node.nvlink_achievable_bytes_per_s, request, bisection)
+    with progress(f"simulating {workload} ({routing} routing), network planes", fmt, total=1) as report:
+        result = sim.run(plan_text, str(plan_file), node.nvlink_achievable_bytes_per_s, request, bisection, report)
     if svg is not None and result.svg is not None:
         atomic_write(svg, result.svg, "--svg")
     show(result, fmt, "topology simulate")

@@ -15,6 +15,7 @@ event simulation of ``finish_times``. The lower bound is the busiest link's byte
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -193,9 +194,10 @@ def _solve_plane(graph: SimGraph, hops: NextHops, dead: np.ndarray, net: Flows, 
 
 def simulate(graph: SimGraph, traffic: Traffic, routing: str, seed: int, dead: np.ndarray,
              failed: list[str], plan_name: str = "plan.json", bisection_bytes_per_s: float = 0.0,
-             reflow: bool = False) -> SimResult:
+             reflow: bool = False, report: Callable[[float, float], None] | None = None) -> SimResult:
     """Solve both stages and summarise; ``dead`` bool [L] marks failed links. ``reflow``: completion times from
-    re-solving as flows finish (``finish_times``) instead of the steady rates."""
+    re-solving as flows finish (``finish_times``) instead of the steady rates. ``report(planes_done,
+    num_planes)`` is called as each network plane starts and once at the end (progress)."""
     num_jobs = len(traffic.jobs)
     t_gpu = np.zeros(graph.num_gpus)
     t_node = np.zeros(graph.num_nodes)
@@ -225,6 +227,8 @@ def simulate(graph: SimGraph, traffic: Traffic, routing: str, seed: int, dead: n
     solved: dict[int, tuple[_PlaneTimes, np.ndarray, np.ndarray]] = {}
     mirrored: list[int] = []
     for plane in range(graph.num_planes):
+        if report is not None:
+            report(plane, graph.num_planes)
         plane_map = maps.get(plane)
         ref = solved.get(plane_map.ref) if plane_map is not None else None
         here: _PlaneTimes | None = None
@@ -295,6 +299,8 @@ def simulate(graph: SimGraph, traffic: Traffic, routing: str, seed: int, dead: n
     hottest = [LinkUse(graph.link_name(int(i)), LINK_KINDS[int(graph.link_kind[i])], int(graph.link_plane[i]),
                        float(util[i]), float(link_load[i])) for i in hot.tolist() if util[i] > 0]
     gpu_plane = graph.gpu_plane(np.arange(graph.num_gpus))
+    if report is not None:
+        report(graph.num_planes, graph.num_planes)
     planes = []
     for plane, flows, rounds in plane_rows:
         on = graph.link_plane == plane
