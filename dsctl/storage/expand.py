@@ -51,11 +51,12 @@ from dsctl.storage.choice import CHOICE_MARGIN, REDIRECT_LIMIT, bound_ratio, cho
 from dsctl.storage.crosscheck import CHAINS, CREATE, REMOVE, TABLE, ChainRow, read_checked
 from dsctl.storage.design import swap_members
 from dsctl.storage.expand_check import grown_table_problems
+from dsctl.storage.expand_read import read_sound
+from dsctl.storage.expand_replace import check_size, replace
 from dsctl.storage.layout import rotate_chains
 
 MAX_ADDED_NODES = 2_000
 MAX_NODES_AFTER = 4_000  # the plan keeps a node x node pair-share matrix
-UNTOUCHED_BONUS = 1_000_000  # score penalty per replacement already made in a chain
 POLISH_STEPS_PER_CHAIN = 40
 POLISH_MAX_STEPS = 400_000
 NEED_WEIGHT = 2.0  # pair-shares one more slot of need is worth when picking new-chain members
@@ -122,6 +123,14 @@ class _Table:
 
 
 def _load(texts: dict[str, str | None], source: str) -> _Table:
+    sound = read_sound(texts)
+    if sound is not None:
+        node_ids, node_index = np.unique(sound.nodes, return_inverse=True)
+        node_index = node_index.reshape(sound.nodes.shape)
+        disks = np.unique(sound.disks).tolist()
+        picks = [np.flatnonzero(sound.disks == d) for d in disks]
+        return _Table(node_ids.tolist(), disks, [sound.chain_ids[i].tolist() for i in picks],
+                      [node_index[i] for i in picks], [sound.targets[i] for i in picks])
     result, rows, node_of, disk_of = read_checked(texts, source)
     if result.problems:
         first = result.problems[0]
@@ -157,70 +166,6 @@ def _pick_new_r(v_new: int, k: int, num_disks: int, lo: int, hi: int) -> tuple[i
         note = (f"targets per SSD {pick} for {v_new} nodes ({wanted} wanted): old nodes keep their target ids, "
                 f"so at most {hi} fit in the two id digits")
     return pick, note
-
-
-def _replace(nodes: np.ndarray, share: np.ndarray, counts: np.ndarray, goal: np.ndarray, new: list[int]
-             ) -> list[tuple[int, int, int]]:
-    """Greedy replacements on one disk index (modifies ``nodes``, ``share``, ``counts``).
-
-    Returns ``(chain, slot, old node)`` in the order made; ``goal`` = members each node should end with.
-    Score of putting ``x`` in slot ``(c, p)`` (lower is better): the rise in the sum of squared pair-shares,
-    ``2 * sum_q share[x, m_q] + (k-1)`` for joining minus ``2 * sum_q share[m_p, m_q] - (k-1)`` for the member
-    leaving (refreshed once per round, a round = one slot per new node). Chains not touched yet this far are
-    preferred; only when none with an open slot is left are touched chains used (one penalty per replacement).
-    """
-    b, k = nodes.shape
-    never = np.iinfo(np.int64).max // 4
-    made: list[tuple[int, int, int]] = []
-    pending = {x: int(goal[x] - counts[x]) for x in new}
-    open_slot = counts[nodes] > goal[nodes]  # the member may give its slot up (its node is above its share)
-    touched = np.zeros(b, dtype=np.int64)
-    while any(n > 0 for n in pending.values()):
-        fresh = np.flatnonzero((touched == 0) & open_slot.any(axis=1))
-        rows = fresh if len(fresh) else np.flatnonzero(open_slot.any(axis=1))
-        sub = nodes[rows]
-        mates = np.zeros(sub.shape, dtype=np.int64)
-        for p in range(k):
-            for q in range(k):
-                if p != q:
-                    mates[:, p] += share[sub[:, p], sub[:, q]]
-        base = (k - 1) - 2 * mates + UNTOUCHED_BONUS * touched[rows, None]
-        base[~open_slot[rows]] = never
-        for x in new:
-            if pending[x] <= 0:
-                continue
-            sx = share[x][sub]
-            score = 2 * (sx.sum(axis=1, keepdims=True) - sx) + base
-            score[(sub == x).any(axis=1)] = never
-            flat = int(np.argmin(score))
-            if score.flat[flat] >= never:
-                break  # nothing left in this subset: the next round looks again
-            i, p = divmod(flat, k)
-            c = int(rows[i])
-            y = int(nodes[c, p])
-            others = [int(z) for q, z in enumerate(nodes[c]) if q != p]
-            share[y, others] -= 1
-            share[others, y] -= 1
-            share[x, others] += 1
-            share[others, x] += 1
-            nodes[c, p] = sub[i, p] = x
-            open_slot[c, p] = False
-            base[i] = never if len(fresh) else base[i] + UNTOUCHED_BONUS
-            base[i, p] = never
-            counts[y] -= 1
-            counts[x] += 1
-            if counts[y] <= goal[y]:
-                open_slot[nodes == y] = False
-                base[sub == y] = never
-            touched[c] += 1
-            pending[x] -= 1
-            made.append((c, p, y))
-        else:
-            continue
-        if not len(fresh) or not (open_slot.any()):
-            raise InputError("no old member can make room for a new node on this disk index (the old table "
-                             "is too uneven to expand); regenerate it with `dsctl storage chains`")
-    return made
 
 
 def _new_chains(need: np.ndarray, share: np.ndarray, k: int, count: int) -> tuple[np.ndarray, int]:
@@ -316,8 +261,8 @@ def expand(texts: dict[str, str | None], source: str, add_nodes: int, target_byt
     if first_new + n - 1 > MAX_NODE_ID:
         raise InputError(f"--add-nodes {n}: new node ids {first_new}..{first_new + n - 1} pass {MAX_NODE_ID} "
                          "(6 digits in a target id)")
-    all_old_tids = {int(t) for arr in old.tids for t in arr.ravel()}
-    prefix = target_prefix(min(all_old_tids))
+    check_size(n, max(arr.size for arr in old.nodes))
+    prefix = target_prefix(min(int(arr.min()) for arr in old.tids))
     share = np.zeros((v_new, v_new), dtype=np.int64)
     for arr in old.nodes:
         for p in range(k):
@@ -347,7 +292,7 @@ def expand(texts: dict[str, str | None], source: str, add_nodes: int, target_byt
     final_nodes = [arr.copy() for arr in old.nodes]
     for i, arr in enumerate(final_nodes):
         counts = np.bincount(arr.ravel(), minlength=v_new)
-        for c, p, y in _replace(arr, share, counts, goals[i], new_nodes):
+        for c, p, y in replace(arr, share, counts, goals[i], new_nodes):
             steps_raw.append((i, c, p, y, int(arr[c, p])))
     added: list[np.ndarray] = []
     unused = 0
