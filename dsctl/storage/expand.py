@@ -42,15 +42,13 @@ from dsctl.storage.chaintable import (
     MIN_UPSTREAM_CHAIN_ID,
     UINT32_MAX,
     chain_index,
-    decode_target,
     target_id,
     target_prefix,
-    target_slot,
 )
 from dsctl.storage.choice import CHOICE_MARGIN, REDIRECT_LIMIT, bound_ratio, choose_targets_per_ssd, pair_share_ideal
-from dsctl.storage.crosscheck import CHAINS, CREATE, REMOVE, TABLE, ChainRow, read_checked
+from dsctl.storage.crosscheck import CREATE, ChainRow, read_checked
 from dsctl.storage.design import swap_members
-from dsctl.storage.expand_check import grown_table_problems
+from dsctl.storage.expand_files import GrownTable, Step, render, table_problems
 from dsctl.storage.expand_read import read_sound
 from dsctl.storage.expand_replace import check_size, replace
 from dsctl.storage.layout import rotate_chains
@@ -60,21 +58,6 @@ MAX_NODES_AFTER = 4_000  # the plan keeps a node x node pair-share matrix
 POLISH_STEPS_PER_CHAIN = 40
 POLISH_MAX_STEPS = 400_000
 NEED_WEIGHT = 2.0  # pair-shares one more slot of need is worth when picking new-chain members
-
-
-@dataclass(frozen=True)
-class Step:
-    """One replacement inside a chain: copy a full replica to ``new_target`` then retire ``old_target``."""
-
-    step: int
-    wave: int
-    chain_id: int
-    disk_index: int
-    old_target: int
-    old_node: int
-    new_target: int
-    new_node: int
-    bytes: float
 
 
 @dataclass(frozen=True)
@@ -316,11 +299,20 @@ def _assemble(old: _Table, texts: dict[str, str | None], source: str, n: int, fi
               notes: list[str]) -> ExpandResult:
     v = len(old.node_ids)
     node_ids = old.node_ids + list(range(first_new, first_new + n))
+    # old chains as arrays (disk after disk), their node ids, and the highest target slot per (node, disk)
+    old_cids = np.concatenate([np.asarray(c, dtype=np.int64) for c in old.chain_ids])
+    old_disks = np.concatenate([np.full(len(c), d, dtype=np.int64) for c, d in zip(old.chain_ids, old.disks,
+                                                                                     strict=True)])
+    old_tids = np.concatenate(old.tids)
+    old_nids = np.asarray(old.node_ids, dtype=np.int64)[np.concatenate(old.nodes)]
+    offsets = np.r_[0, np.cumsum([len(c) for c in old.chain_ids])].tolist()
+    keys = old_nids * 1_000 + old_disks[:, None]
+    unique_keys, inverse = np.unique(keys.ravel(), return_inverse=True)
+    top_slot = np.zeros(len(unique_keys), dtype=np.int64)
+    np.maximum.at(top_slot, inverse, old_tids.ravel() % 100)
     used_t: dict[tuple[int, int], int] = defaultdict(int)
-    for i, arr in enumerate(old.tids):
-        for t in arr.ravel().tolist():
-            key = (decode_target(t)[0], old.disks[i])
-            used_t[key] = max(used_t[key], target_slot(t))
+    used_t.update(((key // 1_000, key % 1_000), slot) for key, slot in zip(unique_keys.tolist(), top_slot.tolist(),
+                                                                         strict=True))
 
     def fresh(node: int, disk: int) -> int:
         t = used_t[(node, disk)]
@@ -329,17 +321,14 @@ def _assemble(old: _Table, texts: dict[str, str | None], source: str, n: int, fi
             raise InputError(f"node {node} disk {disk} would need target number {t + 1} (two digits allow 99)")
         return int(target_id(prefix, node, disk, t))
 
-    # final rows: chain id -> (disk, [(tid, node id)] head -> tail)
-    rows: dict[int, tuple[int, list[tuple[int, int]]]] = {}
-    for i, cids in enumerate(old.chain_ids):
-        for c, cid in enumerate(cids):
-            rows[cid] = (old.disks[i], [(int(t), old.node_ids[int(m)]) for t, m in zip(old.tids[i][c],
-                                                                                     old.nodes[i][c], strict=True)])
+    replaced: dict[int, list[tuple[int, int]]] = {}  # row of a replaced chain -> its members (tid, node id)
     steps: list[Step] = []
     per_chain: dict[int, int] = defaultdict(int)
     for i, c, _p, y, x in steps_raw:
-        disk, cid = old.disks[i], old.chain_ids[i][c]
-        members = rows[cid][1]
+        disk, cid, row = old.disks[i], old.chain_ids[i][c], offsets[i] + c
+        members = replaced.get(row)
+        if members is None:
+            members = replaced[row] = list(zip(old_tids[row].tolist(), old_nids[row].tolist(), strict=True))
         y_id, x_id = node_ids[y], node_ids[x]
         slot = next(j for j, (_, nid) in enumerate(members) if nid == y_id)
         old_tid = members[slot][0]
@@ -348,32 +337,48 @@ def _assemble(old: _Table, texts: dict[str, str | None], source: str, n: int, fi
         members.append((new_tid, x_id))  # update-chain -m add appends at the tail
         steps.append(Step(0, per_chain[cid], cid, disk, old_tid, y_id, new_tid, x_id, bytes_per_target))
         per_chain[cid] += 1
+    if replaced:
+        rows_changed = np.fromiter(replaced, dtype=np.int64, count=len(replaced))
+        pairs = np.array(list(replaced.values()), dtype=np.int64)  # (rows, k, 2)
+        old_tids[rows_changed], old_nids[rows_changed] = pairs[:, :, 0], pairs[:, :, 1]
     rank: dict[tuple[int, int], int] = defaultdict(int)
-    keys = []
+    keys_s = []
     for s in steps:  # interleave the new nodes inside a wave so parallel copies spread over them
-        keys.append((s.wave, rank[(s.wave, s.new_node)], s.new_node))
+        keys_s.append((s.wave, rank[(s.wave, s.new_node)], s.new_node))
         rank[(s.wave, s.new_node)] += 1
-    steps = [s for _, s in sorted(zip(keys, steps, strict=True), key=lambda pair: pair[0])]
+    steps = [s for _, s in sorted(zip(keys_s, steps, strict=True), key=lambda pair: pair[0])]
     steps = [Step(j + 1, s.wave, s.chain_id, s.disk_index, s.old_target, s.old_node, s.new_target, s.new_node,
                   s.bytes) for j, s in enumerate(steps)]
-    new_rows: list[int] = []
+    new_cids: list[int] = []
+    new_disks: list[int] = []
+    new_members: list[list[tuple[int, int]]] = []
+    top_any = int(old_cids.max())
     for i, arr in enumerate(added):
         disk = old.disks[i]
         base_cid = old.chain_ids[i][0]
         top = max(old.chain_ids[i])
         follows = base_cid >= MIN_UPSTREAM_CHAIN_ID
         for j, chain in enumerate(arr.tolist()):
-            cid = top + j + 1 if follows else max(rows) + 1
+            cid = top + j + 1 if follows else top_any + 1
             if cid > UINT32_MAX or (follows and chain_index(top) + j + 1 > MAX_CHAINS_PER_DISK):
                 raise InputError(f"new chain ids on disk index {disk} pass the 5 chain-index digits")
-            rows[cid] = (disk, [(fresh(node_ids[m], disk), node_ids[m]) for m in chain])
-            new_rows.append(cid)
-    files = _render(rows, new_rows, steps, k)
-    problems = grown_table_problems(rows)
-    index = {nid: j for j, nid in enumerate(node_ids)}
-    order = sorted(rows)
-    member_arr = np.array([[index[nid] for _, nid in rows[cid][1]] for cid in order], dtype=np.int64)
-    disk_arr = np.array([old.disks.index(rows[cid][0]) for cid in order], dtype=np.int64)
+            top_any = max(top_any, cid)
+            new_cids.append(cid)
+            new_disks.append(disk)
+            new_members.append([(fresh(node_ids[m], disk), node_ids[m]) for m in chain])
+    new_pairs = np.array(new_members, dtype=np.int64).reshape(len(new_members), k, 2)
+    all_cids = np.concatenate([old_cids, np.asarray(new_cids, dtype=np.int64)])
+    order = np.argsort(all_cids, kind="stable")
+    table = GrownTable(
+        chain_ids=all_cids[order],
+        disks=np.concatenate([old_disks, np.asarray(new_disks, dtype=np.int64)])[order],
+        targets=np.concatenate([old_tids, new_pairs[:, :, 0]])[order],
+        nodes=np.concatenate([old_nids, new_pairs[:, :, 1]])[order],
+        added=(np.arange(len(all_cids)) >= len(old_cids))[order])
+    files = render(table, steps)
+    problems = table_problems(table)
+    member_arr = np.searchsorted(np.asarray(node_ids, dtype=np.int64), table.nodes)
+    disk_arr = np.searchsorted(np.asarray(old.disks, dtype=np.int64), table.disks)
     balance = measure(member_arr, disk_arr, len(node_ids))
     lower = n * sum(quotas)
     moved = len(steps)
@@ -388,49 +393,10 @@ def _assemble(old: _Table, texts: dict[str, str | None], source: str, n: int, fi
     return ExpandResult(
         source=source, old_nodes=v, added_nodes=n, new_nodes=v + n, first_new_node_id=first_new, replication=k,
         ssds_per_node=len(old.disks), old_targets_per_ssd=old_r, new_targets_per_ssd=r_new,
-        chains_unchanged=total_old - changed, chains_changed=changed, chains_added=len(new_rows),
+        chains_unchanged=total_old - changed, chains_changed=changed, chains_added=len(new_cids),
         targets_kept=total_old * k - moved, replacements=moved, waves=max(per_chain.values(), default=0),
         bytes_per_target=bytes_per_target, moved_bytes=moved * bytes_per_target,
         lower_bound_bytes=lower * bytes_per_target, moved_over_bound=moved / lower if lower else 1.0,
         bound=bound, balance=balance, check_problems=problems, steps=steps, notes=notes, out_dir=None, files=[],
         files_text=files, exit_code=1 if problems or balance.redirect.max_over_ideal > REDIRECT_LIMIT else 0,
     )
-
-
-def _render(rows: dict[int, tuple[int, list[tuple[int, int]]]], new_rows: list[int], steps: list[Step], k: int
-            ) -> dict[str, str]:
-    """The four files of the grown table plus the new chains alone and the migration runbook."""
-    order = sorted(rows)
-    header = "ChainId," + ",".join(["TargetId"] * k) + "\n"
-
-    def chain_line(cid: int) -> str:
-        return f"{cid},{','.join(str(t) for t, _ in rows[cid][1])}\n"
-
-    def creates(cids: list[int]) -> str:
-        return "".join(f"create-target --node-id {nid} --disk-index {rows[cid][0]} --target-id {t} --chain-id {cid}  "
-                       "--use-new-chunk-engine\n" for cid in cids for t, nid in rows[cid][1])
-
-    removes = "".join(f"offline-target --node-id {nid} --target-id {t}\nremove-target --node-id {nid} --target-id {t}\n"
-                      for cid in order for t, nid in rows[cid][1])
-    runbook = ["# dsctl storage expand: replacements inside existing chains, in order. Run the steps of one wave",
-               "# in any order or in parallel (a wave never holds two steps of one chain); wait for each new target",
-               "# to be SERVING-UPTODATE (`list-targets -c CHAIN`) before taking the old one offline."]
-    for s in steps:
-        runbook += [f"# step {s.step} wave {s.wave}: chain {s.chain_id} disk {s.disk_index}: "
-                    f"{s.old_target} on {s.old_node} -> {s.new_target} on {s.new_node}, copies {s.bytes:.0f} bytes",
-                    f"create-target --node-id {s.new_node} --disk-index {s.disk_index} --target-id {s.new_target} "
-                    f"--chain-id {s.chain_id}  --use-new-chunk-engine",
-                    f"update-chain --mode add {s.chain_id} {s.new_target}",
-                    f"# wait: list-targets -c {s.chain_id} shows {s.new_target} SERVING UPTODATE",
-                    f"offline-target --node-id {s.old_node} --target-id {s.old_target}",
-                    f"update-chain --mode remove {s.chain_id} {s.old_target}",
-                    f"remove-target --node-id {s.old_node} --target-id {s.old_target}"]
-    return {
-        CHAINS: header + "".join(chain_line(cid) for cid in order),
-        TABLE: "ChainId\n" + "".join(f"{cid}\n" for cid in order),
-        CREATE: creates(order),
-        REMOVE: removes,
-        "new_chains.csv": header + "".join(chain_line(cid) for cid in sorted(new_rows)),
-        "create_new_chain_targets_cmd.txt": creates(sorted(new_rows)),
-        "migration_steps.txt": "\n".join(runbook) + "\n",
-    }
