@@ -26,7 +26,6 @@ offline first.
 
 from __future__ import annotations
 
-import math
 import random
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -47,16 +46,14 @@ from dsctl.storage.chaintable import (
 )
 from dsctl.storage.choice import CHOICE_MARGIN, REDIRECT_LIMIT, bound_ratio, choose_targets_per_ssd, pair_share_ideal
 from dsctl.storage.crosscheck import CREATE, ChainRow, read_checked
-from dsctl.storage.design import swap_members
 from dsctl.storage.expand_files import GrownTable, Step, render, table_problems
+from dsctl.storage.expand_polish import polish
 from dsctl.storage.expand_read import read_sound
 from dsctl.storage.expand_replace import check_size, replace
 from dsctl.storage.layout import rotate_chains
 
 MAX_ADDED_NODES = 2_000
 MAX_NODES_AFTER = 4_000  # the plan keeps a node x node pair-share matrix
-POLISH_STEPS_PER_CHAIN = 40
-POLISH_MAX_STEPS = 400_000
 NEED_WEIGHT = 2.0  # pair-shares one more slot of need is worth when picking new-chain members
 
 
@@ -183,44 +180,6 @@ def _new_chains(need: np.ndarray, share: np.ndarray, k: int, count: int) -> tupl
     return arr, int(need.sum())
 
 
-def _polish(chains: list[np.ndarray], share_arr: np.ndarray, rng: random.Random) -> None:
-    """Swap members between two new chains of one disk index (node counts unchanged) while that lowers the
-    sum of squared pair-shares over the whole table, with rare uphill moves early (in place)."""
-    pools = [(d, arr) for d, arr in enumerate(chains) if len(arr) >= 2]
-    if not pools:
-        return
-    k = pools[0][1].shape[1]
-    share = share_arr.tolist()
-    rows = {d: arr.tolist() for d, arr in pools}
-    total = sum(len(arr) for _, arr in pools)
-    steps = min(POLISH_MAX_STEPS, POLISH_STEPS_PER_CHAIN * total)
-    temperature = 1.0
-    gen = np.random.default_rng(rng.randrange(2**32))
-    draws = gen.random((steps, 6)).tolist()  # disk, chain a, chain c, slot i, slot j, acceptance
-    for step, (u_d, u_a, u_c, u_i, u_j, u_acc) in enumerate(draws):
-        d = pools[int(u_d * len(pools))][0]
-        chain_rows = rows[d]
-        ra, rc = chain_rows[int(u_a * len(chain_rows))], chain_rows[int(u_c * len(chain_rows))]
-        i, j = int(u_i * k), int(u_j * k)
-        x, y = ra[i], rc[j]
-        if ra is rc or x == y or x in rc or y in ra:
-            continue
-        delta = 0
-        for z in ra:
-            if z != x:
-                delta += 2 * (share[y][z] - share[x][z]) + 2
-        for z in rc:
-            if z != y:
-                delta += 2 * (share[x][z] - share[y][z]) + 2
-        if delta < 0 or (delta == 0 and u_acc < 0.5) or u_acc < math.exp(-delta / temperature) * 0.01:
-            swap_members(share, ra, rc, i, j)
-        if step % 5_000 == 4_999:
-            temperature *= 0.7
-    for d, arr in pools:
-        arr[:] = np.asarray(rows[d], dtype=np.int64)
-    share_arr[:] = np.asarray(share, dtype=np.int64)
-
-
 def expand(texts: dict[str, str | None], source: str, add_nodes: int, target_bytes: float | None,
            ssd_capacity_bytes: float, used: float) -> ExpandResult:
     """Plan growing the table in ``texts`` (the four chain-table files) by ``add_nodes`` storage nodes.
@@ -285,7 +244,7 @@ def expand(texts: dict[str, str | None], source: str, add_nodes: int, target_byt
         chains, left = _new_chains(need, share, k, count)
         added.append(chains)
         unused += left
-    _polish(added, share, random.Random(0))
+    polish(added, share, random.Random(0))
     added = [rotate_chains(arr, v_new) if len(arr) else arr for arr in added]
     if unused:
         notes.append(f"{unused} target slot(s) left unused: the greedy fill ran out of distinct nodes")

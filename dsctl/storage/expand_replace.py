@@ -117,36 +117,52 @@ def replace(nodes: np.ndarray, share: np.ndarray, counts: np.ndarray, goal: np.n
     share_flat = share.reshape(num_nodes * num_nodes)  # a view: 1-d takes are the fast gathers
     flat_nodes = nodes.reshape(b * k)  # a view: writes go to ``nodes``
     score = np.empty(b * k, dtype=dtype)
+    # the live base: (k-1) - 2 * pair-shares with the chain's other members + bonus, ``never`` where closed;
+    # each round starts from a copy (issue 14 recomputed it for every chain each round)
+    scaled = nodes * num_nodes
+    mates = np.zeros((b, k), dtype=np.int64)
+    for p in range(k):
+        for q in range(k):
+            if p != q:
+                mates[:, p] += share_flat.take(scaled[:, p] + nodes[:, q])
+    live = np.where(open_slot, ((k - 1) - 2 * mates).ravel(), never).astype(dtype)
+    del scaled, mates
+    chains_of: list[set[int]] = [set() for _ in range(num_nodes)]
+    for c, row in enumerate(nodes.tolist()):
+        for m in row:
+            chains_of[m].add(c)
+    open_count = open_slot.reshape(b, k).sum(axis=1)
+    open_total = int(open_count.sum())
+    fresh_count = int(np.count_nonzero(open_count))  # untouched chains with an open slot
+    touched_slot = np.zeros(b * k, dtype=bool)
+    base = np.empty(b * k, dtype=dtype)
+
+    def pair_moved(a: int, z: int, delta: int) -> None:
+        """share[a, z] moved by ``delta``: the live base of both in every chain they share (but ``c``)."""
+        for c2 in chains_of[a] & chains_of[z]:
+            if c2 != c:
+                row2 = flat_nodes[c2 * k:c2 * k + k].tolist()
+                live[c2 * k + row2.index(a)] -= 2 * delta
+                live[c2 * k + row2.index(z)] -= 2 * delta
+
     while any(n > 0 for n in pending.values()):
-        has_open = open_slot.reshape(b, k).any(axis=1)
-        fresh = (touched == 0) & has_open
-        fresh_mode = bool(fresh.any())
-        rows = np.flatnonzero(fresh if fresh_mode else has_open)
+        fresh_mode = fresh_count > 0
         if not fresh_mode and stale:
             _refresh(gain, share, nodes, first, np.fromiter(stale, dtype=np.int64, count=len(stale)), never)
             stale.clear()
-        sub = nodes[rows]
-        scaled = sub * num_nodes
-        mates = np.zeros(sub.shape, dtype=np.int64)
-        for p in range(k):
-            for q in range(k):
-                if p != q:
-                    mates[:, p] += share_flat.take(scaled[:, p] + sub[:, q])
-        part = (k - 1) - 2 * mates + UNTOUCHED_BONUS * touched[rows, None]
-        part[~open_slot.reshape(b, k)[rows]] = never
-        base2 = np.full((b, k), never, dtype=dtype)
-        base2[rows] = part
-        base = base2.reshape(b * k)
+        np.copyto(base, live)
+        if fresh_mode:
+            base[touched_slot] = never
         for x in new:
             if pending[x] <= 0:
                 continue
             j = x - first
             np.add(gain[j], base, out=score)
-            f = int(np.argmin(score))
+            f = int(score.argmin())
             if score[f] >= closed:
                 break  # nothing left in this subset: the next round looks again
             c, p = divmod(f, k)
-            row = nodes[c].tolist()
+            row = flat_nodes[c * k:c * k + k].tolist()
             y = row[p]
             others = row[:p] + row[p + 1:]
             for z in others:
@@ -154,9 +170,19 @@ def replace(nodes: np.ndarray, share: np.ndarray, counts: np.ndarray, goal: np.n
                 share[z, y] -= 1
                 share[x, z] += 1
                 share[z, x] += 1
+                pair_moved(y, z, -1)
+                pair_moved(x, z, 1)
             flat_nodes[f] = x
             slots.move(f, y, x)
+            chains_of[y].discard(c)
+            chains_of[x].add(c)
             open_slot[f] = False
+            open_count[c] -= 1
+            open_total -= 1
+            if touched[c] == 0:
+                fresh_count -= 1
+                touched_slot[c * k:c * k + k] = True
+            touched[c] += 1
             if fresh_mode:
                 base[c * k:c * k + k] = never
             else:
@@ -168,7 +194,19 @@ def replace(nodes: np.ndarray, share: np.ndarray, counts: np.ndarray, goal: np.n
                 gone = slots.of(y)
                 open_slot[gone] = False
                 base[gone] = never
-            touched[c] += 1
+                live[gone] = never
+                gone_chains = gone // k
+                open_count[gone_chains] -= 1
+                open_total -= len(gone)
+                fresh_count -= int(np.count_nonzero((open_count[gone_chains] == 0) & (touched[gone_chains] == 0)))
+            row[p] = x
+            bonus = UNTOUCHED_BONUS * int(touched[c])
+            for q in range(k):
+                if open_slot[c * k + q]:
+                    live[c * k + q] = (k - 1) + bonus - 2 * sum(int(share_flat[row[q] * num_nodes + m])
+                                                                for m in row if m != row[q])
+                else:
+                    live[c * k + q] = never
             pending[x] -= 1
             made.append((c, p, y))
             # kept scores: x's pair-shares with the others rose; a new node among the others lost y, gained x
@@ -183,7 +221,7 @@ def replace(nodes: np.ndarray, share: np.ndarray, counts: np.ndarray, goal: np.n
                 _refresh(gain, share, nodes, first, np.array([c]), never)
         else:
             continue
-        if not fresh_mode or not open_slot.any():
+        if not fresh_mode or open_total == 0:
             raise InputError("no old member can make room for a new node on this disk index (the old table "
                              "is too uneven to expand); regenerate it with `dsctl storage chains`")
     return made
