@@ -52,6 +52,9 @@ from dsctl.storage.expand_read import read_sound
 from dsctl.storage.expand_replace import check_size, replace
 from dsctl.storage.layout import rotate_chains
 
+#: the chain-table files expand reads (each; ``--max-input-bytes`` raises it further): 600 nodes x 16 SSDs at 99
+#: targets per SSD write a 110 MB create_target_cmd.txt; 500 -> 550 nodes plans in ~30 CPU-s and ~1 GB (issue 32)
+MAX_TABLE_FILE_BYTES = 128 * 1024**2
 MAX_ADDED_NODES = 2_000
 MAX_NODES_AFTER = 4_000  # the plan keeps a node x node pair-share matrix
 NEED_WEIGHT = 2.0  # pair-shares one more slot of need is worth when picking new-chain members
@@ -281,7 +284,7 @@ def _assemble(old: _Table, texts: dict[str, str | None], source: str, n: int, fi
         return int(target_id(prefix, node, disk, t))
 
     replaced: dict[int, list[tuple[int, int]]] = {}  # row of a replaced chain -> its members (tid, node id)
-    steps: list[Step] = []
+    raw: list[tuple[int, int, int, int, int, int, int]] = []  # the steps, before their order
     per_chain: dict[int, int] = defaultdict(int)
     for i, c, _p, y, x in steps_raw:
         disk, cid, row = old.disks[i], old.chain_ids[i][c], offsets[i] + c
@@ -294,7 +297,7 @@ def _assemble(old: _Table, texts: dict[str, str | None], source: str, n: int, fi
         new_tid = fresh(x_id, disk)
         members.pop(slot)
         members.append((new_tid, x_id))  # update-chain -m add appends at the tail
-        steps.append(Step(0, per_chain[cid], cid, disk, old_tid, y_id, new_tid, x_id, bytes_per_target))
+        raw.append((per_chain[cid], cid, disk, old_tid, y_id, new_tid, x_id))
         per_chain[cid] += 1
     if replaced:
         rows_changed = np.fromiter(replaced, dtype=np.int64, count=len(replaced))
@@ -302,12 +305,11 @@ def _assemble(old: _Table, texts: dict[str, str | None], source: str, n: int, fi
         old_tids[rows_changed], old_nids[rows_changed] = pairs[:, :, 0], pairs[:, :, 1]
     rank: dict[tuple[int, int], int] = defaultdict(int)
     keys_s = []
-    for s in steps:  # interleave the new nodes inside a wave so parallel copies spread over them
-        keys_s.append((s.wave, rank[(s.wave, s.new_node)], s.new_node))
-        rank[(s.wave, s.new_node)] += 1
-    steps = [s for _, s in sorted(zip(keys_s, steps, strict=True), key=lambda pair: pair[0])]
-    steps = [Step(j + 1, s.wave, s.chain_id, s.disk_index, s.old_target, s.old_node, s.new_target, s.new_node,
-                  s.bytes) for j, s in enumerate(steps)]
+    for wave, *_, new_node in raw:  # interleave the new nodes inside a wave so parallel copies spread over them
+        keys_s.append((wave, rank[(wave, new_node)], new_node))
+        rank[(wave, new_node)] += 1
+    order_s = sorted(range(len(raw)), key=keys_s.__getitem__)
+    steps = [Step(j + 1, *raw[i], bytes_per_target) for j, i in enumerate(order_s)]
     new_cids: list[int] = []
     new_disks: list[int] = []
     new_members: list[list[tuple[int, int]]] = []
