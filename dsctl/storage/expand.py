@@ -160,21 +160,30 @@ def _new_chains(need: np.ndarray, share: np.ndarray, k: int, count: int) -> tupl
     """
     out = []
     weight = NEED_WEIGHT
+    weighted = weight * need  # kept equal to weight * need
+    blocked = np.where(need > 0, 0.0, np.inf)  # inf where no need is left
+    mates = np.zeros(len(need), dtype=np.int64)  # chains shared with the members so far (share is symmetric)
+    score = np.empty(len(need), dtype=np.float64)
     for _ in range(count):
         chain: list[int] = []
+        mates[:] = 0
         for _ in range(k):
-            score = (share[:, chain].sum(axis=1) if chain else 0) - weight * need
-            score = np.where(need > 0, score, np.inf).astype(np.float64)
+            np.subtract(mates, weighted, out=score)
+            score += blocked
             if chain:
                 score[chain] = np.inf
-            pick = int(np.argmin(score))
+            pick = int(score.argmin())
             if not np.isfinite(score[pick]):
                 break
             chain.append(pick)
+            mates += share[pick]
         if len(chain) < k:
             break
         for i, a in enumerate(chain):
             need[a] -= 1
+            weighted[a] = weight * need[a]
+            if need[a] <= 0:
+                blocked[a] = np.inf
             for z in chain[i + 1:]:
                 share[a, z] += 1
                 share[z, a] += 1
