@@ -24,7 +24,6 @@ _CREATE = re.compile(rf"create-target --node-id {_ID} --disk-index {_ID} --targe
                      r"(?: +--chunk-size(?: +[0-9]{1,15}(?:B|KB|MB|GB|TB|K|M|G|T)?)+)? *(?: --use-new-chunk-engine)?\n")
 _REMOVE = re.compile(rf"(?:offline|remove)-target --node-id {_ID} --target-id {_ID}\n")
 _TABLE = re.compile(r"[0-9]{1,10}\n")
-_POWERS = 10 ** np.arange(18, dtype=np.int64)
 
 
 @dataclass(frozen=True)
@@ -58,9 +57,13 @@ def _numbers(raw: np.ndarray, width: int, lines: int) -> np.ndarray | None:
         return None
     length = ends - starts
     values = np.zeros(len(starts), dtype=np.int64)
-    for j in range(int(length.max())):  # the j-th digit from the right, where the run has one
-        has = length > j
-        values[has] += (raw[ends[has] - 1 - j].astype(np.int64) - 48) * _POWERS[j]
+    for size in np.unique(length).tolist():  # runs of one length together: no masks inside
+        runs = np.flatnonzero(length == size)
+        first = starts[runs]
+        total = np.zeros(len(runs), dtype=np.int64)
+        for j in range(size):  # the character codes as digits; '0' (48) in every place is taken off at the end
+            total = total * 10 + raw[first + j]
+        values[runs] = total - 48 * ((10**size - 1) // 9)
     return values.reshape(lines, width)
 
 
