@@ -24,6 +24,7 @@ _CREATE = re.compile(rf"create-target --node-id {_ID} --disk-index {_ID} --targe
                      r"(?: +--chunk-size(?: +[0-9]{1,15}(?:B|KB|MB|GB|TB|K|M|G|T)?)+)? *(?: --use-new-chunk-engine)?\n")
 _REMOVE = re.compile(rf"(?:offline|remove)-target --node-id {_ID} --target-id {_ID}\n")
 _TABLE = re.compile(r"[0-9]{1,10}\n")
+_CHUNK_CHARS = 4 * 1024**2  # characters turned into numbers at a time
 
 
 @dataclass(frozen=True)
@@ -37,25 +38,25 @@ class TableArrays:
     disks: np.ndarray
 
 
-def _lines(pattern: re.Pattern[str], text: str) -> tuple[np.ndarray, int] | None:
-    """``text`` as bytes and its line count when it is nothing but lines matching ``pattern``, else None."""
+def _lines(pattern: re.Pattern[str], text: str) -> tuple[str, int] | None:
+    """``text`` (ending in a newline) and its line count when it is nothing but lines matching ``pattern``."""
     if not text.endswith("\n"):
         text += "\n"
     rest, count = pattern.subn("", text)
     if rest or not count:
         return None
-    return np.frombuffer(text.encode("ascii"), dtype=np.uint8), count
+    return text, count
 
 
-def _numbers(raw: np.ndarray, width: int, lines: int) -> np.ndarray | None:
-    """Every run of ASCII digits in ``raw`` (at most 18 long) as an int64, ``width`` to a line, or None when
-    the lines hold another count of numbers (e.g. chunk sizes)."""
+def _runs(raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Start and length of every run of ASCII digits in ``raw`` (bytes as uint8)."""
     digit = (raw >= 48) & (raw <= 57)
-    edges = np.diff(np.concatenate(([False], digit, [False])).view(np.int8))
-    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
-    if len(starts) != width * lines:
-        return None
-    length = ends - starts
+    edges = np.diff(digit.view(np.int8), prepend=0, append=0)
+    starts = np.flatnonzero(edges == 1)
+    return starts, np.flatnonzero(edges == -1) - starts
+
+
+def _values(raw: np.ndarray, starts: np.ndarray, length: np.ndarray) -> np.ndarray:
     values = np.zeros(len(starts), dtype=np.int64)
     for size in np.unique(length).tolist():  # runs of one length together: no masks inside
         runs = np.flatnonzero(length == size)
@@ -64,7 +65,27 @@ def _numbers(raw: np.ndarray, width: int, lines: int) -> np.ndarray | None:
         for j in range(size):  # the character codes as digits; '0' (48) in every place is taken off at the end
             total = total * 10 + raw[first + j]
         values[runs] = total - 48 * ((10**size - 1) // 9)
-    return values.reshape(lines, width)
+    return values
+
+
+def _numbers(found: tuple[str, int], width: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """Every run of ASCII digits in the lines (at most 18 long) as an int64, ``width`` to a line, and the
+    first character of each line; None when the lines hold another count of numbers (e.g. chunk sizes). The
+    text is taken ``_CHUNK_CHARS`` at a time (cut at line ends), so the work arrays stay small."""
+    text, lines = found
+    values, heads = [], []
+    at = 0
+    while at < len(text):
+        cut = text.find("\n", min(len(text), at + _CHUNK_CHARS) - 1) + 1 or len(text)
+        raw = np.frombuffer(text[at:cut].encode("ascii"), dtype=np.uint8)
+        starts, length = _runs(raw)
+        values.append(_values(raw, starts, length))
+        heads.append(raw[np.r_[0, np.flatnonzero(raw == 10)[:-1] + 1]])
+        at = cut
+    flat = np.concatenate(values)
+    if len(flat) != width * lines:
+        return None
+    return flat.reshape(lines, width), np.concatenate(heads)
 
 
 def _chains(text: str) -> np.ndarray | None:
@@ -74,7 +95,8 @@ def _chains(text: str) -> np.ndarray | None:
     if k < 1 or cells[0] != "ChainId" or any(c != "TargetId" for c in cells[1:]):
         return None
     found = _lines(re.compile(_ID + f"(?:,{_ID})" * k + r"\n"), body)
-    return None if found is None else _numbers(found[0], k + 1, found[1])
+    numbers = None if found is None else _numbers(found, k + 1)
+    return None if numbers is None else numbers[0]
 
 
 def _same_set(a: np.ndarray, b: np.ndarray) -> bool:
@@ -100,13 +122,13 @@ def read_sound(texts: dict[str, str | None]) -> TableArrays | None:
     removes_f = _lines(_REMOVE, texts[REMOVE] or "")
     if chains is None or creates_f is None or table_f is None or removes_f is None:
         return None
-    creates = _numbers(creates_f[0], 4, creates_f[1])  # node, disk, target, chain
-    if creates is None:
-        creates = _create_fields(texts[CREATE] or "")
-    table_n = _numbers(table_f[0], 1, table_f[1])
-    removes = _numbers(removes_f[0], 2, removes_f[1])  # node, target
-    if table_n is None or removes is None:
+    create_n = _numbers(creates_f, 4)  # node, disk, target, chain
+    creates = create_n[0] if create_n is not None else _create_fields(creates_f[0])
+    table_n = _numbers(table_f, 1)
+    remove_n = _numbers(removes_f, 2)  # node, target
+    if table_n is None or remove_n is None:
         return None
+    removes, kinds = remove_n[0], remove_n[1] == ord("o")  # offline-target, else remove-target
     cids, targets = chains[:, 0], chains[:, 1:]
     b, k = targets.shape
     flat = targets.ravel()
@@ -139,12 +161,10 @@ def read_sound(texts: dict[str, str | None]) -> TableArrays | None:
     if np.any(upstream & (coded != disks[:, 0])):
         return None
     # the chain table: every chain once
-    table = table_n[:, 0]
+    table = table_n[0][:, 0]
     if table.min() < 1 or table.max() > UINT32_MAX or not _same_set(table, cids):
         return None
     # offline-target then remove-target of every target once, on its node
-    raw = removes_f[0]
-    kinds = raw[np.r_[0, np.flatnonzero(raw == 10)[:-1] + 1]] == ord("o")  # offline-target, else remove-target
     line = np.arange(len(removes))
     first_line = {}
     for kind in (True, False):
