@@ -22,6 +22,11 @@ The migration is an ordered list of replacements. Wave ``w`` holds the ``w``-th 
 so a chain never has two members in flight: it keeps its ``k`` members while the new one syncs (add, wait
 for SERVING, then offline/remove the old one), and at worst ``k-1`` serving if the old member is taken
 offline first.
+
+Cost (issue 32): the files are read whole (``expand_read``), each new node's replacement scores are kept up
+to date (``expand_replace``: one add and argmin over the disk's ``b*k`` slots per replacement, the remaining
+``O(steps * b*k)`` term, ~1 ns a slot), the polish judges its draws in batches (``expand_polish``) and the
+grown table is rendered from arrays (``expand_files``). The choices are issue 14's, byte for byte.
 """
 
 from __future__ import annotations
@@ -108,11 +113,11 @@ class _Table:
 def _load(texts: dict[str, str | None], source: str) -> _Table:
     sound = read_sound(texts)
     if sound is not None:
-        node_ids, node_index = np.unique(sound.nodes, return_inverse=True)
+        unique_nodes, node_index = np.unique(sound.nodes, return_inverse=True)
         node_index = node_index.reshape(sound.nodes.shape)
-        disks = np.unique(sound.disks).tolist()
-        picks = [np.flatnonzero(sound.disks == d) for d in disks]
-        return _Table(node_ids.tolist(), disks, [sound.chain_ids[i].tolist() for i in picks],
+        sound_disks: list[int] = np.unique(sound.disks).tolist()
+        picks = [np.flatnonzero(sound.disks == d) for d in sound_disks]
+        return _Table(unique_nodes.tolist(), sound_disks, [sound.chain_ids[i].tolist() for i in picks],
                       [node_index[i] for i in picks], [sound.targets[i] for i in picks])
     result, rows, node_of, disk_of = read_checked(texts, source)
     if result.problems:
