@@ -104,3 +104,11 @@ def test_the_reader_needs_all_four_files() -> None:
         texts: dict[str, str | None] = dict(FOUR)
         texts[name] = None
         assert read_sound(texts) is None
+
+
+def test_too_many_kept_scores_are_refused_before_the_work() -> None:
+    from dsctl.storage.expand_replace import MAX_SCORE_CELLS, check_size
+
+    check_size(10, MAX_SCORE_CELLS // 10)
+    with pytest.raises(InputError, match=r"add at most 1,000 nodes at a time"):
+        check_size(1_001, MAX_SCORE_CELLS // 1_000)
