@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -95,7 +96,7 @@ class ExpandResult:
     notes: list[str]
     out_dir: str | None
     files: list[str]
-    files_text: dict[str, str] = field(repr=False, metadata={"output": False})
+    files_text: Mapping[str, str] = field(repr=False, metadata={"output": False})
     exit_code: int = field(default=0, metadata={"output": False})
 
 

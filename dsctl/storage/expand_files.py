@@ -1,8 +1,8 @@
 """The grown table of ``storage expand`` as arrays, its files and its check (issue 32: no per-target dicts).
 
 Files, byte for byte as issue 14 wrote them: the four files of the new version (rows by chain id, members in
-chain order), ``new_chains.csv`` and ``create_new_chain_targets_cmd.txt`` (the new chains alone) and
-``migration_steps.txt``, the runbook.
+chain order; rendered by ``chaintable.ChainTableFiles``, as ``storage chains`` renders its own), ``new_chains.csv``
+and ``create_new_chain_targets_cmd.txt`` (the new chains alone) and ``migration_steps.txt``, the runbook.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dsctl.storage.crosscheck import CHAINS, CREATE, REMOVE, TABLE
+from dsctl.storage.chaintable import CHAINS, CREATE, ChainTableFiles
 from dsctl.storage.expand_check import grown_table_problems
 
 
@@ -60,27 +60,12 @@ def table_problems(table: GrownTable) -> list[str]:
     return grown_table_problems(rows)
 
 
-def _chain_lines(cids: list[int], tids: list[list[int]]) -> str:
-    return "".join(f"{cid},{','.join(map(str, row))}\n" for cid, row in zip(cids, tids, strict=True))
-
-
-def _creates(cids: np.ndarray, disks: np.ndarray, tids: np.ndarray, nids: np.ndarray) -> str:
-    k = tids.shape[1]
-    return "".join(f"create-target --node-id {n} --disk-index {d} --target-id {t} --chain-id {c}  "
-                   "--use-new-chunk-engine\n"
-                   for n, d, t, c in zip(nids.ravel().tolist(), np.repeat(disks, k).tolist(), tids.ravel().tolist(),
-                                         np.repeat(cids, k).tolist(), strict=True))
-
-
-def render(table: GrownTable, steps: list[Step]) -> dict[str, str]:
-    """The four files of the grown table plus the new chains alone and the migration runbook."""
-    k = table.targets.shape[1]
-    header = "ChainId," + ",".join(["TargetId"] * k) + "\n"
-    cids = table.chain_ids.tolist()
-    tids = table.targets.tolist()
+def render(table: GrownTable, steps: list[Step]) -> ChainTableFiles:
+    """The four files of the grown table (rendered when used, streamed by ``--out-dir``), plus the new chains
+    alone and the migration runbook."""
+    files = ChainTableFiles(table.chain_ids, table.targets, table.nodes, table.disks)
     added = np.flatnonzero(table.added)
-    removes = "".join(f"offline-target --node-id {n} --target-id {t}\nremove-target --node-id {n} --target-id {t}\n"
-                      for n, t in zip(table.nodes.ravel().tolist(), table.targets.ravel().tolist(), strict=True))
+    new = ChainTableFiles(table.chain_ids[added], table.targets[added], table.nodes[added], table.disks[added])
     runbook = ["# dsctl storage expand: replacements inside existing chains, in order. Run the steps of one wave",
                "# in any order or in parallel (a wave never holds two steps of one chain); wait for each new target",
                "# to be SERVING-UPTODATE (`list-targets -c CHAIN`) before taking the old one offline."]
@@ -94,13 +79,7 @@ def render(table: GrownTable, steps: list[Step]) -> dict[str, str]:
                     f"offline-target --node-id {s.old_node} --target-id {s.old_target}",
                     f"update-chain --mode remove {s.chain_id} {s.old_target}",
                     f"remove-target --node-id {s.old_node} --target-id {s.old_target}"]
-    return {
-        CHAINS: header + _chain_lines(cids, tids),
-        TABLE: "ChainId\n" + "".join(f"{cid}\n" for cid in cids),
-        CREATE: _creates(table.chain_ids, table.disks, table.targets, table.nodes),
-        REMOVE: removes,
-        "new_chains.csv": header + _chain_lines([cids[i] for i in added], [tids[i] for i in added]),
-        "create_new_chain_targets_cmd.txt": _creates(table.chain_ids[added], table.disks[added],
-                                                     table.targets[added], table.nodes[added]),
-        "migration_steps.txt": "\n".join(runbook) + "\n",
-    }
+    files["new_chains.csv"] = new[CHAINS]
+    files["create_new_chain_targets_cmd.txt"] = new[CREATE]
+    files["migration_steps.txt"] = "\n".join(runbook) + "\n"
+    return files
