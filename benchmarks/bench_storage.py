@@ -46,6 +46,8 @@ def _expand(v: int, n: int) -> Case:
 
     def run(texts: dict[str, str | None]) -> float:
         result = expand(texts, "bench", n, 1e12, 0.0, 0.0)
+        for name in result.files_text:  # the files are rendered when written: render them here too
+            result.files_text[name]
         if result.exit_code or result.moved_over_bound > 1.1:
             raise RuntimeError(f"expand {v}->{v + n}: exit {result.exit_code}, {result.moved_over_bound:.3f}x bound")
         return result.balance.redirect.max_over_ideal
