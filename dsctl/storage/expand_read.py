@@ -50,10 +50,13 @@ def _lines(pattern: re.Pattern[str], text: str) -> tuple[str, int] | None:
 
 def _runs(raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Start and length of every run of ASCII digits in ``raw`` (bytes as uint8)."""
-    digit = (raw >= 48) & (raw <= 57)
-    edges = np.diff(digit.view(np.int8), prepend=0, append=0)
-    starts = np.flatnonzero(edges == 1)
-    return starts, np.flatnonzero(edges == -1) - starts
+    digit = (raw - 48) <= 9  # uint8 wraps below '0'
+    first = digit.copy()
+    first[1:] &= ~digit[:-1]
+    last = digit.copy()
+    last[:-1] &= ~digit[1:]
+    starts = np.flatnonzero(first)
+    return starts, np.flatnonzero(last) + 1 - starts
 
 
 def _values(raw: np.ndarray, starts: np.ndarray, length: np.ndarray) -> np.ndarray:
