@@ -158,14 +158,16 @@ def expand_cmd(
 ) -> None:
     """Grow a chain table: a new balanced version over more nodes, as few target moves as balance allows,
     and the ordered in-chain replacements that get there."""
+    from dsctl.inputs import LIMITS, read_text
     from dsctl.output.progress import progress
     from dsctl.storage import api
     from dsctl.storage.crosscheck import FILE_NAMES
-    from dsctl.storage.expand import expand
+    from dsctl.storage.expand import MAX_TABLE_FILE_BYTES, expand
 
     if not source.is_dir():
         raise InputError(f"--from {source} is not a folder with the four chain-table files")
-    texts = {name: read_text_input(source / name, "--from") if (source / name).exists() else None
+    limit = max(LIMITS.max_input_bytes, MAX_TABLE_FILE_BYTES)
+    texts = {name: read_text(source / name, "--from", limit=limit) if (source / name).exists() else None
              for name in FILE_NAMES}
     if texts[FILE_NAMES[0]] is None:
         raise InputError(f"--from {source} has no {FILE_NAMES[0]}")

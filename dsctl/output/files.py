@@ -559,17 +559,25 @@ def _old_job_outputs(out_dir: Path) -> tuple[list[str], list[str]]:
 
 def write_files(out_dir: Path, files: Mapping[str, str | bytes], option: str = "--out-dir",
                 job_outputs: Sequence[str] = ()) -> list[Path]:
-    """Write several files into ``out_dir`` all-or-nothing; returns their final paths.
+    """Write several files into ``out_dir`` all-or-nothing; returns their final paths. A ``files`` mapping with a
+    ``pieces(name)`` method (e.g. ``storage chains``' tables) is streamed piece by piece into the staged folder.
 
     A refused folder (foreign, holding an input) or an OS refusal (read-only or pseudo file system, no space)
     raises ``InputError`` naming ``option``. ``job_outputs``: see :func:`staged_directory`.
     """
     try:
         with staged_directory(out_dir, option, job_outputs) as stage:
-            for name, content in files.items():
+            pieces = getattr(files, "pieces", None)  # a mapping that renders its texts a piece at a time
+            for name in files:
                 target = stage / name
                 target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(content.encode("utf-8") if isinstance(content, str) else content)
+                if pieces is None:
+                    content = files[name]
+                    target.write_bytes(content.encode("utf-8") if isinstance(content, str) else content)
+                    continue
+                with target.open("wb") as out:  # streamed: never the whole text in memory
+                    for piece in pieces(name):
+                        out.write(piece.encode("utf-8") if isinstance(piece, str) else piece)
     except OSError as exc:
         raise _refused(option, Path(out_dir), exc) from None
     return [Path(out_dir) / name for name in files]
