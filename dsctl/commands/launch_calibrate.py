@@ -40,12 +40,14 @@ def calibrate_cmd(
     trace's kernel times; report the fit's residual and the pair predicted before and after."""
     from dataclasses import replace
 
+    from dsctl.inputs import note_input
     from dsctl.output.files import atomic_write, check_target
     from dsctl.profiles.calibrated import calibrated_node_yaml
     from dsctl.runners.trace_files import open_chunks
     from dsctl.steptime.calibrate import calibrate
     from dsctl.trace import read_trace
 
+    note_input(trace, "TRACE")  # read by the trace reader, not read_input: recorded so --out never replaces it
     if out is not None:
         if out.suffix != ".yaml":
             raise InputError(f"--out {out}: a profile file ends in .yaml (its name is the file name)",
