@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from dsctl.errors import InputError
-from dsctl.storage.layout import Layout
+from dsctl.storage.layout import ChainLayout
 
 UINT32_MAX = 4_294_967_295
 MAX_NODE_ID = 999_999
@@ -113,7 +113,7 @@ def target_slot(tid: int) -> int:
     return tid % _SLOT
 
 
-def target_ids(layout: Layout, scheme: IdScheme) -> np.ndarray:
+def target_ids(layout: ChainLayout, scheme: IdScheme) -> np.ndarray:
     """Target id of every chain member, shape (C, k) aligned with ``layout.nodes``.
 
     ``t`` = rank of the chain among the node's chains on the same disk index, by chain index.
@@ -132,7 +132,7 @@ def target_ids(layout: Layout, scheme: IdScheme) -> np.ndarray:
     return np.asarray(target_id(scheme.target_prefix, node_id, flat_disk, rank)).reshape(count, k)
 
 
-def chain_ids(layout: Layout, scheme: IdScheme) -> np.ndarray:
+def chain_ids(layout: ChainLayout, scheme: IdScheme) -> np.ndarray:
     """Chain id of every chain, shape (C,)."""
     return np.asarray(chain_id(scheme.chain_prefix, layout.disk, layout.index))
 
@@ -210,7 +210,7 @@ class ChainTableFiles(Mapping[str, str]):
                                        strict=True))
 
 
-def render_files(layout: Layout, scheme: IdScheme, chunk_sizes: tuple[str, ...] = ()) -> ChainTableFiles:
+def render_files(layout: ChainLayout, scheme: IdScheme, chunk_sizes: tuple[str, ...] = ()) -> ChainTableFiles:
     """The four upstream files (rendered when used, see :class:`ChainTableFiles`)."""
     cids = chain_ids(layout, scheme)
     order = np.argsort(cids, kind="stable")

@@ -52,7 +52,7 @@ from dsctl.storage.chaintable import (
 )
 from dsctl.storage.choice import CHOICE_MARGIN, REDIRECT_LIMIT, bound_ratio, choose_targets_per_ssd, pair_share_ideal
 from dsctl.storage.crosscheck import CREATE, ChainRow, read_checked
-from dsctl.storage.expand_files import GrownTable, Step, render, table_problems
+from dsctl.storage.expand_files import GrownTable, ReplacementStep, render, table_problems
 from dsctl.storage.expand_polish import polish
 from dsctl.storage.expand_read import read_sound
 from dsctl.storage.expand_replace import check_size, replace
@@ -92,7 +92,7 @@ class ExpandResult:
     bound: str
     balance: Balance
     check_problems: list[str]
-    steps: list[Step]
+    steps: list[ReplacementStep]
     notes: list[str]
     out_dir: str | None
     files: list[str]
@@ -324,7 +324,7 @@ def _assemble(old: _Table, texts: dict[str, str | None], source: str, n: int, fi
         keys_s.append((wave, rank[(wave, new_node)], new_node))
         rank[(wave, new_node)] += 1
     order_s = sorted(range(len(raw)), key=keys_s.__getitem__)
-    steps = [Step(j + 1, *raw[i], bytes_per_target) for j, i in enumerate(order_s)]
+    steps = [ReplacementStep(j + 1, *raw[i], bytes_per_target) for j, i in enumerate(order_s)]
     new_cids: list[int] = []
     new_disks: list[int] = []
     new_members: list[list[tuple[int, int]]] = []

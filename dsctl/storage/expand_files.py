@@ -16,7 +16,7 @@ from dsctl.storage.expand_check import grown_table_problems
 
 
 @dataclass(frozen=True)
-class Step:
+class ReplacementStep:
     """One replacement inside a chain: copy a full replica to ``new_target`` then retire ``old_target``."""
 
     step: int
@@ -60,7 +60,7 @@ def table_problems(table: GrownTable) -> list[str]:
     return grown_table_problems(rows)
 
 
-def render(table: GrownTable, steps: list[Step]) -> ChainTableFiles:
+def render(table: GrownTable, steps: list[ReplacementStep]) -> ChainTableFiles:
     """The four files of the grown table (rendered when used, streamed by ``--out-dir``), plus the new chains
     alone and the migration runbook."""
     files = ChainTableFiles(table.chain_ids, table.targets, table.nodes, table.disks)

@@ -37,7 +37,7 @@ from dsctl.errors import InputError
 from dsctl.topology import verify_checks as checks
 from dsctl.topology.naming import short_repr
 from dsctl.topology.observed import ObservedEnd, ObservedFabric, ObservedLink, rename
-from dsctl.topology.verify_model import FINDING_KINDS, Finding, Key, Resolver, end_text, key_of, plan_text
+from dsctl.topology.verify_model import FINDING_KINDS, Key, Resolver, WiringFinding, end_text, key_of, plan_text
 from dsctl.topology.verify_position import by_position, place, position_note
 
 
@@ -69,7 +69,7 @@ class VerifyResult:
     counts: dict[str, int]
     unmatched_devices: list[str]
     plan_devices_not_seen: int
-    findings: list[Finding] = field(default_factory=list)
+    findings: list[WiringFinding] = field(default_factory=list)
     exit_code: int = 0
     dumps: list[DumpInfo] = field(default_factory=list)
     planes_checked: list[int] = field(default_factory=list)
@@ -208,7 +208,7 @@ def verify(plan: PlannedFabric, observed: ObservedFabric | Sequence[tuple[str, O
         expected[key] = plane
         at_port[end_a] = key
         at_port[end_b] = key
-    findings: list[Finding] = []
+    findings: list[WiringFinding] = []
     unmatched: dict[str, None] = {}
     seen_devices: set[str] = set()
     seen: dict[Key, _Seen] = {}
@@ -234,7 +234,7 @@ def verify(plan: PlannedFabric, observed: ObservedFabric | Sequence[tuple[str, O
                     if why:
                         unmatched[end.desc or end.device] = None
                 planned_here = [at_port[p] for p in (a, b) if p is not None and p in at_port]
-                findings.append(Finding(
+                findings.append(WiringFinding(
                     "unmatched_device", link.a.device, link.a.port, link.b.device, link.b.port, "",
                     _note(planned_here, tier) if planned_here else "", link.line,
                     "; ".join(w for w in (why_a, why_b) if w), name, "check_plan",
@@ -246,7 +246,7 @@ def verify(plan: PlannedFabric, observed: ObservedFabric | Sequence[tuple[str, O
                 explains = [at_port[good]] if good in at_port else []
                 explained.update(explains)
                 note = _note(explains, tier)
-                findings.append(Finding(
+                findings.append(WiringFinding(
                     "impossible_port", a[0], a[1], b[0], b[1], str(a_plane), note, link.line,
                     f"{end_text(bad, tier)} is beyond the {plan.ports[bad[0]]} ports the plan gives {bad[0]}",
                     name, "check_plan",
@@ -285,7 +285,7 @@ def verify(plan: PlannedFabric, observed: ObservedFabric | Sequence[tuple[str, O
             kind, plane_text, msg = "extra", str(pa), "cable is not in the plan"
         explained.update(explains)
         action_kind, action = checks.cable_action(kind, key, at_port, tier)
-        findings.append(Finding(kind, end_a[0], end_a[1], end_b[0], end_b[1], plane_text, note, item.link.line,
+        findings.append(WiringFinding(kind, end_a[0], end_a[1], end_b[0], end_b[1], plane_text, note, item.link.line,
                                 f"{end_text(end_a, tier)} <-> {end_text(end_b, tier)}: {msg}"
                                 + position_note(item.link), item.link.source, action_kind, action))
     checked = sorted({plan.plane[d] if tier[d] != "node" else -1 for d in seen_devices} - {-1})
@@ -296,7 +296,7 @@ def verify(plan: PlannedFabric, observed: ObservedFabric | Sequence[tuple[str, O
         if expected[key] in unseen_planes:
             continue
         end_a, end_b = key
-        findings.append(Finding("missing", end_a[0], end_a[1], end_b[0], end_b[1], str(expected[key]), "", None,
+        findings.append(WiringFinding("missing", end_a[0], end_a[1], end_b[0], end_b[1], str(expected[key]), "", None,
                                 f"{end_text(end_a, tier)} <-> {end_text(end_b, tier)}: planned cable not found",
                                 "", "plug", f"plug a cable between {end_text(end_a, tier)} and "
                                             f"{end_text(end_b, tier)} (or re-seat it if it is there: no link)"))

@@ -20,7 +20,7 @@ Key = tuple[Port, Port]
 
 
 @dataclass(frozen=True)
-class Finding:
+class WiringFinding:
     """One difference between plan and fabric, typed by fields.
 
     ``line``/``source``: the observed file's line and name (None/"" for ``missing``). ``action_kind`` is one of

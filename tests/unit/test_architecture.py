@@ -284,3 +284,15 @@ def test_the_cycle_rule_sees_imports_inside_functions_and_skips_type_checking(tm
     assert cycle_text(cycle, graph) == "pkg.a (line 1) -> pkg.b (line 2) -> pkg.a"
     (root / "b.py").write_text("def helper():\n    return 1\n")
     assert find_cycle(import_graph(root)) == []
+
+
+def test_public_class_names_are_unique_across_the_package() -> None:
+    """One class per concept name: two public classes of one name (four ``Finding``s once) make a reader open the
+    import to know which one a function takes."""
+    owners: dict[str, list[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                owners.setdefault(node.name, []).append(str(path.relative_to(PACKAGE)))
+    assert {name: where for name, where in owners.items() if len(where) > 1} == {}

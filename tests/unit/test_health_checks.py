@@ -12,7 +12,7 @@ from dsctl.health.checks import area_of
 from dsctl.health.checks_gpu import g8_nvlink_errors, g9_fabric, g13_pcie_replays, g18_recovery, g20_power
 from dsctl.health.checks_rdma import affinity, parse_gt_s, parse_rate, r6_degradation, state_code
 from dsctl.health.expectations import Expectations, expectations_for, find_sku, sku_for_profile
-from dsctl.health.model import Fabric, Gpu, IbPort, Nic, NodeSnapshot, NvLink, PciDevice, Pcie, Power, Severity
+from dsctl.health.model import Gpu, GpuFabricInfo, IbPort, Nic, NodeSnapshot, NvLink, PciDevice, Pcie, Power, Severity
 from dsctl.health.xid import parse_xids, xid_findings, xid_severity
 
 EXP = Expectations("test", 8, 18, 5, 16, 700.0, 8, 400.0, "infiniband")
@@ -48,11 +48,11 @@ def test_pcie_replay_rate_limit_is_31_per_minute_at_gen5_x16() -> None:
 
 def test_fabric_health_mask_decoding() -> None:
     healthy = 2 | 2 << 2 | 2 << 4 | 2 << 6 | 1 << 8
-    gpu = Gpu(index=0, name="x", fabric=Fabric(3, 0, healthy))
+    gpu = Gpu(index=0, name="x", fabric=GpuFabricInfo(3, 0, healthy))
     assert g9_fabric(snap((gpu,)), EXP) == []
-    degraded = dataclasses.replace(gpu, fabric=Fabric(3, 0, healthy & ~0x3 | 1))
+    degraded = dataclasses.replace(gpu, fabric=GpuFabricInfo(3, 0, healthy & ~0x3 | 1))
     assert g9_fabric(snap((degraded,)), EXP)[0].observed == "DEGRADED_BW"
-    progress = dataclasses.replace(gpu, fabric=Fabric(2, 0, 0))
+    progress = dataclasses.replace(gpu, fabric=GpuFabricInfo(2, 0, 0))
     assert g9_fabric(snap((progress,)), EXP)[0].severity is Severity.WARN
 
 

@@ -30,7 +30,7 @@ HOT_LINKS = 10
 
 
 @dataclass(frozen=True)
-class Spread:
+class RateSpread:
     """min / median / max / mean of a per-GPU value (bytes/s); zeros when no GPU sent across nodes."""
 
     min: float
@@ -39,10 +39,10 @@ class Spread:
     mean: float
 
     @staticmethod
-    def of(values: np.ndarray) -> Spread:
+    def of(values: np.ndarray) -> RateSpread:
         if not len(values):
-            return Spread(0.0, 0.0, 0.0, 0.0)
-        return Spread(float(values.min()), float(np.median(values)), float(values.max()), float(values.mean()))
+            return RateSpread(0.0, 0.0, 0.0, 0.0)
+        return RateSpread(float(values.min()), float(np.median(values)), float(values.max()), float(values.mean()))
 
 
 @dataclass(frozen=True)
@@ -58,10 +58,10 @@ class JobResult:
     note: str
     size_bytes: float
     completion_s: float
-    gpu_bytes_per_s: Spread
+    gpu_bytes_per_s: RateSpread
     algbw_bytes_per_s: float
     unroutable_transfers: int
-    logical_bytes_per_s: Spread = Spread(0.0, 0.0, 0.0, 0.0)
+    logical_bytes_per_s: RateSpread = RateSpread(0.0, 0.0, 0.0, 0.0)
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,7 @@ class PlaneResult:
     rounds: int
     max_utilisation: float
     mean_uplink_utilisation: float
-    gpu_bytes_per_s: Spread
+    gpu_bytes_per_s: RateSpread
 
 
 @dataclass(frozen=True)
@@ -104,7 +104,7 @@ class SimResult:
     failed: list[str]
     completion_s: float
     lower_bound_s: float
-    gpu_bytes_per_s: Spread
+    gpu_bytes_per_s: RateSpread
     jobs: list[JobResult]
     hottest_links: list[LinkUse]
     planes: list[PlaneResult]
@@ -284,13 +284,13 @@ def simulate(graph: SimGraph, traffic: Traffic, routing: str, seed: int, dead: n
         gpu_bw[job.gpus[sends]] = bw
         done = float(t_job[j])
         algbw = job.size_bytes / done if job.size_bytes and done > 0 and np.isfinite(done) else 0.0
-        logical = Spread(0.0, 0.0, 0.0, 0.0)
+        logical = RateSpread(0.0, 0.0, 0.0, 0.0)
         if job.logical_bytes is not None:
             t_own = t_all[job.gpus]
             timed = (t_own > 0) & np.isfinite(t_own)
-            logical = Spread.of(job.logical_bytes[timed] / t_own[timed])
+            logical = RateSpread.of(job.logical_bytes[timed] / t_own[timed])
         job_results.append(JobResult(job.name, job.workload, len(job.gpus), job.note, job.size_bytes, done,
-                                     Spread.of(bw), algbw, int(unroutable_job[j]), logical))
+                                     RateSpread.of(bw), algbw, int(unroutable_job[j]), logical))
     sent = np.isfinite(gpu_bw)
     with np.errstate(divide="ignore", invalid="ignore"):
         lower = float(np.max(np.where(graph.link_cap > 0, link_bytes / graph.link_cap, 0.0), initial=0.0))
@@ -307,12 +307,12 @@ def simulate(graph: SimGraph, traffic: Traffic, routing: str, seed: int, dead: n
         up = on & (graph.link_kind == SW_UP)
         planes.append(PlaneResult(plane, flows, rounds, float(util[on].max(initial=0.0)),
                                   float(util[up].mean()) if up.any() else 0.0,
-                                  Spread.of(gpu_bw[sent & (gpu_plane == plane)])))
+                                  RateSpread.of(gpu_bw[sent & (gpu_plane == plane)])))
     return SimResult(
         plan=plan_name, kind=graph.kind, routing=routing, reflow=reflow, seed=seed, num_nodes=graph.num_nodes,
         num_gpus=graph.num_gpus, num_planes=graph.num_planes, nic_bytes_per_s=graph.nic_bytes_per_s,
         nvlink_bytes_per_s=graph.nvlink_bytes_per_s, bisection_bytes_per_s=bisection_bytes_per_s, failed=failed,
-        completion_s=completion, lower_bound_s=lower, gpu_bytes_per_s=Spread.of(gpu_bw[sent]),
+        completion_s=completion, lower_bound_s=lower, gpu_bytes_per_s=RateSpread.of(gpu_bw[sent]),
         jobs=job_results, hottest_links=hottest, planes=planes,
         nvlink_max_utilisation=float(util[nvl_links].max(initial=0.0)), unroutable_flows=unroutable,
         mirrored_planes=mirrored, link_utilisation=util)
