@@ -35,7 +35,7 @@ from typing import IO, Any
 from dsctl.errors import InputError
 from dsctl.names import ascii_digits
 from dsctl.output.emit import JSON_INDENT_ENV
-from dsctl.output.files import scratch_file
+from dsctl.output.temporaries import scratch_file
 from dsctl.runners.process import require, started, stop_group
 
 # Slurm's view of nodes (hostlists, sinfo states, drain) lives in dsctl.runners.slurm_nodes; its names stay

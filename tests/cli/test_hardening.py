@@ -331,7 +331,7 @@ def test_every_output_file_is_written_through_the_files_module() -> None:
     offenders = []
     for folder in ("commands", "output", "runners"):
         for path in sorted((ROOT / "dsctl" / folder).glob("*.py")):
-            if path.name == "files.py":
+            if path.name in ("files.py", "temporaries.py"):  # the writers and their scratch files
                 continue
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
                 if isinstance(node, ast.Attribute) and node.attr in {"write_text", "write_bytes", "mkdir"}:
