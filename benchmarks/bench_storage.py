@@ -46,12 +46,15 @@ def _expand(v: int, n: int) -> Case:
 
     def run(texts: dict[str, str | None]) -> float:
         result = expand(texts, "bench", n, 1e12, 0.0, 0.0)
+        for name in result.files_text:  # the files are rendered when written: render them here too
+            result.files_text[name]
         if result.exit_code or result.moved_over_bound > 1.1:
             raise RuntimeError(f"expand {v}->{v + n}: exit {result.exit_code}, {result.moved_over_bound:.3f}x bound")
         return result.balance.redirect.max_over_ideal
 
+    # issue 32: 180 -> 200 under 2 s (13.8 s before); growth over 50..500 nodes in benchmarks/storage_expand_scale.py
     return Case(f"storage: expand {v} -> {v + n} nodes x 16 SSDs (plan, files, check)", setup, run,
-                target_s=30.0 if v >= 100 else 2.0)
+                target_s=2.0 if v >= 100 else 0.5)
 
 
 def _size(_: Any) -> float:

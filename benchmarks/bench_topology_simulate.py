@@ -1,11 +1,15 @@
-"""dsctl topology simulate: all-to-all on full MPFT planes under ECMP (the most progressive-filling rounds).
+"""dsctl topology simulate at 2,048 and 16,384 GPUs (MPFT, 8 planes): all-to-all and EP dispatch.
 
 Cost grows with the network flows: an all-to-all over N nodes has N(N-1) connections per plane (one per NIC
-pair; the GPUs of a node share it through the PXN relay), each with 4 links, and the solver takes one round
-per distinct bottleneck level (about 440 per plane at 2,048 GPUs, 5,200 at 16,384). Work is
-O(planes x N^2 x hops + rounds x links of a plane), i.e. about 4x per doubling of the GPUs; memory is bounded
-by one plane's flows (1.38 GB peak RSS at 16,384 GPUs), because planes are solved one after the other.
-Run the large case alone: ``python -m benchmarks --filter 16,384 --repeat 1``.
+pair; the GPUs of a node share it through the PXN relay), 4.2M per plane at 16,384 GPUs. Planes are generated
+and solved one after the other (memory of one plane). Under adaptive routing the 8 planes are identical: one is
+solved (a single progressive-filling round: every flow is frozen by one scan of the routes, no route -> flow
+index) and the others mapped. ECMP solves every plane: about 5,300 rounds per plane at 16,384 GPUs, each over
+the flows it freezes through a route -> flows index (a counting sort of the 16.8M route entries per plane, one
+route column at a time).
+Issue 32's targets (CPU seconds): adaptive < 3 s, EP dispatch < 5 s, ECMP < 8 s, each < 600 MB peak RSS;
+``python -m benchmarks.sim_peaks`` measures CPU seconds and peak RSS of each in a fresh process.
+Run the large cases alone: ``python -m benchmarks --filter 16,384 --repeat 1``.
 
 EP time (``ep_time.ep_exchange_seconds``, what the step-time model calls once per EP group shape and fabric): the
 closed form is a few numpy operations on [nodes, GPUs] arrays; the plan form simulates every EP group of the plan;
@@ -21,6 +25,7 @@ from dsctl.profiles.loader import ProfileStore
 from dsctl.topology.api import make_spec, plan_files
 from dsctl.topology.plan import build_plan
 from dsctl.topology.sim import SimRequest, Workload, run
+from dsctl.topology.sim.api import EpModel
 from dsctl.topology.sim.ep_time import clear_cache, ep_exchange_seconds
 from dsctl.topology.summary import summarize
 
@@ -31,9 +36,10 @@ def _plan_json(nodes: int) -> str:
     return plan_files(plan, summarize(plan))["plan.json"]
 
 
-def _alltoall(routing: str) -> Any:
+def _alltoall(routing: str, workload: str = "alltoall") -> Any:
     def go(text: str) -> float:
-        result = run(text, "plan.json", 200e9, SimRequest(Workload("a2a", "alltoall"), routing, 0))
+        request = SimRequest(Workload("a2a", workload), routing, 0, model=EpModel(7168, 8, 4))
+        result = run(text, "plan.json", 200e9, request)
         return result.gpu_bytes_per_s.median / 1e9  # GB/s
 
     return go
@@ -44,8 +50,12 @@ CASES = [
          target_s=10.0),
     Case("topology simulate: mpft 2,048 GPUs all-to-all, adaptive", lambda: _plan_json(256), _alltoall("adaptive"),
          target_s=10.0),
+    Case("topology simulate: mpft 16,384 GPUs all-to-all, adaptive", lambda: _plan_json(2048),
+         _alltoall("adaptive"), target_s=3.0),
+    Case("topology simulate: mpft 16,384 GPUs ep-dispatch, adaptive", lambda: _plan_json(2048),
+         _alltoall("adaptive", "ep-dispatch"), target_s=5.0),
     Case("topology simulate: mpft 16,384 GPUs all-to-all, ecmp", lambda: _plan_json(2048), _alltoall("ecmp"),
-         target_s=60.0),
+         target_s=8.0),
 ]
 
 

@@ -19,6 +19,7 @@ from dsctl.commands._common import SETTINGS, silence_stdout
 from dsctl.errors import DsctlError, ExitCode
 from dsctl.inputs import DEFAULT_MAX_INPUT_BYTES, ENV_MAX_INPUT_BYTES, LIMITS, forget_inputs, parse_limit
 from dsctl.names import MAX_INTEGER_DIGITS, ascii_digits  # the bound on arguments is the one on input text
+from dsctl.typer_shim import is_bare_group_help, plain_root_coercion, plain_wording
 
 #: Every command group: ``dsctl NAME`` is the Typer app ``app`` of module ``dsctl.commands.NAME``, imported only
 #: when the group is run, completed or asked for its own help. The text is the group's help (the module's
@@ -47,20 +48,6 @@ GROUPS: dict[str, str] = {
 
 class _Unloaded(TyperGroup):
     """Stands in for a command group whose module is not imported yet (name and help only)."""
-
-
-class _PlainRootValue:
-    """Converts the root options' values (flags, ``--profiles-dir``) without Typer's pydantic-based coercion.
-
-    Typer imports pydantic (about 60 ms) to coerce the first non-flag value; the root group's options are processed
-    on every invocation, ``dsctl GROUP --help`` included, and need no more than this. If Typer renames the private
-    ``_runtime_param`` slot this is simply unused (start-up slows, nothing breaks).
-    """
-
-    def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
-        if value is None or isinstance(value, bool):
-            return value
-        return Path(value) if param.name == "profiles_dir" else value
 
 
 #: every command's help option (the root's context settings, inherited by every group and command)
@@ -112,9 +99,7 @@ class LazyGroup(TyperGroup):
         return group
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        for param in self.get_params(ctx):
-            if getattr(param, "_runtime_param", False) is None:
-                param._runtime_param = _PlainRootValue()  # type: ignore[attr-defined]
+        plain_root_coercion(self.get_params(ctx))
         return super().parse_args(ctx, args)
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
@@ -316,10 +301,11 @@ def _fail(args: list[str], code: int, message: str, hint: str | None = None) -> 
     """The error on stderr; with ``--format json`` also a JSON error envelope on stdout. Returns ``code``."""
     _print_error(message, hint)
     if _wants_json(args):
-        from dsctl.output.emit import error_envelope, render_json
+        from dsctl.output.emit import error_envelope, render_json, stdout_json_indented
 
         try:
-            sys.stdout.write(render_json(error_envelope(_command_name(args), message, hint, code)))
+            sys.stdout.write(render_json(error_envelope(_command_name(args), message, hint, code),
+                                         indent=stdout_json_indented()))
             sys.stdout.flush()
         except (OSError, ValueError):  # stdout is gone or full: the stderr line stands
             pass
@@ -410,7 +396,7 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(exc, OSError) and _output_failed(exc):
             _print_error(f"cannot write the output ({exc.strerror or exc}); is standard output a full device?")
             return int(ExitCode.BAD_INPUT)
-        if type(exc).__name__ == "NoArgsIsHelpError":
+        if is_bare_group_help(exc):
             # A group given without a subcommand: its help is the answer, not an error. Rich help has
             # already been printed while the exception was built; plain help is the exception's message.
             text = exc.format_message()  # type: ignore[attr-defined]
@@ -418,12 +404,13 @@ def main(argv: list[str] | None = None) -> int:
                 sys.stdout.write(text + "\n")
             return 0
         if _is_click_exception(exc):
+            plain_wording(exc)
             ctx = getattr(exc, "ctx", None)
             where = f" ({ctx.command_path})" if ctx is not None else ""
             hint = f"run '{ctx.command_path} --help'" if ctx is not None else "run 'dsctl --help'"
             message = exc.format_message().replace("\n", " ")  # type: ignore[attr-defined]
             return _fail(args, int(getattr(exc, "exit_code", 2)) or int(ExitCode.BAD_INPUT), f"{message}{where}", hint)
-        if type(exc).__name__ == "Abort":
+        if isinstance(exc, typer.Abort):
             _print_error("aborted")
             return 130
         if SETTINGS.debug:

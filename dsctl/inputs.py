@@ -152,3 +152,19 @@ def read_text(path: Path | str, what: str, hint: str | None = None, error: type[
         return data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as exc:
         raise error(f"{what} {path}: not UTF-8 text (byte {exc.start})", hint=hint) from None
+
+
+def input_inside(path: Path | str) -> tuple[str, str] | None:
+    """(what, path) of a command input that ``path`` is or holds (by real path, or by device and inode for a
+    file), or None. Everything the writer deletes or replaces is asked first."""
+    real = os.path.realpath(path)
+    try:
+        info = os.lstat(path)
+    except (OSError, ValueError):
+        info = None
+    for read in INPUTS_READ:
+        if read.path == real or read.path.startswith(real.rstrip(os.sep) + os.sep):
+            return read.what, read.path
+        if info is not None and (read.device, read.inode) == (info.st_dev, info.st_ino):
+            return read.what, read.path
+    return None

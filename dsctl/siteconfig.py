@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from dsctl.errors import InputError, one_of
+from dsctl.profiles import DEFAULT_MODEL, DEFAULT_NODE_PROFILE, DEFAULT_STORAGE, DEFAULT_SWITCH
 
 ENV_VAR = "DSCTL_CONFIG"
 FILE_NAME = "dsctl.toml"
@@ -48,12 +49,12 @@ def _key(name: str, kind: type, targets: str, builtin: Any, help_: str) -> Key:
 # targets: "command path.param" where the path is the command words joined by '.' and param the option's Python name
 KEYS: tuple[Key, ...] = (
     _key("defaults.model", str, "launch.model launch.layout.model model.flops.model model.cost.model "
-         "model.memory.model", "deepseek-v3", "model profile of launch and model commands"),
+         "model.memory.model", DEFAULT_MODEL, "model profile of launch and model commands"),
     _key("defaults.node_profile", str, "launch.node_profile launch.layout.node_profile topology.plan.node_profile "
-         "storage.size.client_node health.check.node", "h800-hgx",
+         "storage.size.client_node health.check.node", DEFAULT_NODE_PROFILE,
          "node profile (GPUs, NICs) of launch, topology plan, storage size --client-node, health check --node"),
-    _key("defaults.storage", str, "storage.size.storage", "3fs-reference", "storage node profile of storage size"),
-    _key("defaults.switch", str, "topology.plan.switch topology.compare.switch", "ib-ndr-64",
+    _key("defaults.storage", str, "storage.size.storage", DEFAULT_STORAGE, "storage node profile of storage size"),
+    _key("defaults.switch", str, "topology.plan.switch topology.compare.switch", DEFAULT_SWITCH,
          "switch profile of topology plan and compare"),
     _key("defaults.profiles_dirs", list, "", [], "extra profile folders (before DSCTL_PROFILES and --profiles-dir; "
          "relative to the file)"),

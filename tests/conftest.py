@@ -85,6 +85,10 @@ def no_site_config(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.Tem
     monkeypatch.setattr(dsctl.siteconfig, "SYSTEM_DIR", empty / "system")
 
 
+#: DSCTL_TEST_ORDER=reversed runs the collected tests last to first (an order-dependence check; CONTRIBUTING.md)
+ORDER_ENV = "DSCTL_TEST_ORDER"
+
+
 @pytest.hookimpl(tryfirst=True)  # before -m deselects: see every collected test
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A test that starts Slurm without the slow mark stops the run (the default run starts no Slurm daemon).
@@ -94,6 +98,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     if unmarked:
         raise pytest.UsageError("these tests start Slurm (tests/ci/slurm_up.sh) but are not marked slow, so the "
                                 "default run would start it: " + ", ".join(unmarked))
+    if os.environ.get(ORDER_ENV) == "reversed":
+        items.reverse()  # every test must pass in any order: this run shows it for the reversed one
     count = os.environ.get(EXAMPLES_ENV)
     if not count:
         return

@@ -34,7 +34,8 @@ from dsctl.launch.plan import MAX_COUNT, MAX_NODES  # noqa: E402
 from dsctl.launch.schedule import MAX_SVG_OPS  # noqa: E402
 from dsctl.launch.schedule.params import MAX_STAGE_MICRO_BATCHES  # noqa: E402
 from dsctl.names import MAX_INTEGER_DIGITS  # noqa: E402
-from dsctl.output.files import MANIFEST_NAME, PREV_SUFFIX  # noqa: E402
+from dsctl.output.files import PREV_SUFFIX  # noqa: E402
+from dsctl.output.folder_manifest import MANIFEST_NAME  # noqa: E402
 from dsctl.profiles.textyaml import MAX_YAML_ALIASES, MAX_YAML_CHARS, MAX_YAML_NODES  # noqa: E402
 from dsctl.runners.fleet import MAX_ARG_CHARS, MAX_OUTPUT_BYTES, MAX_STDIN_CHARS  # noqa: E402
 from dsctl.runners.fleet import MAX_NODES as MAX_FLEET_NODES  # noqa: E402

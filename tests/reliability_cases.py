@@ -82,6 +82,10 @@ def _npy(tmp: Path) -> str:
     return _w(tmp, "s.npy", b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode() + b"\0" * 8)
 
 
+#: an ``ibnetdiscover -p`` open port as older infiniband-diags print it: the description without quotes
+BARE_OPEN_PORT = "SW   479 22 0x0002c9020040f161 4x QDR" + " " * 35 + "Infiniscale-IV Mellanox Technologies\n"
+
+
 def _plan_dir(tmp: Path) -> str:
     from tests.conftest import run_cli
 
@@ -451,6 +455,12 @@ CASES: list[Case] = [
          lambda t: ["storage", "check-chains", _w(t, "c.csv", b"\xff\n")], 2),
     Case("non-UTF-8 file", "trace", "trace with byte 0xff", lambda t: ["trace", "overlap", _w(t, "t.json",
                                                                                          b"\xff")], 2),
+    Case("non-UTF-8 file", "launch", "calibrate a trace with byte 0xff",
+         lambda t: ["launch", "calibrate", _w(t, "t.json", b"\xff")], 2),
+    Case("trace of another shape", "launch", "calibrate a trace of one 1 ms kernel (not one F&B pair of the model)",
+         lambda t: ["launch", "calibrate", _w(t, "t.json", '{"traceEvents": [{"ph": "X", "cat": "kernel", '
+                    '"name": "gemm", "pid": 0, "tid": 7, "ts": 0, "dur": 1000, "args": {"stream": 7}}]}'),
+                    "-o", str(t / "p.yaml")], 2),
     Case("unterminated CSV quote", "eplb", "'\"1,2' on line 1", lambda t: _stats(t, '"1,2\n3,4\n5,6\n'), 2),
     Case("unterminated CSV quote", "topology", "links CSV '\"node0001,...'",
          lambda t: ["topology", "verify", _plan_dir(t), _w(t, "l.csv", 'a_device,a_port,b_device,b_port\n'
@@ -583,6 +593,15 @@ CASES: list[Case] = [
          lambda t: _trace_streams(t, ["overlap"], 4097), 2),
     Case("trace above its bounds", "trace", "timeline of 1,025 lanes (counted before drawing)",
          lambda t: _trace_streams(t, ["timeline", "-o", str(t / "t.svg")], 1025), 2),
+    # issue 29: field formats of fabric dumps: read, or refused in one line, never read as zero links
+    Case("LLDP output that is not understood", "topology",
+         "verify of a node's lldpctl '{\"lldp\": {}}' (no neighbour)",
+         lambda t: ["topology", "verify", _plan_dir(t), _w(t, "node0001.json", '{"lldp": {}}')], 2),
+    Case("LLDP output that is not understood", "topology", "verify of lldpctl json0 with \"interface\": 3",
+         lambda t: ["topology", "verify", _plan_dir(t), _w(t, "node0001.json", '{"lldp": [{"interface": 3}]}')], 2),
+    Case("ibnetdiscover -p with an unquoted open port", "topology",
+         "verify of a -p report whose open-port description is bare (read: no links, every cable missing)",
+         lambda t: ["topology", "verify", _plan_dir(t), _w(t, "p.ports", BARE_OPEN_PORT)], 1),
     # issue 33: the .pt reader as a bounded interpreter, eplb sizes bounded before the work
     Case("hostile pickle (.pt)", "eplb", "BUILD of a 2-D array into a storage, then a tensor at an offset",
          lambda t: _stats(t, _pt("build_on_storage"), "d.pt"), 2),

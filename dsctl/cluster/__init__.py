@@ -26,7 +26,22 @@ from dsctl.cluster.plan_file import (
 )
 from dsctl.cluster.ranks_file import RANK_COLUMNS, RankTable, load_ranks
 
+#: the public surface: the modules (and names) other packages, the commands and benchmarks may import;
+#: tests/unit/test_architecture.py holds every import from outside the package to this list
 __all__ = [
-    "CABLE_COLUMNS", "CABLE_KINDS", "DEVICE_COLUMNS", "PLAN_SCHEMA", "RANK_COLUMNS", "TIER_NAMES", "Places",
-    "PlannedFabric", "Port", "RankTable", "load_plan", "load_ranks", "place_ranks",
+    "CABLE_COLUMNS",
+    "CABLE_KINDS",
+    "DEVICE_COLUMNS",
+    "PLAN_SCHEMA",
+    "RANK_COLUMNS",
+    "TIER_NAMES",
+    "Places",
+    "PlannedFabric",
+    "Port",
+    "RankTable",
+    "hostlist",
+    "load_plan",
+    "load_ranks",
+    "place_ranks",
+    "plan_file",
 ]

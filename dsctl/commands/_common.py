@@ -6,6 +6,7 @@ import io
 import os
 import sys
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -17,6 +18,11 @@ from dsctl.output.formats import OutputFormat
 if TYPE_CHECKING:
     from dsctl.profiles.loader import ProfileStore
 
+#: the one way every command names a planned fabric it reads
+PLAN_HELP = "Folder written by 'topology plan --out-dir' (or its plan.json)."
+#: a command's planned-fabric argument
+PlanArg = Annotated[Path, typer.Argument(help=PLAN_HELP)]
+
 FormatOpt = Annotated[
     OutputFormat,
     typer.Option(
@@ -27,6 +33,23 @@ FormatOpt = Annotated[
         show_default=True,
     ),
 ]
+
+
+
+class Recipe(str, Enum):
+    """Activation recipes (``dsctl.model.recipes``), for ``--recipe``."""
+
+    deepseek = "deepseek"
+    selective = "selective"
+    full_recompute = "full-recompute"
+    none = "none"
+
+
+RecipeOpt = Annotated[Recipe | None, typer.Option(
+    "--recipe", case_sensitive=False,
+    help="Activation recipe: deepseek (recompute RMSNorm + MLA up-projections, FP8 caching, E5M6 attention "
+         "output), selective (Megatron: attention core recomputed), full-recompute (only layer inputs kept), none "
+         "(plain BF16, everything kept) \\[default: the model profile's; DeepSeek-V3: deepseek].")]
 
 
 @dataclass

@@ -12,9 +12,10 @@ import typer
 from dsctl.commands._common import FormatOpt, profile_store, read_input, read_text_input, show
 from dsctl.errors import InputError
 from dsctl.output.formats import OutputFormat
+from dsctl.profiles import DEFAULT_NODE_PROFILE
 
 if TYPE_CHECKING:
-    from dsctl.eplb.move_time import Fabric
+    from dsctl.eplb.move_time import MoveFabric
     from dsctl.profiles.schema import ModelProfile
 
 app = typer.Typer(
@@ -69,9 +70,9 @@ def _write_all(contents: list[tuple[Path, str | bytes, str | None]]) -> None:
     write_together(contents)
 
 
-def _fabric(plan: Path, node_profile: str | None) -> Fabric:
+def _fabric(plan: Path, node_profile: str | None) -> MoveFabric:
     """--plan: the plan.json text (a file, or the folder 'topology plan --out-dir' wrote) and its NVLink bandwidth."""
-    from dsctl.eplb.move_time import Fabric
+    from dsctl.eplb.move_time import MoveFabric
     from dsctl.topology import sim
 
     plan_file = plan / "plan.json" if plan.is_dir() else plan
@@ -79,8 +80,8 @@ def _fabric(plan: Path, node_profile: str | None) -> Fabric:
         raise InputError(f"--plan {plan} has no plan.json", hint="write one with 'dsctl topology plan --out-dir DIR'")
     text = read_text_input(plan_file, "--plan")
     profile_name, _ = sim.plan_facts(text, str(plan_file))
-    node = profile_store().node(node_profile or profile_name or "h800-hgx")
-    return Fabric(text, str(plan_file), node.nvlink_bytes_per_s / 2)
+    node = profile_store().node(node_profile or profile_name or DEFAULT_NODE_PROFILE)
+    return MoveFabric(text, str(plan_file), node.nvlink_bytes_per_s / 2)
 
 
 StatsArg = Annotated[list[Path], typer.Argument(

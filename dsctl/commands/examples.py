@@ -45,6 +45,8 @@ USES: dict[str, str] = {
     **{f"records/{n}.yaml": "health check/topo --from-record (worked example)" for n in (
         "nic_wrong_numa", "nvlink_link_down")},
     "miswired.txt": "topology verify (worked example)",
+    **{f"perf/{n}.txt": "health perf (worked example)" for n in (
+        "all_reduce_h100_2nodes", "ib_write_bw_mlx5_0", "ib_write_bw_mlx5_3")},
 }
 
 

@@ -20,6 +20,7 @@ from dsctl.commands.health_fleet import (
     record_path,
     slurm_check_interval,
 )
+from dsctl.commands.health_perf import add_commands as add_perf_commands
 from dsctl.errors import DsctlError, InputError
 from dsctl.output.formats import OutputFormat
 
@@ -198,3 +199,4 @@ def topo(
 
 add_commands(app)  # dsctl health fleet (dsctl/commands/health_fleet.py)
 add_burnin_commands(app)  # dsctl health burn-in (dsctl/commands/health_burnin.py)
+add_perf_commands(app)  # dsctl health perf (dsctl/commands/health_perf.py)

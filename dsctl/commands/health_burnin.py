@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from dsctl.commands._common import read_text_input
+from dsctl.commands._common import PlanArg, read_text_input
 from dsctl.commands.health_fleet import HealthFormat, HealthFormatOpt
 from dsctl.errors import DsctlError, InputError
 from dsctl.output.formats import OutputFormat
+from dsctl.profiles import DEFAULT_NODE_PROFILE
 
 if TYPE_CHECKING:
     from dsctl.health.burnin.api import BurninResult
@@ -46,7 +47,7 @@ def fabric_document(path: Path) -> object:
 
 
 def burn_in(
-    plan: Annotated[Path, typer.Argument(help="Folder written by 'topology plan --out-dir' (or its plan.json).")],
+    plan: PlanArg,
     fabric_model: Annotated[Path | None, typer.Option(
         "--fabric-model", help="Rehearse on a simulated fabric with the faults this YAML/JSON file injects "
         "(no Slurm, no hardware).")] = None,
@@ -106,7 +107,7 @@ def burn_in(
     from dsctl.topology.sim import plan_facts
 
     profile_name, _ = plan_facts(text, source)
-    node_profile = profile_store().node(node_profile_name or profile_name or "h800-hgx")
+    node_profile = profile_store().node(node_profile_name or profile_name or DEFAULT_NODE_PROFILE)
     # gloo runs on CPUs: there is no NVLink round to run
     nvlink = not no_nvlink and (fabric_model is not None or backend == "nccl")
     request = BurninRequest(node_names(nodelist), fraction, mad_k, nvlink,

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from dsctl.commands._common import FormatOpt, profile_store, read_text_input, show
+from dsctl.commands._common import FormatOpt, Recipe, RecipeOpt, profile_store, read_text_input, show
+from dsctl.commands.launch_calibrate import register_calibrate
 from dsctl.commands.launch_schedule import register_schedule
 from dsctl.errors import InputError, one_of
 from dsctl.launch.defaults import DEFAULT_JOB_NAME, DEFAULT_PORT, DEFAULT_SEQ_LEN
@@ -130,13 +131,15 @@ def _dp(value: str) -> int | None:
 
 
 def _request(nodes: int | None, pp: int | None, ep: int | None, tp: int | None, dp: str, schedule: Schedule,
-             micro_batches: int | None, global_batch: int | None, seq_len: int, **extra: Any) -> LaunchRequest:
+             micro_batches: int | None, global_batch: int | None, seq_len: int, recipe: Recipe | None = None,
+             **extra: Any) -> LaunchRequest:
     from dsctl.launch.plan import LaunchRequest
 
     if nodes is None:
         raise InputError("--nodes is required: the number of nodes to plan for, e.g. --nodes 256")
     return LaunchRequest(num_nodes=nodes, pp=pp, ep=ep, tp=tp, dp=_dp(dp), schedule=schedule.value,
-                         micro_batches=micro_batches, global_batch=global_batch, seq_len=seq_len, **extra)
+                         micro_batches=micro_batches, global_batch=global_batch, seq_len=seq_len,
+                         recipe=recipe.value if recipe is not None else None, **extra)
 
 
 def _reject_group_options(ctx: typer.Context) -> None:
@@ -168,6 +171,7 @@ def launch(
     micro_batches: MicroOpt = None,
     global_batch: GlobalOpt = None,
     seq_len: SeqOpt = DEFAULT_SEQ_LEN,
+    recipe: RecipeOpt = None,
     backend: Annotated[Backend | None, typer.Option(
         "--backend", case_sensitive=False,
         help="Job engine: with --out-dir also write its job file (job.sbatch, torchrun.sh, jobset.yaml); "
@@ -274,7 +278,7 @@ def launch(
                          extra_env=job_environment(node.compute_nic_devices, tuple(nccl_env or ())))
     train_command = tuple(ctx.meta.get(TRAIN_COMMAND_KEY, ()))
     low, high = _node_range(nodes)
-    request = _request(low, pp, ep, tp, dp, schedule, micro_batches, global_batch, seq_len,
+    request = _request(low, pp, ep, tp, dp, schedule, micro_batches, global_batch, seq_len, recipe,
                        backend=engine, job_name=job_name, train_command=train_command)
     model_profile = store.model(model)
     on_line = {name for name in ("schedule", "balancedness")
@@ -428,6 +432,7 @@ def layout(
     micro_batches: MicroOpt = None,
     global_batch: GlobalOpt = None,
     seq_len: SeqOpt = DEFAULT_SEQ_LEN,
+    recipe: RecipeOpt = None,
     explain: Annotated[bool, typer.Option("--explain", help="List the process groups (ranks, nodes, planes).")]
     = False,
     min_nodes_: Annotated[bool, typer.Option(
@@ -446,7 +451,8 @@ def layout(
     model_profile, node = store.model(model), store.node(node_profile)
     if min_nodes_ and nodes is not None:
         raise InputError("--min-nodes chooses the node count; drop --nodes")
-    request = _request(1 if min_nodes_ else nodes, pp, ep, tp, dp, schedule, micro_batches, global_batch, seq_len)
+    request = _request(1 if min_nodes_ else nodes, pp, ep, tp, dp, schedule, micro_batches, global_batch, seq_len,
+                       recipe)
     with progress("searching the smallest node count that fits" if min_nodes_ else "planning the layout",
                   fmt) as report:
         report_ = plan_layout(model_profile, node, request, explain=explain,
@@ -458,3 +464,4 @@ def layout(
 
 
 register_schedule(app)
+register_calibrate(app)

@@ -6,9 +6,10 @@ from typing import Annotated
 
 import typer
 
-from dsctl.commands._common import FormatOpt, profile_store, show
+from dsctl.commands._common import FormatOpt, RecipeOpt, profile_store, show
 from dsctl.errors import InputError
 from dsctl.output.formats import OutputFormat
+from dsctl.profiles import DEFAULT_MODEL, DEFAULT_NODE_PROFILE
 
 app = typer.Typer(
     name="model",
@@ -67,7 +68,7 @@ def kv_cache(
 
 @app.command("flops")
 def flops(
-    model: ModelOpt = "deepseek-v3",
+    model: ModelOpt = DEFAULT_MODEL,
     seq_len: Annotated[int, typer.Option("--seq-len", help="Training sequence length in tokens.")] = 4096,
     non_causal: Annotated[
         bool, typer.Option("--non-causal", help="Count the full attention matrix (Megatron convention).")
@@ -84,7 +85,7 @@ def flops(
 @app.command("cost")
 def cost(
     tokens: Annotated[str, typer.Option("--tokens", help="Trained tokens, e.g. 14.8T.")],
-    model: ModelOpt = "deepseek-v3",
+    model: ModelOpt = DEFAULT_MODEL,
     gpus: Annotated[int, typer.Option("--gpus", help="GPUs in the run (for days).")] = 2048,
     gpu_tflops: Annotated[
         float | None, typer.Option("--gpu-tflops", help="Dense BF16 peak per GPU; default 989 (H800) on the FLOP path.")
@@ -99,7 +100,7 @@ def cost(
     ] = False,
     node_profile: Annotated[
         str, typer.Option("--node-profile", help="Node profile the MFU is predicted on.")
-    ] = "h800-hgx",
+    ] = DEFAULT_NODE_PROFILE,
     gflops_per_token: Annotated[
         float | None,
         typer.Option("--gflops-per-token", help="Training GFLOP per token; default the published figure, "
@@ -192,15 +193,18 @@ def ep_speed_limit_command(
 
 @app.command("memory")
 def memory(
-    model: ModelOpt = "deepseek-v3",
+    model: ModelOpt = DEFAULT_MODEL,
     dtypes: Annotated[
         list[str] | None,
         typer.Option("--dtype", help="Weight dtype(s): fp32, bf16, fp16, fp8; repeatable. Default fp32, bf16, fp8."),
     ] = None,
+    recipe: RecipeOpt = None,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
-    """Total and active parameters, weight bytes per dtype, bytes per routed expert."""
+    """Total and active parameters, weight bytes per dtype, bytes per routed expert, and the activations one layer
+    keeps per token under an activation recipe."""
     from dsctl.model.memory import memory_report
 
-    report = memory_report(profile_store().model(model), dtypes or ["fp32", "bf16", "fp8"])
+    report = memory_report(profile_store().model(model), dtypes or ["fp32", "bf16", "fp8"],
+                           recipe.value if recipe is not None else None)
     show(report, fmt, "model memory")

@@ -11,6 +11,7 @@ import typer
 from dsctl.commands._common import FormatOpt, profile_store, read_text_input, show
 from dsctl.errors import InputError
 from dsctl.output.formats import OutputFormat
+from dsctl.profiles import DEFAULT_NODE_PROFILE, DEFAULT_STORAGE
 
 app = typer.Typer(
     name="storage",
@@ -23,13 +24,13 @@ app = typer.Typer(
 def size_cmd(
     nodes: Annotated[int | None, typer.Option("--nodes", "-N", help="Storage nodes (3FS storage services); "
                                               "leave out to get the smallest cluster meeting every need.")] = None,
-    storage: Annotated[str, typer.Option("--storage", help="Storage node profile.")] = "3fs-reference",
+    storage: Annotated[str, typer.Option("--storage", help="Storage node profile.")] = DEFAULT_STORAGE,
     replication: Annotated[int, typer.Option("--replication", "-k", help="Replicas per chain.")] = 3,
     targets_per_ssd: Annotated[int | None, typer.Option("--targets-per-ssd", help="Targets per SSD (default: "
                                                         "smallest r that lets every node pair share a chain).")] = None,
     clients: Annotated[int | None, typer.Option("--clients", help="Client nodes reading/writing 3FS.")] = None,
     client_node: Annotated[str, typer.Option("--client-node", help="Node profile of the clients (storage NICs).")]
-    = "h800-hgx",
+    = DEFAULT_NODE_PROFILE,
     client_nic: Annotated[str | None, typer.Option("--client-nic", help="Override the client's storage NIC "
                                                    "bandwidth, e.g. '200 Gb/s'.")] = None,
     fill: Annotated[float, typer.Option("--fill", help="Usable fraction of each SSD (3FS recycles at 0.95).")]
@@ -151,20 +152,22 @@ def expand_cmd(
                                                      "'1.2 TiB' (default: SSD capacity x --used / targets per "
                                                      "SSD).")] = None,
     storage: Annotated[str, typer.Option("--storage", help="Storage node profile (SSD capacity).")]
-    = "3fs-reference",
+    = DEFAULT_STORAGE,
     used: Annotated[float, typer.Option("--used", help="Fraction of each current SSD holding data.")] = 0.8,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Grow a chain table: a new balanced version over more nodes, as few target moves as balance allows,
     and the ordered in-chain replacements that get there."""
+    from dsctl.inputs import LIMITS, read_text
     from dsctl.output.progress import progress
     from dsctl.storage import api
     from dsctl.storage.crosscheck import FILE_NAMES
-    from dsctl.storage.expand import expand
+    from dsctl.storage.expand import MAX_TABLE_FILE_BYTES, expand
 
     if not source.is_dir():
         raise InputError(f"--from {source} is not a folder with the four chain-table files")
-    texts = {name: read_text_input(source / name, "--from") if (source / name).exists() else None
+    limit = max(LIMITS.max_input_bytes, MAX_TABLE_FILE_BYTES)
+    texts = {name: read_text(source / name, "--from", limit=limit) if (source / name).exists() else None
              for name in FILE_NAMES}
     if texts[FILE_NAMES[0]] is None:
         raise InputError(f"--from {source} has no {FILE_NAMES[0]}")

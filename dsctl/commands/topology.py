@@ -7,9 +7,10 @@ from typing import Annotated
 
 import typer
 
-from dsctl.commands._common import FormatOpt, profile_store, read_input, read_text_input, show
+from dsctl.commands._common import FormatOpt, PlanArg, profile_store, read_input, read_text_input, show
 from dsctl.errors import InputError
 from dsctl.output.formats import OutputFormat
+from dsctl.profiles import DEFAULT_MODEL, DEFAULT_NODE_PROFILE, DEFAULT_SWITCH
 
 app = typer.Typer(
     name="topology",
@@ -22,8 +23,8 @@ app = typer.Typer(
 def plan(
     nodes: Annotated[int | None, typer.Option("--nodes", "-N", help="Number of nodes.")] = None,
     gpus: Annotated[int | None, typer.Option("--gpus", help="Number of GPUs (whole nodes).")] = None,
-    node_profile: Annotated[str, typer.Option("--node-profile", help="Node profile.")] = "h800-hgx",
-    switch: Annotated[str, typer.Option("--switch", help="Switch profile (ports, rate, unit costs).")] = "ib-ndr-64",
+    node_profile: Annotated[str, typer.Option("--node-profile", help="Node profile.")] = DEFAULT_NODE_PROFILE,
+    switch: Annotated[str, typer.Option("--switch", help="Switch profile (ports, rate, unit costs).")] = DEFAULT_SWITCH,
     kind: Annotated[str, typer.Option("--kind", help="mpft, mrft, ft2 or ft3.")] = "mpft",
     planes: Annotated[int | None, typer.Option("--planes", help="Planes (default: NICs per node for mpft, "
                                                 "else 1).")] = None,
@@ -67,7 +68,7 @@ def plan(
 @app.command("compare")
 def compare(
     radix: Annotated[int | None, typer.Option("--radix", help="Ports per switch (default: from --switch).")] = None,
-    switch: Annotated[str, typer.Option("--switch", help="Switch profile for the default costs.")] = "ib-ndr-64",
+    switch: Annotated[str, typer.Option("--switch", help="Switch profile for the default costs.")] = DEFAULT_SWITCH,
     switch_cost: Annotated[float | None, typer.Option("--switch-cost", help="USD per switch "
                                                       "(default: from --switch).")] = None,
     link_cost: Annotated[float | None, typer.Option("--link-cost", help="USD per switch-to-switch link "
@@ -107,7 +108,7 @@ def _dump_files(paths: list[Path]) -> list[Path]:
 
 @app.command("verify")
 def verify(
-    plan_dir: Annotated[Path, typer.Argument(help="Folder written by 'topology plan --out-dir' (or its plan.json).")],
+    plan_dir: PlanArg,
     observed: Annotated[list[Path], typer.Argument(help="ibnetdiscover output (default or -p), an ibdiagnet "
                                                    "topology file, or a links CSV (a_device,a_port,b_device,"
                                                    "b_port); one per plane, or a folder of them.")],
@@ -154,7 +155,7 @@ def verify(
 
 @app.command("simulate")
 def simulate(
-    plan_dir: Annotated[Path, typer.Argument(help="Folder written by 'topology plan --out-dir' (or its plan.json).")],
+    plan_dir: PlanArg,
     workload: Annotated[str, typer.Option("--workload", help="alltoall, permutation, allreduce, allgather, "
                                           "reducescatter, ep-dispatch or ep-combine.")] = "alltoall",
     routing: Annotated[str, typer.Option("--routing", help="static (by destination), ecmp (per-flow hash) or "
@@ -173,7 +174,7 @@ def simulate(
                                                      "(default: GPUs per node).")] = None,
     nodes: Annotated[int | None, typer.Option("--nodes", "-N", help="Use the first N nodes (default: all).")] = None,
     model: Annotated[str, typer.Option("--model", "-m", help="Model profile for ep-dispatch/ep-combine.")]
-    = "deepseek-v3",
+    = DEFAULT_MODEL,
     tokens: Annotated[int, typer.Option("--tokens-per-gpu", help="Tokens per GPU for ep-dispatch/ep-combine.")] = 4096,
     ep: Annotated[int | None, typer.Option("--ep", help="EP group size in GPUs (whole nodes; groups on "
                                            "consecutive nodes run at once, as in a launch layout; default: "
@@ -214,7 +215,7 @@ def simulate(
     plan_text = read_text_input(plan_file, "PLAN_DIR")
     profile_name, bisection = sim.plan_facts(plan_text, str(plan_file))
     store = profile_store()
-    node = store.node(node_profile or profile_name or "h800-hgx")
+    node = store.node(node_profile or profile_name or DEFAULT_NODE_PROFILE)
     try:
         size_bytes = float(parse_bytes(size))
     except QuantityError as exc:
@@ -252,8 +253,8 @@ def simulate(
                              ep_model, svg_plane if svg is not None else None, reflow, node.nic_efficiency)
     from dsctl.output.progress import progress
 
-    with progress(f"simulating {workload} ({routing} routing)", fmt):
-        result = sim.run(plan_text, str(plan_file), node.nvlink_achievable_bytes_per_s, request, bisection)
+    with progress(f"simulating {workload} ({routing} routing), network planes", fmt, total=1) as report:
+        result = sim.run(plan_text, str(plan_file), node.nvlink_achievable_bytes_per_s, request, bisection, report)
     if svg is not None and result.svg is not None:
         atomic_write(svg, result.svg, "--svg")
     show(result, fmt, "topology simulate")

@@ -33,7 +33,7 @@ MAX_PLANNING_WORK = 48_000_000
 
 
 @dataclass(frozen=True)
-class Layout:
+class EplbLayout:
     """A checked layout and the policy that will run.
 
     ``num_groups_eff``/``num_nodes_eff`` are (G', N'): the caller's groups and nodes for the hierarchical
@@ -103,7 +103,7 @@ def check_layout(
     num_nodes: int,
     num_gpus: int,
     policy: str = "auto",
-) -> Layout:
+) -> EplbLayout:
     """Check rules V1, V4-V10 and V12 for a weight of shape [num_layers, num_experts]; raise one InputError listing
     every failure, or return the Layout with the policy that will run and any warnings (V10)."""
     problems: list[str] = []
@@ -160,7 +160,7 @@ def check_layout(
             f"of {MAX_PLAN_SLOTS:,} slots over all layers")
     if problems:
         raise InputError("; ".join(problems), hint=f"policy that would run: {chosen}")
-    return Layout(num_layers, num_experts, num_replicas, num_groups, num_nodes, num_gpus, chosen, tuple(warnings))
+    return EplbLayout(num_layers, num_experts, num_replicas, num_groups, num_nodes, num_gpus, chosen, tuple(warnings))
 
 
 def planning_work(num_layers: int, num_slots: int, algorithm: str) -> int:

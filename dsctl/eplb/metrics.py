@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from dsctl.eplb.bounds import MAX_PARTITIONS, global_lower_bound, hierarchical_lower_bound, num_partitions
-from dsctl.eplb.checks import Layout
+from dsctl.eplb.checks import EplbLayout
 from dsctl.eplb.exact import ExactResult
 from dsctl.eplb.placement import Placement, balancedness, gpu_loads
 
@@ -133,7 +133,7 @@ def contiguous_loads(weight: np.ndarray, num_gpus: int) -> np.ndarray:
     return loads.T.copy()
 
 
-def lower_bound(weight: np.ndarray, layout: Layout) -> tuple[np.ndarray, str]:
+def lower_bound(weight: np.ndarray, layout: EplbLayout) -> tuple[np.ndarray, str]:
     """Best valid lower bound on the max GPU load for the layout's policy, float64 [L], and its name."""
     if layout.policy != "hierarchical":
         return global_lower_bound(weight, layout.num_replicas, layout.num_gpus), "global"
@@ -144,7 +144,7 @@ def lower_bound(weight: np.ndarray, layout: Layout) -> tuple[np.ndarray, str]:
     return bound, kind
 
 
-def placement_metrics(weight: np.ndarray, placement: Placement, layout: Layout,
+def placement_metrics(weight: np.ndarray, placement: Placement, layout: EplbLayout,
                       proof: ExactResult | None = None) -> PlacementMetrics:
     """Before (contiguous, one copy per expert) and after metrics of ``placement`` on ``weight`` [L, E];
     ``proof`` (``dsctl.eplb.exact.solve`` from this placement) adds the optimum per layer."""

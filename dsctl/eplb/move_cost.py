@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
-class Fabric:
+class MoveFabric:
     """A planned fabric to time moves on: the plan.json text, its name, NVLink bytes/s per direction per GPU."""
 
     plan_text: str

@@ -26,13 +26,13 @@ from __future__ import annotations
 import numpy as np
 
 from dsctl.cluster import load_plan
-from dsctl.eplb.move_cost import Fabric, MoveTime
+from dsctl.eplb.move_cost import MoveFabric, MoveTime
 from dsctl.eplb.placement import Placement
 from dsctl.errors import InputError
 from dsctl.topology import sim
 
 
-def _check_fabric(fabric: Fabric, num_gpus: int, num_nodes: int) -> int:
+def _check_fabric(fabric: MoveFabric, num_gpus: int, num_nodes: int) -> int:
     """GPUs per node of the plan, checked against the layout (InputError naming --plan)."""
     planned = load_plan(fabric.plan_text, fabric.plan_name)
     per_node = int(planned.number("num_gpus_per_node", 0))
@@ -84,7 +84,7 @@ def move_transfers(previous: Placement, new: Placement, num_gpus: int, gpus_per_
 
 
 def time_moves(previous: Placement, new: Placement, num_gpus: int, num_nodes: int, expert_bytes: int,
-               fabric: Fabric) -> MoveTime:
+               fabric: MoveFabric) -> MoveTime:
     """Simulate the migration ``previous`` -> ``new`` (same [L, R] shape) on ``fabric`` (module doc)."""
     per_node = _check_fabric(fabric, num_gpus, num_nodes)
     src, dst, count = move_transfers(previous, new, num_gpus, per_node)

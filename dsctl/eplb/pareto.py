@@ -21,9 +21,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from dsctl.eplb.checks import Layout
+from dsctl.eplb.checks import EplbLayout
 from dsctl.eplb.migration import MigrationResult, _unconstrained, rebalance_with_previous
-from dsctl.eplb.move_cost import Fabric, MoveTime, break_even_steps, payback_s
+from dsctl.eplb.move_cost import MoveFabric, MoveTime, break_even_steps, payback_s
 from dsctl.eplb.placement import Placement, balancedness, gpu_loads
 from dsctl.errors import InputError
 
@@ -75,11 +75,11 @@ def _score(weight: np.ndarray, placement: Placement, num_gpus: int) -> tuple[flo
 
 
 def trade_off(
-    weight: np.ndarray, previous: Placement, layout: Layout, algorithm: str, expert_bytes: int | None,
+    weight: np.ndarray, previous: Placement, layout: EplbLayout, algorithm: str, expert_bytes: int | None,
     *, max_moves: int | None = None, max_move_bytes: int | None = None, min_gain: float = DEFAULT_MIN_GAIN,
     tolerances: tuple[float, ...] = TOLERANCES, accept: float = 0.01,
     progress: Callable[[int, int], None] | None = None,
-    fabric: Fabric | None = None, step_time_s: float | None = None,
+    fabric: MoveFabric | None = None, step_time_s: float | None = None,
 ) -> tuple[TradeOff, Placement, MigrationResult | None]:
     """Score every candidate, mark the front, choose within the budgets (checked ``weight`` [L, E] and ``layout``).
 

@@ -14,12 +14,12 @@ from typing import Any
 import numpy as np
 
 from dsctl.eplb.balanced import rebalance_balanced
-from dsctl.eplb.checks import Layout, check_layout, check_planning_work, check_weight, planning_work
+from dsctl.eplb.checks import EplbLayout, check_layout, check_planning_work, check_weight, planning_work
 from dsctl.eplb.deployments import deployment_for, infer_model
 from dsctl.eplb.exact import MAX_PROVE_NODES, MAX_PROVE_SLOTS, ExactResult, solve
 from dsctl.eplb.metrics import placement_metrics
 from dsctl.eplb.migration import ALGORITHMS
-from dsctl.eplb.move_cost import Fabric
+from dsctl.eplb.move_cost import MoveFabric
 from dsctl.eplb.pareto import DEFAULT_MIN_GAIN, TOLERANCES, trade_off
 from dsctl.eplb.placement import Placement, gpu_loads, placement_from_phy2log
 from dsctl.eplb.placement_file import LoadedPlacement, placement_warnings
@@ -43,7 +43,7 @@ def expert_size_bytes(model: ModelProfile, bytes_per_param: float = 1.0) -> int 
     return bytes_per_routed_expert(model, bytes_per_param)
 
 
-def _run_algorithm(weight: np.ndarray, layout: Layout, algorithm: str,
+def _run_algorithm(weight: np.ndarray, layout: EplbLayout, algorithm: str,
                    progress: Callable[[int, int], None] | None = None) -> Placement:
     if algorithm == "reference":
         return rebalance_layout(weight, layout)
@@ -51,7 +51,7 @@ def _run_algorithm(weight: np.ndarray, layout: Layout, algorithm: str,
                               layout.num_gpus, layout.policy, progress)
 
 
-def _check_previous(previous: Placement, layout: Layout) -> None:
+def _check_previous(previous: Placement, layout: EplbLayout) -> None:
     expected = (layout.num_layers, layout.num_replicas)
     if tuple(previous.phy2log.shape) != expected:
         raise InputError(f"--previous placement is {previous.phy2log.shape[0]} MoE layers x "
@@ -150,7 +150,7 @@ def rebalance(
     max_move_bytes: int | None = None,
     min_gain: float | None = None,
     progress: Callable[[int, int], None] | None = None,
-    fabric: Fabric | None = None,
+    fabric: MoveFabric | None = None,
     step_time_s: float | None = None,
 ) -> RebalanceResult:
     """Plan a placement for ``weight`` [L, E] (summed routing statistics) and measure it before/after.
@@ -237,7 +237,7 @@ def rebalance(
                            model.num_layers if model is not None else None, notes, trade)
 
 
-def prove_placement(weight: np.ndarray, placement: Placement, layout: Layout) -> tuple[Placement, ExactResult]:
+def prove_placement(weight: np.ndarray, placement: Placement, layout: EplbLayout) -> tuple[Placement, ExactResult]:
     """Run the exact search on every layer from ``placement``; take any better plan it finds (checked layout)."""
     if layout.slots_per_node > MAX_PROVE_SLOTS:
         raise InputError(f"--prove solves small instances only: {layout.slots_per_node} slots per "

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dsctl.eplb.checks import Layout, check_layout, check_weight
+from dsctl.eplb.checks import EplbLayout, check_layout, check_weight
 from dsctl.eplb.placement import Placement, check_log2phy_size
 
 _INF32 = np.float32(np.inf)
@@ -121,7 +121,7 @@ def _inverse_permutation(perm: np.ndarray) -> np.ndarray:
     return inverse
 
 
-def rebalance_layout(weight: np.ndarray, layout: Layout) -> Placement:
+def rebalance_layout(weight: np.ndarray, layout: EplbLayout) -> Placement:
     """Run the reference pipeline on a checked layout. ``weight`` [L, E] (any numeric dtype; cast to float32)."""
     w32 = np.ascontiguousarray(np.asarray(weight, dtype=np.float32))
     num_layers, num_experts = w32.shape

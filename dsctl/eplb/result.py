@@ -19,14 +19,14 @@ from typing import Any
 
 import numpy as np
 
-from dsctl.eplb.checks import Layout
+from dsctl.eplb.checks import EplbLayout
 from dsctl.eplb.metrics import PlacementMetrics
 from dsctl.eplb.pareto import TradeOff
 from dsctl.eplb.placement import Placement
 from dsctl.errors import InputError
 
 
-def layout_data(layout: Layout) -> dict[str, Any]:
+def layout_data(layout: EplbLayout) -> dict[str, Any]:
     return {
         "num_layers": layout.num_layers, "num_experts": layout.num_experts, "num_replicas": layout.num_replicas,
         "num_gpus": layout.num_gpus, "num_nodes": layout.num_nodes, "num_groups": layout.num_groups,
@@ -52,7 +52,7 @@ class RebalanceResult:
 
     placement: Placement
     metrics: PlacementMetrics
-    layout: Layout
+    layout: EplbLayout
     algorithm: str
     sources: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
@@ -120,7 +120,7 @@ def sglang_export(result: RebalanceResult, name: str) -> dict[str, Any]:
     return sglang_expert_location(result.placement, result.num_dense_layers)
 
 
-def sglang_server_args(layout: Layout, path: str) -> str:
+def sglang_server_args(layout: EplbLayout, path: str) -> str:
     """The SGLang server options that go with an exported placement."""
     return (f"--init-expert-location {path} --ep-num-redundant-experts {layout.num_replicas - layout.num_experts} "
             f"--ep-size {layout.num_gpus}")

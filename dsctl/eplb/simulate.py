@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from dsctl.eplb.checks import Layout, check_weight
+from dsctl.eplb.checks import EplbLayout, check_weight
 from dsctl.eplb.metrics import PlacementMetrics, placement_metrics
 from dsctl.eplb.placement_file import LoadedPlacement, drop_trivial_leading_layers, placement_warnings
 from dsctl.eplb.result import layout_data
@@ -19,7 +19,7 @@ class SimulationResult:
     """An existing placement measured on (new) statistics: ``metrics.after`` = it, ``before`` = contiguous."""
 
     metrics: PlacementMetrics
-    layout: Layout
+    layout: EplbLayout
     placement_source: str
     placement_kind: str
     sources: tuple[str, ...] = ()
@@ -61,7 +61,7 @@ def simulate(
     hierarchical = (loaded.policy == "hierarchical" and loaded.num_nodes is not None and loaded.num_groups is not None
                     and loaded.num_groups % loaded.num_nodes == 0 and num_experts % loaded.num_groups == 0
                     and gpus % loaded.num_nodes == 0)
-    layout = Layout(num_layers, num_experts, num_slots,
+    layout = EplbLayout(num_layers, num_experts, num_slots,
                     loaded.num_groups if hierarchical and loaded.num_groups else 1,
                     loaded.num_nodes if hierarchical and loaded.num_nodes else 1,
                     gpus, "hierarchical" if hierarchical else "global")

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dsctl.eplb.balanced import rebalance_balanced
-from dsctl.eplb.checks import Layout, check_layout, check_planning_work, check_weight, planning_work
+from dsctl.eplb.checks import EplbLayout, check_layout, check_planning_work, check_weight, planning_work
 from dsctl.eplb.migration import relabel_to_match
 from dsctl.eplb.placement import Placement, balancedness, gpu_loads, placement_from_phy2log
 from dsctl.eplb.reference import rebalance_layout
@@ -47,7 +47,7 @@ class IntervalScore:
 class WindowReplay:
     """Output of ``dsctl eplb replay``."""
 
-    layout: Layout
+    layout: EplbLayout
     algorithm: str
     num_windows: int
     oracle: float

@@ -162,7 +162,7 @@ def run_checks(snap: NodeSnapshot, exp: Expectations, *, areas: Iterable[str] = 
             findings.append(Finding(check_id, Severity.SKIP, "node", "no compute NIC", "-",
                                     f"{title}: no compute RDMA ports"))
             continue
-        got = check.fn(snap, exp) if check.fn is not None else []
+        got = [dataclasses.replace(f, check=check_id) for f in check.fn(snap, exp)] if check.fn is not None else []
         if not got:
             got = [Finding(check_id, Severity.OK, "node", "ok", "-", f"{title}: ok")]
         elif all(f.severity is Severity.SKIP for f in got) and check.area != "rdma":

@@ -7,7 +7,7 @@ import re
 
 from dsctl.health.checks_gpu import counter_reset
 from dsctl.health.expectations import Expectations
-from dsctl.health.model import Finding, IbPort, Nic, NodeSnapshot, PciDevice, Severity, Unavailable
+from dsctl.health.model import THIS_CHECK, Finding, IbPort, Nic, NodeSnapshot, PciDevice, Severity, Unavailable
 from dsctl.names import ascii_digits
 
 CRIT, WARN, INFO, SKIP = Severity.CRIT, Severity.WARN, Severity.INFO, Severity.SKIP
@@ -75,9 +75,10 @@ def _psub(port: IbPort) -> str:
 def r1_nic_count(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
     nics = [n for n in compute_nics(snap, exp) if not isinstance(n.pci, Unavailable)]
     if exp.num_compute_nics is None:
-        return [Finding("R1", SKIP, "node", f"{len(nics)} compute NICs", "-", "no node profile: NIC count not checked")]
+        return [Finding(THIS_CHECK, SKIP, "node", f"{len(nics)} compute NICs", "-",
+                        "no node profile: NIC count not checked")]
     if len(nics) < exp.num_compute_nics:
-        return [Finding("R1", CRIT, "node", f"{len(nics)} compute NICs", f"{exp.num_compute_nics}",
+        return [Finding(THIS_CHECK, CRIT, "node", f"{len(nics)} compute NICs", f"{exp.num_compute_nics}",
                         f"{exp.num_compute_nics - len(nics)} compute NIC(s) missing from /sys/class/infiniband",
                         exp.profile_remedy("check mst status / lspci; reseat or replace the HCA; "
                                            "reload mlx5_core"))]
@@ -92,10 +93,10 @@ def r2_port_state(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
             continue
         shown = f"{port.state} / {port.phys_state}"
         if state == 1 or phys in (1, 3) or state is None or phys is None:
-            out.append(Finding("R2", CRIT, _psub(port), shown, "4: ACTIVE / 5: LinkUp", "RDMA port is down",
+            out.append(Finding(THIS_CHECK, CRIT, _psub(port), shown, "4: ACTIVE / 5: LinkUp", "RDMA port is down",
                                "check the cable/transceiver and the switch port; ibstat"))
         else:
-            out.append(Finding("R2", WARN, _psub(port), shown, "4: ACTIVE / 5: LinkUp",
+            out.append(Finding(THIS_CHECK, WARN, _psub(port), shown, "4: ACTIVE / 5: LinkUp",
                                "RDMA port not active yet (waiting for the SM, or training)",
                                "check the subnet manager; re-check in a minute"))
     return out
@@ -108,10 +109,10 @@ def r3_rate(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
             continue
         parsed = parse_rate(port.rate)
         if parsed is None:
-            out.append(Finding("R3", WARN, _psub(port), port.rate, "e.g. 400 Gb/sec (4X NDR)", "unparsable rate"))
+            out.append(Finding(THIS_CHECK, WARN, _psub(port), port.rate, "e.g. 400 Gb/sec (4X NDR)", "unparsable rate"))
             continue
         if exp.compute_nic_gbps is not None and parsed[0] < exp.compute_nic_gbps:
-            out.append(Finding("R3", CRIT, _psub(port), port.rate, f"{exp.compute_nic_gbps:g} Gb/sec",
+            out.append(Finding(THIS_CHECK, CRIT, _psub(port), port.rate, f"{exp.compute_nic_gbps:g} Gb/sec",
                                "port trained below the expected rate: this node straggles every collective",
                                exp.profile_remedy("check the cable/transceiver type and the switch port speed"),
                                value=parsed[0], unit="Gb/s"))
@@ -126,7 +127,7 @@ def r4_lid(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
         zero = [f"{name} {value}" for name, value in (("lid", port.lid), ("sm_lid", port.sm_lid))
                 if isinstance(value, str) and _hex(value) == 0]
         if zero:
-            out.append(Finding("R4", WARN, _psub(port), ", ".join(zero), "non-zero",
+            out.append(Finding(THIS_CHECK, WARN, _psub(port), ", ".join(zero), "non-zero",
                                f"{' and '.join(z.split()[0] for z in zero)} 0: no subnet manager assigned it",
                                "check the subnet manager (sminfo; opensm running on the fabric?)"))
     return out
@@ -168,11 +169,11 @@ def r5_fatal_counters(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
     for port in _ports(snap, exp):
         back = _backwards(port, FATAL_COUNTERS)
         if back:  # a fatal counter that was reset may have hidden a link flap: WARN, not silence
-            out.append(counter_reset("R5", WARN, _psub(port), back))
-        out.extend(_saturated("R5", WARN, port, FATAL_COUNTERS))
+            out.append(counter_reset(THIS_CHECK, WARN, _psub(port), back))
+        out.extend(_saturated(THIS_CHECK, WARN, port, FATAL_COUNTERS))
         grew = {n: d for n in FATAL_COUNTERS if (d := _delta(port, n)) is not None and d > 0}
         if grew:
-            out.append(Finding("R5", CRIT, _psub(port), ", ".join(f"{k} +{v}" for k, v in grew.items()), "+0",
+            out.append(Finding(THIS_CHECK, CRIT, _psub(port), ", ".join(f"{k} +{v}" for k, v in grew.items()), "+0",
                                f"fatal link counters grew in {snap.interval_s:g} s",
                                "drain; check the cable/transceiver; swap the port"))
     return out
@@ -184,13 +185,14 @@ def r6_degradation(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
         names = ("symbol_error", *(name for name, *_ in DEGRADATION_LIMITS))
         back = _backwards(port, names)
         if back:
-            out.append(counter_reset("R6", INFO, _psub(port), back))
-        out.extend(_saturated("R6", INFO, port, names))
+            out.append(counter_reset(THIS_CHECK, INFO, _psub(port), back))
+        out.extend(_saturated(THIS_CHECK, INFO, port, names))
         sym = _delta(port, "symbol_error")
         if sym is not None and sym > 0:
             per_h = sym / snap.interval_s * 3600.0
             if per_h > SYMBOL_ERROR_CRIT_PER_H:
-                out.append(Finding("R6", CRIT, _psub(port), f"symbol_error +{sym} ({sym / snap.interval_s:.1f}/s)",
+                out.append(Finding(THIS_CHECK, CRIT, _psub(port),
+                                   f"symbol_error +{sym} ({sym / snap.interval_s:.1f}/s)",
                                    f"<= {SYMBOL_ERROR_CRIT_PER_H:g}/h",
                                    "symbol error rate above the IBTA 1e-12 BER bound",
                                    "clean/replace the cable or transceiver"))
@@ -201,7 +203,7 @@ def r6_degradation(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
                 continue
             rate = d / snap.interval_s * per_s
             if rate > limit:
-                out.append(Finding("R6", WARN, _psub(port), f"{name} {rate:.1f}{label}", f"<= {limit:g}{label}",
+                out.append(Finding(THIS_CHECK, WARN, _psub(port), f"{name} {rate:.1f}{label}", f"<= {limit:g}{label}",
                                    f"{name} rate above the NVSentinel limit", "watch; check the link"))
     return out
 
@@ -211,12 +213,12 @@ def r7_nic_pcie(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
     for nic in compute_nics(snap, exp):
         width, top_width = nic.pcie_width, nic.pcie_max_width
         if isinstance(width, int) and isinstance(top_width, int) and width < top_width:
-            out.append(Finding("R7", CRIT, nic.name, f"x{nic.pcie_width}", f"x{nic.pcie_max_width}",
+            out.append(Finding(THIS_CHECK, CRIT, nic.name, f"x{nic.pcie_width}", f"x{nic.pcie_max_width}",
                                "NIC PCIe link narrower than its maximum", "reseat the HCA"))
         cur = parse_gt_s(nic.pcie_speed) if isinstance(nic.pcie_speed, str) else None
         top = parse_gt_s(nic.pcie_max_speed) if isinstance(nic.pcie_max_speed, str) else None
         if cur is not None and top is not None and cur < top:
-            out.append(Finding("R7", WARN, nic.name, f"{cur:g} GT/s", f"{top:g} GT/s",
+            out.append(Finding(THIS_CHECK, WARN, nic.name, f"{cur:g} GT/s", f"{top:g} GT/s",
                                "NIC PCIe link below its maximum speed", "check BIOS PCIe settings; reseat"))
     return out
 
@@ -228,7 +230,7 @@ def r8_firmware(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
             versions.setdefault(nic.fw_ver, []).append(nic.name)
     if len(versions) > 1:
         shown = "; ".join(f"{v}: {', '.join(names)}" for v, names in sorted(versions.items()))
-        return [Finding("R8", WARN, "node", shown, "one firmware version", "compute NICs run mixed firmware",
+        return [Finding(THIS_CHECK, WARN, "node", shown, "one firmware version", "compute NICs run mixed firmware",
                         "flash every HCA to the same firmware (mlxfwmanager)")]
     return []
 
@@ -263,7 +265,7 @@ def r9_affinity(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
         levels = sorted((AFFINITY_LEVELS.index(affinity(dev, pci)), name) for name, pci in nics)
         best, name = AFFINITY_LEVELS[levels[0][0]], levels[0][1]
         if levels[0][0] > AFFINITY_LEVELS.index("PXB"):
-            out.append(Finding("R9", WARN, f"gpu{gpu.index}", f"nearest NIC {name} at {best}", "a NIC at PIX/PXB",
+            out.append(Finding(THIS_CHECK, WARN, f"gpu{gpu.index}", f"nearest NIC {name} at {best}", "a NIC at PIX/PXB",
                                "no compute NIC under this GPU's PCIe switch: GPUDirect RDMA crosses the CPU",
                                "check NIC slot placement and NUMA; compare nvidia-smi topo -m", gpu=gpu.index))
     return out
@@ -297,7 +299,7 @@ def r10_peermem(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
     kernel = snap.host.kernel_release if snap.host and snap.host.kernel_release else None
     if kernel and _kernel_at_least(kernel, DMABUF_MIN_KERNEL) is False:
         flavour += f", kernel {kernel} < 5.12 (no DMA-BUF)"
-    return [Finding("R10", WARN, "node", f"nvidia_peermem not loaded; {flavour}", "nvidia_peermem or DMA-BUF",
+    return [Finding(THIS_CHECK, WARN, "node", f"nvidia_peermem not loaded; {flavour}", "nvidia_peermem or DMA-BUF",
                     "GPUDirect RDMA unavailable: no peer-memory module and no DMA-BUF path",
                     "modprobe nvidia_peermem, or use the open GPU kernel modules on Linux >= 5.12 (DMA-BUF)")]
 
@@ -310,7 +312,7 @@ def r12_ibgda(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
     params = snap.driver.params if snap.driver is not None else Unavailable("missing", "MISSING",
                                                                              "/proc/driver/nvidia/params")
     if isinstance(params, Unavailable):
-        return [Finding("R12", SKIP, "node", str(params), "-",
+        return [Finding(THIS_CHECK, SKIP, "node", str(params), "-",
                         "IBGDA readiness: /proc/driver/nvidia/params not readable")]
     missing = []
     if params.get("EnableStreamMemOPs", "").strip() != "1":
@@ -321,7 +323,7 @@ def r12_ibgda(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
         missing.append("gdrdrv not loaded")
     if not missing:
         return []
-    return [Finding("R12", WARN, "node", "; ".join(missing),
+    return [Finding(THIS_CHECK, WARN, "node", "; ".join(missing),
                     "EnableStreamMemOPs: 1, PeerMappingOverride=1, gdrdrv loaded",
                     "DeepEP/NVSHMEM IBGDA is not ready: internode expert-parallel kernels cannot run",
                     'options nvidia NVreg_EnableStreamMemOPs=1 NVreg_RegistryDwords="PeerMappingOverride=1;" in '
@@ -349,14 +351,14 @@ def r11_roce(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
             types = sorted({g.type for g in port.gids if isinstance(g.type, str)})
             shown = (f"{len(port.gids)} GIDs, types: {', '.join(types) or 'unreadable'}" if port.gids
                      else "no non-zero GID")
-            out.append(Finding("R11", CRIT, _psub(port), shown, f"a {ROCE_V2} GID",
+            out.append(Finding(THIS_CHECK, CRIT, _psub(port), shown, f"a {ROCE_V2} GID",
                                "RoCE port has no RoCE v2 GID: RoCE v2 (routable) traffic cannot use it",
                                "check the HCA's RoCE mode (firmware and driver: RoCE v2 off?) and the netdev's "
                                "addresses (ip addr); NCCL_IB_GID_INDEX must name a RoCE v2 GID"))
         named = v2 or list(port.gids)
         ndevs = sorted({g.ndev for g in named if isinstance(g.ndev, str)})
         if named and not ndevs:
-            out.append(Finding("R11", WARN, _psub(port), "no netdev in gid_attrs/ndevs", "a netdev",
+            out.append(Finding(THIS_CHECK, WARN, _psub(port), "no netdev in gid_attrs/ndevs", "a netdev",
                                "the port's GIDs name no netdev: its link cannot be checked",
                                "check the mlx5 netdev (ip link) and the RDMA device's net/ folder"))
         for dev in ndevs:
@@ -364,12 +366,12 @@ def r11_roce(snap: NodeSnapshot, exp: Expectations) -> list[Finding]:
             if state == "up":
                 continue
             if isinstance(state, Unavailable):
-                out.append(Finding("R11", WARN, f"{_psub(port)} {dev}", str(state), "operstate up",
+                out.append(Finding(THIS_CHECK, WARN, f"{_psub(port)} {dev}", str(state), "operstate up",
                                    f"netdev {dev} named by the GID table has no /sys/class/net entry",
                                    "check the netdev (ip link show); reload mlx5_core"))
                 continue
             sev = CRIT if state.strip().lower() in OPERSTATE_DOWN else WARN
-            out.append(Finding("R11", sev, f"{_psub(port)} {dev}", f"operstate {state}", "operstate up",
+            out.append(Finding(THIS_CHECK, sev, f"{_psub(port)} {dev}", f"operstate {state}", "operstate up",
                                f"RoCE netdev {dev} is not up", f"ip link set {dev} up; check the cable and the "
                                "switch port"))
     return out

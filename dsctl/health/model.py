@@ -57,7 +57,7 @@ class NvLink:
 
 
 @dataclass(frozen=True)
-class Fabric:
+class GpuFabricInfo:
     """nvmlDeviceGetGpuFabricInfoV: state 0 n/a, 1 not started, 2 in progress, 3 completed; status an nvmlReturn."""
 
     state: int
@@ -146,7 +146,7 @@ class Gpu:
     persistence_mode: Reading[int] = Unavailable("gpu_lost", "GPU_IS_LOST")
     num_links: Reading[int] = Unavailable("gpu_lost", "GPU_IS_LOST")
     links: tuple[NvLink, ...] = ()
-    fabric: Reading[Fabric] = Unavailable("gpu_lost", "GPU_IS_LOST")
+    fabric: Reading[GpuFabricInfo] = Unavailable("gpu_lost", "GPU_IS_LOST")
     pcie: Reading[Pcie] = Unavailable("gpu_lost", "GPU_IS_LOST")
     pcie_replay_t0: Reading[int] = Unavailable("gpu_lost", "GPU_IS_LOST")
     pcie_replay_t1: Reading[int] = Unavailable("gpu_lost", "GPU_IS_LOST")
@@ -289,6 +289,11 @@ class Severity(Enum):
 
 
 SEVERITY_ORDER = [Severity.CRIT, Severity.WARN, Severity.INFO, Severity.SKIP, Severity.OK]
+
+
+#: the check id a check function gives its findings: :func:`dsctl.health.api.run_checks` stamps the id the check
+#: table (``dsctl.health.checks.CHECKS``) gives that function, so an id is written in one place only
+THIS_CHECK = "?"
 
 
 @dataclass(frozen=True)

@@ -1,1 +1,23 @@
 """Training-launch planning: parallel layout, stage split, memory fit, rank map and pipeline schedules."""
+
+#: the public surface: the modules (and names) other packages, the commands and benchmarks may import;
+#: tests/unit/test_architecture.py holds every import from outside the package to this list
+__all__ = [
+    "candidates",
+    "defaults",
+    "engines",
+    "imbalance",
+    "layout",
+    "memory",
+    "minnodes",
+    "plan",
+    "rankmap",
+    "ranking",
+    "request",
+    "rules",
+    "schedule",
+    "search",
+    "search_explain",
+    "stages",
+    "sweep",
+]

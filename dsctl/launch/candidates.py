@@ -20,6 +20,7 @@ from dsctl.launch.request import LaunchRequest
 from dsctl.launch.rules import default_ep, divisors, pipeline_degree_allowed
 from dsctl.launch.stages import Stage, split_stages
 from dsctl.model.params import ParameterCounts
+from dsctl.model.recipes import ActivationRecipe, resolve_recipe
 from dsctl.profiles.schema import ModelProfile, NodeProfile
 
 
@@ -36,6 +37,10 @@ class PlanInputs:
     @property
     def tp(self) -> int:
         return self.request.tp_or_default
+
+    @property
+    def recipe(self) -> ActivationRecipe:
+        return resolve_recipe(self.model, self.request.recipe)
 
 
 @dataclass(frozen=True)
@@ -123,8 +128,9 @@ def layout_for(inputs: PlanInputs, pp: int) -> ParallelLayout:
 
 def _memory(inputs: PlanInputs, layout: ParallelLayout, batch: BatchPlan) -> tuple[tuple[Stage, ...], MemoryEstimate]:
     stages = split_stages(inputs.model, inputs.counts, layout.num_stages)
-    return stages, estimate_memory(inputs.model, layout, stages, inputs.node.hbm_bytes, batch.tokens_per_micro_batch,
-                                   batch.micro_batches, inputs.assumptions)
+    return stages, estimate_memory(inputs.model, layout, stages, inputs.node.usable_hbm_bytes,
+                                   batch.tokens_per_micro_batch, batch.micro_batches, inputs.assumptions,
+                                   inputs.recipe, inputs.node.hbm_bytes)
 
 
 def evaluate(inputs: PlanInputs, pp: int, explain_rejection: bool = True) -> Candidate:

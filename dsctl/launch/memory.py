@@ -1,4 +1,4 @@
-"""Per-GPU training memory of a launch layout against the node's HBM.
+"""Per-GPU training memory of a launch layout against the node's usable HBM, one named term per line (issue 28).
 
 For pipeline rank ``r`` (every dp/ep/tp rank of one pipeline rank holds the same amount)::
 
@@ -10,25 +10,25 @@ For pipeline rank ``r`` (every dp/ep/tp rank of one pipeline rank holds the same
     optimizer      = dense x opt_bytes / dp + routed x opt_bytes / expert_dp
                      (ZeRO-1; opt_bytes = FP32 master 4 B + AdamW moments 2 x BF16 = 8 B; each DualPipe copy
                      keeps its own shard, the conservative reading)
-    activations    = chunks(r) x max over held stages of (tokens per micro-batch x activation bytes per token)
+    fp8 weights    = GEMM params x (1 + 4 / 128^2)            (recipes that keep FP8 weight copies: 1 B per weight
+                     and one FP32 scale per 128x128 block; embedding and head stay BF16)
+    activations    = chunks(r) x tokens x max over held stages of the stage's kept bytes per token, split into
+                     values, FP8/E5M6 tile scales (4 B per 128 values) and the attention log-sum-exp (4 B per head);
                      chunks = pp_stages + 1 for DualPipe/DualPipeV (README table), pp - r for 1F1B/ZB1P,
                      never more than the micro-batches of a step
-    total          = weights + gradients + optimizer + activations + reserve (CUDA context, NCCL/DeepEP buffers,
-                     allocator fragmentation: 4 GiB by default)
+    backward temp  = tokens x one layer's plain-BF16 saved bytes (the layer being differentiated, recomputed or
+                     dequantised, and its gradients; one layer at a time)
+    DeepEP buffers = 2e9 NVLink + 1e9 RDMA bytes when the model has experts and ep > 1 (the normal-mode buffer
+                     DeepEP's own tests/test_internode.py allocates)
+    CUDA + NCCL    = CUDA context and NCCL communicators: 1 GiB (an estimate; measure with nvidia-smi on idle ranks)
+    total          = the sum of the above; it fits when total <= the node profile's usable HBM (``hbm_usable``,
+                     nvidia-smi's total: 79.6 GiB of an 80 GB H800), not the nominal 80 GiB
 
-Activation bytes per token and layer follow DeepSeek-V3's recipe (tech report section 3.3): RMSNorms and the MLA
-up-projections are recomputed, the SwiGLU output is recomputed from its cached FP8 inputs, the inputs of the
-FP8 GEMMs are cached in FP8 and the attention output fed to the output projection in E5M6 (1.5 B):
-
-- MLA attention: ``2h`` (layer input) + ``2 (q_lora + kv_lora + rope)`` (compressed q and kv) + ``1.5 n d_v``
-- GQA/MHA attention: ``2h`` + ``2 (n d + 2 n_kv d)`` (q, k, v) + ``2 n d`` (output), all BF16
-- dense FFN: ``2h`` (norm input) + ``h`` (FP8 GEMM input) + ``2 i`` (FP8 SwiGLU inputs)
-- MoE FFN: ``2h`` + ``(top_k + shared) (h + 2 i_moe)`` (FP8 dispatched tokens, FP8 SwiGLU inputs)
-  + ``4 E`` (FP32 router scores)
-- MTP module: one MoE layer + ``4h`` (its concatenated projection input, BF16)
-
-The output logits are assumed not kept (fused/chunked cross-entropy). These are estimates for planning,
-within perhaps +-20% of a real framework; the reserve absorbs part of the difference.
+Activation bytes per token and layer come from the activation recipe (``dsctl.model.recipes``; docs/launch.md
+lists every recipe's tensors). Per stage: its layers, each MTP module (one MoE layer + its ``eh_proj`` input,
+``4h``) and on the last stage the final norm input (``2h``); the output logits are not kept (fused cross-entropy).
+The figures are estimates for planning; the recipes are checked within 5% against PyTorch's saved tensors of a
+reduced layer (tests/unit/test_recipes_torch.py).
 """
 
 from __future__ import annotations
@@ -38,19 +38,38 @@ from dataclasses import dataclass
 from dsctl.launch import rules
 from dsctl.launch.layout import ParallelLayout
 from dsctl.launch.stages import Stage
+from dsctl.model.recipes import (
+    DEEPSEEK,
+    ActivationBytes,
+    ActivationRecipe,
+    backward_working_bytes_per_token,
+    head_activations,
+    layer_activations,
+    mtp_extra_activations,
+    recompute_flops_per_token,
+)
 from dsctl.profiles.schema import ModelProfile
 from dsctl.units import GIB
+
+#: DeepEP normal-mode buffer: NVLink and RDMA bytes (deepseek-ai/DeepEP tests/test_internode.py: Buffer(group,
+#: int(2e9), int(1e9)))
+DEEPEP_BUFFER_BYTES = 2_000_000_000 + 1_000_000_000
+#: CUDA context and NCCL communicators per GPU (estimate)
+RUNTIME_BYTES = 1 * GIB
+#: one FP32 scale per 128x128 block of an FP8 weight
+FP8_WEIGHT_BYTES = 1.0 + 4.0 / (128 * 128)
 
 
 @dataclass(frozen=True)
 class MemoryAssumptions:
-    """Bytes per value of each kind of training state, and the fixed reserve per GPU."""
+    """Bytes per value of each kind of training state, and the fixed buffers per GPU."""
 
     weight_bytes: float = 2.0
     grad_bytes: float = 4.0
     master_bytes: float = 4.0
     moment_bytes: float = 4.0  # two AdamW moments in BF16
-    reserve_bytes: int = 4 * GIB
+    deepep_buffer_bytes: int = DEEPEP_BUFFER_BYTES
+    runtime_bytes: int = RUNTIME_BYTES
 
     @property
     def optimizer_bytes(self) -> float:
@@ -60,7 +79,7 @@ class MemoryAssumptions:
 
 @dataclass(frozen=True)
 class RankMemory:
-    """Memory of one pipeline rank's GPUs, in bytes (parameters in counts)."""
+    """Memory of one pipeline rank's GPUs, in bytes (parameters in counts); each ``*_bytes`` is one term."""
 
     pp_rank: int
     stages: tuple[int, ...]
@@ -70,20 +89,42 @@ class RankMemory:
     weights_bytes: int
     gradients_bytes: int
     optimizer_bytes: int
+    fp8_weights_bytes: int
     activation_chunks: int
     activation_chunk_bytes: int
     activations_bytes: int
-    reserve_bytes: int
+    activation_scales_bytes: int
+    attention_lse_bytes: int
+    backward_temporaries_bytes: int
+    deepep_buffers_bytes: int
+    runtime_bytes: int
     total_bytes: int
     headroom_bytes: int
+
+
+#: the terms of :class:`RankMemory` in the order the table lists them, with their labels
+MEMORY_TERMS: tuple[tuple[str, str], ...] = (
+    ("weights_bytes", "weights (BF16)"),
+    ("gradients_bytes", "gradients (FP32)"),
+    ("optimizer_bytes", "optimizer states (ZeRO-1)"),
+    ("fp8_weights_bytes", "FP8 weight copies"),
+    ("activations_bytes", "activations"),
+    ("activation_scales_bytes", "FP8/E5M6 tile scales"),
+    ("attention_lse_bytes", "attention log-sum-exp"),
+    ("backward_temporaries_bytes", "backward temporaries"),
+    ("deepep_buffers_bytes", "DeepEP buffers"),
+    ("runtime_bytes", "CUDA context + NCCL"),
+)
 
 
 @dataclass(frozen=True)
 class MemoryEstimate:
     """Per-rank memory and the verdict.
 
-    ``fits`` is True when every rank's ``total_bytes <= hbm_bytes``; ``headroom_bytes`` is the smallest
-    ``hbm_bytes - total_bytes`` over ranks (negative = short by that much), on ``worst_pp_rank``.
+    ``fits`` is True when every rank's ``total_bytes <= hbm_bytes`` (the usable HBM); ``headroom_bytes`` is the
+    smallest ``hbm_bytes - total_bytes`` over ranks (negative = short by that much), on ``worst_pp_rank``.
+    ``nominal_hbm_bytes`` is the data-sheet size; ``recipe`` the activation recipe's name and
+    ``recompute_flops_per_token_layer`` the forward FLOPs one MoE (else dense) layer redoes per token.
     """
 
     hbm_bytes: int
@@ -94,47 +135,37 @@ class MemoryEstimate:
     max_total_bytes: int
     headroom_bytes: int
     per_rank: tuple[RankMemory, ...]
+    recipe: str = DEEPSEEK.name
+    nominal_hbm_bytes: int = 0
+    recompute_flops_per_token_layer: float = 0.0
 
     @property
     def worst(self) -> RankMemory:
         return self.per_rank[self.worst_pp_rank]
 
 
-def attention_activation_bytes(model: ModelProfile) -> float:
-    """Activation bytes per token kept for the backward of one attention block (see module docstring)."""
-    a, h = model.attention, model.hidden_size
-    if a.is_mla:
-        return 2 * h + 2 * (a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim) + 1.5 * a.num_heads * a.v_head_dim
-    num_kv = a.num_kv_heads if a.kind == "gqa" else a.num_heads
-    return 2 * h + 2 * (a.num_heads * a.head_dim + 2 * num_kv * a.head_dim) + 2 * a.num_heads * a.head_dim
+def stage_activations(model: ModelProfile, stage: Stage, recipe: ActivationRecipe = DEEPSEEK) -> ActivationBytes:
+    """Bytes per token of one micro-batch held by ``stage`` between its forward and backward."""
+    return all_stage_activations(model, (stage,), recipe)[0]
 
 
-def dense_layer_activation_bytes(model: ModelProfile) -> float:
-    """Per token, one layer with a dense FFN."""
-    h = model.hidden_size
-    return attention_activation_bytes(model) + 3 * h + 2 * model.dense_intermediate_size
+def all_stage_activations(model: ModelProfile, stages: tuple[Stage, ...],
+                          recipe: ActivationRecipe = DEEPSEEK) -> list[ActivationBytes]:
+    """:func:`stage_activations` of every stage (the layer figures computed once)."""
+    moe_layer = layer_activations(model, recipe, True)
+    dense_layer = layer_activations(model, recipe, False)
+    mtp = moe_layer + mtp_extra_activations(model)
+    head = head_activations(model)
+    out = []
+    for stage in stages:
+        total = dense_layer * stage.num_dense_layers + moe_layer * stage.num_moe_layers + mtp * stage.num_mtp_modules
+        out.append(total + head if stage.has_head else total)
+    return out
 
 
-def moe_layer_activation_bytes(model: ModelProfile) -> float:
-    """Per token, one MoE layer (falls back to the dense layer for a dense model)."""
-    moe = model.moe
-    if moe is None:
-        return dense_layer_activation_bytes(model)
-    h = model.hidden_size
-    experts = moe.num_experts_per_token + moe.num_shared_experts
-    return (attention_activation_bytes(model) + 2 * h + experts * (h + 2 * moe.moe_intermediate_size)
-            + 4 * moe.num_routed_experts)
-
-
-def stage_activation_bytes_per_token(model: ModelProfile, stage: Stage) -> float:
-    """Activation bytes per token of one micro-batch held by ``stage`` between its forward and backward."""
-    per_mtp = moe_layer_activation_bytes(model) + 4 * model.hidden_size
-    total = (stage.num_dense_layers * dense_layer_activation_bytes(model)
-             + stage.num_moe_layers * moe_layer_activation_bytes(model)
-             + stage.num_mtp_modules * per_mtp)
-    if stage.has_head:
-        total += 2 * model.hidden_size  # final norm input
-    return total
+def stage_activation_bytes_per_token(model: ModelProfile, stage: Stage, recipe: ActivationRecipe = DEEPSEEK) -> float:
+    """All kept bytes per token of ``stage`` (values, scales and log-sum-exp together)."""
+    return stage_activations(model, stage, recipe).total
 
 
 def rank_parameters(stages: tuple[Stage, ...], held: tuple[int, ...]) -> tuple[int, int]:
@@ -153,11 +184,28 @@ def activation_chunks(layout: ParallelLayout, pp_rank: int, num_micro_batches: i
     return rules.activation_chunks(layout.schedule, layout.pp, pp_rank, num_micro_batches)
 
 
+def rank_gemm_parameters(model: ModelProfile, stages: tuple[Stage, ...], held: tuple[int, ...], ep: int) -> int:
+    """Parameters of GEMM weights one GPU of a pipeline rank holds (FP8 copies): its parameters without the
+    embedding tables and the output head."""
+    dense, routed = rank_parameters(stages, held)
+    embedding = max((stages[s].embedding_params for s in held), default=0) if len(held) == 2 and all(
+        stages[s].embedding_params for s in held) else sum(stages[s].embedding_params for s in held)
+    head = 0 if model.tie_word_embeddings else model.vocab_size * model.hidden_size
+    heads = sum(1 for s in held if stages[s].has_head)
+    return max(0, dense - embedding - heads * head) + routed // ep
+
+
 def estimate_memory(model: ModelProfile, layout: ParallelLayout, stages: tuple[Stage, ...], hbm_bytes: int,
                     tokens_per_micro_batch: int, num_micro_batches: int,
-                    assumptions: MemoryAssumptions | None = None) -> MemoryEstimate:
-    """Memory of every pipeline rank of ``layout`` (``stages`` from :func:`~dsctl.launch.stages.split_stages`)."""
+                    assumptions: MemoryAssumptions | None = None, recipe: ActivationRecipe = DEEPSEEK,
+                    nominal_hbm_bytes: int = 0) -> MemoryEstimate:
+    """Memory of every pipeline rank of ``layout`` (``stages`` from :func:`~dsctl.launch.stages.split_stages`)
+    under ``recipe`` against ``hbm_bytes`` of usable HBM per GPU (``nominal_hbm_bytes``: the data-sheet size)."""
     a = assumptions or MemoryAssumptions()
+    tokens = tokens_per_micro_batch
+    temporaries = int(backward_working_bytes_per_token(model) * tokens)
+    deepep = a.deepep_buffer_bytes if model.moe is not None and layout.ep > 1 else 0
+    per_stage = all_stage_activations(model, stages, recipe)
     rows = []
     for r in range(layout.pp):
         held = rules.stages_of_rank(layout.schedule, layout.pp, r)
@@ -167,24 +215,32 @@ def estimate_memory(model: ModelProfile, layout: ParallelLayout, stages: tuple[S
         weights = int(params * a.weight_bytes)
         grads = int(params * a.grad_bytes)
         optim = int(dense * a.optimizer_bytes / layout.dp + routed * a.optimizer_bytes / layout.expert_dp)
-        chunk = int(max(stage_activation_bytes_per_token(model, stages[s]) for s in held) * tokens_per_micro_batch)
+        fp8 = int(rank_gemm_parameters(model, stages, held, layout.ep) * FP8_WEIGHT_BYTES) \
+            if recipe.fp8_weight_copies else 0
+        per_token = max((per_stage[s] for s in held), key=lambda x: x.total)
         chunks = activation_chunks(layout, r, num_micro_batches)
-        acts = chunks * chunk
-        total = weights + grads + optim + acts + a.reserve_bytes
+        values, scales, lse = (int(chunks * tokens * x) for x in (per_token.values, per_token.scales, per_token.lse))
+        total = (weights + grads + optim + fp8 + values + scales + lse + temporaries + deepep + a.runtime_bytes)
         rows.append(RankMemory(
             pp_rank=r, stages=held, params=params, dense_params=dense, routed_params=routed,
-            weights_bytes=weights, gradients_bytes=grads, optimizer_bytes=optim,
-            activation_chunks=chunks, activation_chunk_bytes=chunk, activations_bytes=acts,
-            reserve_bytes=a.reserve_bytes, total_bytes=total, headroom_bytes=hbm_bytes - total,
+            weights_bytes=weights, gradients_bytes=grads, optimizer_bytes=optim, fp8_weights_bytes=fp8,
+            activation_chunks=chunks, activation_chunk_bytes=int(per_token.total * tokens), activations_bytes=values,
+            activation_scales_bytes=scales, attention_lse_bytes=lse, backward_temporaries_bytes=temporaries,
+            deepep_buffers_bytes=deepep, runtime_bytes=a.runtime_bytes, total_bytes=total,
+            headroom_bytes=hbm_bytes - total,
         ))
     worst = max(rows, key=lambda row: row.total_bytes)
+    moe = model.moe is not None
     return MemoryEstimate(
         hbm_bytes=hbm_bytes,
         tokens_per_micro_batch=tokens_per_micro_batch,
-        activation_bytes_per_token_layer=int(moe_layer_activation_bytes(model)),
+        activation_bytes_per_token_layer=int(layer_activations(model, recipe, moe).total),
         fits=worst.total_bytes <= hbm_bytes,
         worst_pp_rank=worst.pp_rank,
         max_total_bytes=worst.total_bytes,
         headroom_bytes=hbm_bytes - worst.total_bytes,
         per_rank=tuple(rows),
+        recipe=recipe.name,
+        nominal_hbm_bytes=nominal_hbm_bytes or hbm_bytes,
+        recompute_flops_per_token_layer=recompute_flops_per_token(model, recipe, moe),
     )

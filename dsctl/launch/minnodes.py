@@ -7,7 +7,7 @@ of every count in increasing order, exact by construction, made fast by a necess
 degree ``pp`` that costs no plan:
 
     for each pipeline rank r:   A_r + B_r / dp  <=  hbm
-    A_r = (weight + grad bytes) x (dense_r + routed_r / ep_max) + chunks_r x act_r x seq_len + reserve - slack
+    A_r = (weight + grad bytes) x (dense_r + routed_r / ep_max) + chunks_r x act_r x seq_len + CUDA/NCCL - slack
     B_r = optimizer bytes x (dense_r + routed_r / tp)
 
 where ``dense_r`` / ``routed_r`` are the dense and all routed-expert parameters of the stages rank r holds,
@@ -33,6 +33,7 @@ from dsctl.launch.memory import MemoryAssumptions, rank_parameters, stage_activa
 from dsctl.launch.request import LaunchRequest, check_request
 from dsctl.launch.stages import split_stages
 from dsctl.model.params import ParameterCounts, count_parameters
+from dsctl.model.recipes import resolve_recipe
 from dsctl.profiles.schema import ModelProfile, NodeProfile
 
 #: the largest node count the search tries (131,072 GPUs on 8-GPU nodes)
@@ -102,6 +103,7 @@ def _needs(model: ModelProfile, node: NodeProfile, request: LaunchRequest, count
            a: MemoryAssumptions, tp: int) -> list[_Need]:
     """Every pipeline degree that could ever fit, with the dp it needs (the bound of the module docstring)."""
     schedule = request.schedule
+    recipe = resolve_recipe(model, request.recipe)
     pps = [request.pp] if request.pp is not None else range(1, model.num_layers + 1)
     ep_max = request.ep or rules.default_ep(model, node.num_gpus, None)
     out = []
@@ -114,11 +116,11 @@ def _needs(model: ModelProfile, node: NodeProfile, request: LaunchRequest, count
             held = rules.stages_of_rank(schedule, pp, r)
             dense, routed = rank_parameters(stages, held)
             activations = (rules.activation_chunks(schedule, pp, r) * request.seq_len
-                           * max(stage_activation_bytes_per_token(model, stages[s]) for s in held))
-            fixed = ((a.weight_bytes + a.grad_bytes) * (dense + routed / ep_max) + activations + a.reserve_bytes
+                           * max(stage_activation_bytes_per_token(model, stages[s], recipe) for s in held))
+            fixed = ((a.weight_bytes + a.grad_bytes) * (dense + routed / ep_max) + activations + a.runtime_bytes
                      - _SLACK_BYTES)
             sharded = a.optimizer_bytes * (dense + routed / tp)
-            room = node.hbm_bytes - fixed
+            room = node.usable_hbm_bytes - fixed
             if room < 0 or (room == 0 and sharded > 0):
                 break
             min_dp = max(min_dp, math.ceil(sharded / room) if sharded > 0 else 1)

@@ -182,7 +182,7 @@ def plan_launch(model: ModelProfile, node: NodeProfile, request: LaunchRequest,
     if simulate_schedule and step is None:
         try:
             step = predict_step(model, node, layout, batch.micro_batches, batch.micro_batch_size, batch.seq_len,
-                                balancedness=balancedness, fabric_plan=fabric_plan)
+                                balancedness=balancedness, fabric_plan=fabric_plan, recipe=inputs.recipe)
         except InputError as exc:
             if "balancedness" in exc.message or fabric_plan is not None:
                 raise

@@ -72,9 +72,10 @@ def _predict(inputs: PlanInputs, layout: ParallelLayout, batch: BatchPlan, balan
     short = steady_micro_batches(layout)
     if m <= 2 * short:
         return predict_step(inputs.model, inputs.node, layout, m, batch.micro_batch_size, batch.seq_len,
-                            balancedness=balancedness, ep_cost=ep_cost)
+                            balancedness=balancedness, ep_cost=ep_cost, recipe=inputs.recipe)
     longer, shorter = (predict_step(inputs.model, inputs.node, layout, k, batch.micro_batch_size, batch.seq_len,
-                                    balancedness=balancedness, ep_cost=ep_cost) for k in (short, short - 2))
+                                    balancedness=balancedness, ep_cost=ep_cost, recipe=inputs.recipe)
+                       for k in (short, short - 2))
     pairs = (m - short) / 2
 
     def grown(name: str, a: object, b: object) -> float:
@@ -139,10 +140,10 @@ def search_layouts(inputs: PlanInputs, options: SearchOptions) -> SearchResult:
     exact = [replace(t, step=predict_step(inputs.model, inputs.node, t.layout, t.batch.micro_batches,
                                           t.batch.micro_batch_size, t.batch.seq_len,
                                           balancedness=options.balancedness_at(t.layout.ep),
-                                          fabric_plan=options.fabric_plan))
+                                          fabric_plan=options.fabric_plan, recipe=inputs.recipe))
              for t in ranked[:EXACT_TOP]]  # the rows a reader compares, simulated in full
     return SearchResult(space, options.objective, rank([*exact, *ranked[EXACT_TOP:]], options.objective),
-                        tuple(rejected + over + failed), inputs.node.hbm_bytes)
+                        tuple(rejected + over + failed), inputs.node.usable_hbm_bytes)
 
 
 #: the stages of :func:`search_layouts` and its explanation, in order (the pipeline test walks them)

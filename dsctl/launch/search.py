@@ -42,9 +42,10 @@ MICRO_BATCH_SIZES: tuple[int, ...] = (1, 2, 4)
 HEADROOM_SLACK = 0.10
 #: the kinds of rejection, in the order the explanation lists them
 REJECTION_KINDS: tuple[str, ...] = ("schedule rule", "divisibility", "EP span", "memory", "step-time model")
-#: free HBM a chosen layout keeps beyond the memory model's reserve: what issue 28 measured and the model does not
-#: yet hold (backward temporaries ~3 GB at 4K tokens, ~0.4 GiB of the 80 GiB not usable), rounded up to 4 GiB
-DEFAULT_MIN_HEADROOM_BYTES = 4 * 2**30
+#: free HBM a chosen layout must keep beyond the memory model's own terms and reserve: none by default, since the
+#: memory model names what issue 28 measured (backward temporaries, FP8 scales, the attention LSE, DeepEP/NCCL
+#: buffers) and budgets against usable HBM; a caller may ask for a margin (``SearchOptions.min_headroom_bytes``)
+DEFAULT_MIN_HEADROOM_BYTES = 0
 
 
 @dataclass(frozen=True)
@@ -222,14 +223,14 @@ def attach_memory(inputs: PlanInputs, trials: list[Trial],
     splits: dict[int, tuple[Stage, ...]] = {}
     kept: list[Trial] = []
     rejected: list[Rejected] = []
-    hbm = inputs.node.hbm_bytes
+    hbm = inputs.node.usable_hbm_bytes
     for trial in trials:
         lay = trial.layout
         stages = splits.get(lay.num_stages)
         if stages is None:
             stages = splits[lay.num_stages] = split_stages(inputs.model, inputs.counts, lay.num_stages)
         memory = estimate_memory(inputs.model, lay, stages, hbm, trial.batch.tokens_per_micro_batch,
-                                 trial.batch.micro_batches, inputs.assumptions)
+                                 trial.batch.micro_batches, inputs.assumptions, inputs.recipe, inputs.node.hbm_bytes)
         if memory.fits and memory.headroom_bytes >= min_headroom_bytes:
             kept.append(replace(trial, stages=stages, memory=memory))
             continue

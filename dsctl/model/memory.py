@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from dsctl.model.dtypes import dtype_bytes
 from dsctl.model.params import count_parameters
+from dsctl.model.recipes import RECIPES, SavedTensor, layer_activations, resolve_recipe, saved_tensors
 from dsctl.profiles.schema import ModelProfile
 
 
@@ -24,6 +25,10 @@ class MemoryReport:
 
     ``weight_bytes``, ``weight_bytes_with_mtp``, ``active_weight_bytes`` and ``bytes_per_routed_expert`` map
     a dtype name to bytes. ``*_vs_published_pct`` compare with the profile's published figures (None if none).
+
+    ``recipe``: the activation recipe (``dsctl.model.recipes``); ``activation_tensors`` what one layer (MoE when the
+    model has experts) keeps per token under it, one tensor each; ``activation_bytes_per_token_layer`` that layer's
+    kept bytes per token (values + tile scales + log-sum-exp) under every recipe.
     """
 
     model: str
@@ -46,14 +51,21 @@ class MemoryReport:
     weight_bytes_with_mtp: dict[str, int]
     active_weight_bytes: dict[str, int]
     bytes_per_routed_expert: dict[str, int]
+    recipe: str = ""
+    activation_tensors: tuple[SavedTensor, ...] = ()
+    activation_bytes_per_token_layer: dict[str, float] | None = None
 
 
 def _pct(ours: float, published: float) -> float | None:
     return (ours / published - 1.0) * 100.0 if published > 0 else None
 
 
-def memory_report(model: ModelProfile, dtypes: Sequence[str] = ("fp32", "bf16", "fp8")) -> MemoryReport:
-    """Parameter counts of ``model`` and their bytes in each of ``dtypes`` (names, validated)."""
+def memory_report(model: ModelProfile, dtypes: Sequence[str] = ("fp32", "bf16", "fp8"),
+                  recipe: str | None = None) -> MemoryReport:
+    """Parameter counts of ``model`` and their bytes in each of ``dtypes`` (names, validated), and the activations
+    of one layer under ``recipe`` (None: the profile's)."""
+    chosen = resolve_recipe(model, recipe)
+    moe = model.moe is not None
     counts = count_parameters(model)
     sizes = {name.lower(): dtype_bytes(name) for name in dtypes}
 
@@ -81,4 +93,7 @@ def memory_report(model: ModelProfile, dtypes: Sequence[str] = ("fp32", "bf16", 
         weight_bytes_with_mtp=in_bytes(counts.total_with_mtp),
         active_weight_bytes=in_bytes(counts.active),
         bytes_per_routed_expert=in_bytes(counts.routed_expert),
+        recipe=chosen.name,
+        activation_tensors=saved_tensors(model, chosen, moe),
+        activation_bytes_per_token_layer={name: layer_activations(model, r, moe).total for name, r in RECIPES.items()},
     )

@@ -13,41 +13,48 @@ from typing import Any
 SCHEMA_VERSION = 2  # 2: issue 22 renamed topology simulate *_gbyte_s to *_bytes_per_s
 
 
-def to_data(obj: Any) -> Any:
+def to_data(obj: Any, *, keep_int_arrays: bool = False) -> Any:
     """Recursively convert ``obj``.
 
     Objects with a ``to_data()`` method decide their own shape; dataclasses become dicts in field
     order (fields with ``metadata={"output": False}`` are skipped); numpy arrays become nested lists;
-    non-finite floats become ``None`` (JSON has no NaN).
+    non-finite floats become ``None`` (JSON has no NaN). ``keep_int_arrays``: integer numpy arrays stay arrays
+    (for :mod:`dsctl.output.json_text`, which writes them without a Python int per element).
     """
+    return _to_data(obj, keep_int_arrays)
+
+
+def _to_data(obj: Any, keep: bool) -> Any:
     if obj is None or isinstance(obj, (bool, str)):
         return obj
     if isinstance(obj, Enum):
-        return to_data(obj.value)
+        return _to_data(obj.value, keep)
     if isinstance(obj, int):
         return int(obj)
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else None
     np = sys.modules.get("numpy")  # no numpy object exists before numpy is imported: start-up need not pay for it
     if np is not None and isinstance(obj, np.ndarray):
+        if keep and obj.dtype.kind in "iu" and obj.ndim:
+            return obj
         if obj.dtype.kind == "f" and not np.all(np.isfinite(obj)):
-            return to_data(obj.astype(object).tolist())
+            return _to_data(obj.astype(object).tolist(), keep)
         return obj.tolist()
     if np is not None and isinstance(obj, np.generic):
-        return to_data(obj.item())
+        return _to_data(obj.item(), keep)
     if isinstance(obj, Path):
         return str(obj)
     custom = getattr(obj, "to_data", None)
     if callable(custom) and not isinstance(obj, type):
-        return to_data(custom())
+        return _to_data(custom(), keep)
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return {
-            f.name: to_data(getattr(obj, f.name))
+            f.name: _to_data(getattr(obj, f.name), keep)
             for f in dataclasses.fields(obj)
             if f.metadata.get("output", True)
         }
     if isinstance(obj, dict):
-        return {str(k): to_data(v) for k, v in obj.items()}
+        return {str(k): _to_data(v, keep) for k, v in obj.items()}
     if isinstance(obj, (list, tuple, set, frozenset)):
-        return [to_data(v) for v in obj]
+        return [_to_data(v, keep) for v in obj]
     raise TypeError(f"cannot convert {type(obj).__name__} to output data")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from collections.abc import Iterable
@@ -56,9 +57,10 @@ def stderr_console() -> Console:
     return _safe_console_class()(file=sys.stderr, soft_wrap=True)
 
 
-def envelope(result: Any, command: str, exit_code: int) -> Any:
-    """The data printed for ``--format json|yaml``: the result's data plus the ``dsctl`` header key."""
-    data = to_data(result)
+def envelope(result: Any, command: str, exit_code: int, *, keep_int_arrays: bool = False) -> Any:
+    """The data printed for ``--format json|yaml``: the result's data plus the ``dsctl`` header key
+    (``keep_int_arrays``: see :func:`dsctl.output.data.to_data`)."""
+    data = to_data(result, keep_int_arrays=keep_int_arrays)
     if isinstance(data, dict):
         header = {
             "schema_version": SCHEMA_VERSION,
@@ -81,11 +83,39 @@ def error_envelope(command: str, message: str, hint: str | None, exit_code: int)
     return {"dsctl": header, "error": {"message": message, "hint": hint, "exit_code": exit_code}}
 
 
-def render_json(data: Any) -> str:
-    """Indented JSON, UTF-8 as is; a lone surrogate (undecodable text in an input, e.g. a kernel name) is written
-    as its JSON escape ``\\udXXX`` (valid JSON, and writable to a UTF-8 stream)."""
-    text = json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-    if _SURROGATE.search(text):
+#: ``--format json`` on stdout: 1 indents (as on a terminal), 0 prints one line (as into a pipe or file)
+JSON_INDENT_ENV = "DSCTL_JSON_INDENT"
+
+
+def stdout_json_indented(stream: Any = None) -> bool:
+    """Whether ``--format json`` indents what it prints: DSCTL_JSON_INDENT=1/0 when set, else only on a terminal.
+    One line goes through json's C encoder; indenting takes its pure-Python one (3-4x the CPU and memory of a
+    table on big results, issue 32), worth it only where a person reads the text."""
+    value = os.environ.get(JSON_INDENT_ENV, "").strip()
+    if value in ("0", "1"):
+        return value == "1"
+    stream = sys.stdout if stream is None else stream
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+def render_json(data: Any, *, indent: bool = True) -> str:
+    """JSON, UTF-8 as is: indented by two spaces, or (``indent=False``) one line through json's C encoder; a lone
+    surrogate (undecodable text in an input, e.g. a kernel name) is written as its JSON escape ``\\udXXX`` (valid
+    JSON, and writable to a UTF-8 stream)."""
+    return _json_text(data, indent) + "\n"
+
+
+def _json_text(data: Any, indent: bool) -> str:
+    """:func:`render_json` without the final newline (a big result is not copied once more to add it)."""
+    return _escape_surrogates(json.dumps(data, indent=2 if indent else None, ensure_ascii=False, allow_nan=False))
+
+
+def _escape_surrogates(text: str) -> str:
+    """Lone surrogates in JSON text as their escapes (isascii: one fast pass over the usual all-ASCII text)."""
+    if not text.isascii() and _SURROGATE.search(text):
         text = _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
     return text
 
@@ -103,7 +133,14 @@ def emit(result: Any, fmt: OutputFormat, command: str) -> int:
     """
     exit_code = int(getattr(result, "exit_code", 0))
     if fmt is OutputFormat.json:
-        sys.stdout.write(render_json(envelope(result, command, exit_code)))
+        if stdout_json_indented():
+            sys.stdout.write(_json_text(envelope(result, command, exit_code), True))
+        else:
+            from dsctl.output.json_text import compact_json
+
+            sys.stdout.write(_escape_surrogates(compact_json(envelope(result, command, exit_code,
+                                                                       keep_int_arrays=True))))
+        sys.stdout.write("\n")
     elif fmt is OutputFormat.yaml:
         import yaml
 

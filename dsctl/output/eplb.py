@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from dsctl.eplb.budget import BudgetResult
-from dsctl.eplb.checks import Layout
+from dsctl.eplb.checks import EplbLayout
 from dsctl.eplb.metrics import PlacementMetrics
 from dsctl.eplb.pareto import TradeOff
 from dsctl.eplb.result import RebalanceResult
@@ -36,7 +36,7 @@ def load_text(load: float) -> str:
     return f"{value:,.2f}".rstrip("0").rstrip(".")
 
 
-def _layout_line(layout: Layout) -> str:
+def _layout_line(layout: EplbLayout) -> str:
     nodes = f"{layout.num_nodes} node{'s' if layout.num_nodes != 1 else ''}"
     return (f"{layout.num_layers} layers x {layout.num_experts} experts -> {layout.num_replicas} slots on "
             f"{layout.num_gpus} GPUs / {nodes} ({layout.slots_per_gpu} per GPU), policy {layout.policy}")

@@ -35,11 +35,11 @@ The rule (also in docs/reliability.md, Limits, and docs/architecture.md):
 Temporaries carry the writer's pid; they are removed on errors, SIGINT, SIGTERM and SIGHUP, and those of a killed
 run (its pid gone) by the next run into the same place.
 
-Why one module over 500 lines: it is one rule, not several jobs. The target checks, the manifest test of a
-folder, the staging and swap, the backups of :func:`write_together` and the temporary sweep each rely on the
-others' guarantees (a swap is safe only because the folder was found to be dsctl's, a sweep only because the
-names carry a pid), so a reader auditing "can dsctl destroy a file it did not write?" reads this file alone.
-Split it only along a line that keeps that question answerable in one place.
+The rule is applied here; two jobs it relies on live beside it: :mod:`dsctl.output.folder_manifest` (reading a
+folder's manifest: is this folder dsctl's?) and :mod:`dsctl.output.temporaries` (pid-named temporaries, their sweep
+after a killed run, SIGTERM/SIGHUP turned into an unwinding exception). What the command read is asked through
+:func:`dsctl.inputs.input_inside`. A reader auditing "can dsctl destroy a file it did not write?" starts here: every
+delete and replace is in this module, and each asks those three first.
 """
 
 from __future__ import annotations
@@ -50,22 +50,18 @@ import fnmatch
 import json
 import os
 import shutil
-import signal
 import stat
 import sys
 import tempfile
-import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 from dsctl.errors import InputError
-from dsctl.inputs import INPUTS_READ
-from dsctl.names import ascii_digits
+from dsctl.inputs import INPUTS_READ, input_inside
+from dsctl.output.folder_manifest import MANIFEST_NAME, foreign_reason, job_outputs, listing
+from dsctl.output.temporaries import cleanup_on_signals, sweep_stale, temp_prefix
 
-#: the file dsctl leaves in every --out-dir folder: how a later run recognises a folder it may replace
-MANIFEST_NAME = ".dsctl-manifest.json"
-_MANIFEST_MAX_BYTES = 4 * 1024**2
 #: one output: (target path, content, option naming it in errors or None)
 Output = tuple[Path, "str | bytes", "str | None"]
 
@@ -115,25 +111,9 @@ def check_target(path: Path, option: str | None = None) -> None:
                              "replaces one of the command's inputs", hint="write the result to another file")
 
 
-def _input_inside(path: Path | str) -> tuple[str, str] | None:
-    """(what, path) of a command input that ``path`` is or holds (by real path, or by device and inode for a
-    file), or None. Everything the writer deletes or replaces is asked first."""
-    real = os.path.realpath(path)
-    try:
-        info = os.lstat(path)
-    except (OSError, ValueError):
-        info = None
-    for read in INPUTS_READ:
-        if read.path == real or read.path.startswith(real.rstrip(os.sep) + os.sep):
-            return read.what, read.path
-        if info is not None and (read.device, read.inode) == (info.st_dev, info.st_ino):
-            return read.what, read.path
-    return None
-
-
-def _check_no_input_inside(folder: Path, option: str, role: str = "") -> None:
+def _check_noinput_inside(folder: Path, option: str, role: str = "") -> None:
     """Refuse replacing (or deleting) a folder that holds (or is) one of the command's inputs."""
-    found = _input_inside(folder)
+    found = input_inside(folder)
     if found is not None:
         what, path = found
         role = role or f"dsctl replaces the {option} folder whole"
@@ -164,7 +144,7 @@ def write_together(outputs: Sequence[Output]) -> None:
             raise InputError(f"{_where(option, path)}: same file as {seen[key] or 'another output'}; give two "
                              "different files")
         seen[key] = option
-        _sweep_stale(parent, path.name)
+        sweep_stale(parent, path.name)
     with cleanup_on_signals():
         temps: list[Path] = []
         backups: dict[Path, Path | None] = {}
@@ -194,7 +174,7 @@ def write_together(outputs: Sequence[Output]) -> None:
 def _write_temp(path: Path, content: str | bytes, option: str | None) -> Path:
     parent = path.parent if str(path.parent) else Path(".")
     try:
-        fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(path.name), suffix=".tmp", dir=parent)
+        fd, tmp = tempfile.mkstemp(prefix=temp_prefix(path.name), suffix=".tmp", dir=parent)
     except OSError as exc:
         raise _refused(option, path, exc) from None
     try:
@@ -213,7 +193,7 @@ def _backup(path: Path) -> Path | None:
     """A hard link to the current ``path`` under a temporary name (the old content, kept until all renames pass);
     None where the file system has no hard links."""
     parent = path.parent if str(path.parent) else Path(".")
-    name = parent / f"{_temp_prefix(path.name)}{os.urandom(6).hex()}.old"
+    name = parent / f"{temp_prefix(path.name)}{os.urandom(6).hex()}.old"
     try:
         os.link(path, name)
     except OSError:
@@ -243,75 +223,6 @@ def _umask() -> int:
 PREV_SUFFIX = ".prev"
 _AT_FDCWD = -100
 _RENAME_EXCHANGE = 2
-
-
-def _temp_prefix(name: str) -> str:
-    """Temporaries carry the writer's pid, so a later run can tell those of a killed run (pid gone)."""
-    return f".{name}.dsctl-{os.getpid()}-"
-
-
-def _sweep_stale(parent: Path, name: str) -> None:
-    """Remove temporaries a killed run (SIGKILL, power loss) left beside ``name``: their pid no longer runs."""
-    prefix = f".{name}.dsctl-"
-    try:
-        entries = [e for e in os.scandir(parent) if e.name.startswith(prefix)]
-    except OSError:
-        return
-    for entry in entries:
-        pid_text = entry.name[len(prefix):].split("-", 1)[0]
-        if not ascii_digits(pid_text) or int(pid_text) == os.getpid() or _alive(int(pid_text)):
-            continue
-        if _input_inside(entry.path) is not None:
-            continue  # named like a temporary, but the command reads it: never deleted
-        if entry.is_dir(follow_symlinks=False):
-            shutil.rmtree(entry.path, ignore_errors=True)
-        else:
-            Path(entry.path).unlink(missing_ok=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError):
-        return True
-    return True
-
-
-@contextmanager
-def scratch_file(name: str, content: str, prefix: str = "dsctl-") -> Iterator[Path]:
-    """``content`` in a new private folder (mode 0700, under the temporary directory) as ``name`` while the block
-    runs; the folder is removed afterwards. For a file another program reads (srun's names file), never an output."""
-    with tempfile.TemporaryDirectory(prefix=prefix) as folder:
-        path = Path(folder) / name
-        path.write_text(content, encoding="utf-8")
-        yield path
-
-
-class Terminated(SystemExit):
-    """SIGTERM/SIGHUP arrived while output was being written: unwind (removing temporaries), exit 128+signal."""
-
-
-@contextmanager
-def cleanup_on_signals() -> Iterator[None]:
-    """Turn SIGTERM and SIGHUP into an exception for the duration, so ``finally`` blocks remove temporaries.
-
-    (SIGINT already raises KeyboardInterrupt; SIGKILL cannot be caught: :func:`_sweep_stale` handles that.)
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def _raise(signum: int, _frame: object) -> None:
-        raise Terminated(128 + signum)
-
-    previous = {sig: signal.signal(sig, _raise) for sig in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
 
 def _exchange(a: Path, b: Path) -> bool:
@@ -357,89 +268,6 @@ def _swap_in(stage: Path, out_dir: Path) -> None:
         raise
 
 
-def _read_manifest(folder: Path) -> dict[str, object] | None:
-    """The manifest dsctl left in ``folder``, or None (missing, not a regular file, not dsctl's JSON)."""
-    path = folder / MANIFEST_NAME
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > _MANIFEST_MAX_BYTES:
-            return None
-        data = json.loads(os.read(fd, _MANIFEST_MAX_BYTES + 1).decode("utf-8"))
-    except (OSError, ValueError):
-        return None
-    finally:
-        os.close(fd)
-    if not isinstance(data, dict) or data.get("written_by") != "dsctl" or not isinstance(data.get("files"), list):
-        return None
-    return data
-
-
-def _listing(folder: Path) -> tuple[set[str], set[str], list[str]]:
-    """Regular files, folders and anything else under ``folder`` (relative paths, links not followed)."""
-    files: set[str] = set()
-    dirs: set[str] = set()
-    other: list[str] = []
-    for root, subdirs, names in os.walk(folder):
-        rel = os.path.relpath(root, folder)
-        for name in (*subdirs, *names):
-            full = os.path.join(root, name)
-            key = os.path.normpath(os.path.join(rel, name))
-            mode = os.lstat(full).st_mode
-            if stat.S_ISDIR(mode):
-                dirs.add(key)
-            elif stat.S_ISREG(mode):
-                files.add(key)
-            else:
-                other.append(key)
-    return files, dirs, other
-
-
-def job_outputs(folder: Path) -> tuple[list[str], list[str]]:
-    """The job-output patterns ``folder``'s manifest declares and its top-level regular files matching one."""
-    manifest = _read_manifest(folder)
-    raw = manifest.get("job_outputs", []) if manifest is not None else []
-    patterns = [p for p in raw if isinstance(p, str) and p and "/" not in p] if isinstance(raw, list) else []
-    names = manifest.get("files", []) if manifest is not None else []
-    listed = {str(name) for name in names} if isinstance(names, list) else set()
-    try:
-        entries = list(os.scandir(folder))
-    except OSError:
-        return patterns, []
-    found = sorted(e.name for e in entries if e.name not in listed and e.name != MANIFEST_NAME
-                   and e.is_file(follow_symlinks=False) and any(fnmatch.fnmatchcase(e.name, p) for p in patterns))
-    return patterns, found
-
-
-def foreign_reason(folder: Path, *, allow_job_outputs: bool = True) -> str | None:
-    """Why ``folder`` (an existing real folder) is not one dsctl wrote; None when dsctl wrote it or it is empty.
-
-    Files matching the manifest's ``job_outputs`` patterns are accepted unless ``allow_job_outputs`` is False
-    (a ``.prev`` about to be deleted: job outputs are never deleted)."""
-    files, dirs, other = _listing(folder)
-    if not files and not dirs and not other:
-        return None
-    manifest = _read_manifest(folder)
-    if manifest is None:
-        return f"it has no {MANIFEST_NAME} (dsctl leaves one in every folder it writes)"
-    names = manifest["files"]
-    listed = {os.path.normpath(str(name)) for name in names} if isinstance(names, list) else set()
-    listed.add(MANIFEST_NAME)
-    logs = set(job_outputs(folder)[1])
-    if logs and not allow_job_outputs:
-        return f"it holds job outputs ({', '.join(sorted(logs)[:3])}), which dsctl never deletes"
-    extra = sorted(other) + sorted(files - listed - logs)
-    parents = {os.path.normpath(p) for name in listed for p in Path(name).parents if str(p) != "."}
-    extra += sorted(dirs - parents)
-    if extra:
-        more = f" and {len(extra) - 3} more" if len(extra) > 3 else ""
-        return f"it holds {', '.join(extra[:3])}{more}, which dsctl did not write there"
-    return None
-
-
 def _check_existing(out_dir: Path, option: str) -> None:
     if out_dir.is_symlink():
         raise InputError(f"{option} {out_dir} is a symbolic link; dsctl replaces the {option} folder whole, so "
@@ -449,7 +277,7 @@ def _check_existing(out_dir: Path, option: str) -> None:
     if not out_dir.is_dir():
         raise InputError(f"{option} {out_dir}: exists and is {_kind(os.lstat(out_dir).st_mode)}, not a folder",
                          hint=f"give a new folder name for {option}")
-    _check_no_input_inside(out_dir, option)
+    _check_noinput_inside(out_dir, option)
     reason = foreign_reason(out_dir)
     if reason is not None:
         raise InputError(f"{option} {out_dir}: the folder exists and was not written by dsctl ({reason}); dsctl "
@@ -483,7 +311,7 @@ def _check_out_dir(out_dir: Path, option: str) -> Path:
         raise InputError(f"cannot write into {out_dir}: folder {parent} does not exist")
     prev = out_dir.with_name(out_dir.name + PREV_SUFFIX)
     if out_dir.is_dir() and any(os.scandir(out_dir)) and os.path.lexists(prev):
-        _check_no_input_inside(prev, option, f"{prev.name} is deleted for the folder {option} replaces")
+        _check_noinput_inside(prev, option, f"{prev.name} is deleted for the folder {option} replaces")
         _check_prev(prev, out_dir, option)
     return parent
 
@@ -491,7 +319,7 @@ def _check_out_dir(out_dir: Path, option: str) -> Path:
 def _write_manifest(stage: Path, patterns: Sequence[str] = ()) -> None:
     from dsctl import __version__
 
-    files, _dirs, _other = _listing(stage)
+    files, _dirs, _other = listing(stage)
     argv = sys.argv if sys.argv and Path(sys.argv[0]).name in ("dsctl", "__main__.py") else ["dsctl"]
     command = " ".join(["dsctl", *argv[1:]])[:4096]
     data = {"written_by": "dsctl", "version": __version__, "command": command,
@@ -528,9 +356,9 @@ def staged_directory(out_dir: Path, option: str = "--out-dir", job_outputs: Sequ
     """
     out_dir = Path(out_dir)
     parent = _check_out_dir(out_dir, option)
-    _sweep_stale(parent, out_dir.name)
+    sweep_stale(parent, out_dir.name)
     with cleanup_on_signals():
-        stage = Path(tempfile.mkdtemp(prefix=_temp_prefix(out_dir.name), dir=parent))
+        stage = Path(tempfile.mkdtemp(prefix=temp_prefix(out_dir.name), dir=parent))
         try:
             stage.chmod(0o777 & ~_umask())  # mkdtemp makes 0700; the final folder should look like any other
             yield stage
@@ -559,17 +387,25 @@ def _old_job_outputs(out_dir: Path) -> tuple[list[str], list[str]]:
 
 def write_files(out_dir: Path, files: Mapping[str, str | bytes], option: str = "--out-dir",
                 job_outputs: Sequence[str] = ()) -> list[Path]:
-    """Write several files into ``out_dir`` all-or-nothing; returns their final paths.
+    """Write several files into ``out_dir`` all-or-nothing; returns their final paths. A ``files`` mapping with a
+    ``pieces(name)`` method (e.g. ``storage chains``' tables) is streamed piece by piece into the staged folder.
 
     A refused folder (foreign, holding an input) or an OS refusal (read-only or pseudo file system, no space)
     raises ``InputError`` naming ``option``. ``job_outputs``: see :func:`staged_directory`.
     """
     try:
         with staged_directory(out_dir, option, job_outputs) as stage:
-            for name, content in files.items():
+            pieces = getattr(files, "pieces", None)  # a mapping that renders its texts a piece at a time
+            for name in files:
                 target = stage / name
                 target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(content.encode("utf-8") if isinstance(content, str) else content)
+                if pieces is None:
+                    content = files[name]
+                    target.write_bytes(content.encode("utf-8") if isinstance(content, str) else content)
+                    continue
+                with target.open("wb") as out:  # streamed: never the whole text in memory
+                    for piece in pieces(name):
+                        out.write(piece.encode("utf-8") if isinstance(piece, str) else piece)
     except OSError as exc:
         raise _refused(option, Path(out_dir), exc) from None
     return [Path(out_dir) / name for name in files]

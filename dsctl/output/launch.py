@@ -9,7 +9,7 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from dsctl.launch.memory import MemoryEstimate, RankMemory
+from dsctl.launch.memory import MEMORY_TERMS, MemoryEstimate, RankMemory
 from dsctl.launch.plan import LaunchPlan, LayoutReport, StageRow
 from dsctl.launch.rankmap import RankMapSummary, compact_ranks
 from dsctl.launch.search_explain import SearchExplanation
@@ -57,50 +57,58 @@ def _stage_table(stages: Iterable[StageRow]) -> Table:
     return table
 
 
-def _memory_key(row: RankMemory) -> tuple[int, ...]:
-    return (row.params, row.weights_bytes, row.gradients_bytes, row.optimizer_bytes, row.activations_bytes)
-
-
-def _memory_table(memory: MemoryEstimate) -> Iterator[RenderableType]:
-    reserves = sorted({row.reserve_bytes for row in memory.per_rank})
-    uniform = len(reserves) == 1
-    reserve = f"; reserve {_gib(reserves[0])} in total" if uniform else ""
-    table = Table(title=f"Memory per GPU, GiB (HBM {_gib(memory.hbm_bytes)}{reserve})", title_justify="left")
-    columns = ["ranks", "stages", "params", "weights", "grads", "optim", "act", "total", "free"]
-    if not uniform:
-        columns.insert(7, "rsv")
-    for col in columns:
-        table.add_column(col, justify="right", no_wrap=True)
+def _memory_columns(memory: MemoryEstimate) -> list[list[RankMemory]]:
+    """Pipeline ranks grouped by equal memory (neighbours only); at most 4 groups shown: the first, the worst,
+    the last and the one after the first."""
     groups: list[list[RankMemory]] = []
     for row in memory.per_rank:
-        if groups and _memory_key(groups[-1][-1]) == _memory_key(row):
+        key = tuple(getattr(row, name) for name, _ in MEMORY_TERMS)
+        if groups and tuple(getattr(groups[-1][-1], name) for name, _ in MEMORY_TERMS) == key:
             groups[-1].append(row)
         else:
             groups.append([row])
+    if len(groups) <= 4:
+        return groups
+    worst = next(i for i, g in enumerate(groups) if memory.worst in g)
+    keep = sorted({0, 1, worst, len(groups) - 1})
+    return [groups[i] for i in keep]
+
+
+def _memory_table(memory: MemoryEstimate) -> Iterator[RenderableType]:
+    nominal = memory.nominal_hbm_bytes or memory.hbm_bytes
+    table = Table(title=f"Memory per GPU, GiB (recipe {memory.recipe}; usable HBM {_gib(memory.hbm_bytes)} of "
+                        f"{_gib(nominal)})", title_justify="left")
+    groups = _memory_columns(memory)
+    table.add_column("term", justify="left", no_wrap=True)
     for group in groups:
-        row = group[0]
         ranks = compact_ranks([r.pp_rank for r in group])
-        stages = "+".join(str(s) for s in row.stages) + (".." if len(group) > 1 else "")
-        style = "red" if row.headroom_bytes < 0 else ""
-        cells = [ranks, stages, _params(row.params), _gib(row.weights_bytes), _gib(row.gradients_bytes),
-                 _gib(row.optimizer_bytes), f"{row.activation_chunks}x{_gib(row.activation_chunk_bytes)}",
-                 _gib(row.total_bytes), _gib(row.headroom_bytes)]
-        if not uniform:
-            cells.insert(7, _gib(row.reserve_bytes))
-        table.add_row(*cells, style=style)
+        stages = "+".join(str(s) for s in group[0].stages) + (".." if len(group) > 1 else "")
+        table.add_column(f"ranks {ranks}\nstages {stages}", justify="right", no_wrap=True)
+    table.add_row("params", *(_params(g[0].params) for g in groups))
+    for name, label in MEMORY_TERMS:
+        cells = [_gib(getattr(g[0], name)) for g in groups]
+        if name == "activations_bytes":
+            label = f"{label} ({memory.recipe})"
+            cells = [f"{g[0].activation_chunks}x: {c}" for g, c in zip(groups, cells, strict=True)]
+        table.add_row(label, *cells)
+    table.add_row("total", *(_gib(g[0].total_bytes) for g in groups), style="bold")
+    table.add_row("free", *(_gib(g[0].headroom_bytes) for g in groups),
+                  style="red" if memory.headroom_bytes < 0 else "")
     yield table
-    legend = (f"act = micro-batches in flight x GiB each ({memory.tokens_per_micro_batch:,} tokens per "
-              "micro-batch)")
+    legend = (f"activations: Nx = micro-batches in flight, {memory.tokens_per_micro_batch:,} tokens each; recompute "
+              f"{memory.recompute_flops_per_token_layer / 1e6:,.0f} MFLOP per token per layer in the backward; "
+              "usable HBM from the node profile (hbm_usable: nvidia-smi's total)")
     if any(len(group) > 1 for group in groups):
-        legend += "; 'a+b..' = the first rank's stages, the row's other ranks follow the same pattern"
+        legend += "; 'a+b..' = the first rank's stages, the column's other ranks follow the same pattern"
     yield Text(legend, style="dim")
     worst = memory.worst
     if memory.fits:
         yield Text(f"fits: worst pipeline rank {worst.pp_rank} uses {human_bytes(worst.total_bytes)} of "
-                   f"{human_bytes(memory.hbm_bytes)} ({human_bytes(memory.headroom_bytes)} headroom)", style="green")
+                   f"{human_bytes(memory.hbm_bytes)} usable ({human_bytes(memory.headroom_bytes)} headroom)",
+                   style="green")
     else:
         yield Text(f"DOES NOT FIT: pipeline rank {worst.pp_rank} needs {human_bytes(worst.total_bytes)} > "
-                   f"{human_bytes(memory.hbm_bytes)} (short by {human_bytes(-memory.headroom_bytes)})",
+                   f"{human_bytes(memory.hbm_bytes)} usable (short by {human_bytes(-memory.headroom_bytes)})",
                    style="bold red")
 
 
@@ -140,13 +148,14 @@ def _stage_cost_table(step: StepTime) -> Table:
 
 
 def _layer_cost_table(step: StepTime) -> Table:
-    """Where one layer's time goes, per layer kind, in ms (B = input + weight gradient)."""
+    """Where one layer's time goes, per layer kind, in ms (B = input + weight gradient; recompute = the part of
+    B and a2a B that redoes forward work under the activation recipe)."""
     table = Table(title="Layer costs, ms per micro-batch", title_justify="left")
-    for col in ("layer", "attn F", "attn B", "FFN F", "FFN B", "a2a F", "a2a B"):
+    for col in ("layer", "attn F", "attn B", "FFN F", "FFN B", "a2a F", "a2a B", "recompute"):
         table.add_column(col, justify="left" if col == "layer" else "right")
     for x in step.layers:
         values = (x.attention_f_s, x.attention_i_s + x.attention_w_s, x.ffn_f_s, x.ffn_i_s + x.ffn_w_s,
-                  x.dispatch_f_s + x.combine_f_s, x.dispatch_b_s + x.combine_b_s)
+                  x.dispatch_f_s + x.combine_f_s, x.dispatch_b_s + x.combine_b_s, x.recompute_s)
         table.add_row(x.kind, *(f"{v * 1e3:,.1f}" for v in values))
     return table
 
@@ -264,8 +273,8 @@ def _render_layout(report: LayoutReport) -> Iterator[RenderableType]:
     yield _bullets("Why this layout", report.choices)
     yield _stage_table(plan.stages)
     verdict = "fits" if plan.memory.fits else "DOES NOT FIT"
-    yield Text(f"memory: {verdict} (worst GPU {human_bytes(plan.memory.max_total_bytes)} of "
-               f"{human_bytes(plan.memory.hbm_bytes)}; details: dsctl launch --dry-run)")
+    yield Text(f"memory: {verdict} (recipe {plan.memory.recipe}; worst GPU {human_bytes(plan.memory.max_total_bytes)} "
+               f"of {human_bytes(plan.memory.hbm_bytes)} usable; details: dsctl launch --dry-run)")
     yield _rank_table(plan.rank_map)
     node = plan.ranks.node
     plane = plan.ranks.plane

@@ -124,3 +124,21 @@ def _memory(result: MemoryReport) -> Iterable[RenderableType]:
                       human_bytes(result.active_weight_bytes[name]),
                       human_bytes(result.bytes_per_routed_expert[name], digits=2))
     yield table
+    if result.activation_tensors:
+        yield _activation_table(result)
+
+
+def _activation_table(result: MemoryReport) -> RenderableType:
+    """What one layer keeps per token for its backward under the recipe, one tensor per row, then the total
+    under every recipe."""
+    table = Table(title=f"Activations one layer keeps per token, recipe {result.recipe} (bytes)", title_justify="left")
+    for column in ("tensor", "format", "values", "scales"):
+        table.add_column(column, justify="left" if column in ("tensor", "format") else "right")
+    for t in result.activation_tensors:
+        table.add_row(t.name, t.fmt, f"{t.value_bytes:,.0f}", f"{t.scale_bytes:,.0f}" if t.scale_bytes else "")
+    total = sum(t.value_bytes + t.scale_bytes for t in result.activation_tensors)
+    table.add_row("total with scales", "", f"{total:,.0f}", "", style="bold")
+    others = result.activation_bytes_per_token_layer or {}
+    table.caption = "every recipe: " + ", ".join(f"{name} {value:,.0f}" for name, value in others.items())
+    table.caption_justify = "left"
+    return table

@@ -9,7 +9,7 @@ from rich.table import Table
 
 from dsctl.output.registry import table_renderer
 from dsctl.storage.api import ChainsResult
-from dsctl.storage.balance import Balance, Spread
+from dsctl.storage.balance import Balance, LoadSpread
 from dsctl.storage.crosscheck import CheckResult
 from dsctl.storage.doctor import DoctorResult
 from dsctl.storage.expand import ExpandResult
@@ -73,7 +73,7 @@ def _size(result: SizingResult) -> Iterable[RenderableType]:
         yield f"note: {note}"
 
 
-def _spread(s: Spread) -> str:
+def _spread(s: LoadSpread) -> str:
     return f"{s.max:g} / {s.min:g} / {s.ideal:.2f}"
 
 

@@ -15,21 +15,70 @@ from __future__ import annotations
 from typing import Any
 
 from rich import box
-from rich.console import Console, RenderableType
+from rich.console import Console, ConsoleOptions, RenderableType
 from rich.measure import Measurement
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
+
+
+def _padding(table: Table, index: int) -> int:
+    """Columns of padding rich adds to column ``index``'s width settings (``width``, ``min_width``,
+    ``max_width``), from the table's public ``padding``, ``collapse_padding`` and ``pad_edge``."""
+    _, right, _, left = Padding.unpack(table.padding)
+    if table.collapse_padding:
+        left, right = 0, right
+    if not table.pad_edge:
+        left = 0 if index == 0 else left
+        right = 0 if index == len(table.columns) - 1 else right
+    return left + right
+
+
+def _cell_padding(table: Table, index: int) -> int:
+    """Columns of padding around each cell of column ``index`` (collapsed padding shares the gap between two
+    columns: a column's left padding is what its neighbour's right padding does not already give)."""
+    _, right, _, left = Padding.unpack(table.padding)
+    if table.collapse_padding and index > 0:
+        left = max(0, left - right)
+    if not table.pad_edge:
+        left = 0 if index == 0 else left
+        right = 0 if index == len(table.columns) - 1 else right
+    return left + right
+
+
+def _border_width(table: Table) -> int:
+    """Columns taken by the table's vertical lines: the two edges and one between each pair of columns."""
+    if not table.box:
+        return 0
+    return (2 if table.show_edge else 0) + max(0, len(table.columns) - 1)
+
+
+def _column_width(console: Console, options: ConsoleOptions, table: Table, index: int) -> Measurement:
+    """Column ``index``'s (minimum, maximum) width with its padding: its longest word / longest line over the
+    header, the cells and the footer, as rich measures them (``Measurement.get``), clamped by its own width
+    settings; a column with nothing to measure is 1 to the whole width, as in rich."""
+    column = table.columns[index]
+    limit = options.max_width
+    pad = _padding(table, index)
+    if column.width is not None:
+        return Measurement(column.width + pad, column.width + pad).with_maximum(limit)
+    renderables = [*([column.header] if table.show_header else []), *column.cells,
+                   *([column.footer] if table.show_footer else [])]
+    cell_pad = _cell_padding(table, index) if any(Padding.unpack(table.padding)) else 0
+    inner = options.update_width(max(1, limit - cell_pad))
+    sizes = [Measurement.get(console, inner, cell) for cell in renderables]
+    measured = Measurement(max((m.minimum + cell_pad for m in sizes), default=1),
+                           max((m.maximum + cell_pad for m in sizes), default=limit)).with_maximum(limit)
+    return measured.clamp(None if column.min_width is None else column.min_width + pad,
+                          None if column.max_width is None else column.max_width + pad)
 
 
 def _width(console: Console, table: Table) -> Measurement:
     """The table's unclamped (minimum, maximum) width: each column's longest word / longest line plus padding,
     plus the borders (rich's own measurement clamps both to the terminal, which hides a table that cannot fit)."""
     options = console.options.update(width=1 << 16)
-    try:
-        columns = [table._measure_column(console, options, column) for column in table.columns]
-        extra = table._extra_width
-    except AttributeError:  # a rich without these: its clamped measurement (worse, never wrong in the fit case)
-        return Measurement.get(console, console.options, table)
+    columns = [_column_width(console, options, table, i) for i in range(len(table.columns))]
+    extra = _border_width(table)
     return Measurement(sum(c.minimum for c in columns) + extra, sum(c.maximum for c in columns) + extra)
 
 
@@ -54,12 +103,9 @@ def _share_width(console: Console, table: Table, width: int) -> None:
     and only the widest wrap, as rich does, except that rich's own squeeze can go below a column's longest word
     and fold a one-word header such as ``num_redundant_experts``."""
     options = console.options.update(width=1 << 16)
-    try:
-        measured = [table._measure_column(console, options, column) for column in table.columns]
-        padding = [table._get_padding_width(column._index) for column in table.columns]
-        room = width - table._extra_width
-    except AttributeError:  # a rich without these: leave the squeeze to rich
-        return
+    measured = [_column_width(console, options, table, i) for i in range(len(table.columns))]
+    padding = [_padding(table, i) for i in range(len(table.columns))]
+    room = width - _border_width(table)
     lows = [m.minimum for m in measured]
     highs = [m.maximum for m in measured]
 
@@ -95,10 +141,11 @@ def as_records(table: Table) -> Table:
     records.add_column("value", overflow="fold")
     headers = [column.header if isinstance(column.header, (str, Text)) else str(column.header)
                for column in table.columns]
-    num_rows = max((len(column._cells) for column in table.columns), default=0)
+    cells = [list(column.cells) for column in table.columns]
+    num_rows = max((len(column) for column in cells), default=0)
     for row in range(num_rows):
-        for header, column in zip(headers, table.columns, strict=True):
-            cell = column._cells[row] if row < len(column._cells) else ""
+        for header, column in zip(headers, cells, strict=True):
+            cell = column[row] if row < len(column) else ""
             records.add_row(header or "", _cell_text(cell))
         if row < num_rows - 1:
             records.add_section()

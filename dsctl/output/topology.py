@@ -111,6 +111,14 @@ def _verify(result: VerifyResult) -> Iterable[RenderableType]:
     yield Text(("OK: " if ok else "MISMATCH: ") + head, style="green" if ok else "bold red")
     for warning in result.warnings:
         yield Text(f"warning: {warning}", style="bold yellow")
+    if result.switch_internal_links:
+        yield Text(f"{result.switch_internal_links:,} switch-internal links (SHARP aggregation nodes, management "
+                   "ports) left out: they are no cables", style="dim")
+    if result.matched_by_position:
+        shown = ", ".join(result.matched_by_position[:5]) + (", ..." if len(result.matched_by_position) > 5 else "")
+        yield Text(f"{len(result.matched_by_position):,} HCAs with the default description identified by their "
+                   f"planned leaf port, as ibdiagnet -t does ({shown}); set their node description or give "
+                   "--node-name-map (--record-guids writes one)", style="yellow")
     if len(result.dumps) > 1:
         for dump in result.dumps:
             other = (", also " + ", ".join(f"{n} devices of plane {p}" for p, n in dump.other_planes.items())

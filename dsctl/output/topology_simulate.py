@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from dsctl.output.registry import table_renderer
-from dsctl.topology.sim import SimResult, Spread
+from dsctl.topology.sim import RateSpread, SimResult
 from dsctl.units import human_bytes
 
 
@@ -21,7 +21,7 @@ def _time(seconds: float) -> str:
     return f"{seconds * 1e6:,.1f} us"
 
 
-def _spread(s: Spread) -> str:
+def _spread(s: RateSpread) -> str:
     """min / median / max in GB/s (the values are bytes/s)."""
     return f"{s.min / 1e9:,.1f} / {s.median / 1e9:,.1f} / {s.max / 1e9:,.1f}"
 

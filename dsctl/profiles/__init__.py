@@ -16,7 +16,17 @@ from dsctl.profiles.schema import (
     SwitchProfile,
 )
 
+#: the built-in profiles every command uses when neither the command line nor dsctl.toml names one
+DEFAULT_MODEL = "deepseek-v3"
+DEFAULT_NODE_PROFILE = "h800-hgx"
+DEFAULT_STORAGE = "3fs-reference"
+DEFAULT_SWITCH = "ib-ndr-64"
+
 __all__ = [
+    "DEFAULT_MODEL",
+    "DEFAULT_NODE_PROFILE",
+    "DEFAULT_STORAGE",
+    "DEFAULT_SWITCH",
     "AttentionSpec",
     "MoESpec",
     "ModelProfile",

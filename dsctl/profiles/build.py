@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from dsctl.profiles.doc import Doc
 from dsctl.profiles.schema import (
+    ACTIVATION_RECIPES,
     DEPLOYMENT_KINDS,
     AchievedCompute,
     AttentionSpec,
@@ -113,6 +114,7 @@ def _build_model(doc: Doc, name: str) -> ModelProfile:
         path=str(doc.file),
         deployments=deployments,
         training_precision=doc.text("training_precision", default="bf16", choices=("bf16", "fp8")),
+        activation_recipe=doc.text("activation_recipe", default="selective", choices=ACTIVATION_RECIPES),
     )
 
 
@@ -178,7 +180,11 @@ def _build_node(doc: Doc, name: str) -> NodeProfile:
         num_sms=gpu.integer("sms", 0, default=0, maximum=100_000),
         num_comm_sms=gpu.integer("comm_sms", 0, default=0, maximum=100_000),
         achieved=_achieved(gpu),
+        hbm_usable_bytes=gpu.size_bytes("hbm_usable") if "hbm_usable" in gpu.data else 0,
     )
+    if gpu.valid("hbm", "hbm_usable") and profile.hbm_usable_bytes > profile.hbm_bytes:
+        gpu.fail(f"hbm_usable {profile.hbm_usable_bytes:,} B exceeds hbm {profile.hbm_bytes:,} B", "hbm_usable",
+                 hint="hbm_usable is the part of hbm a program can allocate (nvidia-smi's total)")
     if gpu.valid("sms", "comm_sms") and profile.num_comm_sms and profile.num_comm_sms >= profile.num_sms:
         gpu.fail(f"comm_sms {profile.num_comm_sms} must be below sms {profile.num_sms} (the rest compute)",
                  "comm_sms")

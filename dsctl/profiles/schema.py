@@ -90,6 +90,10 @@ class PublishedFigures:
     training_source: str = ""
 
 
+#: names of the activation recipes a model profile may name (defined in dsctl.model.recipes)
+ACTIVATION_RECIPES = ("deepseek", "selective", "full-recompute", "none")
+
+
 @dataclass(frozen=True)
 class ModelProfile:
     """Shapes of a transformer model, enough for KV-cache, parameter, FLOP and memory arithmetic.
@@ -116,6 +120,8 @@ class ModelProfile:
     deployments: tuple[Deployment, ...] = ()
     #: GEMM precision of the model's published training recipe, ``fp8`` or ``bf16`` (``training_precision:``)
     training_precision: str = "bf16"
+    #: activation recipe of the model's published training run (``activation_recipe:``; dsctl.model.recipes)
+    activation_recipe: str = "selective"
 
     kind = ProfileKind.MODEL
 
@@ -196,8 +202,15 @@ class NodeProfile:
     num_comm_sms: int = 0
     #: achieved fractions of peak per op class (``gpu: achieved:``)
     achieved: AchievedCompute = AchievedCompute()
+    #: HBM a program can allocate (``gpu: hbm_usable:``, what nvidia-smi reports as total); 0 = ``hbm_bytes``
+    hbm_usable_bytes: int = 0
 
     kind = ProfileKind.NODE
+
+    @property
+    def usable_hbm_bytes(self) -> int:
+        """HBM per GPU the memory plan may fill: ``hbm_usable`` when the profile gives it, else ``hbm``."""
+        return self.hbm_usable_bytes or self.hbm_bytes
 
     def __post_init__(self) -> None:
         if not self.nvlink_achievable_bytes_per_s:

@@ -5,6 +5,12 @@ wrapper that prints a header line (a per-run token and ``$SLURMD_NODENAME``), ru
 ``timeout`` (the per-node limit) and prints a trailer line with its exit status. The header maps srun's task label
 to a node, the trailer proves the node finished; everything between is the node's stdout, parsed as one JSON object.
 
+srun does not hand a task's long line over whole: slurmstepd forwards stdout in messages of at most
+SRUN_MESSAGE_BYTES, and ``--label`` prints each message as its own labelled line (a newline added after a cut, the
+cut anywhere, even inside a UTF-8 character). So a node's answer is the concatenation of its lines' bytes, newlines
+dropped: a JSON text's newlines are only whitespace between tokens (a newline inside a string is invalid JSON), so
+a one-line answer cut into pieces and an indented answer both read back as the document the node printed.
+
 A node that is not usable in Slurm (down, drained, not responding), never starts, times out, exits with an
 unexpected status or prints something other than a JSON object is *unreachable* with a one-line reason. The whole
 run is bounded: srun is killed at ``timeout_s + launch_timeout_s + KILL_GRACE_S`` whatever the nodes do.
@@ -28,7 +34,8 @@ from typing import IO, Any
 
 from dsctl.errors import InputError
 from dsctl.names import ascii_digits
-from dsctl.output.files import scratch_file
+from dsctl.output.emit import JSON_INDENT_ENV
+from dsctl.output.temporaries import scratch_file
 from dsctl.runners.process import require, started, stop_group
 
 # Slurm's view of nodes (hostlists, sinfo states, drain) lives in dsctl.runners.slurm_nodes; its names stay
@@ -53,8 +60,14 @@ from dsctl.runners.slurm_nodes import valid_node_name as valid_node_name
 
 #: bytes of stdout kept per node; a node printing more is unreachable ("output over ... bytes")
 MAX_OUTPUT_BYTES = 16 * 1024 * 1024
-#: a longer stdout line makes its node's output "over the limit"; longer stderr lines are cut
-MAX_LINE_CHARS = 1024 * 1024
+#: the longest piece of a task's output line that srun prints as one line (slurmstepd's MAX_MSG_LEN, Slurm
+#: 20-24): a longer line arrives as several labelled lines
+SRUN_MESSAGE_BYTES = 1024
+#: a longer stdout line makes its node's output "over the limit" (srun cuts lines at SRUN_MESSAGE_BYTES; another
+#: launcher may pass a node's one-line answer whole, with the label in front)
+MAX_LINE_CHARS = MAX_OUTPUT_BYTES + 64
+#: longer stderr lines (a task's or srun's own) are cut
+MAX_STDERR_LINE_CHARS = 1024 * 1024
 #: stderr lines kept per task, and srun's own lines kept in all
 STDERR_LINES = 20
 SRUN_LINES = 20000
@@ -70,9 +83,12 @@ MAX_STDIN_CHARS = 16 << 20
 
 # The wrapper each task runs: $1 token, $2 per-node timeout in seconds, then the command. The command reads
 # nothing (</dev/null), or with ``stdin_text`` srun's standard input, which ``--input=all`` gives every task.
+# A dsctl command on the node prints its JSON answer as one line (DSCTL_JSON_INDENT=0, whatever srun passed on
+# from the caller's environment): the head node then handles a few lines per node, not thousands (issue 32);
+# an older dsctl's indented answer still parses.
 WRAPPER = ('tok=$1; lim=$2; shift 2; '
            'printf "%s node=%s\\n" "$tok" "${SLURMD_NODENAME:-$(hostname -s)}"; '
-           'timeout -k ' + f"{KILL_GRACE_S:g}" + ' "$lim" "$@" </dev/null; rc=$?; '
+           f'{JSON_INDENT_ENV}=0 timeout -k {KILL_GRACE_S:g}' ' "$lim" "$@" </dev/null; rc=$?; '
            'printf "\\n%s exit=%d\\n" "$tok" "$rc"')
 WRAPPER_WITH_INPUT = WRAPPER.replace(' </dev/null;', ';')
 _LABEL = re.compile(r"^\s*([0-9]{1,9}): ?(.*)$")  # srun's task label (at most 9 digits: never a huge int())
@@ -109,7 +125,9 @@ class FleetRun:
 
 @dataclass
 class TaskOutput:
-    """Lines one srun task printed (label = srun's task id), split around the wrapper's header and trailer."""
+    """Lines one srun task printed (label = srun's task id), split around the wrapper's header and trailer.
+    ``stdout`` lines are decoded with ``surrogateescape``: a UTF-8 character that srun cut between two lines
+    comes back whole when the lines' bytes are joined (:func:`answer_text`)."""
 
     node: str | None = None
     stdout: list[str] = field(default_factory=list)
@@ -162,11 +180,15 @@ class LabelledOutput:
         self._on_finished = on_finished
 
     def stdout_line(self, line: str, *, truncated: bool = False) -> None:
-        """One stdout line without its newline; ``truncated``: the line was longer than MAX_LINE_CHARS."""
+        """One stdout line without its newline (undecodable bytes as ``surrogateescape`` gives them);
+        ``truncated``: the line was longer than MAX_LINE_CHARS."""
         match = _LABEL.match(line)
         if not match:
             return
-        task = self.tasks.setdefault(int(match.group(1)), TaskOutput())
+        label = int(match.group(1))
+        task = self.tasks.get(label)
+        if task is None:  # not setdefault, which would build a TaskOutput for every line
+            task = self.tasks[label] = TaskOutput()
         text = match.group(2)
         if task.node is None:
             if text.startswith(self._head) and not truncated:
@@ -191,10 +213,10 @@ class LabelledOutput:
         match = _LABEL.match(line)
         if match:
             lines = self.tasks.setdefault(int(match.group(1)), TaskOutput()).stderr
-            lines.append(match.group(2)[:MAX_LINE_CHARS])
+            lines.append(match.group(2)[:MAX_STDERR_LINE_CHARS])
             del lines[:-STDERR_LINES]
         elif line.startswith("srun:") and len(self.srun_lines) < SRUN_LINES:
-            self.srun_lines.append(line[:MAX_LINE_CHARS])
+            self.srun_lines.append(line[:MAX_STDERR_LINE_CHARS])
 
 
 def parse_labelled(stdout: str, stderr: str, token: str) -> dict[int, TaskOutput]:
@@ -235,15 +257,26 @@ def classify(node: str, task: TaskOutput | None, *, timeout_s: float, ok_exit_co
         return NodeAnswer(node, None, code, f"exit {code}" + (f": {last_err}" if last_err else ""), tail)
     if task.num_bytes > MAX_OUTPUT_BYTES:
         return NodeAnswer(node, None, code, f"output over {MAX_OUTPUT_BYTES} bytes", tail)
-    text = "\n".join(task.stdout)
     try:
-        doc = json.loads(text)
+        doc = json.loads(answer_text(task.stdout))
     except (ValueError, RecursionError):
-        shown = text.strip().splitlines()[0][:60] if text.strip() else "(nothing)"
+        shown = next((line.strip() for line in task.stdout if line.strip()), "(nothing)")[:60]
         return NodeAnswer(node, None, code, f"output is not JSON: {shown!r}", tail)
     if not isinstance(doc, dict):
         return NodeAnswer(node, None, code, f"output is JSON {type(doc).__name__}, not an object", tail)
     return NodeAnswer(node, doc, code, "", tail)
+
+
+def answer_text(lines: Sequence[str]) -> str:
+    """A node's stdout as one text: its lines' bytes joined without the newlines (srun's cuts and the JSON text's
+    own line breaks alike), decoded as UTF-8 (bytes that are not UTF-8 replaced)."""
+    joined = "".join(lines)
+    if joined.isascii():
+        return joined
+    try:
+        return joined.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    except UnicodeEncodeError:  # a surrogate that no undecodable byte gave (not srun's output): kept as is
+        return joined
 
 
 def assemble(nodes: Sequence[str], tasks: dict[int, TaskOutput], stderr: str, *, timeout_s: float,
@@ -358,12 +391,18 @@ def _run_bounded(argv: Sequence[str], deadline_s: float, parser: LabelledOutput,
     was stopped."""
     stopped = False
     # Ctrl-C, SIGTERM or SIGHUP to dsctl: SIGTERM to srun's group (srun cancels the step), then dsctl exits
-    with started(argv, only=signal.SIGTERM, stdin=subprocess.DEVNULL if stdin_text is None else subprocess.PIPE,
+    # bytes: stdout lines decode with surrogateescape (a character srun cut in two is joined back whole), stderr
+    # lines with replacement characters (they are printed)
+    with started(argv, only=signal.SIGTERM, binary=True,
+                 stdin=subprocess.DEVNULL if stdin_text is None else subprocess.PIPE,
                  stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
-        readers = [threading.Thread(target=_pump, args=(proc.stdout, parser.stdout_line), daemon=True),
-                   threading.Thread(target=_pump, args=(proc.stderr, parser.stderr_line), daemon=True)]
+        readers = [threading.Thread(target=_pump, args=(proc.stdout, parser.stdout_line, MAX_LINE_CHARS,
+                                                        "surrogateescape"), daemon=True),
+                   threading.Thread(target=_pump, args=(proc.stderr, parser.stderr_line, MAX_STDERR_LINE_CHARS,
+                                                        "replace"), daemon=True)]
         if stdin_text is not None:
-            readers.append(threading.Thread(target=_feed, args=(proc.stdin, stdin_text), daemon=True))
+            readers.append(threading.Thread(target=_feed, args=(proc.stdin, stdin_text.encode("utf-8", "replace")),
+                                            daemon=True))
         for reader in readers:
             reader.start()
         try:
@@ -377,7 +416,7 @@ def _run_bounded(argv: Sequence[str], deadline_s: float, parser: LabelledOutput,
     return proc.returncode, stopped
 
 
-def _feed(stream: IO[str] | None, text: str) -> None:
+def _feed(stream: IO[bytes] | None, text: bytes) -> None:
     """Write ``text`` to srun's standard input and close it (srun ends every task's input there); a srun that
     stopped reading (it ended, or never reads) is not an error here: its answers say what happened."""
     if stream is None:
@@ -391,18 +430,19 @@ def _feed(stream: IO[str] | None, text: str) -> None:
             stream.close()
 
 
-def _pump(stream: IO[str] | None, sink: Callable[..., None]) -> None:
-    """Feed ``stream``'s lines to ``sink`` (a line longer than MAX_LINE_CHARS: its first part, ``truncated``)."""
+def _pump(stream: IO[bytes] | None, sink: Callable[..., None], max_bytes: int, errors: str) -> None:
+    """Feed ``stream``'s lines to ``sink``, split on b"\\n" only and decoded as UTF-8 with ``errors`` (a line
+    longer than ``max_bytes``: its first part, ``truncated``)."""
     if stream is None:
         return
     skipping = False
     while True:
-        chunk = stream.readline(MAX_LINE_CHARS)
+        chunk = stream.readline(max_bytes)
         if not chunk:
             break
-        whole = chunk.endswith("\n")
+        whole = chunk.endswith(b"\n")
         if not skipping:
-            sink(chunk.rstrip("\n"), truncated=not whole)
+            sink((chunk[:-1] if whole else chunk).decode("utf-8", errors), truncated=not whole)
         skipping = not whole
     stream.close()
 

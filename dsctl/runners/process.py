@@ -18,6 +18,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from dsctl.errors import EnvironmentMissing
 
@@ -57,7 +58,7 @@ def _group_alive(pgid: int) -> bool:
     return True
 
 
-def stop_group(proc: subprocess.Popen[str], first: int = signal.SIGTERM, grace_s: float = STOP_GRACE_S) -> None:
+def stop_group(proc: subprocess.Popen[Any], first: int = signal.SIGTERM, grace_s: float = STOP_GRACE_S) -> None:
     """End ``proc``'s process group: ``first`` to the group; when the leader has gone but others stay (a shell's
     background jobs ignore SIGINT), SIGTERM to them; SIGKILL to whatever is left after ``grace_s``."""
     deadline = time.monotonic() + grace_s
@@ -78,18 +79,19 @@ def stop_group(proc: subprocess.Popen[str], first: int = signal.SIGTERM, grace_s
 
 
 @contextlib.contextmanager
-def started(argv: Sequence[str], *, only: int | None = None, **popen: object) -> Iterator[subprocess.Popen[str]]:
-    """Start ``argv`` in its own process group (text mode, ``popen`` as for Popen) and end that group when the
-    block ends by a signal or an exception: SIGTERM/SIGHUP raise :class:`Stopped` and the group gets the same
-    signal (Ctrl-C: SIGINT), or ``only`` when given (srun takes one SIGINT as a status request: it gets SIGTERM),
-    then SIGKILL after ``STOP_GRACE_S``.
+def started(argv: Sequence[str], *, only: int | None = None, binary: bool = False,
+            **popen: object) -> Iterator[subprocess.Popen[Any]]:
+    """Start ``argv`` in its own process group (text mode unless ``binary``, ``popen`` as for Popen) and end that
+    group when the block ends by a signal or an exception: SIGTERM/SIGHUP raise :class:`Stopped` and the group gets
+    the same signal (Ctrl-C: SIGINT), or ``only`` when given (srun takes one SIGINT as a status request: it gets
+    SIGTERM), then SIGKILL after ``STOP_GRACE_S``.
 
     The handlers are in place before the child starts; a signal that arrives while it starts is acted on as soon
     as Popen has returned, so no child outlives dsctl however early the signal comes. OSError from Popen is
     EnvironmentMissing (exit 3).
     """
     caught: list[int] = []
-    child: list[subprocess.Popen[str]] = []
+    child: list[subprocess.Popen[Any]] = []
     previous: dict[int, object] = {}
     if threading.current_thread() is threading.main_thread():
         def _handle(signum: int, _frame: object) -> None:
@@ -106,7 +108,8 @@ def started(argv: Sequence[str], *, only: int | None = None, **popen: object) ->
         previous = {sig: signal.signal(sig, _handle) for sig in watched}
     try:
         try:
-            proc = subprocess.Popen(list(argv), text=True, errors="replace", start_new_session=True,
+            text: dict[str, object] = {} if binary else {"text": True, "errors": "replace"}
+            proc = subprocess.Popen(list(argv), start_new_session=True, **text,
                                     **popen)  # type: ignore[call-overload]
         except OSError as exc:
             raise EnvironmentMissing(f"cannot run {argv[0]}: {exc.strerror or exc}") from exc

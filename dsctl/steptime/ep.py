@@ -10,6 +10,8 @@ receives that much more). Any callable with the same signature can replace it (`
 
 from __future__ import annotations
 
+import functools
+import json
 import math
 from dataclasses import dataclass
 from typing import Protocol
@@ -83,3 +85,20 @@ def fabric_ep(model: ModelProfile, node: NodeProfile, ep: int, imbalance: float 
     top_k = moe.num_experts_per_token if moe is not None else 1
     nodes = max(1, ep // node.num_gpus)
     return FabricEp(node, ep, model.hidden_size, top_k, max_nodes_per_token(model, nodes), imbalance, plan, routing)
+
+
+#: what ``fabric_name`` says when the EP model runs on the node profile (no plan)
+NO_PLAN = "node profile (closed form)"
+
+
+@functools.lru_cache(maxsize=16)  # keyed by the plan text, as the simulator's cache
+def fabric_name(plan: str | None) -> str:
+    """The fabric the EP all-to-alls ran on: the plan's kind, nodes and oversubscription (``"mpft, 256 nodes,
+    1:1"``), or :data:`NO_PLAN`. A plan the simulator accepted is JSON with a ``spec``; anything else says so."""
+    if plan is None:
+        return NO_PLAN
+    try:
+        spec = json.loads(plan).get("spec", {})
+        return f"{spec['kind']}, {int(spec['num_nodes'])} nodes, {float(spec.get('oversubscription', 1.0)):g}:1 (plan)"
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return "plan"

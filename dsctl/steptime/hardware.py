@@ -38,6 +38,14 @@ class GpuRates:
     comm_sms: int
     #: bytes per GEMM input element in the training precision: 1 (FP8) or 2 (BF16)
     gemm_in_bytes: float = 1.0
+    #: HBM bandwidth of the GEMMs' memory phase (bytes/s); 0 = ``hbm_bytes_per_s``. The same profile figure:
+    #: a field of its own so that calibration (``calibrate.py``) can tell GEMM kernels' time from elementwise
+    gemm_hbm_bytes_per_s: float = 0.0
+
+    @property
+    def gemm_hbm(self) -> float:
+        """Bytes/s of a GEMM's memory phase."""
+        return self.gemm_hbm_bytes_per_s or self.hbm_bytes_per_s
 
     @property
     def comm_slowdown(self) -> float:

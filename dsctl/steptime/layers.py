@@ -13,8 +13,10 @@ Costs per block (docs/steptime.md has the formulas):
   blocks) at the attention forward rate; backward 2.5x the forward FLOPs (FlashAttention recomputes the scores)
   at the backward rate, all in I;
 - elementwise/norm work from HBM traffic (``elementwise_bytes``), backward 2x the forward;
-- recompute (DeepSeek's recipe, tech report 3.2.3 and 3.3.2): RMSNorms, MLA up-projections and the MoE SwiGLU
-  run their forward again in the backward (I);
+- recompute, as the activation recipe says (``dsctl.model.recipes``; DeepSeek's, tech report 3.2.3 and 3.3.2:
+  RMSNorms, MLA up-projections and the MoE SwiGLU): the recomputed parts run their forward again in the backward
+  (I); ``selective`` reruns the attention core forward, ``full-recompute`` the whole layer forward including its
+  dispatch and combine all-to-alls. ``LayerSeconds.recompute_s`` is that extra backward time;
 - routed experts: grouped GEMMs with ``T k ep / E`` rows per expert, times ``imbalance`` (the busiest GPU).
 """
 
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dsctl.model.recipes import DEEPSEEK, ActivationRecipe
 from dsctl.profiles.schema import ModelProfile
 from dsctl.steptime.ep import EpCostModel
 from dsctl.steptime.gemm import BF16_BYTES, FP8_BYTES, linear_seconds
@@ -34,6 +37,10 @@ ATTENTION_BACKWARD_WORK = 2.5
 FP8_BACKWARD_OUTPUT_GRAD_BYTES = 2.0 + 1.0 + 1.0
 #: bytes per cached FP8 input element requantised transposed for Wgrad: read FP8, write FP8
 FP8_BACKWARD_TRANSPOSE_BYTES = 1.0 + 1.0
+
+
+#: a recipe that recomputes nothing, the baseline :func:`layer_seconds` measures recompute seconds against
+NO_RECOMPUTE_BASE = ActivationRecipe(name="no-recompute", title="", source="")
 
 
 @dataclass(frozen=True)
@@ -66,6 +73,8 @@ class LayerSeconds:
     combine_f: float = 0.0
     dispatch_b: float = 0.0
     combine_b: float = 0.0
+    #: seconds of forward work the backward redoes (already inside the I seconds and dispatch_b/combine_b)
+    recompute_s: float = 0.0
 
     @property
     def compute(self) -> BlockSeconds:
@@ -94,13 +103,22 @@ def fp8_backward_casts(tokens: float, n_out: float, k_in: float, hbm: float) -> 
                         FP8_BACKWARD_TRANSPOSE_BYTES * k_in * tokens / hbm)
 
 
-def _linear(tokens: float, n_out: float, k_in: float, flops: float, hbm: float, in_bytes: float,
-            recompute: bool = False) -> BlockSeconds:
-    f, dgrad, wgrad = linear_seconds(tokens, n_out, k_in, flops, hbm, in_bytes)
+def _linear(tokens: float, n_out: float, k_in: float, flops: float, rates: GpuRates,
+            in_bytes: float | None = None, recompute: bool = False) -> BlockSeconds:
+    """A linear layer ``k_in -> n_out`` at ceiling ``flops``: its three GEMMs (memory phase at the GEMM HBM rate),
+    the recomputed forward in I when ``recompute``, and the FP8 backward casts when the inputs are FP8."""
+    nb = rates.gemm_in_bytes if in_bytes is None else in_bytes
+    f, dgrad, wgrad = linear_seconds(tokens, n_out, k_in, flops, rates.gemm_hbm, nb)
     block = BlockSeconds(f, dgrad + (f if recompute else 0.0), wgrad)
-    if in_bytes == FP8_BYTES:
-        block += fp8_backward_casts(tokens, n_out, k_in, hbm)
+    if nb == FP8_BYTES:
+        block += fp8_backward_casts(tokens, n_out, k_in, rates.hbm_bytes_per_s)
     return block
+
+
+def swiglu_ffn_gemms(tokens: float, hidden: int, width: float, flops: float, rates: GpuRates) -> BlockSeconds:
+    """The two linears of a SwiGLU FFN of ``width`` (gate and up fused ``h -> 2 width``, down ``width -> h``):
+    a dense FFN, the shared experts and one routed expert all have this shape."""
+    return _linear(tokens, 2 * width, hidden, flops, rates) + _linear(tokens, hidden, width, flops, rates)
 
 
 def _elementwise(bytes_per_token: float, tokens: float, hbm: float, recompute: bool = False) -> BlockSeconds:
@@ -113,31 +131,36 @@ def norm_bytes(width: int) -> float:
     return width * (2.0 + 2.0 + 1.0)
 
 
-def attention_block(model: ModelProfile, tokens: float, seq_len: int, causal: bool, rates: GpuRates) -> BlockSeconds:
-    """Attention block of one layer over ``tokens`` tokens of sequences of ``seq_len``."""
+def attention_block(model: ModelProfile, tokens: float, seq_len: int, causal: bool, rates: GpuRates,
+                    recipe: ActivationRecipe = DEEPSEEK) -> BlockSeconds:
+    """Attention block of one layer over ``tokens`` tokens of sequences of ``seq_len`` (per-part recompute as
+    ``recipe`` says; whole-layer recompute is added by :func:`layer_seconds`)."""
+    up = recipe.recompute_mla_up_proj
     a, h = model.attention, model.hidden_size
-    fp8, hbm, nb = rates.fp8_gemm_flops, rates.hbm_bytes_per_s, rates.gemm_in_bytes
+    fp8, hbm = rates.fp8_gemm_flops, rates.hbm_bytes_per_s
     if a.is_mla:
         d_qk, d_v = a.qk_nope_head_dim + a.qk_rope_head_dim, a.v_head_dim
         down = (a.q_lora_rank if a.q_lora_rank else a.num_heads * d_qk) + a.kv_lora_rank + a.qk_rope_head_dim
-        block = _linear(tokens, down, h, fp8, hbm, nb)
+        block = _linear(tokens, down, h, fp8, rates)
         if a.q_lora_rank:
-            block += _linear(tokens, a.num_heads * d_qk, a.q_lora_rank, fp8, hbm, nb, recompute=True)
-        block += _linear(tokens, a.num_heads * (a.qk_nope_head_dim + d_v), a.kv_lora_rank, fp8, hbm, nb, recompute=True)
+            block += _linear(tokens, a.num_heads * d_qk, a.q_lora_rank, fp8, rates, recompute=up)
+        block += _linear(tokens, a.num_heads * (a.qk_nope_head_dim + d_v), a.kv_lora_rank, fp8, rates,
+                         recompute=up)
         small_norms = norm_bytes(a.q_lora_rank) + norm_bytes(a.kv_lora_rank)
     else:
         d_qk = d_v = a.head_dim
         kv = a.num_kv_heads if a.kind == "gqa" else a.num_heads
-        block = _linear(tokens, (a.num_heads + 2 * kv) * a.head_dim, h, fp8, hbm, nb)
+        block = _linear(tokens, (a.num_heads + 2 * kv) * a.head_dim, h, fp8, rates)
         small_norms = 0.0
-    block += _linear(tokens, h, a.num_heads * d_v, fp8, hbm, nb)
+    block += _linear(tokens, h, a.num_heads * d_v, fp8, rates)
     attended = seq_len / 2 if causal else float(seq_len)
     core = 2.0 * a.num_heads * (d_qk + d_v) * attended * tokens
-    block += BlockSeconds(core / rates.attention_forward_flops,
-                          ATTENTION_BACKWARD_WORK * core / rates.attention_backward_flops, 0.0)
+    core_f = core / rates.attention_forward_flops
+    block += BlockSeconds(core_f, ATTENTION_BACKWARD_WORK * core / rates.attention_backward_flops
+                          + (core_f if recipe.recompute_attention_core else 0.0), 0.0)
     # norm before attention (recomputed), residual add (read 2, write 1, BF16), RoPE on q and k, output quantisation
     rope = 2.0 * 2.0 * 2.0 * (a.num_heads + 1) * (a.qk_rope_head_dim if a.is_mla else a.head_dim)
-    block += _elementwise(norm_bytes(h) + small_norms, tokens, hbm, recompute=True)
+    block += _elementwise(norm_bytes(h) + small_norms, tokens, hbm, recompute=recipe.recompute_norms)
     block += _elementwise(6.0 * h + rope + 3.0 * a.num_heads * d_v, tokens, hbm)
     return block
 
@@ -147,36 +170,36 @@ def swiglu_bytes(width: int) -> float:
     return width * (2.0 * 2.0 + 1.0 + 2.0)
 
 
-def dense_ffn_block(model: ModelProfile, tokens: float, rates: GpuRates) -> BlockSeconds:
+def dense_ffn_block(model: ModelProfile, tokens: float, rates: GpuRates,
+                    recipe: ActivationRecipe = DEEPSEEK) -> BlockSeconds:
     h, i = model.hidden_size, model.dense_intermediate_size
-    fp8, hbm, nb = rates.fp8_gemm_flops, rates.hbm_bytes_per_s, rates.gemm_in_bytes
-    block = _linear(tokens, 2 * i, h, fp8, hbm, nb) + _linear(tokens, h, i, fp8, hbm, nb)
-    block += _elementwise(norm_bytes(h), tokens, hbm, recompute=True)
+    hbm = rates.hbm_bytes_per_s
+    block = swiglu_ffn_gemms(tokens, h, i, rates.fp8_gemm_flops, rates)
+    block += _elementwise(norm_bytes(h), tokens, hbm, recompute=recipe.recompute_norms)
     return block + _elementwise(6.0 * h + swiglu_bytes(i), tokens, hbm)
 
 
-def moe_ffn_block(model: ModelProfile, tokens: float, ep: int, rates: GpuRates, imbalance: float) -> BlockSeconds:
+def moe_ffn_block(model: ModelProfile, tokens: float, ep: int, rates: GpuRates, imbalance: float,
+                  recipe: ActivationRecipe = DEEPSEEK) -> BlockSeconds:
     """Router, shared experts and this GPU's routed experts (grouped GEMMs) of one MoE layer."""
     moe = model.moe
     if moe is None:
-        return dense_ffn_block(model, tokens, rates)
+        return dense_ffn_block(model, tokens, rates, recipe)
     h, i = model.hidden_size, moe.moe_intermediate_size
-    fp8, grouped, hbm = rates.fp8_gemm_flops, rates.moe_gemm_flops, rates.hbm_bytes_per_s
-    nb = rates.gemm_in_bytes
-    block = _linear(tokens, moe.num_routed_experts, h, rates.bf16_gemm_flops, hbm, BF16_BYTES)
+    hbm = rates.hbm_bytes_per_s
+    block = _linear(tokens, moe.num_routed_experts, h, rates.bf16_gemm_flops, rates, BF16_BYTES)
     if moe.num_shared_experts:
-        width = moe.num_shared_experts * i
-        block += _linear(tokens, 2 * width, h, fp8, hbm, nb) + _linear(tokens, h, width, fp8, hbm, nb)
+        block += swiglu_ffn_gemms(tokens, h, moe.num_shared_experts * i, rates.fp8_gemm_flops, rates)
     k = moe.num_experts_per_token
     local_experts = max(1, moe.num_routed_experts // max(ep, 1))
     rows = tokens * k * imbalance / local_experts  # rows per local expert on the busiest GPU
-    expert = _linear(rows, 2 * i, h, grouped, hbm, nb) + _linear(rows, h, i, grouped, hbm, nb)
+    expert = swiglu_ffn_gemms(rows, h, i, rates.moe_gemm_flops, rates)
     block += BlockSeconds(expert.f * local_experts, expert.i * local_experts, expert.w * local_experts)
-    block += _elementwise(norm_bytes(h), tokens, hbm, recompute=True)
+    block += _elementwise(norm_bytes(h), tokens, hbm, recompute=recipe.recompute_norms)
     # residual add; per routed copy: received FP8 row written and read, SwiGLU, BF16 output; combine's weighted sum
     # SwiGLU outputs are recomputed in the backward from its cached inputs (tech report 3.3.2)
     swiglu = (moe.num_shared_experts + k * imbalance) * swiglu_bytes(i)
-    block += _elementwise(swiglu, tokens, hbm, recompute=True)
+    block += _elementwise(swiglu, tokens, hbm, recompute=recipe.recompute_swiglu)
     per_copy = 2.0 * h + 2.0 * h + 2.0 * h
     block += _elementwise(6.0 * h + k * imbalance * per_copy + 2.0 * h, tokens, hbm)
     return block + permute_block(h, tokens * k * imbalance, hbm, rates.gemm_in_bytes)
@@ -214,22 +237,34 @@ def moe_comm(model: ModelProfile, tokens: float, ep_cost: EpCostModel,
 
 
 def layer_seconds(model: ModelProfile, moe_layer: bool, tokens: float, seq_len: int, causal: bool, ep: int,
-                  rates: GpuRates, ep_cost: EpCostModel | None, imbalance: float) -> LayerSeconds:
-    """One dense or MoE layer (``moe_layer``) over ``tokens`` tokens."""
-    attention = attention_block(model, tokens, seq_len, causal, rates)
-    if not moe_layer or model.moe is None:
-        return LayerSeconds(attention, dense_ffn_block(model, tokens, rates))
-    ffn = moe_ffn_block(model, tokens, ep, rates, imbalance)
+                  rates: GpuRates, ep_cost: EpCostModel | None, imbalance: float,
+                  recipe: ActivationRecipe = DEEPSEEK) -> LayerSeconds:
+    """One dense or MoE layer (``moe_layer``) over ``tokens`` tokens, recomputing what ``recipe`` says."""
+    attention = attention_block(model, tokens, seq_len, causal, rates, recipe)
     comm = (0.0, 0.0, 0.0, 0.0)
-    if ep_cost is not None and ep > 1:
-        comm = moe_comm(model, tokens, ep_cost, rates.gemm_in_bytes == 1.0)
-    return LayerSeconds(attention, ffn, *comm)
+    if not moe_layer or model.moe is None:
+        ffn = dense_ffn_block(model, tokens, rates, recipe)
+    else:
+        ffn = moe_ffn_block(model, tokens, ep, rates, imbalance, recipe)
+        if ep_cost is not None and ep > 1:
+            comm = moe_comm(model, tokens, ep_cost, rates.gemm_in_bytes == 1.0)
+    plain = NO_RECOMPUTE_BASE
+    base = LayerSeconds(attention_block(model, tokens, seq_len, causal, rates, plain),
+                        dense_ffn_block(model, tokens, rates, plain) if not moe_layer or model.moe is None
+                        else moe_ffn_block(model, tokens, ep, rates, imbalance, plain))
+    recompute_s = (attention.i + ffn.i) - (base.attention.i + base.ffn.i)
+    if recipe.recompute_layer:  # the whole forward again, its all-to-alls included
+        attention += BlockSeconds(0.0, attention.f, 0.0)
+        ffn += BlockSeconds(0.0, ffn.f, 0.0)
+        recompute_s += attention.f + ffn.f + comm[0] + comm[1]
+        comm = (comm[0], comm[1], comm[2] + comm[0], comm[3] + comm[1])
+    return LayerSeconds(attention, ffn, *comm, recompute_s=recompute_s)
 
 
 def head_block(model: ModelProfile, tokens: float, rates: GpuRates) -> BlockSeconds:
     """Final norm, output head (BF16) and the cross-entropy over the vocabulary (fused: logits read once)."""
     h, v, hbm = model.hidden_size, model.vocab_size, rates.hbm_bytes_per_s
-    block = _linear(tokens, v, h, rates.bf16_gemm_flops, hbm, BF16_BYTES)
+    block = _linear(tokens, v, h, rates.bf16_gemm_flops, rates, BF16_BYTES)
     return block + _elementwise(norm_bytes(h) + 2.0 * v, tokens, hbm)
 
 
@@ -242,6 +277,6 @@ def embedding_block(model: ModelProfile, tokens: float, rates: GpuRates) -> Bloc
 
 def mtp_projection_block(model: ModelProfile, tokens: float, rates: GpuRates) -> BlockSeconds:
     """An MTP module's two norms and ``eh_proj`` (2h -> h, FP8) before its transformer layer."""
-    h, hbm, nb = model.hidden_size, rates.hbm_bytes_per_s, rates.gemm_in_bytes
-    return _linear(tokens, h, 2 * h, rates.fp8_gemm_flops, hbm, nb) + _elementwise(2 * norm_bytes(h), tokens, hbm)
+    h, hbm = model.hidden_size, rates.hbm_bytes_per_s
+    return _linear(tokens, h, 2 * h, rates.fp8_gemm_flops, rates) + _elementwise(2 * norm_bytes(h), tokens, hbm)
 

@@ -17,6 +17,7 @@ from dsctl.launch.schedule.timed import TimedSchedule
 from dsctl.launch.stages import Stage, split_stages
 from dsctl.model.flops import training_flops
 from dsctl.model.params import count_parameters
+from dsctl.model.recipes import DEEPSEEK, ActivationRecipe
 from dsctl.profiles.schema import ModelProfile, NodeProfile
 from dsctl.steptime.collectives import (
     IB_LATENCY_S,
@@ -28,7 +29,7 @@ from dsctl.steptime.collectives import (
     p2p_seconds,
     stage_collectives,
 )
-from dsctl.steptime.ep import EpCostModel, fabric_ep
+from dsctl.steptime.ep import EpCostModel, fabric_ep, fabric_name
 from dsctl.steptime.hardware import GpuRates, gpu_rates
 from dsctl.steptime.layers import (
     BlockSeconds,
@@ -105,13 +106,15 @@ def overlapped_pair_seconds(model: ModelProfile, node: NodeProfile, ep: int, num
 
 def predict_step(model: ModelProfile, node: NodeProfile, layout: ParallelLayout, num_micro_batches: int,
                  micro_batch_size: int = 1, seq_len: int = 4096, balancedness: float = 1.0,
-                 ep_cost: EpCostModel | None = None, fabric_plan: str | None = None) -> StepTime:
+                 ep_cost: EpCostModel | None = None, fabric_plan: str | None = None,
+                 recipe: ActivationRecipe = DEEPSEEK) -> StepTime:
     """Predict one training step of ``layout`` (seconds).
 
     ``num_micro_batches``: micro-batches per pipeline per step (DualPipe: both directions together);
     ``micro_batch_size`` sequences of ``seq_len`` tokens each. ``balancedness`` in (0, 1]: mean over max expert
     load (1.0 = absolutely balanced routing); the busiest GPU's expert work and all-to-all scale by its
-    inverse. ``ep_cost``: the EP all-to-all model (default :func:`dsctl.steptime.ep.fabric_ep`: the calibrated
+    inverse. ``recipe``: the activation recipe, whose recompute the backward pays.
+    ``ep_cost``: the EP all-to-all model (default :func:`dsctl.steptime.ep.fabric_ep`: the calibrated
     fabric on ``fabric_plan``, a plan.json text, or on the node profile when None).
     Raises ``InputError`` on impossible values.
     """
@@ -126,13 +129,14 @@ def predict_step(model: ModelProfile, node: NodeProfile, layout: ParallelLayout,
         raise InputError(f"--tp {layout.tp}: the step-time model covers tp = 1 only (DeepSeek-V3 trains without "
                          "tensor parallelism)")
     imbalance = 1.0 / balancedness
+    explicit_ep = ep_cost
     rates = gpu_rates(node, model.training_precision)
     tokens = float(micro_batch_size * seq_len)
     counts = count_parameters(model)
     stages = split_stages(model, counts, layout.num_stages)
     if ep_cost is None and layout.ep > 1 and model.moe is not None:
         ep_cost = fabric_ep(model, node, layout.ep, imbalance, fabric_plan)
-    layer_kinds = {moe: layer_seconds(model, moe, tokens, seq_len, True, layout.ep, rates, ep_cost, imbalance)
+    layer_kinds = {moe: layer_seconds(model, moe, tokens, seq_len, True, layout.ep, rates, ep_cost, imbalance, recipe)
                    for moe in (False, True)}
     costs = tuple(_stage_seconds(model, s, tokens, rates, layer_kinds) for s in stages)
     table = OpSecondsTable(costs, layout.schedule in DUAL_SCHEDULES, rates.comm_slowdown)
@@ -169,9 +173,10 @@ def predict_step(model: ModelProfile, node: NodeProfile, layout: ParallelLayout,
         stages=tuple(StageCost(c.index, c.f, c.i, c.w, c.comm_f, c.comm_b) for c in costs),
         layers=tuple(_layer_cost("moe" if moe else "dense", layer_kinds[moe]) for moe in (False, True)
                      if moe == (model.moe is not None) or (moe is False and model.num_dense_layers)),
+        fabric=fabric_name(fabric_plan) if explicit_ep is None else "given EP model",
     )
 
 
 def _layer_cost(kind: str, x: LayerSeconds) -> LayerCost:
     return LayerCost(kind, x.attention.f, x.attention.i, x.attention.w, x.ffn.f, x.ffn.i, x.ffn.w, x.dispatch_f,
-                     x.combine_f, x.dispatch_b, x.combine_b)
+                     x.combine_f, x.dispatch_b, x.combine_b, x.recompute_s)

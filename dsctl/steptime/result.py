@@ -46,7 +46,8 @@ class StageCost:
 @dataclass(frozen=True)
 class LayerCost:
     """One layer of a kind (``dense`` or ``moe``) for one micro-batch, seconds: attention and FFN blocks' forward,
-    input-gradient and weight-gradient compute, and the MoE all-to-alls (dispatch/combine, forward/backward)."""
+    input-gradient and weight-gradient compute, the MoE all-to-alls (dispatch/combine, forward/backward) and the
+    recompute share of the backward."""
 
     kind: str
     attention_f_s: float
@@ -59,6 +60,8 @@ class LayerCost:
     combine_f_s: float
     dispatch_b_s: float
     combine_b_s: float
+    #: forward seconds the backward redoes under the activation recipe (inside the I and a2a B seconds)
+    recompute_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,9 @@ class StepTime:
     ep_combine_s: float
     stages: tuple[StageCost, ...]
     layers: tuple[LayerCost, ...] = ()
+    #: the fabric the EP all-to-alls ran on (``dsctl.steptime.ep.fabric_name``): a plan's kind (MPFT, MRFT, ...),
+    #: nodes and oversubscription, or the node profile's closed form
+    fabric: str = "node profile (closed form)"
 
     @property
     def tokens_per_s(self) -> float:

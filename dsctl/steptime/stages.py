@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import zip_longest
 
+from dsctl.launch.schedule.costs import OpCosts
 from dsctl.steptime.layers import BlockSeconds, LayerSeconds
 
 
@@ -95,19 +96,15 @@ class OpSecondsTable:
     slowdown: float
 
     def __call__(self, kind: str, fwd: int | None, bwd: int | None) -> float:
-        if kind == "F" and fwd is not None:
-            return self.stages[fwd].f
-        if bwd is None:
+        """Seconds of one op; which part of its stages an op kind takes is ``OpCosts.duration``'s (one home)."""
+        if kind != "F" and bwd is None:
             raise ValueError(f"op {kind} has no backward stage")  # the schedule generator gives one
-        stage = self.stages[bwd]
-        if kind == "B":
-            return stage.b
-        if kind == "I":
-            return stage.i
-        if kind == "W":
-            return stage.w
-        if fwd is None:
+        if kind == "FB" and fwd is None:
             raise ValueError("F&B op without a forward stage")
-        if not self.overlap:
-            return self.stages[fwd].f + stage.b
-        return overlapped_seconds(self.stages[fwd], stage, self.slowdown)
+        forward = self.stages[fwd] if fwd is not None else None
+        backward = self.stages[bwd] if bwd is not None else None
+        fb = None
+        if kind == "FB" and forward is not None and backward is not None and self.overlap:
+            fb = overlapped_seconds(forward, backward, self.slowdown)
+        return OpCosts(f=forward.f if forward is not None else 0.0, b=backward.b if backward is not None else 0.0,
+                       w=backward.w if backward is not None else 0.0, fb=fb).duration(kind)

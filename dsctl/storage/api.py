@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from dsctl.errors import InputError
@@ -66,7 +67,7 @@ class ChainsResult:
     upload: list[str]
     out_dir: str | None
     files: list[str]
-    files_text: dict[str, str] = field(repr=False, metadata={"output": False})
+    files_text: Mapping[str, str] = field(repr=False, metadata={"output": False})
 
 
 def upload_steps(table_id: int) -> list[str]:

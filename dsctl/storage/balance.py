@@ -19,7 +19,7 @@ import numpy as np
 
 
 @dataclass(frozen=True)
-class Spread:
+class LoadSpread:
     """Max, min and ideal of one load figure (target units unless named otherwise)."""
 
     max: float
@@ -47,18 +47,18 @@ class Balance:
     ideal_pair_share_per_disk: float
     pair_share_disk0: dict[int, int]
     pair_share_total: dict[int, int]
-    redirect: Spread
-    sync_source: Spread
-    head: Spread
-    tail: Spread
-    targets_per_node: Spread
+    redirect: LoadSpread
+    sync_source: LoadSpread
+    head: LoadSpread
+    tail: LoadSpread
+    targets_per_node: LoadSpread
     pair_share_matrix: np.ndarray = field(repr=False, metadata={"output": False})
 
 
-def _spread(values: np.ndarray, ideal: float) -> Spread:
+def _spread(values: np.ndarray, ideal: float) -> LoadSpread:
     if values.size == 0:
-        return Spread(0.0, 0.0, ideal)
-    return Spread(float(values.max()), float(values.min()), ideal)
+        return LoadSpread(0.0, 0.0, ideal)
+    return LoadSpread(float(values.max()), float(values.min()), ideal)
 
 
 def _histogram(values: np.ndarray) -> dict[int, int]:

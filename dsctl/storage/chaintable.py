@@ -18,13 +18,14 @@ Reading them back is ``crosscheck``'s job.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from dsctl.errors import InputError
-from dsctl.storage.layout import Layout
+from dsctl.storage.layout import ChainLayout
 
 UINT32_MAX = 4_294_967_295
 MAX_NODE_ID = 999_999
@@ -112,7 +113,7 @@ def target_slot(tid: int) -> int:
     return tid % _SLOT
 
 
-def target_ids(layout: Layout, scheme: IdScheme) -> np.ndarray:
+def target_ids(layout: ChainLayout, scheme: IdScheme) -> np.ndarray:
     """Target id of every chain member, shape (C, k) aligned with ``layout.nodes``.
 
     ``t`` = rank of the chain among the node's chains on the same disk index, by chain index.
@@ -131,35 +132,90 @@ def target_ids(layout: Layout, scheme: IdScheme) -> np.ndarray:
     return np.asarray(target_id(scheme.target_prefix, node_id, flat_disk, rank)).reshape(count, k)
 
 
-def chain_ids(layout: Layout, scheme: IdScheme) -> np.ndarray:
+def chain_ids(layout: ChainLayout, scheme: IdScheme) -> np.ndarray:
     """Chain id of every chain, shape (C,)."""
     return np.asarray(chain_id(scheme.chain_prefix, layout.disk, layout.index))
 
 
-def render_files(layout: Layout, scheme: IdScheme, chunk_sizes: tuple[str, ...] = ()) -> dict[str, str]:
-    """The four upstream files as ``{name: text}``. Rows are sorted by chain id, members head -> tail."""
+#: chains rendered per piece when the files are streamed to disk (a piece of create_target_cmd.txt: ~2 MB at k = 3)
+CHAINS_PER_PIECE = 8_192
+CHAINS = "generated_chains.csv"
+TABLE = "generated_chain_table.csv"
+CREATE = "create_target_cmd.txt"
+REMOVE = "remove_target_cmd.txt"
+FILE_NAMES = (CHAINS, TABLE, CREATE, REMOVE)
+
+
+class ChainTableFiles(Mapping[str, str]):
+    """The four upstream files of a table (plus any text set on it, e.g. ``pair_share.svg``), rendered on use.
+
+    ``files[name]`` is the whole text; ``files.pieces(name)`` yields it a block of ``CHAINS_PER_PIECE`` chains at
+    a time, which is how ``--out-dir`` writes it (issue 32: 1,000 nodes x 16 SSDs no longer holds 400 MB of
+    text). Rows are sorted by chain id, members head -> tail; arrays: ``chain_ids`` (C,), ``targets`` and
+    ``nodes`` (C, k) target and node ids, ``disks`` (C,) 0-based disk index.
+    """
+
+    def __init__(self, chain_ids: np.ndarray, targets: np.ndarray, nodes: np.ndarray, disks: np.ndarray,
+                 chunk_sizes: tuple[str, ...] = ()) -> None:
+        self.chain_ids, self.targets, self.nodes, self.disks = chain_ids, targets, nodes, disks
+        self.chunk = f"--chunk-size {' '.join(chunk_sizes)}" if chunk_sizes else ""
+        self.extra: dict[str, str] = {}
+
+    def __setitem__(self, name: str, text: str) -> None:
+        self.extra[name] = text
+
+    def __getitem__(self, name: str) -> str:
+        return "".join(self.pieces(name))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([*FILE_NAMES, *self.extra])
+
+    def __len__(self) -> int:
+        return len(FILE_NAMES) + len(self.extra)
+
+    def pieces(self, name: str) -> Iterator[str]:
+        """The text of ``name`` in pieces (KeyError for a name it does not hold)."""
+        if name in self.extra:
+            yield self.extra[name]
+            return
+        render = {CHAINS: self._chains, TABLE: self._table, CREATE: self._creates, REMOVE: self._removes}[name]
+        k = self.targets.shape[1]
+        if name == CHAINS:
+            yield "ChainId," + ",".join(["TargetId"] * k) + "\n"
+        elif name == TABLE:
+            yield "ChainId\n"
+        for start in range(0, len(self.chain_ids), CHAINS_PER_PIECE):
+            yield render(slice(start, start + CHAINS_PER_PIECE))
+
+    def _chains(self, rows: slice) -> str:
+        return "".join(f"{cid},{','.join(map(str, row))}\n"
+                       for cid, row in zip(self.chain_ids[rows].tolist(), self.targets[rows].tolist(), strict=True))
+
+    def _table(self, rows: slice) -> str:
+        return "".join(f"{c}\n" for c in self.chain_ids[rows].tolist())
+
+    def _creates(self, rows: slice) -> str:
+        k = self.targets.shape[1]
+        chunk = self.chunk
+        return "".join(f"create-target --node-id {n} --disk-index {d} --target-id {t} --chain-id {c} {chunk} "
+                       "--use-new-chunk-engine\n"
+                       for n, d, t, c in zip(self.nodes[rows].ravel().tolist(),
+                                             np.repeat(self.disks[rows], k).tolist(),
+                                             self.targets[rows].ravel().tolist(),
+                                             np.repeat(self.chain_ids[rows], k).tolist(), strict=True))
+
+    def _removes(self, rows: slice) -> str:
+        return "".join(f"offline-target --node-id {n} --target-id {t}\nremove-target --node-id {n} --target-id {t}\n"
+                       for n, t in zip(self.nodes[rows].ravel().tolist(), self.targets[rows].ravel().tolist(),
+                                       strict=True))
+
+
+def render_files(layout: ChainLayout, scheme: IdScheme, chunk_sizes: tuple[str, ...] = ()) -> ChainTableFiles:
+    """The four upstream files (rendered when used, see :class:`ChainTableFiles`)."""
     cids = chain_ids(layout, scheme)
     order = np.argsort(cids, kind="stable")
-    k = layout.nodes.shape[1]
-    cid_list = cids[order].tolist()
-    tid_rows = target_ids(layout, scheme)[order]
-    flat_tid = tid_rows.ravel().tolist()
-    flat_node = (layout.nodes[order] + scheme.first_node_id).ravel().tolist()
-    flat_disk = np.repeat(layout.disk[order], k).tolist()
-    flat_cid = np.repeat(cids[order], k).tolist()
-    header = "ChainId," + ",".join(["TargetId"] * k) + "\n"
-    chain_rows = [f"{cid},{','.join(map(str, row))}\n" for cid, row in zip(cid_list, tid_rows.tolist(), strict=True)]
-    chunk = f"--chunk-size {' '.join(chunk_sizes)}" if chunk_sizes else ""
-    creates = [f"create-target --node-id {n} --disk-index {d} --target-id {t} --chain-id {c} {chunk} "
-               "--use-new-chunk-engine\n" for n, d, t, c in zip(flat_node, flat_disk, flat_tid, flat_cid, strict=True)]
-    removes = [f"offline-target --node-id {n} --target-id {t}\nremove-target --node-id {n} --target-id {t}\n"
-               for n, t in zip(flat_node, flat_tid, strict=True)]
-    return {
-        "generated_chains.csv": header + "".join(chain_rows),
-        "generated_chain_table.csv": "ChainId\n" + "".join(f"{c}\n" for c in cid_list),
-        "create_target_cmd.txt": "".join(creates),
-        "remove_target_cmd.txt": "".join(removes),
-    }
+    return ChainTableFiles(cids[order], target_ids(layout, scheme)[order], layout.nodes[order] + scheme.first_node_id,
+                           layout.disk[order], chunk_sizes)
 
 
 def check_chunk_sizes(values: list[str]) -> tuple[str, ...]:

@@ -22,14 +22,12 @@ import numpy as np
 
 from dsctl.names import ascii_digits
 from dsctl.storage.balance import Balance, measure
-from dsctl.storage.chaintable import UINT32_MAX, chain_disk, decode_target
+from dsctl.storage.chaintable import CHAINS, CREATE, FILE_NAMES, REMOVE, TABLE, UINT32_MAX, chain_disk, decode_target
 from dsctl.storage.choice import REDIRECT_LIMIT
 
-CHAINS = "generated_chains.csv"
-TABLE = "generated_chain_table.csv"
-CREATE = "create_target_cmd.txt"
-REMOVE = "remove_target_cmd.txt"
-FILE_NAMES = (CHAINS, TABLE, CREATE, REMOVE)
+#: the file names live with the formats in chaintable; here for the many readers that import them from here
+__all__ = ["CHAINS", "CREATE", "FILE_NAMES", "REMOVE", "TABLE", "ChainProblem", "ChainRow", "CheckResult",
+           "check_files", "read_checked"]
 UINT64_MAX = 2**64 - 1
 MAX_PROBLEMS = 1_000  # problems kept (the count of the rest is reported)
 MAX_BALANCE_NODES = 10_000  # the balance figures need a node x node matrix (800 MB at this size)

@@ -54,7 +54,7 @@ FEW_DISKS_MIN_NODES = 60  # ... and more nodes, relabelling one design leaves to
 
 
 @dataclass(frozen=True)
-class Design:
+class ChainDesign:
     """One disk index's chains: ``blocks[c]`` = the ``k`` node indexes of chain ``c`` (unordered)."""
 
     num_nodes: int
@@ -268,7 +268,7 @@ def _swap_search(blocks: np.ndarray, v: int, fixed: int, rng: random.Random, ste
     return np.asarray(rows, dtype=np.int64).reshape(b, k)
 
 
-def build_design(v: int, k: int, r: int, seed: int = 0) -> Design:
+def build_design(v: int, k: int, r: int, seed: int = 0) -> ChainDesign:
     """A (near-)balanced design of ``v`` nodes, chains of ``k``, every node in ``r`` chains (fewer if
     ``v*r`` is not a multiple of ``k``: ``(v*r) % k`` target slots stay unused).
 
@@ -312,7 +312,7 @@ def build_design(v: int, k: int, r: int, seed: int = 0) -> Design:
         steps = SWAP_SEARCH_STEPS
         blocks = _swap_search(blocks, v, fixed if fixed < len(blocks) else 0, rng, steps)
         method = "cyclic+search" if method == "cyclic" else "search"
-    return Design(v, np.sort(blocks, axis=1), method)
+    return ChainDesign(v, np.sort(blocks, axis=1), method)
 
 
 def use_all_disk_orbits(v: int, k: int, r: int, num_disks: int) -> bool:
@@ -381,7 +381,7 @@ def _improve_relabelling(moved: np.ndarray, deg: np.ndarray, total: np.ndarray, 
             break
 
 
-def disk_relabellings(design: Design, num_disks: int, seed: int = 0) -> np.ndarray:
+def disk_relabellings(design: ChainDesign, num_disks: int, seed: int = 0) -> np.ndarray:
     """Node relabelling per disk index, shape ``(num_disks, v)``: disk ``d`` uses ``perm[d][node]``.
 
     Disk 0 keeps the identity. Each later disk takes, of ``PERMUTATION_TRIES`` random relabellings,

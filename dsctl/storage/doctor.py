@@ -67,7 +67,7 @@ class TargetState:
 
 
 @dataclass(frozen=True)
-class Finding:
+class DoctorFinding:
     """One thing to act on: severity (critical / warning / info), what, where and what to do."""
 
     severity: str
@@ -78,7 +78,7 @@ class Finding:
 
 
 @dataclass(frozen=True)
-class NodeReport:
+class StorageNodeReport:
     node_id: int
     targets: int
     offline: int
@@ -104,8 +104,8 @@ class DoctorResult:
     chains_syncing: int
     chains_single_point: int
     state_counts: dict[str, int]
-    nodes: list[NodeReport]
-    findings: list[Finding]
+    nodes: list[StorageNodeReport]
+    findings: list[DoctorFinding]
     verdict: str
     exit_code: int = field(default=0, metadata={"output": False})
 
@@ -187,9 +187,9 @@ def _some(ids: list[int]) -> str:
 
 
 def _chain_findings(chains: list[ChainState], by_tid: dict[int, TargetState], replication: int
-                    ) -> tuple[list[Finding], Counter[int], dict[str, int]]:
+                    ) -> tuple[list[DoctorFinding], Counter[int], dict[str, int]]:
     """Chain-level findings, chains each node alone serves, and chain counts by condition."""
-    findings: list[Finding] = []
+    findings: list[DoctorFinding] = []
     alone: dict[int, list[int]] = defaultdict(list)
     lost: list[int] = []
     tally = Counter[str]()
@@ -202,7 +202,7 @@ def _chain_findings(chains: list[ChainState], by_tid: dict[int, TargetState], re
         if not serving:
             tally["unavailable"] += 1
             states = ", ".join(f"{m.target_id} {m.public}-{m.local}" for m in chain.members)
-            findings.append(Finding("critical", "unavailable", f"chain {chain.chain_id}",
+            findings.append(DoctorFinding("critical", "unavailable", f"chain {chain.chain_id}",
                                     f"no SERVING member ({states}); reads and writes on it fail "
                                     "(StorageClient::NotAvailable)",
                                     "bring back the LASTSRV member's node first: it holds the newest data"))
@@ -212,12 +212,12 @@ def _chain_findings(chains: list[ChainState], by_tid: dict[int, TargetState], re
             alone[t.node_id if t is not None and t.node_id is not None else -1].append(chain.chain_id)
     for node, ids in sorted(alone.items()):
         name = f"node {node}" if node >= 0 else "nodes not in list-targets"
-        findings.append(Finding("critical", "single_point", name,
+        findings.append(DoctorFinding("critical", "single_point", name,
                                 f"the only SERVING member of {len(ids)} chain(s) ({_some(ids)}): if it fails now "
                                 "they become unavailable", "keep it up (no restarts, no maintenance) until the other "
                                 "members are SERVING again"))
     if lost:
-        findings.append(Finding("warning", "lost_redundancy", f"{len(lost)} chain(s)",
+        findings.append(DoctorFinding("warning", "lost_redundancy", f"{len(lost)} chain(s)",
                                 f"fewer than {replication} SERVING members: {_some(lost)}",
                                 "recover the targets and nodes listed below"))
     counts = Counter({n: len(ids) for n, ids in alone.items() if n >= 0})
@@ -225,9 +225,9 @@ def _chain_findings(chains: list[ChainState], by_tid: dict[int, TargetState], re
 
 
 def _target_findings(chains: list[ChainState], by_tid: dict[int, TargetState], down_nodes: set[int]
-                     ) -> list[Finding]:
+                     ) -> list[DoctorFinding]:
     """LASTSRV per target; OFFLINE grouped by node and disk (unless the whole node is down); syncing in one line."""
-    findings: list[Finding] = []
+    findings: list[DoctorFinding] = []
     disk_down: dict[tuple[int, int | None], list[int]] = defaultdict(list)
     unknown: list[int] = []
     recovering: list[int] = []
@@ -240,7 +240,7 @@ def _target_findings(chains: list[ChainState], by_tid: dict[int, TargetState], d
                     transient.append(m.target_id)
             elif m.public == "LASTSRV":
                 where = f"node {t.node_id} disk {t.disk_index}" if t is not None else "an unknown node"
-                findings.append(Finding(
+                findings.append(DoctorFinding(
                     "critical", "lastsrv", f"target {m.target_id}",
                     f"LASTSRV-{m.local} in chain {chain.chain_id} on {where}: the last member that served, it holds "
                     "the newest data", f"bring its node back (check/restart storage_main); only if it is lost for "
@@ -253,22 +253,22 @@ def _target_findings(chains: list[ChainState], by_tid: dict[int, TargetState], d
             elif t.node_id not in down_nodes:
                 disk_down[(t.node_id, t.disk_index)].append(m.target_id)
     for (node, disk), ids in sorted(disk_down.items(), key=lambda item: (item[0][0], item[0][1] or -1)):
-        findings.append(Finding(
+        findings.append(DoctorFinding(
             "warning", "offline", f"node {node} disk {disk}",
             f"{len(ids)} target(s) OFFLINE ({_some(ids)}) while other targets of the node report",
             f"a failed or replaced disk: after a swap re-create the target dirs with `create-targets --node-id {node} "
             f"--disk-index {disk}` and restart storage_main; they then re-sync"))
     if unknown:
-        findings.append(Finding("warning", "offline", f"{len(unknown)} target(s)",
+        findings.append(DoctorFinding("warning", "offline", f"{len(unknown)} target(s)",
                                 f"OFFLINE, node unknown: {_some(unknown)}", "give --targets (list-targets output) "
                                 "to see their nodes and disks"))
     if recovering:
-        findings.append(Finding("info", "recovering", f"{len(recovering)} target(s)",
+        findings.append(DoctorFinding("info", "recovering", f"{len(recovering)} target(s)",
                                 f"SYNCING/WAITING or back online: {_some(recovering)}",
                                 "nothing: a chain syncs one target at a time from its last SERVING member; watch "
                                 "list-chains until SERVING"))
     if transient:
-        findings.append(Finding("info", "serving_offline", f"{len(transient)} target(s)",
+        findings.append(DoctorFinding("info", "serving_offline", f"{len(transient)} target(s)",
                                 f"SERVING-OFFLINE: {_some(transient)}", "mgmtd has not yet marked them failed "
                                 "(normal for 2 minutes after a chain upload); check again"))
     return findings
@@ -282,10 +282,10 @@ def diagnose(chains: list[ChainState], targets: list[TargetState], errors: list[
     reported as a ``duplicate_row`` warning."""
     first_line: dict[int, int] = {}
     unique: list[ChainState] = []
-    duplicates: list[Finding] = []
+    duplicates: list[DoctorFinding] = []
     for chain in chains:
         if chain.chain_id in first_line:
-            duplicates.append(Finding("warning", "duplicate_row", f"chain {chain.chain_id}",
+            duplicates.append(DoctorFinding("warning", "duplicate_row", f"chain {chain.chain_id}",
                                       f"{chains_source} line {chain.line} repeats chain {chain.chain_id} of line "
                                       f"{first_line[chain.chain_id]}; counted once (the first row)",
                                       "save one `admin_cli list-chains` output and rerun"))
@@ -297,7 +297,7 @@ def diagnose(chains: list[ChainState], targets: list[TargetState], errors: list[
     for target in targets:
         by_tid.setdefault(target.target_id, target)
     if len(by_tid) < len(targets):
-        duplicates.append(Finding("warning", "duplicate_row", f"{len(targets) - len(by_tid)} target row(s)",
+        duplicates.append(DoctorFinding("warning", "duplicate_row", f"{len(targets) - len(by_tid)} target row(s)",
                                   f"{targets_source} lists {len(targets) - len(by_tid)} target(s) twice; each "
                                   "counted once (the first row)", "save one `admin_cli list-targets` output"))
         targets = list(by_tid.values())
@@ -307,12 +307,12 @@ def diagnose(chains: list[ChainState], targets: list[TargetState], errors: list[
         if t.node_id is not None:
             node_targets[t.node_id].append(t)
     down_nodes = {n for n, ts in node_targets.items() if all(t.local == "OFFLINE" for t in ts)}
-    findings = [Finding("warning", "admin_cli_error", "admin_cli", e, "rerun it; check the mgmtd addresses and "
+    findings = [DoctorFinding("warning", "admin_cli_error", "admin_cli", e, "rerun it; check the mgmtd addresses and "
                         "the admin token") for e in errors] + duplicates
     chain_findings, alone, tally = _chain_findings(chains, by_tid, replication)
     findings += chain_findings
     for node in sorted(down_nodes):
-        findings.append(Finding("warning", "node_down", f"node {node}",
+        findings.append(DoctorFinding("warning", "node_down", f"node {node}",
                                 f"all {len(node_targets[node])} of its targets are local OFFLINE (no heartbeat)",
                                 "check/restart storage_main there (`list-nodes` shows its status); its targets "
                                 "re-sync when it returns"))
@@ -320,7 +320,7 @@ def diagnose(chains: list[ChainState], targets: list[TargetState], errors: list[
     in_chains = {m.target_id for c in chains for m in c.members}
     stray = [t.target_id for t in targets if t.target_id not in in_chains]
     if stray:
-        findings.append(Finding("info", "not_in_list_chains", f"{len(stray)} target(s)",
+        findings.append(DoctorFinding("info", "not_in_list_chains", f"{len(stray)} target(s)",
                                 f"in list-targets but not in list-chains: {_some(stray)}",
                                 "capture both outputs at the same time"))
     nodes = []
@@ -328,7 +328,7 @@ def diagnose(chains: list[ChainState], targets: list[TargetState], errors: list[
         states = Counter(t.public for t in ts)
         bad_disks = sorted({t.disk_index for t in ts if t.public != "SERVING" and t.disk_index is not None})
         if states["SERVING"] != len(ts) or alone[node]:
-            nodes.append(NodeReport(node, len(ts), states["OFFLINE"], states["LASTSRV"], states["SYNCING"],
+            nodes.append(StorageNodeReport(node, len(ts), states["OFFLINE"], states["LASTSRV"], states["SYNCING"],
                                     states["WAITING"], bad_disks, alone[node]))
     order = {"critical": 0, "warning": 1, "info": 2}
     findings.sort(key=lambda f: order[f.severity])

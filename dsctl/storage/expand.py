@@ -22,13 +22,18 @@ The migration is an ordered list of replacements. Wave ``w`` holds the ``w``-th 
 so a chain never has two members in flight: it keeps its ``k`` members while the new one syncs (add, wait
 for SERVING, then offline/remove the old one), and at worst ``k-1`` serving if the old member is taken
 offline first.
+
+Cost (issue 32): the files are read whole (``expand_read``), each new node's replacement scores are kept up
+to date (``expand_replace``: one add and argmin over the disk's ``b*k`` slots per replacement, the remaining
+``O(steps * b*k)`` term, ~1 ns a slot), the polish judges its draws in batches (``expand_polish``) and the
+grown table is rendered from arrays (``expand_files``). The choices are issue 14's, byte for byte.
 """
 
 from __future__ import annotations
 
-import math
 import random
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -42,38 +47,23 @@ from dsctl.storage.chaintable import (
     MIN_UPSTREAM_CHAIN_ID,
     UINT32_MAX,
     chain_index,
-    decode_target,
     target_id,
     target_prefix,
-    target_slot,
 )
 from dsctl.storage.choice import CHOICE_MARGIN, REDIRECT_LIMIT, bound_ratio, choose_targets_per_ssd, pair_share_ideal
-from dsctl.storage.crosscheck import CHAINS, CREATE, REMOVE, TABLE, ChainRow, read_checked
-from dsctl.storage.design import swap_members
-from dsctl.storage.expand_check import grown_table_problems
+from dsctl.storage.crosscheck import CREATE, ChainRow, read_checked
+from dsctl.storage.expand_files import GrownTable, ReplacementStep, render, table_problems
+from dsctl.storage.expand_polish import polish
+from dsctl.storage.expand_read import read_sound
+from dsctl.storage.expand_replace import check_size, replace
 from dsctl.storage.layout import rotate_chains
 
+#: the chain-table files expand reads (each; ``--max-input-bytes`` raises it further): 600 nodes x 16 SSDs at 99
+#: targets per SSD write a 110 MB create_target_cmd.txt; 500 -> 550 nodes plans in ~30 CPU-s and ~1 GB (issue 32)
+MAX_TABLE_FILE_BYTES = 128 * 1024**2
 MAX_ADDED_NODES = 2_000
 MAX_NODES_AFTER = 4_000  # the plan keeps a node x node pair-share matrix
-UNTOUCHED_BONUS = 1_000_000  # score penalty per replacement already made in a chain
-POLISH_STEPS_PER_CHAIN = 40
-POLISH_MAX_STEPS = 400_000
 NEED_WEIGHT = 2.0  # pair-shares one more slot of need is worth when picking new-chain members
-
-
-@dataclass(frozen=True)
-class Step:
-    """One replacement inside a chain: copy a full replica to ``new_target`` then retire ``old_target``."""
-
-    step: int
-    wave: int
-    chain_id: int
-    disk_index: int
-    old_target: int
-    old_node: int
-    new_target: int
-    new_node: int
-    bytes: float
 
 
 @dataclass(frozen=True)
@@ -102,11 +92,11 @@ class ExpandResult:
     bound: str
     balance: Balance
     check_problems: list[str]
-    steps: list[Step]
+    steps: list[ReplacementStep]
     notes: list[str]
     out_dir: str | None
     files: list[str]
-    files_text: dict[str, str] = field(repr=False, metadata={"output": False})
+    files_text: Mapping[str, str] = field(repr=False, metadata={"output": False})
     exit_code: int = field(default=0, metadata={"output": False})
 
 
@@ -122,6 +112,14 @@ class _Table:
 
 
 def _load(texts: dict[str, str | None], source: str) -> _Table:
+    sound = read_sound(texts)
+    if sound is not None:
+        unique_nodes, node_index = np.unique(sound.nodes, return_inverse=True)
+        node_index = node_index.reshape(sound.nodes.shape)
+        sound_disks: list[int] = np.unique(sound.disks).tolist()
+        picks = [np.flatnonzero(sound.disks == d) for d in sound_disks]
+        return _Table(unique_nodes.tolist(), sound_disks, [sound.chain_ids[i].tolist() for i in picks],
+                      [node_index[i] for i in picks], [sound.targets[i] for i in picks])
     result, rows, node_of, disk_of = read_checked(texts, source)
     if result.problems:
         first = result.problems[0]
@@ -159,70 +157,6 @@ def _pick_new_r(v_new: int, k: int, num_disks: int, lo: int, hi: int) -> tuple[i
     return pick, note
 
 
-def _replace(nodes: np.ndarray, share: np.ndarray, counts: np.ndarray, goal: np.ndarray, new: list[int]
-             ) -> list[tuple[int, int, int]]:
-    """Greedy replacements on one disk index (modifies ``nodes``, ``share``, ``counts``).
-
-    Returns ``(chain, slot, old node)`` in the order made; ``goal`` = members each node should end with.
-    Score of putting ``x`` in slot ``(c, p)`` (lower is better): the rise in the sum of squared pair-shares,
-    ``2 * sum_q share[x, m_q] + (k-1)`` for joining minus ``2 * sum_q share[m_p, m_q] - (k-1)`` for the member
-    leaving (refreshed once per round, a round = one slot per new node). Chains not touched yet this far are
-    preferred; only when none with an open slot is left are touched chains used (one penalty per replacement).
-    """
-    b, k = nodes.shape
-    never = np.iinfo(np.int64).max // 4
-    made: list[tuple[int, int, int]] = []
-    pending = {x: int(goal[x] - counts[x]) for x in new}
-    open_slot = counts[nodes] > goal[nodes]  # the member may give its slot up (its node is above its share)
-    touched = np.zeros(b, dtype=np.int64)
-    while any(n > 0 for n in pending.values()):
-        fresh = np.flatnonzero((touched == 0) & open_slot.any(axis=1))
-        rows = fresh if len(fresh) else np.flatnonzero(open_slot.any(axis=1))
-        sub = nodes[rows]
-        mates = np.zeros(sub.shape, dtype=np.int64)
-        for p in range(k):
-            for q in range(k):
-                if p != q:
-                    mates[:, p] += share[sub[:, p], sub[:, q]]
-        base = (k - 1) - 2 * mates + UNTOUCHED_BONUS * touched[rows, None]
-        base[~open_slot[rows]] = never
-        for x in new:
-            if pending[x] <= 0:
-                continue
-            sx = share[x][sub]
-            score = 2 * (sx.sum(axis=1, keepdims=True) - sx) + base
-            score[(sub == x).any(axis=1)] = never
-            flat = int(np.argmin(score))
-            if score.flat[flat] >= never:
-                break  # nothing left in this subset: the next round looks again
-            i, p = divmod(flat, k)
-            c = int(rows[i])
-            y = int(nodes[c, p])
-            others = [int(z) for q, z in enumerate(nodes[c]) if q != p]
-            share[y, others] -= 1
-            share[others, y] -= 1
-            share[x, others] += 1
-            share[others, x] += 1
-            nodes[c, p] = sub[i, p] = x
-            open_slot[c, p] = False
-            base[i] = never if len(fresh) else base[i] + UNTOUCHED_BONUS
-            base[i, p] = never
-            counts[y] -= 1
-            counts[x] += 1
-            if counts[y] <= goal[y]:
-                open_slot[nodes == y] = False
-                base[sub == y] = never
-            touched[c] += 1
-            pending[x] -= 1
-            made.append((c, p, y))
-        else:
-            continue
-        if not len(fresh) or not (open_slot.any()):
-            raise InputError("no old member can make room for a new node on this disk index (the old table "
-                             "is too uneven to expand); regenerate it with `dsctl storage chains`")
-    return made
-
-
 def _new_chains(need: np.ndarray, share: np.ndarray, k: int, count: int) -> tuple[np.ndarray, int]:
     """``count`` chains of ``k`` distinct nodes using each node ``need[node]`` times (modifies both arrays).
 
@@ -232,65 +166,36 @@ def _new_chains(need: np.ndarray, share: np.ndarray, k: int, count: int) -> tupl
     """
     out = []
     weight = NEED_WEIGHT
+    weighted = weight * need  # kept equal to weight * need
+    blocked = np.where(need > 0, 0.0, np.inf)  # inf where no need is left
+    mates = np.zeros(len(need), dtype=np.int64)  # chains shared with the members so far (share is symmetric)
+    score = np.empty(len(need), dtype=np.float64)
     for _ in range(count):
         chain: list[int] = []
+        mates[:] = 0
         for _ in range(k):
-            score = (share[:, chain].sum(axis=1) if chain else 0) - weight * need
-            score = np.where(need > 0, score, np.inf).astype(np.float64)
+            np.subtract(mates, weighted, out=score)
+            score += blocked
             if chain:
                 score[chain] = np.inf
-            pick = int(np.argmin(score))
+            pick = int(score.argmin())
             if not np.isfinite(score[pick]):
                 break
             chain.append(pick)
+            mates += share[pick]
         if len(chain) < k:
             break
         for i, a in enumerate(chain):
             need[a] -= 1
+            weighted[a] = weight * need[a]
+            if need[a] <= 0:
+                blocked[a] = np.inf
             for z in chain[i + 1:]:
                 share[a, z] += 1
                 share[z, a] += 1
         out.append(chain)
     arr = np.array(out, dtype=np.int64).reshape(len(out), k)
     return arr, int(need.sum())
-
-
-def _polish(chains: list[np.ndarray], share_arr: np.ndarray, rng: random.Random) -> None:
-    """Swap members between two new chains of one disk index (node counts unchanged) while that lowers the
-    sum of squared pair-shares over the whole table, with rare uphill moves early (in place)."""
-    pools = [(d, arr) for d, arr in enumerate(chains) if len(arr) >= 2]
-    if not pools:
-        return
-    k = pools[0][1].shape[1]
-    share = share_arr.tolist()
-    rows = {d: arr.tolist() for d, arr in pools}
-    total = sum(len(arr) for _, arr in pools)
-    steps = min(POLISH_MAX_STEPS, POLISH_STEPS_PER_CHAIN * total)
-    temperature = 1.0
-    gen = np.random.default_rng(rng.randrange(2**32))
-    draws = gen.random((steps, 6)).tolist()  # disk, chain a, chain c, slot i, slot j, acceptance
-    for step, (u_d, u_a, u_c, u_i, u_j, u_acc) in enumerate(draws):
-        d = pools[int(u_d * len(pools))][0]
-        chain_rows = rows[d]
-        ra, rc = chain_rows[int(u_a * len(chain_rows))], chain_rows[int(u_c * len(chain_rows))]
-        i, j = int(u_i * k), int(u_j * k)
-        x, y = ra[i], rc[j]
-        if ra is rc or x == y or x in rc or y in ra:
-            continue
-        delta = 0
-        for z in ra:
-            if z != x:
-                delta += 2 * (share[y][z] - share[x][z]) + 2
-        for z in rc:
-            if z != y:
-                delta += 2 * (share[x][z] - share[y][z]) + 2
-        if delta < 0 or (delta == 0 and u_acc < 0.5) or u_acc < math.exp(-delta / temperature) * 0.01:
-            swap_members(share, ra, rc, i, j)
-        if step % 5_000 == 4_999:
-            temperature *= 0.7
-    for d, arr in pools:
-        arr[:] = np.asarray(rows[d], dtype=np.int64)
-    share_arr[:] = np.asarray(share, dtype=np.int64)
 
 
 def expand(texts: dict[str, str | None], source: str, add_nodes: int, target_bytes: float | None,
@@ -316,8 +221,8 @@ def expand(texts: dict[str, str | None], source: str, add_nodes: int, target_byt
     if first_new + n - 1 > MAX_NODE_ID:
         raise InputError(f"--add-nodes {n}: new node ids {first_new}..{first_new + n - 1} pass {MAX_NODE_ID} "
                          "(6 digits in a target id)")
-    all_old_tids = {int(t) for arr in old.tids for t in arr.ravel()}
-    prefix = target_prefix(min(all_old_tids))
+    check_size(n, max(arr.size for arr in old.nodes))
+    prefix = target_prefix(min(int(arr.min()) for arr in old.tids))
     share = np.zeros((v_new, v_new), dtype=np.int64)
     for arr in old.nodes:
         for p in range(k):
@@ -347,7 +252,7 @@ def expand(texts: dict[str, str | None], source: str, add_nodes: int, target_byt
     final_nodes = [arr.copy() for arr in old.nodes]
     for i, arr in enumerate(final_nodes):
         counts = np.bincount(arr.ravel(), minlength=v_new)
-        for c, p, y in _replace(arr, share, counts, goals[i], new_nodes):
+        for c, p, y in replace(arr, share, counts, goals[i], new_nodes):
             steps_raw.append((i, c, p, y, int(arr[c, p])))
     added: list[np.ndarray] = []
     unused = 0
@@ -357,7 +262,7 @@ def expand(texts: dict[str, str | None], source: str, add_nodes: int, target_byt
         chains, left = _new_chains(need, share, k, count)
         added.append(chains)
         unused += left
-    _polish(added, share, random.Random(0))
+    polish(added, share, random.Random(0))
     added = [rotate_chains(arr, v_new) if len(arr) else arr for arr in added]
     if unused:
         notes.append(f"{unused} target slot(s) left unused: the greedy fill ran out of distinct nodes")
@@ -371,11 +276,20 @@ def _assemble(old: _Table, texts: dict[str, str | None], source: str, n: int, fi
               notes: list[str]) -> ExpandResult:
     v = len(old.node_ids)
     node_ids = old.node_ids + list(range(first_new, first_new + n))
+    # old chains as arrays (disk after disk), their node ids, and the highest target slot per (node, disk)
+    old_cids = np.concatenate([np.asarray(c, dtype=np.int64) for c in old.chain_ids])
+    old_disks = np.concatenate([np.full(len(c), d, dtype=np.int64) for c, d in zip(old.chain_ids, old.disks,
+                                                                                     strict=True)])
+    old_tids = np.concatenate(old.tids)
+    old_nids = np.asarray(old.node_ids, dtype=np.int64)[np.concatenate(old.nodes)]
+    offsets = np.r_[0, np.cumsum([len(c) for c in old.chain_ids])].tolist()
+    keys = old_nids * 1_000 + old_disks[:, None]
+    unique_keys, inverse = np.unique(keys.ravel(), return_inverse=True)
+    top_slot = np.zeros(len(unique_keys), dtype=np.int64)
+    np.maximum.at(top_slot, inverse, old_tids.ravel() % 100)
     used_t: dict[tuple[int, int], int] = defaultdict(int)
-    for i, arr in enumerate(old.tids):
-        for t in arr.ravel().tolist():
-            key = (decode_target(t)[0], old.disks[i])
-            used_t[key] = max(used_t[key], target_slot(t))
+    used_t.update(((key // 1_000, key % 1_000), slot) for key, slot in zip(unique_keys.tolist(), top_slot.tolist(),
+                                                                         strict=True))
 
     def fresh(node: int, disk: int) -> int:
         t = used_t[(node, disk)]
@@ -384,51 +298,63 @@ def _assemble(old: _Table, texts: dict[str, str | None], source: str, n: int, fi
             raise InputError(f"node {node} disk {disk} would need target number {t + 1} (two digits allow 99)")
         return int(target_id(prefix, node, disk, t))
 
-    # final rows: chain id -> (disk, [(tid, node id)] head -> tail)
-    rows: dict[int, tuple[int, list[tuple[int, int]]]] = {}
-    for i, cids in enumerate(old.chain_ids):
-        for c, cid in enumerate(cids):
-            rows[cid] = (old.disks[i], [(int(t), old.node_ids[int(m)]) for t, m in zip(old.tids[i][c],
-                                                                                     old.nodes[i][c], strict=True)])
-    steps: list[Step] = []
+    replaced: dict[int, list[tuple[int, int]]] = {}  # row of a replaced chain -> its members (tid, node id)
+    raw: list[tuple[int, int, int, int, int, int, int]] = []  # the steps, before their order
     per_chain: dict[int, int] = defaultdict(int)
     for i, c, _p, y, x in steps_raw:
-        disk, cid = old.disks[i], old.chain_ids[i][c]
-        members = rows[cid][1]
+        disk, cid, row = old.disks[i], old.chain_ids[i][c], offsets[i] + c
+        members = replaced.get(row)
+        if members is None:
+            members = replaced[row] = list(zip(old_tids[row].tolist(), old_nids[row].tolist(), strict=True))
         y_id, x_id = node_ids[y], node_ids[x]
         slot = next(j for j, (_, nid) in enumerate(members) if nid == y_id)
         old_tid = members[slot][0]
         new_tid = fresh(x_id, disk)
         members.pop(slot)
         members.append((new_tid, x_id))  # update-chain -m add appends at the tail
-        steps.append(Step(0, per_chain[cid], cid, disk, old_tid, y_id, new_tid, x_id, bytes_per_target))
+        raw.append((per_chain[cid], cid, disk, old_tid, y_id, new_tid, x_id))
         per_chain[cid] += 1
+    if replaced:
+        rows_changed = np.fromiter(replaced, dtype=np.int64, count=len(replaced))
+        pairs = np.array(list(replaced.values()), dtype=np.int64)  # (rows, k, 2)
+        old_tids[rows_changed], old_nids[rows_changed] = pairs[:, :, 0], pairs[:, :, 1]
     rank: dict[tuple[int, int], int] = defaultdict(int)
-    keys = []
-    for s in steps:  # interleave the new nodes inside a wave so parallel copies spread over them
-        keys.append((s.wave, rank[(s.wave, s.new_node)], s.new_node))
-        rank[(s.wave, s.new_node)] += 1
-    steps = [s for _, s in sorted(zip(keys, steps, strict=True), key=lambda pair: pair[0])]
-    steps = [Step(j + 1, s.wave, s.chain_id, s.disk_index, s.old_target, s.old_node, s.new_target, s.new_node,
-                  s.bytes) for j, s in enumerate(steps)]
-    new_rows: list[int] = []
+    keys_s = []
+    for wave, *_, new_node in raw:  # interleave the new nodes inside a wave so parallel copies spread over them
+        keys_s.append((wave, rank[(wave, new_node)], new_node))
+        rank[(wave, new_node)] += 1
+    order_s = sorted(range(len(raw)), key=keys_s.__getitem__)
+    steps = [ReplacementStep(j + 1, *raw[i], bytes_per_target) for j, i in enumerate(order_s)]
+    new_cids: list[int] = []
+    new_disks: list[int] = []
+    new_members: list[list[tuple[int, int]]] = []
+    top_any = int(old_cids.max())
     for i, arr in enumerate(added):
         disk = old.disks[i]
         base_cid = old.chain_ids[i][0]
         top = max(old.chain_ids[i])
         follows = base_cid >= MIN_UPSTREAM_CHAIN_ID
         for j, chain in enumerate(arr.tolist()):
-            cid = top + j + 1 if follows else max(rows) + 1
+            cid = top + j + 1 if follows else top_any + 1
             if cid > UINT32_MAX or (follows and chain_index(top) + j + 1 > MAX_CHAINS_PER_DISK):
                 raise InputError(f"new chain ids on disk index {disk} pass the 5 chain-index digits")
-            rows[cid] = (disk, [(fresh(node_ids[m], disk), node_ids[m]) for m in chain])
-            new_rows.append(cid)
-    files = _render(rows, new_rows, steps, k)
-    problems = grown_table_problems(rows)
-    index = {nid: j for j, nid in enumerate(node_ids)}
-    order = sorted(rows)
-    member_arr = np.array([[index[nid] for _, nid in rows[cid][1]] for cid in order], dtype=np.int64)
-    disk_arr = np.array([old.disks.index(rows[cid][0]) for cid in order], dtype=np.int64)
+            top_any = max(top_any, cid)
+            new_cids.append(cid)
+            new_disks.append(disk)
+            new_members.append([(fresh(node_ids[m], disk), node_ids[m]) for m in chain])
+    new_pairs = np.array(new_members, dtype=np.int64).reshape(len(new_members), k, 2)
+    all_cids = np.concatenate([old_cids, np.asarray(new_cids, dtype=np.int64)])
+    order = np.argsort(all_cids, kind="stable")
+    table = GrownTable(
+        chain_ids=all_cids[order],
+        disks=np.concatenate([old_disks, np.asarray(new_disks, dtype=np.int64)])[order],
+        targets=np.concatenate([old_tids, new_pairs[:, :, 0]])[order],
+        nodes=np.concatenate([old_nids, new_pairs[:, :, 1]])[order],
+        added=(np.arange(len(all_cids)) >= len(old_cids))[order])
+    files = render(table, steps)
+    problems = table_problems(table)
+    member_arr = np.searchsorted(np.asarray(node_ids, dtype=np.int64), table.nodes)
+    disk_arr = np.searchsorted(np.asarray(old.disks, dtype=np.int64), table.disks)
     balance = measure(member_arr, disk_arr, len(node_ids))
     lower = n * sum(quotas)
     moved = len(steps)
@@ -443,49 +369,10 @@ def _assemble(old: _Table, texts: dict[str, str | None], source: str, n: int, fi
     return ExpandResult(
         source=source, old_nodes=v, added_nodes=n, new_nodes=v + n, first_new_node_id=first_new, replication=k,
         ssds_per_node=len(old.disks), old_targets_per_ssd=old_r, new_targets_per_ssd=r_new,
-        chains_unchanged=total_old - changed, chains_changed=changed, chains_added=len(new_rows),
+        chains_unchanged=total_old - changed, chains_changed=changed, chains_added=len(new_cids),
         targets_kept=total_old * k - moved, replacements=moved, waves=max(per_chain.values(), default=0),
         bytes_per_target=bytes_per_target, moved_bytes=moved * bytes_per_target,
         lower_bound_bytes=lower * bytes_per_target, moved_over_bound=moved / lower if lower else 1.0,
         bound=bound, balance=balance, check_problems=problems, steps=steps, notes=notes, out_dir=None, files=[],
         files_text=files, exit_code=1 if problems or balance.redirect.max_over_ideal > REDIRECT_LIMIT else 0,
     )
-
-
-def _render(rows: dict[int, tuple[int, list[tuple[int, int]]]], new_rows: list[int], steps: list[Step], k: int
-            ) -> dict[str, str]:
-    """The four files of the grown table plus the new chains alone and the migration runbook."""
-    order = sorted(rows)
-    header = "ChainId," + ",".join(["TargetId"] * k) + "\n"
-
-    def chain_line(cid: int) -> str:
-        return f"{cid},{','.join(str(t) for t, _ in rows[cid][1])}\n"
-
-    def creates(cids: list[int]) -> str:
-        return "".join(f"create-target --node-id {nid} --disk-index {rows[cid][0]} --target-id {t} --chain-id {cid}  "
-                       "--use-new-chunk-engine\n" for cid in cids for t, nid in rows[cid][1])
-
-    removes = "".join(f"offline-target --node-id {nid} --target-id {t}\nremove-target --node-id {nid} --target-id {t}\n"
-                      for cid in order for t, nid in rows[cid][1])
-    runbook = ["# dsctl storage expand: replacements inside existing chains, in order. Run the steps of one wave",
-               "# in any order or in parallel (a wave never holds two steps of one chain); wait for each new target",
-               "# to be SERVING-UPTODATE (`list-targets -c CHAIN`) before taking the old one offline."]
-    for s in steps:
-        runbook += [f"# step {s.step} wave {s.wave}: chain {s.chain_id} disk {s.disk_index}: "
-                    f"{s.old_target} on {s.old_node} -> {s.new_target} on {s.new_node}, copies {s.bytes:.0f} bytes",
-                    f"create-target --node-id {s.new_node} --disk-index {s.disk_index} --target-id {s.new_target} "
-                    f"--chain-id {s.chain_id}  --use-new-chunk-engine",
-                    f"update-chain --mode add {s.chain_id} {s.new_target}",
-                    f"# wait: list-targets -c {s.chain_id} shows {s.new_target} SERVING UPTODATE",
-                    f"offline-target --node-id {s.old_node} --target-id {s.old_target}",
-                    f"update-chain --mode remove {s.chain_id} {s.old_target}",
-                    f"remove-target --node-id {s.old_node} --target-id {s.old_target}"]
-    return {
-        CHAINS: header + "".join(chain_line(cid) for cid in order),
-        TABLE: "ChainId\n" + "".join(f"{cid}\n" for cid in order),
-        CREATE: creates(order),
-        REMOVE: removes,
-        "new_chains.csv": header + "".join(chain_line(cid) for cid in sorted(new_rows)),
-        "create_new_chain_targets_cmd.txt": creates(sorted(new_rows)),
-        "migration_steps.txt": "\n".join(runbook) + "\n",
-    }

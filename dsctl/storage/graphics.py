@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from dsctl.names import xml_text
+from dsctl.svgdoc import SVG_END, svg_head
 
 MAX_CELLS_SIDE = 720
 MAX_DRAWN_NODES = 180  # larger tables are drawn as groups of nodes (mean pair-share per group pair)
@@ -40,9 +41,7 @@ def pair_share_svg(share: np.ndarray, first_node_id: int, subtitle: str) -> str:
     lo, hi = float(off.min()), float(off.max())
     span = max(hi - lo, 1e-9 if group > 1 else 1.0)
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" '
-        f'font-size="12">',
-        f'<rect width="{width}" height="{height}" fill="white"/>',
+        *svg_head(width, height, "Chains shared by each storage-node pair", font_size=12),
         f'<text x="{margin_left}" y="22" font-size="15">Chains shared by each storage-node pair</text>',
         f'<text x="{margin_left}" y="40">{xml_text(subtitle)}; min {lo:g}, max {hi:g}</text>',
         f'<g transform="translate({margin_left},{margin_top})" shape-rendering="crispEdges">',
@@ -66,8 +65,8 @@ def pair_share_svg(share: np.ndarray, first_node_id: int, subtitle: str) -> str:
         parts.append(f'<rect x="{legend_x}" y="{y}" width="16" height="16" fill="{_colour((value - lo) / span)}" '
                      'stroke="#999999"/>')
         parts.append(f'<text x="{legend_x + 22}" y="{y + 13}">{value:.3g} shared</text>')
-    parts.append("</svg>\n")
-    return "\n".join(parts)
+    parts.append(SVG_END)
+    return "\n".join(parts) + "\n"
 
 
 def _grouped(share: np.ndarray, group: int) -> np.ndarray:

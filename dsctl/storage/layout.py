@@ -28,7 +28,7 @@ REFINE_MAX_CHAINS = 40_000  # larger tables get the greedy pass only (time)
 
 
 @dataclass(frozen=True)
-class Layout:
+class ChainLayout:
     """Chains of one table (see module docstring for the array shapes)."""
 
     num_nodes: int
@@ -122,20 +122,20 @@ def rotate_chains(nodes: np.ndarray, num_nodes: int, passes: int = ROTATION_PASS
     return np.asarray(out, dtype=np.int64).reshape(count, k)
 
 
-def ascending_layout(per_disk_blocks: list[np.ndarray], num_nodes: int, replication: int) -> Layout:
+def ascending_layout(per_disk_blocks: list[np.ndarray], num_nodes: int, replication: int) -> ChainLayout:
     """Layout with members in ascending node order (what the upstream tool writes), one block array per disk."""
     nodes = np.concatenate([np.sort(b, axis=1) for b in per_disk_blocks], axis=0)
     disk = np.concatenate([np.full(len(b), d, dtype=np.int64) for d, b in enumerate(per_disk_blocks)])
     index = np.concatenate([np.arange(1, len(b) + 1, dtype=np.int64) for b in per_disk_blocks])
-    return Layout(num_nodes, len(per_disk_blocks), replication, nodes, disk, index)
+    return ChainLayout(num_nodes, len(per_disk_blocks), replication, nodes, disk, index)
 
 
 def build_layout(num_nodes: int, num_disks: int, replication: int, targets_per_ssd: int,
-                 rotate: bool = True, seed: int = 0) -> tuple[Layout, str]:
+                 rotate: bool = True, seed: int = 0) -> tuple[ChainLayout, str]:
     """dsctl's chain table: (near-)balanced designs per disk index, members rotated; returns (layout, method)."""
     per_disk, method = build_disk_designs(num_nodes, replication, targets_per_ssd, num_disks, seed=seed)
     layout = ascending_layout(per_disk, num_nodes, replication)
     if rotate:
-        layout = Layout(num_nodes, num_disks, replication, rotate_chains(layout.nodes, num_nodes),
+        layout = ChainLayout(num_nodes, num_disks, replication, rotate_chains(layout.nodes, num_nodes),
                         layout.disk, layout.index)
     return layout, method

@@ -5,3 +5,17 @@ Modules: ``sizing`` (closed-form topology sizes and costs), ``naming`` (name tem
 Slurm), ``graphics`` (DOT, SVG), ``observed`` (ibnetdiscover / links CSV parsers), ``verify``, ``api``;
 ``sim/`` (flow-level simulation of a workload on a plan: ``dsctl topology simulate``).
 """
+
+#: the public surface: the modules (and names) other packages, the commands and benchmarks may import;
+#: tests/unit/test_architecture.py holds every import from outside the package to this list
+__all__ = [
+    "api",
+    "export",
+    "ibformats",
+    "observed",
+    "plan",
+    "sim",
+    "sizing",
+    "summary",
+    "verify",
+]

@@ -12,6 +12,7 @@ import numpy as np
 
 from dsctl.cluster import hostlist
 from dsctl.names import dot_string, xml_text
+from dsctl.svgdoc import SVG_END, svg_head
 from dsctl.topology.plan import Plan
 from dsctl.topology.summary import PlanSummary
 
@@ -125,9 +126,7 @@ def topology_svg(plan: Plan, summary: PlanSummary) -> str:
 
     leaf_x = {d: x_of(i, len(leaves)) for i, d in enumerate(leaves.tolist())}
     spine_x = {d: x_of(i, len(spines)) for i, d in enumerate(spines.tolist())}
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height}" '
-             f'viewBox="0 0 {width:.0f} {height}" font-family="Helvetica, Arial, sans-serif" font-size="11">',
-             '<rect width="100%" height="100%" fill="white"/>',
+    parts = [*svg_head(round(width), height, f"{plan.spec.kind.upper()} plane 0 of {summary.num_planes}"),
              f'<text x="20" y="24" font-size="15" font-weight="bold">{xml_text(plan.spec.kind.upper())} plane 0 of '
              f'{summary.num_planes}{title_extra}: {len(leaves)} leaves, {len(spines)} spines, '
              f'{len(node_cab):,} NICs</text>',
@@ -176,7 +175,7 @@ def topology_svg(plan: Plan, summary: PlanSummary) -> str:
         parts.append(f'<rect x="{x:.1f}" y="{y_nodes}" width="{box_w}" height="18" fill="#eeeeee" stroke="#999">'
                      f'<title>{xml_text(labels.get(d, ""))}</title></rect>')
         parts.append(_vertical_label(x + box_w / 2, y_nodes + 22, labels.get(d, ""), below=True))
-    parts.append("</svg>")
+    parts.append(SVG_END)
     return "\n".join(parts) + "\n"
 
 

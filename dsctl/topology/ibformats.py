@@ -5,8 +5,10 @@
     CA   134  1 0x7cfe9003003b4bde 4x EDR - SW  1719 10 0x7cfe9003009ce5b0 ( 'o0001 HCA-1' - 'ib-i1l1s01' )
 
 (type, LID, port, port GUID, width, speed, then the same for the peer, then both NodeDescriptions); an
-unconnected port has no peer: ``SW  2052 37 0x506b4b03005c2740 4x ???   'ib-i4l1s01'`` and is skipped. The
-GUID printed is the port GUID (a CA's differs from its node GUID; a switch's is its node GUID).
+unconnected port has no peer: ``SW  2052 37 0x506b4b03005c2740 4x ???   'ib-i4l1s01'`` (rdma-core quotes the
+description; older infiniband-diags print it bare: ``SW   479 22 0x0002c9020040f161 4x QDR   Infiniscale-IV
+Mellanox Technologies``) and is skipped, so a report of unconnected ports only holds no links. The GUID printed
+is the port GUID (a CA's differs from its node GUID; a switch's is its node GUID).
 
 A node-name map (``--node-name-map`` of infiniband-diags and opensm's ``node_name_map``) is one node per line,
 ``<guid> "<name>"`` (GUID with or without ``0x``; the name quoted, or one unquoted word); ``#`` starts a
@@ -28,8 +30,10 @@ _PORTS_HEAD = re.compile(
 #: where ``' - '`` (the separator of the two descriptions) starts: a lookahead, so that overlapping ones are found
 _DESC_SEPARATOR = re.compile(r"(?='\s+-\s+')")
 _SEPARATOR_AT = re.compile(r"'\s+-\s+'")
-_PORTS_OPEN = re.compile(r"^(CA|SW|RT)\s+(\d{1,5})\s+(\d{1,3})\s+0x([0-9a-fA-F]{1,16})\s+(\d{1,2}x)\s+(\S+)"
-                         r"\s+'(.*)'\s*$")
+#: an unconnected port: no peer, then the description quoted (rdma-core) or bare (older infiniband-diags), never
+#: starting with the ``-`` that opens a peer (a connected line that failed to parse is not taken for one)
+_PORTS_OPEN = re.compile(r"^(CA|SW|RT)\s+(\d{1,5})\s+(\d{1,3})\s+0x([0-9a-fA-F]{1,16})\s+(\S{1,8})\s+(\S{1,16})"
+                         r"(?:\s+([^\s-].*))?$")
 _MAP_LINE = re.compile(r'^(?:0x)?([0-9a-fA-F]{1,16})\s+(?:"([^"]*)"|(\S+))\s*(?:#.*)?$')
 
 
@@ -98,8 +102,6 @@ def parse_ports_report(text: str, source: str = "OBSERVED") -> ObservedFabric:
         links.append(ObservedLink(make_end(a_switch, a_guid, g[10], a_port, a_lid),
                                   make_end(b_switch, b_guid, g[11], b_port, b_lid), number,
                                   g[4] + ("" if speed == "???" else speed), source))
-    if not links:
-        raise InputError(f"{source} has no connected ports; is it 'ibnetdiscover -p' output?")
     return ObservedFabric(links, "ibnetdiscover-p", {}, lids)
 
 

@@ -17,6 +17,15 @@ ibnetdiscover (infiniband-diags / rdma-core) prints one block per node::
 Devices are named by NodeDescription. A CA's description is "<hostname> <ibdev>" (the Linux default), so
 its end is device <hostname>, port <ibdev> (``<ibdev>/<n>`` for HCA port n > 1). A switch's end is its
 description and the port number. Each link appears twice (once from each end) and is counted once.
+
+Two kinds of CA are not named from their description:
+
+- an HCA still carrying the firmware's default description (``MT4129 ConnectX7   Mellanox Technologies``: no
+  host set one) is device ``H-<guid>``, port ``<n>``, with ``default_desc`` set; ``verify`` places it by the leaf
+  port it sits on, as ``ibdiagnet -t`` does;
+- a switch-internal CA (``internal``): the SHARP aggregation node on the last port of a Quantum switch
+  (``Mellanox Technologies Aggregation Node``), or any CA in the same system (``sysimgguid``) as a switch, e.g.
+  a managed switch's management HCA. Their links are not cables.
 """
 
 from __future__ import annotations
@@ -44,6 +53,12 @@ class ObservedEnd:
     is_switch: bool | None = None
     port_num: int = 0
     lid: int = 0
+    #: the HCA's description is the firmware default (no host name in it)
+    default_desc: bool = False
+    #: a CA inside a switch (SHARP aggregation node, management port): its link is no cable
+    internal: bool = False
+    #: named by ``verify`` from the planned NIC at the leaf port it sits on (default description)
+    by_position: bool = False
 
 
 @dataclass(frozen=True)
@@ -80,14 +95,41 @@ _PORT = re.compile(
     r'^\[(\d{1,9})\](?:\(([0-9a-fA-F]+)\))?(?:\[ext \d+\])?\s+"([SHR])-([0-9a-fA-F]+)"\[(\d{1,9})\](?:\[ext \d+\])?'
     r'\s*(?:\(([0-9a-fA-F]+)\))?\s*(?:#(.*))?$')
 _KEYVAL = re.compile(r"^(vendid|devid|sysimgguid|switchguid|caguid|rtguid)=\S*", re.IGNORECASE)
+_SYSIMG = re.compile(r"^sysimgguid=0x([0-9a-fA-F]{1,16})\s*$", re.IGNORECASE)
 _QUOTED = re.compile(r'"(.*?)"')
 _PLAIN = ("Non-Chassis Nodes", "Chassis ", "Hostname:")
 
 
-def make_end(is_switch: bool, guid: str, desc: str, port: int, lid: int = 0) -> ObservedEnd:
-    """An end named from its description: a switch by the whole description, a CA "<host> <ibdev>"."""
+#: most characters of a NodeDescription looked at (the field holds 64 bytes; a longer text is not one)
+MAX_DESC_CHARS = 256
+_DEFAULT_MODEL = re.compile(r"MT\d{1,6}")
+_VENDOR_WORDS = ("Mellanox", "NVIDIA", "ConnectX", "BlueField")
+_AGGREGATION = "Aggregation Node"
+
+
+def is_default_desc(desc: str) -> bool:
+    """True for the description an HCA's firmware gives before a host sets one: ``MT<model> <product> ...
+    Technologies`` (``MT4129 ConnectX7   Mellanox Technologies``): it names no host, so no device of a plan."""
+    tokens = desc[:MAX_DESC_CHARS].split()
+    return (len(tokens) >= 2 and bool(_DEFAULT_MODEL.fullmatch(tokens[0]))
+            and any(word in tokens for word in _VENDOR_WORDS))
+
+
+def is_aggregation_node(desc: str) -> bool:
+    """True for a SHARP aggregation node's description (``Mellanox Technologies Aggregation Node``)."""
+    return _AGGREGATION in " ".join(desc[:MAX_DESC_CHARS].split())
+
+
+def make_end(is_switch: bool, guid: str, desc: str, port: int, lid: int = 0, *,
+             internal: bool = False) -> ObservedEnd:
+    """An end named from its description: a switch by the whole description, a CA "<host> <ibdev>"; a CA with
+    the default description as ``H-<guid>`` port ``<n>`` (its description is never split into the two)."""
     if is_switch:
         return ObservedEnd(desc or f"S-{guid}", str(port), desc, guid, True, port, lid)
+    if internal or is_aggregation_node(desc):
+        return ObservedEnd(f"H-{guid}", str(port), desc, guid, False, port, lid, internal=True)
+    if is_default_desc(desc):
+        return ObservedEnd(f"H-{guid}", str(port), desc, guid, False, port, lid, default_desc=True)
     tokens = desc.split()
     device = tokens[0] if tokens else f"H-{guid}"
     ibdev = tokens[1] if len(tokens) > 1 else "port"
@@ -95,8 +137,8 @@ def make_end(is_switch: bool, guid: str, desc: str, port: int, lid: int = 0) -> 
     return ObservedEnd(device, label, desc, guid, False, port, lid)
 
 
-def _end(node_type: str, guid: str, desc: str, port: int, lid: int = 0) -> ObservedEnd:
-    return make_end(node_type == "S", guid, desc, port, lid)
+def _end(node_type: str, guid: str, desc: str, port: int, lid: int = 0, internal: bool = False) -> ObservedEnd:
+    return make_end(node_type == "S", guid, desc, port, lid, internal=internal)
 
 
 def rename(fabric: ObservedFabric, names: Mapping[str, str]) -> ObservedFabric:
@@ -112,7 +154,7 @@ def rename(fabric: ObservedFabric, names: Mapping[str, str]) -> ObservedFabric:
         name = names.get(end.guid)
         if name is None or name == end.desc or end.is_switch is None or end.guid in fabric.duplicate_guids:
             return end
-        return make_end(end.is_switch, end.guid, name, end.port_num, end.lid)
+        return make_end(end.is_switch, end.guid, name, end.port_num, end.lid, internal=end.internal)
 
     links = []
     for link in fabric.links:
@@ -175,6 +217,8 @@ def parse_ibnetdiscover(text: str, source: str = "OBSERVED") -> ObservedFabric:
     dup: dict[str, list[str]] = {}
     lids: dict[int, tuple[str, bool]] = {}
     raw: list[_Raw] = []
+    images: dict[str, str] = {}  # node id -> system image GUID (a switch's CAs share its image)
+    pending_image = ""
     current: tuple[str, str, str, int] | None = None
     for number, line in enumerate(text.splitlines(), 1):
         stripped = line.strip()
@@ -185,7 +229,12 @@ def parse_ibnetdiscover(text: str, source: str = "OBSERVED") -> ObservedFabric:
                                  f"{stripped[:80]!r}")
             raw.append(_port_entry(number, current, port, lids))
             continue
-        if not stripped or stripped.startswith("#") or _KEYVAL.match(stripped) or stripped.startswith(_PLAIN):
+        if not stripped or stripped.startswith("#") or stripped.startswith(_PLAIN):
+            continue
+        if _KEYVAL.match(stripped):
+            image = _SYSIMG.match(stripped)
+            if image:
+                pending_image = image.group(1).lower().rjust(16, "0")
             continue
         header = _HEADER.match(stripped)
         if header:
@@ -196,6 +245,9 @@ def parse_ibnetdiscover(text: str, source: str = "OBSERVED") -> ObservedFabric:
             if node_id in descs:
                 dup.setdefault(guid, [descs[node_id]]).append(desc)
             descs[node_id] = desc
+            if pending_image:
+                images[node_id] = pending_image
+                pending_image = ""
             num_ports[node_id] = int(header.group(2))
             lid_found = _LID.search(header.group(6) or "")
             lid = int(lid_found.group(1)) if lid_found else 0
@@ -210,6 +262,8 @@ def parse_ibnetdiscover(text: str, source: str = "OBSERVED") -> ObservedFabric:
                  "header a_device,a_port,b_device,b_port")
     if not descs:
         raise InputError(f"{source} has no 'Switch' or 'Ca' blocks; is it ibnetdiscover output?")
+    switch_images = {image for node_id, image in images.items() if node_id[0] == "S"}
+    internal = {node_id for node_id, image in images.items() if node_id[0] != "S" and image in switch_images}
     # a CA port reached from two different peer ports: two CAs share the GUID
     reached: dict[tuple[str, int], tuple[str, int]] = {}
     for _, my_type, my_guid, _, my_port, peer_type, peer_guid, peer_port, peer_desc, *_ in raw:
@@ -237,8 +291,8 @@ def parse_ibnetdiscover(text: str, source: str = "OBSERVED") -> ObservedFabric:
                 continue
             seen.add(key)
         b_desc = peer_desc if b_dup or b_key[0] not in descs else descs[b_key[0]]
-        a = _end(my_type, my_guid, my_desc, my_port, my_lid)
-        b = _end(peer_type, peer_guid, b_desc, peer_port, peer_lid)
+        a = _end(my_type, my_guid, my_desc, my_port, my_lid, a_key[0] in internal)
+        b = _end(peer_type, peer_guid, b_desc, peer_port, peer_lid, b_key[0] in internal)
         links.append(ObservedLink(a, b, number, rate, source))
     if dup:
         links = _dedupe_named(links)

@@ -18,20 +18,27 @@ Identity and quality findings (see ``verify_checks``): ``degraded_width``, ``deg
 
 Planned cables explained by a ``cross_plane``/``swapped``/``port_offset``/``impossible_port`` finding (they
 share a port with it) are not reported again as ``missing``; the finding's ``expected`` says what the plan has.
+
+Switch-internal links (a Quantum switch's SHARP aggregation node on its last port, a management HCA in the
+switch's system) are no cables: they are counted in ``switch_internal_links`` and give no finding. An HCA with
+the firmware's default description (no host name) is placed by position, as ``ibdiagnet -t`` does: if the leaf
+port it sits on is a planned NIC port and that NIC is seen nowhere else by name, it is that NIC (listed in
+``matched_by_position``, and a finding on its cable says so); otherwise it is an ``unmatched_device``.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from dsctl.cluster.plan_file import PlannedFabric, Port
 from dsctl.errors import InputError
 from dsctl.topology import verify_checks as checks
 from dsctl.topology.naming import short_repr
 from dsctl.topology.observed import ObservedEnd, ObservedFabric, ObservedLink, rename
-from dsctl.topology.verify_model import FINDING_KINDS, Finding, Key, Resolver, end_text, key_of, plan_text
+from dsctl.topology.verify_model import FINDING_KINDS, Key, Resolver, WiringFinding, end_text, key_of, plan_text
+from dsctl.topology.verify_position import by_position, place, position_note
 
 
 @dataclass(frozen=True)
@@ -62,7 +69,7 @@ class VerifyResult:
     counts: dict[str, int]
     unmatched_devices: list[str]
     plan_devices_not_seen: int
-    findings: list[Finding] = field(default_factory=list)
+    findings: list[WiringFinding] = field(default_factory=list)
     exit_code: int = 0
     dumps: list[DumpInfo] = field(default_factory=list)
     planes_checked: list[int] = field(default_factory=list)
@@ -71,6 +78,10 @@ class VerifyResult:
     #: "is this the right plan?" notes: the dumps cover a small share of the plan, or most of their devices are not
     #: in it (a 10-node dump checked against a 16,384-GPU plan reads as 32,000 missing cables otherwise)
     warnings: list[str] = field(default_factory=list)
+    #: links to a switch-internal CA (SHARP aggregation node, management HCA): seen, not cables, no finding
+    switch_internal_links: int = 0
+    #: "<node> <nic> (0x<guid>)" of every default-described HCA placed by the planned NIC at its leaf port
+    matched_by_position: list[str] = field(default_factory=list)
 
 
 #: below this share of the planned cables (on the planes the dumps cover) in the dumps, verify asks "wrong plan?"
@@ -184,6 +195,9 @@ def verify(plan: PlannedFabric, observed: ObservedFabric | Sequence[tuple[str, O
     names = {**opts.recorded_guids, **opts.name_map}
     dumps = [(name, rename(fabric, names)) for name, fabric in dumps]
     tier = plan.tier
+    internal_links = sum(1 for _, f in dumps for link in f.links if link.a.internal or link.b.internal)
+    dumps = [(name, replace(f, links=[k for k in f.links if not (k.a.internal or k.b.internal)]))
+             if any(k.a.internal or k.b.internal for k in f.links) else (name, f) for name, f in dumps]
     expected: dict[Key, int] = {}
     at_port: dict[Port, Key] = {}
     hosts_only = bool(dumps) and all(f.source_format == "lldp" for _, f in dumps)  # RoCE: NIC-leaf cables only
@@ -194,11 +208,13 @@ def verify(plan: PlannedFabric, observed: ObservedFabric | Sequence[tuple[str, O
         expected[key] = plane
         at_port[end_a] = key
         at_port[end_b] = key
-    findings: list[Finding] = []
+    findings: list[WiringFinding] = []
     unmatched: dict[str, None] = {}
     seen_devices: set[str] = set()
     seen: dict[Key, _Seen] = {}
     resolver = Resolver(plan)
+    placed = by_position(plan, resolver, dumps, at_port)
+    dumps = [(name, place(fabric, placed)) for name, fabric in dumps]
     infos: list[DumpInfo] = []
     explained: set[Key] = set()
     resolved_ends: list[tuple[ObservedEnd, Port]] = []
@@ -217,8 +233,10 @@ def verify(plan: PlannedFabric, observed: ObservedFabric | Sequence[tuple[str, O
                 for end, why in ((link.a, why_a), (link.b, why_b)):
                     if why:
                         unmatched[end.desc or end.device] = None
-                findings.append(Finding(
-                    "unmatched_device", link.a.device, link.a.port, link.b.device, link.b.port, "", "", link.line,
+                planned_here = [at_port[p] for p in (a, b) if p is not None and p in at_port]
+                findings.append(WiringFinding(
+                    "unmatched_device", link.a.device, link.a.port, link.b.device, link.b.port, "",
+                    _note(planned_here, tier) if planned_here else "", link.line,
                     "; ".join(w for w in (why_a, why_b) if w), name, "check_plan",
                     "add the device to the plan, or give its GUID a name with --node-name-map"))
                 continue
@@ -228,7 +246,7 @@ def verify(plan: PlannedFabric, observed: ObservedFabric | Sequence[tuple[str, O
                 explains = [at_port[good]] if good in at_port else []
                 explained.update(explains)
                 note = _note(explains, tier)
-                findings.append(Finding(
+                findings.append(WiringFinding(
                     "impossible_port", a[0], a[1], b[0], b[1], str(a_plane), note, link.line,
                     f"{end_text(bad, tier)} is beyond the {plan.ports[bad[0]]} ports the plan gives {bad[0]}",
                     name, "check_plan",
@@ -267,9 +285,9 @@ def verify(plan: PlannedFabric, observed: ObservedFabric | Sequence[tuple[str, O
             kind, plane_text, msg = "extra", str(pa), "cable is not in the plan"
         explained.update(explains)
         action_kind, action = checks.cable_action(kind, key, at_port, tier)
-        findings.append(Finding(kind, end_a[0], end_a[1], end_b[0], end_b[1], plane_text, note, item.link.line,
-                                f"{end_text(end_a, tier)} <-> {end_text(end_b, tier)}: {msg}", item.link.source,
-                                action_kind, action))
+        findings.append(WiringFinding(kind, end_a[0], end_a[1], end_b[0], end_b[1], plane_text, note, item.link.line,
+                                f"{end_text(end_a, tier)} <-> {end_text(end_b, tier)}: {msg}"
+                                + position_note(item.link), item.link.source, action_kind, action))
     checked = sorted({plan.plane[d] if tier[d] != "node" else -1 for d in seen_devices} - {-1})
     unseen_planes = sorted(set(plan.nic_plane.values()) | {p for d, p in plan.plane.items() if tier[d] != "node"
                                                            and p >= 0}) if dumps else []
@@ -278,11 +296,11 @@ def verify(plan: PlannedFabric, observed: ObservedFabric | Sequence[tuple[str, O
         if expected[key] in unseen_planes:
             continue
         end_a, end_b = key
-        findings.append(Finding("missing", end_a[0], end_a[1], end_b[0], end_b[1], str(expected[key]), "", None,
+        findings.append(WiringFinding("missing", end_a[0], end_a[1], end_b[0], end_b[1], str(expected[key]), "", None,
                                 f"{end_text(end_a, tier)} <-> {end_text(end_b, tier)}: planned cable not found",
                                 "", "plug", f"plug a cable between {end_text(end_a, tier)} and "
                                             f"{end_text(end_b, tier)} (or re-seat it if it is there: no link)"))
-    findings += checks.plane_findings(plan, unseen_planes, len(dumps))
+    findings += checks.plane_findings(plan, unseen_planes, len(dumps), ethernet=hosts_only)
     findings = checks.pair_swaps(findings, at_port, tier)
     findings += checks.rate_findings(plan, [(k, seen[k].link) for k in matched], tier)
     guids = checks.guid_map(resolved_ends, tier)
@@ -302,4 +320,5 @@ def verify(plan: PlannedFabric, observed: ObservedFabric | Sequence[tuple[str, O
     warnings = plan_fit_warnings(expected_covered, observed_links, observed_devices, len(unmatched))
     return VerifyResult(plan_name, ", ".join(n for n, _ in dumps), "+".join(formats), len(expected),
                         observed_links, len(matched), counts, list(unmatched), not_seen,
-                        findings, 1 if findings else 0, infos, checked, plan.link, guids, warnings)
+                        findings, 1 if findings else 0, infos, checked, plan.link, guids, warnings,
+                        internal_links, [f"{v} (0x{k})" for k, v in sorted(placed.items(), key=lambda kv: kv[1])])

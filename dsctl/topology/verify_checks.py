@@ -8,6 +8,7 @@ Speeds in order: SDR < DDR < QDR < FDR10 < FDR < EDR < HDR < NDR < XDR.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from dsctl.cluster.plan_file import PlannedFabric, Port
@@ -15,7 +16,8 @@ from dsctl.errors import InputError
 from dsctl.names import ascii_digits
 from dsctl.topology.counters import PortCounters, Thresholds, judge
 from dsctl.topology.observed import ObservedEnd, ObservedFabric, ObservedLink
-from dsctl.topology.verify_model import Finding, Key, Resolver, end_text, key_of
+from dsctl.topology.verify_model import Key, Resolver, WiringFinding, end_text, key_of
+from dsctl.topology.verify_position import position_note
 
 SPEED_ORDER = ("SDR", "DDR", "QDR", "FDR10", "FDR", "EDR", "HDR", "NDR", "XDR")
 
@@ -67,7 +69,7 @@ def cable_action(kind: str, key: Key, at_port: dict[Port, Key], tier: dict[str, 
     return "move", f"move {what} from {end_text(move, tier)} to {end_text(want, tier)}"
 
 
-def pair_swaps(findings: list[Finding], at_port: dict[Port, Key], tier: dict[str, str]) -> list[Finding]:
+def pair_swaps(findings: list[WiringFinding], at_port: dict[Port, Key], tier: dict[str, str]) -> list[WiringFinding]:
     """Two move findings that exchange each other's ports become one action each: swap the two cables.
 
     Two neighbouring cables exchanged are ``swapped`` (not ``port_offset``, which is one cable one port away).
@@ -102,27 +104,49 @@ def pair_swaps(findings: list[Finding], at_port: dict[Port, Key], tier: dict[str
             action = f"swap the cables of {stay[0]} {nics[0]} and {nics[1]} at the node"
         else:
             action = f"swap the two cables at {end_text(move, tier)} and {end_text(want, tier)}"
-        out[i] = Finding(kind, f.a_device, f.a_port, f.b_device, f.b_port, f.plane, f.expected, f.line, f.message,
+        out[i] = WiringFinding(kind, f.a_device, f.a_port, f.b_device, f.b_port, f.plane, f.expected, f.line, f.message,
                          f.source, "swap", action, f.value, f.expected_value)
     return out
 
 
-def plane_findings(plan: PlannedFabric, unseen: Sequence[int], num_dumps: int) -> list[Finding]:
-    """One ``plane_not_seen`` per planned plane no dump reached (its cables are not reported as missing)."""
+#: a Linux RDMA device (CA) name as ``ibstat -l`` lists it: ``mlx5_0``, ``mlx4_1``, ``hfi1_0``
+_CA_NAME = re.compile(r"[a-z][a-z0-9]{0,15}_\d{1,4}")
+
+
+def rediscover_action(plane: int, nic: str, ethernet: bool) -> str:
+    """How to get plane ``plane``'s dump: ``ibnetdiscover -C <CA>`` naming a real CA (``ibstat -l``), never a
+    description like ``HCA-1``; ``lldpctl`` on an Ethernet (RoCE) plane."""
+    if ethernet:
+        return (f"run 'lldpctl -f json0 > <node>.json' on every node (one file per node, named after it) so that "
+                f"NIC {nic or plane} of plane {plane} is seen, and add the files (a NIC without an LLDP neighbour "
+                "also shows up here)")
+    if _CA_NAME.fullmatch(nic):
+        return (f"run 'ibnetdiscover -C {nic} -P 1 > plane{plane}.ibnet' on a node and add the file (a cable-less "
+                "plane also shows up here)")
+    what = f"the plan's NIC {nic} of plane {plane}" if nic else f"a NIC of plane {plane}"
+    return (f"on a node, 'ibstat -l' lists the CA names (mlx5_0, ...): take the CA of {what} ('ibstat <CA>' "
+            f"shows its link) and run 'ibnetdiscover -C <CA> -P 1 > plane{plane}.ibnet', then add the file "
+            "(a cable-less plane also shows up here)")
+
+
+def plane_findings(plan: PlannedFabric, unseen: Sequence[int], num_dumps: int,
+                   ethernet: bool = False) -> list[WiringFinding]:
+    """One ``plane_not_seen`` per planned plane no dump reached (its cables are not reported as missing).
+
+    ``ethernet``: every dump is LLDP (a RoCE fabric), so the action names lldpctl, not InfiniBand tools."""
     out = []
     for plane in unseen:
         nic = next((n for n, p in plan.nic_plane.items() if p == plane), "")
-        cables = sum(1 for c in plan.cables if c[0] == plane)
-        out.append(Finding(
+        cables = sum(1 for c in plan.cables if c[0] == plane and (not ethernet or c[1] == "node-leaf"))
+        out.append(WiringFinding(
             "plane_not_seen", f"plane {plane}", "", "", "", str(plane), f"plan: {cables} cables", None,
             f"no dump reaches plane {plane} ({num_dumps} dump(s) given)", "", "rediscover",
-            f"run 'ibnetdiscover -C {nic or 'mlx5_' + str(plane)} -P 1 > plane{plane}.ibnet' on a node and add the "
-            "file (a cable-less plane also shows up here)", "", str(cables)))
+            rediscover_action(plane, nic, ethernet), "", str(cables)))
     return out
 
 
 def rate_findings(plan: PlannedFabric, links: Sequence[tuple[Key, ObservedLink]],
-                  tier: dict[str, str]) -> list[Finding]:
+                  tier: dict[str, str]) -> list[WiringFinding]:
     """``degraded_width``/``degraded_speed`` for matched cables that trained below the plan's ``link``."""
     want_width, want_speed = split_rate(plan.link)
     if not want_width:
@@ -139,9 +163,9 @@ def rate_findings(plan: PlannedFabric, links: Sequence[tuple[Key, ObservedLink]]
         kind = "degraded_width" if width < want_width else "degraded_speed"
         a, b = key
         cable = f"{end_text(a, tier)} <-> {end_text(b, tier)}"
-        out.append(Finding(
+        out.append(WiringFinding(
             kind, a[0], a[1], b[0], b[1], str(plan.nic_plane.get(a[1], plan.plane.get(a[0], -1))), "", link.line,
-            f"{cable}: trained at {link.rate}, planned {plan.link}", link.source, "reseat",
+            f"{cable}: trained at {link.rate}, planned {plan.link}" + position_note(link), link.source, "reseat",
             f"re-seat the cable {cable} (clean the connectors); replace the cable or transceiver if it trains at "
             f"{link.rate} again", link.rate, plan.link))
     return out
@@ -160,14 +184,14 @@ def guid_map(resolved: Sequence[tuple[ObservedEnd, Port]], tier: dict[str, str])
 
 
 def identity_findings(dumps: Sequence[tuple[str, ObservedFabric]], resolved: Sequence[tuple[ObservedEnd, Port]],
-                      recorded: dict[str, str], tier: dict[str, str]) -> list[Finding]:
+                      recorded: dict[str, str], tier: dict[str, str]) -> list[WiringFinding]:
     """``duplicate_guid`` per GUID on two devices; ``guid_changed`` per planned device whose GUID is not the
     recorded one (a replaced HCA or switch: not a wiring error)."""
     out = []
     for name, fabric in dumps:
         for guid, descs in sorted(fabric.duplicate_guids.items()):
             shown = sorted(set(descs))
-            out.append(Finding(
+            out.append(WiringFinding(
                 "duplicate_guid", shown[0], "", shown[-1] if len(shown) > 1 else "", "", "", "", None,
                 f"GUID 0x{guid} is on {len(descs)} devices: {', '.join(shown)}", name, "replace_hca",
                 f"give one of {', '.join(shown)} its own GUID (re-burn the firmware GUIDs) or replace it; "
@@ -180,7 +204,7 @@ def identity_findings(dumps: Sequence[tuple[str, ObservedFabric]], resolved: Seq
     for guid, seen in sorted(names.items()):
         if len(seen) > 1:  # the same GUID in two planes' dumps (each subnet alone cannot tell)
             shown = sorted(seen)
-            out.append(Finding(
+            out.append(WiringFinding(
                 "duplicate_guid", shown[0], "", shown[-1], "", "", "", None,
                 f"GUID 0x{guid} is on {len(shown)} devices in different dumps: {', '.join(shown)}", "",
                 "replace_hca", f"give one of {', '.join(shown)} its own GUID (re-burn the firmware GUIDs) or "
@@ -197,7 +221,7 @@ def identity_findings(dumps: Sequence[tuple[str, ObservedFabric]], resolved: Seq
             continue
         done.add(name)
         what = "HCA" if tier[port[0]] == "node" else "switch"
-        out.append(Finding(
+        out.append(WiringFinding(
             "guid_changed", port[0], port[1] if tier[port[0]] == "node" else "", "", "", "", "", None,
             f"{name}: GUID 0x{end.guid}, recorded 0x{old} (the {what} was replaced)", "", "check_plan",
             f"confirm the {what} of {name} was replaced on purpose, then re-record with --record-guids "
@@ -224,7 +248,7 @@ def _dump_for(source: str, dumps: Sequence[tuple[str, ObservedFabric]]) -> Obser
 
 
 def counter_findings(plan: PlannedFabric, dumps: Sequence[tuple[str, ObservedFabric]],
-                     counters: Sequence[object], thresholds: object | None, resolver: Resolver) -> list[Finding]:
+                     counters: Sequence[object], thresholds: object | None, resolver: Resolver) -> list[WiringFinding]:
     """``error_counters``/``link_downed`` per port whose counters break ``thresholds``, named by plan cable.
 
     A counter row names its port by LID (perfquery); the dump of its plane maps the LID to a device.
@@ -274,7 +298,7 @@ def counter_findings(plan: PlannedFabric, dumps: Sequence[tuple[str, ObservedFab
             what = ", ".join(w for _, _, w in items)
             action = (f"re-seat the cable {cable}; replace it (cable, then transceiver) if {what} keep rising "
                       "after clearing the counters (perfquery -x -R)")
-            out.append(Finding(kind, here[0], here[1], b_dev, b_port,
+            out.append(WiringFinding(kind, here[0], here[1], b_dev, b_port,
                                str(plan.nic_plane.get(here[1], plan.plane.get(here[0], -1))), "", row.line,
                                f"{cable}: " + ", ".join(f"{w} {v:g} (limit {lim:g})" for v, lim, w in items)
                                + f" at {end_text(here, tier)}", row.source, "reseat", action,

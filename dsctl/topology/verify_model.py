@@ -20,7 +20,7 @@ Key = tuple[Port, Port]
 
 
 @dataclass(frozen=True)
-class Finding:
+class WiringFinding:
     """One difference between plan and fabric, typed by fields.
 
     ``line``/``source``: the observed file's line and name (None/"" for ``missing``). ``action_kind`` is one of
@@ -65,6 +65,10 @@ class Resolver:
 
     def resolve(self, end: ObservedEnd) -> tuple[Port | None, int | None, str]:
         """((device, port), plane, why-not) for an observed end."""
+        if end.default_desc and not end.by_position:
+            desc = short_repr(" ".join(end.desc.split()), 60)
+            return None, None, (f"HCA 0x{end.guid} has the default description {desc} and is not at a planned "
+                                "NIC port whose NIC is seen nowhere else, so its position does not identify it")
         device = self.device(end)
         if device is None:
             return None, None, f"device {short_repr(end.desc or end.device, 60)} is not in the plan"

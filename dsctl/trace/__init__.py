@@ -48,4 +48,25 @@ def overlap_from_bytes(files: Sequence[tuple[str, bytes]], classifier: Classifie
     return combine(rows, classifier, step)
 
 
-__all__ = ["DEFAULT_PATTERNS", "Classifier", "OverlapResult", "overlap_from_bytes", "rank_overlap", "read_trace"]
+#: the public surface: the modules (and names) other packages, the commands and benchmarks may import;
+#: tests/unit/test_architecture.py holds every import from outside the package to this list
+__all__ = [
+    "DEFAULT_PATTERNS",
+    "Classifier",
+    "OverlapResult",
+    "classify",
+    "explain",
+    "intervals",
+    "job",
+    "kernels",
+    "nodes",
+    "overlap",
+    "overlap_from_bytes",
+    "parse",
+    "place",
+    "rank_overlap",
+    "read_trace",
+    "skew",
+    "svg",
+    "timeline",
+]

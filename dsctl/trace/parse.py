@@ -81,7 +81,7 @@ class EventTable:
 
 
 @dataclass(frozen=True)
-class Step:
+class ProfilerStep:
     """A ``ProfilerStep#N`` annotation: host-side window ``[start_us, end_us]``."""
 
     number: int
@@ -102,7 +102,7 @@ class TraceData:
     #: (ts of the host launch call, its correlation id), shape (n,) each
     launch_start_us: NDArray[np.float64]
     launch_correlation: NDArray[np.int64]
-    steps: tuple[Step, ...]
+    steps: tuple[ProfilerStep, ...]
     num_events: int
     #: trace timestamp (µs) subtracted from every time above, so that times start near 0 (float64 precision)
     origin_us: float = 0.0
@@ -383,7 +383,7 @@ def _parse(events: Iterable[Any], meta: dict[str, Any], source: str) -> TraceDat
     starts = [x for x in (gpu.first_start(), cpu.first_start(), min((st[1] for st in raw_steps), default=None),
                           float(launches[launch_ok].min()) if launch_ok.any() else None) if x is not None]
     origin = float(min(starts)) if starts else 0.0
-    steps = [Step(n, ts - origin, ts - origin + dur) for n, ts, dur in raw_steps]
+    steps = [ProfilerStep(n, ts - origin, ts - origin + dur) for n, ts, dur in raw_steps]
     launch_correlation = np.frombuffer(launch_corr, dtype=np.int64)
     if launch_ok.all():
         launches -= origin  # in place, as the event columns
@@ -446,9 +446,9 @@ def _pg_config(value: Any) -> tuple[tuple[str, int, tuple[int, ...]], ...]:
     return tuple(out)
 
 
-def _dedupe_steps(steps: list[Step]) -> list[Step]:
+def _dedupe_steps(steps: list[ProfilerStep]) -> list[ProfilerStep]:
     """One window per step number (a repeated number keeps its widest window)."""
-    by_number: dict[int, Step] = {}
+    by_number: dict[int, ProfilerStep] = {}
     for step in steps:
         old = by_number.get(step.number)
         if old is None or step.end_us - step.start_us > old.end_us - old.start_us:

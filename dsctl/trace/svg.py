@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from dsctl.names import xml_text as escape
+from dsctl.svgdoc import SVG_END, svg_head
 from dsctl.trace.intervals import FloatArray, union
 from dsctl.trace.overlap import Lanes, OverlapResult, RankOverlap
 
@@ -101,9 +102,7 @@ def timeline_svg(result: OverlapResult) -> str:
     width = _LABEL_W + _PLOT_W + _RIGHT_W
     legend_x = _LABEL_W
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" font-family="sans-serif">',
-        f'<rect width="{width}" height="{height}" fill="white"/>',
+        *svg_head(width, height, f"Compute / communication overlap (steps: {result.steps})"),
         f'<text x="4" y="16" font-size="14" font-weight="bold">Compute / communication overlap '
         f"(steps: {escape(result.steps)})</text>",
         f'<rect x="{legend_x}" y="24" width="12" height="10" fill="{COMPUTE}"/>',
@@ -116,5 +115,5 @@ def timeline_svg(result: OverlapResult) -> str:
     parts += _ticks(span, scale, _TOP + len(rows) * _RANK_H)
     for i, (row, lanes) in enumerate(rows):
         parts += _rank_rows(row, lanes, i, scale)
-    parts.append("</svg>")
+    parts.append(SVG_END)
     return "\n".join(parts) + "\n"

@@ -12,11 +12,12 @@ data sent back per rank and the SVG are bounded by pixels x lanes, not by events
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from xml.sax.saxutils import escape
 
 import numpy as np
 
 from dsctl.errors import InputError
+from dsctl.names import xml_text as escape
+from dsctl.svgdoc import SVG_END, svg_head
 from dsctl.trace.classify import CLASS_NAMES, Classifier, classify_names
 from dsctl.trace.groups import runs
 from dsctl.trace.intervals import FloatArray, union
@@ -145,9 +146,7 @@ def timeline(ranks: list[RankLanes], title: str) -> str:
     scale = PLOT_W / span if span > 0 else 1.0
     axis_y = TOP + len(lanes) * (LANE_H + 2) + 4
     width, height = LABEL_W + PLOT_W + 20, axis_y + 28
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-             f'viewBox="0 0 {width} {height}" font-family="sans-serif">',
-             f'<rect width="{width}" height="{height}" fill="white"/>',
+    parts = [*svg_head(width, height, title),
              f'<text x="4" y="16" font-size="14" font-weight="bold">{escape(title)}</text>']
     x = LABEL_W
     for name, colour in COLOURS.items():
@@ -172,7 +171,7 @@ def timeline(ranks: list[RankLanes], title: str) -> str:
                 parts.append(f'<rect x="{_fmt(a)}" y="{y}" width="{_fmt(w)}" height="{LANE_H}" fill="{colour}">'
                              f"<title>{category}</title></rect>")
     parts.extend(_time_axis(span, scale, axis_y))
-    parts.append("</svg>")
+    parts.append(SVG_END)
     return "\n".join(parts) + "\n"
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -190,7 +189,6 @@ def test_simulate_errors(cli: Callable, readme: Path, tmp_path: Path) -> None:
     assert res.exit_code == 0 and len(res.json()["metrics"]["layers"]) == 2
 
 
-@pytest.mark.skipif(importlib.util.find_spec("dsctl.eplb.migration") is None, reason="migration not built yet")
 def test_previous_reports_replicas_moved(cli: Callable, readme: Path, tmp_path: Path) -> None:
     plan = tmp_path / "plan.json"
     assert cli("eplb", "rebalance", readme, *README_ARGS, "--out", plan).exit_code == 0
@@ -237,9 +235,6 @@ def test_balanced_is_never_worse_than_reference(cli: Callable, v3_stats: Path) -
     args = (v3_stats, "-r", "288", "-g", "32", "-N", "4", "-m", "deepseek-v3", "-f", "json")
     ref = cli("eplb", "rebalance", *args)
     bal = cli("eplb", "rebalance", *args, "--algorithm", "balanced")
-    if importlib.util.find_spec("dsctl.eplb.balanced") is None:
-        assert bal.exit_code == 2 and "not available" in bal.stderr
-        return
     assert bal.exit_code == 0, bal.stderr
     ref_max = [layer["after"]["max_gpu_load"] for layer in ref.json()["metrics"]["layers"]]
     bal_max = [layer["after"]["max_gpu_load"] for layer in bal.json()["metrics"]["layers"]]

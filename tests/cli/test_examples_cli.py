@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from dsctl.commands.examples import USES, example_data_dir
-from dsctl.output.files import MANIFEST_NAME
+from dsctl.output.folder_manifest import MANIFEST_NAME
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -10,22 +10,21 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from dsctl.output import files
 from dsctl.profiles.loader import builtin_profiles_dir
+from tests.cli.refused import assert_refused
 
 ROOT = Path(__file__).resolve().parents[2]
 BIG = "9" * 400
 
 
-def _bad(result, *needles: str) -> None:
-    assert result.exit_code == 2, (result.exit_code, result.stderr)
-    assert result.stderr.startswith("error: ") and "Traceback" not in result.stderr
-    for needle in needles:
-        assert needle in result.stderr
+def _bad(result: Any, *needles: str) -> None:
+    assert_refused(result, *needles)
 
 
 # -- class 2: profile names from file names into job scripts ------------------------------------------------------
@@ -332,7 +331,7 @@ def test_every_output_file_is_written_through_the_files_module() -> None:
     offenders = []
     for folder in ("commands", "output", "runners"):
         for path in sorted((ROOT / "dsctl" / folder).glob("*.py")):
-            if path.name == "files.py":
+            if path.name in ("files.py", "temporaries.py"):  # the writers and their scratch files
                 continue
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
                 if isinstance(node, ast.Attribute) and node.attr in {"write_text", "write_bytes", "mkdir"}:

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trace_builder as tb  # tests/trace_builder.py
@@ -18,18 +19,15 @@ import trace_builder as tb  # tests/trace_builder.py
 from dsctl.errors import InputError
 from dsctl.output.prometheus import Exposition, escape
 from dsctl.profiles.textyaml import MAX_YAML_NODES, load_yaml
+from tests.cli.refused import assert_refused
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"
 HUGE = "9" * 4400  # above Python's 4,300-digit int() limit
 
 
-def _bad(result, *needles: str) -> None:
-    assert result.exit_code == 2, (result.exit_code, result.stderr)
-    lines = result.stderr.splitlines()
-    assert lines and lines[0].startswith("error: ") and "Traceback" not in result.stderr, result.stderr
-    for needle in needles:
-        assert needle in result.stderr, result.stderr
+def _bad(result: Any, *needles: str) -> None:
+    assert_refused(result, *needles)
 
 
 # -- exit 2, never 4 --------------------------------------------------------------------------------------------

@@ -244,10 +244,29 @@ def test_memory_table_is_readable_at_80_columns(cli: Cli, monkeypatch: pytest.Mo
         assert all(len(line) <= 80 for line in table)
         assert not any("…" in line for line in table), "\n".join(table)
         header = next(line for line in table if "ranks" in line)
-        for name in ("stages", "params", "weights", "grads", "optim", "act", "total", "free"):
-            assert name in header
+        assert "term" in "\n".join(table) and "stages" in "\n".join(table)
+        terms = [line.split("│")[1].strip() for line in table if line.startswith("│")]
+        for name in ("params", "weights (BF16)", "gradients (FP32)", "optimizer states (ZeRO-1)", "FP8 weight copies",
+                     "activations (deepseek)", "FP8/E5M6 tile scales", "attention log-sum-exp",
+                     "backward temporaries", "DeepEP buffers", "CUDA context + NCCL", "total", "free"):
+            assert name in terms, (name, header)
         rank_map = [line for line in lines if line.startswith("┃ group")]
         assert rank_map and "…" not in rank_map[0]
+
+
+def test_plain_bf16_recipe_does_not_fit_where_deepseeks_does(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 28: with --recipe none, PP16 EP64 on 256 H800 nodes needs ~187.5 GiB (DeepSeek's recipe: 73.5)."""
+    monkeypatch.setenv("COLUMNS", "200")
+    res = cli("launch", "--nodes", "256", "--pp", "16", "--recipe", "none", "--", "t.py")
+    assert res.exit_code == 1, res.stderr
+    assert "DOES NOT FIT: pipeline rank 1 needs 187.5 GiB > 79.6 GiB usable" in res.stdout
+    assert "recipe none; usable HBM 79.6 of 80.0" in res.stdout
+    res = cli("launch", "--nodes", "256", "--pp", "16", "--", "t.py")
+    assert res.exit_code == 0 and "fits: worst pipeline rank 1 uses 73.5 GiB of 79.6 GiB usable" in res.stdout
+    res = cli("launch", "layout", "--nodes", "256", "--recipe", "full-recompute", "--format", "json")
+    assert res.exit_code == 0 and '"memory_fits": true' in res.stdout
+    res = cli("launch", "--nodes", "256", "--recipe", "fp4", "--", "t.py")
+    assert res.exit_code == 2 and "--recipe" in res.stderr
 
 
 def test_explicit_pp_batch_errors_carry_a_fix(cli: Cli) -> None:

@@ -100,6 +100,20 @@ def test_memory(cli: Cli) -> None:
     assert set(one["weight_bytes"]) == {"bf16"} and one["bytes_per_routed_expert"]["bf16"] == 0
 
 
+def test_memory_lists_the_activations_of_a_recipe(cli: Cli) -> None:
+    data = cli("model", "memory", "-f", "json").json()
+    assert data["recipe"] == "deepseek"  # DeepSeek-V3's profile default
+    assert data["activation_bytes_per_token_layer"] == {"deepseek": 156_832, "selective": 607_536,
+                                                        "full-recompute": 14_336, "none": 608_048}
+    lse = next(t for t in data["activation_tensors"] if t["name"] == "attention log-sum-exp")
+    assert lse == {"name": "attention log-sum-exp", "values": 128, "fmt": "fp32"}
+    plain = cli("model", "memory", "--recipe", "none", "-f", "json").json()
+    assert plain["recipe"] == "none" and len(plain["activation_tensors"]) > len(data["activation_tensors"])
+    table = cli("model", "memory", "--recipe", "full-recompute").stdout
+    assert "recipe full-recompute" in table and "layer input (attention norm input)" in table
+    assert cli("model", "memory", "--recipe", "fp4").exit_code == 2
+
+
 def test_every_command_has_a_table_view(cli: Cli) -> None:
     for args in (("flops",), ("cost", "--tokens", "14.8T"), ("ep-speed-limit",), ("memory",)):
         r = cli("model", *args)

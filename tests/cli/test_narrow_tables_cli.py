@@ -18,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from dsctl.output import tables
+from tests.unit.calibration_trace import pair_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 HEALTH = ROOT / "tests" / "data" / "health"
@@ -29,11 +30,18 @@ STATS2 = '{"load": [[80, 140, 30, 61, 124, 145, 49, 14, 63, 66, 173, 96]]}'
 FABRIC = '{"seed": 1, "noise": 0.03, "faults": [{"nic": "node0007:mlx5_2", "rate": 0.5}]}'  # one NIC at half rate
 
 
+def example_data_dir() -> Path:
+    from dsctl.commands.examples import example_data_dir as shipped
+
+    return shipped()
+
+
 def commands(tmp: Path) -> list[tuple[Any, ...]]:
     plan, chains = tmp / "plan", tmp / "chains"
     (tmp / "stats.json").write_text(STATS)
     (tmp / "stats2.json").write_text(STATS2)
     (tmp / "fabric.json").write_text(FABRIC)
+    (tmp / "pair.json").write_bytes(pair_trace({}))
     return [
         ("profiles", "list"),
         ("profiles", "show", "deepseek-v3"),
@@ -64,6 +72,8 @@ def commands(tmp: Path) -> list[tuple[Any, ...]]:
         ("health", "show", "--from-record", HEALTH / "hgx_h800_healthy.yaml"),
         ("health", "topo", "--from-record", HEALTH / "hgx_h800_healthy.yaml"),
         ("health", "checks"),
+        ("health", "perf", *sorted((example_data_dir() / "perf").glob("*.txt"))),
+        ("launch", "calibrate", tmp / "pair.json"),
     ]
 
 

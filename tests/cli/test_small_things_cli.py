@@ -48,12 +48,14 @@ def test_a_closed_pipe_keeps_the_results_exit_code(args: tuple[str, ...], code: 
     assert err.getvalue() == ""
 
 
-def test_dsctl_into_head_exits_0(tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+@pytest.mark.parametrize("indent", ["1", "0"])  # indented (as on a terminal) or one line (a pipe's default)
+def test_dsctl_into_head_exits_0(tmp_path: Path, indent: str) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "DSCTL_JSON_INDENT": indent}
     proc = subprocess.Popen([sys.executable, "-m", "dsctl", "launch", "layout", "--nodes", "256", "--explain",
                              "-f", "json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     assert proc.stdout is not None and proc.stderr is not None
-    assert proc.stdout.readline().strip() == b"{"
+    head = proc.stdout.readline().strip() if indent == "1" else proc.stdout.read(2)
+    assert head == (b"{" if indent == "1" else b'{"')
     proc.stdout.close()  # 230 kB of JSON do not fit in the pipe: dsctl meets a closed pipe
     stderr = proc.stderr.read()
     assert proc.wait(timeout=60) == 0 and stderr == b""

@@ -91,3 +91,27 @@ def test_the_plans_ibdiagnet_topology_files_verify_and_a_moved_cable_is_found(cl
     assert bad.exit_code == 1, bad.stderr
     found = [(f["kind"], f["a_device"], f["a_port"], f["b_device"], f["b_port"]) for f in bad.json()["findings"]]
     assert found == [("swapped", "node0001", "mlx5_4", "p4-leaf03", "3")], found
+
+
+def test_the_real_superpod_dump_through_the_entry_point(cli, tmp_path: Path) -> None:
+    """Issue 29: the DGX H100 SuperPOD dump (topograph's test data) against the plan of its pattern; the record of
+    GUIDs then names the 66 HCAs placed by position, so a second run places none and finds the same."""
+    from tests import real_fabric
+
+    text = real_fabric.DUMP.read_text()
+    (tmp_path / "plan.json").write_text(real_fabric.plan_json(text))
+    (tmp_path / "kernel.map").write_text(real_fabric.kernel_name_map(text))
+    record = tmp_path / "guids.map"
+    args = ["topology", "verify", str(tmp_path / "plan.json"), str(real_fabric.DUMP), "--node-name-map",
+            str(tmp_path / "kernel.map")]
+    first = cli(*args, "--record-guids", str(record), "-f", "json")
+    assert first.exit_code == 1, first.stderr
+    data = first.json()
+    deviations = real_fabric.deviations(text)
+    assert data["switch_internal_links"] == len(deviations["internal"])
+    assert len(data["matched_by_position"]) == len(deviations["default_ok"])
+    assert not any(f["a_device"].startswith("MT4129") or f["b_device"].startswith("MT4129") for f in data["findings"])
+    again = cli(*args, "--guids", str(record), "-f", "json").json()
+    assert again["matched_by_position"] == [] and again["counts"] == data["counts"]
+    table = cli(*args)
+    assert "40 switch-internal links" in table.stdout and "66 HCAs with the default description" in table.stdout

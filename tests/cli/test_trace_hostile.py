@@ -9,6 +9,7 @@ import json
 import os
 import zlib
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trace_builder as tb  # tests/trace_builder.py (tests/ is on sys.path via its conftest)
@@ -18,14 +19,11 @@ from hypothesis import strategies as st
 from dsctl.errors import InputError
 from dsctl.trace import read_trace
 from dsctl.trace.scan import iter_events
+from tests.cli.refused import assert_refused
 
 
-def _bad(result, *needles: str) -> None:
-    assert result.exit_code == 2, (result.exit_code, result.stderr)
-    lines = result.stderr.splitlines()
-    assert lines and lines[0].startswith("error: ") and "Traceback" not in result.stderr
-    for needle in needles:
-        assert needle in lines[0], lines[0]
+def _bad(result: Any, *needles: str) -> None:
+    assert_refused(result, *needles, first_line=True)
 
 
 def _bomb(size: int) -> bytes:

@@ -136,6 +136,14 @@ def _profiles_as(target: Path) -> list[Any]:
     return ["--profiles-dir", target]
 
 
+def _pair_trace(path: Path) -> Path:
+    """A profiler trace of one F&B pair, for launch calibrate."""
+    from tests.unit.calibration_trace import pair_trace
+
+    path.write_bytes(pair_trace({}))
+    return path
+
+
 def _trace_at(target: Path) -> Path:
     return _copy(GLOO[1], target)
 
@@ -194,6 +202,9 @@ WRITERS: dict[tuple[str, str], Writer] = {
     ("trace overlap", "--svg"): Writer(
         lambda t, x: ["trace", "overlap", *GLOO, "--svg", x],
         lambda t, x: ["trace", "overlap", GLOO[0], _trace_at(x), "--svg", x]),
+    ("launch calibrate", "--out"): Writer(
+        lambda t, x: ["launch", "calibrate", _pair_trace(t / "pair.json"), "--out", x],
+        lambda t, x: ["launch", "calibrate", _pair_trace(x), "--out", x], name="target.yaml"),
     ("trace timeline", "--out"): Writer(
         lambda t, x: ["trace", "timeline", *GLOO, "--out", x],
         lambda t, x: ["trace", "timeline", GLOO[0], _trace_at(x), "--out", x]),

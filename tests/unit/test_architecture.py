@@ -284,3 +284,44 @@ def test_the_cycle_rule_sees_imports_inside_functions_and_skips_type_checking(tm
     assert cycle_text(cycle, graph) == "pkg.a (line 1) -> pkg.b (line 2) -> pkg.a"
     (root / "b.py").write_text("def helper():\n    return 1\n")
     assert find_cycle(import_graph(root)) == []
+
+
+def test_public_class_names_are_unique_across_the_package() -> None:
+    """One class per concept name: two public classes of one name (four ``Finding``s once) make a reader open the
+    import to know which one a function takes."""
+    owners: dict[str, list[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                owners.setdefault(node.name, []).append(str(path.relative_to(PACKAGE)))
+    assert {name: where for name, where in owners.items() if len(where) > 1} == {}
+
+
+def _public(package: str) -> set[str]:
+    tree = ast.parse((PACKAGE / package / "__init__.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            return {str(ast.literal_eval(e)) for e in node.value.elts}  # type: ignore[attr-defined]
+    return set()
+
+
+def test_other_packages_import_a_domain_package_only_through_its_public_surface() -> None:
+    """Each domain package lists in ``__all__`` the modules and names others may use; an import of anything else
+    from outside the package (commands, output, runners, other domain packages, benchmarks) fails here."""
+    surfaces = {p: _public(p) for p in DOMAIN_PACKAGES}
+    assert all(surfaces.values()), [p for p, s in surfaces.items() if not s]
+    outside: list[str] = []
+    files = [*PACKAGE.rglob("*.py"), *(PACKAGE.parent / "benchmarks").rglob("*.py")]
+    for path in files:
+        rel = path.relative_to(PACKAGE.parent).as_posix()
+        for module, name, line in runtime_imports(path, PACKAGE):
+            parts = module.split(".")
+            if len(parts) < 2 or parts[0] != "dsctl" or parts[1] not in surfaces:
+                continue
+            if rel.startswith(f"dsctl/{parts[1]}/"):
+                continue
+            used = parts[2] if len(parts) > 2 else name
+            if used and used not in surfaces[parts[1]]:
+                outside.append(f"{rel}:{line} uses dsctl.{parts[1]}.{used}")
+    assert outside == []

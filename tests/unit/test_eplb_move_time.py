@@ -7,7 +7,7 @@ import functools
 import numpy as np
 import pytest
 
-from dsctl.eplb.move_cost import Fabric, break_even_steps, payback_s
+from dsctl.eplb.move_cost import MoveFabric, break_even_steps, payback_s
 from dsctl.eplb.move_time import move_transfers, time_moves
 from dsctl.eplb.placement import placement_from_phy2log
 from dsctl.eplb.rebalance import rebalance
@@ -88,7 +88,7 @@ def _windows() -> tuple[np.ndarray, np.ndarray]:
 def test_pareto_table_times_every_candidate_on_the_fabric() -> None:
     w0, w1 = _windows()
     prev = rebalance(w0, **LAYOUT).placement
-    fabric = Fabric(plan_text(2), "plan.json", NVLINK)
+    fabric = MoveFabric(plan_text(2), "plan.json", NVLINK)
     res = rebalance(w1, **LAYOUT, previous=prev, expert_bytes=EXPERT_BYTES, fabric=fabric, step_time_s=0.01)
     trade = res.trade_off
     assert trade is not None and trade.plan == "plan.json" and trade.step_time_s == 0.01
@@ -115,10 +115,10 @@ def test_pareto_table_times_every_candidate_on_the_fabric() -> None:
 def test_fabric_errors() -> None:
     w0, w1 = _windows()
     prev = rebalance(w0, **LAYOUT).placement
-    small = Fabric(plan_text(1), "one.json", NVLINK)
+    small = MoveFabric(plan_text(1), "one.json", NVLINK)
     with pytest.raises(InputError, match=r"has 8 GPUs .* the placement spans 16"):
         rebalance(w1, **LAYOUT, previous=prev, expert_bytes=EXPERT_BYTES, fabric=small)
-    fabric = Fabric(plan_text(2), "plan.json", NVLINK)
+    fabric = MoveFabric(plan_text(2), "plan.json", NVLINK)
     with pytest.raises(InputError, match="8 GPUs per node; the layout puts 16 GPUs on 4 nodes"):
         time_moves(prev, prev, 16, 4, EXPERT_BYTES, fabric)
     with pytest.raises(InputError, match="--plan needs the expert size"):

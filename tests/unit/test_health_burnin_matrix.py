@@ -11,7 +11,7 @@ import pytest
 
 from dsctl.cluster import load_plan
 from dsctl.health.burnin.api import BurninResult, burn_in
-from dsctl.health.burnin.design import Design, design
+from dsctl.health.burnin.design import RoundDesign, design
 from dsctl.health.burnin.fabric import measure, parse_fabric_model
 from dsctl.health.burnin.judge import Judgement, Measured, judge
 from tests.unit.burnin_plans import graph_and_hops, plan_text
@@ -20,7 +20,7 @@ NODES = 256
 
 
 @functools.cache
-def planned() -> Design:
+def planned() -> RoundDesign:
     return design(*graph_and_hops("mpft", NODES))
 
 
@@ -33,7 +33,7 @@ def cable(end: str) -> str:
     raise AssertionError(end)
 
 
-def rehearse(doc: dict[str, Any], kind: str = "mpft", nodes: int = NODES, plan: Design | None = None
+def rehearse(doc: dict[str, Any], kind: str = "mpft", nodes: int = NODES, plan: RoundDesign | None = None
              ) -> BurninResult:
     graph, hops = graph_and_hops(kind, nodes)
     model = parse_fabric_model(doc, graph, "model.yaml")

@@ -12,7 +12,7 @@ from dsctl.health.checks import area_of
 from dsctl.health.checks_gpu import g8_nvlink_errors, g9_fabric, g13_pcie_replays, g18_recovery, g20_power
 from dsctl.health.checks_rdma import affinity, parse_gt_s, parse_rate, r6_degradation, state_code
 from dsctl.health.expectations import Expectations, expectations_for, find_sku, sku_for_profile
-from dsctl.health.model import Fabric, Gpu, IbPort, Nic, NodeSnapshot, NvLink, PciDevice, Pcie, Power, Severity
+from dsctl.health.model import Gpu, GpuFabricInfo, IbPort, Nic, NodeSnapshot, NvLink, PciDevice, Pcie, Power, Severity
 from dsctl.health.xid import parse_xids, xid_findings, xid_severity
 
 EXP = Expectations("test", 8, 18, 5, 16, 700.0, 8, 400.0, "infiniband")
@@ -48,11 +48,11 @@ def test_pcie_replay_rate_limit_is_31_per_minute_at_gen5_x16() -> None:
 
 def test_fabric_health_mask_decoding() -> None:
     healthy = 2 | 2 << 2 | 2 << 4 | 2 << 6 | 1 << 8
-    gpu = Gpu(index=0, name="x", fabric=Fabric(3, 0, healthy))
+    gpu = Gpu(index=0, name="x", fabric=GpuFabricInfo(3, 0, healthy))
     assert g9_fabric(snap((gpu,)), EXP) == []
-    degraded = dataclasses.replace(gpu, fabric=Fabric(3, 0, healthy & ~0x3 | 1))
+    degraded = dataclasses.replace(gpu, fabric=GpuFabricInfo(3, 0, healthy & ~0x3 | 1))
     assert g9_fabric(snap((degraded,)), EXP)[0].observed == "DEGRADED_BW"
-    progress = dataclasses.replace(gpu, fabric=Fabric(2, 0, 0))
+    progress = dataclasses.replace(gpu, fabric=GpuFabricInfo(2, 0, 0))
     assert g9_fabric(snap((progress,)), EXP)[0].severity is Severity.WARN
 
 
@@ -187,3 +187,22 @@ def test_no_mismatch_without_a_gpu_name() -> None:
     from dsctl.commands._common import profile_store
     exp = expectations_for(profile_store().node("h100-hgx"), None, None)
     assert exp.mismatch is None and exp.num_nvlinks_per_gpu == 18
+
+
+def test_check_ids_are_written_only_in_the_check_table() -> None:
+    """A check function's findings carry the id the table gives it (run_checks stamps it): no G../R.. literal in
+    the check bodies, and every finding of a report names a check of the table."""
+    import re
+    from pathlib import Path
+
+    from dsctl.health.checks import BY_ID
+
+    health = Path(__file__).resolve().parents[2] / "dsctl" / "health"
+    for body in ("checks_gpu.py", "checks_rdma.py"):
+        assert not re.search(r'"[GR]\d+"', (health / body).read_text()), body
+    assert "?" not in BY_ID
+    gpu = Gpu(index=0, name="x", persistence_mode=0)
+    report = api.run_checks(snap((gpu,)), dataclasses.replace(EXP, num_gpus=1), areas=("gpu", "nvlink", "rdma"))
+    g5 = [f for f in report.findings if f.message.startswith("persistence mode is off")]
+    assert [f.check for f in g5] == ["G5"]
+    assert all(f.check in BY_ID for f in report.findings)

@@ -29,12 +29,14 @@ def test_deepseek_v3_on_h800_needs_128_nodes() -> None:
     assert min_nodes(STORE.model("deepseek-v3"), STORE.node("h800-hgx"), LaunchRequest(1)) == 128
 
 
-@pytest.mark.parametrize(("model", "schedule", "smallest", "gap"), [
-    ("deepseek-v3", "1f1b", 31, range(32, 36)),  # doubling then bisection answered 42
-    ("qwen2.5-72b", "dualpipe", 21, range(24, 33)),  # ... and 594 here
+@pytest.mark.parametrize(("model", "schedule", "recipe", "smallest", "gap"), [
+    ("deepseek-v3", "1f1b", None, 42, range(47, 52)),
+    ("qwen2.5-72b", "dualpipe", "deepseek", 21, range(25, 27)),
 ])
-def test_exact_where_fit_is_not_monotone(model: str, schedule: str, smallest: int, gap: range) -> None:
-    m, node, request = STORE.model(model), STORE.node("h800-hgx"), LaunchRequest(1, schedule=schedule)
+def test_exact_where_fit_is_not_monotone(model: str, schedule: str, recipe: str | None, smallest: int,
+                                         gap: range) -> None:
+    m, node = STORE.model(model), STORE.node("h800-hgx")
+    request = LaunchRequest(1, schedule=schedule, recipe=recipe)
     assert min_nodes(m, node, request) == smallest
     assert _fits(m, node, request, smallest)
     assert not any(_fits(m, node, request, n) for n in range(1, smallest))

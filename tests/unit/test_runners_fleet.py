@@ -199,3 +199,31 @@ def test_stderr_keeps_the_last_lines_of_each_task() -> None:
     for i in range(100):
         parser.stderr_line(f"3: line {i}")
     assert parser.tasks[3].stderr == [f"line {i}" for i in range(80, 100)]
+
+
+def test_nodes_answer_one_line_and_old_indented_answers_still_parse() -> None:
+    """The wrapper makes a node's dsctl print one line (DSCTL_JSON_INDENT=0); an older dsctl's indented answer
+    (a thousand lines and more) gives the same document."""
+    from dsctl.runners.fleet import WRAPPER, WRAPPER_WITH_INPUT
+
+    assert all("DSCTL_JSON_INDENT=0 timeout" in w for w in (WRAPPER, WRAPPER_WITH_INPUT))
+    doc = {"findings": [{"check": "gpu", "severity": "OK", "subject": f"gpu{i}", "message": "ü"} for i in range(300)]}
+    for text in (json.dumps(doc, ensure_ascii=False), json.dumps(doc, indent=2)):
+        parser = LabelledOutput(TOKEN)
+        for line in [f"0: {TOKEN} node=n1", *(f"0: {ln}" for ln in text.split("\n")), "0: ", f"0: {TOKEN} exit=0"]:
+            parser.stdout_line(line)
+        assert classify("n1", parser.tasks[0], timeout_s=1, ok_exit_codes=(0,)).document == doc
+
+
+def test_a_one_line_answer_longer_than_a_stderr_line_is_read_whole() -> None:
+    """A compact answer is one stdout line: up to the per-node output limit it is an answer, not "over the limit"
+    (stderr lines are still cut at MAX_STDERR_LINE_CHARS)."""
+    from dsctl.runners.fleet import MAX_STDERR_LINE_CHARS
+
+    value = "x" * (MAX_STDERR_LINE_CHARS * 2)
+    script = (f'echo " 0: {TOKEN} node=n1"; printf \' 0: {{"v": "\'; head -c {len(value)} /dev/zero | tr "\\0" x; '
+              f'echo \'"}}\'; echo " 0: "; echo " 0: {TOKEN} exit=0"')
+    parser = LabelledOutput(TOKEN)
+    code, stopped = _run_bounded(["sh", "-c", script], 30, parser)
+    assert (code, stopped) == (0, False)
+    assert classify("n1", parser.tasks[0], timeout_s=30, ok_exit_codes=(0,)).document == {"v": value}

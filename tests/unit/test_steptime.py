@@ -329,3 +329,60 @@ def test_inlined_dependencies_equal_the_reference_ones(schedule: str, stages: in
     programs = _programs(schedule, stages, micro_batches)
     geometry = programs[0].geometry
     assert op_dependencies(programs) == [[_op_deps(geometry, p.rank, op) for op in p.ops] for p in programs]
+
+
+def _v3_plan(kind: str, oversubscription: float = 1.0) -> str:
+    from dsctl.topology.api import plan_files
+    from dsctl.topology.plan import PlanSpec, build_plan, default_planes, default_templates
+    from dsctl.topology.summary import summarize
+
+    spec = PlanSpec(kind, 256, 8, 8, default_planes(kind, 8), 64, 400.0, 82045.0, 544.0, 544.0, oversubscription,
+                    default_templates(kind), "h800-hgx", "ib-ndr-64")
+    plan = build_plan(spec)
+    return plan_files(plan, summarize(plan))["plan.json"]
+
+
+def test_mpft_and_mrft_within_1_percent_as_measured(v3: StepTime) -> None:
+    """Table 4: MPFT 19.926 s, MRFT 19.946 s a step (0.1% apart, "noise" in the paper). Each prediction runs its
+    EP groups through the fabric simulator on its own 256-node plan and says which fabric it ran on. Both
+    two-tier fat trees are non-blocking for the EP64 groups (every NIC talks only inside its plane or rail), so the
+    simulator finds the NIC binding on both: the same step. A 2:1 oversubscribed MRFT is slower, so the
+    agreement is the fabrics', not the model's blindness."""
+    mpft = predict_step(V3, H800, LAYOUT, MICRO_BATCHES, fabric_plan=_v3_plan("mpft"))
+    mrft = predict_step(V3, H800, LAYOUT, MICRO_BATCHES, fabric_plan=_v3_plan("mrft"))
+    assert mpft.fabric == "mpft, 256 nodes, 1:1 (plan)" and mrft.fabric == "mrft, 256 nodes, 1:1 (plan)"
+    assert v3.fabric == "node profile (closed form)"
+    paper_gap = 19.946 / 19.926 - 1.0
+    assert abs(mrft.step_s / mpft.step_s - 1.0) < 0.01 and paper_gap < 0.01
+    assert mpft.step_s == pytest.approx(v3.step_s, rel=1e-3)
+    thin = predict_step(V3, H800, LAYOUT, MICRO_BATCHES, fabric_plan=_v3_plan("mrft", 2.0))
+    assert thin.fabric.endswith("2:1 (plan)")
+    assert thin.ep_dispatch_s > 1.1 * mrft.ep_dispatch_s and thin.step_s > 1.03 * mrft.step_s
+
+
+# DeepSeek-V2 tech report (arXiv 2405.04434), "Training and Inference Efficiency", p. 16: on the H800 cluster
+# DeepSeek-V2 needs 172.8K GPU hours per trillion tokens (DeepSeek 67B: 300.6K); "Infrastructures" (HAI-LLM):
+# 16-way zero-bubble pipeline parallelism, 8-way expert parallelism, ZeRO-1 data parallelism, no tensor
+# parallelism; batch 9,216 sequences of 4K tokens after the ramp-up. The cluster size is not published: 128 nodes
+# here (GPU hours per token hardly depend on it: 137K at 64 nodes). Held out: nothing of V2 went into a default.
+V2_GPU_HOURS_PER_T = 172.8e3
+V2_PINNED_GPU_HOURS_PER_T = 142.1e3  # -17.8%
+
+
+def _v2() -> StepTime:
+    layout = ParallelLayout(num_nodes=128, gpus_per_node=8, pp=16, ep=8, tp=1, dp=64, schedule="zb1p")
+    return predict_step(STORE.model("deepseek-v2"), H800, layout, 9216 // 64)
+
+
+def test_held_out_deepseek_v2_gpu_hours_are_pinned() -> None:
+    """The model is optimistic on V2 by about as much as on V3 (-18% against -14%): the same missing production
+    effects (kernel launch gaps, routing that is not absolutely balanced, jitter), not a V3-specific fit."""
+    hours = _v2().gpu_hours(1e12)
+    assert hours == pytest.approx(V2_PINNED_GPU_HOURS_PER_T, rel=0.01)
+    assert -0.25 < hours / V2_GPU_HOURS_PER_T - 1.0 < 0.0
+
+
+@pytest.mark.xfail(strict=True, reason="known gap: V2 predicted 142K GPU hours per trillion tokens against 172.8K "
+                   "(-18%), the V3 gaps' production effects")
+def test_held_out_deepseek_v2_gpu_hours_within_10_percent() -> None:
+    assert _v2().gpu_hours(1e12) == pytest.approx(V2_GPU_HOURS_PER_T, rel=0.10)

@@ -338,3 +338,12 @@ def test_any_options_give_a_result_or_an_input_error(workload: str, routing: str
     except InputError:
         return
     assert r.completion_s >= 0 and np.isfinite(r.completion_s)
+
+
+def test_progress_counts_the_network_planes() -> None:
+    calls: list[tuple[float, float]] = []
+    text = plan_text("mpft", 16, radix=8)
+    work = Workload("alltoall", "alltoall", 1 << 20)
+    run(text, "plan.json", NVLINK, SimRequest(work, "adaptive", 0, ()),
+        report=lambda done, total: calls.append((done, total)))
+    assert calls == [(p, 8) for p in range(8)] + [(8, 8)]

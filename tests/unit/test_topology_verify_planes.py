@@ -55,9 +55,11 @@ def test_actions_name_the_plan_ports() -> None:
     assert gone.value == "100" and gone.expected_value == "1..16" and "split" in gone.action
 
 
-def test_without_the_name_map_the_default_descriptions_are_unmatched() -> None:
-    result = _run(name_map=None, guids=None)
-    assert result.counts["unmatched_device"] == len(SC.resolved_by_map)
+def test_without_the_name_map_default_described_hcas_at_their_planned_ports_are_placed_by_position() -> None:
+    result = _run(name_map=None, guids=None)  # as ibdiagnet -t does: the plan says which NIC sits at that port
+    assert result.counts["unmatched_device"] == 0
+    placed = sorted(entry.split(" (0x")[0] for entry in result.matched_by_position)
+    assert placed == sorted(f"{node} {nic}" for node, nic in SC.resolved_by_map)
     assert result.counts["guid_changed"] == 0
 
 
@@ -111,7 +113,10 @@ def test_real_default_description_cluster_resolves_with_a_name_map() -> None:
     covered = {g for g in hosts if g in names}
     assert len(covered) >= 80  # the site's own map names 80+ of its 89 HCAs
     assert all(devices[g] == names[g] for g in covered)
-    assert all(devices[g] == "MT25408" for g in hosts - covered)
+    # an unnamed one is named by its GUID, its description never split into a device "MT25408", port "ConnectX"
+    assert hosts - covered and all(devices[g] == f"H-{g}" for g in hosts - covered)
+    ports = {e.port for link in named.links for e in (link.a, link.b) if e.is_switch is False and e.guid not in names}
+    assert ports <= {"1", "2"}
     rates = {link.rate for link in fabric.links}
     assert rates == {"4xQDR", "4xDDR"}
 

@@ -19,8 +19,8 @@ from dsctl.health.backends.base import LibraryMissing, NvmlNoPermission
 from dsctl.health.model import (
     NVLINK_COUNTERS,
     Ecc,
-    Fabric,
     Gpu,
+    GpuFabricInfo,
     NvLink,
     Pcie,
     Power,
@@ -211,12 +211,12 @@ class NvmlBackend:
             out[key] = int(value)
         return out
 
-    def _fabric(self, handle: Any) -> Reading[Fabric]:
+    def _fabric(self, handle: Any) -> Reading[GpuFabricInfo]:
         info = self._nvml.c_nvmlGpuFabricInfoV_t()
         result = self._try("nvmlDeviceGetGpuFabricInfoV", handle, ctypes.byref(info))
         if isinstance(result, Unavailable):
             return result
-        return Fabric(state=int(info.state), status=int(info.status), health_mask=int(info.healthMask))
+        return GpuFabricInfo(state=int(info.state), status=int(info.status), health_mask=int(info.healthMask))
 
     def _ecc(self, handle: Any) -> Ecc:
         nv = self._nvml

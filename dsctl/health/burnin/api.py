@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 
 from dsctl.errors import InputError
-from dsctl.health.burnin.design import Design, Round, design
+from dsctl.health.burnin.design import Round, RoundDesign, design
 from dsctl.health.burnin.followup import follow_up_rounds
 from dsctl.health.burnin.judge import DEFAULT_FRACTION, DEFAULT_MAD_K, Judgement, Measured, judge, statistics
-from dsctl.health.burnin.locate import Finding, locate, proven_links
+from dsctl.health.burnin.locate import FaultFinding, locate, proven_links
 from dsctl.health.drain import DrainPlan, reason
 from dsctl.topology.sim.graph import NIC_DOWN, NIC_UP, SimGraph
 from dsctl.topology.sim.routing import NextHops
@@ -55,9 +55,9 @@ class BurninResult:
     kind: str
     num_nodes: int
     num_planes: int
-    design: Design
+    design: RoundDesign
     rounds: tuple[RoundResult, ...]
-    findings: tuple[Finding, ...]
+    findings: tuple[FaultFinding, ...]
     fraction: float
     mad_k: float
     round_budget: int
@@ -113,7 +113,7 @@ class BurninResult:
         }
 
 
-def round_budget(design_: Design, num_nodes: int) -> int:
+def round_budget(design_: RoundDesign, num_nodes: int) -> int:
     """Most rounds a run may take: covering rounds + ceil(log2 N) + 2, and at least the design rounds
     (follow-up rounds stop there)."""
     bound = design_.covering_rounds + math.ceil(math.log2(max(num_nodes, 2))) + 2
@@ -122,7 +122,7 @@ def round_budget(design_: Design, num_nodes: int) -> int:
 
 def burn_in(graph: SimGraph, hops: NextHops, plan: str, measure: Measure, *, fraction: float = DEFAULT_FRACTION,
             mad_k: float = DEFAULT_MAD_K, source: str = "simulated", on_round: Progress | None = None,
-            nvlink: bool = True, planned: Design | None = None, selected: np.ndarray | None = None
+            nvlink: bool = True, planned: RoundDesign | None = None, selected: np.ndarray | None = None
             ) -> BurninResult:
     """Run every design round, judge it, localise; follow-up rounds while findings stay ambiguous.
     ``planned``: the design of this graph if already computed; ``selected`` bool [N]: the nodes to test."""

@@ -60,7 +60,7 @@ class Round:
 
 
 @dataclass(frozen=True)
-class Coverage:
+class CableCoverage:
     """Cable directions driven at line rate: ``driven`` bool [L] per link; counts per plane (-1 = NVLink)."""
 
     driven: np.ndarray
@@ -75,13 +75,13 @@ class Coverage:
 
 
 @dataclass(frozen=True)
-class Design:
+class RoundDesign:
     """The designed rounds, how many of them cover every cable, and the lower bound (network rounds)."""
 
     rounds: tuple[Round, ...]
     covering_rounds: int
     lower_bound: int
-    coverage: Coverage
+    coverage: CableCoverage
 
 
 def plain_routes(graph: SimGraph, hops: NextHops, src: np.ndarray, dst: np.ndarray, kind: str) -> np.ndarray:
@@ -217,7 +217,7 @@ def wanted_links(graph: SimGraph, selected: np.ndarray | None, nvlink: bool = Tr
 
 
 def coverage(graph: SimGraph, rounds: list[Round] | tuple[Round, ...], selected: np.ndarray | None = None,
-             nvlink: bool = True) -> Coverage:
+             nvlink: bool = True) -> CableCoverage:
     """Which cable directions (and NVLink directions) the rounds drive at line rate, per plane."""
     driven = np.zeros(graph.num_links, dtype=bool)
     for rnd in rounds:
@@ -228,10 +228,10 @@ def coverage(graph: SimGraph, rounds: list[Round] | tuple[Round, ...], selected:
         mine = wanted & (graph.link_plane == plane)
         per_plane[int(plane)] = (int(np.count_nonzero(driven & mine)), int(np.count_nonzero(mine)))
     missing = np.flatnonzero(wanted & ~driven)
-    return Coverage(driven, per_plane, tuple(graph.link_name(int(x)) for x in missing[:20]))
+    return CableCoverage(driven, per_plane, tuple(graph.link_name(int(x)) for x in missing[:20]))
 
 
-def design(graph: SimGraph, hops: NextHops, selected: np.ndarray | None = None, nvlink: bool = True) -> Design:
+def design(graph: SimGraph, hops: NextHops, selected: np.ndarray | None = None, nvlink: bool = True) -> RoundDesign:
     """Every designed round, routed and rated, with the covering-round count and the lower bound, over the
     ``selected`` bool [N] nodes (default all; a subset may leave spine cables uncovered: the coverage says)."""
     rounds = [make_round(graph, hops, name, kind, s, d) for name, kind, s, d in design_flows(graph, selected)
@@ -244,4 +244,4 @@ def design(graph: SimGraph, hops: NextHops, selected: np.ndarray | None = None, 
         if driven[wanted].all():
             covering = k + 1
             break
-    return Design(tuple(rounds), covering, lower_bound(graph), coverage(graph, rounds, selected, nvlink))
+    return RoundDesign(tuple(rounds), covering, lower_bound(graph), coverage(graph, rounds, selected, nvlink))

@@ -40,7 +40,7 @@ class Evidence:
 
 
 @dataclass(frozen=True)
-class Finding:
+class FaultFinding:
     """A localised fault: ``kind`` nic|cable|node|gpu|ambiguous, ``subject`` the plan object's name (for an
     ambiguous finding the candidates joined by `` | ``), ``node`` the node to drain (empty for a cable)."""
 
@@ -147,7 +147,7 @@ def _candidates(graph: SimGraph, suspects: list[set[int]]) -> dict[Obj, set[int]
 
 
 def locate(graph: SimGraph, rounds: list[Round], verdicts: list[Judgement]
-           ) -> tuple[list[Finding], list[list[Obj]]]:
+           ) -> tuple[list[FaultFinding], list[list[Obj]]]:
     """Findings that explain every slow or flaky flow of the rounds (module docstring), and the groups of
     objects still tied (ambiguous findings) for a follow-up round to separate."""
     proven = proven_links(graph, rounds, verdicts)
@@ -160,7 +160,7 @@ def locate(graph: SimGraph, rounds: list[Round], verdicts: list[Judgement]
             suspects.append({int(x) for x in path[path >= 0] if not proven[x]})
     explains = _candidates(graph, suspects)
     todo = set(range(len(flows)))
-    findings: list[Finding] = []
+    findings: list[FaultFinding] = []
     groups: list[list[Obj]] = []
     unexplained = {i for i in todo if not suspects[i]}
     todo -= unexplained
@@ -182,7 +182,7 @@ def locate(graph: SimGraph, rounds: list[Round], verdicts: list[Judgement]
         todo -= covered
     if unexplained:
         evidence = tuple(_evidence(graph, flows[i]) for i in sorted(unexplained))
-        findings.append(Finding("ambiguous", "unexplained slow flows", "", _ratio(evidence), False,
+        findings.append(FaultFinding("ambiguous", "unexplained slow flows", "", _ratio(evidence), False,
                                 "every link of these flows was proven good in another flow: a flapping link "
                                 "or measurement noise; rerun with more repeats", evidence))
     return findings, groups
@@ -199,11 +199,11 @@ def _evidence(graph: SimGraph, item: tuple[Round, Judgement, int]) -> Evidence:
                     bool(ver.flaky[f]))
 
 
-def _finding(graph: SimGraph, top: list[Obj], evidence: tuple[Evidence, ...]) -> Finding:
+def _finding(graph: SimGraph, top: list[Obj], evidence: tuple[Evidence, ...]) -> FaultFinding:
     flapping = all(e.flaky for e in evidence)
     names = tuple(object_name(graph, o) for o in top)
     if len(top) > 1:
-        return Finding("ambiguous", " | ".join(names), "", _ratio(evidence), flapping,
+        return FaultFinding("ambiguous", " | ".join(names), "", _ratio(evidence), flapping,
                        f"{len(top)} objects explain the same slow flows", evidence, names)
     obj = top[0]
     note = {"nic": "the NIC or its cable to the leaf (in series on every path)",
@@ -213,4 +213,4 @@ def _finding(graph: SimGraph, top: list[Obj], evidence: tuple[Evidence, ...]) ->
     if obj.kind == "nic":
         up = int(graph.ep_up[obj.key])
         note += f" {graph.link_name(up).split(' -> ')[1]}"
-    return Finding(obj.kind, names[0], object_node(graph, obj), _ratio(evidence), flapping, note, evidence, names)
+    return FaultFinding(obj.kind, names[0], object_node(graph, obj), _ratio(evidence), flapping, note, evidence, names)

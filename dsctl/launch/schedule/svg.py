@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from dsctl.errors import InputError
 from dsctl.launch.schedule.ops import parse_op
 from dsctl.names import xml_text as escape
+from dsctl.svgdoc import SVG_END, svg_head
 
 if TYPE_CHECKING:
     from dsctl.launch.schedule.api import ScheduleResult
@@ -83,9 +84,7 @@ def timeline_svg(result: ScheduleResult) -> str:
              f"F&amp;B={_fmt(costs.fb_cost)}, {result.comm_model} model: makespan {_fmt(result.makespan)}, "
              f"bubble {_fmt(result.bubble)} (formula {_fmt(result.formula_bubble)})")
     out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{_fmt(width)}" height="{height}" '
-        f'viewBox="0 0 {_fmt(width)} {height}" font-family="Helvetica, Arial, sans-serif" font-size="11">',
-        '<rect width="100%" height="100%" fill="#fff"/>',
+        *svg_head(width, height, "Pipeline schedule"),
         f'<text x="8" y="18" font-size="13">{title}</text>',
     ]
     legend_x = 8.0
@@ -126,7 +125,7 @@ def timeline_svg(result: ScheduleResult) -> str:
         out.append(f'<line x1="{_fmt(x)}" y1="{axis_y}" x2="{_fmt(x)}" y2="{axis_y + 4}" stroke="#444"/>'
                    f'<text x="{_fmt(x)}" y="{axis_y + 16}" text-anchor="middle">{_fmt(tick)}</text>')
         tick += step
-    out.append("</svg>")
+    out.append(SVG_END)
     return "\n".join(out) + "\n"
 
 

@@ -20,10 +20,23 @@ from dsctl.topology.sim.api import (
     transfer_time,
 )
 from dsctl.topology.sim.ep_time import EpExchange, ep_exchange_seconds
-from dsctl.topology.sim.solve import JobResult, LinkUse, PlaneResult, SimResult, Spread
+from dsctl.topology.sim.solve import JobResult, LinkUse, PlaneResult, RateSpread, SimResult
 
 __all__ = [
-    "MAX_JOBS", "WORKLOADS", "EpExchange", "EpModel", "JobResult", "LinkUse", "PlaneResult", "SimRequest",
-    "SimResult", "Spread", "Workload", "ep_exchange_seconds", "parse_jobs", "plan_facts", "run",
+    "MAX_JOBS",
+    "WORKLOADS",
+    "EpExchange",
+    "EpModel",
+    "JobResult",
+    "LinkUse",
+    "PlaneResult",
+    "RateSpread",
+    "SimRequest",
+    "SimResult",
+    "Workload",
+    "ep_exchange_seconds",
+    "parse_jobs",
+    "plan_facts",
+    "run",
     "transfer_time",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -210,8 +211,9 @@ class SimRequest:
 
 
 def run(plan_text: str, plan_name: str, nvlink_bytes_per_s: float, request: SimRequest,
-        bisection_bytes_per_s: float = 0.0) -> SimResult:
-    """Build the graph, the traffic (one workload or the jobs of a --jobs-file document), fail links, solve."""
+        bisection_bytes_per_s: float = 0.0, report: Callable[[float, float], None] | None = None) -> SimResult:
+    """Build the graph, the traffic (one workload or the jobs of a --jobs-file document), fail links, solve;
+    ``report(planes_done, num_planes)`` follows the network planes (progress)."""
     if request.routing not in ROUTINGS:
         raise InputError(f"--routing {request.routing!r} is not valid; use {one_of(ROUTINGS)}")
     if not 0 <= request.seed < 1 << 62:
@@ -232,7 +234,7 @@ def run(plan_text: str, plan_name: str, nvlink_bytes_per_s: float, request: SimR
     traffic = merge(parts)
     dead, failed = failed_links(graph, list(request.fail), request.fail_random, request.seed)
     result = simulate(graph, traffic, request.routing, request.seed, dead, failed, plan_name, bisection_bytes_per_s,
-                      request.reflow)
+                      request.reflow, report)
     if any(w.workload in DIRECTIONS for w in works):
         result = replace(result, nic_efficiency=request.nic_efficiency)
     if request.svg_plane is not None:

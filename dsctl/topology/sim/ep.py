@@ -112,10 +112,14 @@ def ep_traffic(graph: SimGraph, nodes: np.ndarray, gpu_share: np.ndarray, tokens
     tok = float(tokens_per_gpu)
     # RDMA: source (u, i) -> (v, i), v != u, carrying the tokens of (u, i) for node v: the same bytes whatever i,
     # so each plane's flows are built when that plane is solved (one plane at a time, never all 8 at once)
-    u_idx, v_idx = np.nonzero(~np.eye(n, dtype=bool))
+    u_idx = np.repeat(np.arange(n, dtype=np.int32), n - 1)  # every ordered pair u != v, in (u, v) order
+    v_idx = np.tile(np.arange(n - 1, dtype=np.int32), n)
+    v_idx += v_idx >= u_idx
     pair_bytes = tok * p[v_idx] * per_token
     sent = pair_bytes > 0
-    u_idx, v_idx, pair_bytes = u_idx[sent], v_idx[sent], pair_bytes[sent]
+    if not sent.all():
+        u_idx, v_idx, pair_bytes = u_idx[sent], v_idx[sent], pair_bytes[sent]
+    del sent
     local_plane = graph.gpu_plane(np.arange(g))
 
     def net(plane: int) -> Flows:
@@ -123,14 +127,15 @@ def ep_traffic(graph: SimGraph, nodes: np.ndarray, gpu_share: np.ndarray, tokens
         on = np.flatnonzero(local_plane == plane)
         if not len(on) or not len(u_idx):
             return empty_flows()
-        src = np.repeat(nodes[u_idx] * g, len(on)) + np.tile(on, len(u_idx))
-        dst = np.repeat(nodes[v_idx] * g, len(on)) + np.tile(on, len(u_idx))
+        src = (nodes[u_idx][:, None] * g + on[None, :]).ravel()
+        dst = (nodes[v_idx][:, None] * g + on[None, :]).ravel()
         if direction == "ep-combine":  # reverse every path; the flow still counts for the token's GPU
             src, dst = dst, src
         owner = dst if direction == "ep-combine" else src
         count = len(src)
-        return Flows(graph.gpu_nic(src), graph.gpu_nic(dst), np.ones(count),
-                     np.repeat(pair_bytes, len(on)) / nic_efficiency, owner, np.full(count, job, dtype=np.int64))
+        return Flows(graph.gpu_nic(src), graph.gpu_nic(dst), np.broadcast_to(np.float64(1.0), (count,)),
+                     np.repeat(pair_bytes / nic_efficiency, len(on)), owner,
+                     np.broadcast_to(np.int64(job), (count,)))
 
     def mirrors(plane: int, ref: int, shift: int) -> bool:
         """The flows of ``plane`` are ``ref``'s moved ``shift`` local indices (bytes do not depend on the index)."""

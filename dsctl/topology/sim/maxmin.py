@@ -40,6 +40,9 @@ def route_loads(flow_routes: np.ndarray, weight: np.ndarray, num_links: int, bun
     load = np.zeros(num_links)
     per_bundle = np.zeros(num_b)
     for col in flow_routes.T:
+        if not num_b:  # padding -1 counts into a slot that is dropped
+            load += np.bincount(col + 1, weights=weight, minlength=num_links + 1)[1:]
+            continue
         plain = (col >= 0) & (col < num_links)
         load += np.bincount(col[plain], weights=weight[plain], minlength=num_links)
         if num_b:
@@ -51,23 +54,47 @@ def route_loads(flow_routes: np.ndarray, weight: np.ndarray, num_links: int, bun
     return load
 
 
-def _entries(flow_routes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(route id, flow) of every route entry, column by column (cheaper than a 2-D mask on tall arrays)."""
-    ids, flows = [], []
-    for col in flow_routes.T:
-        valid = np.flatnonzero(col >= 0)
-        ids.append(col[valid])
-        flows.append(valid.astype(np.int32))
-    if not ids:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    return np.concatenate(ids), np.concatenate(flows)
+#: a round freezes its flows by scanning every flow's routes when the full routes hold at least this share of the
+#: active route entries; below it, through a route -> flows index built on first need (one sort of the entries)
+SCAN_SHARE = 0.25
 
 
 def _csr(keys: np.ndarray, values: np.ndarray, num_keys: int) -> tuple[np.ndarray, np.ndarray]:
-    """(ptr [num_keys+1], values grouped by key)."""
+    """(ptr [num_keys+1], values grouped by key, in their order within a key)."""
     # 16-bit keys sort by radix in linear time (every plane of a 16,384-GPU MPFT has fewer routes than that)
     order = np.argsort(keys.astype(np.uint16) if num_keys <= 1 << 16 else keys, kind="stable")
     return np.r_[0, np.cumsum(np.bincount(keys, minlength=num_keys))], values[order]
+
+
+def _route_index(local_routes: np.ndarray, rows: np.ndarray, num_r: int) -> tuple[np.ndarray, np.ndarray]:
+    """Route -> flows CSR (ptr [num_r+1], flow ids) over the flows ``rows``: a route's flows in column order, then
+    flow order (a stable counting sort of the route entries, one column at a time: no array as long as every
+    entry besides the result)."""
+    flows = rows.astype(np.int32 if len(local_routes) < 1 << 31 else np.int64)
+    counts = [np.bincount(local_routes[rows, c] + 1, minlength=num_r + 1)[1:] for c in range(local_routes.shape[1])]
+    ptr = np.r_[0, np.cumsum(np.sum(counts, axis=0))] if counts else np.zeros(num_r + 1, dtype=np.int64)
+    out = np.empty(int(ptr[-1]), dtype=flows.dtype)
+    free = ptr[:-1].copy()  # next free slot of each route
+    for c, count in enumerate(counts):
+        col, vals = local_routes[rows, c], flows  # gathered again: one column alive at a time
+        if not (col >= 0).all():
+            keep = col >= 0
+            col, vals = col[keep], flows[keep]
+        order: np.ndarray | slice
+        if (col[1:] >= col[:-1]).all():  # already grouped (the up links of flows made source by source)
+            order, key = slice(None), col
+        else:
+            order = np.argsort(col.astype(np.uint16) if num_r <= 1 << 16 else col, kind="stable")
+            key = col[order]
+        del col
+        # the j-th entry of route r in this column goes to free[r] + j
+        pos = (free - (np.cumsum(count) - count))[key]
+        del key
+        pos += np.arange(len(pos))
+        out[pos] = vals[order]
+        del pos, order
+        free += count
+    return ptr, out
 
 
 def _gather(ptr: np.ndarray, values: np.ndarray, keys: np.ndarray) -> np.ndarray:
@@ -77,13 +104,43 @@ def _gather(ptr: np.ndarray, values: np.ndarray, keys: np.ndarray) -> np.ndarray
     return values[np.repeat(ptr[keys], count) + offset]
 
 
+def _local_routes(flow_routes: np.ndarray, num_all: int, bundle_link: np.ndarray, num_b: int
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """(links the problem touches [n] ascending, routes in local ids int32 [F, H]: links 0..n-1, bundles n.., -1)."""
+    touched = np.zeros(num_all, dtype=bool)
+    for col in flow_routes.T:
+        touched[col[(col >= 0) & (col < num_all)]] = True
+    touched[bundle_link] = True
+    links = np.flatnonzero(touched)
+    to_local = np.full(num_all + num_b + 1, -1, dtype=np.int32)  # the last entry answers the padding id -1
+    to_local[links] = np.arange(len(links), dtype=np.int32)
+    to_local[num_all:num_all + num_b] = len(links) + np.arange(num_b, dtype=np.int32)
+    local_routes = np.empty(flow_routes.shape, dtype=np.int32)
+    for c, col in enumerate(flow_routes.T):
+        local_routes[:, c] = to_local[col]
+    return links, local_routes
+
+
+def _per_route(local_routes: np.ndarray, rows: np.ndarray | None, weight: np.ndarray | None, num_r: int
+               ) -> np.ndarray:
+    """Per-route sum of ``weight`` [F] (or count) over the route entries of flows ``rows`` (None: every flow)."""
+    out = np.zeros(num_r + 1)
+    for c in range(local_routes.shape[1]):
+        ids = local_routes[:, c] if rows is None else local_routes[rows, c]
+        w = None if weight is None else (weight if rows is None else weight[rows])
+        out += np.bincount(ids + 1, weights=w, minlength=num_r + 1)
+    return out[1:]
+
+
 def max_min(flow_routes: np.ndarray, members: np.ndarray, capacity: np.ndarray, bundle_ptr: np.ndarray,
             bundle_link: np.ndarray, bundle_frac: np.ndarray) -> Solution:
     """Max-min fair per-member rates (see module docstring). ``capacity`` float64 [L] bytes/s (> 0 on every link
     a flow uses); ``members`` float64 [F] > 0.
 
-    Incremental: the active load of every link is kept up to date by subtracting the flows frozen in a round,
-    found through a route -> flows index, so a round costs O(L + entries of the flows it freezes).
+    Incremental: the active load of every link is kept up to date by subtracting the flows frozen in a round.
+    A round that freezes a large share of the flows finds them by one scan of the routes; otherwise through a
+    route -> flows index (built once, when first needed, over the flows still active), so a round costs
+    O(L + entries of the flows it freezes).
     """
     num_all = len(capacity)
     num_b = len(bundle_ptr) - 1
@@ -92,29 +149,16 @@ def max_min(flow_routes: np.ndarray, members: np.ndarray, capacity: np.ndarray, 
     num_f = len(members)
     rate = np.zeros(num_f)
     # work on the links this problem touches only (one plane of a large fabric), in int32 local ids
-    touched = np.zeros(num_all, dtype=bool)
-    for col in flow_routes.T:
-        touched[col[(col >= 0) & (col < num_all)]] = True
-    touched[bundle_link] = True
-    links = np.flatnonzero(touched)
+    links, local_routes = _local_routes(flow_routes, num_all, bundle_link, num_b)
     num_links = len(links)
-    local_of = np.full(num_all, -1, dtype=np.int32)
-    local_of[links] = np.arange(num_links, dtype=np.int32)
-    local_routes = np.empty(flow_routes.shape, dtype=np.int32)
-    for c, col in enumerate(flow_routes.T):
-        plain = col < num_all
-        local_routes[:, c] = np.where(plain, local_of[np.where(plain, col, 0)], col - num_all + num_links)
-        local_routes[col < 0, c] = -1
-    ent_route, ent_flow = _entries(local_routes)
-    bundle_link_local = local_of[bundle_link].astype(np.int64)
-    stamp = np.zeros(num_f, dtype=np.int64)
+    num_r = num_links + num_b
+    bundle_link_local = np.searchsorted(links, bundle_link)
     capacity_local = capacity[links].astype(np.float64)
     residual = capacity_local.copy()
-    num_r = num_links + num_b
-    route_ptr, route_flows = _csr(ent_route, ent_flow, num_r)
     b_rows = np.repeat(np.arange(num_b), np.diff(bundle_ptr))
     link_bundle_ptr, link_bundles = _csr(bundle_link_local, b_rows, num_links)
-    route_w = np.bincount(ent_route, weights=members[ent_flow], minlength=num_r)
+    route_count = _per_route(local_routes, None, None, num_r)
+    active_entries = float(route_count.sum())
 
     def link_weight(route_delta: np.ndarray) -> np.ndarray:
         out = route_delta[:num_links].copy()
@@ -123,13 +167,17 @@ def max_min(flow_routes: np.ndarray, members: np.ndarray, capacity: np.ndarray, 
                                minlength=num_links)
         return out
 
-    link_w = link_weight(route_w)
+    link_w = link_weight(_per_route(local_routes, None, members, num_r))
     active = np.zeros(num_f, dtype=bool)
-    active[ent_flow] = True
+    for c in range(local_routes.shape[1]):
+        active |= local_routes[:, c] >= 0
+    num_active = int(np.count_nonzero(active))
+    index: tuple[np.ndarray, np.ndarray] | None = None
+    stamp = np.zeros(0, dtype=np.int64)
     level = 0.0
     rounds = 0
     tiny = 1e-12 * max(float(members.max(initial=0.0)), 1.0)
-    while active.any():
+    while active_entries > 0:
         rounds += 1
         used = link_w > tiny
         if not used.any():
@@ -144,16 +192,36 @@ def max_min(flow_routes: np.ndarray, members: np.ndarray, capacity: np.ndarray, 
         full_routes = full
         if num_b:
             full_routes = np.r_[full, num_links + np.unique(_gather(link_bundle_ptr, link_bundles, full))]
-        cand = _gather(route_ptr, route_flows, full_routes)
-        cand = cand[active[cand]]
-        stamp[cand] = np.arange(len(cand))
-        frozen = cand[stamp[cand] == np.arange(len(cand))]  # each flow once, without sorting
+        if index is None and route_count[full_routes].sum() >= SCAN_SHARE * active_entries:
+            hit = np.zeros(num_r + 1, dtype=bool)  # hit[-1] stays False for the padding id
+            hit[full_routes] = True
+            on_full = np.zeros(num_f, dtype=bool)
+            for c in range(local_routes.shape[1]):
+                on_full |= hit[local_routes[:, c]]
+            frozen = np.flatnonzero(on_full & active)
+        else:
+            if index is None:
+                index = _route_index(local_routes, np.flatnonzero(active), num_r)
+                stamp = np.zeros(num_f, dtype=np.int32)
+            cand = _gather(*index, full_routes)
+            cand = cand[active[cand]]
+            stamp[cand] = np.arange(len(cand))
+            frozen = cand[stamp[cand] == np.arange(len(cand))]  # each flow once, without sorting
         rate[frozen] = level
         active[frozen] = False
-        routes = local_routes[frozen]
-        keep = routes >= 0
-        delta = np.bincount(routes[keep], weights=np.broadcast_to(members[frozen][:, None], routes.shape)[keep],
-                            minlength=num_r)
+        num_active -= len(frozen)
+        if not num_active:  # the last flows: nothing left to update (one round, often, under adaptive routing)
+            break
+        if index is None:  # a scan round, or the round before the index: counts decide the next round's way
+            gone = _per_route(local_routes, frozen, None, num_r)
+            route_count -= gone
+            active_entries -= float(gone.sum())
+            delta = _per_route(local_routes, frozen, members, num_r)
+        else:  # few flows: their route rows at once
+            ids = local_routes[frozen].ravel() + 1
+            delta = np.bincount(ids, weights=np.repeat(members[frozen], local_routes.shape[1]),
+                                minlength=num_r + 1)[1:]
+            active_entries -= float(np.count_nonzero(ids))
         link_w -= link_weight(delta)
         link_w[full] = 0.0
     load = np.zeros(num_all)

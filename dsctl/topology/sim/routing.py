@@ -145,25 +145,40 @@ class Routes:
 def _walk(hops: NextHops, graph: SimGraph, start: np.ndarray, target: np.ndarray, routing: str,
           key: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Links of one path per flow from switch ``start`` to leaf column ``target`` (int32 [F, max hops], -1 pad)."""
-    steps = int(hops.dist[start, target].max()) if len(start) else 0
+    num_t = hops.dist.shape[1]
+    # flow-long arrays in int32 where the tables allow (4.2M flows per plane at 16,384 GPUs)
+    small = np.int32 if hops.dist.size < 1 << 31 and len(hops.link) < 1 << 31 else np.int64
+    dist, nsw = hops.dist.ravel(), hops.nsw.ravel()
+    cnt, ptr = hops.cnt.ravel().astype(small), hops.ptr.ravel().astype(small)
+    link_table, next_switch = hops.link.astype(small), hops.dev_switch.astype(small)[graph.link_dst]
+    cell = start.astype(small) * small(num_t) + target  # flat (switch, leaf) index: one gather per table
+    steps = int(dist[cell].max()) if len(start) else 0
     out = np.full((len(start), steps), -1, dtype=np.int32)
-    cur = start.copy()
-    div = np.ones(len(start), dtype=np.int64)
+    div = np.ones(len(start), dtype=np.int64) if routing != "ecmp" else np.ones(0, dtype=np.int64)
+    moving: np.ndarray | slice = slice(None)
     for h in range(steps):
-        here = hops.dist[cur, target] > 0
-        moving = np.flatnonzero(here) if not here.all() else np.arange(len(cur))
-        if not len(moving):
+        here = dist[cell] > 0
+        if not here.all():
+            moving = np.flatnonzero(here) if isinstance(moving, slice) else moving[here]
+            cell = cell[here]
+        if not len(cell):
             break
-        c, t = cur[moving], target[moving]
-        k = hops.cnt[c, t]
+        k = cnt[cell]
         if routing == "ecmp":
-            pick = np.minimum((rng.random(len(moving)) * k).astype(np.int64), k - 1)
+            draw = rng.random(len(cell))
+            draw *= k
+            pick = draw.astype(small)
+            del draw
+            np.minimum(pick, k - 1, out=pick)
         else:
             pick = (key[moving] // div[moving]) % k
-            div[moving] *= np.maximum(hops.nsw[c, t], 1)
-        link = hops.link[hops.ptr[c, t] + pick]
+            div[moving] *= np.maximum(nsw[cell], 1)
+        pick += ptr[cell]
+        link = link_table[pick]
+        del pick, k
         out[moving, h] = link
-        cur[moving] = hops.dev_switch[graph.link_dst[link]]
+        cell %= num_t
+        cell += next_switch[link] * small(num_t)
     return out
 
 
@@ -204,6 +219,20 @@ def _bundles(hops: NextHops, graph: SimGraph, start: np.ndarray, target: np.ndar
     return ptr, link, merged
 
 
+def _pairs(start: np.ndarray, target: np.ndarray, num_t: int) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct keys ``start * num_t + target`` ascending, each flow's position among them), as ``np.unique``
+    with ``return_inverse`` but by a table over the key range (no sort of the flows) when that range is small."""
+    wide = (int(start.max(initial=0)) + 1) * num_t >= 1 << 31
+    key = start.astype(np.int64) * num_t + target if wide else start.astype(np.int32) * np.int32(num_t) + target
+    span = int(key.max(initial=-1)) + 1
+    if span > 4 * len(key) + (1 << 16):
+        return np.unique(key, return_inverse=True)
+    seen = np.zeros(span, dtype=bool)
+    seen[key] = True
+    position = (np.cumsum(seen) - 1).astype(np.int32)
+    return np.flatnonzero(seen), position[key]
+
+
 def route_flows(graph: SimGraph, hops: NextHops, dead: np.ndarray, src_ep: np.ndarray, dst_ep: np.ndarray,
                 routing: str, seed: int) -> Routes:
     """Route NIC-to-NIC flows: NIC up link, switch path, NIC down link. ``dead`` bool [L] failed links."""
@@ -213,35 +242,48 @@ def route_flows(graph: SimGraph, hops: NextHops, dead: np.ndarray, src_ep: np.nd
         raise InputError(f"{len(src_ep):,} flows are too many to route at once")
     src_ep, dst_ep = np.asarray(src_ep, dtype=np.int64), np.asarray(dst_ep, dtype=np.int64)
     num_f = len(src_ep)
-    s_leaf, d_leaf = graph.ep_leaf[src_ep], graph.ep_leaf[dst_ep]
-    up, down = graph.ep_up[src_ep], graph.ep_down[dst_ep]
-    ok = (s_leaf >= 0) & (d_leaf >= 0) & ~dead[up] & ~dead[down]  # index -1 (uncabled) is masked by the leaf test
-    start = hops.dev_switch[s_leaf]
-    target = hops.leaf_col[d_leaf]
-    dist = hops.dist[start, target]
-    ok &= dist != _FAR
+    num_t = hops.dist.shape[1]
+    small = np.int32 if hops.dist.size < 1 << 31 and graph.num_links < 1 << 31 else np.int64
+    # flow-long arrays in int32 where the tables allow it (a 16,384-GPU plane routes 4.2M flows at once)
+    s_leaf, d_leaf = graph.ep_leaf.astype(small)[src_ep], graph.ep_leaf.astype(small)[dst_ep]
+    ok = (s_leaf >= 0) & (d_leaf >= 0)  # index -1 (uncabled) is masked by the leaf test
+    start = hops.dev_switch.astype(small)[s_leaf]
+    target = hops.leaf_col.astype(small)[d_leaf]
+    del s_leaf, d_leaf
+    dist = hops.dist.ravel()[start * small(num_t) + target]
+    up, down = graph.ep_up.astype(small)[src_ep], graph.ep_down.astype(small)[dst_ep]
+    ok &= ~dead[up] & ~dead[down] & (dist != _FAR)
     dist[~ok] = 0
-    cross = np.flatnonzero(dist > 0)
-    everyone = len(cross) == num_f
+    everyone = bool((dist > 0).all())
+    cross: np.ndarray | slice = slice(None) if everyone else np.flatnonzero(dist > 0)
+    del dist
     empty = np.zeros(0, dtype=np.int64)
     if routing == "adaptive":
-        pair = start[cross] * len(hops.leaf_col) + target[cross]
-        uniq, inv = np.unique(pair, return_inverse=True)
-        ptr, link, frac = _bundles(hops, graph, uniq // len(hops.leaf_col), uniq % len(hops.leaf_col))
+        uniq, inv = _pairs(start if everyone else start[cross], target if everyone else target[cross], num_t)
+        del start, target
+        ptr, link, frac = _bundles(hops, graph, uniq // num_t, uniq % num_t)
         out = np.full((num_f, 3), -1, dtype=np.int32)
-        out[cross, 1] = graph.num_links + inv
+        out[cross, 1] = inv
+        out[cross, 1] += graph.num_links
+        del inv
     else:
         rng = np.random.default_rng(seed)
         if everyone:
-            path = _walk(hops, graph, start, target, routing, graph.ep_pos[dst_ep], rng)
+            key = graph.ep_pos[dst_ep] if routing == "static" else dst_ep[:0]
+            path = _walk(hops, graph, start, target, routing, key, rng)
         else:
-            path = _walk(hops, graph, start[cross], target[cross], routing, graph.ep_pos[dst_ep[cross]], rng)
+            key = graph.ep_pos[dst_ep[cross]] if routing == "static" else dst_ep[:0]
+            path = _walk(hops, graph, start[cross], target[cross], routing, key, rng)
+        del start, target
         out = np.full((num_f, path.shape[1] + 2), -1, dtype=np.int32)
         if everyone:
             out[:, 1:-1] = path
         else:
             out[cross, 1:-1] = path
+        del path
         ptr, link, frac = np.zeros(1, dtype=np.int64), empty, np.zeros(0)
-    out[:, 0] = np.where(ok, up, -1)
-    out[:, -1] = np.where(ok, down, -1)
+    out[:, 0] = up
+    out[:, -1] = down
+    out[~ok, 0] = -1
+    out[~ok, -1] = -1
     return Routes(out, ptr, link, frac, ok)

@@ -15,7 +15,8 @@ event simulation of ``finish_times``. The lower bound is the busiest link's byte
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -23,13 +24,13 @@ from dsctl.topology.sim.graph import LINK_KINDS, NIC_DOWN, NVL_IN, NVL_OUT, SW_U
 from dsctl.topology.sim.maxmin import finish_times, max_min, route_loads
 from dsctl.topology.sim.routing import NextHops, next_hops, route_flows
 from dsctl.topology.sim.symmetry import move_link_values, plane_maps, same_flows
-from dsctl.topology.sim.traffic import Flows, Traffic, check_flow_count, shifted
+from dsctl.topology.sim.traffic import Flows, Traffic, check_flow_count, empty_flows
 
 HOT_LINKS = 10
 
 
 @dataclass(frozen=True)
-class Spread:
+class RateSpread:
     """min / median / max / mean of a per-GPU value (bytes/s); zeros when no GPU sent across nodes."""
 
     min: float
@@ -38,10 +39,10 @@ class Spread:
     mean: float
 
     @staticmethod
-    def of(values: np.ndarray) -> Spread:
+    def of(values: np.ndarray) -> RateSpread:
         if not len(values):
-            return Spread(0.0, 0.0, 0.0, 0.0)
-        return Spread(float(values.min()), float(np.median(values)), float(values.max()), float(values.mean()))
+            return RateSpread(0.0, 0.0, 0.0, 0.0)
+        return RateSpread(float(values.min()), float(np.median(values)), float(values.max()), float(values.mean()))
 
 
 @dataclass(frozen=True)
@@ -57,10 +58,10 @@ class JobResult:
     note: str
     size_bytes: float
     completion_s: float
-    gpu_bytes_per_s: Spread
+    gpu_bytes_per_s: RateSpread
     algbw_bytes_per_s: float
     unroutable_transfers: int
-    logical_bytes_per_s: Spread = Spread(0.0, 0.0, 0.0, 0.0)
+    logical_bytes_per_s: RateSpread = RateSpread(0.0, 0.0, 0.0, 0.0)
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,7 @@ class PlaneResult:
     rounds: int
     max_utilisation: float
     mean_uplink_utilisation: float
-    gpu_bytes_per_s: Spread
+    gpu_bytes_per_s: RateSpread
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,7 @@ class SimResult:
     failed: list[str]
     completion_s: float
     lower_bound_s: float
-    gpu_bytes_per_s: Spread
+    gpu_bytes_per_s: RateSpread
     jobs: list[JobResult]
     hottest_links: list[LinkUse]
     planes: list[PlaneResult]
@@ -142,6 +143,43 @@ class _PlaneSolution:
     rounds: int
 
 
+@dataclass(frozen=True)
+class _PlaneTimes:
+    """What one plane's flows add to the run, reduced over its flows: the largest flow time (s) per owning GPU
+    [G], per node-wide owner [N] and per job [J]; transfers without a live path per job [J] and in all; flows
+    and rounds. A plane mapped onto it (``symmetry.py``) adds the same with its GPU owners moved along their node.
+    ``solution``: the flows themselves, kept only while a mapped plane must compare its flows with them."""
+
+    gpu_s: np.ndarray
+    node_s: np.ndarray
+    job_s: np.ndarray
+    unroutable_job: np.ndarray
+    unroutable: int
+    flows: int
+    rounds: int
+    solution: _PlaneSolution | None = None
+
+    def moved(self, shift: int) -> np.ndarray:
+        """``gpu_s`` with every owning GPU moved ``shift`` local indices (owners stay inside their node)."""
+        out = np.zeros_like(self.gpu_s)
+        owners = np.flatnonzero(self.gpu_s > 0)
+        out[owners + shift] = self.gpu_s[owners]
+        return out
+
+
+def _plane_times(graph: SimGraph, num_jobs: int, net: Flows, times: np.ndarray, routable: np.ndarray,
+                 rounds: int) -> _PlaneTimes:
+    gpu_s, node_s, job_s = np.zeros(graph.num_gpus), np.zeros(graph.num_nodes), np.zeros(num_jobs)
+    unroutable_job = np.zeros(num_jobs, dtype=np.int64)
+    bad = ~routable
+    np.add.at(unroutable_job, net.job[bad], (net.members[bad]).astype(np.int64))
+    good = net if routable.all() else net.select(routable)
+    good_times = times if routable.all() else times[routable]
+    _owner_max(good, good_times, gpu_s, node_s)
+    np.maximum.at(job_s, good.job, good_times)
+    return _PlaneTimes(gpu_s, node_s, job_s, unroutable_job, int(bad.sum()), len(net), rounds)
+
+
 def _solve_plane(graph: SimGraph, hops: NextHops, dead: np.ndarray, net: Flows, routing: str, seed: int,
                  reflow: bool) -> _PlaneSolution:
     routes = route_flows(graph, hops, dead, net.src, net.dst, routing, seed)
@@ -156,9 +194,10 @@ def _solve_plane(graph: SimGraph, hops: NextHops, dead: np.ndarray, net: Flows, 
 
 def simulate(graph: SimGraph, traffic: Traffic, routing: str, seed: int, dead: np.ndarray,
              failed: list[str], plan_name: str = "plan.json", bisection_bytes_per_s: float = 0.0,
-             reflow: bool = False) -> SimResult:
+             reflow: bool = False, report: Callable[[float, float], None] | None = None) -> SimResult:
     """Solve both stages and summarise; ``dead`` bool [L] marks failed links. ``reflow``: completion times from
-    re-solving as flows finish (``finish_times``) instead of the steady rates."""
+    re-solving as flows finish (``finish_times``) instead of the steady rates. ``report(planes_done,
+    num_planes)`` is called as each network plane starts and once at the end (progress)."""
     num_jobs = len(traffic.jobs)
     t_gpu = np.zeros(graph.num_gpus)
     t_node = np.zeros(graph.num_nodes)
@@ -181,39 +220,53 @@ def simulate(graph: SimGraph, traffic: Traffic, routing: str, seed: int, dead: n
     maps = plane_maps(graph, routing, dead)
     mirrored_traffic = {p for p, m in maps.items() if traffic.mirrored(p, m.ref, m.nic_shift)}
     hops = next_hops(graph, dead, [p for p in range(graph.num_planes) if p not in mirrored_traffic])
+    # a solved plane keeps its flows only while a mapped plane whose traffic cannot vouch for itself compares
+    compared = {m.ref for p, m in maps.items() if p not in mirrored_traffic}
     plane_rows: list[tuple[int, int, int]] = []
     unroutable = 0
-    solved: dict[int, _PlaneSolution] = {}
+    solved: dict[int, tuple[_PlaneTimes, np.ndarray, np.ndarray]] = {}
     mirrored: list[int] = []
     for plane in range(graph.num_planes):
+        if report is not None:
+            report(plane, graph.num_planes)
         plane_map = maps.get(plane)
         ref = solved.get(plane_map.ref) if plane_map is not None else None
-        moved = plane_map is not None and ref is not None and plane in mirrored_traffic
-        net = shifted(ref.net, plane_map.nic_shift) if moved else traffic.net(plane)  # type: ignore[union-attr]
-        check_flow_count(len(net), f"plane {plane}")
-        if not len(net):
-            plane_rows.append((plane, 0, 0))
-            continue
-        if plane_map is not None and ref is not None and (moved or same_flows(ref.net, net, plane_map.nic_shift)):
-            mirrored.append(plane)
-            here = _PlaneSolution(net, ref.times, ref.routable, np.zeros(graph.num_links),
-                                  np.zeros(graph.num_links), ref.rounds)
-            move_link_values(ref.link_load, plane_map, here.link_load)
-            move_link_values(ref.link_bytes, plane_map, here.link_bytes)
+        here: _PlaneTimes | None = None
+        if plane_map is not None and ref is not None and plane in mirrored_traffic:
+            here = ref[0]  # the ref plane's flows moved along every node: nothing to build
+            gpu_s = here.moved(plane_map.nic_shift)
         else:
-            here = _solve_plane(graph, hops, dead, net, routing, seed + 7919 * plane, reflow)
-            solved[plane] = here
-        bad = ~here.routable
-        unroutable += int(bad.sum())
-        np.add.at(unroutable_job, net.job[bad], (net.members[bad]).astype(np.int64))
-        ok = here.routable
-        good = net if ok.all() else net.select(ok)
-        good_times = here.times if ok.all() else here.times[ok]
-        _owner_max(good, good_times, t_gpu, t_node)
-        np.maximum.at(t_job, good.job, good_times)
-        link_load += here.link_load
-        link_bytes += here.link_bytes
-        plane_rows.append((plane, len(net), here.rounds))
+            net = traffic.net(plane)
+            check_flow_count(len(net), f"plane {plane}")
+            if not len(net):
+                plane_rows.append((plane, 0, 0))
+                continue
+            ref_sol = ref[0].solution if ref is not None else None
+            if plane_map is not None and ref_sol is not None and same_flows(ref_sol.net, net, plane_map.nic_shift):
+                here = _plane_times(graph, num_jobs, net, ref_sol.times, ref_sol.routable, ref_sol.rounds)
+                gpu_s = here.gpu_s
+        if here is not None and plane_map is not None and ref is not None:
+            mirrored.append(plane)
+            move_link_values(ref[1], plane_map, link_load)
+            move_link_values(ref[2], plane_map, link_bytes)
+        else:
+            solved_plane = _solve_plane(graph, hops, dead, net, routing, seed + 7919 * plane, reflow)
+            here = _plane_times(graph, num_jobs, net, solved_plane.times, solved_plane.routable, solved_plane.rounds)
+            if plane in compared:
+                here = replace(here, solution=solved_plane)
+            if plane in {m.ref for m in maps.values()}:
+                solved[plane] = (here, solved_plane.link_load, solved_plane.link_bytes)
+            gpu_s = here.gpu_s
+            link_load += solved_plane.link_load
+            link_bytes += solved_plane.link_bytes
+            del solved_plane
+        np.maximum(t_gpu, gpu_s, out=t_gpu)
+        np.maximum(t_node, here.node_s, out=t_node)
+        np.maximum(t_job, here.job_s, out=t_job)
+        unroutable_job += here.unroutable_job
+        unroutable += here.unroutable
+        plane_rows.append((plane, here.flows, here.rounds))
+        net = empty_flows()  # this plane's flows go before the next plane's are built
     t_all = np.maximum(t_gpu, np.repeat(t_node, graph.gpus_per_node))
     finite = t_job[np.isfinite(t_job)]
     completion = float(finite.max(initial=0.0))
@@ -231,13 +284,13 @@ def simulate(graph: SimGraph, traffic: Traffic, routing: str, seed: int, dead: n
         gpu_bw[job.gpus[sends]] = bw
         done = float(t_job[j])
         algbw = job.size_bytes / done if job.size_bytes and done > 0 and np.isfinite(done) else 0.0
-        logical = Spread(0.0, 0.0, 0.0, 0.0)
+        logical = RateSpread(0.0, 0.0, 0.0, 0.0)
         if job.logical_bytes is not None:
             t_own = t_all[job.gpus]
             timed = (t_own > 0) & np.isfinite(t_own)
-            logical = Spread.of(job.logical_bytes[timed] / t_own[timed])
+            logical = RateSpread.of(job.logical_bytes[timed] / t_own[timed])
         job_results.append(JobResult(job.name, job.workload, len(job.gpus), job.note, job.size_bytes, done,
-                                     Spread.of(bw), algbw, int(unroutable_job[j]), logical))
+                                     RateSpread.of(bw), algbw, int(unroutable_job[j]), logical))
     sent = np.isfinite(gpu_bw)
     with np.errstate(divide="ignore", invalid="ignore"):
         lower = float(np.max(np.where(graph.link_cap > 0, link_bytes / graph.link_cap, 0.0), initial=0.0))
@@ -246,18 +299,20 @@ def simulate(graph: SimGraph, traffic: Traffic, routing: str, seed: int, dead: n
     hottest = [LinkUse(graph.link_name(int(i)), LINK_KINDS[int(graph.link_kind[i])], int(graph.link_plane[i]),
                        float(util[i]), float(link_load[i])) for i in hot.tolist() if util[i] > 0]
     gpu_plane = graph.gpu_plane(np.arange(graph.num_gpus))
+    if report is not None:
+        report(graph.num_planes, graph.num_planes)
     planes = []
     for plane, flows, rounds in plane_rows:
         on = graph.link_plane == plane
         up = on & (graph.link_kind == SW_UP)
         planes.append(PlaneResult(plane, flows, rounds, float(util[on].max(initial=0.0)),
                                   float(util[up].mean()) if up.any() else 0.0,
-                                  Spread.of(gpu_bw[sent & (gpu_plane == plane)])))
+                                  RateSpread.of(gpu_bw[sent & (gpu_plane == plane)])))
     return SimResult(
         plan=plan_name, kind=graph.kind, routing=routing, reflow=reflow, seed=seed, num_nodes=graph.num_nodes,
         num_gpus=graph.num_gpus, num_planes=graph.num_planes, nic_bytes_per_s=graph.nic_bytes_per_s,
         nvlink_bytes_per_s=graph.nvlink_bytes_per_s, bisection_bytes_per_s=bisection_bytes_per_s, failed=failed,
-        completion_s=completion, lower_bound_s=lower, gpu_bytes_per_s=Spread.of(gpu_bw[sent]),
+        completion_s=completion, lower_bound_s=lower, gpu_bytes_per_s=RateSpread.of(gpu_bw[sent]),
         jobs=job_results, hottest_links=hottest, planes=planes,
         nvlink_max_utilisation=float(util[nvl_links].max(initial=0.0)), unroutable_flows=unroutable,
         mirrored_planes=mirrored, link_utilisation=util)

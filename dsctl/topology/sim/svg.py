@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from dsctl.names import xml_text
+from dsctl.svgdoc import SVG_END, svg_head
 from dsctl.topology.sim.graph import NIC_DOWN, NIC_UP, SW_UP, SimGraph
 
 _TIERS = ("leaf", "spine", "core")
@@ -49,10 +50,7 @@ def plane_svg(graph: SimGraph, util: np.ndarray, dead: np.ndarray, plane: int, t
             pos[dev] = (20 + step * (k + 0.5), y)
     num_cables = int(np.count_nonzero(graph.link_kind <= 3)) // 2
     up = np.flatnonzero((graph.link_kind[:num_cables] == SW_UP) & (graph.link_plane[:num_cables] == plane))
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height}" '
-           f'viewBox="0 0 {width:.0f} {height}" font-family="Helvetica, Arial, sans-serif" font-size="10">',
-           f'<title>{xml_text(heading)}</title>',
-           '<rect width="100%" height="100%" fill="white"/>',
+    out = [*svg_head(round(width), height, heading, font_size=10),
            f'<text x="20" y="20" font-size="13">{xml_text(heading)}</text>',
            f'<text x="20" y="36">{xml_text(legend)}</text>']
     cable_util = np.maximum(util[up], util[up + num_cables])
@@ -78,5 +76,5 @@ def plane_svg(graph: SimGraph, util: np.ndarray, dead: np.ndarray, plane: int, t
         if len(pos) <= 200:
             label_y = by + 22 if graph.device_tier[dev] == "leaf" else by - 13  # upper tiers: above, clear of cables
             out.append(f'<text x="{bx:.1f}" y="{label_y:.1f}" text-anchor="middle">{name}</text>')
-    out.append("</svg>")
+    out.append(SVG_END)
     return "\n".join(out) + "\n"

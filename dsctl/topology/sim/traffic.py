@@ -65,6 +65,8 @@ def concat(parts: list[Flows]) -> Flows:
     parts = [p for p in parts if len(p)]
     if not parts:
         return empty_flows()
+    if len(parts) == 1:
+        return parts[0]
     return Flows(*(np.concatenate([getattr(p, f) for p in parts]) for f in
                    ("src", "dst", "members", "bytes", "owner", "job")))
 
@@ -106,13 +108,6 @@ class Traffic:
         """Whether every part's flows on ``plane`` are its ``ref`` flows moved by ``shift`` local indices."""
         return len(self.mirrors) == len(self.net_parts) and all(
             m is not None and m(plane, ref, shift) for m in self.mirrors)
-
-
-def shifted(flows: Flows, shift: int) -> Flows:
-    """``flows`` with every NIC endpoint and every GPU owner moved ``shift`` local indices along its node (an
-    identical plane's flows; node-wide owners stay)."""
-    owner = np.where(flows.owner >= 0, flows.owner + shift, flows.owner)
-    return Flows(flows.src + shift, flows.dst + shift, flows.members, flows.bytes, owner, flows.job)
 
 
 def _owner_arrays(n: int, owner: np.ndarray | int, job: int) -> tuple[np.ndarray, np.ndarray]:
@@ -185,15 +180,21 @@ def alltoall(graph: SimGraph, nodes: np.ndarray, size_bytes: float, job: int = 0
         pi, pj, pm, pw = di[sel], dj[sel], d_members[sel], d_nodewide[sel]
         if not len(pi) or len(nodes) < 2:
             return empty_flows()
-        u = np.repeat(nodes, len(nodes) - 1)
-        v = nodes[(np.arange(len(nodes))[:, None] + np.arange(1, len(nodes))[None, :]).ravel() % len(nodes)]
-        uu, vv = np.repeat(u, len(pi)), np.repeat(v, len(pi))
-        ii, jj = np.tile(pi, len(u)), np.tile(pj, len(u))
-        src = graph.gpu_nic(uu * g + ii)
-        dst = graph.gpu_nic(vv * g + jj)
-        owner = np.where(np.tile(pw, len(u)), -2 - uu, uu * g + ii)
-        return Flows(src, dst, np.tile(pm, len(u)), np.full(len(src), chunk), owner,
-                     np.full(len(src), job, dtype=np.int64))
+        n = len(nodes)
+        # (u, v, k) for v the n - 1 other nodes after u in ring order, k the pairs of this plane: built as
+        # [u, v, k] blocks so no flow-long temporary but the results (constant columns are broadcast views)
+        v_pos = np.arange(n)[:, None] + np.arange(1, n)[None, :]
+        v_pos[v_pos >= n] -= n
+        src_gpu = (nodes[:, None, None] * g + pi[None, None, :]).repeat(n - 1, axis=1)
+        dst_gpu = nodes[v_pos][:, :, None] * g + pj[None, None, :]
+        owner = np.where(pw[None, None, :], -2 - nodes[:, None, None], src_gpu).ravel()
+        src, dst = graph.gpu_nic(src_gpu.ravel()), graph.gpu_nic(dst_gpu.ravel())
+        del src_gpu, dst_gpu, v_pos
+        count = len(src)
+        members = (np.broadcast_to(pm[0], (count,)) if (pm == pm[0]).all()
+                   else np.broadcast_to(pm, (n * (n - 1), len(pm))).ravel())
+        return Flows(src, dst, members, np.broadcast_to(np.float64(chunk), (count,)), owner,
+                     np.broadcast_to(np.int64(job), (count,)))
 
     def mirrors(plane: int, ref: int, shift: int) -> bool:
         if graph.nics_per_node != g:

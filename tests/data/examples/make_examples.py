@@ -30,6 +30,12 @@ Inputs the docs pages read (each page's worked example, so that every documented
 * ``miswired.txt``: ``ibnetdiscover`` output of the 10-node plan with planted miswirings (docs/topology.md).
 * ``ep/ep_serial.json.gz``, ``ep/ep_overlapped.json.gz``: expert-parallel steps run serially and DualPipe-style
   (tests/trace_builder.py, docs/trace.md).
+* ``perf/all_reduce_h100_2nodes.txt``: an ``all_reduce_perf -b 8 -e 8G -f 2 -g 1`` report of two 8-GPU H100 nodes
+  written here in nccl-tests' layout (rank lines, 31 sizes, footer; its first line says it is not a recording):
+  the real reports of tests/data/health/real are test data only, their sources grant no licence to ship them.
+  ``perf/ib_write_bw_mlx5_0.txt`` and ``perf/ib_write_bw_mlx5_3.txt``: ``ib_write_bw`` reports written here in
+  perftest 24.07's default layout (MiB/sec, a CPU-frequency warning among the rows), one NIC at line rate and one
+  at half of it, not recordings (docs/health.md).
 """
 
 from __future__ import annotations
@@ -198,6 +204,96 @@ def main(out: Path = OUT) -> None:
     docs_inputs(out)
 
 
+PERFTEST_REPORT = """\
+---------------------------------------------------------------------------------------
+                    RDMA_Write BW Test
+ Dual-port       : OFF\t\tDevice         : {device}
+ Number of qps   : 1\t\tTransport type : IB
+ Connection type : RC\t\tUsing SRQ      : OFF
+ PCIe relax order: ON\t\tLock-free      : OFF
+ ibv_wr* API     : ON\t\tUsing Enhanced Reorder      : OFF
+ TX depth        : 128
+ CQ Moderation   : 1
+ CQE Poll Batch  : Dynamic
+ Mtu             : 4096[B]
+ Link type       : IB
+ Max inline data : 0[B]
+ rdma_cm QPs\t : OFF
+ Data ex. method : Ethernet
+---------------------------------------------------------------------------------------
+ local address: LID {local} QPN 0x004a PSN 0xbe352e RKey 0x1fff00 VAddr 0x007e6f4ed11000
+ remote address: LID {remote} QPN 0x0049 PSN 0x4601da RKey 0x1fff00 VAddr 0x007778e64eb000
+---------------------------------------------------------------------------------------
+ #bytes     #iterations    BW peak[MiB/sec]    BW average[MiB/sec]   MsgRate[Mpps]
+Conflicting CPU frequency values detected: 3295.212000 != 4999.302000. CPU Frequency is not max.
+{row}
+---------------------------------------------------------------------------------------
+"""
+
+
+def perftest_report(device: str, local: str, remote: str, average_mib: float) -> str:
+    """An ``ib_write_bw`` client report in perftest 24.07's layout (REPORT_FMT of src/perftest_parameters.h)."""
+    size, iterations = 65536, 5000
+    rate_mpps = average_mib * 2 ** 20 / size / 1e6
+    row = f" {size:<7d}    {iterations:<10d}       {average_mib * 1.0004:<7.2f}            {average_mib:<7.2f}" \
+          f"\t\t     {rate_mpps:<7.6f}"
+    return PERFTEST_REPORT.format(device=device, local=local, remote=remote, row=row)
+
+
+#: the made-up all_reduce run: two HGX H100 nodes, the bus ids of an HGX H100 board, NCCL's latency at 8 bytes
+#: (us) and the algbw it approaches at the largest sizes (bytes/s: busbw 181 x 15/8 = 339 GB/s, 96 % of 8 NICs x
+#: 44 GB/s)
+NCCL_HOSTS = ("h100-n01", "h100-n02")
+NCCL_BUS_IDS = ("18", "2a", "3a", "5d", "9a", "ab", "ba", "db")
+NCCL_LATENCY_US, NCCL_ALGBW = 28.0, 181e9
+NCCL_HEADER = """\
+#                                                              out-of-place                       in-place
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)"""
+
+
+def nccl_time(time_us: float) -> str:
+    """nccl-tests' time column: 2 decimals below 100 us, 1 below 10 ms, none above."""
+    return f"{time_us:.2f}" if time_us < 100 else f"{time_us:.1f}" if time_us < 10_000 else f"{time_us:.0f}"
+
+
+def all_reduce_report() -> str:
+    """An ``all_reduce_perf`` report of 2 nodes x 8 H100 in nccl-tests 2.13's layout (writeDeviceReport,
+    writeResultHeader, the row format of src/common.cu), not a recording: time = latency + size / algbw, plus a
+    little less speed at middle sizes where fewer channels carry the message; in-place 0.3 % slower."""
+    ranks = 2 * 8
+    factor = 2 * (ranks - 1) / ranks
+    lines = ["# dsctl example written by tests/data/examples/make_examples.py in nccl-tests' layout: not a recording",
+             "# nThread 1 nGpus 1 minBytes 8 maxBytes 8589934592 step: 2(factor) warmup iters: 5 iters: 20 "
+             "agg iters: 1 validation: 1 graph: 0", "#", "# Using devices"]
+    for rank in range(ranks):
+        host, device = NCCL_HOSTS[rank // 8], rank % 8
+        lines.append(f"#  Rank {rank:2d} Group  0 Pid {4100 + rank:6d} on {host:>8s} device {device:2d} "
+                     f"[0000:{NCCL_BUS_IDS[device]}:00] NVIDIA H100 80GB HBM3")
+    lines += ["NCCL version 2.21.5+cuda12.4", "#", NCCL_HEADER]
+    busbws = []
+    for k in range(31):
+        size = 8 << k
+        cells = []
+        for slower in (1.0, 1.003):
+            time_us = slower * (NCCL_LATENCY_US + size / NCCL_ALGBW * 1e6 * (1 + 4e6 / (size + 4e7)))
+            algbw = size / (time_us * 1e-6) / 1e9
+            busbws.append(algbw * factor)
+            cells.append(f"  {nccl_time(time_us):>7s}  {algbw:6.2f}  {algbw * factor:6.2f}  {0:5d}")
+        lines.append(f"{size:12d}  {size // 4:12d}  {'float':>8s}  {'sum':>6s}  {-1:6d}" + "".join(cells))
+    lines += ["# Out of bounds values : 0 OK", f"# Avg bus bandwidth    : {sum(busbws) / len(busbws):g} ", "#", ""]
+    return "\n".join(lines)
+
+
+def perf_inputs(out: Path) -> None:
+    (out / "perf").mkdir()
+    (out / "perf" / "all_reduce_h100_2nodes.txt").write_text(all_reduce_report(), encoding="utf-8")
+    (out / "perf" / "ib_write_bw_mlx5_0.txt").write_text(perftest_report("mlx5_0", "0x11", "0x21", 46711.87),
+                                                         encoding="utf-8")
+    (out / "perf" / "ib_write_bw_mlx5_3.txt").write_text(perftest_report("mlx5_3", "0x14", "0x24", 21874.52),
+                                                         encoding="utf-8")
+
+
 def docs_inputs(out: Path) -> None:
     """The inputs of the docs pages' worked examples (see the module docstring)."""
     (out / "stats.json").write_text(README_STATS, encoding="utf-8")
@@ -227,6 +323,7 @@ def docs_inputs(out: Path) -> None:
     (out / "ep").mkdir()
     (out / "ep" / "ep_serial.json.gz").write_bytes(tb.encode(tb.ep_step(False, rank=0), gz=True))
     (out / "ep" / "ep_overlapped.json.gz").write_bytes(tb.encode(tb.ep_step(True, rank=1), gz=True))
+    perf_inputs(out)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,59 @@
+"""CPU seconds and peak RSS of ``topology simulate`` at 16,384 GPUs, each case in a fresh process (issue 32).
+
+    PYTHONPATH=. python -m benchmarks.sim_peaks [--nodes 2048] [--only alltoall-adaptive,ep-dispatch-adaptive]
+
+Each child builds the MPFT plan (untimed), then times ``dsctl.topology.sim.run`` (graph, traffic, routing,
+max-min) by its process CPU time and reports ``ru_maxrss``. Targets: all-to-all adaptive < 3 s, EP dispatch
+< 5 s, ECMP < 8 s, each < 600 MB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CASES = {"alltoall-adaptive": ("alltoall", "adaptive", 3.0), "ep-dispatch-adaptive": ("ep-dispatch", "adaptive", 5.0),
+         "ep-combine-adaptive": ("ep-combine", "adaptive", 5.0), "alltoall-ecmp": ("alltoall", "ecmp", 8.0)}
+TARGET_MB = 600
+
+CHILD = """
+import json, resource, sys, time
+from benchmarks.bench_topology_simulate import _plan_json
+from dsctl.topology.sim import SimRequest, Workload, run
+from dsctl.topology.sim.api import EpModel
+text = _plan_json({nodes})
+start = time.process_time()
+result = run(text, "plan.json", 200e9, SimRequest(Workload("w", "{workload}"), "{routing}", 0,
+                                                  model=EpModel(7168, 8, 4)))
+cpu = time.process_time() - start
+print(json.dumps({{"cpu_s": cpu, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "mirrored": len(result.mirrored_planes)}}))
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.sim_peaks", description=__doc__)
+    parser.add_argument("--nodes", type=int, default=2048)
+    parser.add_argument("--only", default=",".join(CASES))
+    args = parser.parse_args(argv)
+    failures = 0
+    print(f"{'case':<24} {'GPUs':>7} {'cpu_s':>7} {'target':>7} {'rss_mb':>7} ok")
+    for name in args.only.split(","):
+        workload, routing, target_s = CASES[name]
+        code = CHILD.format(nodes=args.nodes, workload=workload, routing=routing)
+        out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
+                             env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+        row = json.loads(out.stdout.strip().splitlines()[-1])
+        ok = row["cpu_s"] <= target_s and row["rss_mb"] <= TARGET_MB
+        failures += not ok
+        print(f"{name:<24} {args.nodes * 8:>7,} {row['cpu_s']:>7.2f} {target_s:>7.1f} {row['rss_mb']:>7.0f} "
+              f"{'yes' if ok else 'NO'}", flush=True)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,83 @@
+"""Growth of ``dsctl storage expand`` with the table (issue 32): CPU seconds and peak RSS per size, and the exponent.
+
+    PYTHONPATH=. python -m benchmarks.storage_expand_scale                  # 50 -> 55 .. 500 -> 550 nodes, default r
+    PYTHONPATH=. python -m benchmarks.storage_expand_scale --sizes 50,100,200 --targets-per-ssd 27
+
+Each size's four files (16 SSDs, k = 3) are generated in this process (untimed) and written to a scratch folder;
+a fresh child process reads them and plans the expansion (``--add-nodes`` 10 % of the nodes unless given). The
+child reports the CPU seconds of ``expand`` and of rendering its seven files (user + system) and its own peak RSS
+(reading the files included).
+The exponent is the least-squares slope of log(CPU s) over log(nodes) and over log(targets) (the larger of the old
+and the grown table): with the default targets per SSD (27 at 50 nodes, 99 from 200) the table grows faster than
+the node count, and a fixed r below the grown table's choice makes the new chains, not the old, the work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+_CHILD = r"""
+import json, resource, sys, time
+from pathlib import Path
+from dsctl.storage.crosscheck import FILE_NAMES
+from dsctl.storage.expand import expand
+folder, add = Path(sys.argv[1]), int(sys.argv[2])
+texts = {name: (folder / name).read_text() for name in FILE_NAMES}
+before = time.process_time()
+result = expand(texts, str(folder), add, 1e12, 0.0, 0.0)
+rendered = sum(len(piece) for name in result.files_text for piece in result.files_text.pieces(name))
+cpu = time.process_time() - before
+print(json.dumps({"cpu_s": cpu, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "exit": result.exit_code, "steps": result.replacements, "grown": result.balance.num_targets}))
+"""
+
+
+def _fit(xs: list[float], ys: list[float]) -> float:
+    lx, ly = [math.log(x) for x in xs], [math.log(y) for y in ys]
+    mx, my = sum(lx) / len(lx), sum(ly) / len(ly)
+    return sum((a - mx) * (b - my) for a, b in zip(lx, ly, strict=True)) / sum((a - mx) ** 2 for a in lx)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.storage_expand_scale", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="50:5,100:10,180:20,300:30,500:50",
+                        help="old:added node counts, comma separated (added defaults to 10%%)")
+    parser.add_argument("--targets-per-ssd", type=int, default=None, help="fixed r (default: as chains picks)")
+    args = parser.parse_args(argv)
+    from dsctl.storage.api import generate_chains
+    from dsctl.storage.chaintable import IdScheme
+    from dsctl.storage.crosscheck import FILE_NAMES
+
+    rows = []
+    print(f"{'nodes':>6} {'added':>6} {'targets':>9} {'grown':>9} {'steps':>7} {'cpu_s':>8} {'peak_mb':>8}  exit",
+          flush=True)
+    for size in args.sizes.split(","):
+        v = int(size.partition(":")[0])
+        add = int(size.partition(":")[2] or max(1, v // 10))
+        files = generate_chains(v, 16, 3, args.targets_per_ssd, 1, IdScheme()).files_text
+        targets = files[FILE_NAMES[0]].count("\n") - 1
+        with tempfile.TemporaryDirectory(prefix="dsctl-expand-scale-") as scratch:
+            for name in FILE_NAMES:
+                (Path(scratch) / name).write_text(files[name])
+            done = subprocess.run([sys.executable, "-c", _CHILD, scratch, str(add)], check=True,
+                                  capture_output=True, text=True)
+        got = json.loads(done.stdout.strip().splitlines()[-1])
+        targets *= 3
+        rows.append((v, max(targets, got["grown"]), got["cpu_s"]))
+        print(f"{v:>6} {add:>6} {targets:>9,} {got['grown']:>9,} {got['steps']:>7,} {got['cpu_s']:>8.2f} "
+              f"{got['peak_mb']:>8.0f}  {got['exit']}", flush=True)
+    if len(rows) >= 2:
+        print(f"exponent: cpu ~ nodes^{_fit([r[0] for r in rows], [r[2] for r in rows]):.2f}, "
+              f"cpu ~ targets^{_fit([r[1] for r in rows], [r[2] for r in rows]):.2f} (old or grown table, the larger)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

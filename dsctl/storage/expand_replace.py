@@ -1,0 +1,227 @@
+"""``storage expand``'s replacement search on one disk index, with each new node's scores kept up to date.
+
+The greedy is the one issue 14 shipped (same choices, same order, so the same files): rounds of one slot per
+new node; in a round each new node ``x`` takes the open slot ``(c, p)`` of lowest score
+
+    score = 2 * sum_{q != p} share[x, m_q]  +  base[c, p],
+    base  = (k - 1) - 2 * sum_{q != p} share[m_p, m_q]  +  UNTOUCHED_BONUS * (replacements made in c)
+
+(``base`` taken once per round, then only closed), ties to the lowest chain then slot. Issue 14 recomputed the
+first term for every open slot at every step, gathering ``b x k`` pair-shares per step (v^2 over a whole
+expansion). Here ``gain[j]`` (the first term for new node ``j``, shape (b, k)) is kept: a replacement changes
+the pair-shares of its chain's members only, so it updates the rows of the chains those members are in (found
+through ``slots``, node -> {chain: slot}) and the replaced chain's row for every new node; a step is then one
+add and one argmin over ``b x k``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dsctl.errors import InputError
+
+UNTOUCHED_BONUS = 1_000_000  # score penalty per replacement already made in a chain
+MAX_SCORE_CELLS = 20_000_000  # new nodes x old members of one disk index: the kept scores (4 or 8 bytes each)
+
+
+def check_size(new_nodes: int, members: int) -> None:
+    """Refuse an expansion whose kept scores would pass MAX_SCORE_CELLS (before any work)."""
+    if new_nodes * members > MAX_SCORE_CELLS:
+        raise InputError(f"--add-nodes {new_nodes} on a table of {members:,} targets per disk index needs "
+                         f"{new_nodes * members:,} kept scores, more than {MAX_SCORE_CELLS:,}; add at most "
+                         f"{max(1, MAX_SCORE_CELLS // members):,} nodes at a time")
+
+
+class _Slots:
+    """Where each node sits on this disk index: ``own[node, :count[node]]`` its flat slots ``c * k + p``,
+    ``at[f]`` the place of slot ``f`` in its node's list, ``mates[f]`` the other ``k - 1`` slots of f's chain."""
+
+    def __init__(self, nodes: np.ndarray, num_nodes: int, capacity: int) -> None:
+        b, k = nodes.shape
+        flat = nodes.ravel()
+        order = np.argsort(flat, kind="stable")
+        self.count = np.bincount(flat, minlength=num_nodes).tolist()
+        starts = np.r_[0, np.cumsum(self.count)[:-1]]
+        place = np.arange(flat.size) - np.repeat(starts, self.count)
+        self.own = np.zeros((num_nodes, max(capacity, 1)), dtype=np.int64)
+        self.own[flat[order], place] = order
+        at = np.empty(flat.size, dtype=np.int64)
+        at[order] = place
+        self.at = at.tolist()
+        slot = np.arange(b * k)
+        others = np.array([[q for q in range(k) if q != p] for p in range(k)], dtype=np.int64).reshape(k, k - 1)
+        #: ``mates[i][f]``: the i-th other slot of f's chain, one flat array per i (1-d gathers are the fast ones)
+        self.mates = [slot // k * k + others[slot % k, i] for i in range(k - 1)]
+
+    def of(self, node: int) -> np.ndarray:
+        return self.own[node, :self.count[node]]
+
+    def move(self, f: int, old: int, new: int) -> None:
+        """Slot ``f`` passes from node ``old`` to node ``new``."""
+        i, last = self.at[f], self.count[old] - 1
+        moved = int(self.own[old, last])
+        self.own[old, i] = moved
+        self.at[moved] = i
+        self.count[old] = last
+        self.own[new, self.count[new]] = f
+        self.at[f] = self.count[new]
+        self.count[new] += 1
+
+
+def _add_mates(gain: np.ndarray, slots: _Slots, node: int, delta: int) -> None:
+    """One new node's kept scores (flat, b * k) after its pair-share with ``node`` moved by ``delta / 2``: the
+    other slots of every chain ``node`` is in change by ``delta``."""
+    own = slots.of(node)
+    for column in slots.mates:
+        gain[column[own]] += delta
+
+
+def _refresh(gain: np.ndarray, share: np.ndarray, nodes: np.ndarray, first: int, chains: np.ndarray, never: int
+             ) -> None:
+    """Recompute the kept scores of ``chains`` for every new node (chains a new node is in: ``never``)."""
+    k = nodes.shape[1]
+    members = nodes[chains]  # (C, k)
+    mates = share[first:, :][:, members]  # (N, C, k)
+    fresh = 2 * (mates.sum(axis=2, keepdims=True) - mates)
+    inside = members[:, None, :] == np.arange(first, len(share))[None, :, None]  # (C, N, k)
+    fresh[np.transpose(inside.any(axis=2))] = never
+    cols = (chains[:, None] * k + np.arange(k)).ravel()
+    gain[:, cols] = fresh.reshape(len(gain), -1)
+
+
+def replace(nodes: np.ndarray, share: np.ndarray, counts: np.ndarray, goal: np.ndarray, new: list[int]
+            ) -> list[tuple[int, int, int]]:
+    """Greedy replacements on one disk index (modifies ``nodes``, ``share``, ``counts``).
+
+    ``nodes`` (b, k) node indexes, ``share`` (v', v') chains shared per node pair over all disks, ``counts``
+    members per node on this disk, ``goal`` members each node should end with, ``new`` the new node indexes
+    (contiguous, ascending). Returns ``(chain, slot, old node)`` in the order made.
+    """
+    b, k = nodes.shape
+    first = new[0]
+    made: list[tuple[int, int, int]] = []
+    pending = {x: int(goal[x] - counts[x]) for x in new}
+    open_slot = (counts[nodes] > goal[nodes]).ravel()  # the member may give its slot up (above its share)
+    touched = np.zeros(b, dtype=np.int64)
+    slots = _Slots(nodes, len(share), int(max(counts.max(), goal.max())))
+    mates_of_new = share[first:, :][:, nodes]  # (N, b, k)
+    gain = (2 * (mates_of_new.sum(axis=2, keepdims=True) - mates_of_new)).reshape(len(new), b * k)
+    del mates_of_new
+    # scores as int32 when every score fits far below 2^29 (the usual case: half the memory traffic per step)
+    reach = 4 * k * (int(share.max()) + sum(pending.values())) + k * UNTOUCHED_BONUS + k
+    dtype, never = (np.int32, 2**29) if reach < 2**27 else (np.int64, 2**61)
+    closed = never // 2  # never plus or minus pair-share sums: a slot that cannot be taken
+    gain = gain.astype(dtype)  # new nodes are in no chain yet: nothing to close
+    stale: set[int] = set()  # chains whose kept scores wait for a refresh (replaced while closed anyway)
+    num_nodes = len(share)
+    share_flat = share.reshape(num_nodes * num_nodes)  # a view: 1-d takes are the fast gathers
+    flat_nodes = nodes.reshape(b * k)  # a view: writes go to ``nodes``
+    score = np.empty(b * k, dtype=dtype)
+    # the live base: (k-1) - 2 * pair-shares with the chain's other members + bonus, ``never`` where closed;
+    # each round starts from a copy (issue 14 recomputed it for every chain each round)
+    scaled = nodes * num_nodes
+    mates = np.zeros((b, k), dtype=np.int64)
+    for p in range(k):
+        for q in range(k):
+            if p != q:
+                mates[:, p] += share_flat.take(scaled[:, p] + nodes[:, q])
+    live = np.where(open_slot, ((k - 1) - 2 * mates).ravel(), never).astype(dtype)
+    del scaled, mates
+    chains_of: list[set[int]] = [set() for _ in range(num_nodes)]
+    for c, row in enumerate(nodes.tolist()):
+        for m in row:
+            chains_of[m].add(c)
+    open_count = open_slot.reshape(b, k).sum(axis=1)
+    open_total = int(open_count.sum())
+    fresh_count = int(np.count_nonzero(open_count))  # untouched chains with an open slot
+    touched_slot = np.zeros(b * k, dtype=bool)
+    base = np.empty(b * k, dtype=dtype)
+
+    def pair_moved(a: int, z: int, delta: int) -> None:
+        """share[a, z] moved by ``delta``: the live base of both in every chain they share (but ``c``)."""
+        for c2 in chains_of[a] & chains_of[z]:
+            if c2 != c:
+                row2 = flat_nodes[c2 * k:c2 * k + k].tolist()
+                live[c2 * k + row2.index(a)] -= 2 * delta
+                live[c2 * k + row2.index(z)] -= 2 * delta
+
+    while any(n > 0 for n in pending.values()):
+        fresh_mode = fresh_count > 0
+        if not fresh_mode and stale:
+            _refresh(gain, share, nodes, first, np.fromiter(stale, dtype=np.int64, count=len(stale)), never)
+            stale.clear()
+        np.copyto(base, live)
+        if fresh_mode:
+            base[touched_slot] = never
+        for x in new:
+            if pending[x] <= 0:
+                continue
+            j = x - first
+            np.add(gain[j], base, out=score)
+            f = int(score.argmin())
+            if score[f] >= closed:
+                break  # nothing left in this subset: the next round looks again
+            c, p = divmod(f, k)
+            row = flat_nodes[c * k:c * k + k].tolist()
+            y = row[p]
+            others = row[:p] + row[p + 1:]
+            for z in others:
+                share[y, z] -= 1
+                share[z, y] -= 1
+                share[x, z] += 1
+                share[z, x] += 1
+                pair_moved(y, z, -1)
+                pair_moved(x, z, 1)
+            flat_nodes[f] = x
+            slots.move(f, y, x)
+            chains_of[y].discard(c)
+            chains_of[x].add(c)
+            open_slot[f] = False
+            open_count[c] -= 1
+            open_total -= 1
+            if touched[c] == 0:
+                fresh_count -= 1
+                touched_slot[c * k:c * k + k] = True
+            touched[c] += 1
+            if fresh_mode:
+                base[c * k:c * k + k] = never
+            else:
+                base[c * k:c * k + k] += UNTOUCHED_BONUS
+            base[f] = never
+            counts[y] -= 1
+            counts[x] += 1
+            if counts[y] <= goal[y]:
+                gone = slots.of(y)
+                open_slot[gone] = False
+                base[gone] = never
+                live[gone] = never
+                gone_chains = gone // k
+                open_count[gone_chains] -= 1
+                open_total -= len(gone)
+                fresh_count -= int(np.count_nonzero((open_count[gone_chains] == 0) & (touched[gone_chains] == 0)))
+            row[p] = x
+            bonus = UNTOUCHED_BONUS * int(touched[c])
+            for q in range(k):
+                if open_slot[c * k + q]:
+                    live[c * k + q] = (k - 1) + bonus - 2 * sum(int(share_flat[row[q] * num_nodes + m])
+                                                                for m in row if m != row[q])
+                else:
+                    live[c * k + q] = never
+            pending[x] -= 1
+            made.append((c, p, y))
+            # kept scores: x's pair-shares with the others rose; a new node among the others lost y, gained x
+            for z in others:
+                _add_mates(gain[j], slots, z, 2)
+                if z >= first:
+                    _add_mates(gain[z - first], slots, y, -2)
+                    _add_mates(gain[z - first], slots, x, 2)
+            if fresh_mode:
+                stale.add(c)  # closed for the rest of the round and every round with untouched chains left
+            else:
+                _refresh(gain, share, nodes, first, np.array([c]), never)
+        else:
+            continue
+        if not fresh_mode or open_total == 0:
+            raise InputError("no old member can make room for a new node on this disk index (the old table "
+                             "is too uneven to expand); regenerate it with `dsctl storage chains`")
+    return made
