@@ -260,8 +260,8 @@ class LayoutReport:
                 "may choose another")
         if self.min_nodes is None:
             return (*self.plan.choices, rule)
-        return (*self.plan.choices, f"--min-nodes: {self.min_nodes} is the smallest node count that fits (every "
-                                    "smaller count was checked)", rule)
+        return (*self.plan.choices, rule, f"--min-nodes: {self.min_nodes} is the smallest node count that fits "
+                                          "(every smaller count was checked)")
 
     @property
     def exit_code(self) -> int:
