@@ -10,10 +10,8 @@ With ``search`` (``dsctl launch``) the layout is the best of every valid one by 
 ``launch layout``. The memory rule (each step is explained in ``LaunchPlan.choices``):
 
 1. ``tp`` = 1 unless given: DeepSeek-V3 trains without tensor parallelism.
-2. ``ep`` unless given: one expert group per node, ``gpus_per_node x num_expert_groups`` (64 for DeepSeek-V3:
-   8 groups x 8 GPUs, so node-limited routing "at most 4 groups per token" is "at most 4 nodes"); lowered to
-   the largest value that divides the routed experts and the ranks of a stage and keeps EP groups node-aligned.
-   Dense models: 1.
+2. ``ep`` unless given: one expert group per node (64 for DeepSeek-V3: 8 groups x 8 GPUs, node-limited routing
+   reaches <= 4 nodes), lowered to the largest node-aligned divisor of the experts and a stage's ranks; dense: 1.
 3. ``pp`` unless given: the smallest valid ``pp`` (even for DualPipe; stages <= layers; ``dp`` whole) whose
    worst rank fits in HBM. If none fits, the one with the most headroom (the plan then reports "does not fit").
 4. ``dp`` = world / (pp x tp); ``expert_dp`` = tp x dp / ep; ZeRO-1.
