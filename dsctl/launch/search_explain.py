@@ -146,7 +146,7 @@ def choice_lines(result: SearchResult, explanation: SearchExplanation) -> list[s
         if unpredicted:
             return [f"searched {result.num_evaluated:,} layouts: {unpredicted} fit but none could be predicted "
                     "(step-time model); the memory rule chose instead"]
-        return [f"searched {result.num_evaluated:,} layouts: none fits with the headroom kept; the memory rule "
+        return [f"searched {result.num_evaluated:,} layouts: none fits in usable HBM; the memory rule "
                 "chose the closest instead"]
     memory, step = best.predicted()
     space = result.space
