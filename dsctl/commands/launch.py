@@ -23,6 +23,7 @@ from dsctl.commands.launch_schedule import register_schedule
 from dsctl.errors import InputError, one_of
 from dsctl.launch.defaults import DEFAULT_JOB_NAME, DEFAULT_PORT, DEFAULT_SEQ_LEN
 from dsctl.output.formats import OutputFormat
+from dsctl.profiles import DEFAULT_MODEL, DEFAULT_NODE_PROFILE
 
 if TYPE_CHECKING:
     from dsctl.launch.plan import LaunchRequest
@@ -161,8 +162,8 @@ def launch(
         "--nodes", "-N", help="Number of nodes (required), or a range LOW-HIGH: the search runs at LOW, HIGH and "
                               "the powers of two (and their 1.5 multiples) between, and plans the best count "
                               "(--objective; with --tokens and --within-days, the deadline).")] = None,
-    model: ModelOpt = "deepseek-v3",
-    node_profile: NodeProfileOpt = "h800-hgx",
+    model: ModelOpt = DEFAULT_MODEL,
+    node_profile: NodeProfileOpt = DEFAULT_NODE_PROFILE,
     pp: PPOpt = None,
     ep: EPOpt = None,
     tp: TPOpt = None,
@@ -422,8 +423,8 @@ def _hosts(text: str | None) -> tuple[str, ...]:
 @app.command("layout")
 def layout(
     nodes: NodesOpt = None,
-    model: ModelOpt = "deepseek-v3",
-    node_profile: NodeProfileOpt = "h800-hgx",
+    model: ModelOpt = DEFAULT_MODEL,
+    node_profile: NodeProfileOpt = DEFAULT_NODE_PROFILE,
     pp: PPOpt = None,
     ep: EPOpt = None,
     tp: TPOpt = None,

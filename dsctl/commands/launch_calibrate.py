@@ -10,6 +10,7 @@ import typer
 from dsctl.commands._common import FormatOpt, profile_store, show
 from dsctl.errors import InputError
 from dsctl.output.formats import OutputFormat
+from dsctl.profiles import DEFAULT_MODEL, DEFAULT_NODE_PROFILE
 
 #: the trace is one rank's chunk pair (a few MB; train.json is 3.1 MB); larger files are refused before reading
 DEFAULT_MAX_BYTES = 1024**3
@@ -18,9 +19,9 @@ DEFAULT_MAX_BYTES = 1024**3
 def calibrate_cmd(
     trace: Annotated[Path, typer.Argument(help="PyTorch profiler trace (Chrome JSON, .json.gz) of one DualPipe "
                                           "F&B chunk pair of the model, e.g. DeepSeek's profile-data train.json.")],
-    model: Annotated[str, typer.Option("--model", "-m", help="Model profile.")] = "deepseek-v3",
+    model: Annotated[str, typer.Option("--model", "-m", help="Model profile.")] = DEFAULT_MODEL,
     node_profile: Annotated[str, typer.Option("--node-profile", help="Node profile (GPUs per node, HBM).")]
-    = "h800-hgx",
+    = DEFAULT_NODE_PROFILE,
     ep: Annotated[int, typer.Option("--ep", min=1, max=1 << 20, help="Expert parallelism: EP group size in GPUs.")]
     = 64,
     chunk_layers: Annotated[int, typer.Option(

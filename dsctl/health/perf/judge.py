@@ -24,11 +24,12 @@ from dsctl.health.perf.expect import (
 )
 from dsctl.health.perf.nccltests import NcclTestsRun, is_nccl_tests, parse_nccl_tests
 from dsctl.health.perf.perftest import PerftestRun, is_perftest, parse_perftest
+from dsctl.profiles import DEFAULT_NODE_PROFILE
 from dsctl.profiles.schema import NodeProfile
 
 DEFAULT_FRACTION = 0.9
 #: the node profile when neither --node-profile nor a GPU model in the file names one
-DEFAULT_PROFILE = "h800-hgx"
+DEFAULT_PROFILE = DEFAULT_NODE_PROFILE
 #: smaller perftest messages are message-rate bound (perftest's default size is 64 KiB, which reaches line rate)
 MIN_PERFTEST_BYTES = 64 * 1024
 #: busbw still grows with size below this (NVIDIA/nccl-tests#212: "256M is too small to reach peak bandwidth")
