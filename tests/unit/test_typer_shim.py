@@ -46,7 +46,7 @@ def _error_line(args: list[str], capsys: object) -> str:
 
 
 def test_bad_values_are_worded_by_dsctl_not_pydantic(capsys: object) -> None:
-    cases = {("launch", "--nodes", "abc"): "'abc' is not a whole number",
+    cases = {("topology", "plan", "--nodes", "abc"): "'abc' is not a whole number",
              ("trace", "overlap", "--jobs", "0", "x.json"): "give a value at least 1",
              ("trace", "overlap", "--jobs", "5000", "x.json"): "give a value at most 1024",
              ("health", "check", "--interval-s", "soon"): "'soon' is not a number",
