@@ -24,14 +24,15 @@ NODES = 256
 
 @pytest.fixture(scope="module")
 def job_dirs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """``(launch --out folder, topology plan --out folder)`` of a 256-node DeepSeek-V3 job."""
+    """``(launch --out folder, topology plan --out folder)`` of a 256-node DeepSeek-V3 job in DeepSeek's layout
+    (PP16 EP64: the seeded stage 9 needs 16 stages)."""
     import io
     from contextlib import redirect_stdout
 
     from dsctl.cli import main
 
     out = tmp_path_factory.mktemp("place")
-    for argv in (["launch", "--nodes", str(NODES), "--out-dir", str(out / "job")],
+    for argv in (["launch", "--nodes", str(NODES), "--pp", "16", "--ep", "64", "--out-dir", str(out / "job")],
                  ["topology", "plan", "--nodes", str(NODES), "--out-dir", str(out / "fabric")]):
         with redirect_stdout(io.StringIO()):
             assert main(argv) == 0, argv

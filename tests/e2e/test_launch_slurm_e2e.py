@@ -37,7 +37,8 @@ def test_four_nodes_real_torchrun_layout(cli: Cli, tmp_path: Path, torch_ready: 
     reports = tmp_path / "reports"
     reports.mkdir()
     res = cli("--profiles-dir", cpu_profiles, "launch", "--nodes", "4", "--node-profile", "cpu2",
-              "--model", "deepseek-v2-lite", "--backend", "slurm", "--job-name", "e2e-torch", "--port", "29531",
+              "--model", "deepseek-v2-lite", "--pp", "2", "--ep", "2",  # the layout the check script verifies
+              "--backend", "slurm", "--job-name", "e2e-torch", "--port", "29531",
               "--cpus-per-task", "2", "--submit", "--wait", "--wait-timeout-s", "300", "--out-dir", out, "-f", "json",
               "--", str(layout_check), "--ranks-csv", str(out / "ranks.csv"), "--report-dir", str(reports))
     data = res.json()
@@ -69,7 +70,8 @@ def test_256_node_script_runs_one_agent_per_node(cli: Cli, tmp_path: Path, slurm
     stub_torchrun(tmp_path / "bin", 'echo "agent node=$SLURMD_NODENAME pp=$DSCTL_PP ep=$DSCTL_EP args=$*"',
                   monkeypatch)
     out = tmp_path / "v3"
-    res = cli("launch", "--nodes", "256", "--backend", "slurm", "--job-name", "v3-stub", "--port", "29532",
+    res = cli("launch", "--nodes", "256", "--pp", "16", "--ep", "64",  # DeepSeek's layout (the search may tie it)
+              "--backend", "slurm", "--job-name", "v3-stub", "--port", "29532",
               "--submit", "--wait", "--wait-timeout-s", "300", "--out-dir", out, "-f", "json", "--", "train.py")
     data = res.json()
     log = Path(data["log_path"]).read_text()
