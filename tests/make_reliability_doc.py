@@ -158,7 +158,9 @@ LIMITS = [
     ("drains (`health burn-in/fleet/check --drain`)", "one plain node per `scontrol update NodeName=...`",
      "the name is checked again right before the argv is built, and Slurm must confirm it first: `scontrol show node "
      "-o NAME` gives exactly one record whose NodeName is NAME (a NodeSet or alias is not), else exit 3 naming "
-     "scontrol and nothing is drained; the circuit breaker therefore counts nodes, never expressions"),
+     "scontrol and nothing is drained; a real burn-in with --drain asks this for every tested name before its first "
+     "round (a NodeSet named like a node is exit 3 before srun runs); the circuit breaker therefore counts nodes, "
+     "never expressions"),
     ("burn-in rounds handed to nodes", f"on srun's standard input (`--input=all`), at most {MAX_STDIN_CHARS:,} "
      "characters; nothing in argv grows with the round",
      "2,048 emulated nodes (fake srun) reach every round: 10.9 s, 246 MiB peak (before: 'Argument list too long' "

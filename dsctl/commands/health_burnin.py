@@ -120,6 +120,11 @@ def burn_in(
 
         options = ProbeOptions(backend, size_bytes, repeats, timeout, partition, python)
         factory = slurm_measure(options)
+        if drain:  # a name Slurm reads as several nodes (a NodeSet) is refused before the first round
+            from dsctl.cluster import load_plan
+            from dsctl.runners.slurm_nodes import confirm_single_nodes
+
+            confirm_single_nodes(request.nodes or load_plan(text, source).nodes)
     view = OutputFormat(fmt.value) if fmt is not HealthFormat.prometheus else OutputFormat.json
     with progress("burn-in", view) as report:
         result = run(text, source, request, factory,

@@ -136,6 +136,41 @@ def node_drain_state(node: str) -> tuple[bool, str]:
     return "DRAIN" in flags or "DRAINED" in flags, scontrol_field(done.stdout, "Reason") or ""
 
 
+def confirm_single_nodes(nodes: Sequence[str]) -> None:
+    """Slurm confirms, before any work, that each of ``nodes`` is exactly one node of that name: ``scontrol show
+    node -o`` on the names (one call per :func:`hostlist_chunks` chunk) must return one record per name and none
+    other. A site NodeSet or alias that looks like a plain node name expands to other records there, so a burn-in
+    that would drain it is refused before its first round (issue 33); :func:`node_drain_state` checks each node
+    again right before its drain. EnvironmentMissing (exit 3) naming scontrol and the first name it does not
+    confirm."""
+    bad = [n for n in nodes if not valid_node_name(n)]
+    if bad:
+        raise InputError(f"{bad[0]!r} is not a node name")
+    scontrol = require("scontrol", SRUN_HINT)
+    wanted = set(nodes)
+    seen: dict[str, int] = {}
+    for chunk in hostlist_chunks(list(dict.fromkeys(nodes))):
+        done = capture([scontrol, "show", "node", "-o", chunk], timeout_s=60.0)
+        if done.returncode != 0:
+            raise EnvironmentMissing(f"scontrol show node -o {chunk[:60]}: exit {done.returncode}: "
+                                     f"{last_line(done.stderr or done.stdout)}; nothing was run or drained",
+                                     hint="--drain needs Slurm to know every tested node; check the plan's node "
+                                          "names against 'sinfo -N'")
+        for line in done.stdout.splitlines():
+            name = scontrol_field(line, "NodeName") if line.strip() else None
+            if name is not None:
+                seen[name] = seen.get(name, 0) + 1
+    absent = [n for n in nodes if n not in seen]
+    repeated = [n for n in nodes if seen.get(n, 0) > 1]
+    extra = sorted(n for n in seen if n not in wanted)
+    if absent or repeated or extra:
+        found = (f"{absent[0]} is not a node" if absent else f"{repeated[0]} is listed {seen[repeated[0]]} times"
+                 if repeated else f"the names expand to {len(seen):,} nodes, {extra[0]} among them")
+        raise EnvironmentMissing(f"scontrol show node -o: Slurm does not confirm the {len(wanted):,} tested names as "
+                                 f"single nodes ({found}); nothing was run or drained",
+                                 hint="a NodeSet or alias is not a node: name single nodes in the plan or with -w")
+
+
 def scontrol_field(text: str, key: str) -> str | None:
     """The value of ``key`` in a ``scontrol show ... -o`` line, spaces included (a reason, a path): it runs to the
     next `` Key=`` field or the end of the line; ``None`` when the line has no such field."""

@@ -317,3 +317,44 @@ def test_a_plane_without_switches_draws_an_empty_picture(cli: Cli, tmp_path: Pat
     r = cli("health", "burn-in", str(plan), "--fabric-model", str(model), "--out-dir", str(tmp_path / "o"))
     assert r.exit_code == 0, r.stderr
     ET.fromstring((tmp_path / "o" / "plane0.svg").read_text())
+
+
+FAKE_SCONTROL = """#!/bin/sh
+# 'show node -o LIST': one record per name; the site NodeSet 'gpus' stands for node0001 and node0002
+echo "$@" >> "$FAKE_SCONTROL_LOG"
+[ "$1 $2 $3" = "show node -o" ] || exit 0
+echo "$4" | {python} -c '
+import sys
+from dsctl.cluster.hostlist import node_names
+for name in node_names(sys.stdin.read().strip()):
+    for one in (["node0001", "node0002"] if name == "gpus" else [name]):
+        print(f"NodeName={{one}} Arch=x86_64 State=IDLE Reason=(null)")
+'
+"""
+
+
+@pytest.mark.parametrize(("nodeset", "runs"), [("gpus", False), (None, True)])
+def test_a_nodeset_named_like_a_node_is_refused_before_the_first_round(cli: Cli, plan16: Path, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch,
+                                                                      nodeset: str | None, runs: bool) -> None:
+    """A site NodeSet 'gpus' is a plain name to dsctl and many nodes to Slurm. With --drain on the real path,
+    Slurm confirms every tested name as one node before any round: the NodeSet is exit 3 naming scontrol, srun
+    never runs and nothing is drained (before: the report first, then the refusal at the drain)."""
+    plan = renamed(plan16, tmp_path, "node0016", nodeset) if nodeset else plan16
+    log = fake_slurm(tmp_path, monkeypatch)
+    scontrol = tmp_path / "bin" / "scontrol"
+    scontrol.write_text(FAKE_SCONTROL.format(python=sys.executable))
+    scontrol.chmod(scontrol.stat().st_mode | stat.S_IEXEC)
+    asked = tmp_path / "scontrol.log"
+    monkeypatch.setenv("FAKE_SCONTROL_LOG", str(asked))
+    r = real_burn_in(cli, plan, "--drain")
+    if runs:
+        assert r.exit_code == 0, r.stderr
+        assert len(calls(log)) == 2
+        assert asked.read_text().splitlines() == ["show node -o node[0001-0016]"]
+        return
+    assert r.exit_code == 3, r.stderr
+    line = one_error_line(r)
+    assert "Slurm does not confirm the 16 tested names" in line and "gpus is not a node" in line, line
+    assert not log.exists()  # srun never ran
+    assert all(not a.startswith("update") for a in asked.read_text().splitlines())
