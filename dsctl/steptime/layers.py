@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from dsctl.model.recipes import DEEPSEEK, ActivationRecipe
 from dsctl.profiles.schema import ModelProfile
 from dsctl.steptime.ep import EpCostModel
-from dsctl.steptime.gemm import BF16_BYTES, FP8_BYTES, FP8_SCALED_BYTES, linear_seconds
+from dsctl.steptime.gemm import BF16_BYTES, FP8_BYTES, FP8_SCALED_BYTES, FP32_BYTES, linear_seconds
 from dsctl.steptime.hardware import GpuRates
 from dsctl.topology.sim.ep import token_bytes
 
@@ -38,6 +38,10 @@ FP8_BACKWARD_OUTPUT_GRAD_BYTES = BF16_BYTES + 2.0 * FP8_SCALED_BYTES
 #: bytes per cached FP8 input element requantised transposed for Wgrad: read FP8, write FP8 (with scales)
 FP8_BACKWARD_TRANSPOSE_BYTES = 2.0 * FP8_SCALED_BYTES
 
+
+#: bytes per embedding-table entry of one micro-batch's dense weight gradient: zero-filled BF16 gradient written,
+#: read again by the add into the FP32 main gradient, which is read and written (2 + 2 + 4 + 4)
+EMBEDDING_GRAD_BYTES = BF16_BYTES + BF16_BYTES + 2.0 * FP32_BYTES
 
 #: a recipe that recomputes nothing, the baseline :func:`layer_seconds` measures recompute seconds against
 NO_RECOMPUTE_BASE = ActivationRecipe(name="no-recompute", title="", source="")
@@ -272,10 +276,19 @@ def head_block(model: ModelProfile, tokens: float, rates: GpuRates) -> BlockSeco
 
 
 def embedding_block(model: ModelProfile, tokens: float, rates: GpuRates) -> BlockSeconds:
-    """Embedding lookup: a row read and written per token; its gradient scatters the rows back (W)."""
+    """Embedding lookup (a row read and written per token) and its weight gradient (W): the rows scattered into a
+    dense gradient of the table's shape, then added into the FP32 main gradient (``EMBEDDING_GRAD_BYTES`` per
+    table entry per micro-batch: V3's 129,280 x 7,168 table moves 11.1 GB, 4.1 ms on an H800).
+
+    Dense, because PyTorch's ``nn.Embedding`` gives a dense gradient unless built with ``sparse=True`` (its
+    default is False) and Megatron-LM's DDP adds each parameter's gradient into its FP32 ``main_grad`` buffer
+    after every backward; gradients accumulate over micro-batches in FP32 (DeepSeek-V3 tech report 3.3), as the
+    wgrad GEMMs' ``GRAD_ACCUMULATE_BYTES`` charge for the other weights.
+    """
     row = 2.0 * model.hidden_size
     f = 2.0 * row * tokens / rates.hbm_bytes_per_s
-    return BlockSeconds(f, 0.0, 2.0 * f)
+    table = EMBEDDING_GRAD_BYTES * model.vocab_size * model.hidden_size / rates.hbm_bytes_per_s
+    return BlockSeconds(f, 0.0, 2.0 * f + table)
 
 
 def mtp_projection_block(model: ModelProfile, tokens: float, rates: GpuRates) -> BlockSeconds:

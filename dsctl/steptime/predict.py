@@ -52,8 +52,9 @@ def _stage_seconds(model: ModelProfile, stage: Stage, tokens: float, rates: GpuR
     outside = BlockSeconds()
     if stage.has_embedding:
         outside += embedding_block(model, tokens, rates)
-    for _ in range(stage.num_mtp_modules):
-        outside += mtp_projection_block(model, tokens, rates) + head_block(model, tokens, rates)
+    for _ in range(stage.num_mtp_modules):  # its own lookup of the shared embedding, projection, layer, head
+        outside += embedding_block(model, tokens, rates) + mtp_projection_block(model, tokens, rates)
+        outside += head_block(model, tokens, rates)
         layers.append(kinds[model.moe is not None])
     if stage.has_head:
         outside += head_block(model, tokens, rates)
