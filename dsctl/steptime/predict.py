@@ -102,10 +102,11 @@ def _rank_tail(layout: ParallelLayout, stages: tuple[Stage, ...], rank: int, lin
     the overlap its op order allows (:func:`dsctl.steptime.collectives.exposed_tail`)."""
     shards, shard_params = [], 0.0
     times = _stage_times(timed, rank, pipeline_s)
+    unknown = (pipeline_s, 0.0) if timed is None else (0.0, pipeline_s)  # no schedule: nothing overlaps
     for s in stages_of_rank(layout.schedule, layout.pp, rank):
         dense, experts = stages[s].dense_params, stages[s].routed_expert_params / layout.ep
         rs, ag = stage_collectives(dense, experts, layout.dp, layout.expert_dp, link_rate, latency)
-        shards.append(StageShard(rs, ag, *times.get(s, (pipeline_s, 0.0))))
+        shards.append(StageShard(rs, ag, *times.get(s, unknown)))
         shard_params += dense / max(layout.dp, 1) + experts / max(layout.expert_dp, 1)
     return exposed_tail(shards, pipeline_s, adam_seconds(shard_params, hbm))
 
