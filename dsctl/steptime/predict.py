@@ -1,7 +1,8 @@
 """``predict_step``: a layout's training step in seconds, from the model and node profiles alone.
 
-Per stage op seconds (``stages.py`` from ``layers.py``), the schedule simulated with them and a p2p delay
-(:func:`dsctl.launch.schedule.simulate_stage_costs`: the bubble comes from the schedule), then the ZeRO-1 and
+Per stage op seconds (``stages.py`` from ``layers.py``, each op with its blocking pipeline sends), the schedule
+simulated with them and a p2p latency (:func:`dsctl.launch.schedule.simulate_stage_costs`: the bubble comes from
+the schedule), then the ZeRO-1 and
 optimizer tail (``collectives.py``). docs/steptime.md gives every formula and the validation against DeepSeek-V3.
 """
 
