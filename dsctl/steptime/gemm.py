@@ -8,10 +8,15 @@ memory-bound and run far below the ceiling, as DeepGEMM's tables show on H800 (2
 
 from __future__ import annotations
 
+from dsctl.model.recipes import SCALE_BYTES, TILE_VALUES
+
 #: bytes per element
 FP8_BYTES = 1.0
 BF16_BYTES = 2.0
 FP32_BYTES = 4.0
+#: bytes an FP8 activation element occupies with its share of the tile scale (one FP32 scale per 1x128 tile,
+#: DeepSeek-V3 tech report 3.3.1; the recipes' figures), written and read with the FP8 values: 1.03125
+FP8_SCALED_BYTES = FP8_BYTES + SCALE_BYTES / TILE_VALUES
 #: bytes per weight-gradient element a micro-batch's wgrad GEMM moves: it reads the running FP32 gradient and
 #: writes it back (gradients accumulate over micro-batches in FP32, DeepSeek-V3 tech report 3.3)
 GRAD_ACCUMULATE_BYTES = 2 * FP32_BYTES

@@ -27,17 +27,21 @@ from dataclasses import dataclass
 from dsctl.model.recipes import DEEPSEEK, ActivationRecipe
 from dsctl.profiles.schema import ModelProfile
 from dsctl.steptime.ep import EpCostModel
-from dsctl.steptime.gemm import BF16_BYTES, FP8_BYTES, linear_seconds
+from dsctl.steptime.gemm import BF16_BYTES, FP8_BYTES, FP8_SCALED_BYTES, FP32_BYTES, linear_seconds
 from dsctl.steptime.hardware import GpuRates
 from dsctl.topology.sim.ep import token_bytes
 
 #: attention backward kernel work relative to its forward (FlashAttention: 5 matmuls against 2)
 ATTENTION_BACKWARD_WORK = 2.5
-#: bytes per output-gradient element an FP8 backward casts: read BF16, write FP8 in two tile layouts
-FP8_BACKWARD_OUTPUT_GRAD_BYTES = 2.0 + 1.0 + 1.0
-#: bytes per cached FP8 input element requantised transposed for Wgrad: read FP8, write FP8
-FP8_BACKWARD_TRANSPOSE_BYTES = 1.0 + 1.0
+#: bytes per output-gradient element an FP8 backward casts: read BF16, write FP8 (with scales) in two tile layouts
+FP8_BACKWARD_OUTPUT_GRAD_BYTES = BF16_BYTES + 2.0 * FP8_SCALED_BYTES
+#: bytes per cached FP8 input element requantised transposed for Wgrad: read FP8, write FP8 (with scales)
+FP8_BACKWARD_TRANSPOSE_BYTES = 2.0 * FP8_SCALED_BYTES
 
+
+#: bytes per embedding-table entry of one micro-batch's dense weight gradient: zero-filled BF16 gradient written,
+#: read again by the add into the FP32 main gradient, which is read and written (2 + 2 + 4 + 4)
+EMBEDDING_GRAD_BYTES = BF16_BYTES + BF16_BYTES + 2.0 * FP32_BYTES
 
 #: a recipe that recomputes nothing, the baseline :func:`layer_seconds` measures recompute seconds against
 NO_RECOMPUTE_BASE = ActivationRecipe(name="no-recompute", title="", source="")
@@ -94,10 +98,10 @@ def fp8_backward_casts(tokens: float, n_out: float, k_in: float, hbm: float) -> 
     Dgrad and Wgrad run in FP8; 3.5.2, "Support for Transposed GEMM Operations").
 
     - I: the output gradient (BF16, ``T x N``) is read once and written in FP8 twice, in 1x128 tiles for Dgrad
-      and 128x1 tiles for Wgrad: ``4 N`` bytes per token;
+      and 128x1 tiles for Wgrad: ``(2 + 2 x 1.03125) N`` bytes per token;
     - W: the cached FP8 input (``T x K``, 1x128 tiles) is read, dequantised, transposed, requantised to 128x1
-      tiles and written for Wgrad: ``2 K`` bytes per token.
-    Tile scales (one FP32 per 128 values) add 3% and are left out.
+      tiles and written for Wgrad: ``2 x 1.03125 K`` bytes per token.
+    Every FP8 tensor carries one FP32 scale per 128 values (``FP8_SCALED_BYTES`` = 1.03125 B per element).
     """
     return BlockSeconds(0.0, FP8_BACKWARD_OUTPUT_GRAD_BYTES * n_out * tokens / hbm,
                         FP8_BACKWARD_TRANSPOSE_BYTES * k_in * tokens / hbm)
@@ -128,7 +132,7 @@ def _elementwise(bytes_per_token: float, tokens: float, hbm: float, recompute: b
 
 def norm_bytes(width: int) -> float:
     """RMSNorm with FP8 output: read BF16, write BF16 (kept for the residual path) and FP8 + scales."""
-    return width * (2.0 + 2.0 + 1.0)
+    return width * (2.0 + 2.0 + FP8_SCALED_BYTES)
 
 
 def attention_block(model: ModelProfile, tokens: float, seq_len: int, causal: bool, rates: GpuRates,
@@ -161,13 +165,14 @@ def attention_block(model: ModelProfile, tokens: float, seq_len: int, causal: bo
     # norm before attention (recomputed), residual add (read 2, write 1, BF16), RoPE on q and k, output quantisation
     rope = 2.0 * 2.0 * 2.0 * (a.num_heads + 1) * (a.qk_rope_head_dim if a.is_mla else a.head_dim)
     block += _elementwise(norm_bytes(h) + small_norms, tokens, hbm, recompute=recipe.recompute_norms)
-    block += _elementwise(6.0 * h + rope + 3.0 * a.num_heads * d_v, tokens, hbm)
+    block += _elementwise(6.0 * h + rope + (BF16_BYTES + FP8_SCALED_BYTES) * a.num_heads * d_v, tokens, hbm)
     return block
 
 
 def swiglu_bytes(width: int) -> float:
-    """SwiGLU of one expert or dense FFN: read gate and up (BF16), write the product in FP8 + BF16 copy."""
-    return width * (2.0 * 2.0 + 1.0 + 2.0)
+    """SwiGLU of one expert or dense FFN: read gate and up (BF16), write the product in FP8 (+ scales) and a BF16
+    copy."""
+    return width * (2.0 * 2.0 + FP8_SCALED_BYTES + 2.0)
 
 
 def dense_ffn_block(model: ModelProfile, tokens: float, rates: GpuRates,
@@ -210,10 +215,12 @@ def permute_block(hidden: int, rows: float, hbm: float, in_bytes: float) -> Bloc
 
     DeepEP's dispatch leaves received tokens ordered by source rank; DeepGEMM's contiguous grouped GEMM takes
     each expert's rows contiguous (its README: "M-axis contiguous" layout, segments aligned to the block size).
-    A permute kernel reads and writes each received row (``2 h in_bytes``) and an unpermute the BF16 expert
-    output before the combine (``2 x 2 h``); the backward moves the BF16 gradients both ways (``2 x 2 x 2 h``).
+    A permute kernel reads and writes each received row (``2 h in_bytes``, FP8 rows with their 1x128 scales) and
+    an unpermute the BF16 expert output before the combine (``2 x 2 h``); the backward moves the BF16 gradients
+    both ways (``2 x 2 x 2 h``).
     """
-    forward = rows * hidden * (2.0 * in_bytes + 2.0 * BF16_BYTES) / hbm
+    row_bytes = FP8_SCALED_BYTES if in_bytes == FP8_BYTES else in_bytes
+    forward = rows * hidden * (2.0 * row_bytes + 2.0 * BF16_BYTES) / hbm
     backward = rows * hidden * 4.0 * BF16_BYTES / hbm
     return BlockSeconds(forward, backward, 0.0)
 
@@ -269,10 +276,19 @@ def head_block(model: ModelProfile, tokens: float, rates: GpuRates) -> BlockSeco
 
 
 def embedding_block(model: ModelProfile, tokens: float, rates: GpuRates) -> BlockSeconds:
-    """Embedding lookup: a row read and written per token; its gradient scatters the rows back (W)."""
+    """Embedding lookup (a row read and written per token) and its weight gradient (W): the rows scattered into a
+    dense gradient of the table's shape, then added into the FP32 main gradient (``EMBEDDING_GRAD_BYTES`` per
+    table entry per micro-batch: V3's 129,280 x 7,168 table moves 11.1 GB, 4.1 ms on an H800).
+
+    Dense, because PyTorch's ``nn.Embedding`` gives a dense gradient unless built with ``sparse=True`` (its
+    default is False) and Megatron-LM's DDP adds each parameter's gradient into its FP32 ``main_grad`` buffer
+    after every backward; gradients accumulate over micro-batches in FP32 (DeepSeek-V3 tech report 3.3), as the
+    wgrad GEMMs' ``GRAD_ACCUMULATE_BYTES`` charge for the other weights.
+    """
     row = 2.0 * model.hidden_size
     f = 2.0 * row * tokens / rates.hbm_bytes_per_s
-    return BlockSeconds(f, 0.0, 2.0 * f)
+    table = EMBEDDING_GRAD_BYTES * model.vocab_size * model.hidden_size / rates.hbm_bytes_per_s
+    return BlockSeconds(f, 0.0, 2.0 * f + table)
 
 
 def mtp_projection_block(model: ModelProfile, tokens: float, rates: GpuRates) -> BlockSeconds:

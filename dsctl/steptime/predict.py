@@ -1,19 +1,21 @@
 """``predict_step``: a layout's training step in seconds, from the model and node profiles alone.
 
-Per stage op seconds (``stages.py`` from ``layers.py``), the schedule simulated with them and a p2p delay
-(:func:`dsctl.launch.schedule.simulate_stage_costs`: the bubble comes from the schedule), then the ZeRO-1 and
+Per stage op seconds (``stages.py`` from ``layers.py``, each op with its blocking pipeline sends), the schedule
+simulated with them and a p2p latency (:func:`dsctl.launch.schedule.simulate_stage_costs`: the bubble comes from
+the schedule), then the ZeRO-1 and
 optimizer tail (``collectives.py``). docs/steptime.md gives every formula and the validation against DeepSeek-V3.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 from dsctl.errors import InputError
 from dsctl.launch.layout import ParallelLayout
 from dsctl.launch.rules import DUAL_SCHEDULES, stages_of_rank
 from dsctl.launch.schedule import simulate_stage_costs
-from dsctl.launch.schedule.timed import TimedSchedule
+from dsctl.launch.schedule.timed import TimedSchedule, _prepared
 from dsctl.launch.stages import Stage, split_stages
 from dsctl.model.flops import training_flops
 from dsctl.model.params import count_parameters
@@ -51,8 +53,9 @@ def _stage_seconds(model: ModelProfile, stage: Stage, tokens: float, rates: GpuR
     outside = BlockSeconds()
     if stage.has_embedding:
         outside += embedding_block(model, tokens, rates)
-    for _ in range(stage.num_mtp_modules):
-        outside += mtp_projection_block(model, tokens, rates) + head_block(model, tokens, rates)
+    for _ in range(stage.num_mtp_modules):  # its own lookup of the shared embedding, projection, layer, head
+        outside += embedding_block(model, tokens, rates) + mtp_projection_block(model, tokens, rates)
+        outside += head_block(model, tokens, rates)
         layers.append(kinds[model.moe is not None])
     if stage.has_head:
         outside += head_block(model, tokens, rates)
@@ -66,17 +69,32 @@ def _link(node: NodeProfile) -> tuple[float, float]:
     return rate, IB_LATENCY_S if node.compute_link_layer == "infiniband" else ROCE_LATENCY_S
 
 
-def _stage_times(timed: TimedSchedule | None, rank: int, stage: int, pipeline_s: float) -> tuple[float, float]:
-    """(end of the rank's last backward work on ``stage``, start of its first forward of it), seconds."""
+@functools.lru_cache(maxsize=32)
+def _stage_op_indices(schedule: str, num_stages: int,
+                      num_micro_batches: int) -> tuple[dict[int, tuple[int, int]], ...]:
+    """Per rank and stage it runs: (index of its last backward op on the stage, index of its first forward of it),
+    -1 for none; they depend on the schedule's shape only, so a layout search finds them once per shape."""
+    out = []
+    for row in _prepared(schedule, num_stages, num_micro_batches)[1]:
+        last_b: dict[int, int] = {}
+        first_f: dict[int, int] = {}
+        for index, (kind, fwd, bwd) in enumerate(row):
+            if bwd is not None and kind in ("B", "W", "FB"):
+                last_b[bwd] = index
+            if fwd is not None and fwd not in first_f:
+                first_f[fwd] = index
+        out.append({s: (last_b.get(s, -1), first_f.get(s, -1)) for s in set(last_b) | set(first_f)})
+    return tuple(out)
+
+
+def _stage_times(timed: TimedSchedule | None, rank: int, pipeline_s: float) -> dict[int, tuple[float, float]]:
+    """Per stage the rank runs: (end of its last backward work on the stage, start of its first forward of it),
+    seconds."""
     if timed is None:
-        return pipeline_s, 0.0
-    ready, first = 0.0, pipeline_s
-    for (kind, fwd, bwd), start, end in zip(timed.parts[rank], timed.starts[rank], timed.ends[rank], strict=True):
-        if bwd == stage and kind in ("B", "W", "FB"):
-            ready = max(ready, end)
-        if fwd == stage:
-            first = min(first, start)
-    return ready, first
+        return {}
+    indices = _stage_op_indices(timed.schedule, timed.num_stages, timed.num_micro_batches)[rank]
+    starts, ends = timed.starts[rank], timed.ends[rank]
+    return {s: (ends[b] if b >= 0 else 0.0, starts[f] if f >= 0 else pipeline_s) for s, (b, f) in indices.items()}
 
 
 def _rank_tail(layout: ParallelLayout, stages: tuple[Stage, ...], rank: int, link_rate: float, hbm: float,
@@ -84,10 +102,12 @@ def _rank_tail(layout: ParallelLayout, stages: tuple[Stage, ...], rank: int, lin
     """ZeRO-1 tail of pipeline rank ``rank`` (its stages' dense parameters and its share of their experts), with
     the overlap its op order allows (:func:`dsctl.steptime.collectives.exposed_tail`)."""
     shards, shard_params = [], 0.0
+    times = _stage_times(timed, rank, pipeline_s)
+    unknown = (pipeline_s, 0.0) if timed is None else (0.0, pipeline_s)  # no schedule: nothing overlaps
     for s in stages_of_rank(layout.schedule, layout.pp, rank):
         dense, experts = stages[s].dense_params, stages[s].routed_expert_params / layout.ep
         rs, ag = stage_collectives(dense, experts, layout.dp, layout.expert_dp, link_rate, latency)
-        shards.append(StageShard(rs, ag, *_stage_times(timed, rank, s, pipeline_s)))
+        shards.append(StageShard(rs, ag, *times.get(s, unknown)))
         shard_params += dense / max(layout.dp, 1) + experts / max(layout.expert_dp, 1)
     return exposed_tail(shards, pipeline_s, adam_seconds(shard_params, hbm))
 
@@ -139,11 +159,14 @@ def predict_step(model: ModelProfile, node: NodeProfile, layout: ParallelLayout,
     layer_kinds = {moe: layer_seconds(model, moe, tokens, seq_len, True, layout.ep, rates, ep_cost, imbalance, recipe)
                    for moe in (False, True)}
     costs = tuple(_stage_seconds(model, s, tokens, rates, layer_kinds) for s in stages)
-    table = OpSecondsTable(costs, layout.schedule in DUAL_SCHEDULES, rates.comm_slowdown)
     link_rate, latency = _link(node)
     p2p = p2p_seconds(tokens, model.hidden_size, link_rate, latency) if layout.pp > 1 else 0.0
+    # the sender waits for its sends (stages.py): their bytes in the op, one latency on the dependency
+    table = OpSecondsTable(costs, layout.schedule in DUAL_SCHEDULES, rates.comm_slowdown, layout.schedule,
+                           p2p - latency if layout.pp > 1 else 0.0)
     if layout.num_stages > 1:
-        timed = simulate_stage_costs(layout.schedule, layout.num_stages, num_micro_batches, table, p2p)
+        timed = simulate_stage_costs(layout.schedule, layout.num_stages, num_micro_batches, table,
+                                     latency if layout.pp > 1 else 0.0)
         pipeline, kinds, counts_by_kind = timed.makespan, timed.seconds_by_kind(0), timed.count_by_kind(0)
         idle = timed.idle_per_rank
     else:

@@ -73,7 +73,8 @@ class StepTime:
     - ``tokens_per_step`` and ``world_size``; TFLOPS per GPU in two conventions: ``tflops_noncausal`` counts the
       full attention matrix, ``tflops_causal`` half of it (the paper's 432 and 385); both without MTP, as the
       paper's 250 GFLOP/token; ``mfu_*`` divide them by the BF16 dense peak;
-    - ``reduce_scatter_s``, ``all_gather_s``, ``adam_s``: the optimizer tail's parts; ``p2p_s`` per boundary;
+    - ``reduce_scatter_s``, ``all_gather_s``, ``adam_s``: the optimizer tail's parts; ``p2p_s`` per boundary
+      (latency + one send's bytes over the NIC; the sender waits for its sends inside its op);
     - ``stages``: each stage's op costs; ``ep_dispatch_s`` / ``ep_combine_s``: one MoE layer's forward all-to-alls;
     - ``layers``: where a layer's time goes, per layer kind the model has.
     """

@@ -26,7 +26,7 @@ def test_launch_default_searches_by_predicted_step(cli: Cli) -> None:
     assert rows[0]["why_lost"] == "" and all(r["why_lost"].startswith("+") for r in rows[1:])
     assert data["step_time"]["step_s"] == pytest.approx(rows[0]["step_s"], rel=2e-3)
     deepseek = [r for r in rows if r["label"] == "PP16 EP64 dualpipe 120x1"]
-    assert deepseek and deepseek[0]["step_s"] == pytest.approx(17.12, abs=0.05)
+    assert deepseek and deepseek[0]["step_s"] == pytest.approx(17.31, abs=0.05)
     assert {f["kind"] for f in search["rejected"]} >= {"memory", "schedule rule", "divisibility", "EP span"}
     table = cli("launch", "--nodes", "256")
     assert "Layouts by predicted step (648 evaluated" in table.stdout and "Rejected families" in table.stdout

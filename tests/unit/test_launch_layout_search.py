@@ -104,7 +104,7 @@ def test_v3_on_256_h800_ranks_deepseeks_layout_and_says_why_another_is_faster() 
     labels = [r.label for r in rows]
     assert "PP16 EP64 dualpipe 120x1" in labels
     deepseek = rows[labels.index("PP16 EP64 dualpipe 120x1")]
-    assert deepseek.step_s == pytest.approx(17.12, abs=0.05)
+    assert deepseek.step_s == pytest.approx(17.31, abs=0.05)
     if deepseek.rank > 1:
         assert deepseek.why_lost.startswith(f"+{deepseek.step_s - rows[0].step_s:.2f} s")
 
