@@ -80,6 +80,9 @@ def burn_in(
                                         "(real runs).")] = "python3",
     node_profile_name: Annotated[str | None, typer.Option(
         "--node-profile", help="Node profile for the NVLink rate (default: the plan's).")] = None,
+    from_perf: Annotated[list[Path] | None, typer.Option(
+        "--from-perf", help="Judge these saved perftest / nccl-tests reports instead of running the probe "
+        "(repeatable; reports that name no plan node are judged, never drained).")] = None,
     fmt: HealthFormatOpt = HealthFormat.table,
 ) -> None:
     """Drive every planned cable at line rate round by round; slow flows (vs the simulator) localised to one
@@ -114,6 +117,16 @@ def burn_in(
                             fabric_document(fabric_model) if fabric_model is not None else None,
                             f"--fabric-model {fabric_model}", node_profile.nvlink_bytes_per_s / 2,
                             svg=out is not None)
+    if from_perf:
+        if fabric_model is not None or nodelist is not None:
+            raise InputError("--from-perf judges the reports' own nodes: give it without --fabric-model and "
+                             "--nodelist")
+        from dsctl.commands._common import perf_report_texts
+        from dsctl.health.burnin.reports import run_reports
+
+        texts = perf_report_texts(from_perf, "--from-perf")
+        finish(run_reports(text, source, request, texts, node_profile), fmt, out, textfile_dir, drain, limit)
+        return
     factory = None
     if fabric_model is None:
         from dsctl.runners.burnin import ProbeOptions, slurm_measure

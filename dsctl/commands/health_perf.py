@@ -2,23 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from dsctl.commands._common import FormatOpt, profile_store, read_text_input, show
+from dsctl.commands._common import FormatOpt, perf_report_texts, profile_store, show
 from dsctl.output.formats import OutputFormat
-
-#: most files one invocation reads (each within the input limit; read and judged one at a time)
-MAX_FILES = 10_000
-
-
-def _texts(files: list[Path]) -> Iterator[tuple[str, str]]:
-    for path in files:
-        yield str(path), read_text_input(path, "FILE", hint="give the saved output of ib_write_bw or of an "
-                                         "nccl-tests binary")
 
 
 def perf(
@@ -36,11 +26,9 @@ def perf(
 ) -> None:
     """Judge perftest and nccl-tests results against what the node profile says the path should deliver (NIC
     line rate x efficiency; a collective's bus bandwidth on N nodes). Exit 1 when a result is slow or wrong."""
-    from dsctl.errors import InputError
     from dsctl.health.perf.judge import judge_files
 
-    if len(files) > MAX_FILES:
-        raise InputError(f"{len(files):,} files: at most {MAX_FILES:,} per run")
+    texts = perf_report_texts(files, "FILE")
     store = profile_store()
     fabric = None
     if plan is not None:
@@ -51,7 +39,7 @@ def perf(
         text, source = plan_text_of(plan)
         fabric = PlanFabric(text, source)
         node = node or plan_facts(text, source)[0] or None
-    report = judge_files(_texts(files), store.node(node) if node else None, store.node, fraction, fabric)
+    report = judge_files(texts, store.node(node) if node else None, store.node, fraction, fabric)
     show(report, fmt, "health perf")
 
 

@@ -73,6 +73,8 @@ class BurninResult:
     nic_names: tuple[str, ...] = field(default=(), metadata={"output": False})
     node_names: tuple[str, ...] = field(default=(), metadata={"output": False})
     nic_plane: tuple[int, ...] = field(default=(), metadata={"output": False})
+    #: what a reader must know beyond the rounds: reports not judged or not placed (``--from-perf``)
+    notes: tuple[str, ...] = ()
     exit_code: int = field(default=0, metadata={"output": False})
 
     @property
@@ -110,6 +112,7 @@ class BurninResult:
                                         "min_gbps": round(e.min_gbps, 3), "expected_gbps": round(e.expected_gbps, 3),
                                         "flaky": e.flaky} for e in f.evidence]} for f in self.findings],
             "drain": self.drain.to_data() if self.drain is not None else None,
+            "notes": list(self.notes),
         }
 
 
@@ -225,10 +228,7 @@ def run(plan_text: str, source: str, request: BurninRequest, measure_factory: Ca
     from dsctl.topology.sim.graph import build_graph
     from dsctl.topology.sim.routing import next_hops
 
-    if not 0 < request.fraction < 1:
-        raise InputError(f"--fraction {request.fraction:g} must lie in (0, 1), e.g. 0.9")
-    if not 0 < request.mad_k <= 100:
-        raise InputError(f"--mad-k {request.mad_k:g} must be a positive number of MADs, e.g. 4")
+    check_thresholds(request)
     check_size(plan_text, source)
     graph = build_graph(plan_text, source, request.nvlink_bytes_per_s)
     selected = select(graph, request.nodes)
@@ -252,6 +252,14 @@ def run(plan_text: str, source: str, request: BurninRequest, measure_factory: Ca
     return replace(result, injected=injected, svgs=svgs, nic_names=tuple(graph.nic_names),
                    node_names=tuple(graph.device_names[:graph.num_nodes]),
                    nic_plane=tuple(int(p) for p in graph.nic_plane))
+
+
+def check_thresholds(request: BurninRequest) -> None:
+    """InputError for a fraction outside (0, 1) or a MAD count outside (0, 100]."""
+    if not 0 < request.fraction < 1:
+        raise InputError(f"--fraction {request.fraction:g} must lie in (0, 1), e.g. 0.9")
+    if not 0 < request.mad_k <= 100:
+        raise InputError(f"--mad-k {request.mad_k:g} must be a positive number of MADs, e.g. 4")
 
 
 def check_size(plan_text: str, source: str) -> None:
