@@ -19,9 +19,9 @@ def perf(
     = None,
     fraction: Annotated[float, typer.Option("--fraction", help="Slow = below this fraction of the expectation.")]
     = 0.9,
-    plan: Annotated[Path | None, typer.Option("--plan", help="Fabric plan (plan.json or its folder): alltoall "
-                                              "expectations from the flow simulator on it; its node profile is the "
-                                              "default.")] = None,
+    plan: Annotated[Path | None, typer.Option("--plan", help="Fabric plan (plan.json or its folder): nccl-tests "
+                                              "expectations from the flow simulator on it (on the file's hosts); "
+                                              "its node profile is the default.")] = None,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Judge perftest and nccl-tests results against what the node profile says the path should deliver (NIC

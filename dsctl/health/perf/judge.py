@@ -20,7 +20,7 @@ from dsctl.health.perf.expect import (
     PlanFabric,
     busbw_expectation,
     perftest_expectation,
-    simulated_alltoall,
+    simulated_busbw,
 )
 from dsctl.health.perf.nccltests import NcclTestsRun, is_nccl_tests, parse_nccl_tests
 from dsctl.health.perf.perftest import PerftestRun, is_perftest, parse_perftest
@@ -122,8 +122,8 @@ def judge_perftest(run: PerftestRun, source: str, profile: NodeProfile, fraction
 
 def judge_nccl(run: NcclTestsRun, source: str, profile: NodeProfile, fraction: float,
                fabric: PlanFabric | None = None) -> PerfResult:
-    """One nccl-tests report against the busbw :func:`busbw_expectation` gives for its collective and nodes (an
-    alltoall on more than one node simulated on ``fabric`` when one is given)."""
+    """One nccl-tests report against the busbw :func:`busbw_expectation` gives for its collective and nodes
+    (simulated on ``fabric`` when one is given: :func:`simulated_busbw`)."""
     row = run.largest
     measured = row.best_busbw_bytes_per_s
     if run.ranks:
@@ -146,8 +146,9 @@ def judge_nccl(run: NcclTestsRun, source: str, profile: NodeProfile, fraction: f
                    "(run with -e 8G)")
     if why_not:
         return _result(base, None, None, "not_judged", why_not)
-    if fabric is not None and run.collective == "alltoall" and run.num_nodes > 1:
-        expectation = simulated_alltoall(fabric, profile, run.num_nodes, run.gpus_per_node, row.size_bytes)
+    if fabric is not None:
+        expectation = simulated_busbw(fabric, profile, run.collective, run.num_nodes, run.gpus_per_node,
+                                      row.size_bytes, run.hosts)
     else:
         expectation = busbw_expectation(run.collective, run.num_nodes, run.gpus_per_node, run.num_ranks, profile)
     expected, ratio, verdict = _verdict(measured, expectation, fraction)
