@@ -5,7 +5,8 @@ from __future__ import annotations
 import io
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -13,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from dsctl.errors import InputError
+from dsctl.errors import FieldError, InputError
 from dsctl.inputs import read_bytes, read_text
 from dsctl.output.formats import OutputFormat
 
@@ -132,3 +133,20 @@ def perf_report_texts(files: list[Path], what: str) -> Iterator[tuple[str, str]]
         for path in files:
             yield str(path), read_text_input(path, what, hint=PERF_REPORT_HINT)
     return texts()
+
+
+def plan_text_of(plan: Path) -> tuple[str, str]:
+    """(plan.json text, its name) of PLAN_DIR or a plan.json path (``PlanArg``, ``--plan``)."""
+    plan_file = plan / "plan.json" if plan.is_dir() else plan
+    if plan.is_dir() and not plan_file.exists():
+        raise InputError(f"PLAN {plan} has no plan.json", hint="write one with 'dsctl topology plan --out-dir DIR'")
+    return read_text_input(plan_file, "PLAN"), str(plan_file)
+
+
+@contextmanager
+def fields_as(flags: Mapping[str, str]) -> Iterator[None]:
+    """Say a domain request's FieldError in this command's option names (``flags``: field -> option)."""
+    try:
+        yield
+    except FieldError as exc:
+        raise exc.worded(flags) from None

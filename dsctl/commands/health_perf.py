@@ -7,8 +7,9 @@ from typing import Annotated
 
 import typer
 
-from dsctl.commands._common import FormatOpt, perf_report_texts, profile_store, show
+from dsctl.commands._common import FormatOpt, perf_report_texts, plan_text_of, profile_store, show
 from dsctl.output.formats import OutputFormat
+from dsctl.thresholds import SLOW_FRACTION
 
 
 def perf(
@@ -18,7 +19,7 @@ def perf(
                                              "(default: from the GPU model in nccl-tests output, else h800-hgx).")]
     = None,
     fraction: Annotated[float, typer.Option("--fraction", help="Slow = below this fraction of the expectation.")]
-    = 0.9,
+    = SLOW_FRACTION,
     plan: Annotated[Path | None, typer.Option("--plan", help="Fabric plan (plan.json or its folder): nccl-tests "
                                               "expectations from the flow simulator on it (on the file's hosts); "
                                               "its node profile is the default.")] = None,
@@ -32,7 +33,6 @@ def perf(
     store = profile_store()
     fabric = None
     if plan is not None:
-        from dsctl.commands.health_burnin import plan_text_of
         from dsctl.health.perf.expect import PlanFabric
         from dsctl.topology.sim import plan_facts
 

@@ -81,6 +81,8 @@ def test_nodelist_tests_a_subset(cli: Cli, plan16: Path, tmp_path: Path) -> None
     (["--fraction", "1.5"], "--fraction 1.5"),
     (["-w", "node[0001-0002],nodeX"], "'nodeX' is not a node of the plan"),
     (["--transport", "mpi"], "--transport 'mpi'"),
+    (["--mad-k", "0"], "--mad-k 0 must be a positive number"),
+    (["-w", "node0001"], "--nodelist: a burn-in needs at least 2 nodes"),
 ])
 def test_bad_options_are_one_line_errors(cli: Cli, plan16: Path, tmp_path: Path, args: list[str],
                                          message: str) -> None:
@@ -160,4 +162,6 @@ def test_from_perf_judges_the_reports_and_drains_only_what_they_prove(cli: Cli, 
     assert "covered by 4 judged report(s)" in table.stdout and "a perftest report names no host" in table.stdout
     refused = cli("health", "burn-in", str(plan16), "--from-perf", str(tmp_path / "ab.log"), "--fabric-model",
                   str(model(tmp_path)))
-    assert refused.exit_code == 2 and "--from-perf" in refused.stderr
+    assert refused.exit_code == 2 and "--from-perf and --fabric-model are two ways to measure" in refused.stderr
+    subset = cli("health", "burn-in", str(plan16), "--from-perf", str(tmp_path / "ab.log"), "-w", "node[0001-0002]")
+    assert subset.exit_code == 2 and "--nodelist does not apply" in subset.stderr

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dsctl.health.burnin.api import BurninRequest
 from dsctl.health.burnin.reports import REPORTS_SOURCE, run_reports
+from dsctl.health.burnin.request import BurninRequest
 from dsctl.profiles.loader import ProfileStore
 from dsctl.topology.sim.graph import NIC_DOWN, NIC_UP, NVL_IN, NVL_OUT, build_graph
 

@@ -33,18 +33,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dsctl.errors import InputError
-from dsctl.health.burnin.api import (
-    BurninRequest,
-    BurninResult,
-    RoundResult,
-    check_size,
-    check_thresholds,
-    plane_pictures,
-)
+from dsctl.errors import FieldError
+from dsctl.health.burnin.api import BurninResult, RoundResult, check_size, plane_pictures
 from dsctl.health.burnin.design import RoundDesign, coverage_of, lower_bound, plain_routes
 from dsctl.health.burnin.judge import MIN_FLOWS_FOR_STATS, Judgement, Measured, judge
 from dsctl.health.burnin.locate import Evidence, FaultFinding, owner
+from dsctl.health.burnin.request import BurninRequest
 from dsctl.health.perf.judge import PerfResult
 from dsctl.health.perf.nccltests import NcclTestsRun
 from dsctl.health.perf.perftest import PerftestRun
@@ -272,11 +266,11 @@ def from_reports(plan_text: str, source: str, judged: Iterable[tuple[PerfResult,
             nodes, links, proves, why = none, none, none, "a perftest report names no host"
         entries += len(links)
         if entries > MAX_FOOTPRINT_LINKS:
-            raise InputError(f"--from-perf: the reports cross more than {MAX_FOOTPRINT_LINKS:,} links in all",
+            raise FieldError(("reports",), f"{{0}}: the reports cross more than {MAX_FOOTPRINT_LINKS:,} links in all",
                              hint="give fewer or smaller jobs' reports per run")
         reports.append(PlacedReport(result, label, nodes, links, proves, why))
     if not reports:
-        raise InputError("--from-perf: no report could be judged" + (f" ({notes[0]})" if notes else ""),
+        raise FieldError(("reports",), "{0}: no report could be judged" + (f" ({notes[0]})" if notes else ""),
                          hint="give nccl-tests output of at least 1 GiB messages or perftest output")
     expected = np.array([(r.result.expected_bytes_per_s or 0.0) * 8 / 1e9 for r in reports])
     measured = np.array([r.result.measured_bytes_per_s * 8 / 1e9 for r in reports])
@@ -319,7 +313,7 @@ def run_reports(plan_text: str, source: str, request: BurninRequest, texts: Iter
     from dsctl.health.perf.expect import PlanFabric
     from dsctl.health.perf.judge import judged_runs
 
-    check_thresholds(request)
+    request.check()
     judged = judged_runs(texts, profile, lambda _: profile, request.fraction, PlanFabric(plan_text, source))
     return from_reports(plan_text, source, judged, request.fraction, request.mad_k, request.nvlink_bytes_per_s,
                         request.svg)

@@ -26,8 +26,8 @@ from dsctl.health.perf.nccltests import NcclTestsRun, is_nccl_tests, parse_nccl_
 from dsctl.health.perf.perftest import PerftestRun, is_perftest, parse_perftest
 from dsctl.profiles import DEFAULT_NODE_PROFILE
 from dsctl.profiles.schema import NodeProfile
+from dsctl.thresholds import SLOW_FRACTION
 
-DEFAULT_FRACTION = 0.9
 #: the node profile when neither --node-profile nor a GPU model in the file names one
 DEFAULT_PROFILE = DEFAULT_NODE_PROFILE
 #: smaller perftest messages are message-rate bound (perftest's default size is 64 KiB, which reaches line rate)
@@ -165,7 +165,7 @@ def profile_name_for(text_models: tuple[str, ...]) -> str | None:
 
 
 def judged_runs(files: Iterable[tuple[str, str]], profile: NodeProfile | None,
-                load_profile: Callable[[str], NodeProfile], fraction: float = DEFAULT_FRACTION,
+                load_profile: Callable[[str], NodeProfile], fraction: float = SLOW_FRACTION,
                 fabric: PlanFabric | None = None) -> Iterator[tuple[PerfResult, PerftestRun | NcclTestsRun]]:
     """Every report in ``files`` ((name, text) pairs), judged, with the parsed run it came from. ``profile``
     (from --node-profile) wins; otherwise the GPU model of an nccl-tests report picks it, else
@@ -192,7 +192,7 @@ def judged_runs(files: Iterable[tuple[str, str]], profile: NodeProfile | None,
 
 
 def judge_files(files: Iterable[tuple[str, str]], profile: NodeProfile | None,
-                load_profile: Callable[[str], NodeProfile], fraction: float = DEFAULT_FRACTION,
+                load_profile: Callable[[str], NodeProfile], fraction: float = SLOW_FRACTION,
                 fabric: PlanFabric | None = None) -> PerfReport:
     """Every report in ``files`` judged (:func:`judged_runs`), as one report."""
     return PerfReport(tuple(result for result, _ in judged_runs(files, profile, load_profile, fraction, fabric)),
