@@ -1,6 +1,7 @@
 """health burn-in judged from perftest / nccl-tests reports (dsctl.health.burnin.reports): placement on the plan,
 footprints counted here from the plan's shape, localisation to a node only on evidence, nothing drained for
-reports that name no plan node. The real report is tests/data/health/real/nccl-tests-309 (2 x 8 H100)."""
+reports that name no plan node. Real reports: tests/data/health/real (nccl-tests-309 2 x 8 H100, google/dranet B200
+and H200, the elided NVIDIA/nccl#1531 excerpt)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from dsctl.errors import FieldError
 from dsctl.health.burnin.reports import REPORTS_SOURCE, run_reports
 from dsctl.health.burnin.request import BurninRequest
 from dsctl.profiles.loader import ProfileStore
@@ -145,3 +147,50 @@ def test_not_judged_reports_are_noted_and_partial_nodes_prove_nothing(tiered: st
     assert any("small.log" in n and "not judged" in n for n in result.notes)
     # one GPU of 8 per node proves nothing, so the slow 1-3 report stays ambiguous
     assert [f.kind for f in result.findings] == ["ambiguous"] and result.drain_wanted() == []
+
+
+def renamed_plan(tmp_path_factory: pytest.TempPathFactory, profile: str, names: tuple[str, str]) -> str:
+    """A 2-node plan whose nodes carry the host names of a real report (topology plan numbers nodes from 1)."""
+    text = plan(tmp_path_factory, "-N", "2", "--node-profile", profile)
+    return text.replace('"node0001"', f'"{names[0]}"').replace('"node0002"', f'"{names[1]}"')
+
+
+def test_the_real_b200_all_gather_below_the_profile_blames_neither_node_alone(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    text = renamed_plan(tmp_path_factory, "b200-hgx", ("nccl-gib-test-0", "nccl-gib-test-1"))
+    path = REAL / "nccl-tests-dranet-b200-2x8-all-gather.txt"
+    result = burn(text, [(str(path), path.read_text())], STORE.node("b200-hgx"))
+    # largest row 8589934592 B: busbw 260.03 out-of-place, 259.25 in-place (the file); b200-hgx: 8 NICs x 400 Gb/s
+    # x 0.88 = 352 GB/s (NVLink 720 x 8/7 is higher)
+    ratio = 260.03 / 352.0
+    (finding,) = result.findings
+    assert finding.kind == "ambiguous" and finding.ratio == pytest.approx(ratio, rel=1e-4)
+    assert set(finding.candidates) == {"nccl-gib-test-0", "nccl-gib-test-1"}
+    assert result.drain_wanted() == [] and result.selected == ("nccl-gib-test-0", "nccl-gib-test-1")
+
+
+def test_the_real_one_gpu_per_node_report_suspects_and_proves_nothing(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    hosts = ("nccl-test-dranet-1gpu-1nic-worker-0", "nccl-test-dranet-1gpu-1nic-worker-1")
+    text = renamed_plan(tmp_path_factory, "h200-hgx", hosts)
+    path = REAL / "nccl-tests-dranet-h200-2x1-all-reduce.txt"
+    result = burn(text, [(str(path), path.read_text())], STORE.node("h200-hgx"))
+    # 8589934592 B: busbw 31.89 / 31.88 GB/s (the file) against one GPU's NIC, 400 Gb/s x 0.88 = 44 GB/s
+    (rnd,) = result.rounds
+    assert rnd.median_ratio == pytest.approx(31.89 / 44.0, rel=1e-4) and rnd.num_slow == 1
+    (finding,) = result.findings
+    assert finding.kind == "ambiguous" and set(finding.candidates) == set(hosts) and result.drain_wanted() == []
+    # one GPU of 8: every NIC and NVLink link of both nodes is suspect (which NIC device 0 used is not certain)
+    graph = build_graph(text, "p", STORE.node("h200-hgx").nvlink_bytes_per_s / 2)
+    covered = ~np.isnan(result.link_ratio)
+    assert np.count_nonzero(covered & np.isin(graph.link_kind, (NIC_UP, NIC_DOWN))) == 2 * 8 * 2
+    assert np.count_nonzero(covered & np.isin(graph.link_kind, (NVL_OUT, NVL_IN))) == 2 * 8 * 2
+
+
+def test_the_real_elided_h800_excerpt_is_noted_not_judged(tiered: str) -> None:
+    path = REAL / "nccl-1531-h800-8x8-alltoall-excerpt.txt"
+    with pytest.raises(FieldError) as caught:
+        burn(tiered, [(str(path), path.read_text())])
+    # the excerpt's only row is 8388608 B (8 MiB): bus bandwidth still grows with size, not judged
+    assert caught.value.fields == ("reports",) and "no report could be judged" in caught.value.message
+    assert "below 1 GiB" in caught.value.message
