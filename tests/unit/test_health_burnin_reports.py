@@ -194,3 +194,12 @@ def test_the_real_elided_h800_excerpt_is_noted_not_judged(tiered: str) -> None:
     # the excerpt's only row is 8388608 B (8 MiB): bus bandwidth still grows with size, not judged
     assert caught.value.fields == ("reports",) and "no report could be judged" in caught.value.message
     assert "below 1 GiB" in caught.value.message
+
+
+def test_a_hostile_host_name_is_shown_quoted_and_never_drained(tiered: str) -> None:
+    host = "node0001\x1b[2J{0}"
+    result = burn(tiered, [("x.log", report([host, "node0002"], SLOW))])
+    (finding,) = result.findings
+    assert finding.kind == "unplaced" and finding.node == "" and result.drain_wanted() == []
+    assert "\x1b" not in finding.note and "'node0001\\x1b[2J{0}'" in finding.note
+    assert "\x1b" not in finding.evidence[0].flow

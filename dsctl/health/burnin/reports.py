@@ -42,6 +42,7 @@ from dsctl.health.burnin.request import BurninRequest
 from dsctl.health.perf.judge import PerfResult
 from dsctl.health.perf.nccltests import NcclTestsRun
 from dsctl.health.perf.perftest import PerftestRun
+from dsctl.names import shown
 from dsctl.profiles.schema import NodeProfile
 from dsctl.topology.sim.graph import SimGraph
 from dsctl.topology.sim.routing import NextHops
@@ -118,9 +119,9 @@ def place(graph: SimGraph, hops: NextHops, index: dict[str, int], run: NcclTests
     for r in run.ranks:
         node = _plan_node(index, r.host)
         if node is None:
-            return none, none, none, f"host {r.host!r} is not a node of the plan"
+            return none, none, none, f"host {shown(r.host)} is not a node of the plan"
         if r.device >= graph.gpus_per_node:
-            return none, none, none, (f"{r.host} device {r.device}: the plan's nodes have {graph.gpus_per_node} "
+            return none, none, none, (f"{shown(r.host)} device {r.device}: the plan's nodes have {graph.gpus_per_node} "
                                       "GPUs")
         order.setdefault(node, set()).add(r.device)
     nodes = np.array(list(order), dtype=np.int64)
@@ -149,8 +150,11 @@ def judge_reports(expected_gbps: np.ndarray, measured_gbps: np.ndarray, answered
 
 
 def _hosts(graph: SimGraph, nodes: np.ndarray, result: PerfResult) -> str:
-    names = [graph.device_names[int(i)] for i in nodes] if len(nodes) else list(result.nodes or result.devices)
-    more = f" +{len(names) - SHOWN_HOSTS} more" if len(names) > SHOWN_HOSTS else ""
+    # plan names are validated where the plan is read; a report's own host or device text is shown quoted
+    names = ([graph.device_names[int(i)] for i in nodes] if len(nodes) else
+             [shown(n) for n in (result.nodes or result.devices)[:SHOWN_HOSTS + 1]])
+    total = len(nodes) if len(nodes) else len(result.nodes or result.devices)
+    more = f" +{total - SHOWN_HOSTS} more" if total > SHOWN_HOSTS else ""
     return ", ".join(names[:SHOWN_HOSTS]) + more if names else "an unnamed host"
 
 
