@@ -32,6 +32,8 @@ def test_the_request_decides_whether_an_nvlink_round_runs(request_: BurninReques
      "--from-perf and --fabric-model are two ways"),
     (BurninRequest(reports=True, nodes=("a", "b")), ("reports", "nodes"), "reports judges the nodes the reports "
      "name: nodes does not apply", "--from-perf judges the nodes the reports name: --nodelist does not apply"),
+    (BurninRequest(reports=True, nvlink=False), ("reports", "nvlink"), "reports judges what the reports ran: "
+     "nvlink does not apply", "--from-perf judges what the reports ran: --no-nvlink does not apply"),
     (BurninRequest(transport="mpi"), ("transport",), "transport 'mpi': use gloo or nccl", "--transport 'mpi'"),
     (BurninRequest(repeats=0), ("repeats", "timeout_s"), "repeats must be 1..100 and timeout_s seconds",
      "--repeats must be 1..100 and --timeout-s seconds"),

@@ -53,6 +53,8 @@ class BurninRequest:
             raise FieldError(("reports", "rehearse"), "{0} and {1} are two ways to measure: give one")
         if self.reports and self.nodes:
             raise FieldError(("reports", "nodes"), "{0} judges the nodes the reports name: {1} does not apply")
+        if self.reports and not self.nvlink:
+            raise FieldError(("reports", "nvlink"), "{0} judges what the reports ran: {1} does not apply")
         if self.transport not in TRANSPORTS:
             raise FieldError(("transport",), f"{{0}} {self.transport!r}: use gloo or nccl")
         if not 1 <= self.repeats <= MAX_REPEATS or not 0 < self.timeout_s <= MAX_TIMEOUT_S:
