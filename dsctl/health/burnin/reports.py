@@ -39,6 +39,7 @@ from dsctl.health.burnin.design import RoundDesign, coverage_of, lower_bound, pl
 from dsctl.health.burnin.judge import MIN_FLOWS_FOR_STATS, Judgement, Measured, judge
 from dsctl.health.burnin.locate import Evidence, FaultFinding, owner
 from dsctl.health.burnin.request import BurninRequest
+from dsctl.health.perf.expect import PlanFabric
 from dsctl.health.perf.judge import PerfResult
 from dsctl.health.perf.nccltests import NcclTestsRun
 from dsctl.health.perf.perftest import PerftestRun
@@ -242,16 +243,12 @@ def locate_reports(graph: SimGraph, reports: list[PlacedReport], verdict: Judgem
     return findings + unplaced
 
 
-def from_reports(plan_text: str, source: str, judged: Iterable[tuple[PerfResult, PerftestRun | NcclTestsRun]],
+def from_reports(fabric: PlanFabric, judged: Iterable[tuple[PerfResult, PerftestRun | NcclTestsRun]],
                  fraction: float, mad_k: float, nvlink_bytes_per_s: float, svg: bool = False) -> BurninResult:
-    """The burn-in of a plan.json text judged from ``judged`` reports (:func:`dsctl.health.perf.judge.judged_runs`
-    with the plan as fabric) instead of the probe."""
-    from dsctl.topology.sim.graph import build_graph
-    from dsctl.topology.sim.routing import next_hops
-
-    check_size(plan_text, source)
-    graph = build_graph(plan_text, source, nvlink_bytes_per_s)
-    hops = next_hops(graph, np.zeros(graph.num_links, dtype=bool))
+    """The burn-in of a planned fabric judged from ``judged`` reports (:func:`dsctl.health.perf.judge.judged_runs`
+    on the same ``fabric``) instead of the probe."""
+    source = fabric.name
+    graph, hops = fabric.graph(nvlink_bytes_per_s), fabric.hops(nvlink_bytes_per_s)
     index = node_index(graph)
     reports: list[PlacedReport] = []
     notes: list[str] = []
@@ -314,10 +311,11 @@ def run_reports(plan_text: str, source: str, request: BurninRequest, texts: Iter
                 profile: NodeProfile) -> BurninResult:
     """The burn-in of a plan.json text judged from saved reports ((name, text) pairs), each against what
     ``dsctl health perf --plan`` expects of it on ``profile``'s nodes."""
-    from dsctl.health.perf.expect import PlanFabric
     from dsctl.health.perf.judge import judged_runs
 
     request.check()
-    judged = judged_runs(texts, profile, lambda _: profile, request.fraction, PlanFabric(plan_text, source))
-    return from_reports(plan_text, source, judged, request.fraction, request.mad_k, request.nvlink_bytes_per_s,
+    check_size(plan_text, source)
+    fabric = PlanFabric(plan_text, source)
+    judged = judged_runs(texts, profile, lambda _: profile, request.fraction, fabric)
+    return from_reports(fabric, judged, request.fraction, request.mad_k, profile.nvlink_bytes_per_s / 2,
                         request.svg)

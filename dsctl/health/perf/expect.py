@@ -35,6 +35,7 @@ from dsctl.profiles.schema import NodeProfile
 
 if TYPE_CHECKING:
     from dsctl.topology.sim.graph import SimGraph
+    from dsctl.topology.sim.routing import NextHops
 
 RING_COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce")
 
@@ -103,6 +104,7 @@ class PlanFabric:
     text: str
     name: str
     graphs: dict[float, SimGraph] = field(default_factory=dict, compare=False, repr=False)
+    tables: dict[float, NextHops] = field(default_factory=dict, compare=False, repr=False)
 
     def graph(self, nvlink_bytes_per_s: float) -> SimGraph:
         if nvlink_bytes_per_s not in self.graphs:
@@ -110,6 +112,15 @@ class PlanFabric:
 
             self.graphs[nvlink_bytes_per_s] = build_graph(self.text, self.name, nvlink_bytes_per_s)
         return self.graphs[nvlink_bytes_per_s]
+
+    def hops(self, nvlink_bytes_per_s: float) -> NextHops:
+        """The next-hop table of the healthy fabric on every plane (built once; each report's run reuses it)."""
+        if nvlink_bytes_per_s not in self.tables:
+            from dsctl.topology.sim.routing import next_hops
+
+            graph = self.graph(nvlink_bytes_per_s)
+            self.tables[nvlink_bytes_per_s] = next_hops(graph, np.zeros(graph.num_links, dtype=bool))
+        return self.tables[nvlink_bytes_per_s]
 
 
 SIMULATED = (*RING_COLLECTIVES, "alltoall", "sendrecv")
@@ -161,7 +172,8 @@ def simulated_busbw(fabric: PlanFabric, profile: NodeProfile, collective: str, n
                           [by_plane(graph, net)])
     else:
         traffic = ring(graph, gpus, float(size_bytes), "allreduce", num_nodes, g)
-    result = simulate(graph, traffic, "adaptive", 0, np.zeros(graph.num_links, dtype=bool), [], fabric.name)
+    result = simulate(graph, traffic, "adaptive", 0, np.zeros(graph.num_links, dtype=bool), [], fabric.name,
+                      hops=fabric.hops(profile.nvlink_bytes_per_s / 2))
     t = result.jobs[0].completion_s
     if not t > 0 or not np.isfinite(t):
         return Expectation(closed.bytes_per_s, f"{closed.formula}; not simulated: no route on {fabric.name}")
