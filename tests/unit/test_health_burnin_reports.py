@@ -203,3 +203,13 @@ def test_a_hostile_host_name_is_shown_quoted_and_never_drained(tiered: str) -> N
     assert finding.kind == "unplaced" and finding.node == "" and result.drain_wanted() == []
     assert "\x1b" not in finding.note and "'node0001\\x1b[2J{0}'" in finding.note
     assert "\x1b" not in finding.evidence[0].flow
+
+
+def test_an_alltoall_too_wide_to_route_is_judged_but_not_placed(tmp_path_factory: pytest.TempPathFactory) -> None:
+    text = plan(tmp_path_factory, "-N", "96")
+    hosts = [f"node{n:04d}" for n in range(1, 93)]
+    # 92 x 91 node pairs x 8 rails = 66,976 NIC pairs, above MAX_ROUTED_FLOWS (65,536); 91 nodes would be 65,520
+    result = burn(text, [("a2a.log", report(hosts, 1.0, name="alltoall"))])
+    (finding,) = result.findings
+    assert finding.kind == "unplaced" and "92 nodes x 8 rails: more than 65,536 NIC pairs" in finding.note
+    assert result.drain_wanted() == [] and result.selected == ()

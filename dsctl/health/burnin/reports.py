@@ -130,8 +130,8 @@ def place(graph: SimGraph, hops: NextHops, index: dict[str, int], run: NcclTests
     rails = np.unique(graph.gpu_nic(np.arange(graph.gpus_per_node)) % graph.nics_per_node)
     pairs = len(nodes) * (len(nodes) - 1) if run.collective == "alltoall" else 2 * len(nodes)
     if pairs * len(rails) > MAX_ROUTED_FLOWS:
-        return none, none, none, (f"{len(nodes)} nodes: an alltoall of more than {MAX_ROUTED_FLOWS:,} NIC pairs "
-                                  "is not routed")
+        return none, none, none, (f"{len(nodes)} nodes x {len(rails)} rails: more than {MAX_ROUTED_FLOWS:,} NIC "
+                                  f"pairs to route for its {run.collective or 'test'}")
     links = footprint(graph, hops, nodes, rails, run.collective)
     return nodes, links, links if whole else none, ""
 
