@@ -17,11 +17,12 @@ from typing import Any
 import numpy as np
 
 from benchmarks.case import Case
-from dsctl.health.burnin.api import BurninRequest, run
+from dsctl.health.burnin.api import run
 from dsctl.health.burnin.design import design
 from dsctl.health.burnin.fabric import measure, parse_fabric_model
 from dsctl.health.burnin.judge import judge
 from dsctl.health.burnin.locate import locate
+from dsctl.health.burnin.request import BurninRequest
 from dsctl.profiles.loader import ProfileStore
 from dsctl.topology.api import make_spec, plan_files
 from dsctl.topology.plan import build_plan

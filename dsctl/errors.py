@@ -5,6 +5,7 @@ Domain packages raise these; only ``dsctl.cli`` turns them into a line on stderr
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import IntEnum
 
 
@@ -40,6 +41,28 @@ class InputError(DsctlError):
     """Bad user input: an option value, a file, a field. Exit code 2."""
 
     exit_code = ExitCode.BAD_INPUT
+
+
+class FieldError(InputError):
+    """A bad value of a domain request's field. ``template`` names the fields as ``{0}``, ``{1}``, ... so that the
+    domain words no command-line flag: the message says the field names, and the command layer says its own
+    option names instead (:meth:`worded`, ``dsctl.commands._common.fields_as``)."""
+
+    def __init__(self, fields: tuple[str, ...], template: str, *, hint: str | None = None) -> None:
+        super().__init__(self._fill(template, fields), hint=hint)
+        self.fields = fields
+        self.template = template
+
+    @staticmethod
+    def _fill(template: str, names: tuple[str, ...]) -> str:
+        # plain replacement, not str.format: values in the text (a node name, a path) may hold braces
+        for k, name in enumerate(names):
+            template = template.replace(f"{{{k}}}", name)
+        return template
+
+    def worded(self, names: Mapping[str, str]) -> InputError:
+        """The same error with each field said as ``names[field]`` (the field's own name where absent)."""
+        return InputError(self._fill(self.template, tuple(names.get(f, f) for f in self.fields)), hint=self.hint)
 
 
 class ProfileError(InputError):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import io
 import os
 import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -12,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from dsctl.errors import FieldError, InputError
 from dsctl.inputs import read_bytes, read_text
 from dsctl.output.formats import OutputFormat
 
@@ -112,3 +115,38 @@ def read_text_input(path: Path, what: str, hint: str | None = None) -> str:
     """``read_input`` decoded as UTF-8 (a leading byte-order mark is dropped); other bytes are an InputError
     naming the byte offset (:func:`dsctl.inputs.read_text`)."""
     return read_text(path, what, hint)
+
+
+#: what a perftest / nccl-tests report file should hold (health perf FILE..., health burn-in --from-perf)
+PERF_REPORT_HINT = "give the saved output of ib_write_bw or of an nccl-tests binary"
+#: most report files one invocation reads (each within the input limit; read and judged one at a time)
+MAX_PERF_FILES = 10_000
+
+
+def perf_report_texts(files: list[Path], what: str) -> Iterator[tuple[str, str]]:
+    """(name, text) of each saved perftest / nccl-tests report, read one at a time as they are judged;
+    InputError at once (before any file is read) for more than MAX_PERF_FILES files."""
+    if len(files) > MAX_PERF_FILES:
+        raise InputError(f"{what}: {len(files):,} files; at most {MAX_PERF_FILES:,} per run")
+
+    def texts() -> Iterator[tuple[str, str]]:
+        for path in files:
+            yield str(path), read_text_input(path, what, hint=PERF_REPORT_HINT)
+    return texts()
+
+
+def plan_text_of(plan: Path) -> tuple[str, str]:
+    """(plan.json text, its name) of PLAN_DIR or a plan.json path (``PlanArg``, ``--plan``)."""
+    plan_file = plan / "plan.json" if plan.is_dir() else plan
+    if plan.is_dir() and not plan_file.exists():
+        raise InputError(f"PLAN {plan} has no plan.json", hint="write one with 'dsctl topology plan --out-dir DIR'")
+    return read_text_input(plan_file, "PLAN"), str(plan_file)
+
+
+@contextmanager
+def fields_as(flags: Mapping[str, str]) -> Iterator[None]:
+    """Say a domain request's FieldError in this command's option names (``flags``: field -> option)."""
+    try:
+        yield
+    except FieldError as exc:
+        raise exc.worded(flags) from None

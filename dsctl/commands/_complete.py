@@ -33,7 +33,7 @@ CHOICE_OPTIONS: dict[tuple[str, str], str] = {
     ("eplb replay", "--algorithm"): "dsctl.eplb.migration:ALGORITHMS",
     ("eplb budget", "--algorithm"): "dsctl.eplb.migration:ALGORITHMS",
     ("health check", "--fail-on"): "dsctl.health.api:FAIL_ON",
-    ("health burn-in", "--transport"): "dsctl.commands.health_burnin:BACKENDS",
+    ("health burn-in", "--transport"): "dsctl.health.burnin.request:TRANSPORTS",
     ("launch schedule", "--comm-model"): "dsctl.launch.schedule.api:COMM_MODELS",
     ("model kv-cache", "--dtype"): "dsctl.model.dtypes:DTYPE_BYTES",
     ("model memory", "--dtype"): "dsctl.model.dtypes:DTYPE_BYTES",

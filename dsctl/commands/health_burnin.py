@@ -5,30 +5,34 @@ from __future__ import annotations
 
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from dsctl.commands._common import PlanArg, read_text_input
+from dsctl.commands._common import (
+    PlanArg,
+    fields_as,
+    perf_report_texts,
+    plan_text_of,
+    profile_store,
+    read_text_input,
+)
 from dsctl.commands.health_fleet import HealthFormat, HealthFormatOpt
 from dsctl.errors import DsctlError, InputError
 from dsctl.output.formats import OutputFormat
 from dsctl.profiles import DEFAULT_NODE_PROFILE
+from dsctl.thresholds import MAD_K, SLOW_FRACTION
 
 if TYPE_CHECKING:
     from dsctl.health.burnin.api import BurninResult
     from dsctl.health.drain import DrainLimit
 
-BACKENDS = ("gloo", "nccl")
-
-
-def plan_text_of(plan: Path) -> tuple[str, str]:
-    """(plan.json text, its name) of PLAN_DIR or a plan.json path."""
-    plan_file = plan / "plan.json" if plan.is_dir() else plan
-    if plan.is_dir() and not plan_file.exists():
-        raise InputError(f"PLAN {plan} has no plan.json", hint="write one with 'dsctl topology plan --out-dir DIR'")
-    return read_text_input(plan_file, "PLAN"), str(plan_file)
+#: the request's fields as this command's options (a FieldError of the domain is said in these)
+REQUEST_FLAGS = {"nodes": "--nodelist", "fraction": "--fraction", "mad_k": "--mad-k", "nvlink": "--no-nvlink",
+                 "rehearse": "--fabric-model", "reports": "--from-perf", "transport": "--transport",
+                 "repeats": "--repeats", "timeout_s": "--timeout-s"}
 
 
 def node_names(nodelist: str | None) -> tuple[str, ...]:
@@ -54,9 +58,9 @@ def burn_in(
     nodelist: Annotated[str | None, typer.Option("--nodelist", "-w", help="Slurm hostlist of the nodes to test "
                                                  "(default: every node of the plan).")] = None,
     fraction: Annotated[float, typer.Option("--fraction", help="Slow = below this fraction of the simulated "
-                                            "expectation (and a MAD outlier of its round).")] = 0.9,
+                                            "expectation (and a MAD outlier of its round).")] = SLOW_FRACTION,
     mad_k: Annotated[float, typer.Option("--mad-k", help="Slow = more than this many MADs below the round's "
-                                         "median (and below --fraction).")] = 4.0,
+                                         "median (and below --fraction).")] = MAD_K,
     no_nvlink: Annotated[bool, typer.Option("--no-nvlink", help="Skip the intra-node NVLink round.")] = False,
     out: Annotated[Path | None, typer.Option("--out-dir", help="Write burnin.json, dsctl_burnin.prom and one "
                                              "SVG per plane here.")] = None,
@@ -80,20 +84,18 @@ def burn_in(
                                         "(real runs).")] = "python3",
     node_profile_name: Annotated[str | None, typer.Option(
         "--node-profile", help="Node profile for the NVLink rate (default: the plan's).")] = None,
+    from_perf: Annotated[list[Path] | None, typer.Option(
+        "--from-perf", help="Judge these saved perftest / nccl-tests reports instead of running the probe "
+        "(repeatable; reports that name no plan node are judged, never drained).")] = None,
     fmt: HealthFormatOpt = HealthFormat.table,
 ) -> None:
     """Drive every planned cable at line rate round by round; slow flows (vs the simulator) localised to one
     cable, NIC or node. Exit 1 when anything was found."""
-    from dsctl.health.burnin.api import BurninRequest, run
+    from dsctl.health.burnin.request import BurninRequest
     from dsctl.health.drain import DEFAULT_MAX_DRAIN, parse_max_drain
-    from dsctl.output.progress import progress
     from dsctl.units import QuantityError, parse_bytes
 
     limit = parse_max_drain(max_drain if max_drain is not None else DEFAULT_MAX_DRAIN)
-    if backend not in BACKENDS:
-        raise InputError(f"--transport {backend!r}: use gloo or nccl")
-    if not 1 <= repeats <= 100 or not 0 < timeout <= 86400:
-        raise InputError("--repeats must be 1..100 and --timeout-s seconds in (0, 86400]")
     try:
         size_bytes = int(parse_bytes(size))
     except QuantityError as exc:
@@ -102,31 +104,44 @@ def burn_in(
         raise InputError(f"--out-dir {out}: exists and is not a folder")
     if textfile_dir is not None and not textfile_dir.is_dir():
         raise InputError(f"--textfile-dir {textfile_dir}: not a folder")
+    request = BurninRequest(node_names(nodelist), fraction, mad_k, not no_nvlink, rehearse=fabric_model is not None,
+                            reports=bool(from_perf), transport=backend, repeats=repeats, timeout_s=timeout,
+                            svg=out is not None)
+    with fields_as(REQUEST_FLAGS):
+        request.check()
     text, source = plan_text_of(plan)
-    from dsctl.commands._common import profile_store
     from dsctl.topology.sim import plan_facts
 
     profile_name, _ = plan_facts(text, source)
     node_profile = profile_store().node(node_profile_name or profile_name or DEFAULT_NODE_PROFILE)
-    # gloo runs on CPUs: there is no NVLink round to run
-    nvlink = not no_nvlink and (fabric_model is not None or backend == "nccl")
-    request = BurninRequest(node_names(nodelist), fraction, mad_k, nvlink,
-                            fabric_document(fabric_model) if fabric_model is not None else None,
-                            f"--fabric-model {fabric_model}", node_profile.nvlink_bytes_per_s / 2,
-                            svg=out is not None)
+    request = replace(request, nvlink_bytes_per_s=node_profile.nvlink_bytes_per_s / 2)
+    if from_perf:
+        from dsctl.health.burnin.reports import run_reports
+
+        texts = perf_report_texts(from_perf, "--from-perf")
+        with fields_as(REQUEST_FLAGS):
+            result = run_reports(text, source, request, texts, node_profile)
+        finish(result, fmt, out, textfile_dir, drain, limit)
+        return
+    from dsctl.health.burnin.api import run
+    from dsctl.output.progress import progress
+
     factory = None
     if fabric_model is None:
         from dsctl.runners.burnin import ProbeOptions, slurm_measure
 
-        options = ProbeOptions(backend, size_bytes, repeats, timeout, partition, python)
-        factory = slurm_measure(options)
+        factory = slurm_measure(ProbeOptions(request.transport, size_bytes, request.repeats, request.timeout_s,
+                                             partition, python))
         if drain:  # a name Slurm reads as several nodes (a NodeSet) is refused before the first round
             from dsctl.cluster import load_plan
             from dsctl.runners.slurm_nodes import confirm_single_nodes
 
             confirm_single_nodes(request.nodes or load_plan(text, source).nodes)
+    else:
+        request = replace(request, fabric_doc=fabric_document(fabric_model),
+                          fabric_source=f"--fabric-model {fabric_model}")
     view = OutputFormat(fmt.value) if fmt is not HealthFormat.prometheus else OutputFormat.json
-    with progress("burn-in", view) as report:
+    with progress("burn-in", view) as report, fields_as(REQUEST_FLAGS):
         result = run(text, source, request, factory,
                      on_round=lambda done, total, name: report(done, total, f"round {done + 1}/{total}: {name}"
                                                                if name != "done" else "done"))
@@ -136,19 +151,14 @@ def burn_in(
 def finish(result: BurninResult, fmt: HealthFormat, out: Path | None, textfile_dir: Path | None, drain: bool,
            limit: DrainLimit) -> None:
     """Write the report, then drain (if asked), then print whatever the drain did."""
-    from dataclasses import replace
-
     from dsctl.commands._common import show
-    from dsctl.health.drain import plan_drain
+    from dsctl.health.burnin.api import with_drain_plan
     from dsctl.output import health_burnin as view
     from dsctl.output.emit import envelope, render_json
     from dsctl.output.files import atomic_write, write_files
 
     prom = view.prometheus_text(result, time.time())
-    wanted = result.drain_wanted()
-    fleet = len(result.selected) or result.num_nodes
-    if wanted:  # the plan (breaker, commands) is part of the report even without --drain
-        result = replace(result, drain=plan_drain(wanted, {}, fleet, limit))
+    result = with_drain_plan(result, limit)  # the plan (breaker, commands) is part of the report even without --drain
     if out is not None:
         write_files(out, view.out_files(result, render_json(envelope(result, "health burn-in", result.exit_code)),
                                         prom))
@@ -156,11 +166,11 @@ def finish(result: BurninResult, fmt: HealthFormat, out: Path | None, textfile_d
         atomic_write(textfile_dir / view.TEXTFILE_NAME, prom, option="--textfile-dir")
     failed: DsctlError | None = None  # scontrol failing (exit 3) must outlive the report's own exit status
     try:
-        if drain and wanted:
+        if drain and result.drain is not None:
             from dsctl.runners.drain import plan_and_drain
 
             try:
-                result = replace(result, drain=plan_and_drain(wanted, fleet, limit))
+                result = replace(result, drain=plan_and_drain(result.drain_wanted(), result.fleet_size, limit))
             except DsctlError as exc:
                 failed = exc
     finally:

@@ -2,23 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from dsctl.commands._common import FormatOpt, profile_store, read_text_input, show
+from dsctl.commands._common import FormatOpt, perf_report_texts, plan_text_of, profile_store, show
 from dsctl.output.formats import OutputFormat
-
-#: most files one invocation reads (each within the input limit; read and judged one at a time)
-MAX_FILES = 10_000
-
-
-def _texts(files: list[Path]) -> Iterator[tuple[str, str]]:
-    for path in files:
-        yield str(path), read_text_input(path, "FILE", hint="give the saved output of ib_write_bw or of an "
-                                         "nccl-tests binary")
+from dsctl.thresholds import SLOW_FRACTION
 
 
 def perf(
@@ -28,30 +19,27 @@ def perf(
                                              "(default: from the GPU model in nccl-tests output, else h800-hgx).")]
     = None,
     fraction: Annotated[float, typer.Option("--fraction", help="Slow = below this fraction of the expectation.")]
-    = 0.9,
-    plan: Annotated[Path | None, typer.Option("--plan", help="Fabric plan (plan.json or its folder): alltoall "
-                                              "expectations from the flow simulator on it; its node profile is the "
-                                              "default.")] = None,
+    = SLOW_FRACTION,
+    plan: Annotated[Path | None, typer.Option("--plan", help="Fabric plan (plan.json or its folder): nccl-tests "
+                                              "expectations from the flow simulator on it (on the file's hosts); "
+                                              "its node profile is the default.")] = None,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Judge perftest and nccl-tests results against what the node profile says the path should deliver (NIC
     line rate x efficiency; a collective's bus bandwidth on N nodes). Exit 1 when a result is slow or wrong."""
-    from dsctl.errors import InputError
     from dsctl.health.perf.judge import judge_files
 
-    if len(files) > MAX_FILES:
-        raise InputError(f"{len(files):,} files: at most {MAX_FILES:,} per run")
+    texts = perf_report_texts(files, "FILE")
     store = profile_store()
     fabric = None
     if plan is not None:
-        from dsctl.commands.health_burnin import plan_text_of
         from dsctl.health.perf.expect import PlanFabric
         from dsctl.topology.sim import plan_facts
 
         text, source = plan_text_of(plan)
         fabric = PlanFabric(text, source)
         node = node or plan_facts(text, source)[0] or None
-    report = judge_files(_texts(files), store.node(node) if node else None, store.node, fraction, fabric)
+    report = judge_files(texts, store.node(node) if node else None, store.node, fraction, fabric)
     show(report, fmt, "health perf")
 
 

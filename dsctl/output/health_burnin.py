@@ -11,6 +11,8 @@ from rich.table import Table
 from rich.text import Text
 
 from dsctl.health.burnin.api import BurninResult
+from dsctl.health.burnin.judge import MIN_FLOWS_FOR_STATS
+from dsctl.health.burnin.reports import REPORTS_SOURCE
 from dsctl.output.prometheus import Exposition
 from dsctl.output.registry import table_renderer
 
@@ -22,6 +24,15 @@ SHOWN_EVIDENCE = 3
 def summary_lines(result: BurninResult) -> list[str]:
     d = result.design
     tested = len(result.selected) or result.num_nodes
+    if result.source == REPORTS_SOURCE:  # judged from reports (--from-perf): no probe round ran
+        rule = "" if len(result.rounds) < MIN_FLOWS_FOR_STATS else \
+            f" and more than {result.mad_k:g} MADs below the reports' median"
+        return [
+            f"burn-in of {result.plan}: {result.kind}, {len(result.selected):,} of {result.num_nodes:,} nodes "
+            f"covered by {len(result.rounds)} judged report(s), {result.source}",
+            f"coverage {d.coverage.fraction:.1%} of the covered nodes' links and cable directions",
+            f"slow = below {result.fraction:.0%} of what 'dsctl health perf' expects on this plan{rule}",
+        ]
     return [
         f"burn-in of {result.plan}: {result.kind}, {tested:,} of {result.num_nodes:,} nodes, "
         f"{result.num_planes} plane(s), {result.source}",
@@ -39,6 +50,8 @@ def _burnin(result: BurninResult) -> Iterable[RenderableType]:
         yield Text(line, style="bold" if k == 0 else "")
     if result.injected:
         yield Text("injected: " + "; ".join(result.injected))
+    for note in result.notes:
+        yield Text(note, style="yellow")
     rounds = Table(title="rounds", title_justify="left")
     for column in ("round", "kind", "flows", "expected Gb/s", "median measured/expected", "slow", "flaky"):
         rounds.add_column(column, justify="left" if column in ("round", "kind") else "right")

@@ -81,6 +81,8 @@ def test_nodelist_tests_a_subset(cli: Cli, plan16: Path, tmp_path: Path) -> None
     (["--fraction", "1.5"], "--fraction 1.5"),
     (["-w", "node[0001-0002],nodeX"], "'nodeX' is not a node of the plan"),
     (["--transport", "mpi"], "--transport 'mpi'"),
+    (["--mad-k", "0"], "--mad-k 0 must be a positive number"),
+    (["-w", "node0001"], "--nodelist: a burn-in needs at least 2 nodes"),
 ])
 def test_bad_options_are_one_line_errors(cli: Cli, plan16: Path, tmp_path: Path, args: list[str],
                                          message: str) -> None:
@@ -140,3 +142,26 @@ def test_circuit_breaker_drains_nothing(cli: Cli, plan16: Path, tmp_path: Path,
     assert r.exit_code == 1
     assert fake.drained == []
     assert "circuit breaker: 3 nodes to drain exceeds --max-drain 2 (2 nodes); nothing drained" in r.stdout
+
+
+def test_from_perf_judges_the_reports_and_drains_only_what_they_prove(cli: Cli, plan16: Path, tmp_path: Path) -> None:
+    from tests.unit.test_health_burnin_reports import GOOD, PERFTEST, SLOW, report
+
+    files = {"ab.log": report(["node0001", "node0002"], SLOW), "ac.log": report(["node0001", "node0003"], SLOW),
+             "bc.log": report(["node0002", "node0003"], GOOD), "ib.log": PERFTEST}
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    args = [arg for name in files for arg in ("--from-perf", str(tmp_path / name))]
+    r = cli("health", "burn-in", str(plan16), *args, "-f", "json")
+    assert r.exit_code == 1, r.stderr
+    data = r.json()
+    assert [(f["kind"], f["node"]) for f in data["findings"]] == [("node", "node0001"), ("unplaced", "")]
+    assert [n["node"] for n in data["drain"]["nodes"]] == ["node0001"] and data["nodes_tested"] == 3
+    assert [x["name"] for x in data["rounds"]] == [str(tmp_path / name) for name in files]
+    table = cli("health", "burn-in", str(plan16), *args)
+    assert "covered by 4 judged report(s)" in table.stdout and "a perftest report names no host" in table.stdout
+    refused = cli("health", "burn-in", str(plan16), "--from-perf", str(tmp_path / "ab.log"), "--fabric-model",
+                  str(model(tmp_path)))
+    assert refused.exit_code == 2 and "--from-perf and --fabric-model are two ways to measure" in refused.stderr
+    subset = cli("health", "burn-in", str(plan16), "--from-perf", str(tmp_path / "ab.log"), "-w", "node[0001-0002]")
+    assert subset.exit_code == 2 and "--nodelist does not apply" in subset.stderr

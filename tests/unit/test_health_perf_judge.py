@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from dsctl.errors import InputError
-from dsctl.health.perf.expect import PlanFabric, busbw_expectation
+from dsctl.health.perf.expect import PlanFabric, busbw_expectation, simulated_busbw
 from dsctl.health.perf.judge import PerfReport, judge_files
 from dsctl.profiles.loader import ProfileStore
 
@@ -153,7 +153,8 @@ def plans(tmp_path_factory: pytest.TempPathFactory) -> dict[str, PlanFabric]:
     from tests.conftest import run_cli
 
     out: dict[str, PlanFabric] = {}
-    for name, args in (("flat16", ("-N", "16")), ("over64", ("-N", "64", "--oversubscription", "4"))):
+    for name, args in (("flat16", ("-N", "16")), ("over64", ("-N", "64", "--oversubscription", "4")),
+                       ("over12", ("-N", "12", "--radix", "8", "--oversubscription", "3"))):
         folder = tmp_path_factory.mktemp(name)
         assert run_cli("topology", "plan", *args, "--out-dir", str(folder / "p")).exit_code == 0
         out[name] = PlanFabric((folder / "p" / "plan.json").read_text(), name)
@@ -179,3 +180,50 @@ def test_plan_alltoall_on_an_oversubscribed_fabric_expects_less(plans: dict[str,
     small = judge_files([("a.log", nccl("alltoall", 64, 8, measured))], None, STORE.node, 0.9,
                         plans["flat16"]).results[0]
     assert small.expected_bytes_per_s == closed.expected_bytes_per_s and "not simulated" in small.reason
+
+
+#: over12: 8 planes of 2 leaves (node0001-0006, node0007-0012), 6 NICs down and 2 uplinks per leaf (radix 8, 3:1)
+INTERLEAVED = tuple(f"node{n:04d}" for n in (1, 7, 2, 8, 3, 9, 4, 10, 5, 11, 6, 12))
+LINE = 400e9 / 8
+
+
+def test_plan_ring_collectives_and_sendrecv_on_a_non_blocking_plan_equal_the_closed_forms(
+        plans: dict[str, PlanFabric]) -> None:
+    for name in ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce"):
+        ring = simulated_busbw(plans["flat16"], H800, name, 2, 8, 8 << 30)
+        assert ring.bytes_per_s == pytest.approx(H800_NVLINK * 8 / 7) and "simulated on flat16" in ring.formula
+        # h100-hgx NVLink (360 x 8/7) is above the NICs: every rail ring at line rate, 8 x 50 GB/s x 0.88
+        assert simulated_busbw(plans["flat16"], H100, name, 4, 8, 8 << 30).bytes_per_s == pytest.approx(8 * NIC_BYTES)
+    assert simulated_busbw(plans["flat16"], H800, "sendrecv", 16, 8, 8 << 30).bytes_per_s == pytest.approx(NIC_BYTES)
+    # one node, or no model: the closed form, unsimulated
+    assert simulated_busbw(plans["flat16"], H800, "all_reduce", 1, 8, 8 << 30).bytes_per_s == H800_NVLINK
+    assert simulated_busbw(plans["flat16"], H800, "gather", 2, 8, 8 << 30).bytes_per_s == 0
+
+
+def test_plan_rings_in_host_order_across_oversubscribed_leaves_expect_less(plans: dict[str, PlanFabric]) -> None:
+    # in plan order only the hops 6 -> 7 and 12 -> 1 change leaf: one flow per uplink, line rate on every rail
+    in_order = simulated_busbw(plans["over12"], H100, "all_reduce", 12, 8, 8 << 30)
+    assert in_order.bytes_per_s == pytest.approx(8 * NIC_BYTES) and "the plan's first 12 nodes" in in_order.formula
+    # every hop crosses leaves: a leaf's 6 rail-k NICs send through its 2 uplinks, 1/3 of the line rate each
+    crossing = simulated_busbw(plans["over12"], H100, "all_reduce", 12, 8, 8 << 30, INTERLEAVED)
+    assert crossing.bytes_per_s == pytest.approx(8 * LINE / 3 * 0.88) and "the file's hosts" in crossing.formula
+    assert simulated_busbw(plans["over12"], H800, "all_reduce", 12, 8, 8 << 30, INTERLEAVED).bytes_per_s == \
+        pytest.approx(8 * LINE / 3 * 0.88)  # below NVLink's 182.9 GB/s now
+    # sendrecv: the one cross-node pair per node (GPU 7 -> next node's GPU 0, relayed onto rail 0) shares the same
+    # 2 uplinks among the leaf's 6 nodes
+    assert simulated_busbw(plans["over12"], H800, "sendrecv", 12, 8, 8 << 30).bytes_per_s == pytest.approx(NIC_BYTES)
+    assert simulated_busbw(plans["over12"], H800, "sendrecv", 12, 8, 8 << 30, INTERLEAVED).bytes_per_s == \
+        pytest.approx(LINE / 3 * 0.88)
+    # hosts that are not all plan nodes: the plan's first N
+    other = simulated_busbw(plans["over12"], H800, "sendrecv", 12, 8, 8 << 30, (*INTERLEAVED[:11], "gpu-x"))
+    assert other.bytes_per_s == pytest.approx(NIC_BYTES) and "first 12" in other.formula
+
+
+def test_judge_files_simulates_a_ring_report_on_the_hosts_it_names(plans: dict[str, PlanFabric]) -> None:
+    rows = "\n".join(f"#  Rank {i * 8 + g:3d} Group  0 Pid {g} on {host} device {g:2d} [0000:18:00] NVIDIA H100 "
+                     "80GB HBM3" for i, host in enumerate(INTERLEAVED) for g in range(8))
+    text = nccl("all_reduce", 1, 1, 150.0).replace(ranks(1, 1), rows)
+    (result,) = judge_files([("ar.log", text)], None, STORE.node, 0.9, plans["over12"]).results
+    # 150 GB/s: slow against the non-blocking 352, fine against the 117.3 the interleaved hosts can reach
+    assert result.expected_bytes_per_s == pytest.approx(8 * LINE / 3 * 0.88) and result.verdict == "ok"
+    assert result.nodes == INTERLEAVED

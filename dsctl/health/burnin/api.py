@@ -15,12 +15,14 @@ from typing import Any
 
 import numpy as np
 
-from dsctl.errors import InputError
+from dsctl.errors import FieldError, InputError
 from dsctl.health.burnin.design import Round, RoundDesign, design
 from dsctl.health.burnin.followup import follow_up_rounds
-from dsctl.health.burnin.judge import DEFAULT_FRACTION, DEFAULT_MAD_K, Judgement, Measured, judge, statistics
+from dsctl.health.burnin.judge import Judgement, Measured, judge, statistics
 from dsctl.health.burnin.locate import FaultFinding, locate, proven_links
-from dsctl.health.drain import DrainPlan, reason
+from dsctl.health.burnin.request import BurninRequest
+from dsctl.health.drain import DrainLimit, DrainPlan, NodeState, plan_drain, reason
+from dsctl.thresholds import MAD_K, SLOW_FRACTION
 from dsctl.topology.sim.graph import NIC_DOWN, NIC_UP, SimGraph
 from dsctl.topology.sim.routing import NextHops
 
@@ -73,11 +75,18 @@ class BurninResult:
     nic_names: tuple[str, ...] = field(default=(), metadata={"output": False})
     node_names: tuple[str, ...] = field(default=(), metadata={"output": False})
     nic_plane: tuple[int, ...] = field(default=(), metadata={"output": False})
+    #: what a reader must know beyond the rounds: reports not judged or not placed (``--from-perf``)
+    notes: tuple[str, ...] = ()
     exit_code: int = field(default=0, metadata={"output": False})
 
     @property
     def rounds_run(self) -> int:
         return len(self.rounds)
+
+    @property
+    def fleet_size(self) -> int:
+        """The nodes the run covered (the circuit breaker's percentage is of these)."""
+        return len(self.selected) or self.num_nodes
 
     def drain_wanted(self) -> list[tuple[str, str]]:
         """(node, reason) for every node a finding blames (NIC, GPU or node findings; a cable drains nothing)."""
@@ -91,7 +100,7 @@ class BurninResult:
         cov = self.design.coverage
         return {
             "plan": self.plan, "kind": self.kind, "num_nodes": self.num_nodes, "num_planes": self.num_planes,
-            "source": self.source, "nodes_tested": len(self.selected) or self.num_nodes,
+            "source": self.source, "nodes_tested": self.fleet_size,
             "injected_faults": list(self.injected),
             "fraction": self.fraction, "mad_k": self.mad_k,
             "design": {"lower_bound_rounds": self.design.lower_bound, "covering_rounds": self.design.covering_rounds,
@@ -110,6 +119,7 @@ class BurninResult:
                                         "min_gbps": round(e.min_gbps, 3), "expected_gbps": round(e.expected_gbps, 3),
                                         "flaky": e.flaky} for e in f.evidence]} for f in self.findings],
             "drain": self.drain.to_data() if self.drain is not None else None,
+            "notes": list(self.notes),
         }
 
 
@@ -120,8 +130,8 @@ def round_budget(design_: RoundDesign, num_nodes: int) -> int:
     return max(len(design_.rounds), bound)
 
 
-def burn_in(graph: SimGraph, hops: NextHops, plan: str, measure: Measure, *, fraction: float = DEFAULT_FRACTION,
-            mad_k: float = DEFAULT_MAD_K, source: str = "simulated", on_round: Progress | None = None,
+def burn_in(graph: SimGraph, hops: NextHops, plan: str, measure: Measure, *, fraction: float = SLOW_FRACTION,
+            mad_k: float = MAD_K, source: str = "simulated", on_round: Progress | None = None,
             nvlink: bool = True, planned: RoundDesign | None = None, selected: np.ndarray | None = None
             ) -> BurninResult:
     """Run every design round, judge it, localise; follow-up rounds while findings stay ambiguous.
@@ -184,33 +194,18 @@ def burn_in(graph: SimGraph, hops: NextHops, plan: str, measure: Measure, *, fra
                         exit_code=1 if findings else 0)
 
 
-@dataclass(frozen=True)
-class BurninRequest:
-    """What ``dsctl health burn-in`` asks for: ``nodes`` (names; empty = every node of the plan), judging
-    thresholds, whether to run the NVLink round, and for a rehearsal the parsed ``--fabric-model`` document."""
-
-    nodes: tuple[str, ...] = ()
-    fraction: float = DEFAULT_FRACTION
-    mad_k: float = DEFAULT_MAD_K
-    nvlink: bool = True
-    fabric_doc: object = None
-    fabric_source: str = "--fabric-model"
-    nvlink_bytes_per_s: float = 450e9
-    svg: bool = False
-
-
-def select(graph: SimGraph, names: tuple[str, ...], option: str = "--nodelist") -> np.ndarray | None:
-    """bool [N] of the named nodes (None = all); InputError for a name the plan does not have."""
+def select(graph: SimGraph, names: tuple[str, ...]) -> np.ndarray | None:
+    """bool [N] of the named nodes (None = all); FieldError (field ``nodes``) for a name the plan does not have."""
     if not names:
         return None
     index = {n: i for i, n in enumerate(graph.device_names[:graph.num_nodes])}
     missing = [n for n in names if n not in index]
     if missing:
-        raise InputError(f"{option}: {missing[0]!r} is not a node of the plan ({len(missing)} unknown)",
+        raise FieldError(("nodes",), f"{{0}}: {missing[0]!r} is not a node of the plan ({len(missing)} unknown)",
                          hint=f"the plan's nodes are {graph.device_names[0]} ... "
                          f"{graph.device_names[graph.num_nodes - 1]}")
     if len(names) < 2:
-        raise InputError(f"{option}: a burn-in needs at least 2 nodes")
+        raise FieldError(("nodes",), "{0}: a burn-in needs at least 2 nodes")
     mask = np.zeros(graph.num_nodes, dtype=bool)
     mask[[index[n] for n in names]] = True
     return mask
@@ -225,10 +220,7 @@ def run(plan_text: str, source: str, request: BurninRequest, measure_factory: Ca
     from dsctl.topology.sim.graph import build_graph
     from dsctl.topology.sim.routing import next_hops
 
-    if not 0 < request.fraction < 1:
-        raise InputError(f"--fraction {request.fraction:g} must lie in (0, 1), e.g. 0.9")
-    if not 0 < request.mad_k <= 100:
-        raise InputError(f"--mad-k {request.mad_k:g} must be a positive number of MADs, e.g. 4")
+    request.check()
     check_size(plan_text, source)
     graph = build_graph(plan_text, source, request.nvlink_bytes_per_s)
     selected = select(graph, request.nodes)
@@ -247,7 +239,7 @@ def run(plan_text: str, source: str, request: BurninRequest, measure_factory: Ca
         measure = measure_factory(graph)
         label = "measured"
     result = burn_in(graph, hops, source, measure, fraction=request.fraction, mad_k=request.mad_k, source=label,
-                     on_round=on_round, nvlink=request.nvlink, selected=selected)
+                     on_round=on_round, nvlink=request.nvlink_round, selected=selected)
     svgs = plane_pictures(graph, result) if request.svg else {}
     return replace(result, injected=injected, svgs=svgs, nic_names=tuple(graph.nic_names),
                    node_names=tuple(graph.device_names[:graph.num_nodes]),
@@ -285,3 +277,13 @@ def plane_pictures(graph: SimGraph, result: BurninResult) -> dict[int, str]:
 def nic_links(graph: SimGraph) -> np.ndarray:
     """Link ids of NIC links (both directions)."""
     return np.flatnonzero((graph.link_kind == NIC_UP) | (graph.link_kind == NIC_DOWN))
+
+
+def with_drain_plan(result: BurninResult, limit: DrainLimit, states: dict[str, NodeState] | None = None
+                    ) -> BurninResult:
+    """The result with the drain plan of the nodes its findings blame (part of the report even when nothing is
+    drained), against the nodes' current ``states`` where known; unchanged when no finding names a node."""
+    wanted = result.drain_wanted()
+    if not wanted:
+        return result
+    return replace(result, drain=plan_drain(wanted, states or {}, result.fleet_size, limit))

@@ -222,6 +222,12 @@ def coverage(graph: SimGraph, rounds: list[Round] | tuple[Round, ...], selected:
     driven = np.zeros(graph.num_links, dtype=bool)
     for rnd in rounds:
         driven |= driven_links(graph, rnd)
+    return coverage_of(graph, driven, selected, nvlink)
+
+
+def coverage_of(graph: SimGraph, driven: np.ndarray, selected: np.ndarray | None = None, nvlink: bool = True
+                ) -> CableCoverage:
+    """The coverage of the ``driven`` bool [L] links among those a burn-in of ``selected`` should drive."""
     wanted = wanted_links(graph, selected, nvlink)
     per_plane = {}
     for plane in sorted(set(graph.link_plane[wanted].tolist())):

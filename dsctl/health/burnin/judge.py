@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-DEFAULT_FRACTION = 0.9
-DEFAULT_MAD_K = 4.0
+from dsctl.thresholds import MAD_K, SLOW_FRACTION
+
 #: the scaled MAD is at least this fraction of the median: a noiseless round has MAD 0, and a small round (8
 #: flows of a CI host) has a MAD of chance; with k = 4 a flow must be >= 16% below the median to be an outlier,
 #: so noise of a few % never flags while a 1.25x (and any 4x) slowdown does
@@ -62,8 +62,8 @@ def robust(values: np.ndarray) -> tuple[float, float]:
     return med, max(1.4826 * mad, MAD_FLOOR * abs(med), 1e-12)
 
 
-def judge(expected_gbps: np.ndarray, measured: Measured, fraction: float = DEFAULT_FRACTION,
-          mad_k: float = DEFAULT_MAD_K, reference: tuple[float, float, float, float] | None = None) -> Judgement:
+def judge(expected_gbps: np.ndarray, measured: Measured, fraction: float = SLOW_FRACTION,
+          mad_k: float = MAD_K, reference: tuple[float, float, float, float] | None = None) -> Judgement:
     """Judge the flows of one round. ``reference`` = (median, scale) of median ratios and of min ratios to use
     instead of the round's own when it has fewer than MIN_FLOWS_FOR_STATS flows."""
     with np.errstate(divide="ignore", invalid="ignore"):

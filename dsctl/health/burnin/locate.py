@@ -41,7 +41,8 @@ class Evidence:
 
 @dataclass(frozen=True)
 class FaultFinding:
-    """A localised fault: ``kind`` nic|cable|node|gpu|ambiguous, ``subject`` the plan object's name (for an
+    """A localised fault: ``kind`` nic|cable|node|gpu|ambiguous|unplaced (a slow report that names no plan node),
+    ``subject`` the plan object's name (for an
     ambiguous finding the candidates joined by `` | ``), ``node`` the node to drain (empty for a cable)."""
 
     kind: str

@@ -16,15 +16,26 @@ profile's ``nic_efficiency`` and V the achievable NVLink bytes/s per direction p
   network bandwidth per GPU" (NVIDIA/nccl-tests#130) is the same for G -> infinity.
 - sendrecv on N > 1 nodes: rank i sends to i+1; the pairs that cross nodes use one GPU's NIC: ``B_gpu e``.
 
+With a plan (``--plan``, and always in ``health burn-in --from-perf``) the three multi-node models are simulated on
+it instead (:func:`simulated_busbw`: the same traffic on the plan's routing, planes and oversubscription, on the
+file's hosts when they are plan nodes).
+
 NVLink SHARP (NVLS) all_reduce inside a node beats ``V`` (busbw ~480 GB/s on H100, NVIDIA/nccl-tests#212): a
 result above the expectation is never a finding. gather, scatter, alltoallv and hypercube have no model here.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
 
 from dsctl.profiles.schema import NodeProfile
+
+if TYPE_CHECKING:
+    from dsctl.topology.sim.graph import SimGraph
+    from dsctl.topology.sim.routing import NextHops
 
 RING_COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce")
 
@@ -87,28 +98,98 @@ def busbw_expectation(collective: str, num_nodes: int, gpus_per_node: int, num_r
 
 @dataclass(frozen=True)
 class PlanFabric:
-    """A planned fabric for the simulator: plan.json text and its name."""
+    """A planned fabric for the simulator: plan.json text and its name; the simulator's graph is built once per
+    NVLink rate and kept."""
 
     text: str
     name: str
+    graphs: dict[float, SimGraph] = field(default_factory=dict, compare=False, repr=False)
+    tables: dict[float, NextHops] = field(default_factory=dict, compare=False, repr=False)
+
+    def graph(self, nvlink_bytes_per_s: float) -> SimGraph:
+        if nvlink_bytes_per_s not in self.graphs:
+            from dsctl.topology.sim.graph import build_graph
+
+            self.graphs[nvlink_bytes_per_s] = build_graph(self.text, self.name, nvlink_bytes_per_s)
+        return self.graphs[nvlink_bytes_per_s]
+
+    def hops(self, nvlink_bytes_per_s: float) -> NextHops:
+        """The next-hop table of the healthy fabric on every plane (built once; each report's run reuses it)."""
+        if nvlink_bytes_per_s not in self.tables:
+            from dsctl.topology.sim.routing import next_hops
+
+            graph = self.graph(nvlink_bytes_per_s)
+            self.tables[nvlink_bytes_per_s] = next_hops(graph, np.zeros(graph.num_links, dtype=bool))
+        return self.tables[nvlink_bytes_per_s]
 
 
-def simulated_alltoall(fabric: PlanFabric, profile: NodeProfile, num_nodes: int, gpus_per_node: int,
-                       size_bytes: int) -> Expectation:
-    """alltoall busbw on the plan's first ``num_nodes`` nodes from the flow simulator (its routing, planes, PXN
-    and oversubscription): ``algbw x (n-1)/n x nic_efficiency``; the closed form when the plan does not fit."""
-    from dsctl.topology.sim.api import SimRequest, Workload, run
-    from dsctl.topology.sim.graph import build_graph
+SIMULATED = (*RING_COLLECTIVES, "alltoall", "sendrecv")
 
-    graph = build_graph(fabric.text, fabric.name, profile.nvlink_bytes_per_s / 2)
+
+def _placement(graph: SimGraph, num_nodes: int, hosts: tuple[str, ...]) -> tuple[np.ndarray, str]:
+    """The plan nodes a job ran on: its hosts when every one is a plan node (host order), else the first N."""
+    index = {name: i for i, name in reversed(list(enumerate(graph.device_names[:graph.num_nodes])))}
+    found = [index.get(h, index.get(h.split(".", 1)[0], -1)) for h in hosts]
+    if len(found) == num_nodes and min(found, default=-1) >= 0 and len(set(found)) == num_nodes:
+        return np.array(found, dtype=np.int64), "the file's hosts"
+    return np.arange(num_nodes, dtype=np.int64), f"the plan's first {num_nodes} nodes"
+
+
+def simulated_busbw(fabric: PlanFabric, profile: NodeProfile, collective: str, num_nodes: int, gpus_per_node: int,
+                    size_bytes: int, hosts: tuple[str, ...] = ()) -> Expectation:
+    """nccl-tests busbw of ``collective`` on ``num_nodes`` nodes from the flow simulator on the plan (its routing,
+    planes, PXN, oversubscription), on the file's ``hosts`` when they are plan nodes (else the plan's first
+    ``num_nodes``); the closed form of :func:`busbw_expectation` for one node, a test with no model, or a plan the
+    job does not fit. With S = the size, t = the simulated completion, e = ``nic_efficiency``, G GPUs per node,
+    n = N G ranks:
+
+    - ring collectives: NCCL's rings cross the nodes rail by rail (ring k leaves every node through GPU k's NIC),
+      simulated as G rings of the N same-index GPUs in host order all-reducing S: one link's rate is
+      ``r = 2 (N-1)/N S / t`` and ``busbw = min(G r e, V G/(G-1))`` (the NVLink term as in the closed form);
+    - alltoall: every GPU sends S/n to each rank: ``busbw = S/t (n-1)/n e``;
+    - sendrecv: rank i sends S to rank i+1 (ranks node by node in host order): ``busbw = S/t e``.
+    """
     n = num_nodes * gpus_per_node
+    closed = busbw_expectation(collective, num_nodes, gpus_per_node, n, profile)
+    if collective not in SIMULATED or num_nodes < 2 or closed.bytes_per_s <= 0:
+        return closed
+    graph = fabric.graph(profile.nvlink_bytes_per_s / 2)
     if graph.gpus_per_node != gpus_per_node or graph.num_nodes < num_nodes:
-        closed = busbw_expectation("alltoall", num_nodes, gpus_per_node, n, profile)
         return Expectation(closed.bytes_per_s, f"{closed.formula}; not simulated: {fabric.name} has "
                            f"{graph.num_nodes} nodes of {graph.gpus_per_node} GPUs")
-    work = Workload("alltoall", "alltoall", size_bytes=float(size_bytes), nodes=tuple(range(num_nodes)))
-    job = run(fabric.text, fabric.name, profile.nvlink_bytes_per_s / 2, SimRequest(work)).jobs[0]
-    busbw = job.algbw_bytes_per_s * (n - 1) / n
-    return Expectation(busbw * profile.nic_efficiency,
-                       f"simulated on {fabric.name} (first {num_nodes} nodes, adaptive routing): "
-                       f"{busbw / 1e9:g} GB/s at line rate x {profile.nic_efficiency:g}")
+    from dsctl.topology.sim.solve import simulate
+    from dsctl.topology.sim.traffic import Job, Traffic, alltoall, by_plane, ring, transfers
+
+    nodes, where = _placement(graph, num_nodes, hosts)
+    g, e = gpus_per_node, profile.nic_efficiency
+    gpus = (nodes[:, None] * g + np.arange(g)).ravel()
+    if collective == "alltoall":
+        traffic = alltoall(graph, nodes, float(size_bytes))
+    elif collective == "sendrecv":
+        src, dst = gpus, np.roll(gpus, -1)
+        net, nvl = transfers(graph, src, dst, float(size_bytes), 0)
+        traffic = Traffic([Job("sendrecv", "sendrecv", gpus, np.full(n, float(size_bytes)))], nvl,
+                          [by_plane(graph, net)])
+    else:
+        traffic = ring(graph, gpus, float(size_bytes), "allreduce", num_nodes, g)
+    result = simulate(graph, traffic, "adaptive", 0, np.zeros(graph.num_links, dtype=bool), [], fabric.name,
+                      hops=fabric.hops(profile.nvlink_bytes_per_s / 2))
+    t = result.jobs[0].completion_s
+    if not t > 0 or not np.isfinite(t):
+        return Expectation(closed.bytes_per_s, f"{closed.formula}; not simulated: no route on {fabric.name}")
+    text = f"simulated on {fabric.name} ({where}, adaptive routing)"
+    if collective == "alltoall":
+        busbw = size_bytes / t * (n - 1) / n
+        return Expectation(busbw * e, f"{text}: {busbw / 1e9:g} GB/s at line rate x {e:g}")
+    if collective == "sendrecv":
+        busbw = size_bytes / t
+        return Expectation(busbw * e, f"{text}: {busbw / 1e9:g} GB/s at line rate x {e:g}")
+    per_link = 2 * (num_nodes - 1) / num_nodes * size_bytes / t
+    by_net = g * per_link * e
+    formula = f"{text}: {g} rails x {per_link / 1e9:g} GB/s x {e:g}"
+    if g > 1:
+        by_nvlink = profile.nvlink_achievable_bytes_per_s * g / (g - 1)
+        if by_nvlink < by_net:
+            return Expectation(by_nvlink, f"NVLink {profile.nvlink_achievable_bytes_per_s / 1e9:g} GB/s x "
+                               f"{g}/{g - 1} (below {formula})")
+    return Expectation(by_net, formula)

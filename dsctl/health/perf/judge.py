@@ -9,7 +9,7 @@ model or the file names no ranks.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,14 +20,14 @@ from dsctl.health.perf.expect import (
     PlanFabric,
     busbw_expectation,
     perftest_expectation,
-    simulated_alltoall,
+    simulated_busbw,
 )
 from dsctl.health.perf.nccltests import NcclTestsRun, is_nccl_tests, parse_nccl_tests
 from dsctl.health.perf.perftest import PerftestRun, is_perftest, parse_perftest
 from dsctl.profiles import DEFAULT_NODE_PROFILE
 from dsctl.profiles.schema import NodeProfile
+from dsctl.thresholds import SLOW_FRACTION
 
-DEFAULT_FRACTION = 0.9
 #: the node profile when neither --node-profile nor a GPU model in the file names one
 DEFAULT_PROFILE = DEFAULT_NODE_PROFILE
 #: smaller perftest messages are message-rate bound (perftest's default size is 64 KiB, which reaches line rate)
@@ -122,8 +122,8 @@ def judge_perftest(run: PerftestRun, source: str, profile: NodeProfile, fraction
 
 def judge_nccl(run: NcclTestsRun, source: str, profile: NodeProfile, fraction: float,
                fabric: PlanFabric | None = None) -> PerfResult:
-    """One nccl-tests report against the busbw :func:`busbw_expectation` gives for its collective and nodes (an
-    alltoall on more than one node simulated on ``fabric`` when one is given)."""
+    """One nccl-tests report against the busbw :func:`busbw_expectation` gives for its collective and nodes
+    (simulated on ``fabric`` when one is given: :func:`simulated_busbw`)."""
     row = run.largest
     measured = row.best_busbw_bytes_per_s
     if run.ranks:
@@ -146,8 +146,9 @@ def judge_nccl(run: NcclTestsRun, source: str, profile: NodeProfile, fraction: f
                    "(run with -e 8G)")
     if why_not:
         return _result(base, None, None, "not_judged", why_not)
-    if fabric is not None and run.collective == "alltoall" and run.num_nodes > 1:
-        expectation = simulated_alltoall(fabric, profile, run.num_nodes, run.gpus_per_node, row.size_bytes)
+    if fabric is not None:
+        expectation = simulated_busbw(fabric, profile, run.collective, run.num_nodes, run.gpus_per_node,
+                                      row.size_bytes, run.hosts)
     else:
         expectation = busbw_expectation(run.collective, run.num_nodes, run.gpus_per_node, run.num_ranks, profile)
     expected, ratio, verdict = _verdict(measured, expectation, fraction)
@@ -163,29 +164,36 @@ def profile_name_for(text_models: tuple[str, ...]) -> str | None:
     return None
 
 
-def judge_files(files: Iterable[tuple[str, str]], profile: NodeProfile | None,
-                load_profile: Callable[[str], NodeProfile], fraction: float = DEFAULT_FRACTION,
-                fabric: PlanFabric | None = None) -> PerfReport:
-    """Judge every report in ``files`` ((name, text) pairs). ``profile`` (from --node-profile) wins; otherwise the
-    GPU model of an nccl-tests report picks it, else ``DEFAULT_PROFILE``. ``fabric`` (--plan): alltoall
-    expectations come from the flow simulator on that plan. InputError for a file that holds
-    neither a perftest nor an nccl-tests table, or a fraction outside (0, 1]."""
+def judged_runs(files: Iterable[tuple[str, str]], profile: NodeProfile | None,
+                load_profile: Callable[[str], NodeProfile], fraction: float = SLOW_FRACTION,
+                fabric: PlanFabric | None = None) -> Iterator[tuple[PerfResult, PerftestRun | NcclTestsRun]]:
+    """Every report in ``files`` ((name, text) pairs), judged, with the parsed run it came from. ``profile``
+    (from --node-profile) wins; otherwise the GPU model of an nccl-tests report picks it, else
+    ``DEFAULT_PROFILE``. ``fabric`` (--plan): expectations from the flow simulator on that plan. InputError for a
+    file that holds neither a perftest nor an nccl-tests table, or a fraction outside (0, 1]."""
     if not 0 < fraction <= 1:
         raise InputError(f"--fraction {fraction:g} must be in (0, 1]", hint="0.9 flags results below 90% of the "
                          "expectation")
-    results: list[PerfResult] = []
     for name, text in files:
         if is_perftest(text):
             chosen = profile or load_profile(DEFAULT_PROFILE)
-            results.extend(judge_perftest(run, name, chosen, fraction) for run in parse_perftest(text, name))
+            for test in parse_perftest(text, name):
+                yield judge_perftest(test, name, chosen, fraction), test
         elif is_nccl_tests(text):
             for run in parse_nccl_tests(text, name):
                 named = profile_name_for(run.gpu_models)
                 chosen = profile or load_profile(named or DEFAULT_PROFILE)
-                results.append(judge_nccl(run, name, chosen, fraction, fabric))
+                yield judge_nccl(run, name, chosen, fraction, fabric), run
         else:
             raise InputError(f"{name}: neither a perftest report ('#bytes #iterations BW peak[...]') nor an "
                              "nccl-tests table ('size count type ... time algbw busbw')",
                              hint="give the saved output of ib_write_bw/ib_read_bw/ib_send_bw or of an "
                              "nccl-tests binary such as all_reduce_perf")
-    return PerfReport(tuple(results), fraction)
+
+
+def judge_files(files: Iterable[tuple[str, str]], profile: NodeProfile | None,
+                load_profile: Callable[[str], NodeProfile], fraction: float = SLOW_FRACTION,
+                fabric: PlanFabric | None = None) -> PerfReport:
+    """Every report in ``files`` judged (:func:`judged_runs`), as one report."""
+    return PerfReport(tuple(result for result, _ in judged_runs(files, profile, load_profile, fraction, fabric)),
+                      fraction)

@@ -194,10 +194,12 @@ def _solve_plane(graph: SimGraph, hops: NextHops, dead: np.ndarray, net: Flows, 
 
 def simulate(graph: SimGraph, traffic: Traffic, routing: str, seed: int, dead: np.ndarray,
              failed: list[str], plan_name: str = "plan.json", bisection_bytes_per_s: float = 0.0,
-             reflow: bool = False, report: Callable[[float, float], None] | None = None) -> SimResult:
+             reflow: bool = False, report: Callable[[float, float], None] | None = None,
+             hops: NextHops | None = None) -> SimResult:
     """Solve both stages and summarise; ``dead`` bool [L] marks failed links. ``reflow``: completion times from
     re-solving as flows finish (``finish_times``) instead of the steady rates. ``report(planes_done,
-    num_planes)`` is called as each network plane starts and once at the end (progress)."""
+    num_planes)`` is called as each network plane starts and once at the end (progress). ``hops``: the next-hop
+    table of ``graph`` and ``dead`` on every plane, when the caller keeps one (many small runs on one plan)."""
     num_jobs = len(traffic.jobs)
     t_gpu = np.zeros(graph.num_gpus)
     t_node = np.zeros(graph.num_nodes)
@@ -219,7 +221,8 @@ def simulate(graph: SimGraph, traffic: Traffic, routing: str, seed: int, dead: n
     # stage 2: the network, plane by plane
     maps = plane_maps(graph, routing, dead)
     mirrored_traffic = {p for p, m in maps.items() if traffic.mirrored(p, m.ref, m.nic_shift)}
-    hops = next_hops(graph, dead, [p for p in range(graph.num_planes) if p not in mirrored_traffic])
+    if hops is None:
+        hops = next_hops(graph, dead, [p for p in range(graph.num_planes) if p not in mirrored_traffic])
     # a solved plane keeps its flows only while a mapped plane whose traffic cannot vouch for itself compares
     compared = {m.ref for p, m in maps.items() if p not in mirrored_traffic}
     plane_rows: list[tuple[int, int, int]] = []

@@ -1,0 +1,62 @@
+"""What ``dsctl health burn-in`` is asked to do, and the rules its options obey, in field names: the command layer
+maps each field to its flag in one table (``dsctl/commands/health_burnin.py``, ``REQUEST_FLAGS``) and says a
+:class:`~dsctl.errors.FieldError` in those flags."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dsctl.errors import FieldError
+from dsctl.thresholds import MAD_K, SLOW_FRACTION
+
+#: the probe's wires: gloo (CPU, TCP) or nccl (GPUs)
+TRANSPORTS = ("gloo", "nccl")
+MAX_REPEATS = 100
+MAX_TIMEOUT_S = 86_400.0
+
+
+@dataclass(frozen=True)
+class BurninRequest:
+    """A burn-in: ``nodes`` (names; empty = every node of the plan; with ``reports``, the reports' own), judging
+    thresholds, ``nvlink`` (the NVLink round wanted), how it measures (``rehearse`` on the simulated fabric of
+    ``fabric_doc``, named ``fabric_source`` in its errors; ``reports``: judge saved perftest / nccl-tests reports;
+    else the probe over ``transport`` with ``repeats`` exchanges per pair and ``timeout_s`` per round), the NVLink
+    rate per direction (bytes/s) and whether to draw each plane (``svg``)."""
+
+    nodes: tuple[str, ...] = ()
+    fraction: float = SLOW_FRACTION
+    mad_k: float = MAD_K
+    nvlink: bool = True
+    rehearse: bool = False
+    fabric_doc: object = None
+    fabric_source: str = "fabric model"
+    reports: bool = False
+    transport: str = "nccl"
+    repeats: int = 5
+    timeout_s: float = 300.0
+    nvlink_bytes_per_s: float = 450e9
+    svg: bool = False
+
+    @property
+    def nvlink_round(self) -> bool:
+        """Whether an NVLink round runs: wanted, and the measurement reaches NVLink (a rehearsal simulates it;
+        gloo runs on CPUs, so a gloo probe has no NVLink round to run)."""
+        return self.nvlink and (self.rehearse or self.transport == "nccl")
+
+    def check(self) -> None:
+        """FieldError for the first option rule the request breaks."""
+        if not 0 < self.fraction < 1:
+            raise FieldError(("fraction",), f"{{0}} {self.fraction:g} must lie in (0, 1), e.g. 0.9")
+        if not 0 < self.mad_k <= 100:
+            raise FieldError(("mad_k",), f"{{0}} {self.mad_k:g} must be a positive number of MADs, e.g. 4")
+        if self.reports and self.rehearse:
+            raise FieldError(("reports", "rehearse"), "{0} and {1} are two ways to measure: give one")
+        if self.reports and self.nodes:
+            raise FieldError(("reports", "nodes"), "{0} judges the nodes the reports name: {1} does not apply")
+        if self.reports and not self.nvlink:
+            raise FieldError(("reports", "nvlink"), "{0} judges what the reports ran: {1} does not apply")
+        if self.transport not in TRANSPORTS:
+            raise FieldError(("transport",), f"{{0}} {self.transport!r}: use gloo or nccl")
+        if not 1 <= self.repeats <= MAX_REPEATS or not 0 < self.timeout_s <= MAX_TIMEOUT_S:
+            raise FieldError(("repeats", "timeout_s"), f"{{0}} must be 1..{MAX_REPEATS} and {{1}} seconds in "
+                             f"(0, {MAX_TIMEOUT_S:g}]")
