@@ -39,6 +39,8 @@ from dsctl.errors import InputError
 from dsctl.names import shown
 from dsctl.progress_count import Report, each
 
+REPORT_EVERY_LINES = 8192  # progress granularity of parse_ibnetdiscover
+
 
 @dataclass(frozen=True)
 class ObservedEnd:
@@ -210,7 +212,7 @@ def parse_ibnetdiscover(text: str, source: str = "OBSERVED", report: Report | No
 
     A node GUID printed in two ``Switch``/``Ca`` blocks, or one CA port reached from two different peer ports,
     is a duplicate GUID (``duplicate_guids``); the ends of such a device are named by the description printed
-    on each line rather than by the (ambiguous) GUID. ``report(lines_read, lines)`` every 8,192 lines.
+    on each line rather than by the (ambiguous) GUID. ``report(lines_read, lines)`` every ``REPORT_EVERY_LINES``.
     """
     # pass 1: node headers (descriptions by GUID) and raw port lines
     descs: dict[str, str] = {}
@@ -222,7 +224,7 @@ def parse_ibnetdiscover(text: str, source: str = "OBSERVED", report: Report | No
     pending_image = ""
     current: tuple[str, str, str, int] | None = None
     lines = text.splitlines()
-    tick = each(report, len(lines), every=8192)
+    tick = each(report, len(lines), every=REPORT_EVERY_LINES)
     for number, line in enumerate(lines, 1):
         tick(number)
         stripped = line.strip()

@@ -1,0 +1,167 @@
+"""Counted progress of the commands that can run over ~2 s (issue 30): each domain function's ``report(done,
+total)`` callback is called with counts that never go back and end exactly at the total; ``Stages`` sums stages.
+
+Sizes are small (the counts, not the time, are under test); docs/architecture.md lists the audit of every command.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from dsctl.progress_count import Stages, each
+
+Calls = list[tuple[float, float]]
+
+
+def record() -> tuple[Calls, object]:
+    calls: Calls = []
+    return calls, lambda done, total: calls.append((float(done), float(total)))
+
+
+def assert_counted(calls: Calls, min_calls: int = 2) -> None:
+    """Monotone counts, each within its total, the last one the whole total."""
+    assert len(calls) >= min_calls, calls
+    dones = [d for d, _ in calls]
+    assert dones == sorted(dones), calls
+    assert all(0 <= d <= t for d, t in calls), calls
+    assert calls[-1][0] == calls[-1][1] > 0, calls[-1]
+
+
+def test_stages_weigh_each_stage_by_its_share_and_never_go_back() -> None:
+    calls, report = record()
+    stages = Stages(report, [30, 10])  # type: ignore[arg-type]
+    first, second = stages.part(0), stages.part(1)
+    first(1, 2)  # half of a 30-unit stage: 15 of 40
+    first(1, 4)  # the stage's own total grew (a longer search): ignored, never back to 7.5
+    second(5, 10)  # 30 + 5
+    stages.finish()
+    assert calls == [(15.0, 40.0), (35.0, 40.0), (40.0, 40.0)]
+
+
+def test_a_stage_added_late_grows_the_total_and_keeps_the_count() -> None:
+    calls, report = record()
+    stages = Stages(report, [10])  # type: ignore[arg-type]
+    stages.part(0)(10, 10)
+    retry = stages.add(10)
+    stages.part(retry)(5, 10)
+    stages.finish()
+    assert calls == [(10.0, 10.0), (15.0, 20.0), (20.0, 20.0)]
+
+
+def test_each_reports_every_nth_item_and_the_last() -> None:
+    calls, report = record()
+    tick = each(report, 10, every=4)  # type: ignore[arg-type]
+    for i in range(1, 11):
+        tick(i)
+    assert calls == [(4.0, 10.0), (8.0, 10.0), (10.0, 10.0)]
+    each(None, 10)(10)  # no callback: nothing to call, no error
+
+
+def test_storage_chains_counts_the_design_search_then_the_chains_ordered() -> None:
+    from dsctl.storage import api
+    from dsctl.storage.chaintable import IdScheme
+
+    calls, report = record()
+    result = api.generate_chains(40, 16, 3, None, 1, IdScheme(10001, 1, 9), report=report)  # type: ignore[arg-type]
+    assert result.num_nodes == 40
+    assert_counted(calls, min_calls=5)
+    assert len({t for _, t in calls}) == 1  # one total, unless a rebuild adds a stage (not at 40 nodes)
+
+
+def test_storage_chains_rebuild_adds_to_the_total_and_still_ends_there(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A table over the redirect limit is rebuilt with more targets per SSD: a stage appended, counts monotone."""
+    from dsctl.storage import api
+    from dsctl.storage.chaintable import IdScheme
+
+    monkeypatch.setattr(api, "REDIRECT_LIMIT", 0.5)  # every table is "over": every fallback is tried
+    calls, report = record()
+    api.generate_chains(20, 4, 3, None, 1, IdScheme(10001, 1, 9), report=report)  # type: ignore[arg-type]
+    assert_counted(calls)
+    assert len({t for _, t in calls}) > 1
+
+
+def test_rotate_chains_counts_every_ordering_pass() -> None:
+    import numpy as np
+
+    from dsctl.storage.layout import rotate_chains
+
+    rows = np.array([[0, 1, 2], [1, 2, 3], [0, 2, 3]] * 3000, dtype=np.int64)  # 9,000 chains, 2 passes
+    calls, report = record()
+    rotate_chains(rows, 4, report=report)  # type: ignore[arg-type]
+    assert_counted(calls)
+    assert calls[-1] == (18_000.0, 18_000.0)
+
+
+def _plan(nodes: int) -> tuple[str, list[tuple[str, str]]]:
+    """plan.json of an MPFT plan and its expected ibnetdiscover dumps (name, text), one per plane."""
+    from dsctl.profiles.loader import ProfileStore
+    from dsctl.topology.api import make_spec, plan_files
+    from dsctl.topology.plan import build_plan
+    from dsctl.topology.summary import summarize
+
+    store = ProfileStore()
+    plan = build_plan(make_spec("mpft", nodes, store.node("h800-hgx"), store.switch("ib-ndr-64")))
+    files = plan_files(plan, summarize(plan))
+    return files["plan.json"], sorted((n, t) for n, t in files.items() if n.endswith(".ibnet"))
+
+
+def test_topology_verify_counts_dump_characters_then_links() -> None:
+    from dsctl.topology.api import verify_texts
+
+    plan_json, dumps = _plan(64)
+    calls, report = record()
+    result = verify_texts(plan_json, dumps, "plan.json", report=report)  # type: ignore[arg-type]
+    assert result.matched_cables == result.expected_cables and not result.findings
+    assert_counted(calls, min_calls=len(dumps) + 2)
+    chars = sum(len(t) for _, t in dumps)
+    assert calls[-1][1] == 2 * chars  # parse and check weigh the characters of the dumps alike
+    assert (len(dumps[0][1]), 2 * chars) in calls and (chars, 2 * chars) in calls  # each dump parsed
+
+
+def test_ibnetdiscover_parser_counts_lines(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dsctl.topology import observed
+
+    monkeypatch.setattr(observed, "REPORT_EVERY_LINES", 100)
+    _, dumps = _plan(64)
+    dump = dumps[0][1]
+    calls, report = record()
+    observed.parse_ibnetdiscover(dump, "dump", report=report)  # type: ignore[arg-type]
+    lines = len(dump.splitlines())
+    assert_counted(calls, min_calls=lines // 100)
+    assert calls[-1] == (lines, lines) and calls[0] == (100, lines)
+
+
+FAKE_SRUN = '''#!{python}
+import os, subprocess, sys
+sys.path.insert(0, {root!r})
+from dsctl.cluster.hostlist import expand
+from tests.fake_srun import labelled
+args = sys.argv[1:]
+cut = args.index("sh")
+nodes = expand(next(a.split("=", 1)[1] for a in args[:cut] if a.startswith("--nodelist=")))
+outputs = {{t: subprocess.run(args[cut:], env={{**os.environ, "SLURMD_NODENAME": node}}, capture_output=True,
+                              stdin=subprocess.DEVNULL).stdout for t, node in enumerate(nodes)}}
+sys.stdout.buffer.write(labelled(outputs))
+'''
+
+
+def test_fleet_runs_count_the_nodes_answered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """health fleet and trace --slurm: one count per node answered, ending at the node count (fake srun)."""
+    from dsctl.runners.fleet import run_on_nodes
+
+    root = Path(__file__).resolve().parents[2]
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "srun").write_text(FAKE_SRUN.format(python=sys.executable, root=str(root)))
+    (bin_dir / "srun").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    calls, report = record()
+    run = run_on_nodes(["n1", "n2", "n3"], ["echo", '{"ok": true}'], check_states=False,
+                       report=report)  # type: ignore[arg-type]
+    assert [a.document for a in run.answers] == [{"ok": True}] * 3, run.answers
+    assert_counted(calls, min_calls=3)
+    assert calls[0] == (0.0, 3.0) and calls[-1] == (3.0, 3.0)
