@@ -121,7 +121,7 @@ def burn_in(
         options = ProbeOptions(backend, size_bytes, repeats, timeout, partition, python)
         factory = slurm_measure(options)
     view = OutputFormat(fmt.value) if fmt is not HealthFormat.prometheus else OutputFormat.json
-    with progress("burn-in", view) as report:
+    with progress("burn-in", view, total=1) as report:
         result = run(text, source, request, factory,
                      on_round=lambda done, total, name: report(done, total, f"round {done + 1}/{total}: {name}"
                                                                if name != "done" else "done"))

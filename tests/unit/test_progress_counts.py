@@ -165,3 +165,39 @@ def test_fleet_runs_count_the_nodes_answered(tmp_path: Path, monkeypatch: pytest
     assert [a.document for a in run.answers] == [{"ok": True}] * 3, run.answers
     assert_counted(calls, min_calls=3)
     assert calls[0] == (0.0, 3.0) and calls[-1] == (3.0, 3.0)
+
+
+def _v2_lite() -> tuple[object, object]:
+    from dsctl.profiles.loader import ProfileStore
+
+    store = ProfileStore()
+    return store.model("deepseek-v2-lite"), store.node("h800-hgx")
+
+
+def test_launch_search_counts_the_layouts_predicted() -> None:
+    from dsctl.launch.plan import plan_launch
+    from dsctl.launch.request import LaunchRequest
+    from dsctl.launch.search import SearchOptions
+
+    model, node = _v2_lite()
+    calls, report = record()
+    plan = plan_launch(model, node, LaunchRequest(num_nodes=2), search=SearchOptions(),  # type: ignore[arg-type]
+                       progress=report)  # type: ignore[arg-type]
+    assert plan.layout.world_size == 16
+    assert_counted(calls, min_calls=10)  # one count per layout predicted (dozens for V2-Lite on 2 nodes)
+
+
+@pytest.mark.slow
+def test_launch_node_range_counts_each_count_searched() -> None:
+    from dsctl.launch.request import LaunchRequest
+    from dsctl.launch.search import SearchOptions
+    from dsctl.launch.sweep import plan_node_range, sweep_counts
+
+    model, node = _v2_lite()
+    calls, report = record()
+    plan_node_range(model, node, LaunchRequest(num_nodes=2), SearchOptions(), 2, 3, None, None, 2.0,  # type: ignore[arg-type]
+                    progress=report)
+    assert_counted(calls, min_calls=20)
+    counts = len(sweep_counts(2, 3))
+    assert calls[-1] == (counts + 1, counts + 1)  # one unit per count searched, one for the final plan
+    assert any(d == 1 for d, _ in calls)  # the first count's search ends at 1
