@@ -201,3 +201,34 @@ def test_launch_node_range_counts_each_count_searched() -> None:
     counts = len(sweep_counts(2, 3))
     assert calls[-1] == (counts + 1, counts + 1)  # one unit per count searched, one for the final plan
     assert any(d == 1 for d, _ in calls)  # the first count's search ends at 1
+
+
+def _read_all(path: Path, max_bytes: int) -> int:
+    from dsctl.runners.trace_files import open_chunks
+
+    return sum(len(chunk) for chunk in open_chunks(path, max_bytes))
+
+
+def test_one_large_trace_counts_its_bytes_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """trace overlap/stragglers/timeline on one file: the bar moves with the bytes read, not 0 of 1 then 1 of 1."""
+    from dsctl.runners import trace_files
+
+    monkeypatch.setattr(trace_files, "CHUNK_BYTES", 1000)
+    path = tmp_path / "rank0.json"
+    path.write_bytes(b"x" * 10_000)
+    calls, report = record()
+    assert trace_files.run_per_file(_read_all, [(path, 10**6)], 1, report) == [10_000]  # type: ignore[arg-type]
+    assert_counted(calls, min_calls=11)
+    assert calls[0] == pytest.approx((0.09, 1.0)) and calls[-2] == pytest.approx((0.9, 1.0))
+    assert calls[-1] == (1.0, 1.0)
+
+
+def test_many_traces_count_the_files(tmp_path: Path) -> None:
+    from dsctl.runners import trace_files
+
+    paths = [tmp_path / f"rank{i}.json" for i in range(3)]
+    for p in paths:
+        p.write_bytes(b"{}")
+    calls, report = record()
+    trace_files.run_per_file(_read_all, [(p, 10**6) for p in paths], 2, report)  # type: ignore[arg-type]
+    assert calls == [(1.0, 3.0), (2.0, 3.0), (3.0, 3.0)]
