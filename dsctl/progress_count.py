@@ -19,42 +19,51 @@ Report = Callable[[float, float], None]
 
 class Stages:
     """One count over stages: ``part(i)(done, total)`` maps stage ``i``'s own count onto its share of the sum of
-    ``weights`` (units of estimated cost, e.g. bytes to parse); ``finish()`` reports the whole total."""
+    ``weights`` (units of estimated cost, e.g. bytes to parse); ``finish()`` reports the whole total.
+
+    A part is bound to its stage, not to a position: a stage inserted later (``add(weight, before=i)``) moves the
+    stages after it along, and their parts follow."""
 
     def __init__(self, report: Report | None, weights: Sequence[float]) -> None:
         self._report = report
-        self._weights = [max(0.0, float(w)) for w in weights]
-        self._total = sum(self._weights) or 1.0
+        self._stages = [[max(0.0, float(w))] for w in weights]  # one-item lists: a part keeps its stage by identity
         self._done = 0.0
 
     @property
     def total(self) -> float:
-        return self._total
+        return sum(w for w, in self._stages) or 1.0
 
-    def add(self, weight: float) -> int:
-        """Append a stage found to be needed late (a retry); the total grows, the count so far stays."""
-        self._weights.append(max(0.0, float(weight)))
-        self._total = sum(self._weights) or 1.0
-        return len(self._weights) - 1
+    def add(self, weight: float, before: int | None = None) -> int:
+        """A stage found to be needed late (a retry), at the end or before stage ``before``; returns its index
+        (use it at once: a later insertion shifts indexes). The total grows, the count so far stays."""
+        at = len(self._stages) if before is None else before if before >= 0 else len(self._stages) + before
+        self._stages.insert(at, [max(0.0, float(weight))])
+        return at
 
     def _emit(self, done: float) -> None:
-        done = min(done, self._total)
+        total = self.total
+        done = min(done, total)
         if self._report is not None and done >= self._done:
             self._done = done
-            self._report(done, self._total)
+            self._report(done, total)
 
     def part(self, index: int) -> Report:
         """The callback of stage ``index``: its ``(done, total)`` in whatever units it counts."""
-        start = sum(self._weights[:index])
-        width = self._weights[index]
+        stage = self._stages[index]
 
         def report(done: float, total: float) -> None:
+            start = 0.0
+            for other in self._stages:
+                if other is stage:
+                    break
+                start += other[0]
+            width = stage[0]
             self._emit(start + (width * min(done, total) / total if total > 0 else width))
 
         return report
 
     def finish(self) -> None:
-        self._emit(self._total)
+        self._emit(self.total)
 
 
 def each(report: Report | None, total: int, every: int = 1) -> Callable[[int], None]:

@@ -52,6 +52,20 @@ def test_a_stage_added_late_grows_the_total_and_keeps_the_count() -> None:
     assert calls == [(10.0, 10.0), (15.0, 20.0), (20.0, 20.0)]
 
 
+def test_a_stage_inserted_before_the_last_moves_the_last_along() -> None:
+    """storage chains: a rebuild goes before the files stage; the files part, handed out first, follows it."""
+    calls, report = record()
+    stages = Stages(report, [10, 5])  # type: ignore[arg-type]
+    files = stages.part(1)
+    stages.part(0)(1, 1)
+    rebuild = stages.add(10, before=-1)
+    assert rebuild == 1
+    stages.part(rebuild)(1, 2)
+    files(1, 1)
+    stages.finish()
+    assert calls == [(10.0, 15.0), (15.0, 25.0), (25.0, 25.0), (25.0, 25.0)]
+
+
 def test_each_reports_every_nth_item_and_the_last() -> None:
     calls, report = record()
     tick = each(report, 10, every=4)  # type: ignore[arg-type]
