@@ -12,12 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from dsctl.progress_count import Stages, each
+from dsctl.profiles.schema import ModelProfile, NodeProfile
+from dsctl.progress_count import Report, Stages, each
 
 Calls = list[tuple[float, float]]
 
 
-def record() -> tuple[Calls, object]:
+def record() -> tuple[Calls, Report]:
     calls: Calls = []
     return calls, lambda done, total: calls.append((float(done), float(total)))
 
@@ -33,7 +34,7 @@ def assert_counted(calls: Calls, min_calls: int = 2) -> None:
 
 def test_stages_weigh_each_stage_by_its_share_and_never_go_back() -> None:
     calls, report = record()
-    stages = Stages(report, [30, 10])  # type: ignore[arg-type]
+    stages = Stages(report, [30, 10])
     first, second = stages.part(0), stages.part(1)
     first(1, 2)  # half of a 30-unit stage: 15 of 40
     first(1, 4)  # the stage's own total grew (a longer search): ignored, never back to 7.5
@@ -44,7 +45,7 @@ def test_stages_weigh_each_stage_by_its_share_and_never_go_back() -> None:
 
 def test_a_stage_added_late_grows_the_total_and_keeps_the_count() -> None:
     calls, report = record()
-    stages = Stages(report, [10])  # type: ignore[arg-type]
+    stages = Stages(report, [10])
     stages.part(0)(10, 10)
     retry = stages.add(10)
     stages.part(retry)(5, 10)
@@ -55,7 +56,7 @@ def test_a_stage_added_late_grows_the_total_and_keeps_the_count() -> None:
 def test_a_stage_inserted_before_the_last_moves_the_last_along() -> None:
     """storage chains: a rebuild goes before the files stage; the files part, handed out first, follows it."""
     calls, report = record()
-    stages = Stages(report, [10, 5])  # type: ignore[arg-type]
+    stages = Stages(report, [10, 5])
     files = stages.part(1)
     stages.part(0)(1, 1)
     rebuild = stages.add(10, before=-1)
@@ -68,7 +69,7 @@ def test_a_stage_inserted_before_the_last_moves_the_last_along() -> None:
 
 def test_each_reports_every_nth_item_and_the_last() -> None:
     calls, report = record()
-    tick = each(report, 10, every=4)  # type: ignore[arg-type]
+    tick = each(report, 10, every=4)
     for i in range(1, 11):
         tick(i)
     assert calls == [(4.0, 10.0), (8.0, 10.0), (10.0, 10.0)]
@@ -80,7 +81,7 @@ def test_storage_chains_counts_the_design_search_then_the_chains_ordered() -> No
     from dsctl.storage.chaintable import IdScheme
 
     calls, report = record()
-    result = api.generate_chains(40, 16, 3, None, 1, IdScheme(10001, 1, 9), report=report)  # type: ignore[arg-type]
+    result = api.generate_chains(40, 16, 3, None, 1, IdScheme(10001, 1, 9), report=report)
     assert result.num_nodes == 40
     assert_counted(calls, min_calls=5)
     assert len({t for _, t in calls}) == 1  # one total, unless a rebuild adds a stage (not at 40 nodes)
@@ -93,7 +94,7 @@ def test_storage_chains_rebuild_adds_to_the_total_and_still_ends_there(monkeypat
 
     monkeypatch.setattr(api, "REDIRECT_LIMIT", 0.5)  # every table is "over": every fallback is tried
     calls, report = record()
-    api.generate_chains(20, 4, 3, None, 1, IdScheme(10001, 1, 9), report=report)  # type: ignore[arg-type]
+    api.generate_chains(20, 4, 3, None, 1, IdScheme(10001, 1, 9), report=report)
     assert_counted(calls)
     assert len({t for _, t in calls}) > 1
 
@@ -105,7 +106,7 @@ def test_rotate_chains_counts_every_ordering_pass() -> None:
 
     rows = np.array([[0, 1, 2], [1, 2, 3], [0, 2, 3]] * 3000, dtype=np.int64)  # 9,000 chains, 2 passes
     calls, report = record()
-    rotate_chains(rows, 4, report=report)  # type: ignore[arg-type]
+    rotate_chains(rows, 4, report=report)
     assert_counted(calls)
     assert calls[-1] == (18_000.0, 18_000.0)
 
@@ -128,7 +129,7 @@ def test_topology_verify_counts_dump_characters_then_links() -> None:
 
     plan_json, dumps = _plan(64)
     calls, report = record()
-    result = verify_texts(plan_json, dumps, "plan.json", report=report)  # type: ignore[arg-type]
+    result = verify_texts(plan_json, dumps, "plan.json", report=report)
     assert result.matched_cables == result.expected_cables and not result.findings
     assert_counted(calls, min_calls=len(dumps) + 2)
     chars = sum(len(t) for _, t in dumps)
@@ -143,7 +144,7 @@ def test_ibnetdiscover_parser_counts_lines(monkeypatch: pytest.MonkeyPatch) -> N
     _, dumps = _plan(64)
     dump = dumps[0][1]
     calls, report = record()
-    observed.parse_ibnetdiscover(dump, "dump", report=report)  # type: ignore[arg-type]
+    observed.parse_ibnetdiscover(dump, "dump", report=report)
     lines = len(dump.splitlines())
     assert_counted(calls, min_calls=lines // 100)
     assert calls[-1] == (lines, lines) and calls[0] == (100, lines)
@@ -175,13 +176,13 @@ def test_fleet_runs_count_the_nodes_answered(tmp_path: Path, monkeypatch: pytest
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
     calls, report = record()
     run = run_on_nodes(["n1", "n2", "n3"], ["echo", '{"ok": true}'], check_states=False,
-                       report=report)  # type: ignore[arg-type]
+                       report=report)
     assert [a.document for a in run.answers] == [{"ok": True}] * 3, run.answers
     assert_counted(calls, min_calls=3)
     assert calls[0] == (0.0, 3.0) and calls[-1] == (3.0, 3.0)
 
 
-def _v2_lite() -> tuple[object, object]:
+def _v2_lite() -> tuple[ModelProfile, NodeProfile]:
     from dsctl.profiles.loader import ProfileStore
 
     store = ProfileStore()
@@ -195,8 +196,8 @@ def test_launch_search_counts_the_layouts_predicted() -> None:
 
     model, node = _v2_lite()
     calls, report = record()
-    plan = plan_launch(model, node, LaunchRequest(num_nodes=2), search=SearchOptions(),  # type: ignore[arg-type]
-                       progress=report)  # type: ignore[arg-type]
+    plan = plan_launch(model, node, LaunchRequest(num_nodes=2), search=SearchOptions(),
+                       progress=report)
     assert plan.layout.world_size == 16
     assert_counted(calls, min_calls=10)  # one count per layout predicted (dozens for V2-Lite on 2 nodes)
 
@@ -209,7 +210,7 @@ def test_launch_node_range_counts_each_count_searched() -> None:
 
     model, node = _v2_lite()
     calls, report = record()
-    plan_node_range(model, node, LaunchRequest(num_nodes=2), SearchOptions(), 2, 3, None, None, 2.0,  # type: ignore[arg-type]
+    plan_node_range(model, node, LaunchRequest(num_nodes=2), SearchOptions(), 2, 3, None, None, 2.0,
                     progress=report)
     assert_counted(calls, min_calls=20)
     counts = len(sweep_counts(2, 3))
@@ -231,7 +232,7 @@ def test_one_large_trace_counts_its_bytes_read(tmp_path: Path, monkeypatch: pyte
     path = tmp_path / "rank0.json"
     path.write_bytes(b"x" * 10_000)
     calls, report = record()
-    assert trace_files.run_per_file(_read_all, [(path, 10**6)], 1, report) == [10_000]  # type: ignore[arg-type]
+    assert trace_files.run_per_file(_read_all, [(path, 10**6)], 1, report) == [10_000]
     assert_counted(calls, min_calls=11)
     assert calls[0] == pytest.approx((0.09, 1.0)) and calls[-2] == pytest.approx((0.9, 1.0))
     assert calls[-1] == (1.0, 1.0)
@@ -244,5 +245,5 @@ def test_many_traces_count_the_files(tmp_path: Path) -> None:
     for p in paths:
         p.write_bytes(b"{}")
     calls, report = record()
-    trace_files.run_per_file(_read_all, [(p, 10**6) for p in paths], 2, report)  # type: ignore[arg-type]
+    trace_files.run_per_file(_read_all, [(p, 10**6) for p in paths], 2, report)
     assert calls == [(1.0, 3.0), (2.0, 3.0), (3.0, 3.0)]
