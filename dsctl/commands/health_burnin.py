@@ -141,7 +141,7 @@ def burn_in(
         request = replace(request, fabric_doc=fabric_document(fabric_model),
                           fabric_source=f"--fabric-model {fabric_model}")
     view = OutputFormat(fmt.value) if fmt is not HealthFormat.prometheus else OutputFormat.json
-    with progress("burn-in", view) as report, fields_as(REQUEST_FLAGS):
+    with progress("burn-in", view, total=1) as report, fields_as(REQUEST_FLAGS):
         result = run(text, source, request, factory,
                      on_round=lambda done, total, name: report(done, total, f"round {done + 1}/{total}: {name}"
                                                                if name != "done" else "done"))

@@ -215,11 +215,11 @@ def fleet(
     names = node_names(nodelist, option="--nodelist")
     from dsctl.output.progress import progress
 
-    with progress(f"asking {len(names)} nodes (per-node timeout {timeout:g} s)",
-                  OutputFormat.table if fmt.value == "table" else None):
+    with progress(f"asking {len(names)} nodes (per-node timeout {timeout:g} s), nodes answered",
+                  OutputFormat.table if fmt.value == "table" else None, total=len(names)) as answered:
         run = run_on_nodes(names, command, timeout_s=timeout, launch_timeout_s=launch_timeout,
                            partition=partition, ok_exit_codes=(0, 1), job_name="dsctl-health", extra_srun_args=extra,
-                           digest=lambda doc: _digest_report(doc, digest, read_node_report))
+                           digest=lambda doc: _digest_report(doc, digest, read_node_report), report=answered)
     items = [NodeInput(a.node, None, a.document[_UNREADABLE])
              if a.document is not None and _UNREADABLE in a.document
              else NodeInput(a.node, a.document, missing_dsctl_reason(a, dsctl_path)) for a in run.answers]

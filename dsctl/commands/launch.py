@@ -298,11 +298,11 @@ def launch(
     if high != low or within_days is not None:
         from dsctl.launch.sweep import plan_node_range
 
-        with progress("searching layouts over the node range", fmt):
+        with progress("searching layouts over the node range (counts searched)", fmt, total=1) as report:
             plan = plan_node_range(model_profile, node, request, search, low, high, budget, within_days, price,
-                                   balancedness=balancedness, fabric_plan=fabric_text)
+                                   balancedness=balancedness, fabric_plan=fabric_text, progress=report)
     else:
-        with progress("searching layouts", fmt) as report:
+        with progress("searching layouts (layouts predicted)", fmt, total=1) as report:
             plan = plan_launch(model_profile, node, request, suggest_min_nodes=True, progress=report,
                                tokens=budget, gpu_hour_usd=price, balancedness=balancedness,
                                fabric_plan=fabric_text, search=search)
@@ -455,7 +455,7 @@ def layout(
     request = _request(1 if min_nodes_ else nodes, pp, ep, tp, dp, schedule, micro_batches, global_batch, seq_len,
                        recipe)
     with progress("searching the smallest node count that fits" if min_nodes_ else "planning the layout",
-                  fmt) as report:
+                  fmt, total=1) as report:
         report_ = plan_layout(model_profile, node, request, explain=explain,
                               find_min_nodes=min_nodes_, progress=report)
     if out is not None:

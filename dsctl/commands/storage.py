@@ -110,9 +110,9 @@ def chains_cmd(
 
     sizes = check_chunk_sizes(chunk_size or [])
     scheme = IdScheme(first_node_id=first_node_id, target_prefix=target_id_prefix, chain_prefix=chain_id_prefix)
-    with progress(f"chain table for {nodes} nodes", fmt):
+    with progress(f"chain table for {nodes} nodes", fmt, total=1) as report:
         result = api.generate_chains(nodes, ssds_per_node, replication, targets_per_ssd, chain_table_id, scheme,
-                                     sizes, rotate=not no_rotate, with_svg=out is not None)
+                                     sizes, rotate=not no_rotate, with_svg=out is not None, report=report)
     result = _write_out(result, out)
     show(result, fmt, "storage chains")
 

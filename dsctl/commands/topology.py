@@ -144,10 +144,11 @@ def verify(
     name_map = (str(node_name_map), read_text_input(node_name_map, "--node-name-map")) if node_name_map else None
     recorded = (str(guids), read_text_input(guids, "--guids")) if guids else None
     counter_texts = [(str(p), read_text_input(p, "--counters")) for p in counters or []]
-    with progress("checking every cable against the plan", fmt):
+    with progress("checking every cable against the plan (dumps parsed, links checked)", fmt, total=1) as report:
         result = api.verify_texts(plan_text, texts[0][1] if len(texts) == 1 else texts, str(plan_file),
                                   texts[0][0] if len(texts) == 1 else "OBSERVED", name_map=name_map,
-                                  guids=recorded, counters=counter_texts, thresholds=threshold or [])
+                                  guids=recorded, counters=counter_texts, thresholds=threshold or [],
+                                  report=report)
     if record_guids is not None:
         atomic_write(record_guids, render_node_name_map(result.guids, f"from {result.observed}"), "--record-guids")
     show(result, fmt, "topology verify")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -89,7 +90,8 @@ def _forwarded(step: int | None, comm: list[str] | None, add: list[str] | None, 
 
 
 def _on_nodes(traces: list[str], forwarded: list[str], nodes: str, dsctl_path: str, node_timeout: float,
-              partition: str | None, classifier: Classifier, step: int | None) -> object:
+              partition: str | None, classifier: Classifier, step: int | None,
+              report: Callable[[float, float], None] | None = None) -> object:
     from dsctl.cluster.hostlist import node_names
     from dsctl.output.envelope import read_node_report
     from dsctl.runners.fleet import run_on_nodes
@@ -98,7 +100,8 @@ def _on_nodes(traces: list[str], forwarded: list[str], nodes: str, dsctl_path: s
 
     names = node_names(nodes, option="--nodelist")
     command = [dsctl_path, "trace", "overlap", *traces, *forwarded]
-    run = run_on_nodes(names, command, timeout_s=node_timeout, partition=partition, job_name="dsctl-trace")
+    run = run_on_nodes(names, command, timeout_s=node_timeout, partition=partition, job_name="dsctl-trace",
+                       report=report)
     reports = {a.node: read_node_report(a.node, a.document, "trace overlap", a.reason) for a in run.answers}
     documents = [(node, r.data) for node, r in reports.items() if r.data is not None]
     unreachable = [{"node": a.node, "reason": reports[a.node].reason + (f": {a.stderr_tail}" if a.stderr_tail else "")}
@@ -173,8 +176,10 @@ def overlap_cmd(
         if svg is not None or explain_classes or all_steps:
             raise InputError("--slurm reports the overlap table only; drop --svg, --explain-classes and --all-steps")
         forwarded = _forwarded(step, comm_pattern, add_comm_pattern, compute_pattern, top, jobs, max_bytes)
-        with progress(f"asking the nodes {nodes} (per-node timeout {node_timeout:g} s)", fmt):
-            answer = _on_nodes(traces, forwarded, nodes, dsctl_path, node_timeout, partition, classifier, step)
+        with progress(f"asking the nodes {nodes} (per-node timeout {node_timeout:g} s), nodes answered", fmt,
+                      total=1) as report:
+            answer = _on_nodes(traces, forwarded, nodes, dsctl_path, node_timeout, partition, classifier, step,
+                               report)
         show(answer, fmt, "trace overlap")
         return
     paths = expand([_fill_node(t) for t in traces])

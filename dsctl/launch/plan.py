@@ -21,7 +21,6 @@ With ``search`` (``dsctl launch``) the layout is the best of every valid one by 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +47,7 @@ from dsctl.launch.search_explain import SearchExplanation, choice_lines, explain
 from dsctl.launch.stages import Stage
 from dsctl.model.params import count_parameters
 from dsctl.profiles.schema import ModelProfile, NodeProfile
+from dsctl.progress_count import Report, Stages
 from dsctl.steptime import DEFAULT_GPU_HOUR_USD, StepTime, TokenBudget, predict_step, token_budget
 
 if TYPE_CHECKING:
@@ -56,8 +56,8 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_GLOBAL_BATCH", "MAX_COUNT", "MAX_NODES", "BatchPlan", "LaunchPlan", "LaunchRequest",
            "LayoutReport", "ScheduleFigures", "StageRow", "plan_launch", "plan_layout"]
 
-#: progress callback of the smallest-node-count search: ``(counts_done, counts_bound)``
-Progress = Callable[[int, int], None]
+#: progress callback ``(done, total)``: layouts predicted, counts of the smallest-node-count search
+Progress = Report
 
 
 @dataclass(frozen=True)
@@ -148,6 +148,8 @@ def plan_launch(model: ModelProfile, node: NodeProfile, request: LaunchRequest,
 
     ``suggest_min_nodes``: a plan that does not fit gets a note naming the smallest node count that does
     (:func:`dsctl.launch.minnodes.min_nodes`, which reports to ``progress``).
+    ``progress(done, total)`` counts the layouts predicted, then (if run) the node counts scanned; the total
+    grows when the scan is needed.
 
     ``search`` (with ``simulate_schedule``): choose among every valid layout by predicted step
     (:func:`dsctl.launch.search.search_layouts`, its options' objective and schedules); when none fits, the plan
@@ -156,9 +158,11 @@ def plan_launch(model: ModelProfile, node: NodeProfile, request: LaunchRequest,
     check_node_count(request.num_nodes)
     request = check_request(model, request)
     inputs = PlanInputs(model, node, request, count_parameters(model), assumptions or MemoryAssumptions())
+    stages = Stages(progress, [])
     searched = None
     if search is not None and simulate_schedule:
-        searched = search_layouts(inputs, replace(search, balancedness=balancedness, fabric_plan=fabric_plan))
+        searched = search_layouts(inputs, replace(search, balancedness=balancedness, fabric_plan=fabric_plan),
+                                  stages.part(stages.add(1.0)))
     chosen, considered = search_by_memory(inputs)
     if searched is not None and searched.best is not None:
         best = searched.best
@@ -191,13 +195,14 @@ def plan_launch(model: ModelProfile, node: NodeProfile, request: LaunchRequest,
     if not request.train_command:
         notes.append("no training command given (put it after '--'); the plan is still complete")
     if suggest_min_nodes and not memory.fits:
-        smallest = minnodes.min_nodes(model, node, request, progress=progress)
+        smallest = minnodes.min_nodes(model, node, request, progress=stages.part(stages.add(1.0)))
         notes.append(min_nodes_note(smallest, minnodes.SEARCH_LIMIT_NODES))
     explanation = explain_search(searched) if searched is not None else None
     choices = explain_choices(request, model, layout, memory, considered)
     if searched is not None and explanation is not None:  # without a fitting layout: the memory rule's lines
         choices = choice_lines(searched, explanation) + [
             line for line in choices if searched.best is None or line.startswith(("dp ", "schedule "))]
+    stages.finish()
     return LaunchPlan(
         model=model.name, node_profile=node.name, num_nodes=request.num_nodes, gpus_per_node=node.num_gpus,
         world_size=layout.world_size, layout=layout, expert_dp=layout.expert_dp, zero_stage=layout.zero_stage,

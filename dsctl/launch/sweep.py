@@ -21,6 +21,7 @@ from dsctl.launch.request import LaunchRequest, check_node_count, check_request
 from dsctl.launch.search import SearchOptions
 from dsctl.model.params import count_parameters
 from dsctl.profiles.schema import ModelProfile, NodeProfile
+from dsctl.progress_count import Report, Stages
 
 if TYPE_CHECKING:
     from dsctl.launch.plan import LaunchPlan
@@ -85,9 +86,10 @@ class NodeSweep:
 
 
 def _row(model: ModelProfile, node: NodeProfile, request: LaunchRequest, options: SearchOptions, count: int,
-         tokens: float | None, within_days: float | None, gpu_hour_usd: float) -> SweepRow:
+         tokens: float | None, within_days: float | None, gpu_hour_usd: float, report: Report | None = None
+         ) -> SweepRow:
     inputs = PlanInputs(model, node, replace(request, num_nodes=count), count_parameters(model), MemoryAssumptions())
-    best = search_layouts(inputs, options).best
+    best = search_layouts(inputs, options, report).best
     if best is None:
         return SweepRow(count, "", None, None, None, None, None, False if within_days is not None else None)
     step = best.predicted()[1]
@@ -102,27 +104,36 @@ def _row(model: ModelProfile, node: NodeProfile, request: LaunchRequest, options
 
 def plan_node_range(model: ModelProfile, node: NodeProfile, request: LaunchRequest, options: SearchOptions,
                     low: int, high: int, tokens: float | None, within_days: float | None, gpu_hour_usd: float,
-                    **plan_options: Any) -> LaunchPlan:
+                    progress: Report | None = None, **plan_options: Any) -> LaunchPlan:
     """``--nodes LOW-HIGH``: sweep the counts (:func:`sweep_nodes`), then the full plan of the chosen count (the
-    largest when none is chosen) with the sweep attached; ``plan_options`` go to :func:`plan_launch`."""
+    largest when none is chosen) with the sweep attached; ``plan_options`` go to :func:`plan_launch`.
+    ``progress(done, total)``: one unit per count searched and one for the final plan, each counted within."""
     from dsctl.launch.plan import plan_launch
 
     swept = replace(options, balancedness=plan_options.get("balancedness", options.balancedness),
                     fabric_plan=plan_options.get("fabric_plan", options.fabric_plan))
-    sweep = sweep_nodes(model, node, request, swept, sweep_counts(low, high), tokens, within_days, gpu_hour_usd)
+    counts = sweep_counts(low, high)
+    stages = Stages(progress, [len(counts), 1])
+    sweep = sweep_nodes(model, node, request, swept, counts, tokens, within_days, gpu_hour_usd, stages.part(0))
     chosen = replace(request, num_nodes=sweep.chosen_nodes or high)
-    plan = plan_launch(model, node, chosen, tokens=tokens, gpu_hour_usd=gpu_hour_usd, search=options, **plan_options)
+    plan = plan_launch(model, node, chosen, tokens=tokens, gpu_hour_usd=gpu_hour_usd, search=options,
+                       progress=stages.part(1), **plan_options)
+    stages.finish()
     return replace(plan, sweep=sweep)
 
 
 def sweep_nodes(model: ModelProfile, node: NodeProfile, request: LaunchRequest, options: SearchOptions,
                 counts: tuple[int, ...], tokens: float | None = None, within_days: float | None = None,
-                gpu_hour_usd: float = 2.0) -> NodeSweep:
-    """Search every count of ``counts`` (``request.num_nodes`` is ignored) and choose one (module docstring)."""
+                gpu_hour_usd: float = 2.0, report: Report | None = None) -> NodeSweep:
+    """Search every count of ``counts`` (``request.num_nodes`` is ignored) and choose one (module docstring).
+    ``report(done, len(counts))`` counts the node counts searched, each counted within (its layouts predicted)."""
     if within_days is not None and not tokens:
         raise InputError("--within-days needs --tokens: the deadline is for training that many tokens")
     request = check_request(model, request)
-    rows = tuple(_row(model, node, request, options, c, tokens, within_days, gpu_hour_usd) for c in counts)
+    stages = Stages(report, [1.0] * len(counts))
+    rows = tuple(_row(model, node, request, options, c, tokens, within_days, gpu_hour_usd, stages.part(i))
+                 for i, c in enumerate(counts))
+    stages.finish()
     usable = [r for r in rows if r.step_s is not None and r.meets_deadline is not False]
     if not usable:
         why = (f"no count from {counts[0]} to {counts[-1]} finishes {tokens / 1e12:,.4g}T tokens within "

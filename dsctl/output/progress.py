@@ -6,8 +6,9 @@ One helper for every command::
         work(report)              # report(done, total=None, status=None), e.g. passed to domain code as a callback
 
 Nothing is drawn when stderr is not a terminal or ``--format`` is json/yaml, nor for work that ends within
-``DELAY_S`` (the bar appears only then). With a total the line shows a bar, percent, elapsed time and ETA;
-without one, a spinner, the latest status text and the elapsed time (e.g. a Slurm job's state while waiting).
+``DELAY_S`` (the bar appears only then). With a total the line shows the latest status text (e.g. a burn-in
+round's name), a bar, percent, elapsed time and ETA; without one, a spinner, the latest status text and the
+elapsed time (e.g. a Slurm job's state while waiting).
 Domain code never sees rich: it gets ``report`` as a plain ``Callable[[float, float], None]``.
 """
 
@@ -59,8 +60,8 @@ class _Line:
 
         columns: list[Any] = [SpinnerColumn(), TextColumn("{task.description}")]
         if total is not None:
-            columns += [BarColumn(), TaskProgressColumn(), TextColumn("elapsed"), TimeElapsedColumn(),
-                        TextColumn("ETA"), TimeRemainingColumn()]
+            columns += [TextColumn("{task.fields[status]}"), BarColumn(), TaskProgressColumn(), TextColumn("elapsed"),
+                        TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn()]
         else:
             columns += [TextColumn("{task.fields[status]}"), TextColumn("elapsed"), TimeElapsedColumn()]
         self._progress = Progress(*columns, console=Console(file=sys.stderr), transient=True,

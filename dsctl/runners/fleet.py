@@ -298,7 +298,7 @@ def run_on_nodes(nodes: Sequence[str], command: Sequence[str], *, timeout_s: flo
                  job_name: str = "dsctl-fleet", extra_srun_args: Sequence[str] = (),
                  check_states: bool = True,
                  digest: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
-                 stdin_text: str | None = None) -> FleetRun:
+                 stdin_text: str | None = None, report: Callable[[float, float], None] | None = None) -> FleetRun:
     """Run ``command`` (argv, no shell) once on every node in ``nodes`` through one srun step.
 
     ``stdin_text``: what every node's command reads on its standard input (srun ``--input=all``; at most
@@ -312,6 +312,7 @@ def run_on_nodes(nodes: Sequence[str], command: Sequence[str], *, timeout_s: flo
     Each node's answer is parsed once, as soon as its task ends, and only ``digest(document)`` is kept (the
     caller's typed summary, e.g. the listed findings of a health report); the text and the full document are
     dropped then, so memory holds the answers still arriving plus the digests, not every node's whole answer.
+    ``report(nodes_done, nodes)`` counts the nodes answered (or skipped) so far, from srun's reader thread.
     """
     if not command:
         raise InputError("no command to run on the nodes")
@@ -334,6 +335,8 @@ def run_on_nodes(nodes: Sequence[str], command: Sequence[str], *, timeout_s: flo
                 skipped[name] = NodeAnswer(name, None, None, f"Slurm state {state}"
                                            + (f" ({reason})" if reason else ""))
     asked = [n for n in nodes if n not in skipped]
+    if report is not None:
+        report(len(skipped), len(nodes))
     if not asked:
         return FleetRun(tuple(skipped[n] for n in nodes), (), time.monotonic() - start, None)
     token = "@@dsctl-fleet-" + secrets.token_hex(8)
@@ -348,6 +351,8 @@ def run_on_nodes(nodes: Sequence[str], command: Sequence[str], *, timeout_s: flo
             answer = dataclasses.replace(answer, document=digest(answer.document))
         early[task.node] = answer
         task.stdout = []  # parsed: the text is not needed again
+        if report is not None:
+            report(min(len(skipped) + len(early), len(nodes)), len(nodes))
 
     parser = LabelledOutput(token, finished)
     with _nodelist(asked) as nodelist:
@@ -368,6 +373,8 @@ def run_on_nodes(nodes: Sequence[str], command: Sequence[str], *, timeout_s: flo
                        whole_step_reason=whole) if pending else ()
     got = {**early, **{a.node: a for a in answers}}
     ordered = tuple(skipped[n] if n in skipped else got[n] for n in nodes)
+    if report is not None:
+        report(len(nodes), len(nodes))
     return FleetRun(ordered, tuple(argv), time.monotonic() - start, code, tuple(parser.srun_lines[-20:]))
 
 

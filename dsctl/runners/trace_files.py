@@ -7,6 +7,7 @@ in a worker come back as values and are raised again in the parent with their me
 
 from __future__ import annotations
 
+import contextvars
 import glob
 import multiprocessing
 import os
@@ -31,6 +32,12 @@ CHUNK_BYTES = 1 << 20
 MAX_FILES = 65536
 _GLOB_CHARS = re.compile(r"[*?\[]")
 _DIGITS = re.compile(r"([0-9]+)")  # ASCII only, as ascii_digits: "٣" stays text (int and str never compared)
+#: share of one file's progress that reading its bytes stands for (the analysis after the read is the rest)
+READ_SHARE = 0.9
+#: ``(bytes_read, file_bytes)`` callback of the file read in this process now (set by ``run_per_file`` when it
+#: reads in this process: one large trace shows its bytes read, not just 0 of 1 files)
+_bytes_read: contextvars.ContextVar[Callable[[int, int], None] | None] = contextvars.ContextVar("bytes_read",
+                                                                                              default=None)
 
 
 def _natural(path: str) -> list[object]:
@@ -80,10 +87,12 @@ def open_chunks(path: Path, max_bytes: int, what: str = "TRACE") -> Iterator[byt
     except BaseException:
         os.close(fd)
         raise
-    return _chunks(fd, path, what)
+    return _chunks(fd, path, what, info.st_size)
 
 
-def _chunks(fd: int, path: Path, what: str) -> Iterator[bytes]:
+def _chunks(fd: int, path: Path, what: str, size: int) -> Iterator[bytes]:
+    report = _bytes_read.get()
+    read = 0
     with os.fdopen(fd, "rb", buffering=0) as handle:
         while True:
             try:
@@ -92,6 +101,9 @@ def _chunks(fd: int, path: Path, what: str) -> Iterator[bytes]:
                 raise InputError(f"{what} {path}: cannot read ({exc.strerror or exc})") from None
             if not data:
                 return
+            read += len(data)
+            if report is not None:
+                report(min(read, size), size)
             yield data
 
 
@@ -116,7 +128,8 @@ def run_per_file(func: Callable[..., Any], jobs_args: Sequence[tuple[Any, ...]],
                  report: Callable[[float, float], None] | None = None) -> list[Any]:
     """``func(*args)`` for each args tuple (the first element names the file), in order; in ``jobs`` processes
     when there is more than one file, else in this process. The first error (in file order) is raised.
-    ``report(files_done, num_files)`` follows the files (a progress line)."""
+    ``report(files_done, num_files)`` follows the files (a progress line); read in this process, a file counts
+    its bytes read as ``READ_SHARE`` of it (one large trace moves the bar while it is read)."""
     tasks = [(func, args) for args in jobs_args]
     results: list[Any] = []
 
@@ -127,7 +140,18 @@ def run_per_file(func: Callable[..., Any], jobs_args: Sequence[tuple[Any, ...]],
 
     if jobs <= 1 or len(tasks) <= 1:
         for task in tasks:
-            done(_call(task))
+            base = len(results)
+
+            def reading(read: int, size: int, base: int = base) -> None:
+                if report is not None and size > 0:
+                    report(base + READ_SHARE * read / size, len(tasks))
+
+            token = _bytes_read.set(reading)
+            try:
+                result = _call(task)
+            finally:
+                _bytes_read.reset(token)
+            done(result)
     else:
         context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods()
                                               else "spawn")

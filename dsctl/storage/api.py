@@ -7,16 +7,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from dsctl.errors import InputError
+from dsctl.progress_count import Report, Stages
 from dsctl.storage.balance import Balance, measure
 from dsctl.storage.chaintable import MAX_CHAINS_PER_DISK, MAX_DISKS, IdScheme, check_ids, render_files
 from dsctl.storage.choice import REDIRECT_LIMIT, choose_targets_per_ssd, fallback_targets_per_ssd
 from dsctl.storage.crosscheck import CHAINS, CREATE, CheckResult, check_files
 from dsctl.storage.graphics import pair_share_svg
-from dsctl.storage.layout import build_layout
+from dsctl.storage.layout import build_layout, layout_cost_us
 from dsctl.units import QuantityError, parse_bytes
 
 MAX_CHAIN_NODES = 2_000
 MAX_TARGETS_TOTAL = 2_000_000
+#: estimated cost of measuring and rendering one chain (weighs the progress count's last stage only)
+FILES_COST_US_PER_CHAIN = 4
 #: ``[0-9]+(?:\.[0-9]+)?`` rather than ``[0-9]*\.?[0-9]+``: two digit runs that can split a long run every way
 #: backtrack quadratically (16 s for 10,000 digits and a letter)
 _RATE = re.compile(r"^\s*((?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)(?:[eE][-+]?\d+)?)\s*([KMGT]?)(i?)([Bb])(?:/s|ps)\s*$")
@@ -83,8 +86,10 @@ def upload_steps(table_id: int) -> list[str]:
 
 def generate_chains(num_nodes: int, ssds_per_node: int, replication: int, targets_per_ssd: int | None,
                     chain_table_id: int, scheme: IdScheme, chunk_sizes: tuple[str, ...] = (),
-                    rotate: bool = True, with_svg: bool = False) -> ChainsResult:
-    """Build, measure and render dsctl's chain table (see ``dsctl.storage.layout``)."""
+                    rotate: bool = True, with_svg: bool = False, report: Report | None = None) -> ChainsResult:
+    """Build, measure and render dsctl's chain table (see ``dsctl.storage.layout``). ``report(done, total)``
+    counts the design search, the chains ordered, then the files rendered (weighed by estimated cost; a rebuild
+    with more targets per SSD adds a stage before the files) and ends at the total."""
     if not 2 <= num_nodes <= MAX_CHAIN_NODES:
         raise InputError(f"--nodes {num_nodes} must be 2..{MAX_CHAIN_NODES} (3FS chains need at least 2 storage "
                          "nodes for replication)")
@@ -111,7 +116,10 @@ def generate_chains(num_nodes: int, ssds_per_node: int, replication: int, target
     if num_nodes * r * ssds_per_node > MAX_TARGETS_TOTAL:
         raise InputError(f"{num_nodes * r * ssds_per_node:,} targets is more than dsctl writes "
                          f"({MAX_TARGETS_TOTAL:,}); lower --targets-per-ssd or --ssds-per-node")
-    layout, method = build_layout(num_nodes, ssds_per_node, replication, r, rotate=rotate)
+    chains = ssds_per_node * (num_nodes * r // replication)
+    stages = Stages(report, [layout_cost_us(num_nodes, ssds_per_node, replication, r, rotate),
+                             chains * FILES_COST_US_PER_CHAIN])
+    layout, method = build_layout(num_nodes, ssds_per_node, replication, r, rotate=rotate, report=stages.part(0))
     balance = measure(layout.nodes, layout.disk, num_nodes)
     notes = [chosen_note] if chosen_note else []
     if targets_per_ssd is None and balance.redirect.max_over_ideal > REDIRECT_LIMIT:
@@ -119,7 +127,9 @@ def generate_chains(num_nodes: int, ssds_per_node: int, replication: int, target
             b2 = num_nodes * r2 // replication
             if b2 > MAX_CHAINS_PER_DISK or num_nodes * r2 * ssds_per_node > MAX_TARGETS_TOTAL:
                 break
-            layout2, method2 = build_layout(num_nodes, ssds_per_node, replication, r2, rotate=rotate)
+            again = stages.add(layout_cost_us(num_nodes, ssds_per_node, replication, r2, rotate), before=-1)
+            layout2, method2 = build_layout(num_nodes, ssds_per_node, replication, r2, rotate=rotate,
+                                            report=stages.part(again))
             balance2 = measure(layout2.nodes, layout2.disk, num_nodes)
             if balance2.redirect.max_over_ideal < balance.redirect.max_over_ideal:
                 notes.append(f"targets per SSD {r2}: the table built with {r} reached "
@@ -141,10 +151,12 @@ def generate_chains(num_nodes: int, ssds_per_node: int, replication: int, target
                      f"{REDIRECT_LIMIT}x)" + ("; leave out --targets-per-ssd to let dsctl pick one that balances"
                                                if targets_per_ssd is not None else ""))
     files = render_files(layout, scheme, chunk_sizes)
+    stages.part(-1)(1, 2)
     if with_svg:
         files["pair_share.svg"] = pair_share_svg(balance.pair_share_matrix, scheme.first_node_id,
                                                  f"{num_nodes} nodes x {ssds_per_node} SSDs, replication "
                                                  f"{replication}, {r} targets per SSD")
+    stages.finish()
     return ChainsResult(num_nodes, ssds_per_node, replication, r, b, chain_table_id, scheme.first_node_id,
                         scheme.first_node_id + num_nodes - 1, method, rotate, balance,
                         notes, upload_steps(chain_table_id), None, [], files)

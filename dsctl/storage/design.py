@@ -36,6 +36,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dsctl.progress_count import Report, Stages
+
 # Local-search budgets (proposals). Pure Python; ~1 us per proposal.
 CYCLIC_SEARCH_STEPS = 20_000
 CYCLIC_SEARCH_MAX_STEPS = 150_000  # keep going past the budget while the cost still falls
@@ -49,6 +51,10 @@ PERMUTATION_TRIES = 4
 RELABEL_SWEEPS = 2
 RELABEL_MAX_NODES = 300  # label-swap search costs O(v^3) per sweep
 RELABEL_ONE_SWEEP_NODES = 120
+# Estimated cost (microseconds on the reference laptop) of the counted steps; they only weigh the stages of the
+# progress count against each other (bar and ETA), never change a result.
+SEARCH_STEP_COST_US = 80
+RELABEL_COST_US_PER_NODE_SQUARED = 3
 FEW_DISKS = 8  # with this many disk indexes or fewer ...
 FEW_DISKS_MIN_NODES = 60  # ... and more nodes, relabelling one design leaves totals uneven: use all-disk orbits
 
@@ -88,14 +94,16 @@ def _class_of(d: int, v: int) -> int:
 
 
 def _cyclic_base_blocks(v: int, k: int, count: int, short_classes: list[int], rng: random.Random,
-                        groups: int = 1) -> tuple[list[list[int]], int, int]:
+                        groups: int = 1, report: Report | None = None) -> tuple[list[list[int]], int, int]:
     """``groups * count`` base blocks (each containing 0) whose developed orbits cover the difference
     classes evenly, both within each group of ``count`` blocks (one disk index) and over all groups.
 
     The cost is the pair-level sum of squares: class ``c`` holds ``v`` pairs (``v/2`` for ``c = v/2``), each
     sharing ``cover[c]`` chains (``2*cover[c]`` for ``c = v/2``, whose pairs appear twice in one orbit),
     summed for the totals and for every group. ``short_classes`` are covered once per group by a short
-    orbit that is already chosen. Returns (blocks, their cost, the cost lower bound).
+    orbit that is already chosen. Returns (blocks, their cost, the cost lower bound). ``report(step,
+    expected_steps)`` every 1,000 steps: the search stops at its budget or ``CYCLIC_PATIENCE`` steps after its last
+    gain, so the expected count grows while it still improves.
     """
     half = v // 2
     total_blocks = count * groups
@@ -149,6 +157,8 @@ def _cyclic_base_blocks(v: int, k: int, count: int, short_classes: list[int], rn
     for step in range(max(steps, CYCLIC_SEARCH_MAX_STEPS)):
         if best_cost <= target or (step >= steps and step - last_gain > CYCLIC_PATIENCE):
             break
+        if report is not None and step % 1000 == 0:
+            report(step, max(steps, last_gain + CYCLIC_PATIENCE))
         j = rng.randrange(total_blocks)
         gc = group_cover[j // count]
         pos = rng.randrange(1, k)
@@ -268,11 +278,12 @@ def _swap_search(blocks: np.ndarray, v: int, fixed: int, rng: random.Random, ste
     return np.asarray(rows, dtype=np.int64).reshape(b, k)
 
 
-def build_design(v: int, k: int, r: int, seed: int = 0) -> ChainDesign:
+def build_design(v: int, k: int, r: int, seed: int = 0, report: Report | None = None) -> ChainDesign:
     """A (near-)balanced design of ``v`` nodes, chains of ``k``, every node in ``r`` chains (fewer if
     ``v*r`` is not a multiple of ``k``: ``(v*r) % k`` target slots stay unused).
 
     Deterministic for a given ``seed``. Requires ``2 <= k <= v`` and ``r >= 1`` (validated by the caller).
+    ``report`` follows the first cyclic search's steps (``_cyclic_base_blocks``).
     """
     rng = random.Random(seed)
     parts: list[np.ndarray] = []
@@ -287,7 +298,7 @@ def build_design(v: int, k: int, r: int, seed: int = 0) -> ChainDesign:
     if full_orbits:
         # Odd v > 25: exact cyclic designs (e.g. STS(v), v = 1 mod 6) exist but a search may stall one class
         # short; a few restarts usually find them. Even v with k = 3 cannot be exact (parity), so no restarts.
-        bases, cost, target = _cyclic_base_blocks(v, k, full_orbits, short_classes, rng)
+        bases, cost, target = _cyclic_base_blocks(v, k, full_orbits, short_classes, rng, report=report)
         for attempt in range(1, CYCLIC_RESTARTS if v % 2 and v > CYCLIC_RESTART_MIN_NODES else 1):
             if cost <= target:
                 break
@@ -323,23 +334,37 @@ def use_all_disk_orbits(v: int, k: int, r: int, num_disks: int) -> bool:
     return num_disks > 1 and (r * (k - 1) < v - 1 or v > RELABEL_MAX_NODES or few_disks)
 
 
-def build_disk_designs(v: int, k: int, r: int, num_disks: int, seed: int = 0) -> tuple[list[np.ndarray], str]:
+def search_cost_us(v: int, k: int, r: int, num_disks: int) -> float:
+    """Estimated cost of ``build_disk_designs`` in microseconds (weighs it against other stages of a progress count)."""
+    groups = num_disks if r % k == 0 and use_all_disk_orbits(v, k, r, num_disks) else 1
+    blocks = groups * max(1, r // k)
+    steps = max(CYCLIC_SEARCH_STEPS, 40 * blocks) + CYCLIC_PATIENCE
+    relabel = 0 if groups > 1 else (num_disks - 1) * RELABEL_COST_US_PER_NODE_SQUARED * v * v
+    return steps * SEARCH_STEP_COST_US + relabel
+
+
+def build_disk_designs(v: int, k: int, r: int, num_disks: int, seed: int = 0,
+                       report: Report | None = None) -> tuple[list[np.ndarray], str]:
     """Chains of every disk index: a list of ``num_disks`` arrays of shape ``(v*r // k, k)`` and the method.
 
     Usually one design (``build_design``) relabelled per disk index (``disk_relabellings``). When a disk
     index alone cannot give every pair a chain (``r(k-1) < v-1``, pair-shares 0 or 1) and ``k`` divides
     ``r``, every disk instead gets its own ``r/k`` cyclic orbits, chosen together so that the difference
     classes are covered evenly on each disk *and* over all disks (a cyclic design of the whole table).
+    ``report(done, total)`` counts search steps, then (one design) the disks relabelled.
     """
     if r % k == 0 and use_all_disk_orbits(v, k, r, num_disks):
         rng = random.Random(seed)
         q = r // k
-        bases, _, _ = _cyclic_base_blocks(v, k, q, [], rng, groups=num_disks)
+        bases, _, _ = _cyclic_base_blocks(v, k, q, [], rng, groups=num_disks, report=report)
         per_disk = [np.concatenate([_develop(b, v, v) for b in bases[d * q:(d + 1) * q]], axis=0)
                     for d in range(num_disks)]
         return [np.sort(b, axis=1) for b in per_disk], "cyclic (all disks)"
-    design = build_design(v, k, r, seed=seed)
-    perms = disk_relabellings(design, num_disks, seed=seed)
+    one_design_us = search_cost_us(v, k, r, 1)
+    stages = Stages(report, [one_design_us, search_cost_us(v, k, r, num_disks) - one_design_us])
+    design = build_design(v, k, r, seed=seed, report=stages.part(0))
+    perms = disk_relabellings(design, num_disks, seed=seed, report=stages.part(1))
+    stages.finish()
     return [perms[d][design.blocks] for d in range(num_disks)], design.method
 
 
@@ -381,13 +406,14 @@ def _improve_relabelling(moved: np.ndarray, deg: np.ndarray, total: np.ndarray, 
             break
 
 
-def disk_relabellings(design: ChainDesign, num_disks: int, seed: int = 0) -> np.ndarray:
+def disk_relabellings(design: ChainDesign, num_disks: int, seed: int = 0,
+                      report: Report | None = None) -> np.ndarray:
     """Node relabelling per disk index, shape ``(num_disks, v)``: disk ``d`` uses ``perm[d][node]``.
 
     Disk 0 keeps the identity. Each later disk takes, of ``PERMUTATION_TRIES`` random relabellings,
     the one that keeps the pair-share totals and per-node target totals summed over disks most even,
     then improves it by label swaps. An exact design (all pair-shares equal, all nodes equally loaded)
-    keeps the identity everywhere.
+    keeps the identity everywhere. ``report(disks_done, num_disks - 1)`` after each relabelled disk.
     """
     v = design.num_nodes
     perms = np.tile(np.arange(v, dtype=np.int64), (num_disks, 1))
@@ -419,4 +445,6 @@ def disk_relabellings(design: ChainDesign, num_disks: int, seed: int = 0) -> np.
         perms[d] = perm
         total += moved
         total_deg += deg
+        if report is not None:
+            report(d, num_disks - 1)
     return perms

@@ -21,10 +21,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dsctl.storage.design import build_disk_designs
+from dsctl.progress_count import Report, Stages, each
+from dsctl.storage.design import build_disk_designs, search_cost_us
 
 ROTATION_PASSES = 2
 REFINE_MAX_CHAINS = 40_000  # larger tables get the greedy pass only (time)
+ORDER_COST_US = 8  # estimated cost of ordering one chain once (weighs the progress count's stages only)
 
 
 @dataclass(frozen=True)
@@ -54,14 +56,21 @@ def _orderings(k: int) -> list[tuple[int, ...]]:
     return picks
 
 
-def rotate_chains(nodes: np.ndarray, num_nodes: int, passes: int = ROTATION_PASSES) -> np.ndarray:
+def rotation_passes(num_chains: int, passes: int = ROTATION_PASSES) -> int:
+    """Passes ``rotate_chains`` makes over ``num_chains`` chains (the greedy one, then refinements if few)."""
+    return passes if num_chains <= REFINE_MAX_CHAINS else 1
+
+
+def rotate_chains(nodes: np.ndarray, num_nodes: int, passes: int = ROTATION_PASSES,
+                  report: Report | None = None) -> np.ndarray:
     """Order each chain's members (rows of ``nodes``, shape (C, k)) to balance head, tail and re-sync roles.
 
     Re-sync source of a failed member ``x`` = the last surviving member in chain order: the tail, or the
     member before the tail when ``x`` is the tail. Each chain takes the member order that adds least to the
     sum of squares of (re-sync count per ordered pair) + (head count per node) + (tail count per node):
     a greedy pass in table order, then ``passes - 1`` refinement passes that take each chain out and put it
-    back in its best order given all the others. Returns a new (C, k) array.
+    back in its best order given all the others. Returns a new (C, k) array. ``report(orderings_done,
+    C * passes_made)`` every 4,096 chains.
     """
     count, k = nodes.shape
     if k < 2 or count == 0:
@@ -108,17 +117,21 @@ def rotate_chains(nodes: np.ndarray, num_nodes: int, passes: int = ROTATION_PASS
                 best, best_cost = seq, cost
         return best
 
+    made = rotation_passes(count, passes)
+    tick = each(report, count * made, every=4096)
     out = []
     for row in nodes.tolist():
         seq = best_order(row)
         apply(seq, 1)
         out.append(seq)
-    for _ in range(passes - 1 if count <= REFINE_MAX_CHAINS else 0):
+        tick(len(out))
+    for p in range(1, made):
         for c, seq in enumerate(out):
             apply(seq, -1)
             new = best_order(seq)
             apply(new, 1)
             out[c] = new
+            tick(p * count + c + 1)
     return np.asarray(out, dtype=np.int64).reshape(count, k)
 
 
@@ -130,12 +143,30 @@ def ascending_layout(per_disk_blocks: list[np.ndarray], num_nodes: int, replicat
     return ChainLayout(num_nodes, len(per_disk_blocks), replication, nodes, disk, index)
 
 
+def rotation_cost_us(num_nodes: int, num_disks: int, replication: int, targets_per_ssd: int) -> float:
+    """Estimated cost of ``rotate_chains`` over a whole table, in microseconds (progress weights only)."""
+    chains = num_disks * (num_nodes * targets_per_ssd // replication)
+    return chains * rotation_passes(chains) * ORDER_COST_US
+
+
+def layout_cost_us(num_nodes: int, num_disks: int, replication: int, targets_per_ssd: int,
+                   rotate: bool = True) -> float:
+    """Estimated cost of ``build_layout`` in microseconds (weighs it against other stages of a progress count)."""
+    return search_cost_us(num_nodes, replication, targets_per_ssd, num_disks) + \
+        (rotation_cost_us(num_nodes, num_disks, replication, targets_per_ssd) if rotate else 0.0)
+
+
 def build_layout(num_nodes: int, num_disks: int, replication: int, targets_per_ssd: int,
-                 rotate: bool = True, seed: int = 0) -> tuple[ChainLayout, str]:
-    """dsctl's chain table: (near-)balanced designs per disk index, members rotated; returns (layout, method)."""
-    per_disk, method = build_disk_designs(num_nodes, replication, targets_per_ssd, num_disks, seed=seed)
+                 rotate: bool = True, seed: int = 0, report: Report | None = None) -> tuple[ChainLayout, str]:
+    """dsctl's chain table: (near-)balanced designs per disk index, members rotated; returns (layout, method).
+    ``report(done, total)`` counts the design search, then the chains ordered (weighed by estimated cost)."""
+    stages = Stages(report, [search_cost_us(num_nodes, replication, targets_per_ssd, num_disks),
+                             rotation_cost_us(num_nodes, num_disks, replication, targets_per_ssd) if rotate else 0])
+    per_disk, method = build_disk_designs(num_nodes, replication, targets_per_ssd, num_disks, seed=seed,
+                                          report=stages.part(0))
     layout = ascending_layout(per_disk, num_nodes, replication)
     if rotate:
-        layout = ChainLayout(num_nodes, num_disks, replication, rotate_chains(layout.nodes, num_nodes),
-                        layout.disk, layout.index)
+        layout = ChainLayout(num_nodes, num_disks, replication,
+                             rotate_chains(layout.nodes, num_nodes, report=stages.part(1)), layout.disk, layout.index)
+    stages.finish()
     return layout, method

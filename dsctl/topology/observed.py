@@ -37,6 +37,9 @@ from dataclasses import dataclass, field, replace
 
 from dsctl.errors import InputError
 from dsctl.names import shown
+from dsctl.progress_count import Report, each
+
+REPORT_EVERY_LINES = 8192  # progress granularity of parse_ibnetdiscover
 
 
 @dataclass(frozen=True)
@@ -204,12 +207,12 @@ def _port_entry(number: int, current: tuple[str, str, str, int], port: re.Match[
             int(port.group(5)), peer_desc, rate, my_lid, peer_lid)
 
 
-def parse_ibnetdiscover(text: str, source: str = "OBSERVED") -> ObservedFabric:
+def parse_ibnetdiscover(text: str, source: str = "OBSERVED", report: Report | None = None) -> ObservedFabric:
     """Parse ibnetdiscover's default topology output. Raises InputError naming the line of a malformed entry.
 
     A node GUID printed in two ``Switch``/``Ca`` blocks, or one CA port reached from two different peer ports,
     is a duplicate GUID (``duplicate_guids``); the ends of such a device are named by the description printed
-    on each line rather than by the (ambiguous) GUID.
+    on each line rather than by the (ambiguous) GUID. ``report(lines_read, lines)`` every ``REPORT_EVERY_LINES``.
     """
     # pass 1: node headers (descriptions by GUID) and raw port lines
     descs: dict[str, str] = {}
@@ -220,7 +223,10 @@ def parse_ibnetdiscover(text: str, source: str = "OBSERVED") -> ObservedFabric:
     images: dict[str, str] = {}  # node id -> system image GUID (a switch's CAs share its image)
     pending_image = ""
     current: tuple[str, str, str, int] | None = None
-    for number, line in enumerate(text.splitlines(), 1):
+    lines = text.splitlines()
+    tick = each(report, len(lines), every=REPORT_EVERY_LINES)
+    for number, line in enumerate(lines, 1):
+        tick(number)
         stripped = line.strip()
         port = _PORT.match(stripped) if stripped[:1] == "[" else None
         if port:

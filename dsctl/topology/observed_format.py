@@ -4,17 +4,19 @@ The parsers build on the types of :mod:`dsctl.topology.observed`; this module si
 
 from __future__ import annotations
 
+from dsctl.progress_count import Report
 from dsctl.topology.ibdmtopo import looks_like_topology_file, parse_topology_file
 from dsctl.topology.ibformats import is_ports_report, parse_ports_report
 from dsctl.topology.lldp import looks_like_lldp, parse_lldp
 from dsctl.topology.observed import ObservedFabric, parse_ibnetdiscover, parse_links_csv
 
 
-def parse_observed(text: str, source: str = "OBSERVED") -> ObservedFabric:
+def parse_observed(text: str, source: str = "OBSERVED", report: Report | None = None) -> ObservedFabric:
     """Detect the format and parse it: a links CSV if the first data line names a_device and b_device, an
     ``ibnetdiscover -p`` ports report if the first line is one, an ibdiagnet topology file (``ibdiagnet -t``;
     a system line then an indented connection), ``lldpctl -f json`` output (one node's, named by
-    the file's stem) if it is a JSON object with ``lldp``, else ibnetdiscover's default output."""
+    the file's stem) if it is a JSON object with ``lldp``, else ibnetdiscover's default output. ``report(lines_done,
+    lines)`` follows ibnetdiscover's output (the large dumps); the other formats report when parsed."""
     for line in text.splitlines():
         stripped = line.strip()
         if not stripped or stripped.startswith("#"):
@@ -29,4 +31,4 @@ def parse_observed(text: str, source: str = "OBSERVED") -> ObservedFabric:
         return parse_lldp(text, source)
     if is_ports_report(text):
         return parse_ports_report(text, source)
-    return parse_ibnetdiscover(text, source)
+    return parse_ibnetdiscover(text, source, report)

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field, replace
 
 from dsctl.cluster.plan_file import PlannedFabric, Port
 from dsctl.errors import InputError
+from dsctl.progress_count import Report, each
 from dsctl.topology import verify_checks as checks
 from dsctl.topology.naming import short_repr
 from dsctl.topology.observed import ObservedEnd, ObservedFabric, ObservedLink, rename
@@ -183,12 +184,13 @@ def _dump_plane(plan: PlannedFabric, resolver: Resolver, fabric: ObservedFabric)
 
 def verify(plan: PlannedFabric, observed: ObservedFabric | Sequence[tuple[str, ObservedFabric]],
            plan_name: str = "plan", observed_name: str = "observed",
-           options: VerifyOptions | None = None) -> VerifyResult:
+           options: VerifyOptions | None = None, report: Report | None = None) -> VerifyResult:
     """Compare; every cable and port is looked at once (dicts keyed by (device, port)).
 
     ``observed`` is one fabric or ``(name, fabric)`` per dump (one per plane; a cable printed in two dumps is
     counted once). When every dump is LLDP (RoCE, one per node) only NIC-to-leaf cables are expected.
-    InputError for a malformed port of a links CSV (see ``check_csv_ports``).
+    InputError for a malformed port of a links CSV (see ``check_csv_ports``). ``report(done, total)`` every 4,096
+    observed links; the findings after them count as half as many links again (they take about that long).
     """
     opts = options or VerifyOptions()
     dumps = [(observed_name, observed)] if isinstance(observed, ObservedFabric) else list(observed)
@@ -218,11 +220,16 @@ def verify(plan: PlannedFabric, observed: ObservedFabric | Sequence[tuple[str, O
     infos: list[DumpInfo] = []
     explained: set[Key] = set()
     resolved_ends: list[tuple[ObservedEnd, Port]] = []
+    links_total = sum(len(f.links) for _, f in dumps)
+    tick = each(report, links_total + links_total // 2, every=4096)
+    links_done = 0
     for name, fabric in dumps:
         check_csv_ports(plan, fabric, name)
         dump_plane, others = _dump_plane(plan, resolver, fabric)
         infos.append(DumpInfo(name, fabric.source_format, len(fabric.links), dump_plane, others))
         for link in fabric.links:
+            links_done += 1
+            tick(links_done)
             a, a_plane, why_a = resolver.resolve(link.a)
             b, b_plane, why_b = resolver.resolve(link.b)
             for port, end in ((a, link.a), (b, link.b)):
@@ -318,6 +325,7 @@ def verify(plan: PlannedFabric, observed: ObservedFabric | Sequence[tuple[str, O
     covered = set(checked)
     expected_covered = sum(1 for plane in expected.values() if plane in covered or plane < 0)
     warnings = plan_fit_warnings(expected_covered, observed_links, observed_devices, len(unmatched))
+    tick(links_total + links_total // 2)
     return VerifyResult(plan_name, ", ".join(n for n, _ in dumps), "+".join(formats), len(expected),
                         observed_links, len(matched), counts, list(unmatched), not_seen,
                         findings, 1 if findings else 0, infos, checked, plan.link, guids, warnings,
