@@ -85,7 +85,16 @@ def lines(*columns: np.ndarray | str) -> bytes:
     for m in mats:
         out[:, at:at + m.shape[1]] = m
         at += m.shape[1]
-    return out.tobytes().replace(b"\x00", b"")
+    return out.tobytes().translate(None, b"\x00")
+
+
+def bucket_order(keys: np.ndarray, size: int) -> np.ndarray | None:
+    """The indices that sort ``keys`` (distinct integers in [0, size)), by one pass over ``size`` slots; None if two
+    keys are equal. ``np.argsort`` costs a sort, and ``np.unique`` (hash-based in NumPy 2.4) is slower still."""
+    slots = np.full(size, -1, dtype=np.int64 if len(keys) >= 2**31 else np.int32)
+    slots[keys] = np.arange(len(keys))
+    order = slots[slots >= 0]
+    return order.astype(np.int64) if len(order) == len(keys) else None
 
 
 def lengths(*columns: np.ndarray | str) -> np.ndarray:
