@@ -14,6 +14,7 @@ GUIDs are synthetic and unique across planes: switch ``0xb83fd20300000000 + devi
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Sequence
 
 import numpy as np
@@ -60,7 +61,7 @@ class _Plane:
                     self.a_node.tolist(), strict=True)]
 
 
-class _Names:
+class Names:
     """Per-plan name tables: device and NIC names as bytes, and their ranks in sorted order."""
 
     def __init__(self, plan: Plan) -> None:
@@ -72,10 +73,10 @@ class _Names:
         self.nic_rank[np.argsort(self.nics, kind="stable")] = np.arange(len(self.nics))
 
 
-def expected_ibnetdiscover_pieces(plan: Plan, plane: int, link: str, names: _Names | None = None) -> Iterator[bytes]:
+def expected_ibnetdiscover_pieces(plan: Plan, plane: int, link: str, names: Names | None = None) -> Iterator[bytes]:
     """``expected-plane<plane>.ibnet`` a piece at a time (every link at ``link``, e.g. ``4xNDR``)."""
     p = _Plane(plan, plane)
-    names = names or _Names(plan)
+    names = names or Names(plan)
     num_devices = len(plan.device_names)
     ports = plan.device_ports.astype(np.int64)
     # entities: the plane's NICs (by description), then its switches (by name); LID = position + 1
@@ -171,13 +172,13 @@ def _old_ibnetdiscover(plan: Plan, p: _Plane, link: str) -> str:
 
 
 def topology_file_pieces(plan: Plan, plane: int, link: str, host_type: str, header: Sequence[str],
-                         names: _Names | None = None) -> Iterator[bytes]:
+                         names: Names | None = None) -> Iterator[bytes]:
     """``expected-plane<plane>.topo`` (ibdiagnet's topology file, see :mod:`dsctl.topology.ibdmtopo`) a piece at a
     time: sections of the plane's switches in device order, then of its nodes as first cabled; ``header`` lines
     (at least one) become ``#`` comments."""
     p = _Plane(plan, plane)
     switch_ports = plan.device_ports.astype(np.int64)
-    names = names or _Names(plan)
+    names = names or Names(plan)
     num_devices, n = len(plan.device_names), len(p.a)
     # each cable listed from both ends (a ends first); sections: switches in device order, nodes by first cable
     dev = np.concatenate([p.a, p.b])
@@ -216,7 +217,7 @@ def topology_file_pieces(plan: Plan, plane: int, link: str, host_type: str, head
     type_col = column(encoded(type_of))
     step = ROWS_PER_PIECE
     bounds = [*range(0, len(starts), max(1, step // 64)), len(starts)]
-    for s_lo, s_hi in zip(bounds[:-1], bounds[1:], strict=False):
+    for s_lo, s_hi in itertools.pairwise(bounds):
         rows = slice(starts[s_lo], starts[s_hi] if s_hi < len(starts) else len(order))
         mark = np.zeros((rows.stop - rows.start, 1), dtype=np.uint8)
         mark[starts[s_lo:s_hi] - starts[s_lo], 0] = 1
