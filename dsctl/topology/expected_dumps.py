@@ -125,6 +125,9 @@ def expected_ibnetdiscover_pieces(plan: Plan, plane: int, link: str, names: Name
     portguid[:n_host, 0] = ord("(")
     portguid[:n_host, 1:17] = short[:n_host]
     portguid[:n_host, 17] = ord(")")
+    # what a port line says of its peer, rendered once per entity: '"<guid>"' and ']<(port guid)>\t\t# ... lid N'
+    peer_guid = _stack(kind, full)
+    peer_tail = _stack(portguid, '\t\t# "', desc, '" lid ', lid, f" {rate}\n")
     step = max(1, ROWS_PER_PIECE // span)
     for lo in range(0, len(switch_dev), step):
         hi = min(lo + step, len(switch_dev))
@@ -132,8 +135,8 @@ def expected_ibnetdiscover_pieces(plan: Plan, plane: int, link: str, names: Name
         mark = np.zeros((rows.stop - rows.start, 1), dtype=np.uint8)
         mark[starts[lo:hi] - starts[lo], 0] = 1
         who = peer[rows]
-        body = lines(mark, "[", decimal(e_port[rows]), ']\t"', kind[who], full[who], '"[', decimal(peer_port[rows]),
-                     "]", portguid[who], '\t\t# "', desc[who], '" lid ', lid[who], f" {rate}\n")
+        body = lines(mark, "[", decimal(e_port[rows]), ']\t"', peer_guid[who], '"[', decimal(peer_port[rows]), "]",
+                     peer_tail[who])
         ent = n_host + np.arange(lo, hi)
         heads = lines("\nvendid=0x2c9\ndevid=0xd2f0\nsysimgguid=0x", short[ent], "\nswitchguid=0x", short[ent],
                       "(", short[ent], ")\nSwitch\t", decimal(ports[switch_dev[lo:hi]]), ' "S-', full[ent],
@@ -150,6 +153,14 @@ def expected_ibnetdiscover_pieces(plan: Plan, plane: int, link: str, names: Name
                     lid[leaf], f" {rate}\n")
 
 _MARK_TEXT = _MARK.decode()
+
+
+def _stack(*columns: np.ndarray | str) -> np.ndarray:
+    """The columns side by side in one NUL-padded matrix (rows keep their padding: a column for :func:`lines`)."""
+    rows = next(len(c) for c in columns if not isinstance(c, str))
+    parts = [np.broadcast_to(np.frombuffer(c.encode(), np.uint8), (rows, len(c))) if isinstance(c, str) else c
+             for c in columns]
+    return np.concatenate(parts, axis=1)
 
 
 def _interleave(heads: bytes, body: bytes) -> bytes:

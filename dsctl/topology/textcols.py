@@ -66,9 +66,10 @@ def _decimal(v: np.ndarray) -> np.ndarray:
 def hex16(values: np.ndarray, strip_zeros: bool = False) -> np.ndarray:
     """Unsigned 64-bit integers as 16 lower-case hex digits (``f"{v:016x}"``), shape (N, 16); with
     ``strip_zeros`` the leading zeros are left out (``.lstrip("0")``)."""
-    v = np.asarray(values, dtype=np.uint64)
-    shifts = np.arange(60, -4, -4, dtype=np.uint64)
-    nibbles = ((v[:, None] >> shifts[None, :]) & np.uint64(15)).astype(np.intp)
+    octets = np.asarray(values, dtype=">u8").view(np.uint8).reshape(-1, 8)  # most significant first
+    nibbles = np.empty((len(octets), 16), dtype=np.uint8)
+    nibbles[:, 0::2] = octets >> 4
+    nibbles[:, 1::2] = octets & 15
     out = _HEX[nibbles]
     if strip_zeros:
         out[np.logical_and.accumulate(nibbles == 0, axis=1)] = _NUL
