@@ -10,6 +10,7 @@ endpoints lists 1.1M children in about a second instead of eight.
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -20,6 +21,7 @@ from dsctl.names import check_slurm_conf_name
 from dsctl.topology.plan import Plan
 from dsctl.topology.textcols import column, encoded, lines
 
+_TRAILING_DIGITS = re.compile(r"^(.*?)([0-9]*)$", re.MULTILINE)
 #: trailing numbers longer than this are compared as text by ``hostlist.compress`` (no int64 here)
 _MAX_DIGITS = 18
 
@@ -102,7 +104,7 @@ def compress_groups(names: Sequence[str], children: np.ndarray, starts: np.ndarr
     ``children[starts[g]:starts[g + 1]]``, every group non-empty), for all groups at once."""
     if not len(starts):
         return []
-    split = [hostlist._split_number(name) for name in names]
+    split = _split_numbers(names)
     widths = np.array([len(d) for _, d in split], dtype=np.int64)
     if int(widths[children].max(initial=0)) > _MAX_DIGITS:
         bounds = [*starts.tolist(), len(children)]
@@ -153,6 +155,14 @@ def compress_groups(names: Sequence[str], children: np.ndarray, starts: np.ndarr
                  _masked(np.full((len(pos), 1), ord("]"), np.uint8), closes),
                  np.where(last, ord("\n"), ord(","))[:, None].astype(np.uint8))
     return text.decode().split("\n")[:-1]
+
+
+def _split_numbers(names: Sequence[str]) -> list[tuple[str, str]]:
+    """(prefix, trailing ASCII digits) of every name, as ``hostlist`` splits one, by one regex pass."""
+    found = _TRAILING_DIGITS.findall("\n".join(names)) if names else []
+    if len(found) != len(names):  # a name holding a line break: one at a time
+        return [hostlist._split_number(name) for name in names]
+    return found
 
 
 def _wide(matrix: np.ndarray, other: np.ndarray) -> np.ndarray:
