@@ -31,7 +31,8 @@ _MARK = b"\x01"
 
 
 class _Plane:
-    """One plane's cables and the ends they join (device indices; ``nic`` the NIC index of a node end)."""
+    """One plane's cables: a (lower) and b (upper) ends as device indices int64 [C]; at a node end the port is
+    the NIC index."""
 
     def __init__(self, plan: Plan, plane: int) -> None:
         cab = np.flatnonzero(plan.cable_plane == plane)
@@ -62,7 +63,8 @@ class _Plane:
 
 
 class Names:
-    """Per-plan name tables: device and NIC names as bytes, and their ranks in sorted order."""
+    """Per-plan name tables: device and NIC names as bytes, and their ranks in sorted order (bytes order is
+    Python's string order here: names are ASCII, ``dsctl.names.DEVICE``)."""
 
     def __init__(self, plan: Plan) -> None:
         self.devices = encoded(plan.device_names)

@@ -97,12 +97,3 @@ def bucket_order(keys: np.ndarray, size: int) -> np.ndarray | None:
     slots[keys] = np.arange(len(keys))
     order = slots[slots >= 0]
     return order.astype(np.int64) if len(order) == len(keys) else None
-
-
-def lengths(*columns: np.ndarray | str) -> np.ndarray:
-    """Bytes per row of :func:`lines` of the same columns (NULs not counted), int64 shape (rows,)."""
-    rows = next((len(c) for c in columns if not isinstance(c, str)), 0)
-    total = np.zeros(rows, dtype=np.int64)
-    for c in columns:
-        total += len(c.encode()) if isinstance(c, str) else np.count_nonzero(c, axis=1)
-    return total
