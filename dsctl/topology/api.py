@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,19 +14,10 @@ from dsctl.gcpause import gc_paused
 from dsctl.names import shown
 from dsctl.profiles.schema import NodeProfile, SwitchProfile
 from dsctl.progress_count import Report, Stages
-from dsctl.topology.export import (
-    cabling_csv,
-    expected_ibnetdiscover,
-    expected_topology_files,
-    plan_json,
-    slurm_topology,
-    slurm_topology_yaml,
-    switches_csv,
-)
-from dsctl.topology.graphics import topology_dot, topology_svg
 from dsctl.topology.naming import NameTemplates
 from dsctl.topology.observed_format import parse_observed
 from dsctl.topology.plan import KINDS, Plan, PlanSpec, build_plan, default_planes, default_templates
+from dsctl.topology.plan_files import PlanFiles
 from dsctl.topology.sizing import Comparison, compare_topologies
 from dsctl.topology.summary import PlanSummary, summarize
 from dsctl.topology.verify import VerifyResult, verify
@@ -87,36 +78,14 @@ class PlanResult:
         return {**dataclasses.asdict(self.summary), "out_dir": self.out_dir, "files": self.files}
 
 
-def plan_files(plan: Plan, summary: PlanSummary) -> dict[str, str]:
+def plan_files(plan: Plan, summary: PlanSummary) -> PlanFiles:
     """Every output file of a plan, by file name (see PLAN_FILES; one ``expected-plane<P>.ibnet`` and one
-    ``expected-plane<P>.topo`` per plane, and the IBNL files the latter name)."""
-    link = plan.spec.link or {800.0: "4xXDR", 400.0: "4xNDR", 200.0: "4xHDR", 100.0: "4xEDR"}.get(
-        float(plan.spec.port_gbps), "4xNDR")
-    ibnet = {f"expected-plane{p}.ibnet": text for p, text in expected_ibnetdiscover(plan, link).items()}
-    return {
-        "cabling.csv": cabling_csv(plan),
-        "switches.csv": switches_csv(plan),
-        "plan.json": plan_json(plan, dataclasses.asdict(summary)),
-        "topology.dot": topology_dot(plan, summary),
-        "topology.conf": slurm_topology(plan, summary),
-        "topology.yaml": slurm_topology_yaml(plan),
-        "topology.svg": topology_svg(plan, summary),
-        **ibnet,
-        **_ibdm_files(plan, link),
-    }
+    ``expected-plane<P>.topo`` per plane, and the IBNL files the latter name), rendered when read or streamed."""
+    return PlanFiles(plan, summary)
 
 
-def _ibdm_files(plan: Plan, link: str) -> dict[str, str]:
-    """ibdiagnet's topology files, or none where a device name cannot be an ibdm system name ('/', spaces): the
-    plan itself stays valid for every other tool, and the output lists the files written."""
-    try:
-        return expected_topology_files(plan, link)
-    except InputError:
-        return {}
-
-
-def plan_with_files(spec: PlanSpec, with_files: bool) -> tuple[PlanSummary, dict[str, str]]:
-    """Build the plan; also render its files when ``with_files``."""
+def plan_with_files(spec: PlanSpec, with_files: bool) -> tuple[PlanSummary, Mapping[str, str]]:
+    """Build the plan; also its files (rendered when read or streamed) when ``with_files``."""
     plan = build_plan(spec)
     summary = summarize(plan)
     return summary, (plan_files(plan, summary) if with_files else {})

@@ -34,8 +34,13 @@ def _pairs(plan: Plan, kind: int, plane: int = 0) -> tuple[np.ndarray, np.ndarra
     cab = np.flatnonzero((plan.cable_plane == plane) & (plan.cable_kind == kind))
     if not len(cab):
         return np.zeros((0, 2), dtype=np.int64), np.zeros(0, dtype=np.int64)
-    pairs, counts = np.unique(np.stack([plan.a_dev[cab], plan.b_dev[cab]], axis=1), axis=0, return_counts=True)
-    return pairs, counts
+    # one integer per pair, sorted: np.unique(axis=0) sorts a void view (2.8 s for 1M ft3 cables on NumPy 2.4)
+    span = len(plan.device_names)
+    key = np.sort(plan.a_dev[cab].astype(np.int64) * span + plan.b_dev[cab])
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    first = key[starts]
+    pairs = np.stack([first // span, first % span], axis=1).astype(np.result_type(plan.a_dev, plan.b_dev))
+    return pairs, np.diff(np.r_[starts, len(key)])
 
 
 def _leaf_labels(plan: Plan, node_cab: np.ndarray) -> dict[int, str]:
