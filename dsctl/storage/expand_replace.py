@@ -50,8 +50,8 @@ class _Slots:
         self.at = at.tolist()
         slot = np.arange(b * k)
         others = np.array([[q for q in range(k) if q != p] for p in range(k)], dtype=np.int64).reshape(k, k - 1)
-        #: ``mates[i][f]``: the i-th other slot of f's chain, one flat array per i (1-d gathers are the fast ones)
-        self.mates = [slot // k * k + others[slot % k, i] for i in range(k - 1)]
+        #: ``mates[i, f]``: the i-th other slot of f's chain, (k - 1, b * k)
+        self.mates = slot // k * k + others[slot % k].T
 
     def of(self, node: int) -> np.ndarray:
         return self.own[node, :self.count[node]]
@@ -68,17 +68,16 @@ class _Slots:
         self.count[new] += 1
 
 
-def _add_mates(gain: np.ndarray, slots: _Slots, node: int, delta: int) -> None:
+def _add_mates(score: np.ndarray, slots: _Slots, node: int, delta: int) -> None:
     """One new node's kept scores (flat, b * k) after its pair-share with ``node`` moved by ``delta / 2``: the
-    other slots of every chain ``node`` is in change by ``delta``."""
-    own = slots.of(node)
-    for column in slots.mates:
-        gain[column[own]] += delta
+    other slots of every chain ``node`` is in change by ``delta`` (distinct slots: one gather, one add)."""
+    cols = slots.mates[:, slots.of(node)].ravel()
+    score[cols] += delta
 
 
-def _refresh(gain: np.ndarray, share: np.ndarray, nodes: np.ndarray, first: int, chains: np.ndarray, never: int
-             ) -> None:
-    """Recompute the kept scores of ``chains`` for every new node (chains a new node is in: ``never``)."""
+def _refresh(scores: np.ndarray, base: np.ndarray, share: np.ndarray, nodes: np.ndarray, first: int,
+             chains: np.ndarray, never: int) -> None:
+    """Recompute the kept scores of ``chains`` for every new node (gain ``never`` in chains a new node is in)."""
     k = nodes.shape[1]
     members = nodes[chains]  # (C, k)
     mates = share[first:, :][:, members]  # (N, C, k)
@@ -86,7 +85,7 @@ def _refresh(gain: np.ndarray, share: np.ndarray, nodes: np.ndarray, first: int,
     inside = members[:, None, :] == np.arange(first, len(share))[None, :, None]  # (C, N, k)
     fresh[np.transpose(inside.any(axis=2))] = never
     cols = (chains[:, None] * k + np.arange(k)).ravel()
-    gain[:, cols] = fresh.reshape(len(gain), -1)
+    scores[:, cols] = fresh.reshape(len(scores), -1) + base[cols]
 
 
 def replace(nodes: np.ndarray, share: np.ndarray, counts: np.ndarray, goal: np.ndarray, new: list[int]
@@ -111,12 +110,14 @@ def replace(nodes: np.ndarray, share: np.ndarray, counts: np.ndarray, goal: np.n
     reach = 4 * k * (int(share.max()) + sum(pending.values())) + k * UNTOUCHED_BONUS + k
     dtype, never = (np.int32, 2**29) if reach < 2**27 else (np.int64, 2**61)
     closed = never // 2  # never plus or minus pair-share sums: a slot that cannot be taken
-    gain = gain.astype(dtype)  # new nodes are in no chain yet: nothing to close
+    # ``scores[j]``: new node j's score of every slot, gain + ``base`` (kept: each change of either is applied
+    # where it happens, so a step reads one row once); new nodes are in no chain yet: nothing to close
+    scores = np.ascontiguousarray(gain, dtype=dtype)  # rows contiguous: a fancy-index result is laid out by column
+    del gain
     stale: set[int] = set()  # chains whose kept scores wait for a refresh (replaced while closed anyway)
     num_nodes = len(share)
     share_flat = share.reshape(num_nodes * num_nodes)  # a view: 1-d takes are the fast gathers
     flat_nodes = nodes.reshape(b * k)  # a view: writes go to ``nodes``
-    score = np.empty(b * k, dtype=dtype)
     # the live base: (k-1) - 2 * pair-shares with the chain's other members + bonus, ``never`` where closed;
     # each round starts from a copy (issue 14 recomputed it for every chain each round)
     scaled = nodes * num_nodes
@@ -135,7 +136,13 @@ def replace(nodes: np.ndarray, share: np.ndarray, counts: np.ndarray, goal: np.n
     open_total = int(open_count.sum())
     fresh_count = int(np.count_nonzero(open_count))  # untouched chains with an open slot
     touched_slot = np.zeros(b * k, dtype=bool)
-    base = np.empty(b * k, dtype=dtype)
+    base = np.zeros(b * k, dtype=dtype)  # the base of the round, as folded into ``scores``
+    round_base = np.empty(b * k, dtype=dtype)
+
+    def set_base(where: slice | int | np.ndarray, value: int) -> None:
+        """base[where] = value, in ``scores`` too."""
+        scores[:, where] += value - base[where]
+        base[where] = value
 
     def pair_moved(a: int, z: int, delta: int) -> None:
         """share[a, z] moved by ``delta``: the live base of both in every chain they share (but ``c``)."""
@@ -148,16 +155,20 @@ def replace(nodes: np.ndarray, share: np.ndarray, counts: np.ndarray, goal: np.n
     while any(n > 0 for n in pending.values()):
         fresh_mode = fresh_count > 0
         if not fresh_mode and stale:
-            _refresh(gain, share, nodes, first, np.fromiter(stale, dtype=np.int64, count=len(stale)), never)
+            _refresh(scores, base, share, nodes, first, np.fromiter(stale, dtype=np.int64, count=len(stale)), never)
             stale.clear()
-        np.copyto(base, live)
+        np.copyto(round_base, live)
         if fresh_mode:
-            base[touched_slot] = never
+            round_base[touched_slot] = never
+        moved = np.flatnonzero(round_base != base)  # slots whose base changed since the last round
+        if len(moved):
+            scores[:, moved] += round_base[moved] - base[moved]
+            base[moved] = round_base[moved]
         for x in new:
             if pending[x] <= 0:
                 continue
             j = x - first
-            np.add(gain[j], base, out=score)
+            score = scores[j]
             f = int(score.argmin())
             if score[f] >= closed:
                 break  # nothing left in this subset: the next round looks again
@@ -183,17 +194,19 @@ def replace(nodes: np.ndarray, share: np.ndarray, counts: np.ndarray, goal: np.n
                 fresh_count -= 1
                 touched_slot[c * k:c * k + k] = True
             touched[c] += 1
+            chain_slots = slice(c * k, c * k + k)
             if fresh_mode:
-                base[c * k:c * k + k] = never
+                set_base(chain_slots, never)
             else:
-                base[c * k:c * k + k] += UNTOUCHED_BONUS
-            base[f] = never
+                scores[:, chain_slots] += UNTOUCHED_BONUS
+                base[chain_slots] += UNTOUCHED_BONUS
+            set_base(f, never)
             counts[y] -= 1
             counts[x] += 1
             if counts[y] <= goal[y]:
                 gone = slots.of(y)
                 open_slot[gone] = False
-                base[gone] = never
+                set_base(gone, never)
                 live[gone] = never
                 gone_chains = gone // k
                 open_count[gone_chains] -= 1
@@ -211,14 +224,14 @@ def replace(nodes: np.ndarray, share: np.ndarray, counts: np.ndarray, goal: np.n
             made.append((c, p, y))
             # kept scores: x's pair-shares with the others rose; a new node among the others lost y, gained x
             for z in others:
-                _add_mates(gain[j], slots, z, 2)
+                _add_mates(score, slots, z, 2)
                 if z >= first:
-                    _add_mates(gain[z - first], slots, y, -2)
-                    _add_mates(gain[z - first], slots, x, 2)
+                    _add_mates(scores[z - first], slots, y, -2)
+                    _add_mates(scores[z - first], slots, x, 2)
             if fresh_mode:
                 stale.add(c)  # closed for the rest of the round and every round with untouched chains left
             else:
-                _refresh(gain, share, nodes, first, np.array([c]), never)
+                _refresh(scores, base, share, nodes, first, np.array([c]), never)
         else:
             continue
         if not fresh_mode or open_total == 0:
