@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -199,11 +199,13 @@ def _new_chains(need: np.ndarray, share: np.ndarray, k: int, count: int) -> tupl
 
 
 def expand(texts: dict[str, str | None], source: str, add_nodes: int, target_bytes: float | None,
-           ssd_capacity_bytes: float, used: float) -> ExpandResult:
+           ssd_capacity_bytes: float, used: float, report: Callable[[float, float], None] | None = None
+           ) -> ExpandResult:
     """Plan growing the table in ``texts`` (the four chain-table files) by ``add_nodes`` storage nodes.
 
     Bytes per old target: ``target_bytes`` when given, else ``ssd_capacity_bytes * used / r_old`` (an SSD
-    ``used`` full, shared by its ``r_old`` targets).
+    ``used`` full, shared by its ``r_old`` targets). ``report(done, total)``: the replacements and new chains
+    planned so far, of all (the polish and the files come after the last).
     """
     if not 1 <= add_nodes <= MAX_ADDED_NODES:
         raise InputError(f"--add-nodes {add_nodes} must be 1..{MAX_ADDED_NODES}")
@@ -250,18 +252,30 @@ def expand(texts: dict[str, str | None], source: str, add_nodes: int, target_byt
     notes = [r_note] if r_note else []
     steps_raw: list[tuple[int, int, int, int, int]] = []  # (disk i, chain, slot, old node, new node)
     final_nodes = [arr.copy() for arr in old.nodes]
+    new_counts = [max(0, (v_new * r_new) // k - len(arr)) for arr in final_nodes]
+    work = sum(int(goal[v:].sum()) for goal in goals) + sum(new_counts)  # replacements, then new chains
+    tell = report or (lambda done, total: None)
+    tell(0, work)
+    offset = [0]  # replacements made on the disk indexes before this one
+
+    def replaced(made: int) -> None:
+        tell(offset[0] + made, work)
+
     for i, arr in enumerate(final_nodes):
         counts = np.bincount(arr.ravel(), minlength=v_new)
-        for c, p, y in replace(arr, share, counts, goals[i], new_nodes):
+        offset[0] = len(steps_raw)
+        for c, p, y in replace(arr, share, counts, goals[i], new_nodes, replaced):
             steps_raw.append((i, c, p, y, int(arr[c, p])))
     added: list[np.ndarray] = []
     unused = 0
-    for arr in final_nodes:
+    done = len(steps_raw)
+    for arr, count in zip(final_nodes, new_counts, strict=True):
         need = r_new - np.bincount(arr.ravel(), minlength=v_new)
-        count = (v_new * r_new) // k - len(arr)
         chains, left = _new_chains(need, share, k, count)
         added.append(chains)
         unused += left
+        done += count
+        tell(done, work)
     polish(added, share, random.Random(0))
     added = [rotate_chains(arr, v_new) if len(arr) else arr for arr in added]
     if unused:

@@ -16,6 +16,8 @@ add and one argmin over ``b x k``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from dsctl.errors import InputError
@@ -88,13 +90,14 @@ def _refresh(scores: np.ndarray, base: np.ndarray, share: np.ndarray, nodes: np.
     scores[:, cols] = fresh.reshape(len(scores), -1) + base[cols]
 
 
-def replace(nodes: np.ndarray, share: np.ndarray, counts: np.ndarray, goal: np.ndarray, new: list[int]
-            ) -> list[tuple[int, int, int]]:
+def replace(nodes: np.ndarray, share: np.ndarray, counts: np.ndarray, goal: np.ndarray, new: list[int],
+            report: Callable[[int], None] | None = None) -> list[tuple[int, int, int]]:
     """Greedy replacements on one disk index (modifies ``nodes``, ``share``, ``counts``).
 
     ``nodes`` (b, k) node indexes, ``share`` (v', v') chains shared per node pair over all disks, ``counts``
     members per node on this disk, ``goal`` members each node should end with, ``new`` the new node indexes
-    (contiguous, ascending). Returns ``(chain, slot, old node)`` in the order made.
+    (contiguous, ascending); ``report(made)`` after each round. Returns ``(chain, slot, old node)`` in the order
+    made.
     """
     b, k = nodes.shape
     first = new[0]
@@ -196,11 +199,11 @@ def replace(nodes: np.ndarray, share: np.ndarray, counts: np.ndarray, goal: np.n
             touched[c] += 1
             chain_slots = slice(c * k, c * k + k)
             if fresh_mode:
-                set_base(chain_slots, never)
+                set_base(chain_slots, never)  # f with them
             else:
                 scores[:, chain_slots] += UNTOUCHED_BONUS
                 base[chain_slots] += UNTOUCHED_BONUS
-            set_base(f, never)
+                set_base(f, never)
             counts[y] -= 1
             counts[x] += 1
             if counts[y] <= goal[y]:
@@ -233,6 +236,8 @@ def replace(nodes: np.ndarray, share: np.ndarray, counts: np.ndarray, goal: np.n
             else:
                 _refresh(scores, base, share, nodes, first, np.array([c]), never)
         else:
+            if report is not None:
+                report(len(made))
             continue
         if not fresh_mode or open_total == 0:
             raise InputError("no old member can make room for a new node on this disk index (the old table "
