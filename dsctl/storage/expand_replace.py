@@ -52,8 +52,8 @@ class _Slots:
         self.at = at.tolist()
         slot = np.arange(b * k)
         others = np.array([[q for q in range(k) if q != p] for p in range(k)], dtype=np.int64).reshape(k, k - 1)
-        #: ``mates[i, f]``: the i-th other slot of f's chain, (k - 1, b * k)
-        self.mates = slot // k * k + others[slot % k].T
+        #: ``mates[i][f]``: the i-th other slot of f's chain, one flat array per i (1-d gathers are the fast ones)
+        self.mates = [slot // k * k + others[slot % k, i] for i in range(k - 1)]
 
     def of(self, node: int) -> np.ndarray:
         return self.own[node, :self.count[node]]
@@ -72,9 +72,10 @@ class _Slots:
 
 def _add_mates(score: np.ndarray, slots: _Slots, node: int, delta: int) -> None:
     """One new node's kept scores (flat, b * k) after its pair-share with ``node`` moved by ``delta / 2``: the
-    other slots of every chain ``node`` is in change by ``delta`` (distinct slots: one gather, one add)."""
-    cols = slots.mates[:, slots.of(node)].ravel()
-    score[cols] += delta
+    other slots of every chain ``node`` is in change by ``delta``."""
+    own = slots.of(node)
+    for column in slots.mates:
+        score[column[own]] += delta
 
 
 def _refresh(scores: np.ndarray, base: np.ndarray, share: np.ndarray, nodes: np.ndarray, first: int,
@@ -132,9 +133,10 @@ def replace(nodes: np.ndarray, share: np.ndarray, counts: np.ndarray, goal: np.n
     live = np.where(open_slot, ((k - 1) - 2 * mates).ravel(), never).astype(dtype)
     del scaled, mates
     chains_of: list[set[int]] = [set() for _ in range(num_nodes)]
-    for c, row in enumerate(nodes.tolist()):
-        for m in row:
-            chains_of[m].add(c)
+    for f, m in enumerate(flat_nodes.tolist()):
+        chains_of[m].add(f // k)
+    count_of, goal_of = counts.tolist(), goal.tolist()  # scalar reads and writes: lists (numpy's cost 3x)
+    touched_of = [0] * b
     open_count = open_slot.reshape(b, k).sum(axis=1)
     open_total = int(open_count.sum())
     fresh_count = int(np.count_nonzero(open_count))  # untouched chains with an open slot
@@ -179,11 +181,11 @@ def replace(nodes: np.ndarray, share: np.ndarray, counts: np.ndarray, goal: np.n
             row = flat_nodes[c * k:c * k + k].tolist()
             y = row[p]
             others = row[:p] + row[p + 1:]
-            for z in others:
-                share[y, z] -= 1
-                share[z, y] -= 1
-                share[x, z] += 1
-                share[z, x] += 1
+            for z in others:  # scalar updates through the flat view (a 2-d index costs 3x)
+                share_flat[y * num_nodes + z] -= 1
+                share_flat[z * num_nodes + y] -= 1
+                share_flat[x * num_nodes + z] += 1
+                share_flat[z * num_nodes + x] += 1
                 pair_moved(y, z, -1)
                 pair_moved(x, z, 1)
             flat_nodes[f] = x
@@ -193,10 +195,11 @@ def replace(nodes: np.ndarray, share: np.ndarray, counts: np.ndarray, goal: np.n
             open_slot[f] = False
             open_count[c] -= 1
             open_total -= 1
-            if touched[c] == 0:
+            if touched_of[c] == 0:
                 fresh_count -= 1
                 touched_slot[c * k:c * k + k] = True
             touched[c] += 1
+            touched_of[c] += 1
             chain_slots = slice(c * k, c * k + k)
             if fresh_mode:
                 set_base(chain_slots, never)  # f with them
@@ -204,9 +207,9 @@ def replace(nodes: np.ndarray, share: np.ndarray, counts: np.ndarray, goal: np.n
                 scores[:, chain_slots] += UNTOUCHED_BONUS
                 base[chain_slots] += UNTOUCHED_BONUS
                 set_base(f, never)
-            counts[y] -= 1
-            counts[x] += 1
-            if counts[y] <= goal[y]:
+            count_of[y] -= 1
+            count_of[x] += 1
+            if count_of[y] <= goal_of[y]:
                 gone = slots.of(y)
                 open_slot[gone] = False
                 set_base(gone, never)
@@ -216,7 +219,7 @@ def replace(nodes: np.ndarray, share: np.ndarray, counts: np.ndarray, goal: np.n
                 open_total -= len(gone)
                 fresh_count -= int(np.count_nonzero((open_count[gone_chains] == 0) & (touched[gone_chains] == 0)))
             row[p] = x
-            bonus = UNTOUCHED_BONUS * int(touched[c])
+            bonus = UNTOUCHED_BONUS * touched_of[c]
             for q in range(k):
                 if open_slot[c * k + q]:
                     live[c * k + q] = (k - 1) + bonus - 2 * sum(int(share_flat[row[q] * num_nodes + m])
@@ -240,6 +243,8 @@ def replace(nodes: np.ndarray, share: np.ndarray, counts: np.ndarray, goal: np.n
                 report(len(made))
             continue
         if not fresh_mode or open_total == 0:
+            counts[:] = count_of
             raise InputError("no old member can make room for a new node on this disk index (the old table "
                              "is too uneven to expand); regenerate it with `dsctl storage chains`")
+    counts[:] = count_of
     return made
