@@ -24,19 +24,23 @@ _FIRST_BATCH = 256
 _MAX_BATCH = 8_192
 
 
-def _swap(share: np.ndarray, chains: np.ndarray, a: int, c: int, i: int, j: int) -> None:
-    """Exchange member ``i`` (x) of chain ``a`` with member ``j`` (y) of chain ``c`` and move the pair-shares."""
+def _swap(flat_share: np.ndarray, v: int, chains: np.ndarray, a: int, c: int, i: int, j: int) -> None:
+    """Exchange member ``i`` (x) of chain ``a`` with member ``j`` (y) of chain ``c`` and move the pair-shares
+    (``flat_share``: the (v, v) matrix as a flat view; scalar updates, k - 1 mates per chain)."""
     ra, rc = chains[a], chains[c]
     x, y = int(ra[i]), int(rc[j])
-    za, zc = ra[ra != x], rc[rc != y]
-    share[x, za] -= 1
-    share[za, x] -= 1
-    share[y, za] += 1
-    share[za, y] += 1
-    share[y, zc] -= 1
-    share[zc, y] -= 1
-    share[x, zc] += 1
-    share[zc, x] += 1
+    for z in ra.tolist():
+        if z != x:
+            flat_share[x * v + z] -= 1
+            flat_share[z * v + x] -= 1
+            flat_share[y * v + z] += 1
+            flat_share[z * v + y] += 1
+    for z in rc.tolist():
+        if z != y:
+            flat_share[y * v + z] -= 1
+            flat_share[z * v + y] -= 1
+            flat_share[x * v + z] += 1
+            flat_share[z * v + x] += 1
     ra[i], rc[j] = y, x
 
 
@@ -90,7 +94,7 @@ def polish(chains: list[np.ndarray], share: np.ndarray, rng: random.Random) -> N
         for t in np.flatnonzero(maybe).tolist():
             d, uu = int(delta[t]), float(u[t])
             if d < 0 or (d == 0 and uu < 0.5) or uu < math.exp(-d / levels[before[t]]) * 0.01:
-                _swap(share, rows, int(a[t]), int(c[t]), int(i[t]), int(j[t]))
+                _swap(flat_share, v, rows, int(a[t]), int(c[t]), int(i[t]), int(j[t]))
                 taken, swapped = t, True
                 break
         temperature = levels[int(before[taken] + cools[taken])]

@@ -36,7 +36,8 @@ def check_size(new_nodes: int, members: int) -> None:
 
 class _Slots:
     """Where each node sits on this disk index: ``own[node, :count[node]]`` its flat slots ``c * k + p``,
-    ``at[f]`` the place of slot ``f`` in its node's list, ``mates[f]`` the other ``k - 1`` slots of f's chain."""
+    ``at[f]`` the place of slot ``f`` in its node's list, ``mates[f]`` the other ``k - 1`` slots of f's chain,
+    ``mates_of[node, :count[node]]`` the mates of the node's slots (kept beside ``own``: one gather fewer)."""
 
     def __init__(self, nodes: np.ndarray, num_nodes: int, capacity: int) -> None:
         b, k = nodes.shape
@@ -52,20 +53,27 @@ class _Slots:
         self.at = at.tolist()
         slot = np.arange(b * k)
         others = np.array([[q for q in range(k) if q != p] for p in range(k)], dtype=np.int64).reshape(k, k - 1)
-        #: ``mates[i][f]``: the i-th other slot of f's chain, one flat array per i (1-d gathers are the fast ones)
-        self.mates = [slot // k * k + others[slot % k, i] for i in range(k - 1)]
+        self.mates = (slot // k * k)[:, None] + others[slot % k]  # (b * k, k - 1)
+        self.mates_of = np.zeros((num_nodes, max(capacity, 1), k - 1), dtype=np.int64)
+        self.mates_of[flat[order], place] = self.mates[order]
 
     def of(self, node: int) -> np.ndarray:
         return self.own[node, :self.count[node]]
+
+    def mates_of_node(self, node: int) -> np.ndarray:
+        """The other slots of every chain ``node`` is in (distinct), flat."""
+        return self.mates_of[node, :self.count[node]].reshape(-1)
 
     def move(self, f: int, old: int, new: int) -> None:
         """Slot ``f`` passes from node ``old`` to node ``new``."""
         i, last = self.at[f], self.count[old] - 1
         moved = int(self.own[old, last])
         self.own[old, i] = moved
+        self.mates_of[old, i] = self.mates_of[old, last]
         self.at[moved] = i
         self.count[old] = last
         self.own[new, self.count[new]] = f
+        self.mates_of[new, self.count[new]] = self.mates[f]
         self.at[f] = self.count[new]
         self.count[new] += 1
 
@@ -73,9 +81,7 @@ class _Slots:
 def _add_mates(score: np.ndarray, slots: _Slots, node: int, delta: int) -> None:
     """One new node's kept scores (flat, b * k) after its pair-share with ``node`` moved by ``delta / 2``: the
     other slots of every chain ``node`` is in change by ``delta``."""
-    own = slots.of(node)
-    for column in slots.mates:
-        score[column[own]] += delta
+    score[slots.mates_of_node(node)] += delta
 
 
 def _refresh(scores: np.ndarray, base: np.ndarray, share: np.ndarray, nodes: np.ndarray, first: int,
