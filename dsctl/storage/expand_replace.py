@@ -128,19 +128,19 @@ def replace(nodes: np.ndarray, share: np.ndarray, counts: np.ndarray, goal: np.n
     num_nodes = len(share)
     share_flat = share.reshape(num_nodes * num_nodes)  # a view: 1-d takes are the fast gathers
     flat_nodes = nodes.reshape(b * k)  # a view: writes go to ``nodes``
-    # the live base: (k-1) - 2 * pair-shares with the chain's other members + bonus, ``never`` where closed;
-    # each round starts from a copy (issue 14 recomputed it for every chain each round)
-    scaled = nodes * num_nodes
-    mates = np.zeros((b, k), dtype=np.int64)
-    for p in range(k):
-        for q in range(k):
-            if p != q:
-                mates[:, p] += share_flat.take(scaled[:, p] + nodes[:, q])
-    live = np.where(open_slot, ((k - 1) - 2 * mates).ravel(), never).astype(dtype)
-    del scaled, mates
-    chains_of: list[set[int]] = [set() for _ in range(num_nodes)]
-    for f, m in enumerate(flat_nodes.tolist()):
-        chains_of[m].add(f // k)
+
+    def live_base() -> np.ndarray:
+        """Each round's base (issue 14's, recomputed whole for all chains at once): (k-1) - 2 * pair-shares with
+        the chain's other members + UNTOUCHED_BONUS * replacements made in the chain, ``never`` where closed."""
+        scaled = nodes * num_nodes
+        mates = np.zeros((b, k), dtype=np.int64)
+        for p in range(k):
+            for q in range(k):
+                if p != q:
+                    mates[:, p] += share_flat.take(scaled[:, p] + nodes[:, q])
+        value = (k - 1) - 2 * mates + UNTOUCHED_BONUS * touched[:, None]
+        return np.where(open_slot, value.ravel(), never).astype(dtype)
+
     count_of, goal_of = counts.tolist(), goal.tolist()  # scalar reads and writes: lists (numpy's cost 3x)
     touched_of = [0] * b
     open_count = open_slot.reshape(b, k).sum(axis=1)
@@ -148,27 +148,18 @@ def replace(nodes: np.ndarray, share: np.ndarray, counts: np.ndarray, goal: np.n
     fresh_count = int(np.count_nonzero(open_count))  # untouched chains with an open slot
     touched_slot = np.zeros(b * k, dtype=bool)
     base = np.zeros(b * k, dtype=dtype)  # the base of the round, as folded into ``scores``
-    round_base = np.empty(b * k, dtype=dtype)
 
     def set_base(where: slice | int | np.ndarray, value: int) -> None:
         """base[where] = value, in ``scores`` too."""
         scores[:, where] += value - base[where]
         base[where] = value
 
-    def pair_moved(a: int, z: int, delta: int) -> None:
-        """share[a, z] moved by ``delta``: the live base of both in every chain they share (but ``c``)."""
-        for c2 in chains_of[a] & chains_of[z]:
-            if c2 != c:
-                row2 = flat_nodes[c2 * k:c2 * k + k].tolist()
-                live[c2 * k + row2.index(a)] -= 2 * delta
-                live[c2 * k + row2.index(z)] -= 2 * delta
-
     while any(n > 0 for n in pending.values()):
         fresh_mode = fresh_count > 0
         if not fresh_mode and stale:
             _refresh(scores, base, share, nodes, first, np.fromiter(stale, dtype=np.int64, count=len(stale)), never)
             stale.clear()
-        np.copyto(round_base, live)
+        round_base = live_base()
         if fresh_mode:
             round_base[touched_slot] = never
         moved = np.flatnonzero(round_base != base)  # slots whose base changed since the last round
@@ -192,12 +183,8 @@ def replace(nodes: np.ndarray, share: np.ndarray, counts: np.ndarray, goal: np.n
                 share_flat[z * num_nodes + y] -= 1
                 share_flat[x * num_nodes + z] += 1
                 share_flat[z * num_nodes + x] += 1
-                pair_moved(y, z, -1)
-                pair_moved(x, z, 1)
             flat_nodes[f] = x
             slots.move(f, y, x)
-            chains_of[y].discard(c)
-            chains_of[x].add(c)
             open_slot[f] = False
             open_count[c] -= 1
             open_total -= 1
@@ -219,19 +206,10 @@ def replace(nodes: np.ndarray, share: np.ndarray, counts: np.ndarray, goal: np.n
                 gone = slots.of(y)
                 open_slot[gone] = False
                 set_base(gone, never)
-                live[gone] = never
                 gone_chains = gone // k
                 open_count[gone_chains] -= 1
                 open_total -= len(gone)
                 fresh_count -= int(np.count_nonzero((open_count[gone_chains] == 0) & (touched[gone_chains] == 0)))
-            row[p] = x
-            bonus = UNTOUCHED_BONUS * touched_of[c]
-            for q in range(k):
-                if open_slot[c * k + q]:
-                    live[c * k + q] = (k - 1) + bonus - 2 * sum(int(share_flat[row[q] * num_nodes + m])
-                                                                for m in row if m != row[q])
-                else:
-                    live[c * k + q] = never
             pending[x] -= 1
             made.append((c, p, y))
             # kept scores: x's pair-shares with the others rose; a new node among the others lost y, gained x
