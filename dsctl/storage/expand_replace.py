@@ -128,17 +128,19 @@ def replace(nodes: np.ndarray, share: np.ndarray, counts: np.ndarray, goal: np.n
     num_nodes = len(share)
     share_flat = share.reshape(num_nodes * num_nodes)  # a view: 1-d takes are the fast gathers
     flat_nodes = nodes.reshape(b * k)  # a view: writes go to ``nodes``
+    scaled = nodes * num_nodes  # kept equal
 
     def live_base() -> np.ndarray:
         """Each round's base (issue 14's, recomputed whole for all chains at once): (k-1) - 2 * pair-shares with
         the chain's other members + UNTOUCHED_BONUS * replacements made in the chain, ``never`` where closed."""
-        scaled = nodes * num_nodes
-        mates = np.zeros((b, k), dtype=np.int64)
+        value = np.full((b, k), k - 1, dtype=np.int64)
+        value += UNTOUCHED_BONUS * touched[:, None]
         for p in range(k):
-            for q in range(k):
-                if p != q:
-                    mates[:, p] += share_flat.take(scaled[:, p] + nodes[:, q])
-        value = (k - 1) - 2 * mates + UNTOUCHED_BONUS * touched[:, None]
+            for q in range(p + 1, k):  # share is symmetric: each pair once
+                pair = share_flat.take(scaled[:, p] + nodes[:, q])
+                pair *= 2
+                value[:, p] -= pair
+                value[:, q] -= pair
         return np.where(open_slot, value.ravel(), never).astype(dtype)
 
     count_of, goal_of = counts.tolist(), goal.tolist()  # scalar reads and writes: lists (numpy's cost 3x)
@@ -184,6 +186,7 @@ def replace(nodes: np.ndarray, share: np.ndarray, counts: np.ndarray, goal: np.n
                 share_flat[x * num_nodes + z] += 1
                 share_flat[z * num_nodes + x] += 1
             flat_nodes[f] = x
+            scaled[c, p] = x * num_nodes
             slots.move(f, y, x)
             open_slot[f] = False
             open_count[c] -= 1
