@@ -65,6 +65,7 @@ def polish(chains: list[np.ndarray], share: np.ndarray, rng: random.Random) -> N
     i_all = (draws[:, 3] * k).astype(np.int64)
     j_all = (draws[:, 4] * k).astype(np.int64)
     flat_share = share.reshape(v * v)  # a view
+    signs = np.repeat(np.array([1, -1, 1, -1], dtype=np.int64), k)
     temperature = 1.0
     start, batch = 0, _FIRST_BATCH
     while start < steps:
@@ -74,11 +75,11 @@ def polish(chains: list[np.ndarray], share: np.ndarray, rng: random.Random) -> N
         span = np.arange(stop - start)
         x, y = ra[span, i], rc[span, j]
         valid = (a != c) & (x != y) & ~(rc == x[:, None]).any(axis=1) & ~(ra == y[:, None]).any(axis=1)
-        in_a = ra != x[:, None]
-        in_c = rc != y[:, None]
-        gain_y = flat_share[y[:, None] * v + ra] - flat_share[x[:, None] * v + ra]
-        gain_x = flat_share[x[:, None] * v + rc] - flat_share[y[:, None] * v + rc]
-        delta = np.where(in_a, 2 * gain_y + 2, 0).sum(axis=1) + np.where(in_c, 2 * gain_x + 2, 0).sum(axis=1)
+        # delta = sum over a's other members m of 2 (share[y, m] - share[x, m]) + 2, and the same for c with x and
+        # y exchanged; over whole rows (share[x, x] = 0, x in a, y in c, for a valid draw) that is:
+        xs, ys = x[:, None] * v, y[:, None] * v
+        picked = flat_share[np.concatenate((ys + ra, xs + ra, xs + rc, ys + rc), axis=1)]
+        delta = 2 * (picked @ signs) - 4 * flat_share[x * v + y] + 4 * (k - 1)
         # the walk cools after each step s = 4,999 mod 5,000 that it did not skip as invalid (issue 14's loop
         # ``continue``s past the cooling); temperatures by repeated products, as the walk takes them
         cools = valid & (np.arange(start, stop) % COOLING_STEPS == COOLING_STEPS - 1)
