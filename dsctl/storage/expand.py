@@ -23,10 +23,12 @@ so a chain never has two members in flight: it keeps its ``k`` members while the
 for SERVING, then offline/remove the old one), and at worst ``k-1`` serving if the old member is taken
 offline first.
 
-Cost (issue 32): the files are read whole (``expand_read``), each new node's replacement scores are kept up
-to date (``expand_replace``: one add and argmin over the disk's ``b*k`` slots per replacement, the remaining
-``O(steps * b*k)`` term, ~1 ns a slot), the polish judges its draws in batches (``expand_polish``) and the
-grown table is rendered from arrays (``expand_files``). The choices are issue 14's, byte for byte.
+Cost (issue 32): the files are read whole (``expand_read``); each new node's replacement scores are kept whole
+(``expand_replace``: one argmin over the disk's ``b*k`` slots per replacement, the remaining ``O(steps * b*k)``
+term, ~1 ns a slot, plus O(r) Python per replacement); the polish judges its draws in batches
+(``expand_polish``); the steps and new targets are numbered with arrays and the grown table is rendered from them
+(``expand_files``). ``report(done, total)`` counts the replacements and new chains. The choices are issue 14's,
+byte for byte.
 """
 
 from __future__ import annotations

@@ -8,10 +8,13 @@ new node; in a round each new node ``x`` takes the open slot ``(c, p)`` of lowes
 
 (``base`` taken once per round, then only closed), ties to the lowest chain then slot. Issue 14 recomputed the
 first term for every open slot at every step, gathering ``b x k`` pair-shares per step (v^2 over a whole
-expansion). Here ``gain[j]`` (the first term for new node ``j``, shape (b, k)) is kept: a replacement changes
-the pair-shares of its chain's members only, so it updates the rows of the chains those members are in (found
-through ``slots``, node -> {chain: slot}) and the replaced chain's row for every new node; a step is then one
-add and one argmin over ``b x k``.
+expansion). Here ``scores[j]`` (the whole score of new node ``j``, flat ``b * k``, one contiguous int32 row) is
+kept: a replacement changes the pair-shares of its chain's members only, so it adds to j's row at the mates of
+those members' slots (``_Slots.mates_of``) and refreshes the replaced chain for every new node; a change of
+``base`` is added to the column of every new node. A step is then one argmin over one row (~1 ns a slot, the
+term that still grows as the square of the table) and O(r) index work in Python; ``base`` is recomputed whole
+at the start of each round with a few numpy gathers (issue 32: it was kept up to date pair by pair in Python,
+~40 us per replacement), and only the slots whose base moved are folded into the rows.
 """
 
 from __future__ import annotations
