@@ -173,8 +173,8 @@ def expand_cmd(
         raise InputError(f"--from {source} has no {FILE_NAMES[0]}")
     profile = profile_store().storage(storage)
     size_bytes = api.parse_size(target_bytes, "--target-bytes") if target_bytes is not None else None
-    with progress(f"expansion plan for {add_nodes} more nodes", fmt):
-        result = expand(texts, str(source), add_nodes, size_bytes, profile.ssd_capacity_bytes, used)
+    with progress(f"expansion plan for {add_nodes} more nodes: replacements and new chains", fmt, total=1) as report:
+        result = expand(texts, str(source), add_nodes, size_bytes, profile.ssd_capacity_bytes, used, report)
     result = _write_out(result, out)
     show(result, fmt, "storage expand")
 

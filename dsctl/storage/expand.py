@@ -23,17 +23,19 @@ so a chain never has two members in flight: it keeps its ``k`` members while the
 for SERVING, then offline/remove the old one), and at worst ``k-1`` serving if the old member is taken
 offline first.
 
-Cost (issue 32): the files are read whole (``expand_read``), each new node's replacement scores are kept up
-to date (``expand_replace``: one add and argmin over the disk's ``b*k`` slots per replacement, the remaining
-``O(steps * b*k)`` term, ~1 ns a slot), the polish judges its draws in batches (``expand_polish``) and the
-grown table is rendered from arrays (``expand_files``). The choices are issue 14's, byte for byte.
+Cost (issue 32): the files are read whole (``expand_read``); each new node's replacement scores are kept whole
+(``expand_replace``: one argmin over the disk's ``b*k`` slots per replacement, the remaining ``O(steps * b*k)``
+term, ~1 ns a slot, plus O(r) Python per replacement); the polish judges its draws in batches
+(``expand_polish``); the steps and new targets are numbered with arrays and the grown table is rendered from them
+(``expand_files``). ``report(done, total)`` counts the replacements and new chains. The choices are issue 14's,
+byte for byte.
 """
 
 from __future__ import annotations
 
 import random
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -140,6 +142,17 @@ def _load(texts: dict[str, str | None], source: str) -> _Table:
     return _Table(node_ids, disks, chain_ids, nodes, tids)
 
 
+def _rank_within(key: np.ndarray) -> np.ndarray:
+    """For each entry, how many entries before it hold the same key (0, 1, ... per key, in order)."""
+    order = np.argsort(key, kind="stable")
+    sorted_key = key[order]
+    starts = np.r_[0, np.flatnonzero(sorted_key[1:] != sorted_key[:-1]) + 1]
+    rank = np.arange(len(key)) - np.repeat(starts, np.diff(np.r_[starts, len(key)]))
+    out = np.empty(len(key), dtype=np.int64)
+    out[order] = rank
+    return out
+
+
 def _pick_new_r(v_new: int, k: int, num_disks: int, lo: int, hi: int) -> tuple[int, str | None]:
     """Targets per SSD for the grown table within ``[lo, hi]`` (even data share .. target-id digits)."""
     wanted, _ = choose_targets_per_ssd(v_new, k, num_disks)
@@ -199,11 +212,13 @@ def _new_chains(need: np.ndarray, share: np.ndarray, k: int, count: int) -> tupl
 
 
 def expand(texts: dict[str, str | None], source: str, add_nodes: int, target_bytes: float | None,
-           ssd_capacity_bytes: float, used: float) -> ExpandResult:
+           ssd_capacity_bytes: float, used: float, report: Callable[[float, float], None] | None = None
+           ) -> ExpandResult:
     """Plan growing the table in ``texts`` (the four chain-table files) by ``add_nodes`` storage nodes.
 
     Bytes per old target: ``target_bytes`` when given, else ``ssd_capacity_bytes * used / r_old`` (an SSD
-    ``used`` full, shared by its ``r_old`` targets).
+    ``used`` full, shared by its ``r_old`` targets). ``report(done, total)``: the replacements and new chains
+    planned so far, of all (the polish and the files come after the last).
     """
     if not 1 <= add_nodes <= MAX_ADDED_NODES:
         raise InputError(f"--add-nodes {add_nodes} must be 1..{MAX_ADDED_NODES}")
@@ -250,18 +265,30 @@ def expand(texts: dict[str, str | None], source: str, add_nodes: int, target_byt
     notes = [r_note] if r_note else []
     steps_raw: list[tuple[int, int, int, int, int]] = []  # (disk i, chain, slot, old node, new node)
     final_nodes = [arr.copy() for arr in old.nodes]
+    new_counts = [max(0, (v_new * r_new) // k - len(arr)) for arr in final_nodes]
+    work = sum(int(goal[v:].sum()) for goal in goals) + sum(new_counts)  # replacements, then new chains
+    tell = report or (lambda done, total: None)
+    tell(0, work)
+    offset = [0]  # replacements made on the disk indexes before this one
+
+    def replaced(made: int) -> None:
+        tell(offset[0] + made, work)
+
     for i, arr in enumerate(final_nodes):
         counts = np.bincount(arr.ravel(), minlength=v_new)
-        for c, p, y in replace(arr, share, counts, goals[i], new_nodes):
+        offset[0] = len(steps_raw)
+        for c, p, y in replace(arr, share, counts, goals[i], new_nodes, replaced):
             steps_raw.append((i, c, p, y, int(arr[c, p])))
     added: list[np.ndarray] = []
     unused = 0
-    for arr in final_nodes:
+    done = len(steps_raw)
+    for arr, count in zip(final_nodes, new_counts, strict=True):
         need = r_new - np.bincount(arr.ravel(), minlength=v_new)
-        count = (v_new * r_new) // k - len(arr)
         chains, left = _new_chains(need, share, k, count)
         added.append(chains)
         unused += left
+        done += count
+        tell(done, work)
     polish(added, share, random.Random(0))
     added = [rotate_chains(arr, v_new) if len(arr) else arr for arr in added]
     if unused:
@@ -287,62 +314,67 @@ def _assemble(old: _Table, texts: dict[str, str | None], source: str, n: int, fi
     unique_keys, inverse = np.unique(keys.ravel(), return_inverse=True)
     top_slot = np.zeros(len(unique_keys), dtype=np.int64)
     np.maximum.at(top_slot, inverse, old_tids.ravel() % 100)
-    used_t: dict[tuple[int, int], int] = defaultdict(int)
-    used_t.update(((key // 1_000, key % 1_000), slot) for key, slot in zip(unique_keys.tolist(), top_slot.tolist(),
-                                                                         strict=True))
+    used_t: dict[int, int] = dict(zip(unique_keys.tolist(), top_slot.tolist(), strict=True))  # node*1000+disk
 
-    def fresh(node: int, disk: int) -> int:
-        t = used_t[(node, disk)]
-        used_t[(node, disk)] = t + 1
-        if t + 1 > MAX_TARGETS_PER_DISK:
-            raise InputError(f"node {node} disk {disk} would need target number {t + 1} (two digits allow 99)")
-        return int(target_id(prefix, node, disk, t))
+    def fresh(node: np.ndarray, disk: np.ndarray) -> np.ndarray:
+        """New target ids for (node id, disk) pairs taken in this order, each pair's numbers after those used."""
+        key = node * 1_000 + disk
+        t = _rank_within(key) + np.array([used_t.get(x, 0) for x in key.tolist()], dtype=np.int64)
+        if len(t) and int(t.max()) + 1 > MAX_TARGETS_PER_DISK:
+            bad = int(np.flatnonzero(t + 1 > MAX_TARGETS_PER_DISK)[0])
+            raise InputError(f"node {int(node[bad])} disk {int(disk[bad])} would need target number "
+                             f"{int(t[bad]) + 1} (two digits allow 99)")
+        for x, top in zip(key.tolist(), (t + 1).tolist(), strict=True):
+            used_t[x] = max(used_t.get(x, 0), top)
+        return np.asarray(target_id(prefix, node, disk, t), dtype=np.int64)
 
-    replaced: dict[int, list[tuple[int, int]]] = {}  # row of a replaced chain -> its members (tid, node id)
-    raw: list[tuple[int, int, int, int, int, int, int]] = []  # the steps, before their order
-    per_chain: dict[int, int] = defaultdict(int)
-    for i, c, _p, y, x in steps_raw:
-        disk, cid, row = old.disks[i], old.chain_ids[i][c], offsets[i] + c
-        members = replaced.get(row)
-        if members is None:
-            members = replaced[row] = list(zip(old_tids[row].tolist(), old_nids[row].tolist(), strict=True))
-        y_id, x_id = node_ids[y], node_ids[x]
-        slot = next(j for j, (_, nid) in enumerate(members) if nid == y_id)
-        old_tid = members[slot][0]
-        new_tid = fresh(x_id, disk)
-        members.pop(slot)
-        members.append((new_tid, x_id))  # update-chain -m add appends at the tail
-        raw.append((per_chain[cid], cid, disk, old_tid, y_id, new_tid, x_id))
-        per_chain[cid] += 1
-    if replaced:
-        rows_changed = np.fromiter(replaced, dtype=np.int64, count=len(replaced))
-        pairs = np.array(list(replaced.values()), dtype=np.int64)  # (rows, k, 2)
-        old_tids[rows_changed], old_nids[rows_changed] = pairs[:, :, 0], pairs[:, :, 1]
-    rank: dict[tuple[int, int], int] = defaultdict(int)
-    keys_s = []
-    for wave, *_, new_node in raw:  # interleave the new nodes inside a wave so parallel copies spread over them
-        keys_s.append((wave, rank[(wave, new_node)], new_node))
-        rank[(wave, new_node)] += 1
-    order_s = sorted(range(len(raw)), key=keys_s.__getitem__)
-    steps = [ReplacementStep(j + 1, *raw[i], bytes_per_target) for j, i in enumerate(order_s)]
+    # the steps: a replaced member is always an old one, at its old place p; update-chain -m add appends the new
+    # member at the tail, so a changed chain lists its kept members in order, then the new ones as added
+    ids = np.asarray(node_ids, dtype=np.int64)
+    raw_arr = np.asarray(steps_raw, dtype=np.int64).reshape(len(steps_raw), 5)
+    step_i, step_c, step_p, step_y, step_x = raw_arr.T
+    rows = np.asarray(offsets, dtype=np.int64)[step_i] + step_c
+    step_disk = np.asarray(old.disks, dtype=np.int64)[step_i]
+    step_cid = old_cids[rows]
+    old_tid = old_tids[rows, step_p]
+    y_ids, x_ids = ids[step_y], ids[step_x]
+    new_tid = fresh(x_ids, step_disk)
+    wave = _rank_within(rows)
+    place = np.broadcast_to(np.arange(k, dtype=np.int64), old_tids.shape).copy()
+    place[rows, step_p] = k + wave
+    old_tids[rows, step_p], old_nids[rows, step_p] = new_tid, x_ids
+    by_place = np.argsort(place, axis=1, kind="stable")
+    old_tids = np.take_along_axis(old_tids, by_place, axis=1)
+    old_nids = np.take_along_axis(old_nids, by_place, axis=1)
+    # interleave the new nodes inside a wave so parallel copies spread over them
+    order_s = np.lexsort((x_ids, _rank_within(wave * len(node_ids) + step_x), wave))
+    columns = zip(*(a[order_s].tolist() for a in (wave, step_cid, step_disk, old_tid, y_ids, new_tid, x_ids)),
+                  strict=True)
+    steps = [ReplacementStep(j, w, cid, disk, old_t, old_n, new_t, new_n, bytes_per_target)
+             for j, (w, cid, disk, old_t, old_n, new_t, new_n) in enumerate(columns, 1)]
+    changed = len(np.unique(rows))
+    waves = int(wave.max()) + 1 if len(wave) else 0
     new_cids: list[int] = []
     new_disks: list[int] = []
-    new_members: list[list[tuple[int, int]]] = []
     top_any = int(old_cids.max())
     for i, arr in enumerate(added):
         disk = old.disks[i]
         base_cid = old.chain_ids[i][0]
         top = max(old.chain_ids[i])
         follows = base_cid >= MIN_UPSTREAM_CHAIN_ID
-        for j, chain in enumerate(arr.tolist()):
+        for j in range(len(arr)):
             cid = top + j + 1 if follows else top_any + 1
             if cid > UINT32_MAX or (follows and chain_index(top) + j + 1 > MAX_CHAINS_PER_DISK):
+                fresh(ids[np.concatenate([a.ravel() for a in added[:i]] + [arr[:j].ravel()])],
+                      np.repeat(np.asarray(old.disks[:i + 1], dtype=np.int64),
+                                [a.size for a in added[:i]] + [j * k]))  # an earlier member's error first
                 raise InputError(f"new chain ids on disk index {disk} pass the 5 chain-index digits")
             top_any = max(top_any, cid)
             new_cids.append(cid)
             new_disks.append(disk)
-            new_members.append([(fresh(node_ids[m], disk), node_ids[m]) for m in chain])
-    new_pairs = np.array(new_members, dtype=np.int64).reshape(len(new_members), k, 2)
+    member_ids = ids[np.concatenate([a.ravel() for a in added])] if added else np.zeros(0, dtype=np.int64)
+    member_disks = np.repeat(np.asarray(old.disks, dtype=np.int64), [a.size for a in added])
+    new_pairs = np.stack([fresh(member_ids, member_disks), member_ids], axis=1).reshape(len(new_cids), k, 2)
     all_cids = np.concatenate([old_cids, np.asarray(new_cids, dtype=np.int64)])
     order = np.argsort(all_cids, kind="stable")
     table = GrownTable(
@@ -358,7 +390,6 @@ def _assemble(old: _Table, texts: dict[str, str | None], source: str, n: int, fi
     balance = measure(member_arr, disk_arr, len(node_ids))
     lower = n * sum(quotas)
     moved = len(steps)
-    changed = len(per_chain)
     total_old = sum(len(c) for c in old.chain_ids)
     if balance.redirect.max_over_ideal > REDIRECT_LIMIT:
         notes.append(f"node-failure redirect {balance.redirect.max_over_ideal:.2f}x the even share is above "
@@ -370,7 +401,7 @@ def _assemble(old: _Table, texts: dict[str, str | None], source: str, n: int, fi
         source=source, old_nodes=v, added_nodes=n, new_nodes=v + n, first_new_node_id=first_new, replication=k,
         ssds_per_node=len(old.disks), old_targets_per_ssd=old_r, new_targets_per_ssd=r_new,
         chains_unchanged=total_old - changed, chains_changed=changed, chains_added=len(new_cids),
-        targets_kept=total_old * k - moved, replacements=moved, waves=max(per_chain.values(), default=0),
+        targets_kept=total_old * k - moved, replacements=moved, waves=waves,
         bytes_per_target=bytes_per_target, moved_bytes=moved * bytes_per_target,
         lower_bound_bytes=lower * bytes_per_target, moved_over_bound=moved / lower if lower else 1.0,
         bound=bound, balance=balance, check_problems=problems, steps=steps, notes=notes, out_dir=None, files=[],

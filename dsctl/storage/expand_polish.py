@@ -24,19 +24,23 @@ _FIRST_BATCH = 256
 _MAX_BATCH = 8_192
 
 
-def _swap(share: np.ndarray, chains: np.ndarray, a: int, c: int, i: int, j: int) -> None:
-    """Exchange member ``i`` (x) of chain ``a`` with member ``j`` (y) of chain ``c`` and move the pair-shares."""
+def _swap(flat_share: np.ndarray, v: int, chains: np.ndarray, a: int, c: int, i: int, j: int) -> None:
+    """Exchange member ``i`` (x) of chain ``a`` with member ``j`` (y) of chain ``c`` and move the pair-shares
+    (``flat_share``: the (v, v) matrix as a flat view; scalar updates, k - 1 mates per chain)."""
     ra, rc = chains[a], chains[c]
     x, y = int(ra[i]), int(rc[j])
-    za, zc = ra[ra != x], rc[rc != y]
-    share[x, za] -= 1
-    share[za, x] -= 1
-    share[y, za] += 1
-    share[za, y] += 1
-    share[y, zc] -= 1
-    share[zc, y] -= 1
-    share[x, zc] += 1
-    share[zc, x] += 1
+    for z in ra.tolist():
+        if z != x:
+            flat_share[x * v + z] -= 1
+            flat_share[z * v + x] -= 1
+            flat_share[y * v + z] += 1
+            flat_share[z * v + y] += 1
+    for z in rc.tolist():
+        if z != y:
+            flat_share[y * v + z] -= 1
+            flat_share[z * v + y] -= 1
+            flat_share[x * v + z] += 1
+            flat_share[z * v + x] += 1
     ra[i], rc[j] = y, x
 
 
@@ -61,6 +65,7 @@ def polish(chains: list[np.ndarray], share: np.ndarray, rng: random.Random) -> N
     i_all = (draws[:, 3] * k).astype(np.int64)
     j_all = (draws[:, 4] * k).astype(np.int64)
     flat_share = share.reshape(v * v)  # a view
+    signs = np.repeat(np.array([1, -1, 1, -1], dtype=np.int64), k)
     temperature = 1.0
     start, batch = 0, _FIRST_BATCH
     while start < steps:
@@ -70,11 +75,11 @@ def polish(chains: list[np.ndarray], share: np.ndarray, rng: random.Random) -> N
         span = np.arange(stop - start)
         x, y = ra[span, i], rc[span, j]
         valid = (a != c) & (x != y) & ~(rc == x[:, None]).any(axis=1) & ~(ra == y[:, None]).any(axis=1)
-        in_a = ra != x[:, None]
-        in_c = rc != y[:, None]
-        gain_y = flat_share[y[:, None] * v + ra] - flat_share[x[:, None] * v + ra]
-        gain_x = flat_share[x[:, None] * v + rc] - flat_share[y[:, None] * v + rc]
-        delta = np.where(in_a, 2 * gain_y + 2, 0).sum(axis=1) + np.where(in_c, 2 * gain_x + 2, 0).sum(axis=1)
+        # delta = sum over a's other members m of 2 (share[y, m] - share[x, m]) + 2, and the same for c with x and
+        # y exchanged; over whole rows (share[x, x] = 0, x in a, y in c, for a valid draw) that is:
+        xs, ys = x[:, None] * v, y[:, None] * v
+        picked = flat_share[np.concatenate((ys + ra, xs + ra, xs + rc, ys + rc), axis=1)]
+        delta = 2 * (picked @ signs) - 4 * flat_share[x * v + y] + 4 * (k - 1)
         # the walk cools after each step s = 4,999 mod 5,000 that it did not skip as invalid (issue 14's loop
         # ``continue``s past the cooling); temperatures by repeated products, as the walk takes them
         cools = valid & (np.arange(start, stop) % COOLING_STEPS == COOLING_STEPS - 1)
@@ -90,7 +95,7 @@ def polish(chains: list[np.ndarray], share: np.ndarray, rng: random.Random) -> N
         for t in np.flatnonzero(maybe).tolist():
             d, uu = int(delta[t]), float(u[t])
             if d < 0 or (d == 0 and uu < 0.5) or uu < math.exp(-d / levels[before[t]]) * 0.01:
-                _swap(share, rows, int(a[t]), int(c[t]), int(i[t]), int(j[t]))
+                _swap(flat_share, v, rows, int(a[t]), int(c[t]), int(i[t]), int(j[t]))
                 taken, swapped = t, True
                 break
         temperature = levels[int(before[taken] + cools[taken])]

@@ -8,13 +8,18 @@ new node; in a round each new node ``x`` takes the open slot ``(c, p)`` of lowes
 
 (``base`` taken once per round, then only closed), ties to the lowest chain then slot. Issue 14 recomputed the
 first term for every open slot at every step, gathering ``b x k`` pair-shares per step (v^2 over a whole
-expansion). Here ``gain[j]`` (the first term for new node ``j``, shape (b, k)) is kept: a replacement changes
-the pair-shares of its chain's members only, so it updates the rows of the chains those members are in (found
-through ``slots``, node -> {chain: slot}) and the replaced chain's row for every new node; a step is then one
-add and one argmin over ``b x k``.
+expansion). Here ``scores[j]`` (the whole score of new node ``j``, flat ``b * k``, one contiguous int32 row) is
+kept: a replacement changes the pair-shares of its chain's members only, so it adds to j's row at the mates of
+those members' slots (``_Slots.mates_of``) and refreshes the replaced chain for every new node; a change of
+``base`` is added to the column of every new node. A step is then one argmin over one row (~1 ns a slot, the
+term that still grows as the square of the table) and O(r) index work in Python; ``base`` is recomputed whole
+at the start of each round with a few numpy gathers (issue 32: it was kept up to date pair by pair in Python,
+~40 us per replacement), and only the slots whose base moved are folded into the rows.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 
@@ -34,7 +39,8 @@ def check_size(new_nodes: int, members: int) -> None:
 
 class _Slots:
     """Where each node sits on this disk index: ``own[node, :count[node]]`` its flat slots ``c * k + p``,
-    ``at[f]`` the place of slot ``f`` in its node's list, ``mates[f]`` the other ``k - 1`` slots of f's chain."""
+    ``at[f]`` the place of slot ``f`` in its node's list, ``mates[f]`` the other ``k - 1`` slots of f's chain,
+    ``mates_of[node, :count[node]]`` the mates of the node's slots (kept beside ``own``: one gather fewer)."""
 
     def __init__(self, nodes: np.ndarray, num_nodes: int, capacity: int) -> None:
         b, k = nodes.shape
@@ -50,35 +56,40 @@ class _Slots:
         self.at = at.tolist()
         slot = np.arange(b * k)
         others = np.array([[q for q in range(k) if q != p] for p in range(k)], dtype=np.int64).reshape(k, k - 1)
-        #: ``mates[i][f]``: the i-th other slot of f's chain, one flat array per i (1-d gathers are the fast ones)
-        self.mates = [slot // k * k + others[slot % k, i] for i in range(k - 1)]
+        self.mates = (slot // k * k)[:, None] + others[slot % k]  # (b * k, k - 1)
+        self.mates_of = np.zeros((num_nodes, max(capacity, 1), k - 1), dtype=np.int64)
+        self.mates_of[flat[order], place] = self.mates[order]
 
     def of(self, node: int) -> np.ndarray:
         return self.own[node, :self.count[node]]
+
+    def mates_of_node(self, node: int) -> np.ndarray:
+        """The other slots of every chain ``node`` is in (distinct), flat."""
+        return self.mates_of[node, :self.count[node]].reshape(-1)
 
     def move(self, f: int, old: int, new: int) -> None:
         """Slot ``f`` passes from node ``old`` to node ``new``."""
         i, last = self.at[f], self.count[old] - 1
         moved = int(self.own[old, last])
         self.own[old, i] = moved
+        self.mates_of[old, i] = self.mates_of[old, last]
         self.at[moved] = i
         self.count[old] = last
         self.own[new, self.count[new]] = f
+        self.mates_of[new, self.count[new]] = self.mates[f]
         self.at[f] = self.count[new]
         self.count[new] += 1
 
 
-def _add_mates(gain: np.ndarray, slots: _Slots, node: int, delta: int) -> None:
+def _add_mates(score: np.ndarray, slots: _Slots, node: int, delta: int) -> None:
     """One new node's kept scores (flat, b * k) after its pair-share with ``node`` moved by ``delta / 2``: the
     other slots of every chain ``node`` is in change by ``delta``."""
-    own = slots.of(node)
-    for column in slots.mates:
-        gain[column[own]] += delta
+    score[slots.mates_of_node(node)] += delta
 
 
-def _refresh(gain: np.ndarray, share: np.ndarray, nodes: np.ndarray, first: int, chains: np.ndarray, never: int
-             ) -> None:
-    """Recompute the kept scores of ``chains`` for every new node (chains a new node is in: ``never``)."""
+def _refresh(scores: np.ndarray, base: np.ndarray, share: np.ndarray, nodes: np.ndarray, first: int,
+             chains: np.ndarray, never: int) -> None:
+    """Recompute the kept scores of ``chains`` for every new node (gain ``never`` in chains a new node is in)."""
     k = nodes.shape[1]
     members = nodes[chains]  # (C, k)
     mates = share[first:, :][:, members]  # (N, C, k)
@@ -86,16 +97,17 @@ def _refresh(gain: np.ndarray, share: np.ndarray, nodes: np.ndarray, first: int,
     inside = members[:, None, :] == np.arange(first, len(share))[None, :, None]  # (C, N, k)
     fresh[np.transpose(inside.any(axis=2))] = never
     cols = (chains[:, None] * k + np.arange(k)).ravel()
-    gain[:, cols] = fresh.reshape(len(gain), -1)
+    scores[:, cols] = fresh.reshape(len(scores), -1) + base[cols]
 
 
-def replace(nodes: np.ndarray, share: np.ndarray, counts: np.ndarray, goal: np.ndarray, new: list[int]
-            ) -> list[tuple[int, int, int]]:
+def replace(nodes: np.ndarray, share: np.ndarray, counts: np.ndarray, goal: np.ndarray, new: list[int],
+            report: Callable[[int], None] | None = None) -> list[tuple[int, int, int]]:
     """Greedy replacements on one disk index (modifies ``nodes``, ``share``, ``counts``).
 
     ``nodes`` (b, k) node indexes, ``share`` (v', v') chains shared per node pair over all disks, ``counts``
     members per node on this disk, ``goal`` members each node should end with, ``new`` the new node indexes
-    (contiguous, ascending). Returns ``(chain, slot, old node)`` in the order made.
+    (contiguous, ascending); ``report(made)`` after each round. Returns ``(chain, slot, old node)`` in the order
+    made.
     """
     b, k = nodes.shape
     first = new[0]
@@ -111,53 +123,59 @@ def replace(nodes: np.ndarray, share: np.ndarray, counts: np.ndarray, goal: np.n
     reach = 4 * k * (int(share.max()) + sum(pending.values())) + k * UNTOUCHED_BONUS + k
     dtype, never = (np.int32, 2**29) if reach < 2**27 else (np.int64, 2**61)
     closed = never // 2  # never plus or minus pair-share sums: a slot that cannot be taken
-    gain = gain.astype(dtype)  # new nodes are in no chain yet: nothing to close
+    # ``scores[j]``: new node j's score of every slot, gain + ``base`` (kept: each change of either is applied
+    # where it happens, so a step reads one row once); new nodes are in no chain yet: nothing to close
+    scores = np.ascontiguousarray(gain, dtype=dtype)  # rows contiguous: a fancy-index result is laid out by column
+    del gain
     stale: set[int] = set()  # chains whose kept scores wait for a refresh (replaced while closed anyway)
     num_nodes = len(share)
     share_flat = share.reshape(num_nodes * num_nodes)  # a view: 1-d takes are the fast gathers
     flat_nodes = nodes.reshape(b * k)  # a view: writes go to ``nodes``
-    score = np.empty(b * k, dtype=dtype)
-    # the live base: (k-1) - 2 * pair-shares with the chain's other members + bonus, ``never`` where closed;
-    # each round starts from a copy (issue 14 recomputed it for every chain each round)
-    scaled = nodes * num_nodes
-    mates = np.zeros((b, k), dtype=np.int64)
-    for p in range(k):
-        for q in range(k):
-            if p != q:
-                mates[:, p] += share_flat.take(scaled[:, p] + nodes[:, q])
-    live = np.where(open_slot, ((k - 1) - 2 * mates).ravel(), never).astype(dtype)
-    del scaled, mates
-    chains_of: list[set[int]] = [set() for _ in range(num_nodes)]
-    for c, row in enumerate(nodes.tolist()):
-        for m in row:
-            chains_of[m].add(c)
+    scaled = nodes * num_nodes  # kept equal
+
+    def live_base() -> np.ndarray:
+        """Each round's base (issue 14's, recomputed whole for all chains at once): (k-1) - 2 * pair-shares with
+        the chain's other members + UNTOUCHED_BONUS * replacements made in the chain, ``never`` where closed."""
+        value = np.full((b, k), k - 1, dtype=np.int64)
+        value += UNTOUCHED_BONUS * touched[:, None]
+        for p in range(k):
+            for q in range(p + 1, k):  # share is symmetric: each pair once
+                pair = share_flat.take(scaled[:, p] + nodes[:, q])
+                pair *= 2
+                value[:, p] -= pair
+                value[:, q] -= pair
+        return np.where(open_slot, value.ravel(), never).astype(dtype)
+
+    count_of, goal_of = counts.tolist(), goal.tolist()  # scalar reads and writes: lists (numpy's cost 3x)
+    touched_of = [0] * b
     open_count = open_slot.reshape(b, k).sum(axis=1)
     open_total = int(open_count.sum())
     fresh_count = int(np.count_nonzero(open_count))  # untouched chains with an open slot
     touched_slot = np.zeros(b * k, dtype=bool)
-    base = np.empty(b * k, dtype=dtype)
+    base = np.zeros(b * k, dtype=dtype)  # the base of the round, as folded into ``scores``
 
-    def pair_moved(a: int, z: int, delta: int) -> None:
-        """share[a, z] moved by ``delta``: the live base of both in every chain they share (but ``c``)."""
-        for c2 in chains_of[a] & chains_of[z]:
-            if c2 != c:
-                row2 = flat_nodes[c2 * k:c2 * k + k].tolist()
-                live[c2 * k + row2.index(a)] -= 2 * delta
-                live[c2 * k + row2.index(z)] -= 2 * delta
+    def set_base(where: slice | int | np.ndarray, value: int) -> None:
+        """base[where] = value, in ``scores`` too."""
+        scores[:, where] += value - base[where]
+        base[where] = value
 
     while any(n > 0 for n in pending.values()):
         fresh_mode = fresh_count > 0
         if not fresh_mode and stale:
-            _refresh(gain, share, nodes, first, np.fromiter(stale, dtype=np.int64, count=len(stale)), never)
+            _refresh(scores, base, share, nodes, first, np.fromiter(stale, dtype=np.int64, count=len(stale)), never)
             stale.clear()
-        np.copyto(base, live)
+        round_base = live_base()
         if fresh_mode:
-            base[touched_slot] = never
+            round_base[touched_slot] = never
+        moved = np.flatnonzero(round_base != base)  # slots whose base changed since the last round
+        if len(moved):
+            scores[:, moved] += round_base[moved] - base[moved]
+            base[moved] = round_base[moved]
         for x in new:
             if pending[x] <= 0:
                 continue
             j = x - first
-            np.add(gain[j], base, out=score)
+            score = scores[j]
             f = int(score.argmin())
             if score[f] >= closed:
                 break  # nothing left in this subset: the next round looks again
@@ -165,63 +183,58 @@ def replace(nodes: np.ndarray, share: np.ndarray, counts: np.ndarray, goal: np.n
             row = flat_nodes[c * k:c * k + k].tolist()
             y = row[p]
             others = row[:p] + row[p + 1:]
-            for z in others:
-                share[y, z] -= 1
-                share[z, y] -= 1
-                share[x, z] += 1
-                share[z, x] += 1
-                pair_moved(y, z, -1)
-                pair_moved(x, z, 1)
+            for z in others:  # scalar updates through the flat view (a 2-d index costs 3x)
+                share_flat[y * num_nodes + z] -= 1
+                share_flat[z * num_nodes + y] -= 1
+                share_flat[x * num_nodes + z] += 1
+                share_flat[z * num_nodes + x] += 1
             flat_nodes[f] = x
+            scaled[c, p] = x * num_nodes
             slots.move(f, y, x)
-            chains_of[y].discard(c)
-            chains_of[x].add(c)
             open_slot[f] = False
             open_count[c] -= 1
             open_total -= 1
-            if touched[c] == 0:
+            if touched_of[c] == 0:
                 fresh_count -= 1
                 touched_slot[c * k:c * k + k] = True
             touched[c] += 1
+            touched_of[c] += 1
+            chain_slots = slice(c * k, c * k + k)
             if fresh_mode:
-                base[c * k:c * k + k] = never
+                set_base(chain_slots, never)  # f with them
             else:
-                base[c * k:c * k + k] += UNTOUCHED_BONUS
-            base[f] = never
-            counts[y] -= 1
-            counts[x] += 1
-            if counts[y] <= goal[y]:
+                scores[:, chain_slots] += UNTOUCHED_BONUS
+                base[chain_slots] += UNTOUCHED_BONUS
+                set_base(f, never)
+            count_of[y] -= 1
+            count_of[x] += 1
+            if count_of[y] <= goal_of[y]:
                 gone = slots.of(y)
                 open_slot[gone] = False
-                base[gone] = never
-                live[gone] = never
+                set_base(gone, never)
                 gone_chains = gone // k
                 open_count[gone_chains] -= 1
                 open_total -= len(gone)
                 fresh_count -= int(np.count_nonzero((open_count[gone_chains] == 0) & (touched[gone_chains] == 0)))
-            row[p] = x
-            bonus = UNTOUCHED_BONUS * int(touched[c])
-            for q in range(k):
-                if open_slot[c * k + q]:
-                    live[c * k + q] = (k - 1) + bonus - 2 * sum(int(share_flat[row[q] * num_nodes + m])
-                                                                for m in row if m != row[q])
-                else:
-                    live[c * k + q] = never
             pending[x] -= 1
             made.append((c, p, y))
             # kept scores: x's pair-shares with the others rose; a new node among the others lost y, gained x
             for z in others:
-                _add_mates(gain[j], slots, z, 2)
+                _add_mates(score, slots, z, 2)
                 if z >= first:
-                    _add_mates(gain[z - first], slots, y, -2)
-                    _add_mates(gain[z - first], slots, x, 2)
+                    _add_mates(scores[z - first], slots, y, -2)
+                    _add_mates(scores[z - first], slots, x, 2)
             if fresh_mode:
                 stale.add(c)  # closed for the rest of the round and every round with untouched chains left
             else:
-                _refresh(gain, share, nodes, first, np.array([c]), never)
+                _refresh(scores, base, share, nodes, first, np.array([c]), never)
         else:
+            if report is not None:
+                report(len(made))
             continue
         if not fresh_mode or open_total == 0:
+            counts[:] = count_of
             raise InputError("no old member can make room for a new node on this disk index (the old table "
                              "is too uneven to expand); regenerate it with `dsctl storage chains`")
+    counts[:] = count_of
     return made

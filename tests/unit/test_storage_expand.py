@@ -111,3 +111,15 @@ def test_node_limit_bounds_the_plan(monkeypatch: pytest.MonkeyPatch) -> None:
     old = generate_chains(9, 1, 3, None, 1, IdScheme()).files_text
     with pytest.raises(InputError, match="more than 10"):
         expand({name: old[name] for name in FOUR}, "old", 2, None, 1e12, 0.5)
+
+
+def test_progress_counts_every_replacement_and_new_chain() -> None:
+    """Issue 30: ``report(done, total)`` climbs to its total, which is the replacements plus the new chains."""
+    old = generate_chains(25, 4, 3, None, 1, IdScheme()).files_text
+    seen: list[tuple[float, float]] = []
+    result = expand({name: old[name] for name in FOUR}, "old", 5, 2e12, 0.0, 0.0,
+                    lambda done, total: seen.append((done, total)))
+    assert {total for _, total in seen} == {result.replacements + result.chains_added}
+    done = [d for d, _ in seen]
+    assert done[0] == 0 and done[-1] == result.replacements + result.chains_added
+    assert done == sorted(done) and len(set(done)) > 4 + 2  # rounds of every disk index, not only the end
