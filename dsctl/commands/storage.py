@@ -126,16 +126,20 @@ def check_cmd(
 ) -> None:
     """Check chain-table files against each other and measure balance; exit 1 naming the file and line of
     every problem."""
+    from dsctl.inputs import LIMITS, read_text
     from dsctl.storage.crosscheck import CHAINS, FILE_NAMES, check_files
+    from dsctl.storage.expand import MAX_TABLE_FILE_BYTES
 
+    # the files `storage chains` writes for 1,000 nodes pass the default 64 MiB input limit (create_target_cmd.txt)
+    limit = max(LIMITS.max_input_bytes, MAX_TABLE_FILE_BYTES)
     texts: dict[str, str | None] = {}
     if source.is_dir():
         if not (source / CHAINS).exists():
             raise InputError(f"SOURCE {source} has no {CHAINS}")
         for name in FILE_NAMES:
-            texts[name] = read_text_input(source / name, "SOURCE") if (source / name).exists() else None
+            texts[name] = read_text(source / name, "SOURCE", limit=limit) if (source / name).exists() else None
     else:
-        texts[CHAINS] = read_text_input(source, "SOURCE")
+        texts[CHAINS] = read_text(source, "SOURCE", limit=limit)
     show(check_files(texts, str(source)), fmt, "storage check-chains")
 
 

@@ -204,3 +204,16 @@ def test_size_without_nodes_finds_the_smallest_cluster(cli: Cli) -> None:
     assert table.exit_code == 0 and "losing one node" in table.stdout and "smallest cluster: 75 nodes" in table.stdout
     none = cli("storage", "size")
     assert none.exit_code == 2 and "--dataset" in none.stderr
+
+
+def test_check_chains_reads_table_files_as_large_as_expand_does(cli, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """`storage chains` for 1,000 nodes writes a create_target_cmd.txt above the default 64 MiB input limit, and
+    check-chains refused its own output (exit 2). It now reads table files up to expand's MAX_TABLE_FILE_BYTES
+    (here shown with a global limit of 1,000 bytes, far below the files)."""
+    out = tmp_path / "chains"
+    assert cli("storage", "chains", "--nodes", "5", "-d", "2", "--out-dir", str(out)).exit_code == 0
+    assert (out / "create_target_cmd.txt").stat().st_size > 1000
+    r = cli("--max-input-bytes", "1000", "storage", "check-chains", str(out))
+    assert r.exit_code == 0, r.stderr
+    r = cli("--max-input-bytes", "1000", "storage", "doctor", "--chains", str(out / "create_target_cmd.txt"))
+    assert r.exit_code == 2 and "1,000" in r.stderr  # other inputs keep the global limit
