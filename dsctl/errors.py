@@ -23,14 +23,30 @@ class ExitCode(IntEnum):
 
 
 class DsctlError(Exception):
-    """An error a user can act on: one message line plus an optional hint line."""
+    """An error a user can act on: one message line plus an optional hint line.
+
+    ``field`` names the request field the message is about (``replicas``); the message then leads with it and
+    ``text`` is the rest (``InputError("must be positive", field="replicas")``). Domain code names fields, never
+    command-line options: the command layer's table (``FIELD_OPTIONS`` of the running command group, applied by
+    ``dsctl.cli``) sets ``option`` to the flag the user typed, so the user reads ``--replicas must be positive``.
+    """
 
     exit_code: ExitCode = ExitCode.BAD_INPUT
 
-    def __init__(self, message: str, *, hint: str | None = None) -> None:
+    def __init__(self, message: str, *, hint: str | None = None, field: str | None = None) -> None:
         super().__init__(message)
-        self.message = message
+        self.text = message
         self.hint = hint
+        self.field = field
+        #: the command-line spelling of ``field`` (set by the command layer; None: the field's own name is shown)
+        self.option: str | None = None
+
+    @property
+    def message(self) -> str:
+        """The line shown: the field (as its option when the command layer named one) and the text."""
+        if self.field is None:
+            return self.text
+        return f"{self.option or self.field} {self.text}"
 
     def __str__(self) -> str:
         return self.message

@@ -36,6 +36,25 @@ FormatOpt = Annotated[
 
 
 
+#: request field -> the option that sets it, for fields every command group spells the same way. A domain error
+#: names a field (``DsctlError.field``); a group's own ``FIELD_OPTIONS`` (its command module) adds to this table and
+#: wins over it; ``option_for`` reads both, and dsctl.cli spells the field as its option in the message shown.
+COMMON_FIELD_OPTIONS: dict[str, str] = {
+    "model": "--model",
+    "node_profile": "--node-profile",
+}
+
+
+def option_for(field: str, command: str) -> str | None:
+    """The option that sets ``field`` in ``command`` (``"eplb rebalance"``): the key ``"SUBCOMMAND FIELD"`` of the
+    group's ``FIELD_OPTIONS`` (a field one subcommand spells differently), else ``FIELD``, else the common table;
+    None when no table names it (the message then shows the field's own name)."""
+    group, _, sub = command.partition(" ")
+    module = sys.modules.get(f"dsctl.commands.{group}")
+    table: dict[str, str] = getattr(module, "FIELD_OPTIONS", {}) if group else {}
+    return table.get(f"{sub} {field}") or table.get(field) or COMMON_FIELD_OPTIONS.get(field)
+
+
 class Recipe(str, Enum):
     """Activation recipes (``dsctl.model.recipes``), for ``--recipe``."""
 

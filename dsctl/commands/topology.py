@@ -12,6 +12,12 @@ from dsctl.errors import InputError
 from dsctl.output.formats import OutputFormat
 from dsctl.profiles import DEFAULT_MODEL, DEFAULT_NODE_PROFILE, DEFAULT_SWITCH
 
+#: request field (named by the topology and eplb domains' errors) -> the option that sets it
+FIELD_OPTIONS: dict[str, str] = {
+    "eplb_plan": "--eplb-plan",
+    "layer": "--layer",
+}
+
 app = typer.Typer(
     name="topology",
     help="Multi-plane fat-tree wiring plans, topology cost comparison, cabling export and fabric verification.",

@@ -82,7 +82,7 @@ def _divmod_text(a: int, b: int) -> str:
 def choose_policy(num_groups: int, num_nodes: int, policy: str = "auto") -> str:
     """The policy that runs: ``auto`` -> hierarchical iff ``num_groups % num_nodes == 0`` (as the reference)."""
     if policy not in POLICIES:
-        raise InputError(f"--policy {policy!r} is not valid: choose auto, hierarchical or global")
+        raise InputError(f"{policy!r} is not valid: choose auto, hierarchical or global", field="policy")
     if policy != "auto":
         return policy
     if num_nodes >= 1 and num_groups >= 1 and num_groups % num_nodes == 0:
@@ -119,7 +119,7 @@ def check_layout(
         raise InputError("; ".join(problems))
 
     if policy not in POLICIES:
-        raise InputError(f"--policy {policy!r} is not valid: choose auto, hierarchical or global")
+        raise InputError(f"{policy!r} is not valid: choose auto, hierarchical or global", field="policy")
     chosen = choose_policy(num_groups, num_nodes, policy)
     warnings: list[str] = []
     if chosen == "hierarchical":
@@ -168,13 +168,15 @@ def planning_work(num_layers: int, num_slots: int, algorithm: str) -> int:
     return num_layers * num_slots * (num_slots if algorithm == "balanced" else 64)
 
 
-def check_planning_work(work: int, what: str) -> None:
-    """Refuse, before any planning, a command whose summed ``planning_work`` is above MAX_PLANNING_WORK."""
+def check_planning_work(work: int, what: str, field: str | None = None) -> None:
+    """Refuse, before any planning, a command whose summed ``planning_work`` is above MAX_PLANNING_WORK.
+
+    ``what`` names the planning asked for (after ``field``, the request field it is about, when given)."""
     if work > MAX_PLANNING_WORK:
         raise InputError(f"{what} needs about {work:,} units of planning work, above the limit of "
                          f"{MAX_PLANNING_WORK:,} (~10 s; balanced costs layers x slots^2, reference 64 x layers x "
                          "slots)",
-                         hint="use --algorithm reference, fewer layers or windows, or fewer --replicas")
+                         hint="use --algorithm reference, fewer layers or windows, or fewer --replicas", field=field)
 
 
 def check_weight(weight: np.ndarray, source: str = "statistics") -> tuple[np.ndarray, tuple[str, ...]]:
