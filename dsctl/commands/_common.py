@@ -42,6 +42,8 @@ FormatOpt = Annotated[
 COMMON_FIELD_OPTIONS: dict[str, str] = {
     "model": "--model",
     "node_profile": "--node-profile",
+    "recipe": "--recipe",
+    "seq_len": "--seq-len",
 }
 
 

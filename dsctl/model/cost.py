@@ -62,19 +62,20 @@ def resolve_throughput(
     predict: bool = False,
 ) -> Throughput:
     """Pick the throughput as the module docstring describes."""
-    require_number(tokens_per_gpu_second, "--tokens-per-gpu-second", positive=True)
-    require_number(gflops_per_token, "--gflops-per-token", positive=True)
-    require_number(gpu_tflops, "--gpu-tflops", positive=True)
-    require_number(mfu, "--mfu", positive=True)
-    require_number(seq_len, "--seq-len", positive=True)
+    require_number(tokens_per_gpu_second, "tokens_per_gpu_second", positive=True)
+    require_number(gflops_per_token, "gflops_per_token", positive=True)
+    require_number(gpu_tflops, "gpu_tflops", positive=True)
+    require_number(mfu, "mfu", positive=True)
+    require_number(seq_len, "seq_len", positive=True)
     if mfu is not None and mfu > 1:
-        raise InputError(f"--mfu is a fraction of peak between 0 and 1, got {mfu:g}")
+        raise InputError(f"is a fraction of peak between 0 and 1, got {mfu:g}", field="mfu")
     flop_inputs = [gflops_per_token, gpu_tflops, mfu]
     if tokens_per_gpu_second is not None:
         if any(v is not None for v in flop_inputs):
             raise InputError(
-                "--tokens-per-gpu-second cannot be combined with --gflops-per-token, --gpu-tflops or --mfu",
-                hint="give either a measured throughput or the FLOP-path inputs",
+                "cannot be combined with the FLOP-path inputs (GFLOPs per token, GPU TFLOPs, MFU)",
+                field="tokens_per_gpu_second",
+                hint="give either a measured throughput or --gflops-per-token, --gpu-tflops and --mfu",
             )
         return Throughput(tokens_per_gpu_second, "given", "--tokens-per-gpu-second")
     measured_hours = model.published.training_gpu_hours_per_trillion_tokens
@@ -139,12 +140,12 @@ def training_cost(
     extra_gpu_hours: Sequence[float] = (),
 ) -> CostReport:
     """GPU hours, days and cost of training ``model`` on ``tokens`` tokens at ``throughput``."""
-    require_number(tokens, "--tokens", positive=True)
-    require_number(num_gpus, "--gpus", positive=True)
-    require_number(gpu_hour_usd, "--gpu-hour-usd", non_negative=True)
+    require_number(tokens, "tokens", positive=True)
+    require_number(num_gpus, "gpus", positive=True)
+    require_number(gpu_hour_usd, "gpu_hour_usd", non_negative=True)
     for extra in extra_gpu_hours:
-        require_number(extra, "--extra-gpu-hours", non_negative=True)
-    require_number(throughput.tokens_per_gpu_second, "--tokens-per-gpu-second", positive=True)
+        require_number(extra, "extra_gpu_hours", non_negative=True)
+    require_number(throughput.tokens_per_gpu_second, "tokens_per_gpu_second", positive=True)
     per_trillion = TRILLION / throughput.tokens_per_gpu_second / SECONDS_PER_HOUR
     train_hours = tokens / throughput.tokens_per_gpu_second / SECONDS_PER_HOUR
     total_hours = train_hours + sum(extra_gpu_hours)
