@@ -383,8 +383,8 @@ def main(argv: list[str] | None = None) -> int:
     except DsctlError as exc:
         if SETTINGS.debug:
             traceback.print_exc()
-        if exc.field is not None and exc.option is None:
-            exc.option = option_for(exc.field, _command_name(args))
+        command_words = _command_name(args)
+        exc.name_options(lambda field: option_for(field, command_words))
         return _fail(args, int(exc.exit_code), exc.message, exc.hint)
     except KeyboardInterrupt:
         _print_error("interrupted")

@@ -5,6 +5,7 @@ Domain packages raise these; only ``dsctl.cli`` turns them into a line on stderr
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import IntEnum
 
 
@@ -26,27 +27,44 @@ class DsctlError(Exception):
     """An error a user can act on: one message line plus an optional hint line.
 
     ``field`` names the request field the message is about (``replicas``); the message then leads with it and
-    ``text`` is the rest (``InputError("must be positive", field="replicas")``). Domain code names fields, never
-    command-line options: the command layer's table (``FIELD_OPTIONS`` of the running command group, applied by
-    ``dsctl.cli``) sets ``option`` to the flag the user typed, so the user reads ``--replicas must be positive``.
+    ``text`` is the rest (``InputError("must be positive", field="replicas")``). ``mentions`` are other fields the
+    text names as ``{field}`` (``InputError("and {all_steps} exclude each other", field="step",
+    mentions=("all_steps",))``). Domain code names fields, never command-line options: the command layer's table
+    (``FIELD_OPTIONS`` of the running command group, applied by ``dsctl.cli`` through ``name_options``) spells
+    each as the flag the user typed, so the user reads ``--step and --all-steps exclude each other``; without it
+    the field's own name is shown.
     """
 
     exit_code: ExitCode = ExitCode.BAD_INPUT
 
-    def __init__(self, message: str, *, hint: str | None = None, field: str | None = None) -> None:
+    def __init__(self, message: str, *, hint: str | None = None, field: str | None = None,
+                 mentions: tuple[str, ...] = ()) -> None:
         super().__init__(message)
         self.text = message
         self.hint = hint
         self.field = field
-        #: the command-line spelling of ``field`` (set by the command layer; None: the field's own name is shown)
-        self.option: str | None = None
+        self.mentions = mentions
+        #: field -> the option that sets it, filled by ``name_options``
+        self.options: dict[str, str] = {}
+
+    def name_options(self, option_of: Callable[[str], str | None]) -> None:
+        """Spell the field and the mentioned fields as ``option_of(field)`` (None: keep the field's name)."""
+        for name in (self.field, *self.mentions):
+            if name is not None and name not in self.options:
+                spelled = option_of(name)
+                if spelled is not None:
+                    self.options[name] = spelled
 
     @property
     def message(self) -> str:
-        """The line shown: the field (as its option when the command layer named one) and the text."""
+        """The line shown: the field (as its option once named) leading the text, mentioned fields filled in."""
+        text = self.text
+        for name in self.mentions:
+            text = text.replace("{" + name + "}", self.options.get(name, name))
         if self.field is None:
-            return self.text
-        return f"{self.option or self.field} {self.text}"
+            return text
+        joint = "" if text[:1] in (":", ";", ",", "/") else " "  # "--ranks: ..." and "--from-us/--to-us: ..."
+        return f"{self.options.get(self.field, self.field)}{joint}{text}"
 
     def __str__(self) -> str:
         return self.message

@@ -73,9 +73,9 @@ def resolve_throughput(
     if tokens_per_gpu_second is not None:
         if any(v is not None for v in flop_inputs):
             raise InputError(
-                "cannot be combined with the FLOP-path inputs (GFLOPs per token, GPU TFLOPs, MFU)",
-                field="tokens_per_gpu_second",
-                hint="give either a measured throughput or --gflops-per-token, --gpu-tflops and --mfu",
+                "cannot be combined with {gflops_per_token}, {gpu_tflops} or {mfu}", field="tokens_per_gpu_second",
+                mentions=("gflops_per_token", "gpu_tflops", "mfu"),
+                hint="give either a measured throughput or the FLOP-path inputs",
             )
         return Throughput(tokens_per_gpu_second, "given", "--tokens-per-gpu-second")
     measured_hours = model.published.training_gpu_hours_per_trillion_tokens

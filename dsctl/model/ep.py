@@ -64,8 +64,7 @@ def ep_speed_limit(
     for value, option in ((dispatch_bytes, "dispatch_bytes"), (combine_bytes, "combine_bytes")):
         require_number(value, option, non_negative=True)
     if dispatch_bytes + combine_bytes <= 0:
-        raise InputError("cannot be 0 when the combine bytes are 0 too (nothing would cross the link)",
-                         field="dispatch_bytes", hint="give --dispatch-bytes or --combine-bytes a positive number")
+        raise InputError("and {combine_bytes} cannot both be 0", field="dispatch_bytes", mentions=("combine_bytes",))
     options = ["--nic-gbps/--bandwidth-bytes-per-s", "--tokens-per-device", "--hidden", "--experts-per-token",
                "--dispatch-bytes", "--combine-bytes", "--layers", "--micro-batches"]
     per_step = (dispatch_bytes + combine_bytes) * float(tokens_per_device) * float(experts_per_token) * float(hidden)

@@ -75,7 +75,8 @@ def test_bad_inputs() -> None:
         resolve_throughput(V3, mfu=1.5)
     with pytest.raises(InputError, match=r"^gpu_tflops must be positive, got 0$"):
         resolve_throughput(V3, gpu_tflops=0)
-    with pytest.raises(InputError, match=r"^tokens_per_gpu_second cannot be combined with the FLOP-path inputs"):
+    combined = r"^tokens_per_gpu_second cannot be combined with gflops_per_token, gpu_tflops or mfu$"
+    with pytest.raises(InputError, match=combined):
         resolve_throughput(V3, tokens_per_gpu_second=1000, mfu=0.4)
     t = resolve_throughput(V3)
     with pytest.raises(InputError, match=r"^tokens must be positive, got 0$"):

@@ -51,7 +51,7 @@ def test_bad_inputs() -> None:
         ep_speed_limit(bandwidth_bytes_per_s=IB, layers=0)
     with pytest.raises(InputError, match=r"^dispatch_bytes cannot be negative, got -1$"):
         ep_speed_limit(bandwidth_bytes_per_s=IB, dispatch_bytes=-1)
-    with pytest.raises(InputError, match=r"^dispatch_bytes cannot be 0 when the combine bytes are 0 too"):
+    with pytest.raises(InputError, match=r"^dispatch_bytes and combine_bytes cannot both be 0$"):
         ep_speed_limit(bandwidth_bytes_per_s=IB, dispatch_bytes=0, combine_bytes=0)
 
 
