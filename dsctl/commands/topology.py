@@ -16,6 +16,18 @@ from dsctl.profiles import DEFAULT_MODEL, DEFAULT_NODE_PROFILE, DEFAULT_SWITCH
 FIELD_OPTIONS: dict[str, str] = {
     "eplb_plan": "--eplb-plan",
     "layer": "--layer",
+    "nodes": "--nodes",
+    "gpus": "--gpus",
+    "kind": "--kind",
+    "radix": "--radix",
+    "planes": "--planes",
+    "oversubscription": "--oversubscription",
+    "switch_cost": "--switch-cost",
+    "link_cost": "--link-cost",
+    "node_name": "--node-name",
+    "nic_name": "--nic-name",
+    "threshold": "--threshold",
+    "counters": "--counters",
 }
 
 app = typer.Typer(

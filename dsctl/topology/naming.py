@@ -136,9 +136,9 @@ def check_host_descriptions(node_names: Sequence[str], nic_names: Sequence[str])
     if size > MAX_NAME_BYTES:
         desc = node + " " + nic
         cut = repr(desc[:40]) + ("..." if len(desc) > 40 else "")
-        raise InputError(f"--node-name/--nic-name give a {size}-byte host description {cut}; "
+        raise InputError(f"/{{nic_name}} give a {size}-byte host description {cut}; "
                          f"\"<node> <nic>\" must fit the {MAX_NAME_BYTES}-byte InfiniBand node description",
-                         hint="shorten the node or NIC name template")
+                         hint="shorten the node or NIC name template", field="node_name", mentions=("nic_name",))
 
 
 def format_names(template: str, option: str, **columns: Any) -> list[str]:
