@@ -27,6 +27,12 @@ from dsctl.output.formats import OutputFormat
 if TYPE_CHECKING:
     from dsctl.health.model import NodeSnapshot
 
+#: request field (named by dsctl.health's errors) -> the option that sets it
+FIELD_OPTIONS: dict[str, str] = {
+    name: "--" + name.replace("_", "-") for name in (
+        "only", "fail_on", "sysfs_root", "from_record", "interval_s", "fraction")
+}
+
 app = typer.Typer(
     name="health",
     help="GPU, NVLink and RDMA health through NVML and sysfs (live, or replayed from a recorded node).",
