@@ -108,7 +108,9 @@ def show(result: Any, fmt: OutputFormat, command: str) -> None:
         code = emit(result, fmt, command)
     except BrokenPipeError:  # the reader stopped early (dsctl ... | head): the result still sets the exit code
         silence_stdout()
-        code = int(getattr(result, "exit_code", 0))
+        from dsctl.output.emit import result_exit_code
+
+        code = result_exit_code(result)
     if code:
         raise typer.Exit(code)
 

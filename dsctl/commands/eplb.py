@@ -196,7 +196,7 @@ def rebalance_cmd(
                            candidate_models=_all_models() if profile is None and needs_model else ())
     contents: list[tuple[Path, str | bytes, str | None]] = []  # render everything before writing anything
     if out is not None:
-        contents.append((out, render_json(envelope(result, "eplb rebalance", 0)), "--out"))
+        contents.append((out, render_json(envelope(result, "eplb rebalance")), "--out"))
     if sglang_out is not None:
         contents.append((sglang_out, json.dumps(sglang_export(result, str(sglang_out))) + "\n", "--sglang-out"))
     _write_all(contents)
