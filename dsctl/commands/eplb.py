@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 FIELD_OPTIONS: dict[str, str] = {
     "replicas": "--replicas",
     "gpus": "--gpus",
-    "nodes": "-N/--nodes",
+    "nodes": "--nodes",
     "groups": "--groups",
     "deployment": "--deployment",
     "policy": "--policy",

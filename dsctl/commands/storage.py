@@ -18,7 +18,7 @@ FIELD_OPTIONS: dict[str, str] = {
     name: "--" + name.replace("_", "-") for name in (
         "nodes", "ssds_per_node", "replication", "chain_table_id", "targets_per_ssd", "target_id_prefix",
         "chain_id_prefix", "first_node_id", "chunk_size", "clients", "fill", "efficiency", "checkpoint",
-        "checkpoint_model", "checkpoint_time_s", "read", "write", "recovery_rate", "read_per_client")
+        "checkpoint_model", "checkpoint_time_s", "read", "write", "recovery_rate", "read_per_client", "dataset")
 }
 
 app = typer.Typer(

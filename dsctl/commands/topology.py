@@ -16,6 +16,7 @@ from dsctl.profiles import DEFAULT_MODEL, DEFAULT_NODE_PROFILE, DEFAULT_SWITCH
 FIELD_OPTIONS: dict[str, str] = {
     "eplb_plan": "--eplb-plan",
     "layer": "--layer",
+    "stats": "--stats",
     "nodes": "--nodes",
     "gpus": "--gpus",
     "kind": "--kind",

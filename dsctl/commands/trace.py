@@ -26,6 +26,7 @@ FIELD_OPTIONS: dict[str, str] = {
     "ranks": "--ranks",
     "from_us": "--from-us",
     "to_us": "--to-us",
+    "max_bytes": "--max-bytes",
 }
 
 app = typer.Typer(

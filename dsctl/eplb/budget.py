@@ -74,8 +74,9 @@ def allocate_slots(weight: np.ndarray, *, total_slots: int, num_gpus: int, num_n
     checked, _ = check_weight(weight, "statistics")
     layers, experts = checked.shape
     if total_slots % layers or (total_slots // layers) % num_gpus:
-        raise InputError(f"{total_slots} must be {layers} layers x a multiple of --gpus {num_gpus} "
-                         "(so that the uniform allocation it is compared with exists)", field="total_slots")
+        raise InputError(f"{total_slots} must be {layers} layers x a multiple of {{gpus}} {num_gpus} "
+                         "(so that the uniform allocation it is compared with exists)", field="total_slots",
+                         mentions=("gpus",))
     uniform = total_slots // layers
     layout = check_layout(layers, experts, uniform, num_groups, num_nodes, num_gpus, policy)
     lowest = -(-experts // num_gpus) * num_gpus

@@ -95,6 +95,10 @@ def max_slots_per_layer(num_experts: int) -> int:
     return min(MAX_SLOTS_PER_LAYER, MAX_SLOTS_PER_EXPERT * num_experts)
 
 
+#: the layout fields check_layout's messages name (as ``{field}``, spelled by the command layer)
+LAYOUT_FIELDS = ("replicas", "gpus", "nodes", "groups", "policy")
+
+
 def check_layout(
     num_layers: int,
     num_experts: int,
@@ -111,12 +115,12 @@ def check_layout(
         problems.append(f"statistics must be a 2-D table of layers x experts with at least one of each, "
                         f"got {num_layers} x {num_experts} (rule V1)")
     if num_nodes < 1:
-        problems.append(f"--nodes must be >= 1, got {num_nodes} (rule V4)")
-    for name, value in (("--groups", num_groups), ("--gpus", num_gpus), ("--replicas", num_replicas)):
+        problems.append(f"{{nodes}} must be >= 1, got {num_nodes} (rule V4)")
+    for name, value in (("{groups}", num_groups), ("{gpus}", num_gpus), ("{replicas}", num_replicas)):
         if value < 1:
             problems.append(f"{name} must be >= 1, got {value} (rule V5)")
     if problems:
-        raise InputError("; ".join(problems))
+        raise InputError("; ".join(problems), mentions=LAYOUT_FIELDS)
 
     if policy not in POLICIES:
         raise InputError(f"{policy!r} is not valid: choose auto, hierarchical or global", field="policy")
@@ -125,15 +129,15 @@ def check_layout(
     if chosen == "hierarchical":
         if num_groups % num_nodes != 0:
             problems.append(
-                f"hierarchical policy needs --groups {num_groups} to be a multiple of --nodes {num_nodes} "
-                f"({_divmod_text(num_groups, num_nodes)}); use --policy global or auto")
+                f"hierarchical policy needs {{groups}} {num_groups} to be a multiple of {{nodes}} {num_nodes} "
+                f"({_divmod_text(num_groups, num_nodes)}); use {{policy}} global or auto")
         if num_experts % num_groups != 0:
             problems.append(
-                f"hierarchical policy needs the {num_experts} experts to split into --groups {num_groups} equal groups "
-                f"({_divmod_text(num_experts, num_groups)}) (rule V6)")
+                f"hierarchical policy needs the {num_experts} experts to split into {{groups}} {num_groups} equal "
+                f"groups ({_divmod_text(num_experts, num_groups)}) (rule V6)")
         if num_gpus % num_nodes != 0:
             problems.append(
-                f"hierarchical policy needs --gpus {num_gpus} to be a multiple of --nodes {num_nodes} "
+                f"hierarchical policy needs {{gpus}} {num_gpus} to be a multiple of {{nodes}} {num_nodes} "
                 f"({_divmod_text(num_gpus, num_nodes)}) (rule V7)")
     else:
         if num_experts % num_groups != 0 or num_gpus % num_nodes != 0:
@@ -143,23 +147,23 @@ def check_layout(
                 f"gpus {num_gpus} % nodes = {num_gpus % num_nodes}) (rule V10)")
     if num_replicas % num_gpus != 0:
         problems.append(
-            f"--replicas {num_replicas} is not a multiple of --gpus {num_gpus}: "
+            f"{{replicas}} {num_replicas} is not a multiple of {{gpus}} {num_gpus}: "
             f"{_divmod_text(num_replicas, num_gpus)} (rule V8)")
     if num_replicas < num_experts:
         problems.append(
-            f"--replicas {num_replicas} is smaller than the number of experts {num_experts}: "
+            f"{{replicas}} {num_replicas} is smaller than the number of experts {num_experts}: "
             f"every expert needs at least one slot (rule V9)")
     limit = max_slots_per_layer(num_experts)
     if num_replicas > limit:
         problems.append(
-            f"--replicas {num_replicas} is above the limit of {limit} slots per layer for {num_experts} experts: "
+            f"{{replicas}} {num_replicas} is above the limit of {limit} slots per layer for {num_experts} experts: "
             f"at most {MAX_SLOTS_PER_EXPERT} slots per expert and at most {MAX_SLOTS_PER_LAYER} per layer (rule V12)")
     if num_layers * num_replicas > MAX_PLAN_SLOTS:
         problems.append(
             f"{num_layers:,} layers x {num_replicas:,} slots = {num_layers * num_replicas:,} slots is above the limit "
             f"of {MAX_PLAN_SLOTS:,} slots over all layers")
     if problems:
-        raise InputError("; ".join(problems), hint=f"policy that would run: {chosen}")
+        raise InputError("; ".join(problems), hint=f"policy that would run: {chosen}", mentions=LAYOUT_FIELDS)
     return EplbLayout(num_layers, num_experts, num_replicas, num_groups, num_nodes, num_gpus, chosen, tuple(warnings))
 
 

@@ -91,9 +91,10 @@ def trade_off(
     # the option rules (signs, ranges, what applies with what) are the request's (dsctl.eplb.request); what is
     # checked here needs the resolved model
     if max_move_bytes is not None and expert_bytes is None:
-        raise InputError("needs the expert size: give -m/--model", hint="or use --max-moves", field="max_move_bytes")
+        raise InputError("needs the expert size: give {model}", hint="or use --max-moves", field="max_move_bytes",
+                         mentions=("model",))
     if fabric is not None and expert_bytes is None:
-        raise InputError("needs the expert size to time the moves: give -m/--model", field="fabric")
+        raise InputError("needs the expert size to time the moves: give {model}", field="fabric", mentions=("model",))
     report = progress if progress is not None else (lambda done, total: None)
     target = _unconstrained(weight, layout.num_replicas, layout.num_groups, layout.num_nodes, layout.num_gpus,
                             layout.policy, algorithm)

@@ -92,8 +92,8 @@ def resolve_model(weight_shape: tuple[int, int], model: ModelProfile | None,
         if model.moe is None:
             raise InputError(f"{model.name} has no MoE layers; EPLB needs a mixture-of-experts model", field="model")
         if num_experts != model.moe.num_routed_experts:
-            raise InputError(f"statistics have {num_experts} experts per layer but --model {model.name} has "
-                             f"{model.moe.num_routed_experts} routed experts")
+            raise InputError(f"statistics have {num_experts} experts per layer but {{model}} {model.name} has "
+                             f"{model.moe.num_routed_experts} routed experts", mentions=("model",))
         return model
     if needed:
         return infer_model(num_layers, num_experts, candidates)
@@ -112,8 +112,8 @@ def resolve_layout(request: LayoutRequest, model: ModelProfile | None) -> tuple[
     if None not in given:
         return int(request.num_replicas or 0), int(request.num_gpus or 0), int(request.num_nodes or 0), groups, None
     if model is None or model.moe is None:
-        raise InputError("give the layout with --replicas, --gpus and -N/--nodes, or -m/--model for a model with a "
-                         "published deployment")
+        raise InputError("give the layout with {replicas}, {gpus} and {nodes}, or {model} for a model with a "
+                         "published deployment", mentions=("replicas", "gpus", "nodes", "model"))
     dep = deployment_for(model, request.deployment)
     replicas = request.num_replicas or model.moe.num_routed_experts + dep.num_redundant_experts
     gpus = request.num_gpus or dep.num_gpus

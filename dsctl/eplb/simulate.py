@@ -51,7 +51,8 @@ def simulate(
     loaded = drop_trivial_leading_layers(loaded, num_layers)
     gpus = num_gpus if num_gpus is not None else loaded.num_gpus
     if gpus is None:
-        raise InputError(f"{loaded.source}: the file does not say how many GPUs it spans; pass --gpus")
+        raise InputError(f"{loaded.source}: the file does not say how many GPUs it spans; pass {{gpus}}",
+                         mentions=("gpus",))
     num_slots = loaded.placement.num_slots
     if gpus < 1:
         raise InputError(f"must be >= 1, got {gpus}", field="gpus")

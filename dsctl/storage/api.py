@@ -110,7 +110,8 @@ def generate_chains(num_nodes: int, ssds_per_node: int, replication: int, target
     check_ids(scheme, num_nodes, ssds_per_node, r, b)
     if num_nodes * r * ssds_per_node > MAX_TARGETS_TOTAL:
         raise InputError(f"{num_nodes * r * ssds_per_node:,} targets is more than dsctl writes "
-                         f"({MAX_TARGETS_TOTAL:,}); lower --targets-per-ssd or --ssds-per-node")
+                         f"({MAX_TARGETS_TOTAL:,}); lower {{targets_per_ssd}} or {{ssds_per_node}}",
+                         mentions=("targets_per_ssd", "ssds_per_node"))
     layout, method = build_layout(num_nodes, ssds_per_node, replication, r, rotate=rotate)
     balance = measure(layout.nodes, layout.disk, num_nodes)
     notes = [chosen_note] if chosen_note else []

@@ -69,7 +69,8 @@ def check_ids(scheme: IdScheme, num_nodes: int, num_disks: int, targets_per_ssd:
                          f"{MAX_TARGETS_PER_DISK})", field="targets_per_ssd")
     if chains_per_disk > MAX_CHAINS_PER_DISK:
         raise InputError(f"{chains_per_disk} chains per disk index do not fit the 5 chain-index digits of a chain "
-                         f"id (max {MAX_CHAINS_PER_DISK}); lower --nodes or --targets-per-ssd")
+                         f"id (max {MAX_CHAINS_PER_DISK}); lower {{nodes}} or {{targets_per_ssd}}",
+                         mentions=("nodes", "targets_per_ssd"))
     top = chain_id(scheme.chain_prefix, num_disks - 1, chains_per_disk)
     if top > UINT32_MAX:
         # largest prefix p with (p * 1000 + num_disks) * 100_000 + chains_per_disk <= UINT32_MAX

@@ -282,8 +282,10 @@ def smallest_cluster(p: StorageProfile, s: SizingInputs) -> SizingResult:
     """The fewest nodes of profile ``p`` meeting every target in ``s`` (``s.num_nodes`` is ignored)."""
     if all(x is None for x in (s.dataset_bytes, s.checkpoint_bytes, s.read_per_client_bytes_per_s,
                                s.read_bytes_per_s, s.write_bytes_per_s)):
-        raise InputError("give --nodes, or at least one need (--dataset, --read, --write, --read-per-client, "
-                         "--checkpoint/--checkpoint-model with --checkpoint-time-s) to size the smallest cluster")
+        raise InputError("give {nodes}, or at least one need ({dataset}, {read}, {write}, {read_per_client}, "
+                         "{checkpoint}/{checkpoint_model} with {checkpoint_time_s}) to size the smallest cluster",
+                         mentions=("nodes", "dataset", "read", "write", "read_per_client", "checkpoint",
+                                   "checkpoint_model", "checkpoint_time_s"))
     guess = max(s.replication, 2)
     for _ in range(64):
         result = size(p, replace(s, num_nodes=guess))

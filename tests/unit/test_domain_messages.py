@@ -59,7 +59,7 @@ FLAG_LEADING_LEFT = {
 PACKAGE_GROUP = {"eplb": "eplb", "model": "model", "trace": "trace", "topology": "topology", "storage": "storage",
                  "health": "health"}
 #: fields a package names for another group's command (eplb's placement read by 'topology simulate')
-SPELLED_ELSEWHERE = {("eplb", "eplb_plan"): "topology", ("eplb", "layer"): "topology"}
+SPELLED_ELSEWHERE = {("eplb", "eplb_plan"): "topology", ("eplb", "layer"): "topology", ("eplb", "stats"): "topology"}
 #: fields that are no option: a model profile's key, named as the profile names it
 NOT_OPTIONS = {("model", "activation_recipe")}
 #: helpers whose second argument is the field they check

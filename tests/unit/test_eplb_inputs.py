@@ -27,7 +27,7 @@ def test_slot_limit_per_layer() -> None:
     assert check_layout(1, 256, 4096, 8, 4, 32).num_replicas == 4096  # the limit itself is allowed
     with pytest.raises(InputError) as err:
         check_layout(58, 256, 100_000_000, 8, 4, 32)
-    assert ("--replicas 100000000 is above the limit of 4096 slots per layer for 256 experts" in err.value.message
+    assert ("replicas 100000000 is above the limit of 4096 slots per layer for 256 experts" in err.value.message
             and "(rule V12)" in err.value.message)
     with pytest.raises(InputError, match="rule V12"):
         check_layout(1, 8192, 70_000 * 2, 1, 1, 2)
