@@ -27,6 +27,9 @@ FIELD_OPTIONS: dict[str, str] = {
     "link_cost": "--link-cost",
     "node_name": "--node-name",
     "nic_name": "--nic-name",
+    "leaf_name": "--leaf-name",
+    "spine_name": "--spine-name",
+    "core_name": "--core-name",
     "threshold": "--threshold",
     "counters": "--counters",
 }

@@ -37,7 +37,7 @@ PLAN_FILES = ("cabling.csv", "switches.csv", "plan.json", "topology.dot", "topol
 def nodes_for(num_nodes: int | None, num_gpus: int | None, node: NodeProfile) -> int:
     """Node count from ``--nodes`` or ``--gpus`` (exactly one; GPUs must fill whole nodes)."""
     if (num_nodes is None) == (num_gpus is None):
-        raise InputError("give exactly one of --nodes N or --gpus G")
+        raise InputError("give exactly one of {nodes} N or {gpus} G", mentions=("nodes", "gpus"))
     if num_nodes is not None:
         if num_nodes <= 0:
             raise InputError(f"must be at least 1, got {num_nodes}", field="nodes")

@@ -223,12 +223,12 @@ def build_plan(spec: PlanSpec) -> Plan:
 
     # devices
     t = spec.templates
-    node_names = format_names(t.node, "--node-name", n=np.arange(1, n_nodes + 1))
+    node_names = format_names(t.node, "node_name", n=np.arange(1, n_nodes + 1))
     odd = next((n for n in node_names if not plain_node_name(n)), None)
     if odd is not None:
         raise InputError(f"{shown(t.node)} makes node name {shown(odd)}: {NODE_NAME_RULE}",
                          hint="e.g. --node-name 'gpu{n:04d}'", field="node_name")
-    nic_names = format_names(t.nic, "--nic-name", nic=np.arange(spec.num_nics_per_node),
+    nic_names = format_names(t.nic, "nic_name", nic=np.arange(spec.num_nics_per_node),
                              nic1=np.arange(1, spec.num_nics_per_node + 1))
     check_host_descriptions(node_names, nic_names)
     plane_col = np.repeat(np.arange(planes), width)
@@ -239,15 +239,15 @@ def build_plan(spec: PlanSpec) -> Plan:
     pods = np.tile(pod_local, planes)
     numbers = np.tile(number_local, planes)
     switch_names: list[str] = [""] * (planes * width)
-    for tier, template, option, key in ((1, t.leaf, "--leaf-name", "leaf"), (2, t.spine, "--spine-name", "spine"),
-                                        (3, t.core, "--core-name", "core")):
+    for tier, template, name_field, key in ((1, t.leaf, "leaf_name", "leaf"), (2, t.spine, "spine_name", "spine"),
+                                            (3, t.core, "core_name", "core")):
         idx = np.flatnonzero(tiers == tier)
         if not len(idx):
             continue
         cols = {"plane": plane_col[idx], key: numbers[idx]}
         if tier < 3:
             cols["pod"] = pods[idx].astype(np.int64) + 1
-        for i, name in zip(idx.tolist(), format_names(template, option, **cols), strict=True):
+        for i, name in zip(idx.tolist(), format_names(template, name_field, **cols), strict=True):
             switch_names[i] = name
     device_names = node_names + switch_names
     require_unique(device_names, "nodes and switches")
