@@ -18,6 +18,7 @@ from dsctl.eplb.exact import solve
 from dsctl.eplb.metrics import placement_metrics
 from dsctl.eplb.rebalance import rebalance
 from dsctl.eplb.reference import rebalance_reference
+from dsctl.eplb.request import RebalanceRequest
 from dsctl.eplb.stats import parse_stats
 
 #: DeepSeek's torch reference, seconds per 58-layer plan measured side by side (1 thread), by layout label
@@ -56,7 +57,7 @@ CASES = [
     Case("eplb: metrics + bounds (with the slot bound) hier 288/4x8", _metrics_setup,
          lambda a: placement_metrics(*a), target_s=0.15),
     Case("eplb: rebalance() reference + metrics hier 288/4x8", _full_setup,
-         lambda w: rebalance(w, num_replicas=288, num_gpus=32, num_nodes=4, num_groups=8), target_s=0.2),
+         lambda w: rebalance(w, RebalanceRequest(replicas=288, gpus=32, nodes=4, groups=8)), target_s=0.2),
     Case("eplb: parse 58x256 CSV statistics", _csv_setup, lambda b: parse_stats("s.csv", b), target_s=0.05),
 ]
 
@@ -84,8 +85,8 @@ def _pareto_setup() -> Any:
     rng = np.random.default_rng(3)
     w0 = rng.lognormal(0, 1.0, (58, 256)) * 1000
     w1 = np.round(w0 * np.exp(0.1 * rng.standard_normal(w0.shape)))
-    previous = rebalance(np.round(w0), num_replicas=288, num_gpus=32, num_nodes=4, num_groups=8,
-                         algorithm="balanced").placement
+    request = RebalanceRequest(replicas=288, gpus=32, nodes=4, groups=8, algorithm="balanced")
+    previous = rebalance(np.round(w0), request).placement
     return w1, previous
 
 
@@ -95,6 +96,6 @@ CASES += [
     Case("eplb: exact optimum 20 small instances (7-8 experts, 4x3 / 8x2)", _small_instances, _solve_all,
          target_s=30.0),
     Case("eplb: Pareto search --previous, 6+1 candidates, hier 288/4x8 (58x256)", _pareto_setup,
-         lambda a: rebalance(a[0], num_replicas=288, num_gpus=32, num_nodes=4, num_groups=8, algorithm="balanced",
-                             previous=a[1]), target_s=30.0),
+         lambda a: rebalance(a[0], RebalanceRequest(replicas=288, gpus=32, nodes=4, groups=8, algorithm="balanced",
+                                                    previous=a[1])), target_s=30.0),
 ]

@@ -15,7 +15,7 @@ import typer
 from typer.core import TyperGroup
 
 from dsctl import __version__
-from dsctl.commands._common import SETTINGS, silence_stdout
+from dsctl.commands._common import SETTINGS, option_for, silence_stdout
 from dsctl.errors import DsctlError, ExitCode
 from dsctl.inputs import DEFAULT_MAX_INPUT_BYTES, ENV_MAX_INPUT_BYTES, LIMITS, forget_inputs, parse_limit
 from dsctl.names import MAX_INTEGER_DIGITS, ascii_digits  # the bound on arguments is the one on input text
@@ -383,6 +383,8 @@ def main(argv: list[str] | None = None) -> int:
     except DsctlError as exc:
         if SETTINGS.debug:
             traceback.print_exc()
+        command_words = _command_name(args)
+        exc.name_options(lambda field: option_for(field, command_words))
         return _fail(args, int(exc.exit_code), exc.message, exc.hint)
     except KeyboardInterrupt:
         _print_error("interrupted")

@@ -5,7 +5,7 @@ Domain packages raise these; only ``dsctl.cli`` turns them into a line on stderr
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable
 from enum import IntEnum
 
 
@@ -24,14 +24,47 @@ class ExitCode(IntEnum):
 
 
 class DsctlError(Exception):
-    """An error a user can act on: one message line plus an optional hint line."""
+    """An error a user can act on: one message line plus an optional hint line.
+
+    ``field`` names the request field the message is about (``replicas``); the message then leads with it and
+    ``text`` is the rest (``InputError("must be positive", field="replicas")``). ``mentions`` are other fields the
+    text names as ``{field}`` (``InputError("and {all_steps} exclude each other", field="step",
+    mentions=("all_steps",))``). Domain code names fields, never command-line options: the command layer's table
+    (``FIELD_OPTIONS`` of the running command group, applied by ``dsctl.cli`` through ``name_options``) spells
+    each as the flag the user typed, so the user reads ``--step and --all-steps exclude each other``; without it
+    the field's own name is shown.
+    """
 
     exit_code: ExitCode = ExitCode.BAD_INPUT
 
-    def __init__(self, message: str, *, hint: str | None = None) -> None:
+    def __init__(self, message: str, *, hint: str | None = None, field: str | None = None,
+                 mentions: tuple[str, ...] = ()) -> None:
         super().__init__(message)
-        self.message = message
+        self.text = message
         self.hint = hint
+        self.field = field
+        self.mentions = mentions
+        #: field -> the option that sets it, filled by ``name_options``
+        self.options: dict[str, str] = {}
+
+    def name_options(self, option_of: Callable[[str], str | None]) -> None:
+        """Spell the field and the mentioned fields as ``option_of(field)`` (None: keep the field's name)."""
+        for name in (self.field, *self.mentions):
+            if name is not None and name not in self.options:
+                spelled = option_of(name)
+                if spelled is not None:
+                    self.options[name] = spelled
+
+    @property
+    def message(self) -> str:
+        """The line shown: the field (as its option once named) leading the text, mentioned fields filled in."""
+        text = self.text
+        for name in self.mentions:
+            text = text.replace("{" + name + "}", self.options.get(name, name))
+        if self.field is None:
+            return text
+        joint = "" if text[:1] in (":", ";", ",", "/") else " "  # "--ranks: ..." and "--from-us/--to-us: ..."
+        return f"{self.options.get(self.field, self.field)}{joint}{text}"
 
     def __str__(self) -> str:
         return self.message
@@ -41,28 +74,6 @@ class InputError(DsctlError):
     """Bad user input: an option value, a file, a field. Exit code 2."""
 
     exit_code = ExitCode.BAD_INPUT
-
-
-class FieldError(InputError):
-    """A bad value of a domain request's field. ``template`` names the fields as ``{0}``, ``{1}``, ... so that the
-    domain words no command-line flag: the message says the field names, and the command layer says its own
-    option names instead (:meth:`worded`, ``dsctl.commands._common.fields_as``)."""
-
-    def __init__(self, fields: tuple[str, ...], template: str, *, hint: str | None = None) -> None:
-        super().__init__(self._fill(template, fields), hint=hint)
-        self.fields = fields
-        self.template = template
-
-    @staticmethod
-    def _fill(template: str, names: tuple[str, ...]) -> str:
-        # plain replacement, not str.format: values in the text (a node name, a path) may hold braces
-        for k, name in enumerate(names):
-            template = template.replace(f"{{{k}}}", name)
-        return template
-
-    def worded(self, names: Mapping[str, str]) -> InputError:
-        """The same error with each field said as ``names[field]`` (the field's own name where absent)."""
-        return InputError(self._fill(self.template, tuple(names.get(f, f) for f in self.fields)), hint=self.hint)
 
 
 class ProfileError(InputError):

@@ -135,7 +135,7 @@ def read_bytes(path: Path | str, what: str, error: type[InputError] = InputError
     except InputError as exc:
         if isinstance(exc, error):
             raise
-        raise error(exc.message, hint=exc.hint) from None
+        raise error(exc.text, hint=exc.hint, field=exc.field, mentions=exc.mentions) from None
     except FileNotFoundError:
         raise error(f"{what} {path}: file not found (it does not exist)") from None
     except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path

@@ -5,8 +5,7 @@ from __future__ import annotations
 import io
 import os
 import sys
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -14,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from dsctl.errors import FieldError, InputError
+from dsctl.errors import InputError
 from dsctl.inputs import read_bytes, read_text
 from dsctl.output.formats import OutputFormat
 
@@ -37,6 +36,29 @@ FormatOpt = Annotated[
     ),
 ]
 
+
+
+#: request field -> the option that sets it, for fields every command group spells the same way. A domain error
+#: names a field (``DsctlError.field``); a group's own ``FIELD_OPTIONS`` (its command module) adds to this table and
+#: wins over it; ``option_for`` reads both, and dsctl.cli spells the field as its option in the message shown.
+COMMON_FIELD_OPTIONS: dict[str, str] = {
+    "model": "--model",
+    "node_profile": "--node-profile",
+    "recipe": "--recipe",
+    "seq_len": "--seq-len",
+    # steptime's field: only 'launch calibrate' sets it (until dsctl/commands/launch.py has its own table)
+    "chunk_layers": "--chunk-layers",
+}
+
+
+def option_for(field: str, command: str) -> str | None:
+    """The option that sets ``field`` in ``command`` (``"eplb rebalance"``): the key ``"SUBCOMMAND FIELD"`` of the
+    group's ``FIELD_OPTIONS`` (a field one subcommand spells differently), else ``FIELD``, else the common table;
+    None when no table names it (the message then shows the field's own name)."""
+    group, _, sub = command.partition(" ")
+    module = sys.modules.get(f"dsctl.commands.{group}")
+    table: dict[str, str] = getattr(module, "FIELD_OPTIONS", {}) if group else {}
+    return table.get(f"{sub} {field}") or table.get(field) or COMMON_FIELD_OPTIONS.get(field)
 
 
 class Recipe(str, Enum):
@@ -90,7 +112,9 @@ def show(result: Any, fmt: OutputFormat, command: str) -> None:
         code = emit(result, fmt, command)
     except BrokenPipeError:  # the reader stopped early (dsctl ... | head): the result still sets the exit code
         silence_stdout()
-        code = int(getattr(result, "exit_code", 0))
+        from dsctl.output.emit import result_exit_code
+
+        code = result_exit_code(result)
     if code:
         raise typer.Exit(code)
 
@@ -142,11 +166,3 @@ def plan_text_of(plan: Path) -> tuple[str, str]:
         raise InputError(f"PLAN {plan} has no plan.json", hint="write one with 'dsctl topology plan --out-dir DIR'")
     return read_text_input(plan_file, "PLAN"), str(plan_file)
 
-
-@contextmanager
-def fields_as(flags: Mapping[str, str]) -> Iterator[None]:
-    """Say a domain request's FieldError in this command's option names (``flags``: field -> option)."""
-    try:
-        yield
-    except FieldError as exc:
-        raise exc.worded(flags) from None

@@ -18,6 +18,30 @@ if TYPE_CHECKING:
     from dsctl.eplb.move_time import MoveFabric
     from dsctl.profiles.schema import ModelProfile
 
+#: request field (dsctl.eplb.request and the eplb domain's errors) -> the option that sets it: the one place the
+#: eplb commands' flags meet the domain's field names
+FIELD_OPTIONS: dict[str, str] = {
+    "replicas": "--replicas",
+    "gpus": "--gpus",
+    "nodes": "--nodes",
+    "groups": "--groups",
+    "deployment": "--deployment",
+    "policy": "--policy",
+    "algorithm": "--algorithm",
+    "prove": "--prove",
+    "previous": "--previous",
+    "tolerance": "--tolerance",
+    "max_moves": "--max-moves",
+    "max_move_bytes": "--max-move-bytes",
+    "min_gain": "--min-gain",
+    "fabric": "--plan",
+    "step_time_s": "--step-time-s",
+    "bytes_per_param": "--bytes-per-param",
+    "sglang_out": "--sglang-out",
+    "intervals": "--interval-windows",
+    "total_slots": "--total-slots",
+}
+
 app = typer.Typer(
     name="eplb",
     help="Expert-parallel load balancing: replicate hot experts and place replicas on GPUs from routing statistics.",
@@ -143,6 +167,7 @@ def rebalance_cmd(
     to the lower bound (and to the exact optimum with --prove)."""
     from dsctl.eplb.placement_file import read_placement
     from dsctl.eplb.rebalance import rebalance
+    from dsctl.eplb.request import RebalanceRequest
     from dsctl.eplb.result import check_sglang_name, sglang_export, sglang_server_args
     from dsctl.eplb.stats import sum_stats
     from dsctl.output.emit import envelope, render_json, stderr_console
@@ -155,26 +180,23 @@ def rebalance_cmd(
     # the model profiles are read only when the model matters: missing layout numbers or an SGLang export
     needs_model = None in (replicas, gpus, nodes) or sglang_out is not None
     weight = sum_stats([(str(p), read_input(p, "statistics file")) for p in stats])
-    if node_profile is not None and plan is None:
-        raise InputError("--node-profile only applies with --plan (the NVLink bandwidth of the planned fabric)")
     fabric = None if plan is None else _fabric(plan, node_profile)
     previous_placement = None
     if previous is not None:
         text = read_text_input(previous, "--previous")
         previous_placement = read_placement(f"--previous {previous}", text, *weight.shape)
+    request = RebalanceRequest(
+        replicas=replicas, gpus=gpus, nodes=nodes, groups=groups, model=profile, deployment=deployment,
+        policy=policy, algorithm=algorithm, prove=prove, previous=previous_placement, tolerance=tolerance,
+        max_moves=max_moves, max_move_bytes=max_move_bytes, min_gain=min_gain, fabric=fabric,
+        node_profile=node_profile, step_time_s=step_time_s, bytes_per_param=bytes_per_param,
+        sources=tuple(str(p) for p in stats))
     with progress(f"{algorithm} placement", fmt, total=1) as report:
-        result = rebalance(
-            weight, num_replicas=replicas, num_gpus=gpus, num_nodes=nodes, num_groups=groups,
-            policy=policy, algorithm=algorithm, previous=previous_placement, tolerance=tolerance,
-            model=profile, candidate_models=_all_models() if profile is None and needs_model else (),
-            deployment=deployment,
-            bytes_per_param=bytes_per_param, sources=tuple(str(p) for p in stats), prove=prove, progress=report,
-            max_moves=max_moves, max_move_bytes=max_move_bytes, min_gain=min_gain, fabric=fabric,
-            step_time_s=step_time_s,
-        )
+        result = rebalance(weight, request, progress=report,
+                           candidate_models=_all_models() if profile is None and needs_model else ())
     contents: list[tuple[Path, str | bytes, str | None]] = []  # render everything before writing anything
     if out is not None:
-        contents.append((out, render_json(envelope(result, "eplb rebalance", 0)), "--out"))
+        contents.append((out, render_json(envelope(result, "eplb rebalance")), "--out"))
     if sglang_out is not None:
         contents.append((sglang_out, json.dumps(sglang_export(result, str(sglang_out))) + "\n", "--sglang-out"))
     _write_all(contents)

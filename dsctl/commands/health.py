@@ -27,6 +27,16 @@ from dsctl.output.formats import OutputFormat
 if TYPE_CHECKING:
     from dsctl.health.model import NodeSnapshot
 
+#: request field (named by dsctl.health's errors) -> the option that sets it
+FIELD_OPTIONS: dict[str, str] = {
+    **{name: "--" + name.replace("_", "-") for name in (
+        "only", "fail_on", "sysfs_root", "from_record", "interval_s", "fraction")},
+    # dsctl.health.burnin.request's fields
+    "burn-in nodes": "--nodelist", "burn-in mad_k": "--mad-k", "burn-in nvlink": "--no-nvlink",
+    "burn-in rehearse": "--fabric-model", "burn-in reports": "--from-perf", "burn-in transport": "--transport",
+    "burn-in repeats": "--repeats", "burn-in timeout_s": "--timeout-s",
+}
+
 app = typer.Typer(
     name="health",
     help="GPU, NVLink and RDMA health through NVML and sysfs (live, or replayed from a recorded node).",

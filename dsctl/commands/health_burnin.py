@@ -13,7 +13,6 @@ import typer
 
 from dsctl.commands._common import (
     PlanArg,
-    fields_as,
     perf_report_texts,
     plan_text_of,
     profile_store,
@@ -28,12 +27,6 @@ from dsctl.thresholds import MAD_K, SLOW_FRACTION
 if TYPE_CHECKING:
     from dsctl.health.burnin.api import BurninResult
     from dsctl.health.drain import DrainLimit
-
-#: the request's fields as this command's options (a FieldError of the domain is said in these)
-REQUEST_FLAGS = {"nodes": "--nodelist", "fraction": "--fraction", "mad_k": "--mad-k", "nvlink": "--no-nvlink",
-                 "rehearse": "--fabric-model", "reports": "--from-perf", "transport": "--transport",
-                 "repeats": "--repeats", "timeout_s": "--timeout-s"}
-
 
 def node_names(nodelist: str | None) -> tuple[str, ...]:
     """``-w/--nodelist``: dsctl's hostlist grammar (no scontrol: a rehearsal needs no Slurm)."""
@@ -107,8 +100,7 @@ def burn_in(
     request = BurninRequest(node_names(nodelist), fraction, mad_k, not no_nvlink, rehearse=fabric_model is not None,
                             reports=bool(from_perf), transport=backend, repeats=repeats, timeout_s=timeout,
                             svg=out is not None)
-    with fields_as(REQUEST_FLAGS):
-        request.check()
+    request.check()
     text, source = plan_text_of(plan)
     from dsctl.topology.sim import plan_facts
 
@@ -119,8 +111,7 @@ def burn_in(
         from dsctl.health.burnin.reports import run_reports
 
         texts = perf_report_texts(from_perf, "--from-perf")
-        with fields_as(REQUEST_FLAGS):
-            result = run_reports(text, source, request, texts, node_profile)
+        result = run_reports(text, source, request, texts, node_profile)
         finish(result, fmt, out, textfile_dir, drain, limit)
         return
     from dsctl.health.burnin.api import run
@@ -141,7 +132,7 @@ def burn_in(
         request = replace(request, fabric_doc=fabric_document(fabric_model),
                           fabric_source=f"--fabric-model {fabric_model}")
     view = OutputFormat(fmt.value) if fmt is not HealthFormat.prometheus else OutputFormat.json
-    with progress("burn-in", view, total=1) as report, fields_as(REQUEST_FLAGS):
+    with progress("burn-in", view, total=1) as report:
         result = run(text, source, request, factory,
                      on_round=lambda done, total, name: report(done, total, f"round {done + 1}/{total}: {name}"
                                                                if name != "done" else "done"))

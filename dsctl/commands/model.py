@@ -11,6 +11,17 @@ from dsctl.errors import InputError
 from dsctl.output.formats import OutputFormat
 from dsctl.profiles import DEFAULT_MODEL, DEFAULT_NODE_PROFILE
 
+#: request field (named by dsctl.model's errors) -> the option that sets it
+FIELD_OPTIONS: dict[str, str] = {
+    **{name: "--" + name.replace("_", "-") for name in (
+        "seq_len", "tokens_per_gpu_second", "gflops_per_token", "gpu_tflops", "mfu", "tokens", "gpus",
+        "gpu_hour_usd", "extra_gpu_hours", "bandwidth_bytes_per_s", "nic_gbps", "tokens_per_device", "hidden",
+        "experts_per_token", "dispatch_bytes", "combine_bytes", "layers", "micro_batches", "context", "batch")},
+    "link_bandwidth": "--bandwidth-bytes-per-s/--nic-gbps",
+    "dtype_bytes": "--dtype",
+    "dtype": "--dtype",
+}
+
 app = typer.Typer(
     name="model",
     help="The arithmetic behind the paper's tables: KV cache, training FLOPs, GPU hours and cost, "

@@ -13,6 +13,14 @@ from dsctl.errors import InputError
 from dsctl.output.formats import OutputFormat
 from dsctl.profiles import DEFAULT_NODE_PROFILE, DEFAULT_STORAGE
 
+#: request field (named by dsctl.storage's errors) -> the option that sets it
+FIELD_OPTIONS: dict[str, str] = {
+    name: "--" + name.replace("_", "-") for name in (
+        "nodes", "ssds_per_node", "replication", "chain_table_id", "targets_per_ssd", "target_id_prefix",
+        "chain_id_prefix", "first_node_id", "chunk_size", "clients", "fill", "efficiency", "checkpoint",
+        "checkpoint_model", "checkpoint_time_s", "read", "write", "recovery_rate", "read_per_client", "dataset")
+}
+
 app = typer.Typer(
     name="storage",
     help="3FS cluster sizing, chain-table generation and chain-table checks.",

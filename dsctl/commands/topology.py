@@ -12,6 +12,28 @@ from dsctl.errors import InputError
 from dsctl.output.formats import OutputFormat
 from dsctl.profiles import DEFAULT_MODEL, DEFAULT_NODE_PROFILE, DEFAULT_SWITCH
 
+#: request field (named by the topology and eplb domains' errors) -> the option that sets it
+FIELD_OPTIONS: dict[str, str] = {
+    "eplb_plan": "--eplb-plan",
+    "layer": "--layer",
+    "stats": "--stats",
+    "nodes": "--nodes",
+    "gpus": "--gpus",
+    "kind": "--kind",
+    "radix": "--radix",
+    "planes": "--planes",
+    "oversubscription": "--oversubscription",
+    "switch_cost": "--switch-cost",
+    "link_cost": "--link-cost",
+    "node_name": "--node-name",
+    "nic_name": "--nic-name",
+    "leaf_name": "--leaf-name",
+    "spine_name": "--spine-name",
+    "core_name": "--core-name",
+    "threshold": "--threshold",
+    "counters": "--counters",
+}
+
 app = typer.Typer(
     name="topology",
     help="Multi-plane fat-tree wiring plans, topology cost comparison, cabling export and fabric verification.",

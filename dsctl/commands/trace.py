@@ -18,6 +18,18 @@ if TYPE_CHECKING:
     from dsctl.cluster import Places
     from dsctl.trace.classify import Classifier
 
+#: request field (named by dsctl.trace's errors) -> the option that sets it
+FIELD_OPTIONS: dict[str, str] = {
+    "step": "--step",
+    "all_steps": "--all-steps",
+    "slurm": "--slurm",
+    "align": "--align",
+    "ranks": "--ranks",
+    "from_us": "--from-us",
+    "to_us": "--to-us",
+    "max_bytes": "--max-bytes",
+}
+
 app = typer.Typer(
     name="trace",
     help="Compute/communication overlap, kernel classes, stragglers and timelines from PyTorch profiler traces.",

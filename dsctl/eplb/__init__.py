@@ -16,6 +16,7 @@ __all__ = [
     "placement_file",
     "rebalance",
     "reference",
+    "request",
     "result",
     "simulate",
     "stats",

@@ -74,8 +74,9 @@ def allocate_slots(weight: np.ndarray, *, total_slots: int, num_gpus: int, num_n
     checked, _ = check_weight(weight, "statistics")
     layers, experts = checked.shape
     if total_slots % layers or (total_slots // layers) % num_gpus:
-        raise InputError(f"--total-slots {total_slots} must be {layers} layers x a multiple of --gpus {num_gpus} "
-                         "(so that the uniform allocation it is compared with exists)")
+        raise InputError(f"{total_slots} must be {layers} layers x a multiple of {{gpus}} {num_gpus} "
+                         "(so that the uniform allocation it is compared with exists)", field="total_slots",
+                         mentions=("gpus",))
     uniform = total_slots // layers
     layout = check_layout(layers, experts, uniform, num_groups, num_nodes, num_gpus, policy)
     lowest = -(-experts // num_gpus) * num_gpus
@@ -98,7 +99,7 @@ def allocate_slots(weight: np.ndarray, *, total_slots: int, num_gpus: int, num_n
     slots = np.array(levels, dtype=np.int64)[level]
     spare = total_slots - int(slots.sum())
     if spare:  # every layer hit max_per_gpu: hand the rest to the first layers so the budgets are equal
-        raise InputError(f"--total-slots {total_slots} exceeds {max_per_gpu} slots per GPU on every layer")
+        raise InputError(f"{total_slots} exceeds {max_per_gpu} slots per GPU on every layer", field="total_slots")
     per_max, per_bal = _plan_max(checked, slots, num_groups, num_nodes, num_gpus, layout.policy, algorithm)
     uni_max, uni_bal = _plan_max(checked, np.full(layers, uniform), num_groups, num_nodes, num_gpus,
                                  layout.policy, algorithm)

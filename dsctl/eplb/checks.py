@@ -82,7 +82,7 @@ def _divmod_text(a: int, b: int) -> str:
 def choose_policy(num_groups: int, num_nodes: int, policy: str = "auto") -> str:
     """The policy that runs: ``auto`` -> hierarchical iff ``num_groups % num_nodes == 0`` (as the reference)."""
     if policy not in POLICIES:
-        raise InputError(f"--policy {policy!r} is not valid: choose auto, hierarchical or global")
+        raise InputError(f"{policy!r} is not valid: choose auto, hierarchical or global", field="policy")
     if policy != "auto":
         return policy
     if num_nodes >= 1 and num_groups >= 1 and num_groups % num_nodes == 0:
@@ -93,6 +93,10 @@ def choose_policy(num_groups: int, num_nodes: int, policy: str = "auto") -> str:
 def max_slots_per_layer(num_experts: int) -> int:
     """Rule V12: the most physical slots per layer accepted for ``num_experts`` logical experts."""
     return min(MAX_SLOTS_PER_LAYER, MAX_SLOTS_PER_EXPERT * num_experts)
+
+
+#: the layout fields check_layout's messages name (as ``{field}``, spelled by the command layer)
+LAYOUT_FIELDS = ("replicas", "gpus", "nodes", "groups", "policy")
 
 
 def check_layout(
@@ -111,29 +115,29 @@ def check_layout(
         problems.append(f"statistics must be a 2-D table of layers x experts with at least one of each, "
                         f"got {num_layers} x {num_experts} (rule V1)")
     if num_nodes < 1:
-        problems.append(f"--nodes must be >= 1, got {num_nodes} (rule V4)")
-    for name, value in (("--groups", num_groups), ("--gpus", num_gpus), ("--replicas", num_replicas)):
+        problems.append(f"{{nodes}} must be >= 1, got {num_nodes} (rule V4)")
+    for name, value in (("{groups}", num_groups), ("{gpus}", num_gpus), ("{replicas}", num_replicas)):
         if value < 1:
             problems.append(f"{name} must be >= 1, got {value} (rule V5)")
     if problems:
-        raise InputError("; ".join(problems))
+        raise InputError("; ".join(problems), mentions=LAYOUT_FIELDS)
 
     if policy not in POLICIES:
-        raise InputError(f"--policy {policy!r} is not valid: choose auto, hierarchical or global")
+        raise InputError(f"{policy!r} is not valid: choose auto, hierarchical or global", field="policy")
     chosen = choose_policy(num_groups, num_nodes, policy)
     warnings: list[str] = []
     if chosen == "hierarchical":
         if num_groups % num_nodes != 0:
             problems.append(
-                f"hierarchical policy needs --groups {num_groups} to be a multiple of --nodes {num_nodes} "
-                f"({_divmod_text(num_groups, num_nodes)}); use --policy global or auto")
+                f"hierarchical policy needs {{groups}} {num_groups} to be a multiple of {{nodes}} {num_nodes} "
+                f"({_divmod_text(num_groups, num_nodes)}); use {{policy}} global or auto")
         if num_experts % num_groups != 0:
             problems.append(
-                f"hierarchical policy needs the {num_experts} experts to split into --groups {num_groups} equal groups "
-                f"({_divmod_text(num_experts, num_groups)}) (rule V6)")
+                f"hierarchical policy needs the {num_experts} experts to split into {{groups}} {num_groups} equal "
+                f"groups ({_divmod_text(num_experts, num_groups)}) (rule V6)")
         if num_gpus % num_nodes != 0:
             problems.append(
-                f"hierarchical policy needs --gpus {num_gpus} to be a multiple of --nodes {num_nodes} "
+                f"hierarchical policy needs {{gpus}} {num_gpus} to be a multiple of {{nodes}} {num_nodes} "
                 f"({_divmod_text(num_gpus, num_nodes)}) (rule V7)")
     else:
         if num_experts % num_groups != 0 or num_gpus % num_nodes != 0:
@@ -143,23 +147,23 @@ def check_layout(
                 f"gpus {num_gpus} % nodes = {num_gpus % num_nodes}) (rule V10)")
     if num_replicas % num_gpus != 0:
         problems.append(
-            f"--replicas {num_replicas} is not a multiple of --gpus {num_gpus}: "
+            f"{{replicas}} {num_replicas} is not a multiple of {{gpus}} {num_gpus}: "
             f"{_divmod_text(num_replicas, num_gpus)} (rule V8)")
     if num_replicas < num_experts:
         problems.append(
-            f"--replicas {num_replicas} is smaller than the number of experts {num_experts}: "
+            f"{{replicas}} {num_replicas} is smaller than the number of experts {num_experts}: "
             f"every expert needs at least one slot (rule V9)")
     limit = max_slots_per_layer(num_experts)
     if num_replicas > limit:
         problems.append(
-            f"--replicas {num_replicas} is above the limit of {limit} slots per layer for {num_experts} experts: "
+            f"{{replicas}} {num_replicas} is above the limit of {limit} slots per layer for {num_experts} experts: "
             f"at most {MAX_SLOTS_PER_EXPERT} slots per expert and at most {MAX_SLOTS_PER_LAYER} per layer (rule V12)")
     if num_layers * num_replicas > MAX_PLAN_SLOTS:
         problems.append(
             f"{num_layers:,} layers x {num_replicas:,} slots = {num_layers * num_replicas:,} slots is above the limit "
             f"of {MAX_PLAN_SLOTS:,} slots over all layers")
     if problems:
-        raise InputError("; ".join(problems), hint=f"policy that would run: {chosen}")
+        raise InputError("; ".join(problems), hint=f"policy that would run: {chosen}", mentions=LAYOUT_FIELDS)
     return EplbLayout(num_layers, num_experts, num_replicas, num_groups, num_nodes, num_gpus, chosen, tuple(warnings))
 
 
@@ -168,13 +172,15 @@ def planning_work(num_layers: int, num_slots: int, algorithm: str) -> int:
     return num_layers * num_slots * (num_slots if algorithm == "balanced" else 64)
 
 
-def check_planning_work(work: int, what: str) -> None:
-    """Refuse, before any planning, a command whose summed ``planning_work`` is above MAX_PLANNING_WORK."""
+def check_planning_work(work: int, what: str, field: str | None = None) -> None:
+    """Refuse, before any planning, a command whose summed ``planning_work`` is above MAX_PLANNING_WORK.
+
+    ``what`` names the planning asked for (after ``field``, the request field it is about, when given)."""
     if work > MAX_PLANNING_WORK:
         raise InputError(f"{what} needs about {work:,} units of planning work, above the limit of "
                          f"{MAX_PLANNING_WORK:,} (~10 s; balanced costs layers x slots^2, reference 64 x layers x "
                          "slots)",
-                         hint="use --algorithm reference, fewer layers or windows, or fewer --replicas")
+                         hint="use --algorithm reference, fewer layers or windows, or fewer --replicas", field=field)
 
 
 def check_weight(weight: np.ndarray, source: str = "statistics") -> tuple[np.ndarray, tuple[str, ...]]:

@@ -38,7 +38,7 @@ def infer_model(num_layers: int, num_experts: int, models: Sequence[ModelProfile
 def deployment_for(model: ModelProfile, kind: str) -> Deployment:
     """The model profile's published ``kind`` deployment; InputError when it has none."""
     if kind not in DEPLOYMENT_KINDS:
-        raise InputError(f"--deployment {kind!r} is not valid: choose {' or '.join(DEPLOYMENT_KINDS)}")
+        raise InputError(f"{kind!r} is not valid: choose {' or '.join(DEPLOYMENT_KINDS)}", field="deployment")
     found = model.deployment(kind)
     if found is None:
         raise InputError(f"model {model.name} has no published {kind} deployment",

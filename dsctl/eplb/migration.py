@@ -284,7 +284,7 @@ def _unconstrained(
         return rebalance_balanced(weight, num_replicas, num_groups, num_nodes, num_gpus, policy)
     if algorithm == "reference":
         return rebalance_reference(weight, num_replicas, num_groups, num_nodes, num_gpus, policy)
-    raise InputError(f"--algorithm {algorithm!r} is not one of {', '.join(ALGORITHMS)}")
+    raise InputError(f"{algorithm!r} is not one of {', '.join(ALGORITHMS)}", field="algorithm")
 
 
 def _whole_groups(phy2log: np.ndarray, num_experts: int, num_groups: int, num_nodes_eff: int) -> np.ndarray:
@@ -340,7 +340,7 @@ def rebalance_with_previous(
     that unconstrained plan when already computed (the Pareto search reuses it across tolerances).
     """
     if not 0.0 <= tolerance < 1.0 or not np.isfinite(tolerance):
-        raise InputError(f"--tolerance {tolerance} must be in [0, 1) (a relative shortfall, 0.01 = 1 %)")
+        raise InputError(f"{tolerance} must be in [0, 1) (a relative shortfall, 0.01 = 1 %)", field="tolerance")
     weight = np.asarray(weight, dtype=np.float64)
     num_layers, num_experts = weight.shape
     check_previous(previous, num_layers, num_experts, num_replicas)

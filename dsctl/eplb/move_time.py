@@ -33,21 +33,21 @@ from dsctl.topology import sim
 
 
 def _check_fabric(fabric: MoveFabric, num_gpus: int, num_nodes: int) -> int:
-    """GPUs per node of the plan, checked against the layout (InputError naming --plan)."""
+    """GPUs per node of the plan, checked against the layout (InputError naming the field ``fabric``)."""
     planned = load_plan(fabric.plan_text, fabric.plan_name)
     per_node = int(planned.number("num_gpus_per_node", 0))
     if per_node < 1:
-        raise InputError(f"--plan {fabric.plan_name}: spec.num_gpus_per_node is missing",
+        raise InputError(f"{fabric.plan_name}: spec.num_gpus_per_node is missing", field="fabric",
                          hint="regenerate it with 'dsctl topology plan --out-dir DIR'")
     total = per_node * len(planned.nodes)
     nodes = f"{len(planned.nodes)} node{'s' if len(planned.nodes) != 1 else ''}"
     if num_gpus > total:
-        raise InputError(f"--plan {fabric.plan_name} has {total} GPUs ({nodes} x {per_node}); "
-                         f"the placement spans {num_gpus}", hint="plan at least as many nodes, or give a smaller "
-                         "layout")
+        raise InputError(f"{fabric.plan_name} has {total} GPUs ({nodes} x {per_node}); "
+                         f"the placement spans {num_gpus}", field="fabric",
+                         hint="plan at least as many nodes, or give a smaller layout")
     if num_nodes > 1 and num_gpus != num_nodes * per_node:
-        raise InputError(f"--plan {fabric.plan_name} has {per_node} GPUs per node; the layout puts "
-                         f"{num_gpus} GPUs on {num_nodes} nodes ({num_gpus / num_nodes:g} per node)",
+        raise InputError(f"{fabric.plan_name} has {per_node} GPUs per node; the layout puts "
+                         f"{num_gpus} GPUs on {num_nodes} nodes ({num_gpus / num_nodes:g} per node)", field="fabric",
                          hint="give -N/--nodes and --gpus that match the plan's nodes")
     return per_node
 

@@ -88,20 +88,13 @@ def trade_off(
 
     Returns (the table, the chosen placement, its migration result or None when the previous one is kept).
     """
-    if max_moves is not None and max_moves < 0:
-        raise InputError(f"--max-moves {max_moves} must be >= 0 (replicas moved over all layers)")
-    if max_move_bytes is not None and max_move_bytes < 0:
-        raise InputError(f"--max-move-bytes {max_move_bytes} must be >= 0")
+    # the option rules (signs, ranges, what applies with what) are the request's (dsctl.eplb.request); what is
+    # checked here needs the resolved model
     if max_move_bytes is not None and expert_bytes is None:
-        raise InputError("--max-move-bytes needs the expert size: give -m/--model", hint="or use --max-moves")
-    if not 0.0 <= min_gain < 1.0:
-        raise InputError(f"--min-gain {min_gain} must be in [0, 1) (a fraction of the max load per step)")
+        raise InputError("needs the expert size: give {model}", hint="or use --max-moves", field="max_move_bytes",
+                         mentions=("model",))
     if fabric is not None and expert_bytes is None:
-        raise InputError("--plan needs the expert size to time the moves: give -m/--model")
-    if step_time_s is not None and not (np.isfinite(step_time_s) and step_time_s > 0):
-        raise InputError(f"--step-time-s {step_time_s} must be a positive number of seconds")
-    if step_time_s is not None and fabric is None:
-        raise InputError("--step-time-s only applies with --plan (the fabric the moves are timed on)")
+        raise InputError("needs the expert size to time the moves: give {model}", field="fabric", mentions=("model",))
     report = progress if progress is not None else (lambda done, total: None)
     target = _unconstrained(weight, layout.num_replicas, layout.num_groups, layout.num_nodes, layout.num_gpus,
                             layout.policy, algorithm)

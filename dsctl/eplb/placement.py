@@ -100,9 +100,11 @@ def layer_gpu_share(weight: np.ndarray, phy2log: np.ndarray, logcnt: np.ndarray,
                     layer: int) -> tuple[float, ...]:
     """Each GPU's routed load in one MoE layer for a placement (``weight`` [L, E], ``phy2log`` [L, R])."""
     if phy2log.shape[1] % num_gpus:
-        raise InputError(f"--eplb-plan has {phy2log.shape[1]} slots per layer, not a multiple of the "
-                         f"{num_gpus} EP GPUs simulated", hint="simulate as many GPUs as the placement was made for")
+        raise InputError(f"has {phy2log.shape[1]} slots per layer, not a multiple of the "
+                         f"{num_gpus} EP GPUs simulated", field="eplb_plan",
+                         hint="simulate as many GPUs as the placement was made for")
     if not 0 <= layer < weight.shape[0]:
-        raise InputError(f"--layer {layer} must be 0..{weight.shape[0] - 1} (MoE layers in --stats)")
+        raise InputError(f"{layer} must be 0..{weight.shape[0] - 1} (MoE layers in {{stats}})", field="layer",
+                         mentions=("stats",))
     loads = gpu_loads(weight[layer:layer + 1], phy2log[layer:layer + 1], logcnt[layer:layer + 1], num_gpus)
     return tuple(float(x) for x in loads[0])

@@ -18,19 +18,15 @@ from dsctl.eplb.checks import EplbLayout, check_layout, check_planning_work, che
 from dsctl.eplb.deployments import deployment_for, infer_model
 from dsctl.eplb.exact import MAX_PROVE_NODES, MAX_PROVE_SLOTS, ExactResult, solve
 from dsctl.eplb.metrics import placement_metrics
-from dsctl.eplb.migration import ALGORITHMS
-from dsctl.eplb.move_cost import MoveFabric
 from dsctl.eplb.pareto import DEFAULT_MIN_GAIN, TOLERANCES, trade_off
 from dsctl.eplb.placement import Placement, gpu_loads, placement_from_phy2log
 from dsctl.eplb.placement_file import LoadedPlacement, placement_warnings
 from dsctl.eplb.reference import rebalance_layout
+from dsctl.eplb.request import RebalanceRequest
 from dsctl.eplb.result import MigrationSummary, RebalanceResult
 from dsctl.errors import InputError
 from dsctl.model.params import bytes_per_routed_expert
 from dsctl.profiles.schema import ModelProfile
-
-#: --tolerance when none is given: the plan may lose 1% of the unconstrained balancedness to move fewer replicas
-DEFAULT_TOLERANCE = 0.01
 
 
 def expert_size_bytes(model: ModelProfile, bytes_per_param: float = 1.0) -> int | None:
@@ -54,12 +50,12 @@ def _run_algorithm(weight: np.ndarray, layout: EplbLayout, algorithm: str,
 def _check_previous(previous: Placement, layout: EplbLayout) -> None:
     expected = (layout.num_layers, layout.num_replicas)
     if tuple(previous.phy2log.shape) != expected:
-        raise InputError(f"--previous placement is {previous.phy2log.shape[0]} MoE layers x "
-                         f"{previous.phy2log.shape[1]} slots, "
-                         f"but the statistics and --replicas give {expected[0]} layers x {expected[1]} slots")
+        raise InputError(f"placement is {previous.phy2log.shape[0]} MoE layers x {previous.phy2log.shape[1]} slots, "
+                         f"but the statistics and the replica count give {expected[0]} layers x {expected[1]} "
+                         "slots", field="previous")
     if previous.num_experts != layout.num_experts:
-        raise InputError(f"--previous placement has {previous.num_experts} experts, "
-                         f"the statistics have {layout.num_experts}")
+        raise InputError(f"placement has {previous.num_experts} experts, the statistics have {layout.num_experts}",
+                         field="previous")
 
 
 def zero_rows_warning(weight: np.ndarray, model: ModelProfile | None) -> str | None:
@@ -94,10 +90,10 @@ def resolve_model(weight_shape: tuple[int, int], model: ModelProfile | None,
     num_layers, num_experts = weight_shape
     if model is not None:
         if model.moe is None:
-            raise InputError(f"--model {model.name} has no MoE layers; EPLB needs a mixture-of-experts model")
+            raise InputError(f"{model.name} has no MoE layers; EPLB needs a mixture-of-experts model", field="model")
         if num_experts != model.moe.num_routed_experts:
-            raise InputError(f"statistics have {num_experts} experts per layer but --model {model.name} has "
-                             f"{model.moe.num_routed_experts} routed experts")
+            raise InputError(f"statistics have {num_experts} experts per layer but {{model}} {model.name} has "
+                             f"{model.moe.num_routed_experts} routed experts", mentions=("model",))
         return model
     if needed:
         return infer_model(num_layers, num_experts, candidates)
@@ -116,8 +112,8 @@ def resolve_layout(request: LayoutRequest, model: ModelProfile | None) -> tuple[
     if None not in given:
         return int(request.num_replicas or 0), int(request.num_gpus or 0), int(request.num_nodes or 0), groups, None
     if model is None or model.moe is None:
-        raise InputError("give the layout with --replicas, --gpus and -N/--nodes, or -m/--model for a model with a "
-                         "published deployment")
+        raise InputError("give the layout with {replicas}, {gpus} and {nodes}, or {model} for a model with a "
+                         "published deployment", mentions=("replicas", "gpus", "nodes", "model"))
     dep = deployment_for(model, request.deployment)
     replicas = request.num_replicas or model.moe.num_routed_experts + dep.num_redundant_experts
     gpus = request.num_gpus or dep.num_gpus
@@ -129,83 +125,55 @@ def resolve_layout(request: LayoutRequest, model: ModelProfile | None) -> tuple[
 
 def rebalance(
     weight: np.ndarray,
+    request: RebalanceRequest,
     *,
-    num_replicas: int | None = None,
-    num_gpus: int | None = None,
-    num_nodes: int | None = None,
-    num_groups: int | None = None,
-    policy: str = "auto",
-    algorithm: str = "reference",
-    previous: Placement | LoadedPlacement | None = None,
-    tolerance: float | None = None,
-    expert_bytes: int | None = None,
-    sources: tuple[str, ...] = (),
-    num_dense_layers: int | None = None,
-    model: ModelProfile | None = None,
     candidate_models: Sequence[ModelProfile] = (),
-    deployment: str = "prefill",
-    bytes_per_param: float = 1.0,
-    prove: bool = False,
-    max_moves: int | None = None,
-    max_move_bytes: int | None = None,
-    min_gain: float | None = None,
     progress: Callable[[int, int], None] | None = None,
-    fabric: MoveFabric | None = None,
-    step_time_s: float | None = None,
 ) -> RebalanceResult:
-    """Plan a placement for ``weight`` [L, E] (summed routing statistics) and measure it before/after.
+    """Plan a placement for ``weight`` [L, E] (summed routing statistics) as ``request`` asks; measure it
+    before/after.
 
-    Layout: the numbers given; missing ones come from ``model``'s published ``deployment`` (``model`` None: the
+    Layout: the numbers given; missing ones come from the request model's published deployment (no model: the
     one of ``candidate_models`` matching the statistics' shape, else an InputError listing them). With a model,
-    the expert count is checked, ``expert_bytes`` defaults to its expert size at ``bytes_per_param``, and the
+    the expert count is checked, the expert size defaults to the model's at ``bytes_per_param``, and the
     dense-layer offset (model layers before the first MoE layer) is set when the rows are its MoE layers.
-    ``previous`` is the current placement (read by ``placement_file.read_placement``): the plan is then the
-    choice of the balance-versus-migration trade-off (``dsctl.eplb.pareto``: candidate tolerances plus ``tolerance``
-    (None = ``DEFAULT_TOLERANCE``), budgets ``max_moves``/``max_move_bytes``, ``min_gain`` below which the previous
-    placement is kept); ``tolerance`` only applies with it. ``prove``: run the exact search (dsctl.eplb.exact) per
-    layer from the plan; a better plan found replaces the layer; layers are marked proved where the search ended.
-    ``fabric`` (with ``previous``): each candidate's moves timed on that planned fabric, against the gain per step
-    (``step_time_s``: seconds per step that scale with the max GPU load; dsctl.eplb.move_time).
+    ``request.previous`` is the current placement (read by ``placement_file.read_placement``): the plan is then
+    the choice of the balance-versus-migration trade-off (``dsctl.eplb.pareto``: candidate tolerances plus the
+    request's, budgets ``max_moves``/``max_move_bytes``, ``min_gain`` below which the previous placement is kept).
+    ``prove``: run the exact search (dsctl.eplb.exact) per layer from the plan; a better plan found replaces the
+    layer; layers are marked proved where the search ended. ``fabric`` (with ``previous``): each candidate's moves
+    timed on that planned fabric, against the gain per step (``step_time_s``; dsctl.eplb.move_time).
     ``progress(steps_done, num_steps)`` is called as the balanced algorithm's refinement steps finish.
-    Raises InputError for any bad input (rules V1-V12, unknown algorithm, mismatching previous placement).
+    Raises InputError naming the field for any bad input (rules V1-V12, a mismatching previous placement).
     """
-    if algorithm not in ALGORITHMS:
-        raise InputError(f"--algorithm {algorithm!r} is not valid: choose reference or balanced")
     raw = np.asarray(weight)
-    request = LayoutRequest(num_replicas, num_gpus, num_nodes, num_groups, deployment)
+    algorithm = request.algorithm
+    layout_request = LayoutRequest(request.replicas, request.gpus, request.nodes, request.groups, request.deployment)
     shape = (int(raw.shape[0]), int(raw.shape[1])) if raw.ndim == 2 else (0, 0)
-    layout_missing = None in (num_replicas, num_gpus, num_nodes)
-    model = resolve_model(shape, model, candidate_models, layout_missing) if raw.ndim == 2 else model
-    replicas, gpus, nodes, groups, note = resolve_layout(request, model)
-    extra_warnings: tuple[str, ...] = ()
-    if previous is None and (max_moves is not None or max_move_bytes is not None or min_gain is not None
-                             or fabric is not None or step_time_s is not None):
-        raise InputError("--max-moves, --max-move-bytes, --min-gain, --plan and --step-time-s only apply with "
-                         "--previous",
-                         hint="give the current placement with --previous FILE")
-    if tolerance is not None:
-        if not 0.0 <= tolerance < 1.0:
-            raise InputError(f"--tolerance {tolerance} must be in [0, 1) (a fraction: 0.01 = 1% of the balancedness)")
-        if previous is None:
-            if tolerance != DEFAULT_TOLERANCE:
-                raise InputError(f"--tolerance {tolerance} only applies with --previous (migration-aware planning)",
-                                 hint="drop --tolerance, or give the current placement with --previous FILE")
-            extra_warnings += ("--tolerance only applies with --previous; ignored",)
-    tolerance = DEFAULT_TOLERANCE if tolerance is None else tolerance
+    model = request.model
+    if raw.ndim == 2:
+        model = resolve_model(shape, model, candidate_models, request.layout_missing)
+    replicas, gpus, nodes, groups, note = resolve_layout(layout_request, model)
+    extra_warnings = request.warnings
+    tolerance = request.accepted_tolerance
+    previous = request.previous
     if isinstance(previous, LoadedPlacement):
         extra_warnings += placement_warnings(previous)
         previous = previous.placement
     checked, weight_warnings = check_weight(weight, "statistics")
-    layout = check_layout(checked.shape[0], checked.shape[1], replicas, groups, nodes, gpus, policy)
+    layout = check_layout(checked.shape[0], checked.shape[1], replicas, groups, nodes, gpus, request.policy)
     plans = 1 if previous is None else 1 + len({*TOLERANCES, tolerance})
     check_planning_work(plans * planning_work(layout.num_layers, layout.num_replicas, algorithm),
-                        f"--algorithm {algorithm}" + (f" with --previous ({plans} plans)" if plans > 1 else ""))
+                        f"{algorithm}" + (f" with a previous placement ({plans} plans)" if plans > 1 else ""),
+                        field="algorithm")
+    num_dense_layers = request.num_dense_layers
     if num_dense_layers is None:
         num_dense_layers = 0
         if model is not None and checked.shape[0] == model.num_moe_layers:
             num_dense_layers = model.num_dense_layers
+    expert_bytes = request.expert_bytes
     if expert_bytes is None and model is not None:
-        expert_bytes = expert_size_bytes(model, bytes_per_param)
+        expert_bytes = expert_size_bytes(model, request.bytes_per_param)
     zero = zero_rows_warning(checked, model)
     notes = (note,) if note else ()
     migration = None
@@ -216,10 +184,11 @@ def rebalance(
         _check_previous(previous, layout)
         tolerances = tuple(sorted({*TOLERANCES, tolerance}))
         trade, placement, result = trade_off(checked, previous, layout, algorithm, expert_bytes,
-                                             max_moves=max_moves, max_move_bytes=max_move_bytes,
-                                             min_gain=DEFAULT_MIN_GAIN if min_gain is None else min_gain,
+                                             max_moves=request.max_moves, max_move_bytes=request.max_move_bytes,
+                                             min_gain=DEFAULT_MIN_GAIN if request.min_gain is None
+                                             else request.min_gain,
                                              tolerances=tolerances, accept=tolerance, progress=progress,
-                                             fabric=fabric, step_time_s=step_time_s)
+                                             fabric=request.fabric, step_time_s=request.step_time_s)
         moved = 0 if result is None else int(result.replicas_moved)
         details: dict[str, Any] = {} if result is None else {
             f.name: getattr(result, f.name) for f in dataclasses.fields(result)
@@ -228,10 +197,10 @@ def rebalance(
         migration = MigrationSummary(moved, None if expert_bytes is None else moved * expert_bytes, expert_bytes,
                                      tolerance if chosen_tolerance is None else chosen_tolerance, details)
     proof = None
-    if prove:
+    if request.prove:
         placement, proof = prove_placement(checked, placement, layout)
     metrics = placement_metrics(checked, placement, layout, proof)
-    return RebalanceResult(placement, metrics, layout, algorithm, sources,
+    return RebalanceResult(placement, metrics, layout, algorithm, request.sources,
                            weight_warnings + layout.warnings + extra_warnings + ((zero,) if zero else ()),
                            migration, num_dense_layers, model.name if model is not None else None,
                            model.num_layers if model is not None else None, notes, trade)
@@ -240,8 +209,9 @@ def rebalance(
 def prove_placement(weight: np.ndarray, placement: Placement, layout: EplbLayout) -> tuple[Placement, ExactResult]:
     """Run the exact search on every layer from ``placement``; take any better plan it finds (checked layout)."""
     if layout.slots_per_node > MAX_PROVE_SLOTS:
-        raise InputError(f"--prove solves small instances only: {layout.slots_per_node} slots per "
+        raise InputError(f"solves small instances only: {layout.slots_per_node} slots per "
                          f"{'node' if layout.policy == 'hierarchical' else 'layer'} exceeds {MAX_PROVE_SLOTS}",
+                         field="prove",
                          hint="the gap to the lower bound is reported without --prove")
     current = gpu_loads(weight, placement.phy2log, placement.logcnt, layout.num_gpus).max(axis=1)
     exact = solve(weight, layout.num_replicas, layout.num_gpus, layout.num_groups_eff, layout.num_nodes_eff,

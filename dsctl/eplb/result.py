@@ -99,8 +99,8 @@ def check_sglang_name(name: str) -> None:
     """SGLang reads ``--init-expert-location`` as JSON only from a name ending in ``.json`` (``.pt`` goes to
     torch.load, anything else is parsed as an inline JSON string): refuse other names."""
     if not name.endswith(".json"):
-        raise InputError(f"--sglang-out {name}: SGLang reads --init-expert-location as a JSON file only when the "
-                         "name ends in .json (other names are parsed as inline JSON text and fail)",
+        raise InputError(f"{name}: SGLang reads --init-expert-location as a JSON file only when the "
+                         "name ends in .json (other names are parsed as inline JSON text and fail)", field="sglang_out",
                          hint=f"e.g. --sglang-out {name.rsplit('.', 1)[0] if '.' in name else name}.json")
 
 
@@ -110,13 +110,14 @@ def sglang_export(result: RebalanceResult, name: str) -> dict[str, Any]:
     check_sglang_name(name)
     rows = result.num_dense_layers + result.layout.num_layers
     if result.model_num_layers is None:
-        raise InputError(f"--sglang-out {name}: the model is unknown, so the map's layer count cannot be checked",
+        raise InputError(f"{name}: the model is unknown, so the map's layer count cannot be checked",
+                         field="sglang_out",
                          hint="give -m/--model (SGLang needs one row per model layer, dense layers included)")
     if rows != result.model_num_layers:
-        raise InputError(f"--sglang-out {name}: the map would have {rows} rows ({result.num_dense_layers} dense + "
+        raise InputError(f"{name}: the map would have {rows} rows ({result.num_dense_layers} dense + "
                          f"{result.layout.num_layers} statistics rows) but {result.model} has "
                          f"{result.model_num_layers} layers; SGLang would shift every layer",
-                         hint="give statistics for the model's MoE layers only (or every layer)")
+                         hint="give statistics for the model's MoE layers only (or every layer)", field="sglang_out")
     return sglang_expert_location(result.placement, result.num_dense_layers)
 
 

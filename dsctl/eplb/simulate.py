@@ -51,13 +51,14 @@ def simulate(
     loaded = drop_trivial_leading_layers(loaded, num_layers)
     gpus = num_gpus if num_gpus is not None else loaded.num_gpus
     if gpus is None:
-        raise InputError(f"{loaded.source}: the file does not say how many GPUs it spans; pass --gpus")
+        raise InputError(f"{loaded.source}: the file does not say how many GPUs it spans; pass {{gpus}}",
+                         mentions=("gpus",))
     num_slots = loaded.placement.num_slots
     if gpus < 1:
-        raise InputError(f"--gpus must be >= 1, got {gpus}")
+        raise InputError(f"must be >= 1, got {gpus}", field="gpus")
     if num_slots % gpus != 0:
-        raise InputError(f"--gpus {gpus}: the placement's {num_slots} slots per layer must split evenly over the GPUs "
-                         f"({num_slots} = {num_slots // gpus} x {gpus} + {num_slots % gpus})")
+        raise InputError(f"{gpus}: the placement's {num_slots} slots per layer must split evenly over the GPUs "
+                         f"({num_slots} = {num_slots // gpus} x {gpus} + {num_slots % gpus})", field="gpus")
     hierarchical = (loaded.policy == "hierarchical" and loaded.num_nodes is not None and loaded.num_groups is not None
                     and loaded.num_groups % loaded.num_nodes == 0 and num_experts % loaded.num_groups == 0
                     and gpus % loaded.num_nodes == 0)

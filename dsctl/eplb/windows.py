@@ -74,9 +74,9 @@ def replay_windows(
         raise InputError(f"replay needs at least 2 statistics windows (plan on one, score on the next), "
                          f"got {len(windows)}")
     if not 0.0 <= min_gain < 1.0:  # NaN fails both comparisons: refused too
-        raise InputError(f"--min-gain {min_gain} must be in [0, 1) (a relative drop of the summed max GPU load)")
+        raise InputError(f"{min_gain} must be in [0, 1) (a relative drop of the summed max GPU load)", field="min_gain")
     if not intervals or any(i < 1 for i in intervals):
-        raise InputError(f"--interval-windows values must be >= 1, got {list(intervals)}")
+        raise InputError(f"values must be >= 1, got {list(intervals)}", field="intervals")
     checked = [check_weight(w, f"window {i}")[0] for i, w in enumerate(windows)]
     shapes = {w.shape for w in checked}
     if len(shapes) != 1:
@@ -94,7 +94,7 @@ def replay_windows(
         elif algorithm == "reference":
             plans.append(rebalance_layout(w, layout))
         else:
-            raise InputError(f"--algorithm {algorithm!r} is not valid: choose reference or balanced")
+            raise InputError(f"{algorithm!r} is not valid: choose reference or balanced", field="algorithm")
         report(t + 1, len(checked))
     horizon = len(checked) - 1
     oracle = float(np.mean([_bal(checked[t], plans[t], num_gpus)[0] for t in range(1, len(checked))]))

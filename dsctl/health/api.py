@@ -34,15 +34,14 @@ def parse_only(text: str | None) -> tuple[str, ...]:
     bad = [p for p in parts if p not in AREAS]
     if bad or not parts:
         shown = ", ".join(bad) if bad else repr(text)
-        raise InputError(f"--only: unknown area {shown}",
-                         hint=f"use a comma list of {one_of(AREAS)}")
+        raise InputError(f": unknown area {shown}", field="only", hint=f"use a comma list of {one_of(AREAS)}")
     return parts
 
 
 def parse_fail_on(text: str) -> Severity:
     key = text.strip().lower()
     if key not in FAIL_ON:
-        raise InputError(f"--fail-on: {text!r} is not valid", hint=f"use {one_of(list(FAIL_ON))}")
+        raise InputError(f": {text!r} is not valid", field="fail_on", hint=f"use {one_of(list(FAIL_ON))}")
     return FAIL_ON[key]
 
 

@@ -37,7 +37,8 @@ def sample_node(gpus: GpuBackend | None, rdma: RdmaSource | None, interval_s: fl
     recorded in ``NodeSnapshot.nvml`` (a G1 finding) instead.
     """
     if interval_s < 0:
-        raise InputError(f"--interval-s must be 0 (one sample) or a positive number of seconds, got {interval_s}")
+        raise InputError(f"must be 0 (one sample) or a positive number of seconds, got {interval_s}",
+                         field="interval_s")
     gpu_list = []
     driver: str | Unavailable = Unavailable("unsupported", "NOT_SAMPLED", "nvml")
     count: int | Unavailable = Unavailable("unsupported", "NOT_SAMPLED", "nvml")
@@ -118,7 +119,7 @@ def sample_sources(src: Sources) -> NodeSnapshot:
     except (ValueError, TypeError, OverflowError, KeyError, IndexError, AttributeError) as exc:
         if not src.replayed:
             raise
-        raise InputError(f"--from-record {src.replayed}: a value has the wrong type for its field "
-                         f"({type(exc).__name__}: {str(exc)[:120]})",
+        raise InputError(f"{src.replayed}: a value has the wrong type for its field "
+                         f"({type(exc).__name__}: {str(exc)[:120]})", field="from_record",
                          hint="counters, widths, generations and limits are whole numbers") from None
     return dataclasses.replace(snap, source=src.origin)

@@ -67,8 +67,8 @@ class SourceChoice:
 
 def check_interval(interval_s: float | None) -> None:
     if interval_s is not None and not 0 <= interval_s <= MAX_INTERVAL_S:  # also rejects nan
-        raise InputError(f"--interval-s must be 0 (one sample, rate checks skipped) or a number of seconds up to "
-                         f"{MAX_INTERVAL_S:g}, got {interval_s:g}")
+        raise InputError(f"must be 0 (one sample, rate checks skipped) or a number of seconds up to "
+                         f"{MAX_INTERVAL_S:g}, got {interval_s:g}", field="interval_s")
 
 
 def choose_source(*, record_name: str | None = None, read_record: Callable[[], Any] | None = None,
@@ -78,11 +78,12 @@ def choose_source(*, record_name: str | None = None, read_record: Callable[[], A
     ``interval_s`` None takes the source's default (a record's own interval, 10 s live); 0 takes one sample."""
     check_interval(interval_s)
     if record_name is not None and sysfs_root is not None:
-        raise InputError("--sysfs-root and --from-record exclude each other",
+        raise InputError("and {from_record} exclude each other", field="sysfs_root", mentions=("from_record",),
                          hint="a record carries its own sysfs view; drop --sysfs-root")
     if record_name is not None:
         if interval_s is not None and interval_s != 0:
-            raise InputError("--interval-s does not apply to --from-record (except 0: replay the first sample only)",
+            raise InputError("does not apply to {from_record} (except 0: replay the first sample only)",
+                             field="interval_s", mentions=("from_record",),
                              hint="the record carries the interval its two counter samples were taken apart "
                                   "(interval_s)")
         source = f"--from-record {record_name}"

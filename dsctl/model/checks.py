@@ -34,14 +34,14 @@ def _shown(value: float | int) -> str:
 
 def require_number(
     value: float | int | None,
-    option: str,
+    field: str,
     *,
     positive: bool = False,
     non_negative: bool = False,
     at_most: float | None = None,
     text: str | None = None,
 ) -> None:
-    """Raise InputError naming ``option`` unless ``value`` is None or a finite number meeting the bounds.
+    """Raise InputError naming ``field`` unless ``value`` is None or a finite number meeting the bounds.
 
     ``positive``: > 0; ``non_negative``: >= 0; ``at_most``: <= that bound (all optional). ``text`` is what the
     user typed, shown in the message when it differs from the parsed value (``1e400`` parses to ``inf``).
@@ -53,14 +53,14 @@ def require_number(
         got = _shown(value)
         if text is not None and text.strip() != got:
             got = f"{text.strip()!r} (= {got})"
-        raise InputError(f"{option} must be a finite number, got {got}",
-                         hint=f"give {option} an ordinary number such as 1, 0.5 or 1e6 (no nan, inf or overflow)")
+        raise InputError(f"must be a finite number, got {got}", field=field,
+                         hint="give an ordinary number such as 1, 0.5 or 1e6 (no nan, inf or overflow)")
     if positive and not number > 0:
-        raise InputError(f"{option} must be positive, got {_shown(value)}")
+        raise InputError(f"must be positive, got {_shown(value)}", field=field)
     if non_negative and number < 0:
-        raise InputError(f"{option} cannot be negative, got {_shown(value)}")
+        raise InputError(f"cannot be negative, got {_shown(value)}", field=field)
     if at_most is not None and number > at_most:
-        raise InputError(f"{option} must be at most {at_most:g}, got {_shown(value)}")
+        raise InputError(f"must be at most {at_most:g}, got {_shown(value)}", field=field)
 
 
 def require_finite_results(

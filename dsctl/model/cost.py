@@ -62,18 +62,19 @@ def resolve_throughput(
     predict: bool = False,
 ) -> Throughput:
     """Pick the throughput as the module docstring describes."""
-    require_number(tokens_per_gpu_second, "--tokens-per-gpu-second", positive=True)
-    require_number(gflops_per_token, "--gflops-per-token", positive=True)
-    require_number(gpu_tflops, "--gpu-tflops", positive=True)
-    require_number(mfu, "--mfu", positive=True)
-    require_number(seq_len, "--seq-len", positive=True)
+    require_number(tokens_per_gpu_second, "tokens_per_gpu_second", positive=True)
+    require_number(gflops_per_token, "gflops_per_token", positive=True)
+    require_number(gpu_tflops, "gpu_tflops", positive=True)
+    require_number(mfu, "mfu", positive=True)
+    require_number(seq_len, "seq_len", positive=True)
     if mfu is not None and mfu > 1:
-        raise InputError(f"--mfu is a fraction of peak between 0 and 1, got {mfu:g}")
+        raise InputError(f"is a fraction of peak between 0 and 1, got {mfu:g}", field="mfu")
     flop_inputs = [gflops_per_token, gpu_tflops, mfu]
     if tokens_per_gpu_second is not None:
         if any(v is not None for v in flop_inputs):
             raise InputError(
-                "--tokens-per-gpu-second cannot be combined with --gflops-per-token, --gpu-tflops or --mfu",
+                "cannot be combined with {gflops_per_token}, {gpu_tflops} or {mfu}", field="tokens_per_gpu_second",
+                mentions=("gflops_per_token", "gpu_tflops", "mfu"),
                 hint="give either a measured throughput or the FLOP-path inputs",
             )
         return Throughput(tokens_per_gpu_second, "given", "--tokens-per-gpu-second")
@@ -139,12 +140,12 @@ def training_cost(
     extra_gpu_hours: Sequence[float] = (),
 ) -> CostReport:
     """GPU hours, days and cost of training ``model`` on ``tokens`` tokens at ``throughput``."""
-    require_number(tokens, "--tokens", positive=True)
-    require_number(num_gpus, "--gpus", positive=True)
-    require_number(gpu_hour_usd, "--gpu-hour-usd", non_negative=True)
+    require_number(tokens, "tokens", positive=True)
+    require_number(num_gpus, "gpus", positive=True)
+    require_number(gpu_hour_usd, "gpu_hour_usd", non_negative=True)
     for extra in extra_gpu_hours:
-        require_number(extra, "--extra-gpu-hours", non_negative=True)
-    require_number(throughput.tokens_per_gpu_second, "--tokens-per-gpu-second", positive=True)
+        require_number(extra, "extra_gpu_hours", non_negative=True)
+    require_number(throughput.tokens_per_gpu_second, "tokens_per_gpu_second", positive=True)
     per_trillion = TRILLION / throughput.tokens_per_gpu_second / SECONDS_PER_HOUR
     train_hours = tokens / throughput.tokens_per_gpu_second / SECONDS_PER_HOUR
     total_hours = train_hours + sum(extra_gpu_hours)

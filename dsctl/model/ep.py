@@ -52,19 +52,19 @@ def ep_speed_limit(
 ) -> EPSpeedLimit:
     """Communication-bound time per output token (see the module docstring)."""
     positives = [
-        (bandwidth_bytes_per_s, "--bandwidth-bytes-per-s/--nic-gbps"),
-        (tokens_per_device, "--tokens-per-device"),
-        (hidden, "--hidden"),
-        (experts_per_token, "--experts-per-token"),
-        (layers, "--layers"),
-        (micro_batches, "--micro-batches"),
+        (bandwidth_bytes_per_s, "link_bandwidth"),
+        (tokens_per_device, "tokens_per_device"),
+        (hidden, "hidden"),
+        (experts_per_token, "experts_per_token"),
+        (layers, "layers"),
+        (micro_batches, "micro_batches"),
     ]
     for value, option in positives:
         require_number(value, option, positive=True)
-    for value, option in ((dispatch_bytes, "--dispatch-bytes"), (combine_bytes, "--combine-bytes")):
+    for value, option in ((dispatch_bytes, "dispatch_bytes"), (combine_bytes, "combine_bytes")):
         require_number(value, option, non_negative=True)
     if dispatch_bytes + combine_bytes <= 0:
-        raise InputError("--dispatch-bytes and --combine-bytes cannot both be 0")
+        raise InputError("and {combine_bytes} cannot both be 0", field="dispatch_bytes", mentions=("combine_bytes",))
     options = ["--nic-gbps/--bandwidth-bytes-per-s", "--tokens-per-device", "--hidden", "--experts-per-token",
                "--dispatch-bytes", "--combine-bytes", "--layers", "--micro-batches"]
     per_step = (dispatch_bytes + combine_bytes) * float(tokens_per_device) * float(experts_per_token) * float(hidden)
@@ -95,11 +95,11 @@ def ep_speed_limit(
 def link_bandwidth_bytes_per_s(nic_gbps: float, bandwidth_bytes_per_s: float | None = None) -> float:
     """Bytes/s of the EP link: ``bandwidth_bytes_per_s`` when given, else ``nic_gbps * 1e9 / 8``."""
     if bandwidth_bytes_per_s is not None:
-        require_number(bandwidth_bytes_per_s, "--bandwidth-bytes-per-s", positive=True)
+        require_number(bandwidth_bytes_per_s, "bandwidth_bytes_per_s", positive=True)
         bytes_per_s = bandwidth_bytes_per_s
         option = "--bandwidth-bytes-per-s"
     else:
-        require_number(nic_gbps, "--nic-gbps", positive=True)
+        require_number(nic_gbps, "nic_gbps", positive=True)
         bytes_per_s = nic_gbps * 1e9 / 8.0
         option = "--nic-gbps"
     require_finite_results({"link bandwidth in bytes/s": bytes_per_s}, [option],

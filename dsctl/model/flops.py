@@ -73,8 +73,8 @@ def matmul_params_per_token(model: ModelProfile) -> int:
 def training_flops(model: ModelProfile, seq_len: int = 4096, causal: bool = True) -> FlopsReport:
     """Forward + backward FLOPs of one trained token at sequence length ``seq_len`` (tokens)."""
     if seq_len < 1:
-        raise InputError(f"--seq-len must be at least 1 token, got {seq_len}")
-    require_number(seq_len, "--seq-len", positive=True)
+        raise InputError(f"must be at least 1 token, got {seq_len}", field="seq_len")
+    require_number(seq_len, "seq_len", positive=True)
     d_qk, d_v = attention_head_dims(model)
     n_mm = matmul_params_per_token(model)
     attended = seq_len / 2 if causal else float(seq_len)

@@ -72,14 +72,14 @@ def kv_cache_report(
 ) -> KVCacheReport:
     """KV-cache sizes of ``models`` (at least one); ratios are to ``models[0]``."""
     if not models:
-        raise InputError("--model: give at least one model")
+        raise InputError("needs at least one model", field="model")
     if context_tokens < 1:
-        raise InputError(f"--context must be at least 1 token, got {context_tokens}")
+        raise InputError(f"must be at least 1 token, got {context_tokens}", field="context")
     if batch < 1:
-        raise InputError(f"--batch must be at least 1, got {batch}")
-    require_number(context_tokens, "--context", positive=True)
-    require_number(batch, "--batch", positive=True)
-    require_number(dtype_bytes, "--dtype bytes per value", positive=True)
+        raise InputError(f"must be at least 1, got {batch}", field="batch")
+    require_number(context_tokens, "context", positive=True)
+    require_number(batch, "batch", positive=True)
+    require_number(dtype_bytes, "dtype_bytes", positive=True)
     rows = []
     first = kv_bytes_per_token(models[0], dtype_bytes)
     for model in models:

@@ -94,11 +94,11 @@ FULL_RECOMPUTE = ActivationRecipe(
 RECIPES: dict[str, ActivationRecipe] = {r.name: r for r in (DEEPSEEK, SELECTIVE, FULL_RECOMPUTE, NONE)}
 
 
-def recipe_named(name: str, option: str = "--recipe") -> ActivationRecipe:
-    """The recipe called ``name`` (case-insensitive); ``InputError`` naming ``option`` if unknown."""
+def recipe_named(name: str, field: str = "recipe") -> ActivationRecipe:
+    """The recipe called ``name`` (case-insensitive); ``InputError`` naming ``field`` if unknown."""
     key = name.strip().lower()
     if key not in RECIPES:
-        raise InputError(f"{option}: unknown recipe {name!r}; valid: {one_of(list(RECIPES))}",
+        raise InputError(f"{name!r} is not a known recipe; valid: {one_of(list(RECIPES))}", field=field,
                          hint="'dsctl launch --help' describes each recipe")
     return RECIPES[key]
 

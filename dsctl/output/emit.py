@@ -57,9 +57,16 @@ def stderr_console() -> Console:
     return _safe_console_class()(file=sys.stderr, soft_wrap=True)
 
 
-def envelope(result: Any, command: str, exit_code: int, *, keep_int_arrays: bool = False) -> Any:
-    """The data printed for ``--format json|yaml``: the result's data plus the ``dsctl`` header key
-    (``keep_int_arrays``: see :func:`dsctl.output.data.to_data`)."""
+def result_exit_code(result: Any) -> int:
+    """The exit code a result carries: its ``exit_code`` (0 ok, 1 a check found a problem), 0 when it has none."""
+    return int(getattr(result, "exit_code", 0))
+
+
+def envelope(result: Any, command: str, exit_code: int | None = None, *, keep_int_arrays: bool = False) -> Any:
+    """The data printed for ``--format json|yaml``: the result's data plus the ``dsctl`` header key, whose
+    ``exit_code`` is the result's own unless given (``keep_int_arrays``: see :func:`dsctl.output.data.to_data`)."""
+    if exit_code is None:
+        exit_code = result_exit_code(result)
     data = to_data(result, keep_int_arrays=keep_int_arrays)
     if isinstance(data, dict):
         header = {
@@ -131,7 +138,7 @@ def emit(result: Any, fmt: OutputFormat, command: str) -> int:
 
     A result may define ``exit_code`` (0 ok, 1 a check found a problem).
     """
-    exit_code = int(getattr(result, "exit_code", 0))
+    exit_code = result_exit_code(result)
     if fmt is OutputFormat.json:
         if stdout_json_indented():
             sys.stdout.write(_json_text(envelope(result, command, exit_code), True))

@@ -112,14 +112,14 @@ def _call(job: tuple[Callable[..., Any], tuple[Any, ...]]) -> tuple[str, Any]:
     try:
         return "ok", func(*args)
     except DsctlError as exc:
-        return "error", (type(exc).__name__, exc.message, exc.hint, int(exc.exit_code))
+        return "error", (type(exc).__name__, exc.text, exc.hint, int(exc.exit_code), exc.field, exc.mentions)
     except MemoryError:
-        return "error", ("InputError", f"{args[0]}: out of memory while reading this trace", None, 2)
+        return "error", ("InputError", f"{args[0]}: out of memory while reading this trace", None, 2, None, ())
 
 
-def _raise(error: tuple[str, str, str | None, int]) -> None:
-    _, message, hint, code = error
-    exc = InputError(message, hint=hint)
+def _raise(error: tuple[str, str, str | None, int, str | None, tuple[str, ...]]) -> None:
+    _, text, hint, code, field, mentions = error
+    exc = InputError(text, hint=hint, field=field, mentions=mentions)  # the field stays for the command's table
     exc.exit_code = ExitCode(code)
     raise exc
 

@@ -393,11 +393,11 @@ def calibrate(trace: TraceData, model: ModelProfile, node: NodeProfile, ep: int,
     ``ep``, ``num_layers`` MoE layers per chunk, ``tokens`` per micro-batch). Raises InputError when the model
     has no MoE layers or the shape is impossible."""
     if model.moe is None:
-        raise InputError(f"--model {model.name}: calibration traces one DualPipe pair of MoE layers; this model "
-                         "has none")
+        raise InputError(f"{model.name}: calibration traces one DualPipe pair of MoE layers; this model "
+                         "has none", field="model")
     if not (1 <= num_layers <= model.num_layers) or tokens < 1 or seq_len < 1 or ep < 1:
-        raise InputError(f"--chunk-layers {num_layers}: expected 1..{model.num_layers} MoE layers per chunk (and "
-                         "positive tokens, sequence length and EP)")
+        raise InputError(f"{num_layers}: expected 1..{model.num_layers} MoE layers per chunk (and "
+                         "positive tokens, sequence length and EP)", field="chunk_layers")
     measured = measure(trace)
     ep_model = ep_cost or fabric_ep(model, node, ep)
     rates = gpu_rates(node, model.training_precision)

@@ -27,13 +27,14 @@ class PredictedMfu:
 def predicted_mfu(model: ModelProfile, node: NodeProfile, num_gpus: int, seq_len: int = 4096) -> PredictedMfu:
     """Plan ``num_gpus`` GPUs of ``node`` for ``model`` and predict its step; InputError if it cannot."""
     if num_gpus < node.num_gpus or num_gpus % node.num_gpus:
-        raise InputError(f"--gpus {num_gpus}: predicting the MFU needs whole {node.name} nodes "
-                         f"({node.num_gpus} GPUs each)", hint="give --gpus as a multiple of that, or --mfu")
+        raise InputError(f"{num_gpus}: predicting the MFU needs whole {node.name} nodes "
+                         f"({node.num_gpus} GPUs each)", field="gpus",
+                         hint="give --gpus as a multiple of that, or --mfu")
     plan = plan_launch(model, node, LaunchRequest(num_nodes=num_gpus // node.num_gpus, seq_len=seq_len))
     step = plan.step_time
     if step is None:
         why = "; ".join(n for n in plan.notes if "step-time" in n) or "the plan has no step-time prediction"
-        raise InputError(f"--gpus {num_gpus}: no MFU prediction ({why})", hint="give --mfu")
+        raise InputError(f"{num_gpus}: no MFU prediction ({why})", field="gpus", hint="give --mfu")
     note = (f"predicted MFU {step.mfu_causal:.2%} (causal) of {plan.layout.describe()} {plan.schedule} on "
             f"{node.name}, step {step.step_s:.2f} s (dsctl launch --nodes {plan.num_nodes} --dry-run)")
     return PredictedMfu(step.mfu_causal, node.bf16_tflops, note)

@@ -91,31 +91,32 @@ def generate_chains(num_nodes: int, ssds_per_node: int, replication: int, target
     counts the design search, the chains ordered, then the files rendered (weighed by estimated cost; a rebuild
     with more targets per SSD adds a stage before the files) and ends at the total."""
     if not 2 <= num_nodes <= MAX_CHAIN_NODES:
-        raise InputError(f"--nodes {num_nodes} must be 2..{MAX_CHAIN_NODES} (3FS chains need at least 2 storage "
-                         "nodes for replication)")
+        raise InputError(f"{num_nodes} must be 2..{MAX_CHAIN_NODES} (3FS chains need at least 2 storage "
+                         "nodes for replication)", field="nodes")
     if not 1 <= ssds_per_node <= MAX_DISKS:  # checked before any float arithmetic (309 digits overflow a float)
-        raise InputError(f"--ssds-per-node {str(ssds_per_node)[:40]} must be 1..{MAX_DISKS} (a target id has 3 digits "
-                         "for the disk)")
+        raise InputError(f"{str(ssds_per_node)[:40]} must be 1..{MAX_DISKS} (a target id has 3 digits "
+                         "for the disk)", field="ssds_per_node")
     if not 2 <= replication <= num_nodes:
-        raise InputError(f"--replication {replication} must be 2..--nodes ({num_nodes}): every replica of a chain "
-                         "sits on a different node")
+        raise InputError(f"{replication} must be 2..{{nodes}} ({num_nodes}): every replica of a chain "
+                         "sits on a different node", field="replication", mentions=("nodes",))
     if not 1 <= chain_table_id <= 4_294_967_295:
-        raise InputError(f"--chain-table-id {chain_table_id} must be 1..4294967295 (0 is invalid in 3FS)")
+        raise InputError(f"{chain_table_id} must be 1..4294967295 (0 is invalid in 3FS)", field="chain_table_id")
     chosen_note = None
     if targets_per_ssd is None:
         r, chosen_note = choose_targets_per_ssd(num_nodes, replication, ssds_per_node)
     else:
         r = targets_per_ssd
     if r < 1:
-        raise InputError(f"--targets-per-ssd {r} must be at least 1")
+        raise InputError(f"{r} must be at least 1", field="targets_per_ssd")
     b = num_nodes * r // replication
     if b < 1:
-        raise InputError(f"--nodes {num_nodes} x --targets-per-ssd {r} is fewer than one chain of "
-                         f"{replication}; raise --targets-per-ssd")
+        raise InputError(f"{num_nodes} x {{targets_per_ssd}} {r} is fewer than one chain of "
+                         f"{replication}; raise {{targets_per_ssd}}", field="nodes", mentions=("targets_per_ssd",))
     check_ids(scheme, num_nodes, ssds_per_node, r, b)
     if num_nodes * r * ssds_per_node > MAX_TARGETS_TOTAL:
         raise InputError(f"{num_nodes * r * ssds_per_node:,} targets is more than dsctl writes "
-                         f"({MAX_TARGETS_TOTAL:,}); lower --targets-per-ssd or --ssds-per-node")
+                         f"({MAX_TARGETS_TOTAL:,}); lower {{targets_per_ssd}} or {{ssds_per_node}}",
+                         mentions=("targets_per_ssd", "ssds_per_node"))
     chains = ssds_per_node * (num_nodes * r // replication)
     stages = Stages(report, [layout_cost_us(num_nodes, ssds_per_node, replication, r, rotate),
                              chains * FILES_COST_US_PER_CHAIN])

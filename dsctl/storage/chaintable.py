@@ -53,31 +53,32 @@ class IdScheme:
 
 
 def check_ids(scheme: IdScheme, num_nodes: int, num_disks: int, targets_per_ssd: int, chains_per_disk: int) -> None:
-    """Raise InputError (naming the option) when an id would not fit its digits or 3FS's integer types."""
+    """Raise InputError (naming the field) when an id would not fit its digits or 3FS's integer types."""
     if not 0 <= scheme.target_prefix <= MAX_PREFIX:
-        raise InputError(f"--target-id-prefix {scheme.target_prefix} must be 0..{MAX_PREFIX}")
+        raise InputError(f"{scheme.target_prefix} must be 0..{MAX_PREFIX}", field="target_id_prefix")
     if not 1 <= scheme.chain_prefix <= MAX_PREFIX:
-        raise InputError(f"--chain-id-prefix {scheme.chain_prefix} must be 1..{MAX_PREFIX}")
+        raise InputError(f"{scheme.chain_prefix} must be 1..{MAX_PREFIX}", field="chain_id_prefix")
     if scheme.first_node_id < 1 or scheme.first_node_id + num_nodes - 1 > MAX_NODE_ID:
-        raise InputError(f"--first-node-id {scheme.first_node_id} with --nodes {num_nodes}: node ids must be "
-                         f"1..{MAX_NODE_ID} (6 digits in a target id)")
+        raise InputError(f"{scheme.first_node_id} with {{nodes}} {num_nodes}: node ids must be "
+                         f"1..{MAX_NODE_ID} (6 digits in a target id)", field="first_node_id", mentions=("nodes",))
     if num_disks > MAX_DISKS:
-        raise InputError(f"--ssds-per-node {num_disks} is too many: a target id has 3 digits for the disk (max "
-                         f"{MAX_DISKS})")
+        raise InputError(f"{num_disks} is too many: a target id has 3 digits for the disk (max "
+                         f"{MAX_DISKS})", field="ssds_per_node")
     if targets_per_ssd > MAX_TARGETS_PER_DISK:
-        raise InputError(f"--targets-per-ssd {targets_per_ssd} is too many: a target id has 2 digits for it (max "
-                         f"{MAX_TARGETS_PER_DISK})")
+        raise InputError(f"{targets_per_ssd} is too many: a target id has 2 digits for it (max "
+                         f"{MAX_TARGETS_PER_DISK})", field="targets_per_ssd")
     if chains_per_disk > MAX_CHAINS_PER_DISK:
         raise InputError(f"{chains_per_disk} chains per disk index do not fit the 5 chain-index digits of a chain "
-                         f"id (max {MAX_CHAINS_PER_DISK}); lower --nodes or --targets-per-ssd")
+                         f"id (max {MAX_CHAINS_PER_DISK}); lower {{nodes}} or {{targets_per_ssd}}",
+                         mentions=("nodes", "targets_per_ssd"))
     top = chain_id(scheme.chain_prefix, num_disks - 1, chains_per_disk)
     if top > UINT32_MAX:
         # largest prefix p with (p * 1000 + num_disks) * 100_000 + chains_per_disk <= UINT32_MAX
         best = ((UINT32_MAX - chains_per_disk) // _CHAIN_INDEX - num_disks) // _DISK
         advice = (f"use a prefix of {best} or less" if best >= 1 else
                   f"no prefix fits with {num_disks} disk indexes; lower --ssds-per-node")
-        raise InputError(f"--chain-id-prefix {scheme.chain_prefix} gives chain id {top} above the uint32 maximum "
-                         f"{UINT32_MAX}; {advice}")
+        raise InputError(f"{scheme.chain_prefix} gives chain id {top} above the uint32 maximum "
+                         f"{UINT32_MAX}; {advice}", field="chain_id_prefix")
 
 
 def chain_id(prefix: Any, disk: Any, index: Any) -> Any:
@@ -222,8 +223,8 @@ def check_chunk_sizes(values: list[str]) -> tuple[str, ...]:
     """Validate admin_cli size strings (integer + optional B, KB, MB, GB, TB, K, M, G, T; binary units)."""
     for value in values:
         if not _SIZE.fullmatch(value):
-            raise InputError(f"--chunk-size {value!r} is not an admin_cli size; write an integer with an optional "
-                             "unit B, KB, MB, GB, TB, K, M, G or T (binary), e.g. 1MB")
+            raise InputError(f"{value!r} is not an admin_cli size; write an integer with an optional "
+                             "unit B, KB, MB, GB, TB, K, M, G or T (binary), e.g. 1MB", field="chunk_size")
     return tuple(values)
 
 

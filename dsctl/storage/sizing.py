@@ -138,29 +138,31 @@ def auto_targets_per_ssd(num_nodes: int, replication: int, minimum: int = 1) -> 
 
 def _validate(p: StorageProfile, s: SizingInputs) -> None:
     if not 2 <= s.num_nodes <= MAX_NODES:
-        raise InputError(f"--nodes {s.num_nodes} must be 2..{MAX_NODES} (3FS replication needs 2 storage nodes)")
+        raise InputError(f"{s.num_nodes} must be 2..{MAX_NODES} (3FS replication needs 2 storage nodes)",
+                         field="nodes")
     if s.replication < 2 or s.replication > s.num_nodes:
-        raise InputError(f"--replication {s.replication} must be 2..--nodes ({s.num_nodes}): a chain needs at "
-                         "least two replicas, each on a distinct node")
+        raise InputError(f"{s.replication} must be 2..{{nodes}} ({s.num_nodes}): a chain needs at "
+                         "least two replicas, each on a distinct node", field="replication", mentions=("nodes",))
     if s.targets_per_ssd is not None and not 1 <= s.targets_per_ssd <= 99:
-        raise InputError(f"--targets-per-ssd {s.targets_per_ssd} must be 1..99")
+        raise InputError(f"{s.targets_per_ssd} must be 1..99", field="targets_per_ssd")
     if s.num_clients is not None and not 1 <= s.num_clients <= 10_000_000:
-        raise InputError(f"--clients {s.num_clients} must be 1..10,000,000")
+        raise InputError(f"{s.num_clients} must be 1..10,000,000", field="clients")
     if not 0 < s.fill <= 1:
-        raise InputError(f"--fill {s.fill} must be in (0, 1]; 3FS refuses new chunks at 0.98")
+        raise InputError(f"{s.fill} must be in (0, 1]; 3FS refuses new chunks at 0.98", field="fill")
     if not 0 < s.efficiency <= 1:
-        raise InputError(f"--efficiency {s.efficiency} must be in (0, 1]")
+        raise InputError(f"{s.efficiency} must be in (0, 1]", field="efficiency")
     if (s.checkpoint_bytes is None) != (s.checkpoint_budget_s is None):
-        raise InputError("--checkpoint (or --checkpoint-model) and --checkpoint-time-s go together; give both or "
-                         "neither")
-    for option, rate in (("--read", s.read_bytes_per_s), ("--write", s.write_bytes_per_s),
-                         ("--recovery-rate", s.recovery_bytes_per_s)):
+        raise InputError("(or {checkpoint_model}) and {checkpoint_time_s} go together; give both or neither",
+                         field="checkpoint", mentions=("checkpoint_model", "checkpoint_time_s"))
+    for name, rate in (("read", s.read_bytes_per_s), ("write", s.write_bytes_per_s),
+                       ("recovery_rate", s.recovery_bytes_per_s)):
         if rate is not None and not 0 < rate < 1e18:
-            raise InputError(f"{option} must be a positive rate below 1 EB/s")
+            raise InputError("must be a positive rate below 1 EB/s", field=name)
     if s.checkpoint_budget_s is not None and not 0 < s.checkpoint_budget_s < 1e9:
-        raise InputError(f"--checkpoint-time-s {s.checkpoint_budget_s} must be a positive number of seconds")
+        raise InputError(f"{s.checkpoint_budget_s} must be a positive number of seconds", field="checkpoint_time_s")
     if s.read_per_client_bytes_per_s is not None and s.num_clients is None:
-        raise InputError("--read-per-client needs --clients (how many client nodes read at that rate)")
+        raise InputError("needs {clients} (how many client nodes read at that rate)", field="read_per_client",
+                         mentions=("clients",))
     if p.num_ssds < 1 or p.ssd_capacity_bytes <= 0:
         raise InputError(f"storage profile {p.name} has no SSD capacity")
 
@@ -236,9 +238,9 @@ def _targets(p: StorageProfile, s: SizingInputs, read: Ceiling, write: Ceiling, 
     if s.checkpoint_bytes is not None and s.checkpoint_budget_s is not None:
         need = s.checkpoint_bytes / s.checkpoint_budget_s
         if client_total is not None and need > client_total:
-            raise InputError(f"--checkpoint-time-s {s.checkpoint_budget_s:g} cannot be met by any number of "
+            raise InputError(f"{s.checkpoint_budget_s:g} cannot be met by any number of "
                              f"storage nodes: {s.num_clients} clients can send at most {client_total / 1e9:,.1f} GB/s; "
-                             "allow more time or more --clients")
+                             "allow more time or more {clients}", field="checkpoint_time_s", mentions=("clients",))
         seconds = s.checkpoint_bytes / write.bytes_per_s
         out.append(Target("checkpoint_seconds", s.checkpoint_budget_s, seconds, "s", seconds <= s.checkpoint_budget_s,
                           _min_nodes(need, node_write, s)))
@@ -248,16 +250,16 @@ def _targets(p: StorageProfile, s: SizingInputs, read: Ceiling, write: Ceiling, 
             continue
         need = wanted
         if client_total is not None and need > client_total:
-            raise InputError(f"--{name} {need / 2**30:,.1f} GiB/s cannot be met by any number of storage nodes: "
-                             f"{s.num_clients} clients move at most {client_total / 2**30:,.1f} GiB/s")
+            raise InputError(f"{need / 2**30:,.1f} GiB/s cannot be met by any number of storage nodes: "
+                             f"{s.num_clients} clients move at most {client_total / 2**30:,.1f} GiB/s", field=name)
         out.append(Target(name, need, ceiling.bytes_per_s, "bytes/s", need <= ceiling.bytes_per_s,
                           _min_nodes(need, per_node, s)))
     if s.read_per_client_bytes_per_s is not None and s.num_clients is not None:
         per_client_max = s.client_nic_bytes_per_s * s.efficiency
         if s.read_per_client_bytes_per_s > per_client_max:
-            raise InputError(f"--read-per-client {s.read_per_client_bytes_per_s / 2**30:,.2f} GiB/s cannot be met: "
+            raise InputError(f"{s.read_per_client_bytes_per_s / 2**30:,.2f} GiB/s cannot be met: "
                              f"one client NIC gives at most {per_client_max / 2**30:,.2f} GiB/s at efficiency "
-                             f"{s.efficiency:g}")
+                             f"{s.efficiency:g}", field="read_per_client")
         need = s.read_per_client_bytes_per_s * s.num_clients
         out.append(Target("read_aggregate", need, read.bytes_per_s, "bytes/s", need <= read.bytes_per_s,
                           _min_nodes(need, node_read, s)))
@@ -280,8 +282,10 @@ def smallest_cluster(p: StorageProfile, s: SizingInputs) -> SizingResult:
     """The fewest nodes of profile ``p`` meeting every target in ``s`` (``s.num_nodes`` is ignored)."""
     if all(x is None for x in (s.dataset_bytes, s.checkpoint_bytes, s.read_per_client_bytes_per_s,
                                s.read_bytes_per_s, s.write_bytes_per_s)):
-        raise InputError("give --nodes, or at least one need (--dataset, --read, --write, --read-per-client, "
-                         "--checkpoint/--checkpoint-model with --checkpoint-time-s) to size the smallest cluster")
+        raise InputError("give {nodes}, or at least one need ({dataset}, {read}, {write}, {read_per_client}, "
+                         "{checkpoint}/{checkpoint_model} with {checkpoint_time_s}) to size the smallest cluster",
+                         mentions=("nodes", "dataset", "read", "write", "read_per_client", "checkpoint",
+                                   "checkpoint_model", "checkpoint_time_s"))
     guess = max(s.replication, 2)
     for _ in range(64):
         result = size(p, replace(s, num_nodes=guess))
@@ -307,7 +311,8 @@ def plan(p: StorageProfile, s: SizingInputs, smallest: bool, checkpoint_model: M
     notes: list[str] = []
     if checkpoint_model is not None:
         if s.checkpoint_bytes is not None:
-            raise InputError("--checkpoint and --checkpoint-model both set the checkpoint size; give one")
+            raise InputError("and {checkpoint_model} both set the checkpoint size; give one", field="checkpoint",
+                             mentions=("checkpoint_model",))
         from dsctl.model.params import count_parameters
 
         params = count_parameters(checkpoint_model).total_with_mtp

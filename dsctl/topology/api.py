@@ -29,19 +29,19 @@ PLAN_FILES = ("cabling.csv", "switches.csv", "plan.json", "topology.dot", "topol
 def nodes_for(num_nodes: int | None, num_gpus: int | None, node: NodeProfile) -> int:
     """Node count from ``--nodes`` or ``--gpus`` (exactly one; GPUs must fill whole nodes)."""
     if (num_nodes is None) == (num_gpus is None):
-        raise InputError("give exactly one of --nodes N or --gpus G")
+        raise InputError("give exactly one of {nodes} N or {gpus} G", mentions=("nodes", "gpus"))
     if num_nodes is not None:
         if num_nodes <= 0:
-            raise InputError(f"--nodes must be at least 1, got {num_nodes}")
+            raise InputError(f"must be at least 1, got {num_nodes}", field="nodes")
         return num_nodes
     gpus = int(num_gpus or 0)
     per = node.num_gpus
     if gpus <= 0:
-        raise InputError(f"--gpus must be at least 1, got {gpus}")
+        raise InputError(f"must be at least 1, got {gpus}", field="gpus")
     if gpus % per:
         low, high = gpus // per * per, math.ceil(gpus / per) * per
-        raise InputError(f"--gpus {gpus} does not fill whole {node.name} nodes of {per} GPUs; "
-                         f"use {low or per} or {high}")
+        raise InputError(f"{gpus} does not fill whole {node.name} nodes of {per} GPUs; "
+                         f"use {low or per} or {high}", field="gpus")
     return gpus // per
 
 
@@ -51,7 +51,7 @@ def make_spec(kind: str, num_nodes: int, node: NodeProfile, switch: SwitchProfil
     """A PlanSpec from profiles and options; ``names`` overrides templates (keys node, nic, leaf, spine, core)."""
     kind = kind.lower()
     if kind not in KINDS:
-        raise InputError(f"--kind {shown(kind)} is not a topology kind; use one of {', '.join(KINDS)}")
+        raise InputError(f"{shown(kind)} is not a topology kind; use one of {', '.join(KINDS)}", field="kind")
     templates = default_templates(kind)
     overrides = {k: v for k, v in (names or {}).items() if v is not None}
     if overrides:

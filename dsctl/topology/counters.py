@@ -184,16 +184,17 @@ def parse_thresholds(items: list[str]) -> Thresholds:
         name, _, value = item.partition("=")
         name = name.strip()
         if name not in THRESHOLD_NAMES:
-            raise InputError(f"--threshold {item!r}: unknown counter; use one of {', '.join(THRESHOLD_NAMES)}")
+            raise InputError(f"{item!r}: unknown counter; use one of {', '.join(THRESHOLD_NAMES)}",
+                             field="threshold")
         if name == "effective_ber":
             try:
                 number: float | int = float(value)
             except ValueError:
-                raise InputError(f"--threshold {item!r}: {value!r} is not a number") from None
+                raise InputError(f"{item!r}: {value!r} is not a number", field="threshold") from None
         else:
             number = bounded_int(value, f"--threshold {name}", COUNTER_DIGITS)
         if not math.isfinite(number) or number < 0:  # nan compares False with every BER: the check would be off
-            raise InputError(f"--threshold {item!r}: a threshold is a finite number >= 0")
+            raise InputError(f"{item!r}: a threshold is a finite number >= 0", field="threshold")
         values[name] = number
     return Thresholds(**values)  # type: ignore[arg-type]
 

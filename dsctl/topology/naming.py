@@ -49,8 +49,7 @@ _FIELDS = {
     "spine": {"plane", "spine", "pod"},
     "core": {"plane", "core"},
 }
-_OPTION = {"node": "--node-name", "nic": "--nic-name", "leaf": "--leaf-name", "spine": "--spine-name",
-           "core": "--core-name"}
+_FIELD = {"node": "node_name", "nic": "nic_name", "leaf": "leaf_name", "spine": "spine_name", "core": "core_name"}
 #: bytes in an InfiniBand NodeDescription (the IBA NodeDescription attribute is 64 octets)
 MAX_NAME_BYTES = 64
 #: characters in a name template (format specs make a template a little longer than its names)
@@ -67,63 +66,63 @@ _RULE = ("names must be letters, digits and '._:/@+-', starting with a letter, d
 short_repr = shown
 
 
-def _check_spec_widths(text: str, option: str, parsed: list[tuple[str, str | None, str | None, str | None]]) -> None:
+def _check_spec_widths(text: str, field: str, parsed: list[tuple[str, str | None, str | None, str | None]]) -> None:
     """Reject nested fields and field widths/precisions above MAX_NAME_BYTES before anything is formatted."""
     for _, name, spec, _ in parsed:
         if name is None or not spec:
             continue
         if "{" in spec or "}" in spec:
-            raise InputError(f"{option} {shown(text)}: a field's format may not contain another field")
+            raise InputError(f"{shown(text)}: a field's format may not contain another field", field=field)
         widths = [int(w) for w in _WIDTH.findall(spec)]
         if widths and max(widths) > MAX_NAME_BYTES:
-            raise InputError(f"{option} {shown(text)}: field width {max(widths):,} is above the "
+            raise InputError(f"{shown(text)}: field width {max(widths):,} is above the "
                              f"{MAX_NAME_BYTES}-byte limit of an InfiniBand node description",
-                             hint="use a zero-padded width such as {n:04d}")
+                             hint="use a zero-padded width such as {n:04d}", field=field)
 
 
 def check_templates(templates: NameTemplates) -> NameTemplates:
-    """Raise InputError naming the option if a template uses an unknown field, is not a format string, is
+    """Raise InputError naming the field if a template uses an unknown field, is not a format string, is
     longer than MAX_TEMPLATE_CHARS, or has a field width above MAX_NAME_BYTES (checked before formatting)."""
     for kind, allowed in _FIELDS.items():
         text = getattr(templates, kind)
-        option = _OPTION[kind]
+        field = _FIELD[kind]
         given = shown(text)
         if len(text) > MAX_TEMPLATE_CHARS:
-            raise InputError(f"{option} {given} is too long: a name template has at most {MAX_TEMPLATE_CHARS} "
+            raise InputError(f"{given} is too long: a name template has at most {MAX_TEMPLATE_CHARS} "
                              f"characters (names at most {MAX_NAME_BYTES} bytes, as InfiniBand node "
-                             "descriptions allow)")
+                             "descriptions allow)", field=field)
         try:
             parsed = list(string.Formatter().parse(text))
         except ValueError as exc:
-            raise InputError(f"{option} {given} is not a valid name template: {exc}") from exc
+            raise InputError(f"{given} is not a valid name template: {exc}", field=field) from exc
         fields = {f for _, f, _, _ in parsed if f is not None}
         bad = {f.split(".")[0].split("[")[0] for f in fields} - allowed
         if bad or "" in fields:
             unknown = ", ".join(shown(b, 20) for b in sorted(bad)) or "{}"
             raise InputError(
-                f"{option} {given} uses unknown field(s) {unknown}",
-                hint=f"a {kind} name may use {', '.join('{' + f + '}' for f in sorted(allowed))}",
+                f"{given} uses unknown field(s) {unknown}",
+                hint=f"a {kind} name may use {', '.join('{' + f + '}' for f in sorted(allowed))}", field=field,
             )
-        _check_spec_widths(text, option, parsed)
+        _check_spec_widths(text, field, parsed)
         try:
             sample = text.format(**{f: 1 for f in allowed})
         except (ValueError, TypeError, IndexError, KeyError, AttributeError) as exc:
-            raise InputError(f"{option} {given} cannot be formatted with whole numbers: "
-                             f"{shown(str(exc), 60)}") from exc
+            raise InputError(f"{given} cannot be formatted with whole numbers: "
+                             f"{shown(str(exc), 60)}", field=field) from exc
         if not DEVICE.fullmatch(sample):
-            raise InputError(f"{option} {given} gives {shown(sample)}; {_RULE}")
-        check_name_length([sample], option)
+            raise InputError(f"{given} gives {shown(sample)}; {_RULE}", field=field)
+        check_name_length([sample], field)
     return templates
 
 
-def check_name_length(names: Sequence[str], option: str, limit: int = MAX_NAME_BYTES) -> None:
-    """Raise InputError naming ``option`` if a name is longer than ``limit`` bytes (UTF-8)."""
+def check_name_length(names: Sequence[str], field: str, limit: int = MAX_NAME_BYTES) -> None:
+    """Raise InputError naming ``field`` if a name is longer than ``limit`` bytes (UTF-8)."""
     longest = max(names, key=lambda n: len(n.encode()), default="")
     size = len(longest.encode())
     if size > limit:
         cut = repr(longest[:40]) + ("..." if len(longest) > 40 else "")
-        raise InputError(f"{option} gives a {size}-byte name {cut}; names are at most {limit} bytes, "
-                         "as an InfiniBand node description allows", hint="use a shorter template")
+        raise InputError(f"gives a {size}-byte name {cut}; names are at most {limit} bytes, "
+                         "as an InfiniBand node description allows", hint="use a shorter template", field=field)
 
 
 def check_host_descriptions(node_names: Sequence[str], nic_names: Sequence[str]) -> None:
@@ -136,15 +135,15 @@ def check_host_descriptions(node_names: Sequence[str], nic_names: Sequence[str])
     if size > MAX_NAME_BYTES:
         desc = node + " " + nic
         cut = repr(desc[:40]) + ("..." if len(desc) > 40 else "")
-        raise InputError(f"--node-name/--nic-name give a {size}-byte host description {cut}; "
+        raise InputError(f"/{{nic_name}} give a {size}-byte host description {cut}; "
                          f"\"<node> <nic>\" must fit the {MAX_NAME_BYTES}-byte InfiniBand node description",
-                         hint="shorten the node or NIC name template")
+                         hint="shorten the node or NIC name template", field="node_name", mentions=("nic_name",))
 
 
-def format_names(template: str, option: str, **columns: Any) -> list[str]:
+def format_names(template: str, field: str, **columns: Any) -> list[str]:
     """Format ``template`` once per row of the equally long integer sequences/arrays ``columns``.
 
-    Raises InputError naming ``option`` if a name breaks the rules of ``check_templates`` (length, no spaces,
+    Raises InputError naming ``field`` if a name breaks the rules of ``check_templates`` (length, no spaces,
     commas, quotes or brackets); larger numbers can make names longer than the checked sample.
     """
     keys = list(columns)
@@ -152,14 +151,14 @@ def format_names(template: str, option: str, **columns: Any) -> list[str]:
     try:
         names = [template.format(**dict(zip(keys, map(int, row), strict=True))) for row in rows]
     except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
-        raise InputError(f"{option} {shown(template)} cannot be used: {shown(str(exc), 60)}") from exc
+        raise InputError(f"{shown(template)} cannot be used: {shown(str(exc), 60)}", field=field) from exc
     bad = _FORBIDDEN.search("\x00".join(names))
     if bad:
-        raise InputError(f"{option} {shown(template)} gives a name with {bad.group()!r}; {_RULE}")
+        raise InputError(f"{shown(template)} gives a name with {bad.group()!r}; {_RULE}", field=field)
     odd = next((n for n in names if not DEVICE.fullmatch(n)), None)
     if odd is not None:
-        raise InputError(f"{option} {shown(template)} gives {shown(odd)}; {_RULE}")
-    check_name_length(names, option)
+        raise InputError(f"{shown(template)} gives {shown(odd)}; {_RULE}", field=field)
+    check_name_length(names, field)
     return names
 
 

@@ -114,19 +114,19 @@ def default_planes(kind: str, nics: int) -> int:
 
 
 def check_spec(spec: PlanSpec) -> PlanSpec:
-    """Validate a spec; every problem is an InputError naming the option."""
+    """Validate a spec; every problem is an InputError naming the field."""
     if spec.kind not in KINDS:
-        raise InputError(f"--kind {shown(spec.kind)} is not a topology kind; use {one_of(KINDS)}")
-    check_radix(spec.radix, "--radix")
+        raise InputError(f"{shown(spec.kind)} is not a topology kind; use {one_of(KINDS)}", field="kind")
+    check_radix(spec.radix)
     if spec.num_nodes <= 0:
-        raise InputError(f"--nodes must be at least 1, got {spec.num_nodes}")
+        raise InputError(f"must be at least 1, got {spec.num_nodes}", field="nodes")
     per_node = max(spec.num_nics_per_node, spec.num_gpus_per_node)
     if spec.num_nodes * per_node > MAX_ENDPOINTS:
         raise InputError(
-            f"--nodes {spec.num_nodes:,} x {per_node} NICs or GPUs = "
+            f"{spec.num_nodes:,} x {per_node} NICs or GPUs = "
             f"{spec.num_nodes * per_node:,} endpoints is above dsctl's planning limit of "
             f"{MAX_ENDPOINTS:,} endpoints (the cable table would not fit in memory)",
-            hint="plan one pod or one plane at a time",
+            hint="plan one pod or one plane at a time", field="nodes",
         )
     if spec.num_nics_per_node < 1:
         raise InputError(f"node profile {spec.node_profile!r} has no compute NICs to cable")
@@ -135,16 +135,17 @@ def check_spec(spec: PlanSpec) -> PlanSpec:
                          f"holds at most {MAX_NICS_PER_NODE} per node")
     if spec.num_planes < 1 or spec.num_nics_per_node % spec.num_planes:
         divisors = [d for d in range(1, spec.num_nics_per_node + 1) if spec.num_nics_per_node % d == 0]
-        raise InputError(f"--planes {spec.num_planes} must divide the {spec.num_nics_per_node} compute NICs "
-                         f"per node; use {one_of([str(d) for d in divisors])}")
+        raise InputError(f"{spec.num_planes} must divide the {spec.num_nics_per_node} compute NICs "
+                         f"per node; use {one_of([str(d) for d in divisors])}", field="planes")
     if not (math.isfinite(spec.oversubscription) and 1.0 <= spec.oversubscription <= 16.0):
-        raise InputError(f"--oversubscription {spec.oversubscription} must be between 1 (non-blocking) and 16")
+        raise InputError(f"{spec.oversubscription} must be between 1 (non-blocking) and 16",
+                         field="oversubscription")
     if spec.tiers == 3 and spec.oversubscription != 1.0:
-        raise InputError("--oversubscription is supported for two-tier kinds (mpft, mrft, ft2) only; "
-                         "ft3 plans are non-blocking")
+        raise InputError("is supported for two-tier kinds (mpft, mrft, ft2) only; ft3 plans are non-blocking",
+                         field="oversubscription")
     if spec.leaf_down_ports >= spec.radix:
-        raise InputError(f"--oversubscription {spec.oversubscription} leaves no uplink port on a "
-                         f"{spec.radix}-port leaf")
+        raise InputError(f"{spec.oversubscription} leaves no uplink port on a {spec.radix}-port leaf",
+                         field="oversubscription")
     check_templates(spec.templates)
     limit = max_nodes(spec.kind, spec.radix, spec.num_nics_per_node, spec.num_planes, spec.oversubscription)
     if spec.num_nodes > limit:
@@ -158,8 +159,8 @@ def check_spec(spec: PlanSpec) -> PlanSpec:
         hint = (f"{one_of(fits)} would fit" if fits else
                 f"no kind fits {spec.num_nodes:,} nodes with {spec.radix}-port switches; use more ports per switch")
         raise InputError(
-            f"--nodes {spec.num_nodes:,} is more than {spec.kind} supports with {spec.radix}-port switches "
-            f"and {spec.num_planes} plane(s): at most {limit:,} nodes", hint=hint)
+            f"{spec.num_nodes:,} is more than {spec.kind} supports with {spec.radix}-port switches "
+            f"and {spec.num_planes} plane(s): at most {limit:,} nodes", hint=hint, field="nodes")
     return spec
 
 
@@ -222,12 +223,12 @@ def build_plan(spec: PlanSpec) -> Plan:
 
     # devices
     t = spec.templates
-    node_names = format_names(t.node, "--node-name", n=np.arange(1, n_nodes + 1))
+    node_names = format_names(t.node, "node_name", n=np.arange(1, n_nodes + 1))
     odd = next((n for n in node_names if not plain_node_name(n)), None)
     if odd is not None:
-        raise InputError(f"--node-name {shown(t.node)} makes node name {shown(odd)}: {NODE_NAME_RULE}",
-                         hint="e.g. --node-name 'gpu{n:04d}'")
-    nic_names = format_names(t.nic, "--nic-name", nic=np.arange(spec.num_nics_per_node),
+        raise InputError(f"{shown(t.node)} makes node name {shown(odd)}: {NODE_NAME_RULE}",
+                         hint="e.g. --node-name 'gpu{n:04d}'", field="node_name")
+    nic_names = format_names(t.nic, "nic_name", nic=np.arange(spec.num_nics_per_node),
                              nic1=np.arange(1, spec.num_nics_per_node + 1))
     check_host_descriptions(node_names, nic_names)
     plane_col = np.repeat(np.arange(planes), width)
@@ -238,15 +239,15 @@ def build_plan(spec: PlanSpec) -> Plan:
     pods = np.tile(pod_local, planes)
     numbers = np.tile(number_local, planes)
     switch_names: list[str] = [""] * (planes * width)
-    for tier, template, option, key in ((1, t.leaf, "--leaf-name", "leaf"), (2, t.spine, "--spine-name", "spine"),
-                                        (3, t.core, "--core-name", "core")):
+    for tier, template, name_field, key in ((1, t.leaf, "leaf_name", "leaf"), (2, t.spine, "spine_name", "spine"),
+                                            (3, t.core, "core_name", "core")):
         idx = np.flatnonzero(tiers == tier)
         if not len(idx):
             continue
         cols = {"plane": plane_col[idx], key: numbers[idx]}
         if tier < 3:
             cols["pod"] = pods[idx].astype(np.int64) + 1
-        for i, name in zip(idx.tolist(), format_names(template, option, **cols), strict=True):
+        for i, name in zip(idx.tolist(), format_names(template, name_field, **cols), strict=True):
             switch_names[i] = name
     device_names = node_names + switch_names
     require_unique(device_names, "nodes and switches")

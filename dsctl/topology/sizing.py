@@ -31,21 +31,22 @@ MAX_RADIX = 1024
 TOPOLOGY_NAMES = ("FT2", "MPFT", "FT3", "SF", "DF")
 
 
-def check_radix(radix: int, option: str = "--radix") -> int:
-    """Return ``radix`` if a fat tree can be built from it (even, MIN_RADIX..MAX_RADIX); else raise InputError."""
+def check_radix(radix: int) -> int:
+    """Return ``radix`` if a fat tree can be built from it (even, MIN_RADIX..MAX_RADIX); else raise InputError
+    naming the field ``radix``."""
     if isinstance(radix, bool) or not isinstance(radix, int):
-        raise InputError(f"{option} must be a whole number of switch ports, got {radix!r}")
+        raise InputError(f"must be a whole number of switch ports, got {radix!r}", field="radix")
     if radix < MIN_RADIX:
         raise InputError(
-            f"{option} {radix} is too small: every topology here needs at least {MIN_RADIX} ports per switch",
-            hint="Slim Fly's smallest MMS graph (q = 3) uses 5 network + 3 endpoint ports",
+            f"{radix} is too small: every topology here needs at least {MIN_RADIX} ports per switch",
+            hint="Slim Fly's smallest MMS graph (q = 3) uses 5 network + 3 endpoint ports", field="radix",
         )
     if radix > MAX_RADIX:
-        raise InputError(f"{option} {radix} is larger than {MAX_RADIX}; no switch has that many ports")
+        raise InputError(f"{radix} is larger than {MAX_RADIX}; no switch has that many ports", field="radix")
     if radix % 2:
         raise InputError(
-            f"{option} {radix} is odd: a fat tree splits every switch's ports half down, half up, so the radix "
-            f"must be even (e.g. {radix - 1} or {radix + 1})"
+            f"{radix} is odd: a fat tree splits every switch's ports half down, half up, so the radix "
+            f"must be even (e.g. {radix - 1} or {radix + 1})", field="radix",
         )
     return radix
 
@@ -121,7 +122,7 @@ def slimfly_params(radix: int) -> dict[str, int]:
             best = {"q": q, "delta": delta, "network_radix": net, "endpoints_per_switch": per}
         q += 1
     if best is None:
-        raise InputError(f"--radix {radix} is too small for a Slim Fly (needs at least {MIN_RADIX} ports)")
+        raise InputError(f"{radix} is too small for a Slim Fly (needs at least {MIN_RADIX} ports)", field="radix")
     return best
 
 
@@ -163,9 +164,10 @@ def compare_topologies(radix: int, switch_usd: float, link_usd: float, num_plane
     """
     check_radix(radix)
     if switch_usd < 0 or link_usd < 0 or not (math.isfinite(switch_usd) and math.isfinite(link_usd)):
-        raise InputError("--switch-cost and --link-cost must be finite and >= 0 (US dollars)")
+        raise InputError("and {link_cost} must be finite and >= 0 (US dollars)", field="switch_cost",
+                         mentions=("link_cost",))
     if num_planes < 1 or num_planes > 64:
-        raise InputError(f"--planes {num_planes} is out of range; use 1..64 (the paper uses 8)")
+        raise InputError(f"{num_planes} is out of range; use 1..64 (the paper uses 8)", field="planes")
     ft2 = ft2_counts(radix)
     mpft = (ft2[0] * num_planes, ft2[1] * num_planes, ft2[2] * num_planes)
     sf_e, sf_s, sf_l, sf_p = slimfly_counts(radix)

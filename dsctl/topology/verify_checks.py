@@ -243,8 +243,8 @@ def _dump_for(source: str, dumps: Sequence[tuple[str, ObservedFabric]]) -> Obser
     for name, fabric in dumps:
         if _stem(name) == _stem(source):
             return fabric
-    raise InputError(f"--counters {source}: no dump is named like it; LIDs differ per plane, so name each "
-                     "counters file like its plane's dump (plane3.perfquery for plane3.ibnet)")
+    raise InputError(f"{source}: no dump is named like it; LIDs differ per plane, so name each "
+                     "counters file like its plane's dump (plane3.perfquery for plane3.ibnet)", field="counters")
 
 
 def counter_findings(plan: PlannedFabric, dumps: Sequence[tuple[str, ObservedFabric]],

@@ -33,7 +33,7 @@ def rank_overlap(chunks: Iterable[bytes], source: str, index: int, classifier: C
     """Overlap rows of one file (``index`` is its rank when the trace does not say): the unit of parallel work."""
     if step is not None and all_steps:
         from dsctl.errors import InputError
-        raise InputError("--step and --all-steps exclude each other; give one")
+        raise InputError("and {all_steps} exclude each other; give one", field="step", mentions=("all_steps",))
     return analyse_trace(read_trace(chunks, source, max_bytes), index, classifier, step, all_steps, top, keep_lanes)
 
 

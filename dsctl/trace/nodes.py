@@ -119,6 +119,6 @@ def rows_from_nodes(documents: Sequence[tuple[str, Mapping[str, Any]]]) -> list[
             rows.extend(_row(node, d, f"ranks[{i}]") for i, d in enumerate(ranks))
         except _Bad as bad:
             field, why = bad.args
-            raise InputError(f"--slurm: node {node} answered a document whose {field} {why}",
-                             hint="is dsctl on that node the same version?") from None
+            raise InputError(f": node {node} answered a document whose {field} {why}",
+                             field="slurm", hint="is dsctl on that node the same version?") from None
     return rows

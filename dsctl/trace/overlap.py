@@ -226,14 +226,14 @@ def select_steps(trace: TraceData, step: int | None) -> list[int]:
     if step is None:
         return list(range(len(trace.steps)))
     if not trace.steps:
-        raise InputError(f"--step {step}: {trace.source} has no ProfilerStep#N annotations; drop --step to analyse "
-                         "the whole trace")
+        raise InputError(f"{step}: {trace.source} has no ProfilerStep#N annotations; drop {{step}} to analyse "
+                         "the whole trace", field="step", mentions=("step",))
     for i, s in enumerate(trace.steps):
         if s.number == step:
             return [i]
     numbers = [str(s.number) for s in trace.steps]
-    raise InputError(f"--step {step}: {trace.source} has no ProfilerStep#{step}; steps present: "
-                     f"{one_of(numbers[:20])}{' ...' if len(numbers) > 20 else ''}")
+    raise InputError(f"{step}: {trace.source} has no ProfilerStep#{step}; steps present: "
+                     f"{one_of(numbers[:20])}{' ...' if len(numbers) > 20 else ''}", field="step")
 
 
 @dataclass
@@ -435,7 +435,7 @@ def analyse(traces: Sequence[TraceData], classifier: Classifier, step: int | Non
             all_steps: bool = False, top: int = 10, keep_lanes: bool = False) -> OverlapResult:
     """Overlap of every trace (one per rank), see :func:`combine`."""
     if step is not None and all_steps:
-        raise InputError("--step and --all-steps exclude each other; give one")
+        raise InputError("and {all_steps} exclude each other; give one", field="step", mentions=("all_steps",))
     ranks: list[RankOverlap] = []
     for i, trace in enumerate(traces):
         ranks.extend(analyse_trace(trace, i, classifier, step, all_steps, top, keep_lanes))

@@ -49,7 +49,8 @@ def _inflate(chunks: Iterator[bytes], first: bytes, source: str, max_bytes: int)
         nonlocal produced
         produced += len(out)
         if produced > max_bytes:
-            raise InputError(f"{source}: decompresses to more than {max_bytes:,} bytes (the --max-bytes limit)",
+            raise InputError(f"{source}: decompresses to more than {max_bytes:,} bytes (the {{max_bytes}} limit)",
+                             mentions=("max_bytes",),
                              hint="raise --max-bytes if the trace is genuinely that large")
         return out
 
@@ -82,7 +83,8 @@ def _plain(chunks: Iterator[bytes], first: bytes, source: str, max_bytes: int) -
     while data is not None:
         seen += len(data)
         if seen > max_bytes:
-            raise InputError(f"{source}: more than {max_bytes:,} bytes (the --max-bytes limit)",
+            raise InputError(f"{source}: more than {max_bytes:,} bytes (the {{max_bytes}} limit)",
+                             mentions=("max_bytes",),
                              hint="raise --max-bytes if the trace is genuinely that large")
         yield data
         data = next(chunks, None)

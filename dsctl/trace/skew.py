@@ -297,7 +297,7 @@ def stragglers(parts: Sequence[RankCollectives], align: str = "ends", top: int =
     checked set of files) adds its missing ranks to the result; ``places`` (ranks.csv + plan.json) puts every
     reported rank in its place and looks for concentrations (:mod:`dsctl.trace.place`)."""
     if align not in ALIGN_MODES:
-        raise InputError(f"--align {align!r}: expected ends or none")
+        raise InputError(f"{align!r}: expected ends or none", field="align")
     if len(parts) < 2:
         raise InputError("straggler analysis needs the traces of at least two ranks", hint="give one file per rank")
     keys, start, end, sync = _matrices(parts)
@@ -364,8 +364,9 @@ def _placed(parts: Sequence[RankCollectives], score: NDArray[np.float64], places
     ranks = np.array([p.rank for p in parts], dtype=np.int64)
     outside = ranks[ranks >= places.world_size]
     if outside.size:
-        raise InputError(f"--ranks: the rank map has {places.world_size:,} ranks but the traces hold rank "
-                         f"{int(outside[0]):,}", hint="give the ranks.csv of the job that wrote these traces")
+        raise InputError(f": the rank map has {places.world_size:,} ranks but the traces hold rank "
+                         f"{int(outside[0]):,}", field="ranks",
+                         hint="give the ranks.csv of the job that wrote these traces")
     unique, inverse = np.unique(ranks, return_inverse=True)
     summed = np.bincount(inverse, weights=score, minlength=unique.size).astype(np.float64)
     return locate(unique.tolist(), summed, places, top)

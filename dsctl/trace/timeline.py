@@ -69,15 +69,15 @@ def rank_lanes(trace: TraceData, index: int, classifier: Classifier, step: int |
         k = select_steps(trace, step)[0]
         sel = step_of(table.start_us if on_host else launch_times(table, trace), trace) == k
         if not sel.any():
-            raise InputError(f"--step {step}: {trace.source} has no kernels launched in ProfilerStep#{step}")
+            raise InputError(f"{step}: {trace.source} has no kernels launched in ProfilerStep#{step}", field="step")
     lo = float(table.start_us[sel].min())
     hi = float(table.end_us[sel].max())
     a = lo + (from_us or 0.0)
     b = min(hi, lo + to_us) if to_us is not None else hi
     if b <= a:
-        raise InputError(f"--from-us/--to-us: the window [{from_us or 0:g}, "
+        raise InputError(f"/{{to_us}}: the window [{from_us or 0:g}, "
                          f"{to_us if to_us is not None else hi - lo:g}] us is empty for {trace.source} "
-                         f"(its window lasts {hi - lo:,.3f} us)")
+                         f"(its window lasts {hi - lo:,.3f} us)", field="from_us", mentions=("to_us",))
     sel &= (table.end_us > a) & (table.start_us < b)
     codes, _ = classify_names(table.names, classifier)
     cls = codes[table.name_code]

@@ -216,9 +216,12 @@ def test_previous_with_plan_times_the_moves(cli: Callable, v3_stats: Path, tmp_p
     assert moved and all(p["moves"]["move_s"] > 0 and p["break_even_steps"] is None for p in moved)
     assert all(p["payback_s"] == pytest.approx(p["moves"]["move_s"] / p["gain"]) for p in moved if p["gain"] > 0)
     bad = cli("eplb", "rebalance", v3_stats, *args, "--plan", fabric)
-    assert bad.exit_code == 2 and "only apply with --previous" in bad.stderr
+    assert bad.exit_code == 2 and bad.stderr == ("error: --plan only applies with a previous placement "
+                                                 "(migration-aware planning)\n"
+                                                 "hint: give the current placement with --previous FILE\n")
     bad = cli("eplb", "rebalance", v3_stats, *args, "--previous", before, "--node-profile", "h100-hgx")
-    assert bad.exit_code == 2 and "--node-profile only applies with --plan" in bad.stderr
+    assert bad.exit_code == 2 and "--node-profile only applies with a planned fabric" in bad.stderr
+    assert "hint: give the plan with --plan, or drop --node-profile" in bad.stderr
     fast = cli("eplb", "rebalance", v3_stats, *args, "--previous", before, "--plan", fabric, "--node-profile",
                "h100-hgx", "-f", "json").json()["trade_off"]["points"]
     # NVLink 450 GB/s per direction instead of 200: copies inside a node finish sooner, never later
@@ -302,7 +305,8 @@ def test_simulate_gpus_zero(cli: Callable, readme: Path, tmp_path: Path) -> None
 
 def test_tolerance_without_previous(cli: Callable, readme: Path) -> None:
     res = cli("eplb", "rebalance", readme, *README_ARGS, "--tolerance", "0.05")
-    assert res.exit_code == 2 and "--tolerance 0.05 only applies with --previous" in res.stderr
+    assert res.exit_code == 2 and "--tolerance 0.05 only applies with a previous placement" in res.stderr
+    assert "hint: give the current placement with --previous FILE" in res.stderr
     res = cli("eplb", "rebalance", readme, *README_ARGS, "--tolerance", "0.01", "-f", "json")
     assert res.exit_code == 0 and "--tolerance only applies with --previous; ignored" in res.json()["warnings"]
 

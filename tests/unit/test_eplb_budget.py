@@ -25,5 +25,5 @@ def test_skewed_layer_gets_the_slots_and_the_step_gets_faster() -> None:
 
 def test_budget_must_allow_a_uniform_comparison() -> None:
     w = np.ones((2, 16))
-    with pytest.raises(InputError, match="multiple of --gpus"):
+    with pytest.raises(InputError, match="multiple of gpus 4 "):
         allocate_slots(w, total_slots=2 * 18, num_gpus=4, num_nodes=1, num_groups=1)

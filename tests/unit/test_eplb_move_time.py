@@ -11,6 +11,7 @@ from dsctl.eplb.move_cost import MoveFabric, break_even_steps, payback_s
 from dsctl.eplb.move_time import move_transfers, time_moves
 from dsctl.eplb.placement import placement_from_phy2log
 from dsctl.eplb.rebalance import rebalance
+from dsctl.eplb.request import RebalanceRequest
 from dsctl.errors import InputError
 from dsctl.profiles.loader import ProfileStore
 from dsctl.topology import sim
@@ -74,7 +75,7 @@ def test_payback_formulas() -> None:
     assert payback_s(0.0, 0.0) == 0.0 and payback_s(0.1, 0.0) == float("inf")
 
 
-LAYOUT = {"num_replicas": 80, "num_gpus": 16, "num_nodes": 2, "num_groups": 2}
+LAYOUT = {"replicas": 80, "gpus": 16, "nodes": 2, "groups": 2}
 EXPERT_BYTES = 44_040_192  # one DeepSeek-V3 routed expert in FP8 (3 x 7168 x 2048)
 
 
@@ -87,9 +88,10 @@ def _windows() -> tuple[np.ndarray, np.ndarray]:
 
 def test_pareto_table_times_every_candidate_on_the_fabric() -> None:
     w0, w1 = _windows()
-    prev = rebalance(w0, **LAYOUT).placement
+    prev = rebalance(w0, RebalanceRequest(**LAYOUT)).placement
     fabric = MoveFabric(plan_text(2), "plan.json", NVLINK)
-    res = rebalance(w1, **LAYOUT, previous=prev, expert_bytes=EXPERT_BYTES, fabric=fabric, step_time_s=0.01)
+    res = rebalance(w1, RebalanceRequest(**LAYOUT, previous=prev, expert_bytes=EXPERT_BYTES, fabric=fabric,
+                                         step_time_s=0.01))
     trade = res.trade_off
     assert trade is not None and trade.plan == "plan.json" and trade.step_time_s == 0.01
     keep = trade.points[0]
@@ -114,18 +116,20 @@ def test_pareto_table_times_every_candidate_on_the_fabric() -> None:
 
 def test_fabric_errors() -> None:
     w0, w1 = _windows()
-    prev = rebalance(w0, **LAYOUT).placement
+    prev = rebalance(w0, RebalanceRequest(**LAYOUT)).placement
     small = MoveFabric(plan_text(1), "one.json", NVLINK)
     with pytest.raises(InputError, match=r"has 8 GPUs .* the placement spans 16"):
-        rebalance(w1, **LAYOUT, previous=prev, expert_bytes=EXPERT_BYTES, fabric=small)
+        rebalance(w1, RebalanceRequest(**LAYOUT, previous=prev, expert_bytes=EXPERT_BYTES, fabric=small))
     fabric = MoveFabric(plan_text(2), "plan.json", NVLINK)
     with pytest.raises(InputError, match="8 GPUs per node; the layout puts 16 GPUs on 4 nodes"):
         time_moves(prev, prev, 16, 4, EXPERT_BYTES, fabric)
-    with pytest.raises(InputError, match="--plan needs the expert size"):
-        rebalance(w1, **LAYOUT, previous=prev, fabric=fabric)
-    with pytest.raises(InputError, match="--step-time-s only applies with --plan"):
-        rebalance(w1, **LAYOUT, previous=prev, expert_bytes=EXPERT_BYTES, step_time_s=0.1)
-    with pytest.raises(InputError, match=r"--step-time-s -1\.0 must be a positive"):
-        rebalance(w1, **LAYOUT, previous=prev, expert_bytes=EXPERT_BYTES, fabric=fabric, step_time_s=-1.0)
-    with pytest.raises(InputError, match="only apply with --previous"):
-        rebalance(w1, **LAYOUT, fabric=fabric)
+    with pytest.raises(InputError, match=r"^fabric needs the expert size"):
+        rebalance(w1, RebalanceRequest(**LAYOUT, previous=prev, fabric=fabric))
+    with pytest.raises(InputError, match=r"^step_time_s only applies with a planned fabric"):
+        rebalance(w1, RebalanceRequest(**LAYOUT, previous=prev, expert_bytes=EXPERT_BYTES, step_time_s=0.1))
+    with pytest.raises(InputError, match=r"^step_time_s -1\.0 must be a positive"):
+        rebalance(w1, RebalanceRequest(**LAYOUT, previous=prev, expert_bytes=EXPERT_BYTES, fabric=fabric,
+                                       step_time_s=-1.0))
+    with pytest.raises(InputError, match=r"^fabric only applies with a previous placement") as err:
+        rebalance(w1, RebalanceRequest(**LAYOUT, fabric=fabric))
+    assert err.value.field == "fabric" and err.value.hint == "give the current placement with --previous FILE"

@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 
 from dsctl.eplb.rebalance import rebalance
+from dsctl.eplb.request import RebalanceRequest
 from dsctl.errors import InputError
 
-LAYOUT = {"num_replicas": 288, "num_gpus": 32, "num_nodes": 4, "num_groups": 8}
+LAYOUT = {"replicas": 288, "gpus": 32, "nodes": 4, "groups": 8}
 
 
 def drift_windows(num_windows: int, layers: int = 6, sigma: float = 0.1, seed: int = 0) -> list[np.ndarray]:
@@ -25,9 +26,9 @@ def drift_windows(num_windows: int, layers: int = 6, sigma: float = 0.1, seed: i
 
 def test_drifting_windows_near_unconstrained_balance_moving_few_replicas() -> None:
     windows = drift_windows(4)
-    plan = rebalance(windows[0], **LAYOUT, algorithm="balanced").placement
+    plan = rebalance(windows[0], RebalanceRequest(**LAYOUT, algorithm="balanced")).placement
     for w in windows[1:]:
-        res = rebalance(w, **LAYOUT, algorithm="balanced", previous=plan, tolerance=0.02)
+        res = rebalance(w, RebalanceRequest(**LAYOUT, algorithm="balanced", previous=plan, tolerance=0.02))
         trade = res.trade_off
         assert trade is not None and res.migration is not None
         unconstrained = next(p for p in trade.points if p.tolerance == 0.0)
@@ -42,20 +43,21 @@ def test_drifting_windows_near_unconstrained_balance_moving_few_replicas() -> No
 
 def test_budget_and_not_worth_it() -> None:
     w0, w1 = drift_windows(2)
-    plan = rebalance(w0, **LAYOUT, algorithm="balanced").placement
-    free = rebalance(w1, **LAYOUT, algorithm="balanced", previous=plan)
+    plan = rebalance(w0, RebalanceRequest(**LAYOUT, algorithm="balanced")).placement
+    free = rebalance(w1, RebalanceRequest(**LAYOUT, algorithm="balanced", previous=plan))
     assert free.trade_off is not None and free.trade_off.worth_it and free.migration is not None
     budget = max(1, free.migration.replicas_moved // 4)
-    capped = rebalance(w1, **LAYOUT, algorithm="balanced", previous=plan, max_moves=budget)
+    capped = rebalance(w1, RebalanceRequest(**LAYOUT, algorithm="balanced", previous=plan, max_moves=budget))
     assert capped.migration is not None and capped.migration.replicas_moved <= budget
     assert capped.trade_off is not None
     assert all(p.within_budget == (p.replicas_moved <= budget) for p in capped.trade_off.points)
     gain = free.trade_off.points[free.trade_off.chosen].gain
-    keep = rebalance(w1, **LAYOUT, algorithm="balanced", previous=plan, min_gain=min(0.99, gain + 0.01))
+    keep = rebalance(w1, RebalanceRequest(**LAYOUT, algorithm="balanced", previous=plan,
+                                          min_gain=min(0.99, gain + 0.01)))
     assert keep.trade_off is not None and not keep.trade_off.worth_it
     assert "not worth it" in keep.trade_off.reason and keep.migration is not None
     assert keep.migration.replicas_moved == 0 and np.array_equal(keep.placement.phy2log, plan.phy2log)
-    with pytest.raises(InputError, match="only apply with --previous"):
-        rebalance(w1, **LAYOUT, max_moves=3)
+    with pytest.raises(InputError, match=r"^max_moves 3 only applies with a previous placement"):
+        rebalance(w1, RebalanceRequest(**LAYOUT, max_moves=3))
     with pytest.raises(InputError, match="needs the expert size"):
-        rebalance(w1, **LAYOUT, previous=plan, max_move_bytes=10)
+        rebalance(w1, RebalanceRequest(**LAYOUT, previous=plan, max_move_bytes=10))

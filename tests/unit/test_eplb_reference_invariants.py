@@ -8,6 +8,7 @@ from eplb_asserts import assert_hierarchical, assert_valid, draw_shape
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dsctl.commands.eplb import FIELD_OPTIONS as EPLB_FIELD_OPTIONS
 from dsctl.eplb.checks import check_layout, check_weight, choose_policy
 from dsctl.eplb.reference import rebalance_reference
 from dsctl.errors import InputError
@@ -51,6 +52,8 @@ def test_structural_invariants(case: tuple[np.ndarray, int, int, int, int, str])
 def test_layout_rules(args: tuple[int, ...], needle: str) -> None:
     with pytest.raises(InputError) as err:
         check_layout(*args)
+    assert needle.replace("--", "") in err.value.message  # the domain names fields
+    err.value.name_options(EPLB_FIELD_OPTIONS.get)  # as 'dsctl eplb' spells them
     assert needle in err.value.message
 
 
@@ -62,13 +65,13 @@ def test_layout_reports_every_failing_rule_at_once() -> None:
 
 
 def test_hierarchical_forced_on_indivisible_groups_is_an_error() -> None:
-    with pytest.raises(InputError, match="multiple of --nodes 3"):
+    with pytest.raises(InputError, match="multiple of nodes 3"):
         check_layout(1, 256, 288, 8, 3, 24, "hierarchical")
 
 
 def test_policy_choice_follows_the_reference() -> None:
     assert [choose_policy(8, n) for n in (1, 2, 4, 8, 3, 5, 16)] == ["hierarchical"] * 4 + ["global"] * 3
-    with pytest.raises(InputError, match="--policy"):
+    with pytest.raises(InputError, match=r"^policy .best. is not valid: choose auto, hierarchical or global"):
         choose_policy(8, 4, "best")
 
 

@@ -1,13 +1,14 @@
 """The burn-in request decides in the domain (issue 31): its option rules in field names, the NVLink round, the
-drain plan; the command only says the fields as its flags (REQUEST_FLAGS)."""
+drain plan; the command layer only says the fields as its flags (FIELD_OPTIONS of dsctl/commands/health.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from dsctl.commands.health_burnin import REQUEST_FLAGS
-from dsctl.errors import FieldError
+import dsctl.commands.health  # noqa: F401  (its FIELD_OPTIONS table spells the fields)
+from dsctl.commands._common import option_for
+from dsctl.errors import InputError
 from dsctl.health.burnin.api import BurninResult, with_drain_plan
 from dsctl.health.burnin.design import CableCoverage, RoundDesign
 from dsctl.health.burnin.locate import FaultFinding
@@ -40,19 +41,22 @@ def test_the_request_decides_whether_an_nvlink_round_runs(request_: BurninReques
 ])
 def test_rules_are_said_in_fields_by_the_domain_and_in_flags_by_the_command(
         request_: BurninRequest, fields: tuple[str, ...], field_text: str, flag_text: str) -> None:
-    with pytest.raises(FieldError) as caught:
+    with pytest.raises(InputError) as caught:
         request_.check()
-    assert caught.value.fields == fields and field_text in caught.value.message
-    assert "--" not in caught.value.message  # the domain names no flag
-    assert flag_text in caught.value.worded(REQUEST_FLAGS).message
+    error = caught.value
+    assert (error.field, *error.mentions) == fields and field_text in error.message
+    assert "--" not in error.message  # the domain names no flag
+    error.name_options(lambda field: option_for(field, "health burn-in"))
+    assert flag_text in error.message
     BurninRequest().check()  # the defaults obey every rule
 
 
 def test_a_value_with_braces_is_never_read_as_a_field() -> None:
-    error = FieldError(("nodes",), "{0}: 'n{1}{0}x' is not a node of the plan")
-    assert error.worded({"nodes": "--nodelist"}).message.startswith("--nodelist: 'n{1}")
-    assert set(REQUEST_FLAGS) >= {"nodes", "fraction", "mad_k", "reports", "rehearse", "transport", "repeats",
-                                  "timeout_s"}
+    error = InputError(": 'n{nodes}{0}x' is not a node of the plan", field="nodes")
+    error.name_options(lambda field: option_for(field, "health burn-in"))
+    assert error.message.startswith("--nodelist: 'n{nodes}{0}x'")
+    for field in ("nodes", "fraction", "mad_k", "reports", "rehearse", "transport", "repeats", "timeout_s"):
+        assert (option_for(field, "health burn-in") or "").startswith("--"), field
 
 
 def result(findings: tuple[FaultFinding, ...], selected: tuple[str, ...], num_nodes: int = 20) -> BurninResult:

@@ -144,7 +144,7 @@ def test_real_small_message_perftest_reports_are_not_judged() -> None:
 def test_a_file_of_neither_kind_and_a_bad_fraction_are_input_errors() -> None:
     with pytest.raises(InputError, match="neither a perftest report"):
         judge(("notes.txt", "hello\n"))
-    with pytest.raises(InputError, match="--fraction"):
+    with pytest.raises(InputError, match=r"^fraction 1\.5 must be in \(0, 1\]$"):
         judge(("p.txt", perftest(300)), fraction=1.5)
 
 

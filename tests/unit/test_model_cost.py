@@ -71,18 +71,19 @@ def test_other_models_use_published_flops() -> None:
 
 
 def test_bad_inputs() -> None:
-    with pytest.raises(InputError, match="--mfu"):
+    with pytest.raises(InputError, match=r"^mfu is a fraction of peak between 0 and 1, got 1\.5$"):
         resolve_throughput(V3, mfu=1.5)
-    with pytest.raises(InputError, match="--gpu-tflops"):
+    with pytest.raises(InputError, match=r"^gpu_tflops must be positive, got 0$"):
         resolve_throughput(V3, gpu_tflops=0)
-    with pytest.raises(InputError, match="cannot be combined"):
+    combined = r"^tokens_per_gpu_second cannot be combined with gflops_per_token, gpu_tflops or mfu$"
+    with pytest.raises(InputError, match=combined):
         resolve_throughput(V3, tokens_per_gpu_second=1000, mfu=0.4)
     t = resolve_throughput(V3)
-    with pytest.raises(InputError, match="--tokens"):
+    with pytest.raises(InputError, match=r"^tokens must be positive, got 0$"):
         training_cost(V3, 0, t)
-    with pytest.raises(InputError, match="--gpus"):
+    with pytest.raises(InputError, match=r"^gpus must be positive, got 0$"):
         training_cost(V3, 1e12, t, num_gpus=0)
-    with pytest.raises(InputError, match="--extra-gpu-hours"):
+    with pytest.raises(InputError, match=r"^extra_gpu_hours cannot be negative, got -1$"):
         training_cost(V3, 1e12, t, extra_gpu_hours=[-1])
-    with pytest.raises(InputError, match="--gpu-hour-usd"):
+    with pytest.raises(InputError, match=r"^gpu_hour_usd cannot be negative, got -2$"):
         training_cost(V3, 1e12, t, gpu_hour_usd=-2)

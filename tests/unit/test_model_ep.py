@@ -43,15 +43,15 @@ def test_sensitivities() -> None:
 
 
 def test_bad_inputs() -> None:
-    with pytest.raises(InputError, match="--nic-gbps"):
+    with pytest.raises(InputError, match=r"^nic_gbps must be positive, got 0$"):
         link_bandwidth_bytes_per_s(0)
-    with pytest.raises(InputError, match="--bandwidth-bytes-per-s"):
+    with pytest.raises(InputError, match=r"^bandwidth_bytes_per_s must be positive, got -1$"):
         link_bandwidth_bytes_per_s(400, -1)
-    with pytest.raises(InputError, match="--layers"):
+    with pytest.raises(InputError, match=r"^layers must be positive, got 0$"):
         ep_speed_limit(bandwidth_bytes_per_s=IB, layers=0)
-    with pytest.raises(InputError, match="--dispatch-bytes"):
+    with pytest.raises(InputError, match=r"^dispatch_bytes cannot be negative, got -1$"):
         ep_speed_limit(bandwidth_bytes_per_s=IB, dispatch_bytes=-1)
-    with pytest.raises(InputError, match="both be 0"):
+    with pytest.raises(InputError, match=r"^dispatch_bytes and combine_bytes cannot both be 0$"):
         ep_speed_limit(bandwidth_bytes_per_s=IB, dispatch_bytes=0, combine_bytes=0)
 
 

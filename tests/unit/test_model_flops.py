@@ -60,7 +60,7 @@ def test_breakdown() -> None:
 
 
 def test_bad_seq_len() -> None:
-    with pytest.raises(InputError, match="--seq-len"):
+    with pytest.raises(InputError, match=r"^seq_len must be at least 1 token, got 0$"):
         training_flops(STORE.model("deepseek-v3"), 0)
 
 

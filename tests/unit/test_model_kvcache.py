@@ -43,11 +43,11 @@ def test_sequence_and_batch_and_fp8() -> None:
 
 
 def test_bad_inputs() -> None:
-    with pytest.raises(InputError, match="--context"):
+    with pytest.raises(InputError, match=r"^context must be at least 1 token, got 0$"):
         kv_cache_report(TABLE1, dtype="bf16", dtype_bytes=2, context_tokens=0, batch=1)
-    with pytest.raises(InputError, match="--batch"):
+    with pytest.raises(InputError, match=r"^batch must be at least 1, got 0$"):
         kv_cache_report(TABLE1, dtype="bf16", dtype_bytes=2, context_tokens=1, batch=0)
-    with pytest.raises(InputError, match="--model"):
+    with pytest.raises(InputError, match=r"^model needs at least one model$"):
         kv_cache_report([], dtype="bf16", dtype_bytes=2, context_tokens=1, batch=1)
 
 

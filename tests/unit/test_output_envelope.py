@@ -29,6 +29,23 @@ def test_what_dsctl_itself_prints_round_trips() -> None:
     assert read_node_report("n1", printed, "trace overlap").data == {"ranks": [1, 2]}
 
 
+
+def test_the_header_carries_the_results_own_exit_code() -> None:
+    """The --out file of 'eplb rebalance' once wrote exit_code 0 by hand; the envelope now asks the result."""
+    from dataclasses import dataclass
+
+    @dataclass(frozen=True)
+    class Failed:
+        exit_code: int = 1
+
+    @dataclass(frozen=True)
+    class Plain:
+        value: int = 3
+
+    assert envelope(Failed(), "storage doctor")["dsctl"]["exit_code"] == 1
+    assert envelope(Plain(), "eplb rebalance")["dsctl"]["exit_code"] == 0
+    assert envelope(Failed(), "storage doctor", 0)["dsctl"]["exit_code"] == 0  # given: the caller's
+
 def test_other_schemas_commands_errors_and_silence_are_reasons() -> None:
     cases = [
         (_doc(version=1, findings=[]), "schema_version 1 and this dsctl reads 2"),  # before issue 22's renames

@@ -119,7 +119,7 @@ def test_no_kernels_and_dense_models_are_refused() -> None:
         _calibrate(empty)
     with pytest.raises(InputError, match="has none"):
         calibrate(read_trace([pair_trace({})], "x.json"), STORE.model("qwen2.5-72b"), H800, 64)
-    with pytest.raises(InputError, match="--chunk-layers 0"):
+    with pytest.raises(InputError, match=r"^chunk_layers 0: expected 1\.\."):
         _calibrate(pair_trace({}), num_layers=0)
 
 

@@ -197,16 +197,16 @@ def test_too_many_nodes_names_the_limit_and_a_kind_that_fits() -> None:
 
 
 @pytest.mark.parametrize(("kwargs", "match"), [
-    ({"nodes": 0}, "--nodes"),
+    ({"nodes": 0}, "^nodes must be at least 1, got 0$"),
     ({"radix": 63}, "odd"),
     ({"radix": 4}, "too small"),
-    ({"planes": 3}, "--planes 3"),
-    ({"over": 0.5}, "--oversubscription"),
-    ({"kind": "ft3", "over": 2.0}, "--oversubscription"),
+    ({"planes": 3}, "^planes 3 must divide the 8 compute NICs per node; use 1, 2, 4 or 8$"),
+    ({"over": 0.5}, r"^oversubscription 0\.5 must be between 1 \(non-blocking\) and 16$"),
+    ({"kind": "ft3", "over": 2.0}, r"^oversubscription is supported for two-tier kinds \(mpft, mrft, ft2\) only"),
     ({"leaf": "leaf{leaf}"}, "same name"),
-    ({"leaf": "p{plane}-{bogus}"}, "--leaf-name"),
-    ({"node": "node {n}"}, "--node-name"),
-    ({"kind": "torus"}, "--kind"),
+    ({"leaf": "p{plane}-{bogus}"}, "leaf_name"),
+    ({"node": "node {n}"}, "node_name"),
+    ({"kind": "torus"}, "^kind 'torus' is not a topology kind; use mpft, mrft, ft2 or ft3$"),
 ])
 def test_bad_specs_are_input_errors(kwargs: dict, match: str) -> None:
     with pytest.raises(InputError, match=match):
@@ -233,13 +233,13 @@ def test_default_templates_are_valid() -> None:
 
 
 @pytest.mark.parametrize(("kwargs", "match"), [
-    ({"node": "{n:>1000000}"}, r"--node-name '\{n:>1000000\}': field width 1,000,000 is above the 64-byte"),
+    ({"node": "{n:>1000000}"}, r"node_name '\{n:>1000000\}': field width 1,000,000 is above the 64-byte"),
     ({"node": "{n:>99999999999999}"}, "field width"),
-    ({"node": "x" * 1_000_000 + "{n}"}, r"--node-name 'x{40}'\.\.\. \(1,000,003 characters\) is too long"),
-    ({"leaf": "p{plane}-leaf{leaf:{leaf}}"}, "--leaf-name .* may not contain another field"),
-    ({"spine": "s{plane}-" + "y" * 60 + "{spine}"}, "--spine-name gives a 6[0-9]-byte name"),
-    ({"node": "n{n:,}"}, "--node-name 'n{n:,}' gives a name with ','"),
-    ({"node": "h" * 58 + "{n}"}, "--node-name/--nic-name give a 6[0-9]-byte host description"),
+    ({"node": "x" * 1_000_000 + "{n}"}, r"node_name 'x{40}'\.\.\. \(1,000,003 characters\) is too long"),
+    ({"leaf": "p{plane}-leaf{leaf:{leaf}}"}, "leaf_name .* may not contain another field"),
+    ({"spine": "s{plane}-" + "y" * 60 + "{spine}"}, "spine_name gives a 6[0-9]-byte name"),
+    ({"node": "n{n:,}"}, "node_name 'n{n:,}' gives a name with ','"),
+    ({"node": "h" * 58 + "{n}"}, "^node_name/nic_name give a 6[0-9]-byte host description"),
     ({"node": "{" + "q" * 100_000 + "}"}, "too long"),
 ])
 def test_name_templates_are_limited_and_never_echoed_whole(kwargs: dict, match: str) -> None:

@@ -120,7 +120,7 @@ def test_steps_assign_kernels_by_their_launch_and_select_one_step() -> None:
 
 def test_unknown_step_lists_the_steps_present() -> None:
     doc = tb.trace([tb.step(3, 0, 10), tb.compute(0, 10)])
-    with pytest.raises(InputError, match=r"--step 7: rank0.json has no ProfilerStep#7; steps present: 3"):
+    with pytest.raises(InputError, match=r"^step 7: rank0.json has no ProfilerStep#7; steps present: 3$"):
         run(doc, step=7)
     with pytest.raises(InputError, match="no ProfilerStep#N annotations"):
         run(tb.trace([tb.compute(0, 10)]), step=1)

@@ -44,7 +44,7 @@ def open_source(choice: SourceChoice, areas: tuple[str, ...],
         return
     root = Path(choice.sysfs_root)
     if not root.is_dir():
-        raise InputError(f"--sysfs-root {root}: not a folder")
+        raise InputError(f"{root}: not a folder", field="sysfs_root")
     host = read_host_facts()
     yield Sources(live_backend() if want_gpus else None, SysfsReader(root), sleep, choice.interval_s,
                   host.hostname or "unknown-host", host, origin=choice.origin)

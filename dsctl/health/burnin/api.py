@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from dsctl.errors import FieldError, InputError
+from dsctl.errors import InputError
 from dsctl.health.burnin.design import Round, RoundDesign, design
 from dsctl.health.burnin.followup import follow_up_rounds
 from dsctl.health.burnin.judge import Judgement, Measured, judge, statistics
@@ -195,17 +195,17 @@ def burn_in(graph: SimGraph, hops: NextHops, plan: str, measure: Measure, *, fra
 
 
 def select(graph: SimGraph, names: tuple[str, ...]) -> np.ndarray | None:
-    """bool [N] of the named nodes (None = all); FieldError (field ``nodes``) for a name the plan does not have."""
+    """bool [N] of the named nodes (None = all); InputError (field ``nodes``) for a name the plan does not have."""
     if not names:
         return None
     index = {n: i for i, n in enumerate(graph.device_names[:graph.num_nodes])}
     missing = [n for n in names if n not in index]
     if missing:
-        raise FieldError(("nodes",), f"{{0}}: {missing[0]!r} is not a node of the plan ({len(missing)} unknown)",
+        raise InputError(f": {missing[0]!r} is not a node of the plan ({len(missing)} unknown)", field="nodes",
                          hint=f"the plan's nodes are {graph.device_names[0]} ... "
                          f"{graph.device_names[graph.num_nodes - 1]}")
     if len(names) < 2:
-        raise FieldError(("nodes",), "{0}: a burn-in needs at least 2 nodes")
+        raise InputError(": a burn-in needs at least 2 nodes", field="nodes")
     mask = np.zeros(graph.num_nodes, dtype=bool)
     mask[[index[n] for n in names]] = True
     return mask

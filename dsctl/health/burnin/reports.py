@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dsctl.errors import FieldError
+from dsctl.errors import InputError
 from dsctl.health.burnin.api import BurninResult, RoundResult, check_size, plane_pictures
 from dsctl.health.burnin.design import RoundDesign, coverage_of, lower_bound, plain_routes
 from dsctl.health.burnin.judge import MIN_FLOWS_FOR_STATS, Judgement, Measured, judge
@@ -267,11 +267,11 @@ def from_reports(fabric: PlanFabric, judged: Iterable[tuple[PerfResult, Perftest
             nodes, links, proves, why = none, none, none, "a perftest report names no host"
         entries += len(links)
         if entries > MAX_FOOTPRINT_LINKS:
-            raise FieldError(("reports",), f"{{0}}: the reports cross more than {MAX_FOOTPRINT_LINKS:,} links in all",
+            raise InputError(f": the reports cross more than {MAX_FOOTPRINT_LINKS:,} links in all", field="reports",
                              hint="give fewer or smaller jobs' reports per run")
         reports.append(PlacedReport(result, label, nodes, links, proves, why))
     if not reports:
-        raise FieldError(("reports",), "{0}: no report could be judged" + (f" ({notes[0]})" if notes else ""),
+        raise InputError(": no report could be judged" + (f" ({notes[0]})" if notes else ""), field="reports",
                          hint="give nccl-tests output of at least 1 GiB messages or perftest output")
     expected = np.array([(r.result.expected_bytes_per_s or 0.0) * 8 / 1e9 for r in reports])
     measured = np.array([r.result.measured_bytes_per_s * 8 / 1e9 for r in reports])

@@ -1,12 +1,12 @@
 """What ``dsctl health burn-in`` is asked to do, and the rules its options obey, in field names: the command layer
-maps each field to its flag in one table (``dsctl/commands/health_burnin.py``, ``REQUEST_FLAGS``) and says a
-:class:`~dsctl.errors.FieldError` in those flags."""
+spells each field as its flag from one table (``FIELD_OPTIONS`` in ``dsctl/commands/health.py``, keys
+``"burn-in FIELD"``), as for every domain error (:class:`dsctl.errors.DsctlError`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dsctl.errors import FieldError
+from dsctl.errors import InputError
 from dsctl.thresholds import MAD_K, SLOW_FRACTION
 
 #: the probe's wires: gloo (CPU, TCP) or nccl (GPUs)
@@ -44,19 +44,22 @@ class BurninRequest:
         return self.nvlink and (self.rehearse or self.transport == "nccl")
 
     def check(self) -> None:
-        """FieldError for the first option rule the request breaks."""
+        """InputError (naming the field) for the first option rule the request breaks."""
         if not 0 < self.fraction < 1:
-            raise FieldError(("fraction",), f"{{0}} {self.fraction:g} must lie in (0, 1), e.g. 0.9")
+            raise InputError(f"{self.fraction:g} must lie in (0, 1), e.g. 0.9", field="fraction")
         if not 0 < self.mad_k <= 100:
-            raise FieldError(("mad_k",), f"{{0}} {self.mad_k:g} must be a positive number of MADs, e.g. 4")
+            raise InputError(f"{self.mad_k:g} must be a positive number of MADs, e.g. 4", field="mad_k")
         if self.reports and self.rehearse:
-            raise FieldError(("reports", "rehearse"), "{0} and {1} are two ways to measure: give one")
+            raise InputError("and {rehearse} are two ways to measure: give one", field="reports",
+                             mentions=("rehearse",))
         if self.reports and self.nodes:
-            raise FieldError(("reports", "nodes"), "{0} judges the nodes the reports name: {1} does not apply")
+            raise InputError("judges the nodes the reports name: {nodes} does not apply", field="reports",
+                             mentions=("nodes",))
         if self.reports and not self.nvlink:
-            raise FieldError(("reports", "nvlink"), "{0} judges what the reports ran: {1} does not apply")
+            raise InputError("judges what the reports ran: {nvlink} does not apply", field="reports",
+                             mentions=("nvlink",))
         if self.transport not in TRANSPORTS:
-            raise FieldError(("transport",), f"{{0}} {self.transport!r}: use gloo or nccl")
+            raise InputError(f"{self.transport!r}: use gloo or nccl", field="transport")
         if not 1 <= self.repeats <= MAX_REPEATS or not 0 < self.timeout_s <= MAX_TIMEOUT_S:
-            raise FieldError(("repeats", "timeout_s"), f"{{0}} must be 1..{MAX_REPEATS} and {{1}} seconds in "
-                             f"(0, {MAX_TIMEOUT_S:g}]")
+            raise InputError(f"must be 1..{MAX_REPEATS} and {{timeout_s}} seconds in (0, {MAX_TIMEOUT_S:g}]",
+                             field="repeats", mentions=("timeout_s",))

@@ -172,8 +172,8 @@ def judged_runs(files: Iterable[tuple[str, str]], profile: NodeProfile | None,
     ``DEFAULT_PROFILE``. ``fabric`` (--plan): expectations from the flow simulator on that plan. InputError for a
     file that holds neither a perftest nor an nccl-tests table, or a fraction outside (0, 1]."""
     if not 0 < fraction <= 1:
-        raise InputError(f"--fraction {fraction:g} must be in (0, 1]", hint="0.9 flags results below 90% of the "
-                         "expectation")
+        raise InputError(f"{fraction:g} must be in (0, 1]", field="fraction",
+                         hint="0.9 flags results below 90% of the expectation")
     for name, text in files:
         if is_perftest(text):
             chosen = profile or load_profile(DEFAULT_PROFILE)
