@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 
 from dsctl.errors import InputError
-from dsctl.launch import candidates, memory, rules
+from dsctl.launch import candidates, memory, minnodes, rules
 from dsctl.launch.layout import ParallelLayout
 from dsctl.launch.plan import LaunchRequest, plan_launch, plan_layout
 from dsctl.output.data import to_data
@@ -64,7 +64,7 @@ def test_each_pipeline_degree_is_evaluated_once(monkeypatch: pytest.MonkeyPatch)
     assert sorted(seen) == [2, 4, 8, 16, 32]  # every even pp whose stages fit 61 layers, tried once each
 
 
-def test_a_plan_that_does_not_fit_names_the_smallest_node_count_that_does() -> None:
+def test_a_plan_that_does_not_fit_names_the_smallest_node_count_that_does(monkeypatch: pytest.MonkeyPatch) -> None:
     model, node = STORE.model("deepseek-v3"), STORE.node("h800-hgx")
     reported: list[tuple[int, int]] = []
     plan = plan_launch(model, node, LaunchRequest(16), suggest_min_nodes=True,
@@ -72,9 +72,12 @@ def test_a_plan_that_does_not_fit_names_the_smallest_node_count_that_does() -> N
     assert any("the smallest node count that fits is 128" in note for note in plan.notes)
     assert reported and reported[-1][0] <= reported[-1][1]
     assert not any("smallest node count" in n for n in plan_launch(model, node, LaunchRequest(16)).notes)
+    searched: list[int] = []
+    real_min_nodes = minnodes.min_nodes
+    monkeypatch.setattr(minnodes, "min_nodes", lambda *a, **k: searched.append(1) or real_min_nodes(*a, **k))
     fitting = plan_launch(model, node, LaunchRequest(128), suggest_min_nodes=True,
-                          progress=lambda done, total: reported.append((-1, -1)))
-    assert fitting.memory.fits and (-1, -1) not in reported  # no search when the plan fits
+                          progress=lambda done, total: None)
+    assert fitting.memory.fits and searched == []  # no node-count search when the plan fits
 
 
 def test_layout_report_is_a_view_of_the_plan() -> None:
