@@ -111,6 +111,13 @@ def rebalance_cmd(
     = "reference",
     prove: Annotated[bool, typer.Option("--prove", help="Small instances: search for the exact optimum per layer "
                                         "(take it if better) and report which layers are proved optimal.")] = False,
+    prove_with: Annotated[str, typer.Option("--prove-with", help="With --prove: search (branch and bound, no "
+                                            "dependency), milp (HiGHS: pip install 'dsctl[milp]') or auto (the "
+                                            "search, then the MILP on layers it left open if HiGHS is "
+                                            "installed).")] = "search",
+    prove_time_s: Annotated[float | None, typer.Option("--prove-time-s", help="With --prove-with milp or auto: "
+                                                       "seconds the MILP may spend over all layers (default "
+                                                       "60).")] = None,
     previous: Annotated[Path | None, typer.Option("--previous", help="Current placement (dsctl or SGLang JSON): "
                                                   "move as few replicas as possible.")] = None,
     tolerance: Annotated[float | None, typer.Option("--tolerance", help="With --previous: allowed loss of "
@@ -169,6 +176,7 @@ def rebalance_cmd(
             model=profile, candidate_models=_all_models() if profile is None and needs_model else (),
             deployment=deployment,
             bytes_per_param=bytes_per_param, sources=tuple(str(p) for p in stats), prove=prove, progress=report,
+            prove_with=prove_with, prove_time_s=prove_time_s,
             max_moves=max_moves, max_move_bytes=max_move_bytes, min_gain=min_gain, fabric=fabric,
             step_time_s=step_time_s,
         )

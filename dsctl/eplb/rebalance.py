@@ -23,6 +23,7 @@ from dsctl.eplb.move_cost import MoveFabric
 from dsctl.eplb.pareto import DEFAULT_MIN_GAIN, TOLERANCES, trade_off
 from dsctl.eplb.placement import Placement, gpu_loads, placement_from_phy2log
 from dsctl.eplb.placement_file import LoadedPlacement, placement_warnings
+from dsctl.eplb.prove_milp import choose_method, finish_with_milp, prove_with_milp
 from dsctl.eplb.reference import rebalance_layout
 from dsctl.eplb.result import MigrationSummary, RebalanceResult
 from dsctl.errors import InputError
@@ -146,6 +147,8 @@ def rebalance(
     deployment: str = "prefill",
     bytes_per_param: float = 1.0,
     prove: bool = False,
+    prove_with: str = "search",
+    prove_time_s: float | None = None,
     max_moves: int | None = None,
     max_move_bytes: int | None = None,
     min_gain: float | None = None,
@@ -164,6 +167,7 @@ def rebalance(
     (None = ``DEFAULT_TOLERANCE``), budgets ``max_moves``/``max_move_bytes``, ``min_gain`` below which the previous
     placement is kept); ``tolerance`` only applies with it. ``prove``: run the exact search (dsctl.eplb.exact) per
     layer from the plan; a better plan found replaces the layer; layers are marked proved where the search ended.
+    ``prove_with``/``prove_time_s``: search, milp or auto and the MILP's seconds per run (dsctl.eplb.prove_milp).
     ``fabric`` (with ``previous``): each candidate's moves timed on that planned fabric, against the gain per step
     (``step_time_s``: seconds per step that scale with the max GPU load; dsctl.eplb.move_time).
     ``progress(steps_done, num_steps)`` is called as the balanced algorithm's refinement steps finish.
@@ -228,8 +232,10 @@ def rebalance(
         migration = MigrationSummary(moved, None if expert_bytes is None else moved * expert_bytes, expert_bytes,
                                      tolerance if chosen_tolerance is None else chosen_tolerance, details)
     proof = None
+    if not prove and (prove_with != "search" or prove_time_s is not None):
+        raise InputError("--prove-with and --prove-time-s apply with --prove", hint="add --prove")
     if prove:
-        placement, proof = prove_placement(checked, placement, layout)
+        placement, proof = prove_placement(checked, placement, layout, prove_with, prove_time_s)
     metrics = placement_metrics(checked, placement, layout, proof)
     return RebalanceResult(placement, metrics, layout, algorithm, sources,
                            weight_warnings + layout.warnings + extra_warnings + ((zero,) if zero else ()),
@@ -237,8 +243,13 @@ def rebalance(
                            model.num_layers if model is not None else None, notes, trade)
 
 
-def prove_placement(weight: np.ndarray, placement: Placement, layout: EplbLayout) -> tuple[Placement, ExactResult]:
-    """Run the exact search on every layer from ``placement``; take any better plan it finds (checked layout)."""
+def prove_placement(weight: np.ndarray, placement: Placement, layout: EplbLayout, prove_with: str = "search",
+                    prove_time_s: float | None = None) -> tuple[Placement, ExactResult]:
+    """Run the exact search (or the MILP: dsctl.eplb.prove_milp) on every layer from ``placement``; take any
+    better plan it finds (checked layout)."""
+    method = choose_method(prove_with, prove_time_s)
+    if method == "milp" or (method == "auto" and layout.slots_per_node > MAX_PROVE_SLOTS):
+        return prove_with_milp(weight, placement, layout, prove_time_s)
     if layout.slots_per_node > MAX_PROVE_SLOTS:
         raise InputError(f"--prove solves small instances only: {layout.slots_per_node} slots per "
                          f"{'node' if layout.policy == 'hierarchical' else 'layer'} exceeds {MAX_PROVE_SLOTS}",
@@ -249,4 +260,6 @@ def prove_placement(weight: np.ndarray, placement: Placement, layout: EplbLayout
     if exact.improved.any():
         phy2log = np.where(exact.improved[:, None], exact.phy2log, placement.phy2log)
         placement = placement_from_phy2log(phy2log, layout.num_experts)
+    if method == "auto":
+        return finish_with_milp(weight, placement, layout, exact, prove_time_s)
     return placement, exact
