@@ -161,8 +161,8 @@ def solve_node(weight: np.ndarray, num_slots: int, num_gpus: int, cap: float, ti
         return _NodeAnswer(math.inf, combinatorial, None)
     model = _node_model(w / scale, pairs, num_gpus, k, combinatorial / scale, cap / scale, highspy)
     # highspy.Highs (the Python wrapper) writes a banner to stdout when built, which would corrupt JSON output;
-    # the binding underneath it is the same solver without the banner
-    solver = highspy._Highs()
+    # the binding underneath it is the same solver without the banner (absent from highspy's type stubs)
+    solver = getattr(highspy, "_Highs")()  # noqa: B009
     for name, value in (("output_flag", False), ("time_limit", float(time_s)), ("mip_rel_gap", PROOF_REL_GAP / 10),
                         ("mip_abs_gap", 0.0), ("random_seed", 0)):
         solver.setOptionValue(name, value)
