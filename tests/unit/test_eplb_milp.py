@@ -118,3 +118,19 @@ def test_cli_refuses_milp_without_highspy(cli: Callable, tmp_path: Path, monkeyp
 def test_cli_prove_option_errors(cli: Callable, tmp_path: Path, args: tuple[str, ...], message: str) -> None:
     res = cli("eplb", "rebalance", write_readme(tmp_path), "-r", "16", "-g", "8", "-N", "2", "--groups", "4", *args)
     assert res.exit_code == 2 and message in res.stderr
+
+
+@needs_highspy
+def test_auto_hands_the_layers_the_search_left_open_to_the_milp(cli: Callable, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("dsctl.eplb.rebalance.MAX_PROVE_NODES", 0)  # the search proves nothing
+    args = ("eplb", "rebalance", write_readme(tmp_path), "-r", "16", "-g", "8", "-N", "2", "--groups", "4",
+            "--prove", "--format", "json")
+    searched = cli(*args).json()["metrics"]["summary"]
+    assert searched["layers_proved"] == 0
+    res = cli(*args, "--prove-with", "auto")
+    assert res.exit_code == 0, res.stderr
+    data = res.json()["metrics"]
+    assert data["summary"]["layers_proved"] == 2
+    assert [layer["optimum"]["max_gpu_load"] for layer in data["layers"]] == pytest.approx([151.0, 179.5])
+    assert "MILP" in data["summary"]["bound_kind"]
