@@ -72,19 +72,23 @@ class _NodeAnswer:
     slots: np.ndarray | None  # local expert of each slot (slot s on GPU s // k), for ``value``
 
 
-def count_choices(weight: np.ndarray, num_slots: int, cap: float) -> list[tuple[int, int]] | None:
+def count_choices(weight: np.ndarray, num_slots: int, cap: float, max_pairs: int = MAX_MILP_COLUMNS
+                  ) -> list[tuple[int, int]] | None:
     """The (expert, count) pairs worth a column: w_e / c <= ``cap`` and the others' smallest counts fit; None when
-    no count vector keeps every replica at or below ``cap``."""
+    no count vector keeps every replica at or below ``cap``, [] when there would be more than ``max_pairs``
+    (counted before the list is built)."""
     num_items = len(weight)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        need = np.ceil(weight / cap * (1.0 - 1e-12)) if math.isfinite(cap) and cap > 0 else np.ones(num_items)
-    if not math.isfinite(cap) or cap > 0:
-        smallest = np.maximum(need, 1).astype(np.int64)
+    if not math.isfinite(cap):
+        smallest = np.ones(num_items, dtype=np.int64)
+    elif cap > 0:
+        smallest = np.maximum(np.ceil(weight / cap * (1.0 - 1e-12)), 1).astype(np.int64)
     else:
         smallest = np.where(weight > 0, num_slots + 1, 1).astype(np.int64)
     spare = num_slots - int(smallest.sum())
     if spare < 0:
         return None
+    if num_items * (spare + 1) > max_pairs:
+        return []
     return [(e, c) for e in range(num_items) for c in range(int(smallest[e]), int(smallest[e]) + spare + 1)]
 
 
@@ -154,10 +158,10 @@ def solve_node(weight: np.ndarray, num_slots: int, num_gpus: int, cap: float, ti
     if scale <= 0:
         slots = np.concatenate([np.arange(len(w)), np.zeros(num_slots - len(w), dtype=np.int64)])
         return _NodeAnswer(0.0, 0.0, slots)
-    pairs = count_choices(w, num_slots, cap)
+    pairs = count_choices(w, num_slots, cap, MAX_MILP_COLUMNS // (num_gpus + 1))
     if pairs is None or combinatorial > cap * (1.0 + 1e-12):
         return _NodeAnswer(math.inf, cap, None)
-    if len(pairs) * (num_gpus + 1) > MAX_MILP_COLUMNS or time_s <= 0:
+    if not pairs or time_s <= 0:  # too large a model, or no time left
         return _NodeAnswer(math.inf, combinatorial, None)
     model = _node_model(w / scale, pairs, num_gpus, k, combinatorial / scale, cap / scale, highspy)
     # highspy.Highs (the Python wrapper) writes a banner to stdout when built, which would corrupt JSON output;

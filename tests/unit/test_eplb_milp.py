@@ -33,6 +33,7 @@ def test_count_choices_keep_replicas_under_the_cap_and_leave_room_for_the_others
     assert milp.count_choices(w, 6, 5.0) == [(0, 2), (0, 3), (0, 4), (1, 1), (1, 2), (1, 3), (2, 1), (2, 2), (2, 3)]
     assert milp.count_choices(w, 3, 5.0) is None  # expert 0 alone needs 2 of 3 slots, the others 2 more
     assert len(milp.count_choices(w, 4, float("inf")) or []) == 6  # 1 spare slot: counts 1-2 each
+    assert milp.count_choices(np.ones(4096), 8192, float("inf")) == []  # 16.8 million pairs: counted, not built
 
 
 @needs_highspy
