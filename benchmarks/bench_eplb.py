@@ -13,6 +13,7 @@ import numpy as np
 
 from benchmarks.case import Case
 from benchmarks.eplb_layouts import LAYOUTS
+from dsctl.eplb import milp
 from dsctl.eplb.checks import check_layout
 from dsctl.eplb.exact import solve
 from dsctl.eplb.metrics import placement_metrics
@@ -99,3 +100,9 @@ CASES += [
          lambda a: rebalance(a[0], RebalanceRequest(replicas=288, gpus=32, nodes=4, groups=8, algorithm="balanced",
                                                     previous=a[1])), target_s=30.0),
 ]
+
+if milp.available():  # the dsctl[milp] extra
+    CASES += [
+        Case("eplb: MILP proves vllm-ascend#3042 from its optimum (8 experts, 8x2)", lambda: _ASCEND_3042,
+             lambda w: milp.solve(w, 16, 8, start=np.array([590 / 3])), target_s=5.0),
+    ]

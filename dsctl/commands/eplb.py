@@ -29,6 +29,8 @@ FIELD_OPTIONS: dict[str, str] = {
     "policy": "--policy",
     "algorithm": "--algorithm",
     "prove": "--prove",
+    "prove_with": "--prove-with",
+    "prove_time_s": "--prove-time-s",
     "previous": "--previous",
     "tolerance": "--tolerance",
     "max_moves": "--max-moves",
@@ -135,6 +137,13 @@ def rebalance_cmd(
     = "reference",
     prove: Annotated[bool, typer.Option("--prove", help="Small instances: search for the exact optimum per layer "
                                         "(take it if better) and report which layers are proved optimal.")] = False,
+    prove_with: Annotated[str, typer.Option("--prove-with", help="With --prove: search (branch and bound, no "
+                                            "dependency), milp (HiGHS: pip install 'dsctl[milp]') or auto (the "
+                                            "search, then the MILP on layers it left open if HiGHS is "
+                                            "installed).")] = "search",
+    prove_time_s: Annotated[float | None, typer.Option("--prove-time-s", help="With --prove-with milp or auto: "
+                                                       "seconds the MILP may spend over all layers (default "
+                                                       "60).")] = None,
     previous: Annotated[Path | None, typer.Option("--previous", help="Current placement (dsctl or SGLang JSON): "
                                                   "move as few replicas as possible.")] = None,
     tolerance: Annotated[float | None, typer.Option("--tolerance", help="With --previous: allowed loss of "
@@ -187,7 +196,8 @@ def rebalance_cmd(
         previous_placement = read_placement(f"--previous {previous}", text, *weight.shape)
     request = RebalanceRequest(
         replicas=replicas, gpus=gpus, nodes=nodes, groups=groups, model=profile, deployment=deployment,
-        policy=policy, algorithm=algorithm, prove=prove, previous=previous_placement, tolerance=tolerance,
+        policy=policy, algorithm=algorithm, prove=prove, prove_with=prove_with, prove_time_s=prove_time_s,
+        previous=previous_placement, tolerance=tolerance,
         max_moves=max_moves, max_move_bytes=max_move_bytes, min_gain=min_gain, fabric=fabric,
         node_profile=node_profile, step_time_s=step_time_s, bytes_per_param=bytes_per_param,
         sources=tuple(str(p) for p in stats))

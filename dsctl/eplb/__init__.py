@@ -10,6 +10,7 @@ __all__ = [
     "exact",
     "metrics",
     "migration",
+    "milp",
     "move_time",
     "pareto",
     "placement",

@@ -47,12 +47,15 @@ class _Budget:
 class ExactResult:
     """Per layer: ``optimum`` float64 [L] (the smallest possible max GPU load, or the best found), ``proved``
     bool [L] (False: the node budget ran out first), ``phy2log`` int64 [L, R] a plan reaching ``optimum`` where
-    the search built one (else -1 rows), ``improved`` bool [L]: that plan is strictly better than the start."""
+    the search built one (else -1 rows), ``improved`` bool [L]: that plan is strictly better than the start,
+    ``lower`` float64 [L] or None: a valid lower bound on each layer's optimum (the MILP's dual bound,
+    dsctl.eplb.milp; the search gives none)."""
 
     optimum: np.ndarray
     proved: np.ndarray
     phy2log: np.ndarray
     improved: np.ndarray
+    lower: np.ndarray | None = None
 
 
 def _pack(items: np.ndarray, num_gpus: int, k: int, best: float, budget: _Budget) -> tuple[float, np.ndarray | None]:

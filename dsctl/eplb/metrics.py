@@ -154,5 +154,7 @@ def placement_metrics(weight: np.ndarray, placement: Placement, layout: EplbLayo
     bound, kind = lower_bound(weight, layout)
     if proof is None:
         return PlacementMetrics(before, after, bound, kind)
+    if proof.lower is not None and (proof.lower > bound * (1.0 + 1e-12)).any():  # the MILP's dual bound is tighter
+        bound, kind = np.maximum(bound, proof.lower), f"{kind} + MILP"
     optimum = np.minimum(proof.optimum, after.max_gpu_load)
     return PlacementMetrics(before, after, bound, kind, optimum, proof.proved.copy())

@@ -21,6 +21,7 @@ from dsctl.eplb.metrics import placement_metrics
 from dsctl.eplb.pareto import DEFAULT_MIN_GAIN, TOLERANCES, trade_off
 from dsctl.eplb.placement import Placement, gpu_loads, placement_from_phy2log
 from dsctl.eplb.placement_file import LoadedPlacement, placement_warnings
+from dsctl.eplb.prove_milp import choose_method, finish_with_milp, prove_with_milp
 from dsctl.eplb.reference import rebalance_layout
 from dsctl.eplb.request import RebalanceRequest
 from dsctl.eplb.result import MigrationSummary, RebalanceResult
@@ -140,8 +141,9 @@ def rebalance(
     ``request.previous`` is the current placement (read by ``placement_file.read_placement``): the plan is then
     the choice of the balance-versus-migration trade-off (``dsctl.eplb.pareto``: candidate tolerances plus the
     request's, budgets ``max_moves``/``max_move_bytes``, ``min_gain`` below which the previous placement is kept).
-    ``prove``: run the exact search (dsctl.eplb.exact) per layer from the plan; a better plan found replaces the
-    layer; layers are marked proved where the search ended. ``fabric`` (with ``previous``): each candidate's moves
+    ``prove``: run the exact search (dsctl.eplb.exact) per layer from the plan, or the MILP
+    (``prove_with``/``prove_time_s``: dsctl.eplb.prove_milp); a better plan found replaces the layer; layers are
+    marked proved where the search ended. ``fabric`` (with ``previous``): each candidate's moves
     timed on that planned fabric, against the gain per step (``step_time_s``; dsctl.eplb.move_time).
     ``progress(steps_done, num_steps)`` is called as the balanced algorithm's refinement steps finish.
     Raises InputError naming the field for any bad input (rules V1-V12, a mismatching previous placement).
@@ -198,7 +200,7 @@ def rebalance(
                                      tolerance if chosen_tolerance is None else chosen_tolerance, details)
     proof = None
     if request.prove:
-        placement, proof = prove_placement(checked, placement, layout)
+        placement, proof = prove_placement(checked, placement, layout, request.prove_with, request.prove_time_s)
     metrics = placement_metrics(checked, placement, layout, proof)
     return RebalanceResult(placement, metrics, layout, algorithm, request.sources,
                            weight_warnings + layout.warnings + extra_warnings + ((zero,) if zero else ()),
@@ -206,8 +208,13 @@ def rebalance(
                            model.num_layers if model is not None else None, notes, trade)
 
 
-def prove_placement(weight: np.ndarray, placement: Placement, layout: EplbLayout) -> tuple[Placement, ExactResult]:
-    """Run the exact search on every layer from ``placement``; take any better plan it finds (checked layout)."""
+def prove_placement(weight: np.ndarray, placement: Placement, layout: EplbLayout, prove_with: str = "search",
+                    prove_time_s: float | None = None) -> tuple[Placement, ExactResult]:
+    """Run the exact search (or the MILP: dsctl.eplb.prove_milp) on every layer from ``placement``; take any
+    better plan it finds (checked layout)."""
+    method = choose_method(prove_with, prove_time_s)
+    if method == "milp" or (method == "auto" and layout.slots_per_node > MAX_PROVE_SLOTS):
+        return prove_with_milp(weight, placement, layout, prove_time_s)
     if layout.slots_per_node > MAX_PROVE_SLOTS:
         raise InputError(f"solves small instances only: {layout.slots_per_node} slots per "
                          f"{'node' if layout.policy == 'hierarchical' else 'layer'} exceeds {MAX_PROVE_SLOTS}",
@@ -219,4 +226,6 @@ def prove_placement(weight: np.ndarray, placement: Placement, layout: EplbLayout
     if exact.improved.any():
         phy2log = np.where(exact.improved[:, None], exact.phy2log, placement.phy2log)
         placement = placement_from_phy2log(phy2log, layout.num_experts)
+    if method == "auto":
+        return finish_with_milp(weight, placement, layout, exact, prove_time_s)
     return placement, exact

@@ -48,6 +48,9 @@ class RebalanceRequest:
     policy: str = "auto"
     algorithm: str = "reference"
     prove: bool = False
+    #: with ``prove``: ``search``, ``milp`` or ``auto`` (dsctl.eplb.prove_milp), and the MILP's seconds per run
+    prove_with: str = "search"
+    prove_time_s: float | None = None
     previous: Placement | LoadedPlacement | None = None
     tolerance: float | None = None
     max_moves: int | None = None
@@ -81,6 +84,9 @@ class RebalanceRequest:
                              field="min_gain")
         if self.step_time_s is not None and not (math.isfinite(self.step_time_s) and self.step_time_s > 0):
             raise InputError(f"{self.step_time_s} must be a positive number of seconds", field="step_time_s")
+        if not self.prove and (self.prove_with != "search" or self.prove_time_s is not None):
+            raise InputError("and {prove_time_s} apply with {prove}", field="prove_with",
+                             mentions=("prove_time_s", "prove"), hint="ask for a proof with --prove")
         if self.node_profile is not None and self.fabric is None:
             raise InputError("only applies with a planned fabric (its NVLink bandwidth)", field="node_profile",
                              hint="give the plan with --plan, or drop --node-profile")
