@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dsctl.errors import InputError
+from dsctl.topology.sim import compiled
 from dsctl.topology.sim.graph import MAX_NEXT_HOP_ENTRIES, SW_DOWN, SW_UP, SimGraph
 
 ROUTINGS = ("static", "ecmp", "adaptive")
@@ -123,8 +124,11 @@ def next_hops(graph: SimGraph, dead: np.ndarray, planes: Iterable[int] | None = 
     cnt = np.bincount(key, minlength=num_s * num_t)
     ptr = np.cumsum(cnt) - cnt
     # distinct next switches per (switch, leaf): parallel cables to one switch count once
-    pairs = np.unique(np.stack([key, ey]), axis=1) if len(key) else np.zeros((2, 0), dtype=np.int64)
-    nsw = np.bincount(pairs[0], minlength=num_s * num_t)
+    # one entry per (switch, leaf, next switch): a sort of one int64 key (np.unique over columns, or numpy 2's
+    # hashed unique, costs a second at 16,384 GPUs)
+    pairs = np.sort(key * num_s + ey)
+    pairs = pairs[np.r_[True, pairs[1:] != pairs[:-1]]] if len(pairs) else pairs
+    nsw = np.bincount(pairs // num_s, minlength=num_s * num_t)
     return NextHops(dist, ptr.reshape(num_s, num_t), cnt.reshape(num_s, num_t), nsw.reshape(num_s, num_t), el,
                     dev_switch, leaf_col, _path_shares(dist, es, et, ey))
 
@@ -153,6 +157,8 @@ def _walk(hops: NextHops, graph: SimGraph, start: np.ndarray, target: np.ndarray
     link_table, next_switch = hops.link.astype(small), hops.dev_switch.astype(small)[graph.link_dst]
     cell = start.astype(small) * small(num_t) + target  # flat (switch, leaf) index: one gather per table
     steps = int(dist[cell].max()) if len(start) else 0
+    if routing == "ecmp" and len(cell) >= compiled.MIN_FLOWS and compiled.available():
+        return compiled.ecmp_walk(cell, steps, dist, cnt, ptr, link_table, next_switch, num_t, rng)
     out = np.full((len(start), steps), -1, dtype=np.int32)
     div = np.ones(len(start), dtype=np.int64) if routing != "ecmp" else np.ones(0, dtype=np.int64)
     moving: np.ndarray | slice = slice(None)

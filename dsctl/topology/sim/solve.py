@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from dsctl.topology.sim import compiled
 from dsctl.topology.sim.graph import LINK_KINDS, NIC_DOWN, NVL_IN, NVL_OUT, SW_UP, SimGraph
 from dsctl.topology.sim.maxmin import finish_times, max_min, route_loads
 from dsctl.topology.sim.routing import NextHops, next_hops, route_flows
@@ -183,12 +184,16 @@ def _plane_times(graph: SimGraph, num_jobs: int, net: Flows, times: np.ndarray, 
 def _solve_plane(graph: SimGraph, hops: NextHops, dead: np.ndarray, net: Flows, routing: str, seed: int,
                  reflow: bool) -> _PlaneSolution:
     routes = route_flows(graph, hops, dead, net.src, net.dst, routing, seed)
-    sol = max_min(routes.flow_routes, net.members, graph.link_cap, routes.bundle_ptr, routes.bundle_link,
-                  routes.bundle_frac)
+    if routing == "ecmp" and len(net) >= compiled.MIN_FLOWS and compiled.available():
+        sol, carried = compiled.compiled_max_min(routes.flow_routes, net.members, graph.link_cap,
+                                                 net.members * net.bytes)
+    else:
+        sol = max_min(routes.flow_routes, net.members, graph.link_cap, routes.bundle_ptr, routes.bundle_link,
+                      routes.bundle_frac)
+        carried = route_loads(routes.flow_routes, net.members * net.bytes, graph.num_links, routes.bundle_ptr,
+                              routes.bundle_link, routes.bundle_frac)
     times = (finish_times(routes.flow_routes, net.members, net.bytes, graph.link_cap, routes.bundle_ptr,
                           routes.bundle_link, routes.bundle_frac, first=sol) if reflow else _times(net, sol.rate))
-    carried = route_loads(routes.flow_routes, net.members * net.bytes, graph.num_links, routes.bundle_ptr,
-                          routes.bundle_link, routes.bundle_frac)
     return _PlaneSolution(net, times, routes.routable, sol.link_load, carried, sol.rounds)
 
 
