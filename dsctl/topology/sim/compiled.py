@@ -32,27 +32,42 @@ def available() -> bool:
     return importlib.util.find_spec("numba") is not None
 
 
-def _fill(routes: np.ndarray, members: np.ndarray, capacity: np.ndarray, carried_weight: np.ndarray,
-          tol: float, rate: np.ndarray, load: np.ndarray, carried: np.ndarray) -> int:  # pragma: no cover (compiled)
-    """Kernel: ``routes`` int32 [F, H] link ids (-1 padding); ``members`` float64 [F]; ``capacity`` float64 [L];
-    ``carried_weight`` float64 [F]. Writes ``rate`` [F] (bytes/s per member), ``load`` [L] (steady bytes/s),
-    ``carried`` [L] (sum of carried_weight over each link's flows); returns the rounds."""
+def _links(routes: np.ndarray, carried_weight: np.ndarray, local: np.ndarray, carried: np.ndarray
+           ) -> tuple[int, int]:  # pragma: no cover (compiled)
+    """Kernel: number the links the routes use 0..n-1 in ascending id into ``local`` (int32 [L], -1 elsewhere),
+    add ``carried_weight`` [F] of every flow to its links in ``carried`` [L]; returns (n, route entries)."""
     num_f, num_h = routes.shape
-    num_all = capacity.shape[0]
-    local = np.full(num_all, -1, np.int32)
+    entries = 0
     for f in range(num_f):
         for c in range(num_h):
             r = routes[f, c]
             if r >= 0:
                 local[r] = 0
                 carried[r] += carried_weight[f]
+                entries += 1
     num_l = 0
-    for r in range(num_all):  # links in ascending order, as the reference numbers them
+    for r in range(local.shape[0]):
         if local[r] == 0:
             local[r] = num_l
             num_l += 1
+    return num_l, entries
+
+
+def _fill(routes: np.ndarray, members: np.ndarray, uniform: float, capacity: np.ndarray, local: np.ndarray,
+          num_l: int, tol: float, other: np.ndarray, flows: np.ndarray, rate: np.ndarray, load: np.ndarray
+          ) -> int:  # pragma: no cover (compiled)
+    """Kernel: progressive filling of ``maxmin.max_min`` (same rounds, same arithmetic per link) over ``routes``
+    int32 [F, H] (-1 padding) numbered by ``local``; ``capacity`` float64 [L]. Writes ``rate`` [F] and ``load``
+    [L]; returns the rounds.
+
+    Each link keeps the list of its route entries, and each entry the flow's other links (``other`` [entries *
+    (H - 1)], local ids): a link that fills freezes the entries whose other links filled no earlier (processing
+    stamps), so no per-flow array is read at random. The rate of a flow is the level of its first full link, set
+    at the end. ``members`` [F] through ``flows`` [entries] only when they differ (``uniform`` 0.0)."""
+    num_f, num_h = routes.shape
+    width = num_h - 1
     links = np.empty(num_l, np.int64)
-    for r in range(num_all):
+    for r in range(local.shape[0]):
         if local[r] >= 0:
             links[local[r]] = r
     cap = np.empty(num_l)
@@ -61,35 +76,44 @@ def _fill(routes: np.ndarray, members: np.ndarray, capacity: np.ndarray, carried
     residual = cap.copy()
     weight = np.zeros(num_l)
     count = np.zeros(num_l + 1, np.int64)
-    active = np.zeros(num_f, np.bool_)
     num_active = 0
-    entries = 0
     top = 0.0
     for f in range(num_f):
-        top = max(top, members[f])
+        routed = False
         for c in range(num_h):
             r = routes[f, c]
             if r >= 0:
                 i = local[r]
                 weight[i] += members[f]
                 count[i + 1] += 1
-                entries += 1
-                if not active[f]:
-                    active[f] = True
-                    num_active += 1
-    ptr = np.cumsum(count)  # link -> flows index, flows ascending within a link
-    flows = np.empty(entries, np.int32)
+                routed = True
+        if routed:
+            num_active += 1
+            top = max(top, members[f])
+    ptr = np.cumsum(count)
+    entries = ptr[num_l]
     free = ptr[:-1].copy()
-    for f in range(num_f):
-        for c in range(num_h):
+    for c in range(num_h):  # column by column: the entries of one column fill few lists at a time
+        for f in range(num_f):
             r = routes[f, c]
-            if r >= 0:
-                i = local[r]
-                flows[free[i]] = f
-                free[i] += 1
+            if r < 0:
+                continue
+            j = free[local[r]]
+            free[local[r]] = j + 1
+            if flows.shape[0]:
+                flows[j] = f
+            k = j * width
+            for c2 in range(num_h):
+                if c2 != c:
+                    r2 = routes[f, c2]
+                    other[k] = local[r2] if r2 >= 0 else -1
+                    k += 1
     tiny = 1e-12 * max(top, 1.0)
     share = np.empty(num_l)
     full = np.empty(num_l, np.int64)
+    level_of = np.full(num_l, np.inf)  # the level at which each link filled
+    stamp = np.full(num_l, np.iinfo(np.int64).max)  # order in which full links froze their entries
+    done = 0
     level = 0.0
     rounds = 0
     while entries > 0:
@@ -117,27 +141,77 @@ def _fill(routes: np.ndarray, members: np.ndarray, capacity: np.ndarray, carried
                 if weight[i] > tiny and share[i] <= low * (1 + 1e-9):
                     full[num_full] = i
                     num_full += 1
-        for k in range(num_full):
-            i = full[k]
+        for n in range(num_full):
+            i = full[n]
+            stamp[i] = done
+            done += 1
+            level_of[i] = level
             for j in range(ptr[i], ptr[i + 1]):
-                f = flows[j]
-                if not active[f]:
+                k = j * width
+                frozen = False
+                for c in range(width):
+                    o = other[k + c]
+                    if o >= 0 and stamp[o] < stamp[i]:
+                        frozen = True
+                        break
+                if frozen:
                     continue
-                active[f] = False
                 num_active -= 1
-                rate[f] = level
-                for c in range(num_h):
-                    r = routes[f, c]
-                    if r >= 0:
-                        weight[local[r]] -= members[f]
+                m = uniform if uniform > 0.0 else members[flows[j]]
+                weight[i] -= m
+                entries -= 1
+                for c in range(width):
+                    o = other[k + c]
+                    if o >= 0:
+                        weight[o] -= m
                         entries -= 1
         if num_active == 0:
             break
-        for k in range(num_full):
-            weight[full[k]] = 0.0
+        for n in range(num_full):
+            weight[full[n]] = 0.0
     for i in range(num_l):
         load[links[i]] = max(cap[i] - residual[i], 0.0)
+    for f in range(num_f):
+        low = np.inf
+        for c in range(num_h):
+            r = routes[f, c]
+            if r >= 0:
+                low = min(low, level_of[local[r]])
+        rate[f] = low if low < np.inf else 0.0
     return rounds
+
+
+def _ecmp_start(src: np.ndarray, dst: np.ndarray, ep_leaf: np.ndarray, ep_up: np.ndarray, ep_down: np.ndarray,
+                dead: np.ndarray, dev_switch: np.ndarray, leaf_col: np.ndarray, dist: np.ndarray, num_t: int,
+                far: int, ok: np.ndarray, up: np.ndarray, down: np.ndarray, cell: np.ndarray, moving: np.ndarray
+                ) -> tuple[int, int]:  # pragma: no cover (compiled)
+    """Kernel: the set-up of ``routing.route_flows`` for F flows of NIC endpoints ``src``/``dst``: ``ok`` [F]
+    (both NICs cabled and live, the leaves connected), the NIC links ``up``/``down`` [F] (-1 where not ok), and
+    the walkers: flows that cross switches, in order, with their (switch, leaf) ``cell``; returns (walkers, the
+    most switch hops)."""
+    num = 0
+    steps = 0
+    for f in range(src.shape[0]):
+        s_leaf = ep_leaf[src[f]]
+        d_leaf = ep_leaf[dst[f]]
+        u = ep_up[src[f]]
+        d = ep_down[dst[f]]
+        good = s_leaf >= 0 and d_leaf >= 0 and not dead[u] and not dead[d]
+        hops = 0
+        c = 0
+        if good:
+            c = dev_switch[s_leaf] * num_t + leaf_col[d_leaf]
+            hops = dist[c]
+            good = hops != far
+        ok[f] = good
+        up[f] = u if good else -1
+        down[f] = d if good else -1
+        if good and hops > 0:
+            cell[num] = c
+            moving[num] = f
+            num += 1
+            steps = max(steps, hops)
+    return num, steps
 
 
 def _moving(dist: np.ndarray, cell: np.ndarray, moving: np.ndarray, num: int) -> int:  # pragma: no cover
@@ -168,36 +242,57 @@ def _kernels() -> dict[str, Callable[..., Any]]:
     import numba  # type: ignore[import-not-found, unused-ignore]  # optional extra, loaded on first use
 
     # cache=True keeps the machine code beside this module (or in the user's cache folder when that is read-only)
-    return {f.__name__: numba.njit(cache=True, nogil=True)(f) for f in (_fill, _moving, _hop)}
+    return {f.__name__: numba.njit(cache=True, nogil=True)(f) for f in (_links, _fill, _ecmp_start, _moving, _hop)}
 
 
-def ecmp_walk(cell: np.ndarray, steps: int, dist: np.ndarray, cnt: np.ndarray, ptr: np.ndarray,
-              link_table: np.ndarray, next_switch: np.ndarray, num_t: int, rng: np.random.Generator) -> np.ndarray:
-    """``routing._walk`` under ECMP: links of one path per flow (int32 [F, steps], -1 pad) from the flat
-    (switch, leaf) cells ``cell`` [F] (switch * num_t + leaf); draws ``rng.random(walkers)`` hop by hop as it does."""
+def ecmp_routes(src: np.ndarray, dst: np.ndarray, ep_leaf: np.ndarray, ep_up: np.ndarray, ep_down: np.ndarray,
+                dead: np.ndarray, dev_switch: np.ndarray, leaf_col: np.ndarray, dist: np.ndarray, cnt: np.ndarray,
+                ptr: np.ndarray, link_table: np.ndarray, next_switch: np.ndarray, num_t: int, far: int,
+                rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """``routing.route_flows`` under ECMP: (routes int32 [F, 2 + most switch hops], ok bool [F]), the same links
+    from the same draws: ``rng.random(walkers)`` hop by hop, walkers in flow order. ``dist``, ``cnt``, ``ptr``
+    are the next-hop tables flattened over (switch, leaf) cells; ``next_switch`` [L] the switch a link enters."""
     kernels = _kernels()
-    cell = np.array(cell, dtype=np.int64)
-    moving = np.arange(len(cell), dtype=np.int64)
-    out = np.full((len(cell), steps), -1, dtype=np.int32)
-    num = len(cell)
-    for hop in range(steps):
+    num_f = len(src)
+    ok = np.empty(num_f, dtype=np.bool_)
+    up = np.empty(num_f, dtype=np.int32)
+    down = np.empty(num_f, dtype=np.int32)
+    cell = np.empty(num_f, dtype=np.int64)
+    moving = np.empty(num_f, dtype=np.int64)
+    num, steps = kernels["_ecmp_start"](src, dst, ep_leaf, ep_up, ep_down, dead, dev_switch, leaf_col, dist, num_t,
+                                        far, ok, up, down, cell, moving)
+    out = np.full((num_f, int(steps) + 2), -1, dtype=np.int32)
+    out[:, 0] = up
+    out[:, -1] = down
+    del up, down
+    num = int(num)
+    for hop in range(int(steps)):
         num = int(kernels["_moving"](dist, cell, moving, num))
         if not num:
             break
-        kernels["_hop"](cell, moving, num, rng.random(num), cnt, ptr, link_table, next_switch, num_t, out, hop)
-    return out
+        kernels["_hop"](cell, moving, num, rng.random(num), cnt, ptr, link_table, next_switch, num_t, out, hop + 1)
+    return out, ok
 
 
 def compiled_max_min(flow_routes: np.ndarray, members: np.ndarray, capacity: np.ndarray,
                      carried_weight: np.ndarray) -> tuple[Solution, np.ndarray]:
-    """``maxmin.max_min`` without bundles, and ``maxmin.route_loads(flow_routes, carried_weight, ...)``, in one
-    compiled pass: (solution, carried float64 [L]). ``flow_routes`` int [F, H] link ids, -1 padding."""
+    """``maxmin.max_min`` without bundles, and ``maxmin.route_loads(flow_routes, carried_weight, ...)``, compiled:
+    (solution, carried float64 [L]). ``flow_routes`` int [F, H] link ids, -1 padding; ``members`` float64 [F] > 0;
+    ``capacity`` float64 [L]. Besides the routes it holds (H - 1) local link ids per route entry (int16 while a
+    plane uses fewer than 32,767 links: 100 MB for a 16,384-GPU ECMP plane)."""
+    kernels = _kernels()
     routes = np.ascontiguousarray(flow_routes, dtype=np.int32)
     members = np.ascontiguousarray(members, dtype=np.float64)
     capacity = np.ascontiguousarray(capacity, dtype=np.float64)
-    weight = np.ascontiguousarray(carried_weight, dtype=np.float64)
+    local = np.full(len(capacity), -1, dtype=np.int32)
+    carried = np.zeros(len(capacity))
+    num_l, entries = kernels["_links"](routes, np.ascontiguousarray(carried_weight, dtype=np.float64), local,
+                                       carried)
+    other = np.empty(int(entries) * max(routes.shape[1] - 1, 0), dtype=np.int16 if num_l < 1 << 15 else np.int32)
+    uniform = float(members[0]) if len(members) and (members == members[0]).all() else 0.0
+    flows = np.empty(0 if uniform > 0 else int(entries), dtype=np.int32)
     rate = np.zeros(len(members))
     load = np.zeros(len(capacity))
-    carried = np.zeros(len(capacity))
-    rounds = int(_kernels()["_fill"](routes, members, capacity, weight, FULL_TOLERANCE, rate, load, carried))
+    rounds = int(kernels["_fill"](routes, members, uniform, capacity, local, int(num_l), FULL_TOLERANCE, other,
+                                  flows, rate, load))
     return Solution(rate, load, rounds), carried

@@ -157,8 +157,6 @@ def _walk(hops: NextHops, graph: SimGraph, start: np.ndarray, target: np.ndarray
     link_table, next_switch = hops.link.astype(small), hops.dev_switch.astype(small)[graph.link_dst]
     cell = start.astype(small) * small(num_t) + target  # flat (switch, leaf) index: one gather per table
     steps = int(dist[cell].max()) if len(start) else 0
-    if routing == "ecmp" and len(cell) >= compiled.MIN_FLOWS and compiled.available():
-        return compiled.ecmp_walk(cell, steps, dist, cnt, ptr, link_table, next_switch, num_t, rng)
     out = np.full((len(start), steps), -1, dtype=np.int32)
     div = np.ones(len(start), dtype=np.int64) if routing != "ecmp" else np.ones(0, dtype=np.int64)
     moving: np.ndarray | slice = slice(None)
@@ -239,6 +237,16 @@ def _pairs(start: np.ndarray, target: np.ndarray, num_t: int) -> tuple[np.ndarra
     return np.flatnonzero(seen), position[key]
 
 
+def _compiled_ecmp(graph: SimGraph, hops: NextHops, dead: np.ndarray, src_ep: np.ndarray, dst_ep: np.ndarray,
+                   seed: int) -> Routes:
+    """``route_flows`` under ECMP by the compiled kernels (the same routes from the same draws)."""
+    out, ok = compiled.ecmp_routes(
+        src_ep, dst_ep, graph.ep_leaf, graph.ep_up, graph.ep_down, np.ascontiguousarray(dead, dtype=np.bool_),
+        hops.dev_switch, hops.leaf_col, hops.dist.ravel(), hops.cnt.ravel(), hops.ptr.ravel(), hops.link,
+        hops.dev_switch[graph.link_dst], hops.dist.shape[1], _FAR, np.random.default_rng(seed))
+    return Routes(out, np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0), ok)
+
+
 def route_flows(graph: SimGraph, hops: NextHops, dead: np.ndarray, src_ep: np.ndarray, dst_ep: np.ndarray,
                 routing: str, seed: int) -> Routes:
     """Route NIC-to-NIC flows: NIC up link, switch path, NIC down link. ``dead`` bool [L] failed links."""
@@ -248,6 +256,8 @@ def route_flows(graph: SimGraph, hops: NextHops, dead: np.ndarray, src_ep: np.nd
         raise InputError(f"{len(src_ep):,} flows are too many to route at once")
     src_ep, dst_ep = np.asarray(src_ep, dtype=np.int64), np.asarray(dst_ep, dtype=np.int64)
     num_f = len(src_ep)
+    if routing == "ecmp" and num_f >= compiled.MIN_FLOWS and compiled.available():
+        return _compiled_ecmp(graph, hops, dead, src_ep, dst_ep, seed)
     num_t = hops.dist.shape[1]
     small = np.int32 if hops.dist.size < 1 << 31 and graph.num_links < 1 << 31 else np.int64
     # flow-long arrays in int32 where the tables allow it (a 16,384-GPU plane routes 4.2M flows at once)
