@@ -54,7 +54,7 @@ def test_the_kernels_match_the_numpy_reference_on_random_ecmp_cases(case: int) -
     graph = _graph(kind, nodes)
     # random failed cables; on MPFT every other case also a dead leaf and a NIC cable (flows without a live path)
     named = ["p0-leaf01", "node0003:mlx5_0"] if kind == "mpft" and case % 2 else []
-    dead, failed = failed_links(graph, named, int(rng.integers(0, 6)), case)
+    dead, _ = failed_links(graph, named, int(rng.integers(0, 6)), case)
     src, dst, members = _flows(graph, rng, int(rng.integers(500, 6000)))
     hops = next_hops(graph, dead)
     seed = int(rng.integers(0, 1 << 30))

@@ -28,12 +28,16 @@ MIN_FLOWS = 1 << 18
 
 
 def available() -> bool:
-    """True when numba can be imported (the ``fast`` extra is installed)."""
-    return importlib.util.find_spec("numba") is not None
+    """True when numba can be imported (the ``fast`` extra is installed; a caller may hide it by setting
+    ``sys.modules["numba"] = None``, as the benchmarks do to time the numpy reference)."""
+    try:
+        return importlib.util.find_spec("numba") is not None
+    except (ImportError, ValueError):  # ValueError: a module in sys.modules without a spec (None)
+        return False
 
 
 def _links(routes: np.ndarray, carried_weight: np.ndarray, local: np.ndarray, carried: np.ndarray
-           ) -> tuple[int, int]:  # pragma: no cover (compiled)
+           ) -> tuple[int, int]:
     """Kernel: number the links the routes use 0..n-1 in ascending id into ``local`` (int32 [L], -1 elsewhere),
     add ``carried_weight`` [F] of every flow to its links in ``carried`` [L]; returns (n, route entries)."""
     num_f, num_h = routes.shape
@@ -55,7 +59,7 @@ def _links(routes: np.ndarray, carried_weight: np.ndarray, local: np.ndarray, ca
 
 def _fill(routes: np.ndarray, members: np.ndarray, uniform: float, capacity: np.ndarray, local: np.ndarray,
           num_l: int, tol: float, other: np.ndarray, flows: np.ndarray, rate: np.ndarray, load: np.ndarray
-          ) -> int:  # pragma: no cover (compiled)
+          ) -> int:
     """Kernel: progressive filling of ``maxmin.max_min`` (same rounds, same arithmetic per link) over ``routes``
     int32 [F, H] (-1 padding) numbered by ``local``; ``capacity`` float64 [L]. Writes ``rate`` [F] and ``load``
     [L]; returns the rounds.
@@ -184,7 +188,7 @@ def _fill(routes: np.ndarray, members: np.ndarray, uniform: float, capacity: np.
 def _ecmp_start(src: np.ndarray, dst: np.ndarray, ep_leaf: np.ndarray, ep_up: np.ndarray, ep_down: np.ndarray,
                 dead: np.ndarray, dev_switch: np.ndarray, leaf_col: np.ndarray, dist: np.ndarray, num_t: int,
                 far: int, ok: np.ndarray, up: np.ndarray, down: np.ndarray, cell: np.ndarray, moving: np.ndarray
-                ) -> tuple[int, int]:  # pragma: no cover (compiled)
+                ) -> tuple[int, int]:
     """Kernel: the set-up of ``routing.route_flows`` for F flows of NIC endpoints ``src``/``dst``: ``ok`` [F]
     (both NICs cabled and live, the leaves connected), the NIC links ``up``/``down`` [F] (-1 where not ok), and
     the walkers: flows that cross switches, in order, with their (switch, leaf) ``cell``; returns (walkers, the
@@ -214,7 +218,7 @@ def _ecmp_start(src: np.ndarray, dst: np.ndarray, ep_leaf: np.ndarray, ep_up: np
     return num, steps
 
 
-def _moving(dist: np.ndarray, cell: np.ndarray, moving: np.ndarray, num: int) -> int:  # pragma: no cover
+def _moving(dist: np.ndarray, cell: np.ndarray, moving: np.ndarray, num: int) -> int:
     """Kernel: keep the first ``num`` walkers whose ``cell`` is not yet at its leaf (in order); returns how many."""
     kept = 0
     for i in range(num):
@@ -226,7 +230,7 @@ def _moving(dist: np.ndarray, cell: np.ndarray, moving: np.ndarray, num: int) ->
 
 
 def _hop(cell: np.ndarray, moving: np.ndarray, num: int, draw: np.ndarray, cnt: np.ndarray, ptr: np.ndarray,
-         link_table: np.ndarray, next_switch: np.ndarray, num_t: int, out: np.ndarray, hop: int) -> None:  # pragma: no cover
+         link_table: np.ndarray, next_switch: np.ndarray, num_t: int, out: np.ndarray, hop: int) -> None:
     """Kernel: one ECMP hop of ``routing._walk`` (candidate ``floor(draw * k)``, capped at k - 1)."""
     for i in range(num):
         c = cell[i]
@@ -239,7 +243,7 @@ def _hop(cell: np.ndarray, moving: np.ndarray, num: int, draw: np.ndarray, cnt: 
 
 @functools.cache
 def _kernels() -> dict[str, Callable[..., Any]]:
-    import numba  # type: ignore[import-not-found, unused-ignore]  # optional extra, loaded on first use
+    import numba  # the optional extra, loaded on first use
 
     # cache=True keeps the machine code beside this module (or in the user's cache folder when that is read-only)
     return {f.__name__: numba.njit(cache=True, nogil=True)(f) for f in (_links, _fill, _ecmp_start, _moving, _hop)}
