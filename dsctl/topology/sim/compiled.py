@@ -36,10 +36,11 @@ def available() -> bool:
         return False
 
 
-def _links(routes: np.ndarray, carried_weight: np.ndarray, local: np.ndarray, carried: np.ndarray
+def _links(routes: np.ndarray, members: np.ndarray, nbytes: np.ndarray, local: np.ndarray, carried: np.ndarray
            ) -> tuple[int, int]:
     """Kernel: number the links the routes use 0..n-1 in ascending id into ``local`` (int32 [L], -1 elsewhere),
-    add ``carried_weight`` [F] of every flow to its links in ``carried`` [L]; returns (n, route entries)."""
+    add ``members * nbytes`` of every flow to its links in ``carried`` [L] (each of ``members``, ``nbytes`` float64
+    [F], or [1] for one value for all); returns (n, route entries)."""
     num_f, num_h = routes.shape
     entries = 0
     for f in range(num_f):
@@ -47,7 +48,7 @@ def _links(routes: np.ndarray, carried_weight: np.ndarray, local: np.ndarray, ca
             r = routes[f, c]
             if r >= 0:
                 local[r] = 0
-                carried[r] += carried_weight[f]
+                carried[r] += members[f if members.shape[0] > 1 else 0] * nbytes[f if nbytes.shape[0] > 1 else 0]
                 entries += 1
     num_l = 0
     for r in range(local.shape[0]):
@@ -67,7 +68,8 @@ def _fill(routes: np.ndarray, members: np.ndarray, uniform: float, capacity: np.
     Each link keeps the list of its route entries, and each entry the flow's other links (``other`` [entries *
     (H - 1)], local ids): a link that fills freezes the entries whose other links filled no earlier (processing
     stamps), so no per-flow array is read at random. The rate of a flow is the level of its first full link, set
-    at the end. ``members`` [F] through ``flows`` [entries] only when they differ (``uniform`` 0.0)."""
+    at the end. ``members`` float64 [F] (or [1], one value for all) is read through ``flows`` [entries] only when
+    the values differ (``uniform`` 0.0)."""
     num_f, num_h = routes.shape
     width = num_h - 1
     links = np.empty(num_l, np.int64)
@@ -88,12 +90,12 @@ def _fill(routes: np.ndarray, members: np.ndarray, uniform: float, capacity: np.
             r = routes[f, c]
             if r >= 0:
                 i = local[r]
-                weight[i] += members[f]
+                weight[i] += members[f if members.shape[0] > 1 else 0]
                 count[i + 1] += 1
                 routed = True
         if routed:
             num_active += 1
-            top = max(top, members[f])
+            top = max(top, members[f if members.shape[0] > 1 else 0])
     ptr = np.cumsum(count)
     entries = ptr[num_l]
     free = ptr[:-1].copy()
@@ -261,8 +263,9 @@ def ecmp_routes(src: np.ndarray, dst: np.ndarray, ep_leaf: np.ndarray, ep_up: np
     ok = np.empty(num_f, dtype=np.bool_)
     up = np.empty(num_f, dtype=np.int32)
     down = np.empty(num_f, dtype=np.int32)
-    cell = np.empty(num_f, dtype=np.int64)
-    moving = np.empty(num_f, dtype=np.int64)
+    wide = num_f >= 1 << 31 or len(dist) >= 1 << 31
+    cell = np.empty(num_f, dtype=np.int64 if wide else np.int32)  # flow-long: int32 where the ids fit
+    moving = np.empty(num_f, dtype=np.int64 if wide else np.int32)
     num, steps = kernels["_ecmp_start"](src, dst, ep_leaf, ep_up, ep_down, dead, dev_switch, leaf_col, dist, num_t,
                                         far, ok, up, down, cell, moving)
     out = np.full((num_f, int(steps) + 2), -1, dtype=np.int32)
@@ -278,24 +281,30 @@ def ecmp_routes(src: np.ndarray, dst: np.ndarray, ep_leaf: np.ndarray, ep_up: np
     return out, ok
 
 
-def compiled_max_min(flow_routes: np.ndarray, members: np.ndarray, capacity: np.ndarray,
-                     carried_weight: np.ndarray) -> tuple[Solution, np.ndarray]:
-    """``maxmin.max_min`` without bundles, and ``maxmin.route_loads(flow_routes, carried_weight, ...)``, compiled:
-    (solution, carried float64 [L]). ``flow_routes`` int [F, H] link ids, -1 padding; ``members`` float64 [F] > 0;
-    ``capacity`` float64 [L]. Besides the routes it holds (H - 1) local link ids per route entry (int16 while a
-    plane uses fewer than 32,767 links: 100 MB for a 16,384-GPU ECMP plane)."""
+def _values(a: np.ndarray) -> np.ndarray:
+    """float64 [F], or [1] where ``a`` is one value broadcast (no flow-long copy of a constant column)."""
+    a = np.asarray(a, dtype=np.float64)
+    return a[:1].copy() if a.ndim == 1 and len(a) > 1 and a.strides[0] == 0 else np.ascontiguousarray(a)
+
+
+def compiled_max_min(flow_routes: np.ndarray, members: np.ndarray, capacity: np.ndarray, nbytes: np.ndarray
+                     ) -> tuple[Solution, np.ndarray]:
+    """``maxmin.max_min`` without bundles, and ``maxmin.route_loads(flow_routes, members * nbytes, ...)``,
+    compiled: (solution, carried bytes float64 [L]). ``flow_routes`` int [F, H] link ids, -1 padding; ``members``
+    float64 [F] > 0; ``nbytes`` float64 [F] bytes per member; ``capacity`` float64 [L]. Besides the routes it holds
+    (H - 1) local link ids per route entry (int16 while a plane uses fewer than 32,767 links: 100 MB for a
+    16,384-GPU ECMP plane)."""
     kernels = _kernels()
     routes = np.ascontiguousarray(flow_routes, dtype=np.int32)
-    members = np.ascontiguousarray(members, dtype=np.float64)
+    members = _values(members)
     capacity = np.ascontiguousarray(capacity, dtype=np.float64)
     local = np.full(len(capacity), -1, dtype=np.int32)
     carried = np.zeros(len(capacity))
-    num_l, entries = kernels["_links"](routes, np.ascontiguousarray(carried_weight, dtype=np.float64), local,
-                                       carried)
+    num_l, entries = kernels["_links"](routes, members, _values(nbytes), local, carried)
     other = np.empty(int(entries) * max(routes.shape[1] - 1, 0), dtype=np.int16 if num_l < 1 << 15 else np.int32)
     uniform = float(members[0]) if len(members) and (members == members[0]).all() else 0.0
     flows = np.empty(0 if uniform > 0 else int(entries), dtype=np.int32)
-    rate = np.zeros(len(members))
+    rate = np.zeros(len(routes))
     load = np.zeros(len(capacity))
     rounds = int(kernels["_fill"](routes, members, uniform, capacity, local, int(num_l), FULL_TOLERANCE, other,
                                   flows, rate, load))

@@ -254,10 +254,10 @@ def route_flows(graph: SimGraph, hops: NextHops, dead: np.ndarray, src_ep: np.nd
         raise InputError(f"--routing {routing!r} is not valid; use static, ecmp or adaptive")
     if graph.num_links + len(src_ep) >= 1 << 31:
         raise InputError(f"{len(src_ep):,} flows are too many to route at once")
+    if routing == "ecmp" and len(src_ep) >= compiled.MIN_FLOWS and compiled.available():
+        return _compiled_ecmp(graph, hops, dead, np.asarray(src_ep), np.asarray(dst_ep), seed)
     src_ep, dst_ep = np.asarray(src_ep, dtype=np.int64), np.asarray(dst_ep, dtype=np.int64)
     num_f = len(src_ep)
-    if routing == "ecmp" and num_f >= compiled.MIN_FLOWS and compiled.available():
-        return _compiled_ecmp(graph, hops, dead, src_ep, dst_ep, seed)
     num_t = hops.dist.shape[1]
     small = np.int32 if hops.dist.size < 1 << 31 and graph.num_links < 1 << 31 else np.int64
     # flow-long arrays in int32 where the tables allow it (a 16,384-GPU plane routes 4.2M flows at once)

@@ -185,8 +185,7 @@ def _solve_plane(graph: SimGraph, hops: NextHops, dead: np.ndarray, net: Flows, 
                  reflow: bool) -> _PlaneSolution:
     routes = route_flows(graph, hops, dead, net.src, net.dst, routing, seed)
     if routing == "ecmp" and len(net) >= compiled.MIN_FLOWS and compiled.available():
-        sol, carried = compiled.compiled_max_min(routes.flow_routes, net.members, graph.link_cap,
-                                                 net.members * net.bytes)
+        sol, carried = compiled.compiled_max_min(routes.flow_routes, net.members, graph.link_cap, net.bytes)
     else:
         sol = max_min(routes.flow_routes, net.members, graph.link_cap, routes.bundle_ptr, routes.bundle_link,
                       routes.bundle_frac)

@@ -187,9 +187,13 @@ def alltoall(graph: SimGraph, nodes: np.ndarray, size_bytes: float, job: int = 0
         v_pos[v_pos >= n] -= n
         src_gpu = (nodes[:, None, None] * g + pi[None, None, :]).repeat(n - 1, axis=1)
         dst_gpu = nodes[v_pos][:, :, None] * g + pj[None, None, :]
-        owner = np.where(pw[None, None, :], -2 - nodes[:, None, None], src_gpu).ravel()
-        src, dst = graph.gpu_nic(src_gpu.ravel()), graph.gpu_nic(dst_gpu.ravel())
-        del src_gpu, dst_gpu, v_pos
+        # int32 ids while they fit: 4.2M flows a plane at 16,384 GPUs (50 MB less held while the plane is solved)
+        ids = np.int32 if graph.num_gpus < 1 << 30 else np.int64
+        owner = np.where(pw[None, None, :], -2 - nodes[:, None, None], src_gpu).ravel().astype(ids)
+        src = graph.gpu_nic(src_gpu.ravel()).astype(ids)
+        del src_gpu
+        dst = graph.gpu_nic(dst_gpu.ravel()).astype(ids)
+        del dst_gpu, v_pos
         count = len(src)
         members = (np.broadcast_to(pm[0], (count,)) if (pm == pm[0]).all()
                    else np.broadcast_to(pm, (n * (n - 1), len(pm))).ravel())
