@@ -59,14 +59,14 @@ def _links(routes: np.ndarray, members: np.ndarray, nbytes: np.ndarray, local: n
 
 
 def _fill(routes: np.ndarray, members: np.ndarray, uniform: float, capacity: np.ndarray, local: np.ndarray,
-          num_l: int, tol: float, other: np.ndarray, flows: np.ndarray, rate: np.ndarray, load: np.ndarray
-          ) -> int:
+          num_l: int, tol: float, lr: np.ndarray, other: np.ndarray, flows: np.ndarray, rate: np.ndarray,
+          load: np.ndarray) -> int:
     """Kernel: progressive filling of ``maxmin.max_min`` (same rounds, same arithmetic per link) over ``routes``
     int32 [F, H] (-1 padding) numbered by ``local``; ``capacity`` float64 [L]. Writes ``rate`` [F] and ``load``
     [L]; returns the rounds.
 
-    Each link keeps the list of its route entries, and each entry the flow's other links (``other`` [entries *
-    (H - 1)], local ids): a link that fills freezes the entries whose other links filled no earlier (processing
+    The routes in local ids go to ``lr`` [F, H]. Each link keeps the list of its route entries, and each entry
+    the flow's other links (``other`` [entries * (H - 1)], local ids): a link that fills freezes the entries whose other links filled no earlier (processing
     stamps), so no per-flow array is read at random. The rate of a flow is the level of its first full link, set
     at the end. ``members`` float64 [F] (or [1], one value for all) is read through ``flows`` [entries] only when
     the values differ (``uniform`` 0.0)."""
@@ -90,9 +90,12 @@ def _fill(routes: np.ndarray, members: np.ndarray, uniform: float, capacity: np.
             r = routes[f, c]
             if r >= 0:
                 i = local[r]
+                lr[f, c] = i
                 weight[i] += members[f if members.shape[0] > 1 else 0]
                 count[i + 1] += 1
                 routed = True
+            else:
+                lr[f, c] = -1
         if routed:
             num_active += 1
             top = max(top, members[f if members.shape[0] > 1 else 0])
@@ -101,18 +104,17 @@ def _fill(routes: np.ndarray, members: np.ndarray, uniform: float, capacity: np.
     free = ptr[:-1].copy()
     for c in range(num_h):  # column by column: the entries of one column fill few lists at a time
         for f in range(num_f):
-            r = routes[f, c]
-            if r < 0:
+            i = lr[f, c]
+            if i < 0:
                 continue
-            j = free[local[r]]
-            free[local[r]] = j + 1
+            j = free[i]
+            free[i] = j + 1
             if flows.shape[0]:
                 flows[j] = f
             k = j * width
             for c2 in range(num_h):
                 if c2 != c:
-                    r2 = routes[f, c2]
-                    other[k] = local[r2] if r2 >= 0 else -1
+                    other[k] = lr[f, c2]
                     k += 1
     tiny = 1e-12 * max(top, 1.0)
     share = np.empty(num_l)
@@ -180,9 +182,9 @@ def _fill(routes: np.ndarray, members: np.ndarray, uniform: float, capacity: np.
     for f in range(num_f):
         low = np.inf
         for c in range(num_h):
-            r = routes[f, c]
-            if r >= 0:
-                low = min(low, level_of[local[r]])
+            i = lr[f, c]
+            if i >= 0:
+                low = min(low, level_of[i])
         rate[f] = low if low < np.inf else 0.0
     return rounds
 
@@ -301,11 +303,13 @@ def compiled_max_min(flow_routes: np.ndarray, members: np.ndarray, capacity: np.
     local = np.full(len(capacity), -1, dtype=np.int32)
     carried = np.zeros(len(capacity))
     num_l, entries = kernels["_links"](routes, members, _values(nbytes), local, carried)
-    other = np.empty(int(entries) * max(routes.shape[1] - 1, 0), dtype=np.int16 if num_l < 1 << 15 else np.int32)
+    small = np.int16 if num_l < 1 << 15 else np.int32
+    lr = np.empty(routes.shape, dtype=small)
+    other = np.empty(int(entries) * max(routes.shape[1] - 1, 0), dtype=small)
     uniform = float(members[0]) if len(members) and (members == members[0]).all() else 0.0
     flows = np.empty(0 if uniform > 0 else int(entries), dtype=np.int32)
     rate = np.zeros(len(routes))
     load = np.zeros(len(capacity))
-    rounds = int(kernels["_fill"](routes, members, uniform, capacity, local, int(num_l), FULL_TOLERANCE, other,
-                                  flows, rate, load))
+    rounds = int(kernels["_fill"](routes, members, uniform, capacity, local, int(num_l), FULL_TOLERANCE, lr,
+                                  other, flows, rate, load))
     return Solution(rate, load, rounds), carried
