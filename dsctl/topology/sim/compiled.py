@@ -66,10 +66,10 @@ def _fill(routes: np.ndarray, members: np.ndarray, uniform: float, capacity: np.
     [L]; returns the rounds.
 
     The routes in local ids go to ``lr`` [F, H]. Each link keeps the list of its route entries, and each entry
-    the flow's other links (``other`` [entries * (H - 1)], local ids): a link that fills freezes the entries whose other links filled no earlier (processing
-    stamps), so no per-flow array is read at random. The rate of a flow is the level of its first full link, set
-    at the end. ``members`` float64 [F] (or [1], one value for all) is read through ``flows`` [entries] only when
-    the values differ (``uniform`` 0.0)."""
+    the flow's other links (``other`` [entries * (H - 1)], local ids): a link that fills freezes the entries whose
+    other links filled no earlier (processing stamps), so no per-flow array is read at random. The rate of a flow
+    is the level of its first full link, set at the end. ``members`` float64 [F] (or [1], one value for all) is
+    read through ``flows`` [entries] only when the values differ (``uniform`` 0.0)."""
     num_f, num_h = routes.shape
     width = num_h - 1
     links = np.empty(num_l, np.int64)
@@ -294,8 +294,8 @@ def compiled_max_min(flow_routes: np.ndarray, members: np.ndarray, capacity: np.
     """``maxmin.max_min`` without bundles, and ``maxmin.route_loads(flow_routes, members * nbytes, ...)``,
     compiled: (solution, carried bytes float64 [L]). ``flow_routes`` int [F, H] link ids, -1 padding; ``members``
     float64 [F] > 0; ``nbytes`` float64 [F] bytes per member; ``capacity`` float64 [L]. Besides the routes it holds
-    (H - 1) local link ids per route entry (int16 while a plane uses fewer than 32,767 links: 100 MB for a
-    16,384-GPU ECMP plane)."""
+    them again in local link ids and (H - 1) local link ids per route entry (int16 while a plane uses fewer than
+    32,768 links: 33 + 100 MB for a 16,384-GPU ECMP plane)."""
     kernels = _kernels()
     routes = np.ascontiguousarray(flow_routes, dtype=np.int32)
     members = _values(members)
