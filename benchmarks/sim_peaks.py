@@ -9,9 +9,12 @@ max-min) by its process CPU time and reports ``ru_maxrss``. Targets: all-to-all 
 installed; its import and cached-code load are inside the timed CPU), ``numpy`` otherwise; ``--numpy`` hides
 numba from the children to time the reference.
 
-Issue 32, ECMP all-to-all at 16,384 GPUs on the shared 2-core machine (load average 4-7, so CPU seconds run
-high): before 26-32 s / 631 MB (numpy); now numpy 25-29 s / 590-630 MB, numba 8.0-9.2 s / 577-610 MB (per plane:
-routing 0.16 s, max-min 0.5-0.6 s; numba's import and cache load 0.65 s once).
+Issue 32, ECMP all-to-all at 16,384 GPUs on the shared 2-core machine (load average 3-7; CPU seconds of one run
+vary by 1.5x with the neighbours' load): main before this change 28.6-37.3 s / 630-638 MB; now with numba
+(dsctl[fast]) 5.9-12.2 s, median about 8.5 s, 498-513 MB (per plane: routing 0.1-0.2 s, max-min 0.5-0.6 s;
+numba's import and cached-code load 0.65 s once); numpy (--numpy) 32-33 s / 598 MB against main's 35.6-37.3 s
+run side by side. The other three cases: adaptive 1.2-1.7 s / 422 MB, ep-dispatch 1.8-3.2 s / 508 MB,
+ep-combine 1.8-2.2 s / 507 MB.
 """
 
 from __future__ import annotations
