@@ -124,6 +124,14 @@ def _times(flows: Flows, rate: np.ndarray) -> np.ndarray:
         return np.where(rate > 0, flows.bytes / np.maximum(rate, 1e-300), np.inf)
 
 
+def _max_at(out: np.ndarray, index: np.ndarray, values: np.ndarray) -> None:
+    """``np.maximum.at(out, index, values)``; one reduction where ``index`` is one value broadcast (a job's flows)."""
+    if index.ndim == 1 and len(index) > 1 and index.strides[0] == 0:
+        out[index[0]] = max(out[index[0]], values.max())
+    else:
+        np.maximum.at(out, index, values)
+
+
 def _owner_max(flows: Flows, times: np.ndarray, t_gpu: np.ndarray, t_node: np.ndarray) -> None:
     gpu = flows.owner >= 0
     np.maximum.at(t_gpu, flows.owner[gpu], times[gpu])
@@ -177,7 +185,7 @@ def _plane_times(graph: SimGraph, num_jobs: int, net: Flows, times: np.ndarray, 
     good = net if routable.all() else net.select(routable)
     good_times = times if routable.all() else times[routable]
     _owner_max(good, good_times, gpu_s, node_s)
-    np.maximum.at(job_s, good.job, good_times)
+    _max_at(job_s, good.job, good_times)
     return _PlaneTimes(gpu_s, node_s, job_s, unroutable_job, int(bad.sum()), len(net), rounds)
 
 
@@ -218,7 +226,7 @@ def simulate(graph: SimGraph, traffic: Traffic, routing: str, seed: int, dead: n
         times = (finish_times(nvl_routes, nvl.members, nvl.bytes, graph.link_cap, *none, first=sol) if reflow
                  else _times(nvl, sol.rate))
         _owner_max(nvl, times, t_gpu, t_node)
-        np.maximum.at(t_job, nvl.job, times)
+        _max_at(t_job, nvl.job, times)
         link_bytes += route_loads(nvl_routes, nvl.members * nvl.bytes, graph.num_links, *none)
     # stage 2: the network, plane by plane
     maps = plane_maps(graph, routing, dead)
