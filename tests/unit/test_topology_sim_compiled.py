@@ -8,6 +8,7 @@ numpy path is then the only one the simulator takes.
 from __future__ import annotations
 
 import functools
+import sys
 
 import numpy as np
 import pytest
@@ -21,8 +22,7 @@ from dsctl.topology.sim.routing import _compiled_ecmp, next_hops, route_flows
 from dsctl.topology.summary import summarize
 
 # slow: the first test compiles the kernels (10-20 s on a loaded machine; later runs load them from the cache)
-pytestmark = [pytest.mark.skipif(not compiled.available(), reason="numba (the dsctl[fast] extra) is not installed"),
-              pytest.mark.slow]
+kernels = pytest.mark.skipif(not compiled.available(), reason="numba (the dsctl[fast] extra) is not installed")
 RTOL = 1e-9
 
 
@@ -49,6 +49,8 @@ def _close(a: np.ndarray, b: np.ndarray) -> bool:
     return bool(np.all(np.abs(a - b) <= RTOL * scale))
 
 
+@pytest.mark.slow
+@kernels
 @pytest.mark.parametrize("case", range(12))
 def test_the_kernels_match_the_numpy_reference_on_random_ecmp_cases(case: int) -> None:
     rng = np.random.default_rng(case)
@@ -84,6 +86,8 @@ def test_the_kernels_match_the_numpy_reference_on_random_ecmp_cases(case: int) -
     assert not dead[reference.flow_routes[reference.flow_routes >= 0]].any()
 
 
+@pytest.mark.slow
+@kernels
 def test_the_kernel_solves_the_textbook_case_and_keeps_unrouted_flows_at_zero() -> None:
     """Links A (cap 1) and B (cap 2): f0 on A, f1 on A and B, f2 on B, f3 on nothing: 1/2, 1/2, 3/2, 0."""
     routes = np.array([[0, -1], [0, 1], [1, -1], [-1, -1]], dtype=np.int32)
@@ -100,3 +104,16 @@ def test_a_changed_rate_fails_the_comparison() -> None:
     rate = np.array([1.0, 2.0, 3.0])
     assert _close(rate * (1 + 1e-12), rate)
     assert not _close(rate * np.array([1, 1 + 1e-8, 1]), rate)
+
+
+def test_the_kernels_are_chosen_for_large_ecmp_planes_only_and_numba_can_be_hidden(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Adaptive and static planes, and ECMP planes below MIN_FLOWS, stay on numpy; a hidden numba (what
+    ``benchmarks.sim_peaks --numpy`` does) is not available."""
+    assert not compiled.chosen("adaptive", 1 << 24)
+    assert not compiled.chosen("static", 1 << 24)
+    assert not compiled.chosen("ecmp", compiled.MIN_FLOWS - 1)
+    assert compiled.chosen("ecmp", compiled.MIN_FLOWS) == compiled.available()
+    monkeypatch.setitem(sys.modules, "numba", None)
+    assert not compiled.available()
+    assert not compiled.chosen("ecmp", 1 << 24)

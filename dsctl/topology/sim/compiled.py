@@ -1,7 +1,7 @@
 """Kernels compiled by numba for large ECMP planes: the hop-by-hop ECMP walk and progressive filling.
 
 Optional (``pip install dsctl[fast]``): numba is imported on first use only, and the simulator asks
-``available()`` before choosing a kernel for a plane of at least MIN_FLOWS flows. The numpy code stays the
+``chosen()`` before using the kernels for an ECMP plane of at least MIN_FLOWS flows. The numpy code stays the
 reference (``routing._walk``, ``maxmin.max_min``, ``maxmin.route_loads``): the kernels do the same arithmetic in
 the same order (the walk consumes the same random draws, the filling the same rounds), and
 tests/unit/test_topology_sim_compiled.py holds them to the reference on random ECMP cases with failed cables.
@@ -25,6 +25,12 @@ from dsctl.topology.sim.maxmin import FULL_TOLERANCE, Solution
 
 #: flows from which a plane is worth the kernels' load (~0.3 s: numba's import and its cached machine code)
 MIN_FLOWS = 1 << 18
+
+
+def chosen(routing: str, num_flows: int) -> bool:
+    """Whether the simulator routes and solves a plane of ``num_flows`` flows by these kernels: ECMP, at least
+    MIN_FLOWS flows, numba installed."""
+    return routing == "ecmp" and num_flows >= MIN_FLOWS and available()
 
 
 def available() -> bool:

@@ -254,7 +254,7 @@ def route_flows(graph: SimGraph, hops: NextHops, dead: np.ndarray, src_ep: np.nd
         raise InputError(f"--routing {routing!r} is not valid; use static, ecmp or adaptive")
     if graph.num_links + len(src_ep) >= 1 << 31:
         raise InputError(f"{len(src_ep):,} flows are too many to route at once")
-    if routing == "ecmp" and len(src_ep) >= compiled.MIN_FLOWS and compiled.available():
+    if compiled.chosen(routing, len(src_ep)):
         return _compiled_ecmp(graph, hops, dead, np.asarray(src_ep), np.asarray(dst_ep), seed)
     src_ep, dst_ep = np.asarray(src_ep, dtype=np.int64), np.asarray(dst_ep, dtype=np.int64)
     num_f = len(src_ep)

@@ -192,7 +192,7 @@ def _plane_times(graph: SimGraph, num_jobs: int, net: Flows, times: np.ndarray, 
 def _solve_plane(graph: SimGraph, hops: NextHops, dead: np.ndarray, net: Flows, routing: str, seed: int,
                  reflow: bool) -> _PlaneSolution:
     routes = route_flows(graph, hops, dead, net.src, net.dst, routing, seed)
-    if routing == "ecmp" and len(net) >= compiled.MIN_FLOWS and compiled.available():
+    if compiled.chosen(routing, len(net)):
         sol, carried = compiled.compiled_max_min(routes.flow_routes, net.members, graph.link_cap, net.bytes)
     else:
         sol = max_min(routes.flow_routes, net.members, graph.link_cap, routes.bundle_ptr, routes.bundle_link,
