@@ -11,7 +11,7 @@ numba from the children to time the reference.
 
 Issue 32, ECMP all-to-all at 16,384 GPUs on the shared 2-core machine (load average 3-7; CPU seconds of one run
 vary by 1.5x with the neighbours' load): main before this change 28.6-37.3 s / 630-638 MB; now with numba
-(dsctl[fast]) 6.7-10.2 s, median 7.6 s (5 of 8 runs under 8 s), 514 MB, on the final code (per plane: routing
+(dsctl[fast]) 5.9-10.7 s, median 7.6 s (6 of 10 runs under 8 s), 514 MB, on the final code (per plane: routing
 0.1-0.2 s, max-min 0.35-0.6 s; numba's import and cached-code load 0.65 s once); numpy (--numpy) 28-33 s /
 558-598 MB against main's 35.6-37.3 s run side by side. The other three cases: adaptive 1.2-2.3 s / 388 MB,
 ep-dispatch 1.4-3.2 s / 510 MB, ep-combine 1.1-2.2 s / 507 MB.
