@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dsctl.errors import InputError
+from dsctl.topology.sim import compiled
 from dsctl.topology.sim.graph import MAX_NEXT_HOP_ENTRIES, SW_DOWN, SW_UP, SimGraph
 
 ROUTINGS = ("static", "ecmp", "adaptive")
@@ -123,8 +124,11 @@ def next_hops(graph: SimGraph, dead: np.ndarray, planes: Iterable[int] | None = 
     cnt = np.bincount(key, minlength=num_s * num_t)
     ptr = np.cumsum(cnt) - cnt
     # distinct next switches per (switch, leaf): parallel cables to one switch count once
-    pairs = np.unique(np.stack([key, ey]), axis=1) if len(key) else np.zeros((2, 0), dtype=np.int64)
-    nsw = np.bincount(pairs[0], minlength=num_s * num_t)
+    # one entry per (switch, leaf, next switch): a sort of one int64 key (np.unique over columns, or numpy 2's
+    # hashed unique, costs a second at 16,384 GPUs)
+    pairs = np.sort(key * num_s + ey)
+    pairs = pairs[np.r_[True, pairs[1:] != pairs[:-1]]] if len(pairs) else pairs
+    nsw = np.bincount(pairs // num_s, minlength=num_s * num_t)
     return NextHops(dist, ptr.reshape(num_s, num_t), cnt.reshape(num_s, num_t), nsw.reshape(num_s, num_t), el,
                     dev_switch, leaf_col, _path_shares(dist, es, et, ey))
 
@@ -233,6 +237,16 @@ def _pairs(start: np.ndarray, target: np.ndarray, num_t: int) -> tuple[np.ndarra
     return np.flatnonzero(seen), position[key]
 
 
+def _compiled_ecmp(graph: SimGraph, hops: NextHops, dead: np.ndarray, src_ep: np.ndarray, dst_ep: np.ndarray,
+                   seed: int) -> Routes:
+    """``route_flows`` under ECMP by the compiled kernels (the same routes from the same draws)."""
+    out, ok = compiled.ecmp_routes(
+        src_ep, dst_ep, graph.ep_leaf, graph.ep_up, graph.ep_down, np.ascontiguousarray(dead, dtype=np.bool_),
+        hops.dev_switch, hops.leaf_col, hops.dist.ravel(), hops.cnt.ravel(), hops.ptr.ravel(), hops.link,
+        hops.dev_switch[graph.link_dst], hops.dist.shape[1], _FAR, np.random.default_rng(seed))
+    return Routes(out, np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0), ok)
+
+
 def route_flows(graph: SimGraph, hops: NextHops, dead: np.ndarray, src_ep: np.ndarray, dst_ep: np.ndarray,
                 routing: str, seed: int) -> Routes:
     """Route NIC-to-NIC flows: NIC up link, switch path, NIC down link. ``dead`` bool [L] failed links."""
@@ -240,6 +254,8 @@ def route_flows(graph: SimGraph, hops: NextHops, dead: np.ndarray, src_ep: np.nd
         raise InputError(f"--routing {routing!r} is not valid; use static, ecmp or adaptive")
     if graph.num_links + len(src_ep) >= 1 << 31:
         raise InputError(f"{len(src_ep):,} flows are too many to route at once")
+    if compiled.chosen(routing, len(src_ep)):
+        return _compiled_ecmp(graph, hops, dead, np.asarray(src_ep), np.asarray(dst_ep), seed)
     src_ep, dst_ep = np.asarray(src_ep, dtype=np.int64), np.asarray(dst_ep, dtype=np.int64)
     num_f = len(src_ep)
     num_t = hops.dist.shape[1]

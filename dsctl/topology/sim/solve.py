@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from dsctl.topology.sim import compiled
 from dsctl.topology.sim.graph import LINK_KINDS, NIC_DOWN, NVL_IN, NVL_OUT, SW_UP, SimGraph
 from dsctl.topology.sim.maxmin import finish_times, max_min, route_loads
 from dsctl.topology.sim.routing import NextHops, next_hops, route_flows
@@ -123,6 +124,14 @@ def _times(flows: Flows, rate: np.ndarray) -> np.ndarray:
         return np.where(rate > 0, flows.bytes / np.maximum(rate, 1e-300), np.inf)
 
 
+def _max_at(out: np.ndarray, index: np.ndarray, values: np.ndarray) -> None:
+    """``np.maximum.at(out, index, values)``; one reduction where ``index`` is one value broadcast (a job's flows)."""
+    if index.ndim == 1 and len(index) > 1 and index.strides[0] == 0:
+        out[index[0]] = max(out[index[0]], values.max())
+    else:
+        np.maximum.at(out, index, values)
+
+
 def _owner_max(flows: Flows, times: np.ndarray, t_gpu: np.ndarray, t_node: np.ndarray) -> None:
     gpu = flows.owner >= 0
     np.maximum.at(t_gpu, flows.owner[gpu], times[gpu])
@@ -176,19 +185,22 @@ def _plane_times(graph: SimGraph, num_jobs: int, net: Flows, times: np.ndarray, 
     good = net if routable.all() else net.select(routable)
     good_times = times if routable.all() else times[routable]
     _owner_max(good, good_times, gpu_s, node_s)
-    np.maximum.at(job_s, good.job, good_times)
+    _max_at(job_s, good.job, good_times)
     return _PlaneTimes(gpu_s, node_s, job_s, unroutable_job, int(bad.sum()), len(net), rounds)
 
 
 def _solve_plane(graph: SimGraph, hops: NextHops, dead: np.ndarray, net: Flows, routing: str, seed: int,
                  reflow: bool) -> _PlaneSolution:
     routes = route_flows(graph, hops, dead, net.src, net.dst, routing, seed)
-    sol = max_min(routes.flow_routes, net.members, graph.link_cap, routes.bundle_ptr, routes.bundle_link,
-                  routes.bundle_frac)
+    if compiled.chosen(routing, len(net)):
+        sol, carried = compiled.compiled_max_min(routes.flow_routes, net.members, graph.link_cap, net.bytes)
+    else:
+        sol = max_min(routes.flow_routes, net.members, graph.link_cap, routes.bundle_ptr, routes.bundle_link,
+                      routes.bundle_frac)
+        carried = route_loads(routes.flow_routes, net.members * net.bytes, graph.num_links, routes.bundle_ptr,
+                              routes.bundle_link, routes.bundle_frac)
     times = (finish_times(routes.flow_routes, net.members, net.bytes, graph.link_cap, routes.bundle_ptr,
                           routes.bundle_link, routes.bundle_frac, first=sol) if reflow else _times(net, sol.rate))
-    carried = route_loads(routes.flow_routes, net.members * net.bytes, graph.num_links, routes.bundle_ptr,
-                          routes.bundle_link, routes.bundle_frac)
     return _PlaneSolution(net, times, routes.routable, sol.link_load, carried, sol.rounds)
 
 
@@ -216,7 +228,7 @@ def simulate(graph: SimGraph, traffic: Traffic, routing: str, seed: int, dead: n
         times = (finish_times(nvl_routes, nvl.members, nvl.bytes, graph.link_cap, *none, first=sol) if reflow
                  else _times(nvl, sol.rate))
         _owner_max(nvl, times, t_gpu, t_node)
-        np.maximum.at(t_job, nvl.job, times)
+        _max_at(t_job, nvl.job, times)
         link_bytes += route_loads(nvl_routes, nvl.members * nvl.bytes, graph.num_links, *none)
     # stage 2: the network, plane by plane
     maps = plane_maps(graph, routing, dead)
