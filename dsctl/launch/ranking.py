@@ -7,7 +7,6 @@ from dataclasses import replace
 from typing import Any
 
 from dsctl.errors import InputError
-from dsctl.launch.batch import BatchPlan
 from dsctl.launch.candidates import PlanInputs
 from dsctl.launch.layout import ParallelLayout
 from dsctl.launch.rules import min_micro_batches
@@ -46,7 +45,7 @@ def attach_step_time(inputs: PlanInputs, options: SearchOptions,
             ep_models[lay.ep] = (fabric_ep(model, node, lay.ep, 1.0 / balancedness, options.fabric_plan)
                                  if lay.ep > 1 and model.moe is not None else None)
         try:
-            step = _predict(inputs, lay, batch, balancedness, ep_models.get(lay.ep))
+            step = _predict(inputs, trial, balancedness, ep_models.get(lay.ep))
         except InputError as exc:
             # a fabric that cannot hold the EP group, or a balancedness no layout could have, is the user's
             # input, not a layout's failing; below 1/ep only rules out the smaller EP degrees
@@ -54,7 +53,7 @@ def attach_step_time(inputs: PlanInputs, options: SearchOptions,
                                                    exc.message):
                 raise
             rejected.append(Rejected("step-time model", lay.schedule, lay.pp, lay.ep, batch.micro_batch_size,
-                                     exc.message))
+                                     exc.message, recipe=trial.recipe.name))
             continue
         kept.append(replace(trial, step=step))
     if not kept and rejected and all("below 1/ep" in r.reason for r in rejected):
@@ -62,19 +61,19 @@ def attach_step_time(inputs: PlanInputs, options: SearchOptions,
     return kept, rejected
 
 
-def _predict(inputs: PlanInputs, layout: ParallelLayout, batch: BatchPlan, balancedness: float,
-             ep_cost: EpCostModel | None) -> StepTime:
+def _predict(inputs: PlanInputs, trial: Trial, balancedness: float, ep_cost: EpCostModel | None) -> StepTime:
     """The predicted step; beyond ``2 x`` :func:`steady_micro_batches` micro-batches it is extrapolated from two
     shorter simulations (the schedule's steady state adds the same seconds, and the same ops, per micro-batch
     pair: step, pipeline, bubble and every phase grow linearly), so a search at small dp (thousands of
     micro-batches) stays bounded. The plan re-predicts its chosen layout in full."""
+    layout, batch, recipe = trial.layout, trial.batch, trial.recipe
     m = batch.micro_batches
     short = steady_micro_batches(layout)
     if m <= 2 * short:
         return predict_step(inputs.model, inputs.node, layout, m, batch.micro_batch_size, batch.seq_len,
-                            balancedness=balancedness, ep_cost=ep_cost, recipe=inputs.recipe)
+                            balancedness=balancedness, ep_cost=ep_cost, recipe=recipe)
     longer, shorter = (predict_step(inputs.model, inputs.node, layout, k, batch.micro_batch_size, batch.seq_len,
-                                    balancedness=balancedness, ep_cost=ep_cost, recipe=inputs.recipe)
+                                    balancedness=balancedness, ep_cost=ep_cost, recipe=recipe)
                        for k in (short, short - 2))
     pairs = (m - short) / 2
 
@@ -137,13 +136,35 @@ def search_layouts(inputs: PlanInputs, options: SearchOptions) -> SearchResult:
     fitting, over = attach_memory(inputs, trials, options.min_headroom_bytes)
     predicted, failed = attach_step_time(inputs, options, fitting)
     ranked = rank(predicted, options.objective)
-    exact = [replace(t, step=predict_step(inputs.model, inputs.node, t.layout, t.batch.micro_batches,
-                                          t.batch.micro_batch_size, t.batch.seq_len,
-                                          balancedness=options.balancedness_at(t.layout.ep),
-                                          fabric_plan=options.fabric_plan, recipe=inputs.recipe))
-             for t in ranked[:EXACT_TOP]]  # the rows a reader compares, simulated in full
+    exact = [_exact(inputs, options, t) for t in ranked[:EXACT_TOP]]  # the rows a reader compares, in full
     return SearchResult(space, options.objective, rank([*exact, *ranked[EXACT_TOP:]], options.objective),
-                        tuple(rejected + over + failed), inputs.node.usable_hbm_bytes)
+                        tuple(rejected + over + failed), inputs.node.usable_hbm_bytes,
+                        other_recipes(inputs, options) if not ranked else ())
+
+
+def other_recipes(inputs: PlanInputs, options: SearchOptions) -> tuple[Trial, ...]:
+    """With a recipe the request fixes: the best trial under each other recipe the model can train with (the
+    same search with the recipe left open), ranked; () when the request fixes none."""
+    fixed = inputs.request.recipe
+    if fixed is None:
+        return ()
+    opened = search_layouts(replace(inputs, request=replace(inputs.request, recipe=None)), options)
+    by_recipe: dict[str, list[Trial]] = {}
+    for trial in opened.ranked:
+        if trial.recipe.name != fixed:
+            by_recipe.setdefault(trial.recipe.name, []).append(trial)
+    best = [rank([_exact(inputs, options, t) for t in trials[:3]], options.objective)[0]
+            for trials in by_recipe.values()]  # each recipe's leaders simulated in full
+    return rank(best, options.objective)
+
+
+def _exact(inputs: PlanInputs, options: SearchOptions, trial: Trial) -> Trial:
+    """``trial`` with its step simulated in full (no extrapolation)."""
+    lay, batch = trial.layout, trial.batch
+    return replace(trial, step=predict_step(inputs.model, inputs.node, lay, batch.micro_batches,
+                                            batch.micro_batch_size, batch.seq_len,
+                                            balancedness=options.balancedness_at(lay.ep),
+                                            fabric_plan=options.fabric_plan, recipe=trial.recipe))
 
 
 #: the stages of :func:`search_layouts` and its explanation, in order (the pipeline test walks them)

@@ -31,6 +31,7 @@ from dsctl.launch.memory import MemoryEstimate, estimate_memory
 from dsctl.launch.request import LaunchRequest
 from dsctl.launch.rules import SCHEDULES, divisors, ep_node_aligned
 from dsctl.launch.stages import Stage, split_stages
+from dsctl.model.recipes import DEEPSEEK, ActivationRecipe, searchable_recipes
 from dsctl.steptime import StepTime
 
 #: what the ranking prefers: the shortest predicted step, the most memory headroom among layouts within
@@ -79,11 +80,14 @@ class SearchSpace:
     tp: int
     schedules: tuple[str, ...]
     micro_batch_sizes: tuple[int, ...]
+    #: activation recipes tried (the request's, or every one the model can train with, its profile's first)
+    recipes: tuple[ActivationRecipe, ...] = (DEEPSEEK,)
 
     @property
     def size(self) -> int:
         """Combinations tried (each becomes a trial or a rejection)."""
-        return len(self.pps) * len(self.eps) * len(self.schedules) * len(self.micro_batch_sizes)
+        return (len(self.pps) * len(self.eps) * len(self.schedules) * len(self.micro_batch_sizes)
+                * len(self.recipes))
 
 
 @dataclass(frozen=True)
@@ -93,6 +97,7 @@ class Trial:
     layout: ParallelLayout
     batch: BatchPlan
     notes: tuple[str, ...] = ()
+    recipe: ActivationRecipe = DEEPSEEK
     stages: tuple[Stage, ...] = ()
     memory: MemoryEstimate | None = None
     step: StepTime | None = None
@@ -103,11 +108,15 @@ class Trial:
             raise RuntimeError(f"{self.label()} was ranked without its memory or step prediction")
         return self.memory, self.step
 
-    def label(self) -> str:
-        """``PP16 EP64 dualpipe 120x1`` (micro-batches x sequences each; dp = world / (pp x tp))."""
+    def label(self, with_recipe: bool = False) -> str:
+        """``PP16 EP64 dualpipe 120x1`` (micro-batches x sequences each; dp = world / (pp x tp)), then the recipe
+        with ``with_recipe``."""
         lay = self.layout
         tp = f" TP{lay.tp}" if lay.tp > 1 else ""
-        return f"PP{lay.pp} EP{lay.ep}{tp} {lay.schedule} {self.batch.micro_batches}x{self.batch.micro_batch_size}"
+        zero = f" ZeRO-{lay.zero_stage}" if lay.zero_stage != 1 else ""
+        text = (f"PP{lay.pp} EP{lay.ep}{tp}{zero} {lay.schedule} "
+                f"{self.batch.micro_batches}x{self.batch.micro_batch_size}")
+        return f"{text} {self.recipe.name}" if with_recipe else text
 
 
 @dataclass(frozen=True)
@@ -121,6 +130,7 @@ class Rejected:
     micro_batch_size: int
     reason: str
     memory_bytes: int | None = None
+    recipe: str = DEEPSEEK.name
 
 
 @dataclass(frozen=True)
@@ -132,6 +142,9 @@ class SearchResult:
     ranked: tuple[Trial, ...]
     rejected: tuple[Rejected, ...]
     hbm_bytes: int
+    #: when the request fixes a recipe and no layout fits: the best fitting layout under each other recipe the
+    #: model can train with (what would fit instead), fastest first
+    alternatives: tuple[Trial, ...] = ()
 
     @property
     def num_evaluated(self) -> int:
@@ -160,7 +173,8 @@ def search_space(inputs: PlanInputs, options: SearchOptions) -> SearchSpace:
     experts = model.moe.num_routed_experts if model.moe is not None else 1
     eps = (request.ep,) if request.ep is not None else tuple(divisors(experts))
     sizes = (1,) if request.micro_batches is not None else MICRO_BATCH_SIZES
-    return SearchSpace(request.num_nodes, pps, eps, tp, options.schedules, sizes)
+    recipes = (inputs.recipe,) if request.recipe is not None else searchable_recipes(model)
+    return SearchSpace(request.num_nodes, pps, eps, tp, options.schedules, sizes, recipes)
 
 
 # --------------------------------------------------------------------------------------------- 2. structure
@@ -176,7 +190,8 @@ def _kind(message: str) -> str:
 
 
 def enumerate_trials(inputs: PlanInputs, space: SearchSpace) -> tuple[list[Trial], list[Rejected]]:
-    """Build each combination's layout and batch; a rule broken on the way rejects it with the rule's message."""
+    """Build each combination's layout and batch; a rule broken on the way rejects it with the rule's message.
+    No structural rule depends on the recipe: each layout is built once and tried under every recipe."""
     request, model, gpn = inputs.request, inputs.model, inputs.node.num_gpus
     experts = model.moe.num_routed_experts if model.moe is not None else 0
     trials: list[Trial] = []
@@ -196,9 +211,10 @@ def enumerate_trials(inputs: PlanInputs, space: SearchSpace) -> tuple[list[Trial
                         batch, notes = checked_batch(_sized(request, schedule, dp, size, global_batch), schedule,
                                                      pp, dp)
                     except InputError as exc:
-                        rejected.append(Rejected(_kind(exc.message), schedule, pp, ep, size, exc.message))
+                        rejected.extend(Rejected(_kind(exc.message), schedule, pp, ep, size, exc.message,
+                                                 recipe=r.name) for r in space.recipes)
                         continue
-                    trials.append(Trial(layout, batch, tuple(notes)))
+                    trials.extend(Trial(layout, batch, tuple(notes), r) for r in space.recipes)
     return trials, rejected
 
 
@@ -230,7 +246,7 @@ def attach_memory(inputs: PlanInputs, trials: list[Trial],
         if stages is None:
             stages = splits[lay.num_stages] = split_stages(inputs.model, inputs.counts, lay.num_stages)
         memory = estimate_memory(inputs.model, lay, stages, hbm, trial.batch.tokens_per_micro_batch,
-                                 trial.batch.micro_batches, inputs.assumptions, inputs.recipe, inputs.node.hbm_bytes)
+                                 trial.batch.micro_batches, inputs.assumptions, trial.recipe, inputs.node.hbm_bytes)
         if memory.fits and memory.headroom_bytes >= min_headroom_bytes:
             kept.append(replace(trial, stages=stages, memory=memory))
             continue
@@ -238,5 +254,6 @@ def attach_memory(inputs: PlanInputs, trials: list[Trial],
         rejected.append(Rejected("memory", lay.schedule, lay.pp, lay.ep, trial.batch.micro_batch_size,
                                  f"{need} > {hbm / 2**30:.1f} GiB HBM" if not memory.fits else
                                  f"{need}: {memory.headroom_bytes / 2**30:.1f} GiB left < the "
-                                 f"{min_headroom_bytes / 2**30:.1f} GiB headroom kept", memory.max_total_bytes))
+                                 f"{min_headroom_bytes / 2**30:.1f} GiB headroom kept", memory.max_total_bytes,
+                                 trial.recipe.name))
     return kept, rejected

@@ -29,6 +29,7 @@ class CandidateRow:
     headroom_bytes: int
     ep_a2a_s: float
     why_lost: str
+    recipe: str = ""
 
     def to_data(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in CandidateRow.__dataclass_fields__}
@@ -102,14 +103,14 @@ def _a2a(step: StepTime) -> float:
     return step.ep_dispatch_s + step.ep_combine_s
 
 
-def _row(index: int, trial: Trial, best: Trial) -> CandidateRow:
+def _row(index: int, trial: Trial, best: Trial, with_recipe: bool) -> CandidateRow:
     memory, step = trial.predicted()
-    return CandidateRow(index + 1, trial.label(), step.step_s, step.tokens_per_day, step.mfu_noncausal,
+    return CandidateRow(index + 1, trial.label(with_recipe), step.step_s, step.tokens_per_day, step.mfu_noncausal,
                         step.max_bubble_s, memory.max_total_bytes, memory.headroom_bytes, _a2a(step),
-                        "" if trial is best else why_lost(trial, best))
+                        "" if trial is best else why_lost(trial, best), trial.recipe.name)
 
 
-def _families(rejected: tuple[Rejected, ...]) -> tuple[FamilyLine, ...]:
+def _families(rejected: tuple[Rejected, ...], with_recipe: bool) -> tuple[FamilyLine, ...]:
     groups: dict[str, list[Rejected]] = defaultdict(list)
     for r in rejected:
         groups[r.kind].append(r)
@@ -120,6 +121,7 @@ def _families(rejected: tuple[Rejected, ...]) -> tuple[FamilyLine, ...]:
             continue
         example = min(items, key=lambda r: r.memory_bytes or 0) if kind == "memory" else items[0]
         where = f"PP{example.pp} EP{example.ep} {example.schedule} b{example.micro_batch_size}"
+        where += f" {example.recipe}" if with_recipe and kind in ("memory", "step-time model") else ""
         reason = example.reason.split(" (")[0]
         lines.append(FamilyLine(kind, len(items), tuple(sorted({r.schedule for r in items})),
                                 tuple(sorted({r.pp for r in items})), tuple(sorted({r.ep for r in items})),
@@ -130,12 +132,13 @@ def _families(rejected: tuple[Rejected, ...]) -> tuple[FamilyLine, ...]:
 def explain_search(result: SearchResult, top: int = TOP) -> SearchExplanation:
     """The top ``top`` rows (winner first) and the rejected families of ``result``."""
     best = result.best
-    rows = tuple(_row(i, t, best) for i, t in enumerate(result.ranked[:top])) if best is not None else ()
+    with_recipe = len(result.space.recipes) > 1
+    rows = tuple(_row(i, t, best, with_recipe) for i, t in enumerate(result.ranked[:top])) if best else ()
     scope = ("ZeRO-1 only (the memory and step-time models know no other stage); "
              + (f"tp {result.space.tp} as given" if result.space.tp > 1
                 else "tp 1 (the step-time model covers tp 1; DeepSeek-V3 trains without TP)"))
     return SearchExplanation(result.objective, result.num_evaluated, len(result.ranked), rows,
-                             _families(result.rejected), scope)
+                             _families(result.rejected, with_recipe), scope)
 
 
 def choice_lines(result: SearchResult, explanation: SearchExplanation) -> list[str]:
@@ -146,15 +149,26 @@ def choice_lines(result: SearchResult, explanation: SearchExplanation) -> list[s
         if unpredicted:
             return [f"searched {result.num_evaluated:,} layouts: {unpredicted} fit but none could be predicted "
                     "(step-time model); the memory rule chose instead"]
-        return [f"searched {result.num_evaluated:,} layouts: none fits in usable HBM; the memory rule "
-                "chose the closest instead"]
+        lines = [f"searched {result.num_evaluated:,} layouts: none fits in usable HBM; the memory rule "
+                 "chose the closest instead"]
+        for other in result.alternatives:
+            memory, step = other.predicted()
+            lines.append(f"recipe {other.recipe.name} fits at PP{other.layout.pp}: {step.step_s:.2f} s "
+                         f"({other.label()}, worst GPU {memory.max_total_bytes / 2**30:.1f} GiB; --recipe "
+                         f"{other.recipe.name})")
+        if result.space.recipes and not result.alternatives:
+            lines.append(f"no other recipe fits either (tried every one {result.space.recipes[0].name} can be "
+                         "swapped for)")
+        return lines
     memory, step = best.predicted()
     space = result.space
-    lines = [f"searched {result.num_evaluated:,} layouts (pp x ep x schedule x micro-batch size: {len(space.pps)} x "
-             f"{len(space.eps)} x {len(space.schedules)} x {len(space.micro_batch_sizes)}); "
-             f"{explanation.num_fitting} fit and were predicted",
-             f"{best.label()}: the {_objective_words(result.objective)}, predicted step {step.step_s:.2f} s, "
-             f"worst GPU {memory.max_total_bytes / 2**30:.1f} GiB",
+    recipes = "/".join(r.name for r in space.recipes)
+    lines = [f"searched {result.num_evaluated:,} layouts (pp x ep x schedule x micro-batch size x recipe: "
+             f"{len(space.pps)} x {len(space.eps)} x {len(space.schedules)} x {len(space.micro_batch_sizes)} x "
+             f"{len(space.recipes)}); {explanation.num_fitting} fit and were predicted",
+             f"{best.label()}, recipe {best.recipe.name}: the {_objective_words(result.objective)}, predicted step "
+             f"{step.step_s:.2f} s, worst GPU {memory.max_total_bytes / 2**30:.1f} GiB",
+             f"recipe {'searched: ' + recipes if len(space.recipes) > 1 else best.recipe.name + ' as given'}",
              explanation.scope]
     return lines
 

@@ -103,6 +103,16 @@ def recipe_named(name: str, option: str = "--recipe") -> ActivationRecipe:
     return RECIPES[key]
 
 
+def searchable_recipes(model: ModelProfile) -> tuple[ActivationRecipe, ...]:
+    """The recipes a layout search tries for ``model`` when the user fixes none: the profile's own first, then the
+    others in :data:`RECIPES` order; a recipe that caches FP8 GEMM inputs only for a model trained in FP8
+    (``training_precision: fp8``), since it needs FP8 GEMMs in the training code."""
+    own = default_recipe(model)
+    others = (r for r in RECIPES.values() if r is not own
+              and (r.gemm_input_format != "fp8" or model.training_precision == "fp8"))
+    return (own, *others)
+
+
 def default_recipe(model: ModelProfile) -> ActivationRecipe:
     """The model profile's recipe (``activation_recipe:``)."""
     return recipe_named(model.activation_recipe, "activation_recipe")

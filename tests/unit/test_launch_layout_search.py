@@ -17,9 +17,10 @@ from dsctl.launch.memory import MemoryAssumptions
 from dsctl.launch.ranking import STAGES, attach_step_time, rank, search_layouts, steady_micro_batches
 from dsctl.launch.request import LaunchRequest
 from dsctl.launch.search import SearchOptions, attach_memory, enumerate_trials, search_space
-from dsctl.launch.search_explain import explain_search
+from dsctl.launch.search_explain import choice_lines, explain_search
 from dsctl.launch.sweep import sweep_counts, sweep_nodes
 from dsctl.model.params import count_parameters
+from dsctl.model.recipes import searchable_recipes
 from dsctl.profiles.loader import ProfileStore
 from dsctl.steptime import predict_step
 
@@ -99,14 +100,48 @@ def test_long_schedules_are_extrapolated_within_a_tenth_of_a_percent() -> None:
 def test_v3_on_256_h800_ranks_deepseeks_layout_and_says_why_another_is_faster() -> None:
     """Acceptance (issue 28): PP16 EP64 DualPipe is among the top five, its seconds behind the winner explained."""
     result = search_layouts(_inputs(V3, LaunchRequest(256)), SearchOptions())
-    assert result.num_evaluated == 648
+    assert result.num_evaluated == 648 * 4  # every recipe V3 can train with (its FP8 one included)
     rows = explain_search(result).rows
     labels = [r.label for r in rows]
-    assert "PP16 EP64 dualpipe 120x1" in labels
-    deepseek = rows[labels.index("PP16 EP64 dualpipe 120x1")]
+    assert rows[0].label == "PP8 EP64 dualpipev 60x1 deepseek"
+    assert "PP16 EP64 dualpipe 120x1 deepseek" in labels
+    deepseek = rows[labels.index("PP16 EP64 dualpipe 120x1 deepseek")]
     assert deepseek.step_s == pytest.approx(17.12, abs=0.05)
     if deepseek.rank > 1:
         assert deepseek.why_lost.startswith(f"+{deepseek.step_s - rows[0].step_s:.2f} s")
+
+
+def test_the_recipe_is_searched_unless_fixed() -> None:
+    """Issue 28: without --recipe every recipe the model can train with is tried (no FP8 recipe for a BF16 model);
+    a fixed recipe is the only one; the winner's memory and step are those of its own recipe."""
+    assert LITE.training_precision == "bf16" and V3.training_precision == "fp8"
+    assert [r.name for r in searchable_recipes(LITE)] == ["selective", "full-recompute", "none"]
+    assert [r.name for r in searchable_recipes(V3)] == ["deepseek", "selective", "full-recompute", "none"]
+    opened = search_layouts(_inputs(), SearchOptions())
+    assert {t.recipe.name for t in opened.ranked} == {"selective", "full-recompute", "none"}
+    best = opened.ranked[0]
+    assert best.predicted()[0].recipe == best.recipe.name
+    fixed = search_layouts(_inputs(request=LaunchRequest(2, global_batch=256, recipe="full-recompute")),
+                           SearchOptions())
+    assert {t.recipe.name for t in fixed.ranked} == {"full-recompute"} and fixed.alternatives == ()
+    assert fixed.num_evaluated * 3 == opened.num_evaluated
+    # full recompute redoes the forward: slower than the same layout with nothing recomputed
+    same = {t.label(): t.predicted()[1].step_s for t in opened.ranked if t.recipe.name == "none"}
+    slower = [(t.predicted()[1].step_s, same[t.label()]) for t in fixed.ranked if t.label() in same]
+    assert slower and all(full > plain for full, plain in slower)
+
+
+@pytest.mark.slow
+def test_a_fixed_recipe_that_fits_nowhere_names_the_recipes_that_do() -> None:
+    """V3 on 256 x H800 with --recipe none: no layout fits; deepseek and full-recompute fit, each with its
+    fastest layout simulated in full, fastest first."""
+    result = search_layouts(_inputs(V3, LaunchRequest(256, recipe="none")), SearchOptions())
+    assert result.best is None
+    assert [t.recipe.name for t in result.alternatives] == ["deepseek", "full-recompute"]
+    deepseek, full = (t.predicted()[1].step_s for t in result.alternatives)
+    assert deepseek == pytest.approx(17.10, abs=0.02) and full == pytest.approx(21.96, abs=0.05)
+    lines = choice_lines(result, explain_search(result))
+    assert any(line.startswith("recipe full-recompute fits at PP16: 21.9") for line in lines)
 
 
 def test_balancedness_from_routing_statistics() -> None:
