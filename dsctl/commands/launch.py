@@ -8,7 +8,6 @@ argument as a subcommand only if it names one; everything after ``--`` is the tr
 
 from __future__ import annotations
 
-from dataclasses import replace
 from difflib import get_close_matches
 from enum import Enum
 from pathlib import Path
@@ -284,9 +283,6 @@ def launch(
     model_profile = store.model(model)
     on_line = {name for name in ("schedule", "balancedness")
              if getattr(ctx.get_parameter_source(name), "name", "DEFAULT") not in ("DEFAULT", "DEFAULT_MAP")}
-    if "schedule" not in on_line and pp is not None:  # the search tries every schedule: start from one pp allows
-        request = replace(request, schedule=next((s for s in SCHEDULES if not (s == "dualpipe" and pp % 2)),
-                                                 request.schedule))
     loads = None
     if eplb_stats is not None:
         if "balancedness" in on_line:

@@ -43,7 +43,7 @@ from dsctl.launch.memory import MemoryAssumptions, MemoryEstimate
 from dsctl.launch.ranking import search_layouts
 from dsctl.launch.rankmap import GROUP_KINDS, GROUP_MEANING, RankMap, RankMapSummary, build_rank_map, stages_of_rank
 from dsctl.launch.request import MAX_COUNT, MAX_NODES, LaunchRequest, check_node_count, check_request
-from dsctl.launch.search import SearchOptions
+from dsctl.launch.search import SearchOptions, search_request
 from dsctl.launch.search_explain import SearchExplanation, choice_lines, explain_search
 from dsctl.launch.stages import Stage
 from dsctl.model.params import count_parameters
@@ -154,7 +154,7 @@ def plan_launch(model: ModelProfile, node: NodeProfile, request: LaunchRequest,
     falls back to the memory rule above and says so.
     """
     check_node_count(request.num_nodes)
-    request = check_request(model, request)
+    request = check_request(model, search_request(request, search) if search is not None else request)
     inputs = PlanInputs(model, node, request, count_parameters(model), assumptions or MemoryAssumptions())
     searched = None
     if search is not None and simulate_schedule:

@@ -159,6 +159,17 @@ class SearchResult:
 # --------------------------------------------------------------------------------------------- 1. space
 
 
+def search_request(request: LaunchRequest, options: SearchOptions) -> LaunchRequest:
+    """The request a search starts from: with the schedule left to the search (several in ``options``) and a
+    fixed ``pp``, the first schedule that pp allows (DualPipe needs an even pp), so the request's own checks and
+    the memory rule's fallback run on a schedule the search can choose."""
+    if len(options.schedules) < 2 or request.pp is None or request.schedule not in options.schedules:
+        return request
+    allowed = [s for s in options.schedules if s != "dualpipe" or request.pp % 2 == 0]
+    return replace(request, schedule=request.schedule if request.schedule in allowed else allowed[0]) \
+        if allowed else request
+
+
 def search_space(inputs: PlanInputs, options: SearchOptions) -> SearchSpace:
     """The combinations to try; a value the request fixes is the only one tried for that degree."""
     request, model = inputs.request, inputs.model
@@ -211,11 +222,12 @@ def enumerate_trials(inputs: PlanInputs, space: SearchSpace) -> tuple[list[Trial
                         batch, notes = checked_batch(_sized(request, schedule, dp, size, global_batch), schedule,
                                                      pp, dp)
                     except InputError as exc:
-                        rejected.extend(Rejected(_kind(exc.message), schedule, pp, ep, size, exc.message,
-                                                 recipe=r.name) for r in space.recipes)
+                        rejected.append(Rejected(_kind(exc.message), schedule, pp, ep, size, exc.message))
                         continue
-                    trials.extend(Trial(layout, batch, tuple(notes), r) for r in space.recipes)
-    return trials, rejected
+                    trials.append(Trial(layout, batch, tuple(notes)))
+    # recipe by recipe, the profile's first: the later stages meet the layouts in the same order under each
+    return ([replace(t, recipe=r) for r in space.recipes for t in trials],
+            [replace(x, recipe=r.name) for r in space.recipes for x in rejected])
 
 
 def _sized(request: LaunchRequest, schedule: str, dp: int, size: int, global_batch: int | None) -> LaunchRequest:

@@ -18,7 +18,7 @@ from dsctl.launch.candidates import PlanInputs
 from dsctl.launch.memory import MemoryAssumptions
 from dsctl.launch.ranking import search_layouts
 from dsctl.launch.request import LaunchRequest, check_node_count, check_request
-from dsctl.launch.search import SearchOptions
+from dsctl.launch.search import SearchOptions, search_request
 from dsctl.model.params import count_parameters
 from dsctl.profiles.schema import ModelProfile, NodeProfile
 
@@ -121,7 +121,7 @@ def sweep_nodes(model: ModelProfile, node: NodeProfile, request: LaunchRequest, 
     """Search every count of ``counts`` (``request.num_nodes`` is ignored) and choose one (module docstring)."""
     if within_days is not None and not tokens:
         raise InputError("--within-days needs --tokens: the deadline is for training that many tokens")
-    request = check_request(model, request)
+    request = check_request(model, search_request(request, options))
     rows = tuple(_row(model, node, request, options, c, tokens, within_days, gpu_hour_usd) for c in counts)
     usable = [r for r in rows if r.step_s is not None and r.meets_deadline is not False]
     if not usable:

@@ -19,17 +19,18 @@ def test_launch_default_searches_by_predicted_step(cli: Cli) -> None:
     data = cli("launch", "--nodes", "256", "-f", "json").json()
     search = data["search"]
     rows = search["candidates"]
-    assert search["num_evaluated"] == 648 and search["objective"] == "fastest"
+    assert search["num_evaluated"] == 648 * 4 and search["objective"] == "fastest"  # x 4 recipes
     assert [r["step_s"] for r in rows] == sorted(r["step_s"] for r in rows) and len(rows) == 5
     lay = data["layout"]
     assert rows[0]["label"].startswith(f"PP{lay['pp']} EP{lay['ep']} {data['schedule']} ")
     assert rows[0]["why_lost"] == "" and all(r["why_lost"].startswith("+") for r in rows[1:])
     assert data["step_time"]["step_s"] == pytest.approx(rows[0]["step_s"], rel=2e-3)
-    deepseek = [r for r in rows if r["label"] == "PP16 EP64 dualpipe 120x1"]
+    assert rows[0]["recipe"] == data["memory"]["recipe"] == "deepseek"
+    deepseek = [r for r in rows if r["label"] == "PP16 EP64 dualpipe 120x1 deepseek"]
     assert deepseek and deepseek[0]["step_s"] == pytest.approx(17.12, abs=0.05)
     assert {f["kind"] for f in search["rejected"]} >= {"memory", "schedule rule", "divisibility", "EP span"}
     table = cli("launch", "--nodes", "256")
-    assert "Layouts by predicted step (648 evaluated" in table.stdout and "Rejected families" in table.stdout
+    assert "Layouts by predicted step (2,592 evaluated" in table.stdout and "Rejected families" in table.stdout
 
 
 def test_dry_run_writes_nothing_and_says_so(cli: Cli, tmp_path: Path) -> None:
@@ -109,10 +110,14 @@ def test_bad_inputs(cli: Cli) -> None:
 
 
 def test_does_not_fit_exits_1(cli: Cli) -> None:
-    res = cli("launch", "--nodes", "256", "--pp", "8", "--schedule", "dualpipe", "-f", "json", "--", "t.py")
+    args = ("launch", "--nodes", "256", "--pp", "8", "--schedule", "dualpipe", "-f", "json")
+    res = cli(*args, "--recipe", "deepseek", "--", "t.py")
     assert res.exit_code == 1
     data = res.json()
     assert data["memory"]["fits"] is False and data["dsctl"]["exit_code"] == 1
+    # the recipe left open: DeepSeek's does not fit at PP8 DualPipe, full recompute does, and the search takes it
+    res = cli(*args, "--", "t.py")
+    assert res.exit_code == 0 and res.json()["memory"]["recipe"] == "full-recompute"
 
 
 def test_out_writes_layout_and_ranks(cli: Cli, tmp_path: Path) -> None:
@@ -198,8 +203,8 @@ def test_auto_pp_error_for_indivisible_batch_and_too_few_micro_batches(cli: Cli)
 
 
 def test_auto_pp_explains_every_rejected_candidate(cli: Cli) -> None:
-    res = cli("launch", "--nodes", "256", "--micro-batches", "30", "--schedule", "dualpipe", "-f", "json", "--",
-              "t.py")
+    res = cli("launch", "--nodes", "256", "--micro-batches", "30", "--schedule", "dualpipe", "--recipe", "deepseek",
+              "-f", "json", "--", "t.py")
     assert res.exit_code == 1
     data = res.json()
     assert data["layout"]["pp"] == 8 and data["memory"]["fits"] is False
@@ -208,7 +213,8 @@ def test_auto_pp_explains_every_rejected_candidate(cli: Cli) -> None:
     pp16 = [c for c in choices if c.startswith("pp 16 rejected:")]
     assert pp16 and "2 x pp = 32; got --micro-batches 30" in pp16[0]
     assert any(c.startswith("pp 2 rejected: does not fit") for c in choices)
-    table = cli("launch", "--nodes", "256", "--micro-batches", "30", "--schedule", "dualpipe", "--", "t.py")
+    table = cli("launch", "--nodes", "256", "--micro-batches", "30", "--schedule", "dualpipe", "--recipe", "deepseek",
+                "--", "t.py")
     assert table.exit_code == 1
     assert "pp 16 rejected" in table.stdout and "DOES NOT FIT" in table.stdout
 
@@ -261,6 +267,9 @@ def test_plain_bf16_recipe_does_not_fit_where_deepseeks_does(cli: Cli, monkeypat
     assert res.exit_code == 1, res.stderr
     assert "DOES NOT FIT: pipeline rank 1 needs 187.5 GiB > 79.6 GiB usable" in res.stdout
     assert "recipe none; usable HBM 79.6 of 80.0" in res.stdout
+    # what would fit instead: the other recipes' fastest layouts at pp 16, with their predicted steps
+    assert "recipe deepseek fits at PP16: 17.1" in res.stdout
+    assert "recipe full-recompute fits at PP16: 2" in res.stdout
     res = cli("launch", "--nodes", "256", "--pp", "16", "--", "t.py")
     assert res.exit_code == 0 and "fits: worst pipeline rank 1 uses 73.5 GiB of 79.6 GiB usable" in res.stdout
     res = cli("launch", "layout", "--nodes", "256", "--recipe", "full-recompute", "--format", "json")

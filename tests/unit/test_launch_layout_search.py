@@ -14,9 +14,10 @@ from dsctl.launch import search as search_module
 from dsctl.launch.candidates import PlanInputs
 from dsctl.launch.imbalance import stats_balancedness
 from dsctl.launch.memory import MemoryAssumptions
+from dsctl.launch.plan import plan_launch
 from dsctl.launch.ranking import STAGES, attach_step_time, rank, search_layouts, steady_micro_batches
 from dsctl.launch.request import LaunchRequest
-from dsctl.launch.search import SearchOptions, attach_memory, enumerate_trials, search_space
+from dsctl.launch.search import SearchOptions, attach_memory, enumerate_trials, search_request, search_space
 from dsctl.launch.search_explain import choice_lines, explain_search
 from dsctl.launch.sweep import sweep_counts, sweep_nodes
 from dsctl.model.params import count_parameters
@@ -66,6 +67,19 @@ def test_a_fixed_degree_narrows_the_search_and_keeps_the_checks() -> None:
                          SearchOptions(schedules=("dualpipe",)))
     assert odd.ranked == () and {r.kind for r in odd.rejected} == {"schedule rule", "EP span"}
     assert all("dualpipe needs an even pp" in r.reason for r in odd.rejected if r.kind == "schedule rule")
+
+
+def test_an_odd_fixed_pp_starts_from_a_schedule_it_allows() -> None:
+    """The search, not the command, picks the starting schedule for --pp odd without --schedule (DualPipe needs
+    an even pp); a fixed schedule or an even pp is left as given."""
+    odd, options = LaunchRequest(3, pp=3, global_batch=240), SearchOptions()
+    assert search_request(odd, options).schedule == "dualpipev"
+    assert search_request(LaunchRequest(3, pp=4), options).schedule == "dualpipe"
+    fixed = SearchOptions(schedules=("dualpipe",))
+    assert search_request(odd, fixed).schedule == "dualpipe"
+    assert search_request(odd, SearchOptions(schedules=("dualpipe", "1f1b"))).schedule == "1f1b"
+    plan = plan_launch(LITE, H800, odd, search=options)
+    assert plan.layout.pp == 3 and plan.schedule != "dualpipe"
 
 
 def test_rejections_name_their_family() -> None:
