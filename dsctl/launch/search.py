@@ -12,8 +12,8 @@ One straight pipeline, each stage a function over frozen dataclasses, each rule 
 5. :func:`~dsctl.launch.ranking.rank` (the objective orders the predicted trials);
 6. ``dsctl.launch.search_explain`` (the top few side by side, one line per rejected family).
 
-Scope: ZeRO-1 only (the memory and step-time models have no other stage) and tp = 1 unless given (the step-time
-model covers tp 1; DeepSeek-V3 trains without TP); both are said in the explanation.
+Scope: ZeRO-1 and ZeRO-2 (ZeRO-3's per-layer gathers are not in the step-time model), tp = 1 unless given and
+no interleaved 1F1B: :data:`SCOPE` says why, and the explanation prints it.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from dsctl.launch.request import LaunchRequest
 from dsctl.launch.rules import SCHEDULES, divisors, ep_node_aligned
 from dsctl.launch.stages import Stage, split_stages
 from dsctl.model.recipes import DEEPSEEK, ActivationRecipe, searchable_recipes
-from dsctl.steptime import StepTime
+from dsctl.steptime import PREDICTED_ZERO_STAGES, StepTime
 
 #: what the ranking prefers: the shortest predicted step, the most memory headroom among layouts within
 #: :data:`HEADROOM_SLACK` of the fastest, or (over a node range) the fewest nodes
@@ -42,7 +42,8 @@ MICRO_BATCH_SIZES: tuple[int, ...] = (1, 2, 4)
 #: "headroom" takes the most headroom among layouts at most this much slower than the fastest (10%)
 HEADROOM_SLACK = 0.10
 #: the kinds of rejection, in the order the explanation lists them
-REJECTION_KINDS: tuple[str, ...] = ("schedule rule", "divisibility", "EP span", "memory", "step-time model")
+REJECTION_KINDS: tuple[str, ...] = ("schedule rule", "divisibility", "EP span", "memory", "dominated",
+                                    "outpaced", "step-time model")
 #: free HBM a chosen layout must keep beyond the memory model's own terms and reserve: none by default, since the
 #: memory model names what issue 28 measured (backward temporaries, FP8 scales, the attention LSE, DeepEP/NCCL
 #: buffers) and budgets against usable HBM; a caller may ask for a margin (``SearchOptions.min_headroom_bytes``)
@@ -80,6 +81,8 @@ class SearchSpace:
     tp: int
     schedules: tuple[str, ...]
     micro_batch_sizes: tuple[int, ...]
+    #: ZeRO stages tried (those the step-time model predicts: 1 and 2; ZeRO-3 is not, see SCOPE)
+    zero_stages: tuple[int, ...] = (1,)
     #: activation recipes tried (the request's, or every one the model can train with, its profile's first)
     recipes: tuple[ActivationRecipe, ...] = (DEEPSEEK,)
 
@@ -87,7 +90,7 @@ class SearchSpace:
     def size(self) -> int:
         """Combinations tried (each becomes a trial or a rejection)."""
         return (len(self.pps) * len(self.eps) * len(self.schedules) * len(self.micro_batch_sizes)
-                * len(self.recipes))
+                * len(self.zero_stages) * len(self.recipes))
 
 
 @dataclass(frozen=True)
@@ -107,6 +110,9 @@ class Trial:
         if self.memory is None or self.step is None:
             raise RuntimeError(f"{self.label()} was ranked without its memory or step prediction")
         return self.memory, self.step
+
+    def predicted_memory_bytes(self) -> int | None:
+        return self.memory.max_total_bytes if self.memory is not None else None
 
     def label(self, with_recipe: bool = False) -> str:
         """``PP16 EP64 dualpipe 120x1`` (micro-batches x sequences each; dp = world / (pp x tp)), then the recipe
@@ -131,6 +137,7 @@ class Rejected:
     reason: str
     memory_bytes: int | None = None
     recipe: str = DEEPSEEK.name
+    zero_stage: int = 1
 
 
 @dataclass(frozen=True)
@@ -185,7 +192,7 @@ def search_space(inputs: PlanInputs, options: SearchOptions) -> SearchSpace:
     eps = (request.ep,) if request.ep is not None else tuple(divisors(experts))
     sizes = (1,) if request.micro_batches is not None else MICRO_BATCH_SIZES
     recipes = (inputs.recipe,) if request.recipe is not None else searchable_recipes(model)
-    return SearchSpace(request.num_nodes, pps, eps, tp, options.schedules, sizes, recipes)
+    return SearchSpace(request.num_nodes, pps, eps, tp, options.schedules, sizes, PREDICTED_ZERO_STAGES, recipes)
 
 
 # --------------------------------------------------------------------------------------------- 2. structure
@@ -225,9 +232,11 @@ def enumerate_trials(inputs: PlanInputs, space: SearchSpace) -> tuple[list[Trial
                         rejected.append(Rejected(_kind(exc.message), schedule, pp, ep, size, exc.message))
                         continue
                     trials.append(Trial(layout, batch, tuple(notes)))
-    # recipe by recipe, the profile's first: the later stages meet the layouts in the same order under each
-    return ([replace(t, recipe=r) for r in space.recipes for t in trials],
-            [replace(x, recipe=r.name) for r in space.recipes for x in rejected])
+    # recipe by recipe (the profile's first), ZeRO stage by stage: later stages meet the layouts in one order
+    return ([replace(t, recipe=r, layout=replace(t.layout, zero_stage=z) if z != 1 else t.layout)
+             for r in space.recipes for z in space.zero_stages for t in trials],
+            [replace(x, recipe=r.name, zero_stage=z) for r in space.recipes for z in space.zero_stages
+             for x in rejected])
 
 
 def _sized(request: LaunchRequest, schedule: str, dp: int, size: int, global_batch: int | None) -> LaunchRequest:
@@ -267,5 +276,6 @@ def attach_memory(inputs: PlanInputs, trials: list[Trial],
                                  f"{need} > {hbm / 2**30:.1f} GiB HBM" if not memory.fits else
                                  f"{need}: {memory.headroom_bytes / 2**30:.1f} GiB left < the "
                                  f"{min_headroom_bytes / 2**30:.1f} GiB headroom kept", memory.max_total_bytes,
-                                 trial.recipe.name))
+                                 trial.recipe.name, lay.zero_stage))
     return kept, rejected
+

@@ -12,6 +12,12 @@ from dsctl.steptime import StepTime
 
 #: layouts shown side by side
 TOP = 5
+#: what the search does not try, and what the models lack for it (printed with every searched plan)
+SCOPE = ("ZeRO-2's gradient reduce-scatter runs after every micro-batch (a pipeline accumulates gradients) and is "
+         "counted exposed; not searched: ZeRO-3 (the step-time model has no NIC sharing between its per-layer parameter gathers and "
+         "the EP all-to-all); tp 1 only (neither model splits a layer's GEMMs or adds TP's NVLink all-reduces, and "
+         "the memory model does not divide weights by tp); interleaved 1F1B (the schedule simulator has no "
+         "generator for it, the memory model no in-flight chunk count)")
 
 
 @dataclass(frozen=True)
@@ -134,9 +140,7 @@ def explain_search(result: SearchResult, top: int = TOP) -> SearchExplanation:
     best = result.best
     with_recipe = len(result.space.recipes) > 1
     rows = tuple(_row(i, t, best, with_recipe) for i, t in enumerate(result.ranked[:top])) if best else ()
-    scope = ("ZeRO-1 only (the memory and step-time models know no other stage); "
-             + (f"tp {result.space.tp} as given" if result.space.tp > 1
-                else "tp 1 (the step-time model covers tp 1; DeepSeek-V3 trains without TP)"))
+    scope = SCOPE if result.space.tp == 1 else SCOPE.replace("tp 1 only", f"tp {result.space.tp} as given")
     return SearchExplanation(result.objective, result.num_evaluated, len(result.ranked), rows,
                              _families(result.rejected, with_recipe), scope)
 
@@ -163,9 +167,9 @@ def choice_lines(result: SearchResult, explanation: SearchExplanation) -> list[s
     memory, step = best.predicted()
     space = result.space
     recipes = "/".join(r.name for r in space.recipes)
-    lines = [f"searched {result.num_evaluated:,} layouts (pp x ep x schedule x micro-batch size x recipe: "
+    lines = [f"searched {result.num_evaluated:,} layouts (pp x ep x schedule x micro-batch size x ZeRO x recipe: "
              f"{len(space.pps)} x {len(space.eps)} x {len(space.schedules)} x {len(space.micro_batch_sizes)} x "
-             f"{len(space.recipes)}); {explanation.num_fitting} fit and were predicted",
+             f"{len(space.zero_stages)} x {len(space.recipes)}); {explanation.num_fitting} fit and were predicted",
              f"{best.label()}, recipe {best.recipe.name}: the {_objective_words(result.objective)}, predicted step "
              f"{step.step_s:.2f} s, worst GPU {memory.max_total_bytes / 2**30:.1f} GiB",
              f"recipe {'searched: ' + recipes if len(space.recipes) > 1 else best.recipe.name + ' as given'}",

@@ -103,6 +103,18 @@ def recipe_named(name: str, option: str = "--recipe") -> ActivationRecipe:
     return RECIPES[key]
 
 
+#: the recipe switches the step-time model reads (the backward pays for what they recompute)
+RECOMPUTE_SWITCHES = ("recompute_norms", "recompute_mla_up_proj", "recompute_swiglu", "recompute_attention_core")
+
+
+def recomputes_at_least(a: ActivationRecipe, b: ActivationRecipe) -> bool:
+    """Whether ``a`` recomputes everything ``b`` does (a whole-layer recompute covers every part), so that a
+    layout's step under ``a`` is never shorter than under ``b``: the step-time model reads only these switches."""
+    if a.recompute_layer:
+        return True
+    return not b.recompute_layer and all(getattr(a, name) or not getattr(b, name) for name in RECOMPUTE_SWITCHES)
+
+
 def searchable_recipes(model: ModelProfile) -> tuple[ActivationRecipe, ...]:
     """The recipes a layout search tries for ``model`` when the user fixes none: the profile's own first, then the
     others in :data:`RECIPES` order; a recipe that caches FP8 GEMM inputs only for a model trained in FP8

@@ -8,6 +8,7 @@ optimizer tail (``collectives.py``). docs/steptime.md gives every formula and th
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from dsctl.errors import InputError
 from dsctl.launch.layout import ParallelLayout
@@ -21,7 +22,9 @@ from dsctl.model.recipes import DEEPSEEK, ActivationRecipe
 from dsctl.profiles.schema import ModelProfile, NodeProfile
 from dsctl.steptime.collectives import (
     IB_LATENCY_S,
+    PREDICTED_ZERO_STAGES,
     ROCE_LATENCY_S,
+    ZERO3_NOT_MODELLED,
     OptimizerSeconds,
     StageShard,
     adam_seconds,
@@ -87,6 +90,7 @@ def _rank_tail(layout: ParallelLayout, stages: tuple[Stage, ...], rank: int, lin
     for s in stages_of_rank(layout.schedule, layout.pp, rank):
         dense, experts = stages[s].dense_params, stages[s].routed_expert_params / layout.ep
         rs, ag = stage_collectives(dense, experts, layout.dp, layout.expert_dp, link_rate, latency)
+        rs = 0.0 if layout.zero_stage == 2 else rs  # ZeRO-2: reduce-scattered inside the pipeline, per micro-batch
         shards.append(StageShard(rs, ag, *_stage_times(timed, rank, s, pipeline_s)))
         shard_params += dense / max(layout.dp, 1) + experts / max(layout.expert_dp, 1)
     return exposed_tail(shards, pipeline_s, adam_seconds(shard_params, hbm))
@@ -128,6 +132,9 @@ def predict_step(model: ModelProfile, node: NodeProfile, layout: ParallelLayout,
     if layout.tp != 1:
         raise InputError(f"--tp {layout.tp}: the step-time model covers tp = 1 only (DeepSeek-V3 trains without "
                          "tensor parallelism)")
+    if layout.zero_stage not in PREDICTED_ZERO_STAGES:
+        raise InputError(f"ZeRO-{layout.zero_stage}: the step-time model covers ZeRO-1 and ZeRO-2 only ("
+                         f"{ZERO3_NOT_MODELLED})")
     imbalance = 1.0 / balancedness
     explicit_ep = ep_cost
     rates = gpu_rates(node, model.training_precision)
@@ -138,9 +145,13 @@ def predict_step(model: ModelProfile, node: NodeProfile, layout: ParallelLayout,
         ep_cost = fabric_ep(model, node, layout.ep, imbalance, fabric_plan)
     layer_kinds = {moe: layer_seconds(model, moe, tokens, seq_len, True, layout.ep, rates, ep_cost, imbalance, recipe)
                    for moe in (False, True)}
-    costs = tuple(_stage_seconds(model, s, tokens, rates, layer_kinds) for s in stages)
-    table = OpSecondsTable(costs, layout.schedule in DUAL_SCHEDULES, rates.comm_slowdown)
     link_rate, latency = _link(node)
+    costs = tuple(_stage_seconds(model, s, tokens, rates, layer_kinds) for s in stages)
+    if layout.zero_stage == 2:  # every micro-batch's backward reduce-scatters the stage's gradients
+        costs = tuple(replace(c, grad_sync=stage_collectives(s.dense_params, s.routed_expert_params / layout.ep,
+                                                             layout.dp, layout.expert_dp, link_rate, latency)[0])
+                      for c, s in zip(costs, stages, strict=True))
+    table = OpSecondsTable(costs, layout.schedule in DUAL_SCHEDULES, rates.comm_slowdown)
     p2p = p2p_seconds(tokens, model.hidden_size, link_rate, latency) if layout.pp > 1 else 0.0
     if layout.num_stages > 1:
         timed = simulate_stage_costs(layout.schedule, layout.num_stages, num_micro_batches, table, p2p)
@@ -175,6 +186,29 @@ def predict_step(model: ModelProfile, node: NodeProfile, layout: ParallelLayout,
                      if moe == (model.moe is not None) or (moe is False and model.num_dense_layers)),
         fabric=fabric_name(fabric_plan) if explicit_ep is None else "given EP model",
     )
+
+
+def step_lower_bound(model: ModelProfile, node: NodeProfile, layout: ParallelLayout, num_micro_batches: int,
+                     micro_batch_size: int = 1, seq_len: int = 4096, balancedness: float = 1.0,
+                     recipe: ActivationRecipe = DEEPSEEK) -> float:
+    """Seconds no schedule of ``layout`` can beat (:func:`predict_step` is never below it): every stage runs
+    every micro-batch's forward and backward compute (recompute included; ZeRO-2 adds its per-micro-batch
+    reduce-scatter) on one of ``pp`` ranks, and an op never takes less than its compute, so the step is at least
+    ``M x sum over stages of (compute_f + compute_b + grad_sync) / pp``. No all-to-all, bubble or optimizer
+    tail: cheap enough to skip the simulation of a layout that cannot win."""
+    rates = gpu_rates(node, model.training_precision)
+    tokens = float(micro_batch_size * seq_len)
+    stages = split_stages(model, count_parameters(model), layout.num_stages)
+    kinds = {moe: layer_seconds(model, moe, tokens, seq_len, True, layout.ep, rates, None, 1.0 / balancedness,
+                                recipe) for moe in (False, True)}
+    link_rate, latency = _link(node)
+    work = 0.0
+    for stage in stages:
+        cost = _stage_seconds(model, stage, tokens, rates, kinds)
+        sync = stage_collectives(stage.dense_params, stage.routed_expert_params / layout.ep, layout.dp,
+                                 layout.expert_dp, link_rate, latency)[0] if layout.zero_stage == 2 else 0.0
+        work += cost.compute_f + cost.compute_b + sync
+    return num_micro_batches * work / layout.pp
 
 
 def _layer_cost(kind: str, x: LayerSeconds) -> LayerCost:

@@ -19,7 +19,7 @@ def test_launch_default_searches_by_predicted_step(cli: Cli) -> None:
     data = cli("launch", "--nodes", "256", "-f", "json").json()
     search = data["search"]
     rows = search["candidates"]
-    assert search["num_evaluated"] == 648 * 4 and search["objective"] == "fastest"  # x 4 recipes
+    assert search["num_evaluated"] == 648 * 4 * 2 and search["objective"] == "fastest"  # x 4 recipes x ZeRO-1/2
     assert [r["step_s"] for r in rows] == sorted(r["step_s"] for r in rows) and len(rows) == 5
     lay = data["layout"]
     assert rows[0]["label"].startswith(f"PP{lay['pp']} EP{lay['ep']} {data['schedule']} ")
@@ -30,7 +30,7 @@ def test_launch_default_searches_by_predicted_step(cli: Cli) -> None:
     assert deepseek and deepseek[0]["step_s"] == pytest.approx(17.12, abs=0.05)
     assert {f["kind"] for f in search["rejected"]} >= {"memory", "schedule rule", "divisibility", "EP span"}
     table = cli("launch", "--nodes", "256")
-    assert "Layouts by predicted step (2,592 evaluated" in table.stdout and "Rejected families" in table.stdout
+    assert "Layouts by predicted step (5,184 evaluated" in table.stdout and "Rejected families" in table.stdout
 
 
 def test_dry_run_writes_nothing_and_says_so(cli: Cli, tmp_path: Path) -> None:
@@ -220,11 +220,11 @@ def test_auto_pp_explains_every_rejected_candidate(cli: Cli) -> None:
 
 
 def test_layout_subcommand_exits_1_when_it_does_not_fit_like_launch(cli: Cli) -> None:
-    layout = cli("launch", "layout", "--nodes", "48", "--pp", "16")
-    plan = cli("launch", "--nodes", "48", "--pp", "16", "--", "t.py")
+    layout = cli("launch", "layout", "--nodes", "48", "--pp", "16", "--recipe", "deepseek")
+    plan = cli("launch", "--nodes", "48", "--pp", "16", "--recipe", "deepseek", "--", "t.py")
     assert layout.exit_code == plan.exit_code == 1
     assert "DOES NOT FIT" in layout.stdout
-    data = cli("launch", "layout", "--nodes", "48", "--pp", "16", "-f", "json").json()
+    data = cli("launch", "layout", "--nodes", "48", "--pp", "16", "--recipe", "deepseek", "-f", "json").json()
     assert data["memory_fits"] is False and data["exit_code"] == 1 and data["dsctl"]["exit_code"] == 1
     assert cli("launch", "layout", "--nodes", "256").exit_code == 0
 
@@ -252,7 +252,7 @@ def test_memory_table_is_readable_at_80_columns(cli: Cli, monkeypatch: pytest.Mo
         header = next(line for line in table if "ranks" in line)
         assert "term" in "\n".join(table) and "stages" in "\n".join(table)
         terms = [line.split("│")[1].strip() for line in table if line.startswith("│")]
-        for name in ("params", "weights (BF16)", "gradients (FP32)", "optimizer states (ZeRO-1)", "FP8 weight copies",
+        for name in ("params", "weights (BF16)", "gradients (FP32)", "optimizer states (sharded)", "FP8 weight copies",
                      "activations (deepseek)", "FP8/E5M6 tile scales", "attention log-sum-exp",
                      "backward temporaries", "DeepEP buffers", "CUDA context + NCCL", "total", "free"):
             assert name in terms, (name, header)
