@@ -19,7 +19,6 @@ from dsctl.launch.rules import DUAL_SCHEDULES, ep_target
 from dsctl.profiles.schema import ModelProfile
 from dsctl.units import format_gib as gib
 
-
 #: what each ZeRO stage shards over the data-parallel groups (dsctl.launch.memory)
 ZERO_SHARDS = {1: "optimizer states", 2: "optimizer states and gradients", 3: "optimizer states, gradients and weights"}
 

@@ -9,8 +9,9 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from dsctl.launch.layout_report import LayoutReport
 from dsctl.launch.memory import MEMORY_TERMS, MemoryEstimate, RankMemory
-from dsctl.launch.plan import LaunchPlan, LayoutReport, StageRow
+from dsctl.launch.plan import LaunchPlan, StageRow
 from dsctl.launch.rankmap import RankMapSummary, compact_ranks
 from dsctl.launch.search_explain import SearchExplanation
 from dsctl.launch.sweep import NodeSweep
