@@ -102,6 +102,9 @@ def attach_step_time(inputs: PlanInputs, options: SearchOptions,
         except InputError as exc:
             # a fabric that cannot hold the EP group, or a balancedness no layout could have, is the user's
             # input, not a layout's failing; below 1/ep only rules out the smaller EP degrees
+            if options.fabric_plan is not None and trial is not trials[0]:
+                _predict(inputs, trials[0], options.balancedness_at(trials[0].layout.ep),
+                         ep_models.get(trials[0].layout.ep))  # the enumeration's first layout names the error
             if options.fabric_plan is not None or ("balancedness" in exc.message and "below 1/ep" not in
                                                    exc.message):
                 raise
