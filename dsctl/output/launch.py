@@ -172,7 +172,7 @@ def _step_time(plan: LaunchPlan) -> Iterator[RenderableType]:
         table.add_column(col, justify="left" if col == "phase" else "right")
     rows = (("forward only (1F)", b.num_f, b.one_f_s), ("backward only (1B)", b.num_b, b.one_b_s),
             ("weight gradient (1W)", b.num_w, b.one_w_s), ("overlapped F&B", b.num_fb, b.overlapped_fb_s),
-            ("bubble (idle)", None, b.bubble_s), ("optimizer + ZeRO tail", None, b.optimizer_s))
+            ("bubble (idle)", None, b.bubble_s), ("optimizer + ZeRO", None, b.optimizer_s))
     for name, ops, seconds in rows:
         table.add_row(name, "" if ops is None else f"{ops:,}", f"{seconds:.3f}", f"{seconds / step.step_s:.1%}")
     table.add_row("step", "", f"{step.step_s:.3f}", "100.0%", style="bold")
