@@ -89,11 +89,12 @@ def attach_step_time(inputs: PlanInputs, options: SearchOptions,
     kept: list[Trial] = []
     rejected: list[Rejected] = []
     steps: list[float] = []
-    for bound, trial in sorted(((_bound(inputs, options, t), t) for t in trials), key=lambda bt: bt[0]):
+    for bound, trial in sorted(((_bound(inputs, options, t, ep_models.get(t.layout.ep)), t) for t in trials),
+                               key=lambda bt: bt[0]):
         lay, batch = trial.layout, trial.batch
         if len(steps) >= EXACT_TOP and bound > max(steps[EXACT_TOP - 1], steps[0] * (1.0 + HEADROOM_SLACK)):
             rejected.append(Rejected("outpaced", lay.schedule, lay.pp, lay.ep, batch.micro_batch_size,
-                                     f"at least {bound:.2f} s (its compute alone) > the {EXACT_TOP}th best "
+                                     f"at least {bound:.2f} s (its work alone, no bubble) > the {EXACT_TOP}th best "
                                      f"{steps[EXACT_TOP - 1]:.2f} s", trial.predicted_memory_bytes(),
                                      trial.recipe.name, lay.zero_stage))
             continue
@@ -118,7 +119,7 @@ def attach_step_time(inputs: PlanInputs, options: SearchOptions,
     return kept, rejected
 
 
-def _bound(inputs: PlanInputs, options: SearchOptions, trial: Trial) -> float:
+def _bound(inputs: PlanInputs, options: SearchOptions, trial: Trial, ep_cost: EpCostModel | None) -> float:
     """:func:`dsctl.steptime.step_lower_bound` of ``trial`` (0 when its balancedness is out of range: the
     prediction then says why)."""
     balancedness = options.balancedness_at(trial.layout.ep)
@@ -126,7 +127,7 @@ def _bound(inputs: PlanInputs, options: SearchOptions, trial: Trial) -> float:
         return 0.0
     batch = trial.batch
     return step_lower_bound(inputs.model, inputs.node, trial.layout, batch.micro_batches, batch.micro_batch_size,
-                            batch.seq_len, balancedness, trial.recipe)
+                            batch.seq_len, balancedness, trial.recipe, ep_cost)
 
 
 def _predict(inputs: PlanInputs, trial: Trial, balancedness: float, ep_cost: EpCostModel | None) -> StepTime:

@@ -69,12 +69,15 @@ class SearchExplanation:
     objective: str
     num_evaluated: int
     num_fitting: int
+    #: fitting layouts simulated (the rest were dominated or outpaced: never faster, or unable to reach the top)
+    num_predicted: int
     rows: tuple[CandidateRow, ...]
     families: tuple[FamilyLine, ...]
     scope: str
 
     def to_data(self) -> dict[str, Any]:
         return {"objective": self.objective, "num_evaluated": self.num_evaluated, "num_fitting": self.num_fitting,
+                "num_predicted": self.num_predicted,
                 "candidates": [r.to_data() for r in self.rows], "rejected": [f.to_data() for f in self.families],
                 "scope": self.scope}
 
@@ -142,7 +145,9 @@ def explain_search(result: SearchResult, top: int = TOP) -> SearchExplanation:
     with_recipe = len(result.space.recipes) > 1
     rows = tuple(_row(i, t, best, with_recipe) for i, t in enumerate(result.ranked[:top])) if best else ()
     scope = SCOPE if result.space.tp == 1 else SCOPE.replace("tp 1 only", f"tp {result.space.tp} as given")
-    return SearchExplanation(result.objective, result.num_evaluated, len(result.ranked), rows,
+    unsimulated = sum(r.kind in ("dominated", "outpaced") for r in result.rejected)
+    return SearchExplanation(result.objective, result.num_evaluated, len(result.ranked) + unsimulated,
+                             len(result.ranked), rows,
                              _families(result.rejected, with_recipe), scope)
 
 
@@ -170,7 +175,8 @@ def choice_lines(result: SearchResult, explanation: SearchExplanation) -> list[s
     recipes = "/".join(r.name for r in space.recipes)
     lines = [f"searched {result.num_evaluated:,} layouts (pp x ep x schedule x micro-batch size x ZeRO x recipe: "
              f"{len(space.pps)} x {len(space.eps)} x {len(space.schedules)} x {len(space.micro_batch_sizes)} x "
-             f"{len(space.zero_stages)} x {len(space.recipes)}); {explanation.num_fitting} fit and were predicted",
+             f"{len(space.zero_stages)} x {len(space.recipes)}); {explanation.num_fitting} fit, "
+             f"{explanation.num_predicted} simulated (the rest never faster or unable to reach the top five)",
              f"{best.label()}, recipe {best.recipe.name}: the {_objective_words(result.objective)}, predicted step "
              f"{step.step_s:.2f} s, worst GPU {memory.max_total_bytes / 2**30:.1f} GiB",
              f"recipe {'searched: ' + recipes if len(space.recipes) > 1 else best.recipe.name + ' as given'}",

@@ -192,7 +192,8 @@ def _search(search: SearchExplanation) -> Iterator[RenderableType]:
     """The top layouts side by side and one line per rejected family (``dsctl.launch.search_explain``)."""
     if not search.rows:
         yield Text(f"Layouts by predicted step: {search.num_evaluated:,} evaluated, none fits and was predicted")
-    table = Table(title=f"Layouts by predicted step ({search.num_evaluated:,} evaluated, {search.num_fitting:,} fit; "
+    table = Table(title=f"Layouts by predicted step ({search.num_evaluated:,} evaluated, {search.num_fitting:,} fit, "
+                        f"{search.num_predicted:,} simulated; "
                         f"objective {search.objective})", title_justify="left")
     for col in ("#", "layout, m x b", "step s", "tok/day", "MFU", "GiB", "why it lost"):
         table.add_column(col, justify="left" if col[0] in "lw" else "right")

@@ -190,24 +190,28 @@ def predict_step(model: ModelProfile, node: NodeProfile, layout: ParallelLayout,
 
 def step_lower_bound(model: ModelProfile, node: NodeProfile, layout: ParallelLayout, num_micro_batches: int,
                      micro_batch_size: int = 1, seq_len: int = 4096, balancedness: float = 1.0,
-                     recipe: ActivationRecipe = DEEPSEEK) -> float:
+                     recipe: ActivationRecipe = DEEPSEEK, ep_cost: EpCostModel | None = None) -> float:
     """Seconds no schedule of ``layout`` can beat (:func:`predict_step` is never below it): every stage runs
-    every micro-batch's forward and backward compute (recompute included; ZeRO-2 adds its per-micro-batch
-    reduce-scatter) on one of ``pp`` ranks, and an op never takes less than its compute, so the step is at least
-    ``M x sum over stages of (compute_f + compute_b + grad_sync) / pp``. No all-to-all, bubble or optimizer
-    tail: cheap enough to skip the simulation of a layout that cannot win."""
+    every micro-batch's forward and backward once, on one of ``pp`` ranks, so the step is at least
+    ``M x sum over stages of w_s / pp``, where ``w_s`` is the stage's work per micro-batch: compute (recompute
+    included) + ZeRO-2's reduce-scatter + its all-to-alls under 1F1B/ZB1P (nothing overlaps there), and under
+    DualPipe/DualPipeV the larger of compute + reduce-scatter and the all-to-alls (an overlapped slot takes the
+    longer of its two sides). No bubble and no optimizer tail: cheap enough to skip the simulation of a layout
+    that cannot win. ``ep_cost`` as :func:`predict_step` (None: no all-to-all counted, still a bound)."""
     rates = gpu_rates(node, model.training_precision)
     tokens = float(micro_batch_size * seq_len)
     stages = split_stages(model, count_parameters(model), layout.num_stages)
-    kinds = {moe: layer_seconds(model, moe, tokens, seq_len, True, layout.ep, rates, None, 1.0 / balancedness,
+    kinds = {moe: layer_seconds(model, moe, tokens, seq_len, True, layout.ep, rates, ep_cost, 1.0 / balancedness,
                                 recipe) for moe in (False, True)}
     link_rate, latency = _link(node)
+    dual = layout.schedule in DUAL_SCHEDULES
     work = 0.0
     for stage in stages:
         cost = _stage_seconds(model, stage, tokens, rates, kinds)
         sync = stage_collectives(stage.dense_params, stage.routed_expert_params / layout.ep, layout.dp,
                                  layout.expert_dp, link_rate, latency)[0] if layout.zero_stage == 2 else 0.0
-        work += cost.compute_f + cost.compute_b + sync
+        busy, comm = cost.compute_f + cost.compute_b + sync, cost.comm_f + cost.comm_b
+        work += max(busy, comm) if dual else busy + comm
     return num_micro_batches * work / layout.pp
 
 
