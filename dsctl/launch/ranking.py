@@ -126,8 +126,11 @@ def _bound(inputs: PlanInputs, options: SearchOptions, trial: Trial, ep_cost: Ep
     if not 0.0 < balancedness <= 1.0:
         return 0.0
     batch = trial.batch
-    return step_lower_bound(inputs.model, inputs.node, trial.layout, batch.micro_batches, batch.micro_batch_size,
-                            batch.seq_len, balancedness, trial.recipe, ep_cost)
+    try:
+        return step_lower_bound(inputs.model, inputs.node, trial.layout, batch.micro_batches,
+                                batch.micro_batch_size, batch.seq_len, balancedness, trial.recipe, ep_cost)
+    except InputError:  # e.g. a fabric too small for the EP group: the prediction reports it, in order
+        return 0.0
 
 
 def _predict(inputs: PlanInputs, trial: Trial, balancedness: float, ep_cost: EpCostModel | None) -> StepTime:
