@@ -8,6 +8,7 @@ __all__ = [
     "engines",
     "imbalance",
     "layout",
+    "layout_report",
     "memory",
     "minnodes",
     "plan",

@@ -19,6 +19,9 @@ from dsctl.launch.rules import DUAL_SCHEDULES, ep_target
 from dsctl.profiles.schema import ModelProfile
 from dsctl.units import format_gib as gib
 
+#: what each ZeRO stage shards over the data-parallel groups (dsctl.launch.memory)
+ZERO_SHARDS = {1: "optimizer states", 2: "optimizer states and gradients", 3: "optimizer states, gradients and weights"}
+
 
 def rejection_reason(candidate: Candidate, terse: bool = False) -> str:
     """Why ``candidate`` was not chosen: the rule it breaks and/or its memory shortfall.
@@ -126,8 +129,8 @@ def explain_choices(request: LaunchRequest, model: ModelProfile, layout: Paralle
                        f"closest (worst rank {gib(memory.max_total_bytes)})")
         out.extend(rejection_lines(considered, layout.pp))
     out.append(f"dp {layout.dp} = {world} GPUs / (pp {layout.pp} x tp {layout.tp}); expert-dp {layout.expert_dp} = "
-               f"tp {layout.tp} x dp {layout.dp} / ep {layout.ep} replicas of each expert; ZeRO-1 shards optimizer "
-               f"states over dp (dense) and expert-dp (experts)")
+               f"tp {layout.tp} x dp {layout.dp} / ep {layout.ep} replicas of each expert; ZeRO-{layout.zero_stage} "
+               f"shards {ZERO_SHARDS[layout.zero_stage]} over dp (dense) and expert-dp (experts)")
     if layout.schedule in DUAL_SCHEDULES:
         out.append(f"schedule {layout.schedule}: 2 stages' weights per GPU, {layout.num_stages + 1} micro-batch "
                    f"activations in flight; {layout.num_stages} stages on {layout.pp} pipeline ranks")

@@ -22,14 +22,17 @@ from typing import Any
 from dsctl.errors import InputError, one_of
 from dsctl.launch.rules import check_schedule_layout, check_schedule_name, divisors, ep_node_aligned, num_stages
 
+#: ZeRO stages the memory model knows (the step-time model: 1 and 2, docs/launch.md "ZeRO stages")
+ZERO_STAGES: tuple[int, ...] = (1, 2, 3)
+
 
 @dataclass(frozen=True)
 class ParallelLayout:
     """One parallel layout of ``num_nodes x gpus_per_node`` GPUs.
 
     ``pp``, ``ep``, ``tp``, ``dp`` are the degrees (group sizes) of pipeline, expert, tensor and data
-    parallelism; ``schedule`` is the pipeline schedule; ``zero_stage`` is always 1 (optimizer states sharded
-    over data-parallel ranks, parameters and gradients replicated).
+    parallelism; ``schedule`` is the pipeline schedule; ``zero_stage`` what is sharded over each parameter's
+    data-parallel group: 1 optimizer states, 2 also gradients, 3 also parameters (docs/launch.md, "ZeRO stages").
     """
 
     num_nodes: int
@@ -46,6 +49,8 @@ class ParallelLayout:
         arithmetic); the model's rules (experts, layers) and the batch's are :func:`validate_layout`'s."""
         for name in ("pp", "ep", "tp", "dp"):
             _positive(name, getattr(self, name))
+        if self.zero_stage not in ZERO_STAGES:
+            raise InputError(f"ZeRO stage {self.zero_stage} is not one of {one_of([str(z) for z in ZERO_STAGES])}")
         if self.num_nodes < 1:
             raise InputError(f"--nodes {self.num_nodes} is not valid: it must be a whole number >= 1")
         gpn, world = self.gpus_per_node, self.world_size

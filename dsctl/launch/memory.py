@@ -5,13 +5,24 @@ For pipeline rank ``r`` (every dp/ep/tp rank of one pipeline rank holds the same
     params(r)      = sum over the stages rank r holds of  dense_params + routed_expert_params / ep
                      (DualPipe: stages r and pp-1-r, i.e. 2 copies of the weights; DualPipeV: r and 2pp-1-r;
                      1F1B/ZB1P: stage r; an embedding copy is counted once if the rank holds both ends)
-    weights        = params x weight_bytes                    (BF16 working copy, 2 B)
+    shard(x B)     = dense x B / dp + routed x B / expert_dp  (one copy of every parameter spread over its
+                     data-parallel group: dense parameters over dp, this GPU's experts over expert_dp)
+    unit           = the largest held stage's parameters per GPU / its layers (MTP modules count as layers):
+                     one layer's share, what ZeRO-2 reduce-scatters and ZeRO-3 gathers at a time
+    weights        = params x weight_bytes                    (BF16 working copy, 2 B; ZeRO-1/2)
+                   = shard(weight_bytes) + 2 x unit x weight_bytes
+                                                              (ZeRO-3: the shard, and the gathered layer and the
+                                                              next one prefetched)
     gradients      = params x grad_bytes                      (FP32 accumulation, 4 B; ZeRO-1 does not shard them)
-    optimizer      = dense x opt_bytes / dp + routed x opt_bytes / expert_dp
-                     (ZeRO-1; opt_bytes = FP32 master 4 B + AdamW moments 2 x BF16 = 8 B; each DualPipe copy
+                   = shard(grad_bytes) + 2 x unit x grad_bytes
+                                                              (ZeRO-2/3: the accumulated shard, and two layer
+                                                              buckets: one being reduce-scattered, one filling)
+    optimizer      = shard(opt_bytes)
+                     (opt_bytes = FP32 master 4 B + AdamW moments 2 x BF16 = 8 B; each DualPipe copy
                      keeps its own shard, the conservative reading)
     fp8 weights    = GEMM params x (1 + 4 / 128^2)            (recipes that keep FP8 weight copies: 1 B per weight
-                     and one FP32 scale per 128x128 block; embedding and head stay BF16)
+                     and one FP32 scale per 128x128 block; embedding and head stay BF16; ZeRO-3: of the two
+                     gathered layers only, 2 x unit x (1 + 4 / 128^2))
     activations    = chunks(r) x tokens x max over held stages of the stage's kept bytes per token, split into
                      values, FP8/E5M6 tile scales (4 B per 128 values) and the attention log-sum-exp (4 B per head);
                      chunks = pp_stages + 1 for DualPipe/DualPipeV (README table), pp - r for 1F1B/ZB1P,
@@ -106,7 +117,7 @@ class RankMemory:
 MEMORY_TERMS: tuple[tuple[str, str], ...] = (
     ("weights_bytes", "weights (BF16)"),
     ("gradients_bytes", "gradients (FP32)"),
-    ("optimizer_bytes", "optimizer states (ZeRO-1)"),
+    ("optimizer_bytes", "optimizer states (sharded)"),
     ("fp8_weights_bytes", "FP8 weight copies"),
     ("activations_bytes", "activations"),
     ("activation_scales_bytes", "FP8/E5M6 tile scales"),
@@ -184,6 +195,17 @@ def activation_chunks(layout: ParallelLayout, pp_rank: int, num_micro_batches: i
     return rules.activation_chunks(layout.schedule, layout.pp, pp_rank, num_micro_batches)
 
 
+def layer_unit_parameters(stages: tuple[Stage, ...], held: tuple[int, ...], ep: int) -> int:
+    """One layer's share of a pipeline rank's parameters per GPU: the largest held stage's parameters per GPU
+    over its layers (MTP modules count as layers; embedding and head spread over them): what ZeRO-2
+    reduce-scatters, and ZeRO-3 gathers, at a time."""
+    def per_layer(s: Stage) -> float:
+        layers = s.num_dense_layers + s.num_moe_layers + s.num_mtp_modules
+        return (s.dense_params + s.routed_expert_params / ep) / max(1, layers)
+
+    return int(max(per_layer(stages[s]) for s in held))
+
+
 def rank_gemm_parameters(model: ModelProfile, stages: tuple[Stage, ...], held: tuple[int, ...], ep: int) -> int:
     """Parameters of GEMM weights one GPU of a pipeline rank holds (FP8 copies): its parameters without the
     embedding tables and the output head."""
@@ -212,11 +234,19 @@ def estimate_memory(model: ModelProfile, layout: ParallelLayout, stages: tuple[S
         dense, routed_full = rank_parameters(stages, held)
         routed = routed_full // layout.ep
         params = dense + routed
-        weights = int(params * a.weight_bytes)
-        grads = int(params * a.grad_bytes)
-        optim = int(dense * a.optimizer_bytes / layout.dp + routed * a.optimizer_bytes / layout.expert_dp)
-        fp8 = int(rank_gemm_parameters(model, stages, held, layout.ep) * FP8_WEIGHT_BYTES) \
-            if recipe.fp8_weight_copies else 0
+
+        def shard(bytes_per_param: float, dense: int = dense, routed: int = routed) -> int:
+            return int(dense * bytes_per_param / layout.dp + routed * bytes_per_param / layout.expert_dp)
+
+        unit = layer_unit_parameters(stages, held, layout.ep)
+        zero = layout.zero_stage
+        weights = shard(a.weight_bytes) + int(2 * unit * a.weight_bytes) if zero >= 3 else int(params * a.weight_bytes)
+        grads = shard(a.grad_bytes) + int(2 * unit * a.grad_bytes) if zero >= 2 else int(params * a.grad_bytes)
+        optim = shard(a.optimizer_bytes)
+        fp8 = 0
+        if recipe.fp8_weight_copies:
+            fp8 = int((2 * unit if zero >= 3 else rank_gemm_parameters(model, stages, held, layout.ep))
+                      * FP8_WEIGHT_BYTES)
         per_token = max((per_stage[s] for s in held), key=lambda x: x.total)
         chunks = activation_chunks(layout, r, num_micro_batches)
         values, scales, lse = (int(chunks * tokens * x) for x in (per_token.values, per_token.scales, per_token.lse))

@@ -40,9 +40,9 @@ from dsctl.launch.figures import ScheduleFigures, schedule_figures
 from dsctl.launch.layout import ParallelLayout
 from dsctl.launch.memory import MemoryAssumptions, MemoryEstimate
 from dsctl.launch.ranking import search_layouts
-from dsctl.launch.rankmap import GROUP_KINDS, GROUP_MEANING, RankMap, RankMapSummary, build_rank_map, stages_of_rank
+from dsctl.launch.rankmap import RankMap, RankMapSummary, build_rank_map, stages_of_rank
 from dsctl.launch.request import MAX_COUNT, MAX_NODES, LaunchRequest, check_node_count, check_request
-from dsctl.launch.search import SearchOptions
+from dsctl.launch.search import SearchOptions, search_request
 from dsctl.launch.search_explain import SearchExplanation, choice_lines, explain_search
 from dsctl.launch.stages import Stage
 from dsctl.model.params import count_parameters
@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from dsctl.launch.sweep import NodeSweep
 
 __all__ = ["DEFAULT_GLOBAL_BATCH", "MAX_COUNT", "MAX_NODES", "BatchPlan", "LaunchPlan", "LaunchRequest",
-           "LayoutReport", "ScheduleFigures", "StageRow", "plan_launch", "plan_layout"]
+           "ScheduleFigures", "StageRow", "plan_launch"]
 
 #: progress callback ``(done, total)``: layouts predicted, counts of the smallest-node-count search
 Progress = Report
@@ -156,7 +156,7 @@ def plan_launch(model: ModelProfile, node: NodeProfile, request: LaunchRequest,
     falls back to the memory rule above and says so.
     """
     check_node_count(request.num_nodes)
-    request = check_request(model, request)
+    request = check_request(model, search_request(request, search) if search is not None else request)
     inputs = PlanInputs(model, node, request, count_parameters(model), assumptions or MemoryAssumptions())
     stages = Stages(progress, [])
     searched = None
@@ -226,80 +226,3 @@ def _stage_rows(layout: ParallelLayout, stages: tuple[Stage, ...]) -> list[Stage
         params_per_gpu=s.dense_params + s.routed_expert_params // layout.ep,
         dense_params=s.dense_params, routed_expert_params_per_gpu=s.routed_expert_params // layout.ep,
     ) for s in stages]
-
-
-# --------------------------------------------------------------------------------------------- layout report
-
-
-@dataclass(frozen=True)
-class GroupListing:
-    """Every group of one kind: ``ranks`` has shape ``(num_groups, group_size)``."""
-
-    kind: str
-    meaning: str
-    num_groups: int
-    group_size: int
-    ranks: Any  # numpy int64 array
-
-    def to_data(self) -> dict[str, Any]:
-        return {"kind": self.kind, "meaning": self.meaning, "num_groups": self.num_groups,
-                "group_size": self.group_size, "ranks": self.ranks.tolist()}
-
-
-@dataclass(frozen=True)
-class LayoutReport:
-    """``dsctl launch layout``: the layout part of a plan, why it was chosen, the stage split, the rank map and
-    (``--explain``) every group. ``min_nodes`` is the node count ``--min-nodes`` found (None: given as --nodes).
-    The JSON keeps the memory check to ``memory_fits`` / ``max_memory_bytes`` / ``hbm_bytes`` (details in
-    ``dsctl launch``); ``exit_code`` is 1 when the layout does not fit in memory, as for ``dsctl launch``."""
-
-    plan: LaunchPlan
-    groups: tuple[GroupListing, ...] = ()
-    min_nodes: int | None = None
-
-    @property
-    def choices(self) -> tuple[str, ...]:
-        rule = ("the memory rule (smallest pp that fits); 'dsctl launch' ranks every layout by predicted step and "
-                "may choose another")
-        if self.min_nodes is None:
-            return (*self.plan.choices, rule)
-        return (*self.plan.choices, rule, f"--min-nodes: {self.min_nodes} is the smallest node count that fits "
-                                          "(every smaller count was checked)")
-
-    @property
-    def exit_code(self) -> int:
-        return self.plan.exit_code
-
-    def to_data(self) -> dict[str, Any]:
-        p = self.plan
-        return {
-            "model": p.model, "node_profile": p.node_profile, "num_nodes": p.num_nodes,
-            "gpus_per_node": p.gpus_per_node, "world_size": p.world_size, "layout": p.layout,
-            "expert_dp": p.expert_dp, "zero_stage": p.zero_stage, "schedule": p.schedule, "num_stages": p.num_stages,
-            "micro_batches": p.batch.micro_batches, "stages": p.stages, "choices": self.choices,
-            "memory_fits": p.memory.fits, "max_memory_bytes": p.memory.max_total_bytes,
-            "hbm_bytes": p.memory.hbm_bytes, "rank_map": p.rank_map, "groups": self.groups,
-            "exit_code": self.exit_code,
-        }
-
-
-def plan_layout(model: ModelProfile, node: NodeProfile, request: LaunchRequest, explain: bool = False,
-                find_min_nodes: bool = False, progress: Progress | None = None) -> LayoutReport:
-    """``dsctl launch layout``: the plan of ``request`` without schedule figures, every group with ``explain``.
-
-    ``find_min_nodes``: plan the smallest node count that fits instead of ``request.num_nodes``
-    (:func:`dsctl.launch.minnodes.min_nodes`, reporting to ``progress``); InputError if none up to its limit does.
-    """
-    found = None
-    if find_min_nodes:
-        found = minnodes.min_nodes(model, node, request, progress=progress)
-        if found is None:
-            raise InputError(f"no node count up to {minnodes.SEARCH_LIMIT_NODES:,} fits {model.name} on {node.name} "
-                             "with these options", hint="try --tp, --pp, or a smaller --global-batch / --micro-batches")
-        request = replace(request, num_nodes=found)
-    plan = plan_launch(model, node, request, simulate_schedule=False)
-    groups: tuple[GroupListing, ...] = ()
-    if explain:
-        groups = tuple(GroupListing(kind, GROUP_MEANING[kind], int(ranks.shape[0]), int(ranks.shape[1]), ranks)
-                       for kind in GROUP_KINDS for ranks in (plan.ranks.groups(kind),))
-    return LayoutReport(plan, groups, found)

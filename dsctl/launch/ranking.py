@@ -3,11 +3,11 @@ predicted step, the ranking by objective, and :func:`search_layouts`, which runs
 
 from __future__ import annotations
 
+from bisect import insort
 from dataclasses import replace
 from typing import Any
 
 from dsctl.errors import InputError
-from dsctl.launch.batch import BatchPlan
 from dsctl.launch.candidates import PlanInputs
 from dsctl.launch.layout import ParallelLayout
 from dsctl.launch.rules import min_micro_batches
@@ -22,8 +22,9 @@ from dsctl.launch.search import (
     enumerate_trials,
     search_space,
 )
+from dsctl.model.recipes import recomputes_at_least
 from dsctl.progress_count import Report, Stages, each
-from dsctl.steptime import EpCostModel, StepTime, fabric_ep, predict_step
+from dsctl.steptime import EpCostModel, StepTime, fabric_ep, predict_step, step_lower_bound
 
 #: the best layouts re-predicted without extrapolation (what the plan shows side by side)
 EXACT_TOP = 5
@@ -33,56 +34,126 @@ MEMORY_WEIGHT = 0.02
 EXACT_WEIGHT = 3.0
 
 
+# --------------------------------------------------------------------------------------------- 3b. dominated
+
+
+def drop_dominated(trials: list[Trial], objective: str) -> tuple[list[Trial], list[Rejected]]:
+    """Stage 3b: a fitting trial is dominated when a fitting twin (same degrees, schedule and batch) has a lower
+    or equal ZeRO stage and a recipe that recomputes no more (:func:`dsctl.model.recipes.recomputes_at_least`),
+    differing in one of them: the step-time model gives the twin a step no longer (ZeRO-2 only adds a gradient
+    reduce-scatter per micro-batch, a recipe only its recompute), so only ``headroom`` predicts such a trial."""
+    if objective == "headroom":
+        return trials, []
+    twins: dict[tuple[object, ...], list[Trial]] = {}
+    for t in trials:
+        lay = t.layout
+        twins.setdefault((lay.pp, lay.ep, lay.tp, lay.dp, lay.schedule, t.batch.micro_batches,
+                          t.batch.micro_batch_size), []).append(t)
+
+    def beaten_by(t: Trial) -> Trial | None:
+        lay = t.layout
+        for other in twins[(lay.pp, lay.ep, lay.tp, lay.dp, lay.schedule, t.batch.micro_batches,
+                            t.batch.micro_batch_size)]:
+            zero = other.layout.zero_stage
+            if (zero <= lay.zero_stage and recomputes_at_least(t.recipe, other.recipe)
+                    and (zero < lay.zero_stage or not recomputes_at_least(other.recipe, t.recipe))):
+                return other
+        return None
+
+    kept: list[Trial] = []
+    dropped: list[Rejected] = []
+    for t in trials:
+        other = beaten_by(t)
+        if other is None:
+            kept.append(t)
+            continue
+        dropped.append(Rejected("dominated", t.layout.schedule, t.layout.pp, t.layout.ep, t.batch.micro_batch_size,
+                                f"ZeRO-{t.layout.zero_stage} {t.recipe.name}: never faster than its twin with "
+                                f"ZeRO-{other.layout.zero_stage} {other.recipe.name}, which fits",
+                                t.predicted_memory_bytes(), t.recipe.name, t.layout.zero_stage))
+    return kept, dropped
+
+
 # --------------------------------------------------------------------------------------------- 4. step time
 
 
 def attach_step_time(inputs: PlanInputs, options: SearchOptions, trials: list[Trial],
                      report: Report | None = None) -> tuple[list[Trial], list[Rejected]]:
     """Each fitting trial's predicted step; the EP model is built once per EP degree (its seconds are cached per
-    token count inside :func:`dsctl.topology.sim.ep_time.ep_exchange_seconds`). ``report(trials_done, trials)``
-    after each."""
+    token count inside :func:`dsctl.topology.sim.ep_time.ep_exchange_seconds`). Trials are simulated in the order
+    of their lower bound (:func:`dsctl.steptime.step_lower_bound`), and one whose bound is above the
+    :data:`EXACT_TOP`-th best step so far (and, for ``headroom``, above the fastest + :data:`HEADROOM_SLACK`)
+    cannot enter the rows shown or win: it is rejected as "outpaced" without its simulation.
+    ``report(trials_done, trials)`` after each."""
     model, node = inputs.model, inputs.node
     ep_models: dict[int, EpCostModel | None] = {}
+    for trial in trials:  # in the enumeration's order: a fabric that cannot hold an EP group fails as before
+        ep, balancedness = trial.layout.ep, options.balancedness_at(trial.layout.ep)
+        if ep not in ep_models and 0.0 < balancedness <= 1.0:
+            ep_models[ep] = (fabric_ep(model, node, ep, 1.0 / balancedness, options.fabric_plan)
+                             if ep > 1 and model.moe is not None else None)
     kept: list[Trial] = []
     rejected: list[Rejected] = []
+    steps: list[float] = []
     tick = each(report, len(trials))
-    for done, trial in enumerate(trials, 1):
+    for done, (bound, trial) in enumerate(sorted(((_bound(inputs, options, t, ep_models.get(t.layout.ep)), t)
+                                                  for t in trials), key=lambda bt: bt[0]), 1):
         tick(done)
         lay, batch = trial.layout, trial.batch
-        balancedness = options.balancedness_at(lay.ep)
-        if lay.ep not in ep_models and 0.0 < balancedness <= 1.0:
-            ep_models[lay.ep] = (fabric_ep(model, node, lay.ep, 1.0 / balancedness, options.fabric_plan)
-                                 if lay.ep > 1 and model.moe is not None else None)
+        if len(steps) >= EXACT_TOP and bound > max(steps[EXACT_TOP - 1], steps[0] * (1.0 + HEADROOM_SLACK)):
+            rejected.append(Rejected("outpaced", lay.schedule, lay.pp, lay.ep, batch.micro_batch_size,
+                                     f"at least {bound:.2f} s (its work alone, no bubble) > the {EXACT_TOP}th best "
+                                     f"{steps[EXACT_TOP - 1]:.2f} s", trial.predicted_memory_bytes(),
+                                     trial.recipe.name, lay.zero_stage))
+            continue
         try:
-            step = _predict(inputs, lay, batch, balancedness, ep_models.get(lay.ep))
+            step = _predict(inputs, trial, options.balancedness_at(lay.ep), ep_models.get(lay.ep))
         except InputError as exc:
             # a fabric that cannot hold the EP group, or a balancedness no layout could have, is the user's
             # input, not a layout's failing; below 1/ep only rules out the smaller EP degrees
+            if options.fabric_plan is not None and trial is not trials[0]:
+                _predict(inputs, trials[0], options.balancedness_at(trials[0].layout.ep),
+                         ep_models.get(trials[0].layout.ep))  # the enumeration's first layout names the error
             if options.fabric_plan is not None or ("balancedness" in exc.message and "below 1/ep" not in
                                                    exc.message):
                 raise
             rejected.append(Rejected("step-time model", lay.schedule, lay.pp, lay.ep, batch.micro_batch_size,
-                                     exc.message))
+                                     exc.message, recipe=trial.recipe.name, zero_stage=lay.zero_stage))
             continue
         kept.append(replace(trial, step=step))
+        insort(steps, step.step_s)
     if not kept and rejected and all("below 1/ep" in r.reason for r in rejected):
         raise InputError(rejected[0].reason)
     return kept, rejected
 
 
-def _predict(inputs: PlanInputs, layout: ParallelLayout, batch: BatchPlan, balancedness: float,
-             ep_cost: EpCostModel | None) -> StepTime:
+def _bound(inputs: PlanInputs, options: SearchOptions, trial: Trial, ep_cost: EpCostModel | None) -> float:
+    """:func:`dsctl.steptime.step_lower_bound` of ``trial`` (0 when its balancedness is out of range: the
+    prediction then says why)."""
+    balancedness = options.balancedness_at(trial.layout.ep)
+    if not 0.0 < balancedness <= 1.0:
+        return 0.0
+    batch = trial.batch
+    try:
+        return step_lower_bound(inputs.model, inputs.node, trial.layout, batch.micro_batches,
+                                batch.micro_batch_size, batch.seq_len, balancedness, trial.recipe, ep_cost)
+    except InputError:  # e.g. a fabric too small for the EP group: the prediction reports it, in order
+        return 0.0
+
+
+def _predict(inputs: PlanInputs, trial: Trial, balancedness: float, ep_cost: EpCostModel | None) -> StepTime:
     """The predicted step; beyond ``2 x`` :func:`steady_micro_batches` micro-batches it is extrapolated from two
     shorter simulations (the schedule's steady state adds the same seconds, and the same ops, per micro-batch
     pair: step, pipeline, bubble and every phase grow linearly), so a search at small dp (thousands of
     micro-batches) stays bounded. The plan re-predicts its chosen layout in full."""
+    layout, batch, recipe = trial.layout, trial.batch, trial.recipe
     m = batch.micro_batches
     short = steady_micro_batches(layout)
     if m <= 2 * short:
         return predict_step(inputs.model, inputs.node, layout, m, batch.micro_batch_size, batch.seq_len,
-                            balancedness=balancedness, ep_cost=ep_cost, recipe=inputs.recipe)
+                            balancedness=balancedness, ep_cost=ep_cost, recipe=recipe)
     longer, shorter = (predict_step(inputs.model, inputs.node, layout, k, batch.micro_batch_size, batch.seq_len,
-                                    balancedness=balancedness, ep_cost=ep_cost, recipe=inputs.recipe)
+                                    balancedness=balancedness, ep_cost=ep_cost, recipe=recipe)
                        for k in (short, short - 2))
     pairs = (m - short) / 2
 
@@ -139,28 +210,54 @@ def check_objective(objective: str) -> str:
 
 
 def search_layouts(inputs: PlanInputs, options: SearchOptions, report: Report | None = None) -> SearchResult:
-    """Stages 1-5 in order: space -> trials -> memory -> step time -> ranking. ``report(done, total)`` counts the
-    layouts predicted, then the best re-predicted in full (weighed by ``MEMORY_WEIGHT``/``EXACT_WEIGHT``)."""
+    """Stages 1-5 in order: space -> trials -> memory (-> dominated ZeRO-2 twins dropped) -> step time -> ranking.
+    ``report(done, total)`` counts the layouts predicted, then the best re-predicted in full (weighed by
+    ``MEMORY_WEIGHT``/``EXACT_WEIGHT``)."""
     space = search_space(inputs, options)
     trials, rejected = enumerate_trials(inputs, space)
     fitting, over = attach_memory(inputs, trials, options.min_headroom_bytes)
-    stages = Stages(report, [MEMORY_WEIGHT * len(trials), len(fitting), EXACT_WEIGHT * min(EXACT_TOP, len(fitting))])
+    undominated, dominated = drop_dominated(fitting, options.objective)
+    stages = Stages(report, [MEMORY_WEIGHT * len(trials), len(undominated),
+                             EXACT_WEIGHT * min(EXACT_TOP, len(undominated))])
     stages.part(0)(1, 1)
-    predicted, failed = attach_step_time(inputs, options, fitting, stages.part(1))
+    predicted, failed = attach_step_time(inputs, options, undominated, stages.part(1))
     ranked = rank(predicted, options.objective)
     tick = each(stages.part(2), min(EXACT_TOP, len(ranked)))
     exact = []
     for t in ranked[:EXACT_TOP]:  # the rows a reader compares, simulated in full
-        exact.append(replace(t, step=predict_step(inputs.model, inputs.node, t.layout, t.batch.micro_batches,
-                                                  t.batch.micro_batch_size, t.batch.seq_len,
-                                                  balancedness=options.balancedness_at(t.layout.ep),
-                                                  fabric_plan=options.fabric_plan, recipe=inputs.recipe)))
+        exact.append(_exact(inputs, options, t))
         tick(len(exact))
     stages.finish()
     return SearchResult(space, options.objective, rank([*exact, *ranked[EXACT_TOP:]], options.objective),
-                        tuple(rejected + over + failed), inputs.node.usable_hbm_bytes)
+                        tuple(rejected + over + dominated + failed), inputs.node.usable_hbm_bytes,
+                        other_recipes(inputs, options) if not ranked else ())
+
+
+def other_recipes(inputs: PlanInputs, options: SearchOptions) -> tuple[Trial, ...]:
+    """With a recipe the request fixes: the best trial under each other recipe the model can train with (the
+    same search with the recipe left open), ranked; () when the request fixes none."""
+    fixed = inputs.request.recipe
+    if fixed is None:
+        return ()
+    opened = search_layouts(replace(inputs, request=replace(inputs.request, recipe=None)), options)
+    by_recipe: dict[str, list[Trial]] = {}
+    for trial in opened.ranked:
+        if trial.recipe.name != fixed:
+            by_recipe.setdefault(trial.recipe.name, []).append(trial)
+    best = [rank([_exact(inputs, options, t) for t in trials[:3]], options.objective)[0]
+            for trials in by_recipe.values()]  # each recipe's leaders simulated in full
+    return rank(best, options.objective)
+
+
+def _exact(inputs: PlanInputs, options: SearchOptions, trial: Trial) -> Trial:
+    """``trial`` with its step simulated in full (no extrapolation)."""
+    lay, batch = trial.layout, trial.batch
+    return replace(trial, step=predict_step(inputs.model, inputs.node, lay, batch.micro_batches,
+                                            batch.micro_batch_size, batch.seq_len,
+                                            balancedness=options.balancedness_at(lay.ep),
+                                            fabric_plan=options.fabric_plan, recipe=trial.recipe))
 
 
 #: the stages of :func:`search_layouts` and its explanation, in order (the pipeline test walks them)
-STAGES: tuple[str, ...] = ("search_space", "enumerate_trials", "attach_memory", "attach_step_time", "rank",
-                           "explain_search")
+STAGES: tuple[str, ...] = ("search_space", "enumerate_trials", "attach_memory", "drop_dominated",
+                           "attach_step_time", "rank", "explain_search")

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from dsctl.errors import InputError
 from dsctl.launch.defaults import DEFAULT_SEQ_LEN
 from dsctl.launch.rules import check_schedule_layout, check_schedule_name, divisors
-from dsctl.model.recipes import resolve_recipe
+from dsctl.model.recipes import recipe_named
 from dsctl.names import shown
 from dsctl.profiles.schema import ModelProfile
 
@@ -36,7 +36,8 @@ class LaunchRequest:
     backend: str | None = None
     job_name: str | None = None
     train_command: tuple[str, ...] = ()
-    #: activation recipe name (``dsctl.model.recipes``); None = the model profile's
+    #: activation recipe name (``dsctl.model.recipes``); None = not fixed: the layout search tries every recipe
+    #: the model can train with, the memory rule uses the model profile's
     recipe: str | None = None
 
     @property
@@ -56,7 +57,8 @@ def check_request(model: ModelProfile, request: LaunchRequest) -> LaunchRequest:
     """The checks of ``request`` that do not depend on its node count; returns it with the schedule name
     normalised. Raises InputError."""
     schedule = check_schedule_name(request.schedule)
-    request = replace(request, schedule=schedule, recipe=resolve_recipe(model, request.recipe).name)
+    recipe = None if request.recipe is None else recipe_named(request.recipe).name  # None: the search chooses
+    request = replace(request, schedule=schedule, recipe=recipe)
     for name in ("pp", "ep", "tp", "dp", "micro_batches", "global_batch", "seq_len"):
         value = getattr(request, name)
         flag = "--" + name.replace("_", "-")

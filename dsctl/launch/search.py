@@ -12,8 +12,8 @@ One straight pipeline, each stage a function over frozen dataclasses, each rule 
 5. :func:`~dsctl.launch.ranking.rank` (the objective orders the predicted trials);
 6. ``dsctl.launch.search_explain`` (the top few side by side, one line per rejected family).
 
-Scope: ZeRO-1 only (the memory and step-time models have no other stage) and tp = 1 unless given (the step-time
-model covers tp 1; DeepSeek-V3 trains without TP); both are said in the explanation.
+Scope: ZeRO-1 and ZeRO-2 (ZeRO-3's per-layer gathers are not in the step-time model), tp = 1 unless given and
+no interleaved 1F1B: :data:`SCOPE` says why, and the explanation prints it.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ from dsctl.launch.memory import MemoryEstimate, estimate_memory
 from dsctl.launch.request import LaunchRequest
 from dsctl.launch.rules import SCHEDULES, divisors, ep_node_aligned
 from dsctl.launch.stages import Stage, split_stages
-from dsctl.steptime import StepTime
+from dsctl.model.recipes import DEEPSEEK, ActivationRecipe, searchable_recipes
+from dsctl.steptime import PREDICTED_ZERO_STAGES, StepTime
 
 #: what the ranking prefers: the shortest predicted step, the most memory headroom among layouts within
 #: :data:`HEADROOM_SLACK` of the fastest, or (over a node range) the fewest nodes
@@ -41,7 +42,8 @@ MICRO_BATCH_SIZES: tuple[int, ...] = (1, 2, 4)
 #: "headroom" takes the most headroom among layouts at most this much slower than the fastest (10%)
 HEADROOM_SLACK = 0.10
 #: the kinds of rejection, in the order the explanation lists them
-REJECTION_KINDS: tuple[str, ...] = ("schedule rule", "divisibility", "EP span", "memory", "step-time model")
+REJECTION_KINDS: tuple[str, ...] = ("schedule rule", "divisibility", "EP span", "memory", "dominated",
+                                    "outpaced", "step-time model")
 #: free HBM a chosen layout must keep beyond the memory model's own terms and reserve: none by default, since the
 #: memory model names what issue 28 measured (backward temporaries, FP8 scales, the attention LSE, DeepEP/NCCL
 #: buffers) and budgets against usable HBM; a caller may ask for a margin (``SearchOptions.min_headroom_bytes``)
@@ -79,11 +81,16 @@ class SearchSpace:
     tp: int
     schedules: tuple[str, ...]
     micro_batch_sizes: tuple[int, ...]
+    #: ZeRO stages tried (those the step-time model predicts: 1 and 2; ZeRO-3 is not, see SCOPE)
+    zero_stages: tuple[int, ...] = (1,)
+    #: activation recipes tried (the request's, or every one the model can train with, its profile's first)
+    recipes: tuple[ActivationRecipe, ...] = (DEEPSEEK,)
 
     @property
     def size(self) -> int:
         """Combinations tried (each becomes a trial or a rejection)."""
-        return len(self.pps) * len(self.eps) * len(self.schedules) * len(self.micro_batch_sizes)
+        return (len(self.pps) * len(self.eps) * len(self.schedules) * len(self.micro_batch_sizes)
+                * len(self.zero_stages) * len(self.recipes))
 
 
 @dataclass(frozen=True)
@@ -93,6 +100,7 @@ class Trial:
     layout: ParallelLayout
     batch: BatchPlan
     notes: tuple[str, ...] = ()
+    recipe: ActivationRecipe = DEEPSEEK
     stages: tuple[Stage, ...] = ()
     memory: MemoryEstimate | None = None
     step: StepTime | None = None
@@ -103,11 +111,18 @@ class Trial:
             raise RuntimeError(f"{self.label()} was ranked without its memory or step prediction")
         return self.memory, self.step
 
-    def label(self) -> str:
-        """``PP16 EP64 dualpipe 120x1`` (micro-batches x sequences each; dp = world / (pp x tp))."""
+    def predicted_memory_bytes(self) -> int | None:
+        return self.memory.max_total_bytes if self.memory is not None else None
+
+    def label(self, with_recipe: bool = False) -> str:
+        """``PP16 EP64 dualpipe 120x1`` (micro-batches x sequences each; dp = world / (pp x tp)), then the recipe
+        with ``with_recipe``."""
         lay = self.layout
         tp = f" TP{lay.tp}" if lay.tp > 1 else ""
-        return f"PP{lay.pp} EP{lay.ep}{tp} {lay.schedule} {self.batch.micro_batches}x{self.batch.micro_batch_size}"
+        zero = f" ZeRO-{lay.zero_stage}" if lay.zero_stage != 1 else ""
+        text = (f"PP{lay.pp} EP{lay.ep}{tp}{zero} {lay.schedule} "
+                f"{self.batch.micro_batches}x{self.batch.micro_batch_size}")
+        return f"{text} {self.recipe.name}" if with_recipe else text
 
 
 @dataclass(frozen=True)
@@ -121,6 +136,8 @@ class Rejected:
     micro_batch_size: int
     reason: str
     memory_bytes: int | None = None
+    recipe: str = DEEPSEEK.name
+    zero_stage: int = 1
 
 
 @dataclass(frozen=True)
@@ -132,6 +149,9 @@ class SearchResult:
     ranked: tuple[Trial, ...]
     rejected: tuple[Rejected, ...]
     hbm_bytes: int
+    #: when the request fixes a recipe and no layout fits: the best fitting layout under each other recipe the
+    #: model can train with (what would fit instead), fastest first
+    alternatives: tuple[Trial, ...] = ()
 
     @property
     def num_evaluated(self) -> int:
@@ -144,6 +164,17 @@ class SearchResult:
 
 
 # --------------------------------------------------------------------------------------------- 1. space
+
+
+def search_request(request: LaunchRequest, options: SearchOptions) -> LaunchRequest:
+    """The request a search starts from: with the schedule left to the search (several in ``options``) and a
+    fixed ``pp``, the first schedule that pp allows (DualPipe needs an even pp), so the request's own checks and
+    the memory rule's fallback run on a schedule the search can choose."""
+    if len(options.schedules) < 2 or request.pp is None or request.schedule not in options.schedules:
+        return request
+    allowed = [s for s in options.schedules if s != "dualpipe" or request.pp % 2 == 0]
+    return replace(request, schedule=request.schedule if request.schedule in allowed else allowed[0]) \
+        if allowed else request
 
 
 def search_space(inputs: PlanInputs, options: SearchOptions) -> SearchSpace:
@@ -160,7 +191,8 @@ def search_space(inputs: PlanInputs, options: SearchOptions) -> SearchSpace:
     experts = model.moe.num_routed_experts if model.moe is not None else 1
     eps = (request.ep,) if request.ep is not None else tuple(divisors(experts))
     sizes = (1,) if request.micro_batches is not None else MICRO_BATCH_SIZES
-    return SearchSpace(request.num_nodes, pps, eps, tp, options.schedules, sizes)
+    recipes = (inputs.recipe,) if request.recipe is not None else searchable_recipes(model)
+    return SearchSpace(request.num_nodes, pps, eps, tp, options.schedules, sizes, PREDICTED_ZERO_STAGES, recipes)
 
 
 # --------------------------------------------------------------------------------------------- 2. structure
@@ -176,7 +208,8 @@ def _kind(message: str) -> str:
 
 
 def enumerate_trials(inputs: PlanInputs, space: SearchSpace) -> tuple[list[Trial], list[Rejected]]:
-    """Build each combination's layout and batch; a rule broken on the way rejects it with the rule's message."""
+    """Build each combination's layout and batch; a rule broken on the way rejects it with the rule's message.
+    No structural rule depends on the recipe: each layout is built once and tried under every recipe."""
     request, model, gpn = inputs.request, inputs.model, inputs.node.num_gpus
     experts = model.moe.num_routed_experts if model.moe is not None else 0
     trials: list[Trial] = []
@@ -199,7 +232,11 @@ def enumerate_trials(inputs: PlanInputs, space: SearchSpace) -> tuple[list[Trial
                         rejected.append(Rejected(_kind(exc.message), schedule, pp, ep, size, exc.message))
                         continue
                     trials.append(Trial(layout, batch, tuple(notes)))
-    return trials, rejected
+    # recipe by recipe (the profile's first), ZeRO stage by stage: later stages meet the layouts in one order
+    return ([replace(t, recipe=r, layout=replace(t.layout, zero_stage=z) if z != 1 else t.layout)
+             for r in space.recipes for z in space.zero_stages for t in trials],
+            [replace(x, recipe=r.name, zero_stage=z) for r in space.recipes for z in space.zero_stages
+             for x in rejected])
 
 
 def _sized(request: LaunchRequest, schedule: str, dp: int, size: int, global_batch: int | None) -> LaunchRequest:
@@ -230,7 +267,7 @@ def attach_memory(inputs: PlanInputs, trials: list[Trial],
         if stages is None:
             stages = splits[lay.num_stages] = split_stages(inputs.model, inputs.counts, lay.num_stages)
         memory = estimate_memory(inputs.model, lay, stages, hbm, trial.batch.tokens_per_micro_batch,
-                                 trial.batch.micro_batches, inputs.assumptions, inputs.recipe, inputs.node.hbm_bytes)
+                                 trial.batch.micro_batches, inputs.assumptions, trial.recipe, inputs.node.hbm_bytes)
         if memory.fits and memory.headroom_bytes >= min_headroom_bytes:
             kept.append(replace(trial, stages=stages, memory=memory))
             continue
@@ -238,5 +275,7 @@ def attach_memory(inputs: PlanInputs, trials: list[Trial],
         rejected.append(Rejected("memory", lay.schedule, lay.pp, lay.ep, trial.batch.micro_batch_size,
                                  f"{need} > {hbm / 2**30:.1f} GiB HBM" if not memory.fits else
                                  f"{need}: {memory.headroom_bytes / 2**30:.1f} GiB left < the "
-                                 f"{min_headroom_bytes / 2**30:.1f} GiB headroom kept", memory.max_total_bytes))
+                                 f"{min_headroom_bytes / 2**30:.1f} GiB headroom kept", memory.max_total_bytes,
+                                 trial.recipe.name, lay.zero_stage))
     return kept, rejected
+

@@ -12,6 +12,12 @@ from dsctl.steptime import StepTime
 
 #: layouts shown side by side
 TOP = 5
+#: what the search does not try, and what the models lack for it (printed with every searched plan)
+SCOPE = ("ZeRO-2's gradient reduce-scatter runs after every micro-batch (a pipeline accumulates gradients) and is "
+         "counted exposed; not searched: ZeRO-3 (the step-time model has no NIC sharing between its per-layer "
+         "parameter gathers and the EP all-to-all); tp 1 only (neither model splits a layer's GEMMs or adds TP's "
+         "NVLink all-reduces, and the memory model does not divide weights by tp); interleaved 1F1B (the schedule "
+         "simulator has no generator for it, the memory model no in-flight chunk count)")
 
 
 @dataclass(frozen=True)
@@ -29,6 +35,7 @@ class CandidateRow:
     headroom_bytes: int
     ep_a2a_s: float
     why_lost: str
+    recipe: str = ""
 
     def to_data(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in CandidateRow.__dataclass_fields__}
@@ -62,12 +69,15 @@ class SearchExplanation:
     objective: str
     num_evaluated: int
     num_fitting: int
+    #: fitting layouts simulated (the rest were dominated or outpaced: never faster, or unable to reach the top)
+    num_predicted: int
     rows: tuple[CandidateRow, ...]
     families: tuple[FamilyLine, ...]
     scope: str
 
     def to_data(self) -> dict[str, Any]:
         return {"objective": self.objective, "num_evaluated": self.num_evaluated, "num_fitting": self.num_fitting,
+                "num_predicted": self.num_predicted,
                 "candidates": [r.to_data() for r in self.rows], "rejected": [f.to_data() for f in self.families],
                 "scope": self.scope}
 
@@ -102,14 +112,14 @@ def _a2a(step: StepTime) -> float:
     return step.ep_dispatch_s + step.ep_combine_s
 
 
-def _row(index: int, trial: Trial, best: Trial) -> CandidateRow:
+def _row(index: int, trial: Trial, best: Trial, with_recipe: bool) -> CandidateRow:
     memory, step = trial.predicted()
-    return CandidateRow(index + 1, trial.label(), step.step_s, step.tokens_per_day, step.mfu_noncausal,
+    return CandidateRow(index + 1, trial.label(with_recipe), step.step_s, step.tokens_per_day, step.mfu_noncausal,
                         step.max_bubble_s, memory.max_total_bytes, memory.headroom_bytes, _a2a(step),
-                        "" if trial is best else why_lost(trial, best))
+                        "" if trial is best else why_lost(trial, best), trial.recipe.name)
 
 
-def _families(rejected: tuple[Rejected, ...]) -> tuple[FamilyLine, ...]:
+def _families(rejected: tuple[Rejected, ...], with_recipe: bool) -> tuple[FamilyLine, ...]:
     groups: dict[str, list[Rejected]] = defaultdict(list)
     for r in rejected:
         groups[r.kind].append(r)
@@ -120,6 +130,8 @@ def _families(rejected: tuple[Rejected, ...]) -> tuple[FamilyLine, ...]:
             continue
         example = min(items, key=lambda r: r.memory_bytes or 0) if kind == "memory" else items[0]
         where = f"PP{example.pp} EP{example.ep} {example.schedule} b{example.micro_batch_size}"
+        where += f" {example.recipe}" if with_recipe and kind in ("memory", "step-time model") else ""
+        where += f" ZeRO-{example.zero_stage}" if example.zero_stage != 1 and kind != "dominated" else ""
         reason = example.reason.split(" (")[0]
         lines.append(FamilyLine(kind, len(items), tuple(sorted({r.schedule for r in items})),
                                 tuple(sorted({r.pp for r in items})), tuple(sorted({r.ep for r in items})),
@@ -130,12 +142,13 @@ def _families(rejected: tuple[Rejected, ...]) -> tuple[FamilyLine, ...]:
 def explain_search(result: SearchResult, top: int = TOP) -> SearchExplanation:
     """The top ``top`` rows (winner first) and the rejected families of ``result``."""
     best = result.best
-    rows = tuple(_row(i, t, best) for i, t in enumerate(result.ranked[:top])) if best is not None else ()
-    scope = ("ZeRO-1 only (the memory and step-time models know no other stage); "
-             + (f"tp {result.space.tp} as given" if result.space.tp > 1
-                else "tp 1 (the step-time model covers tp 1; DeepSeek-V3 trains without TP)"))
-    return SearchExplanation(result.objective, result.num_evaluated, len(result.ranked), rows,
-                             _families(result.rejected), scope)
+    with_recipe = len(result.space.recipes) > 1
+    rows = tuple(_row(i, t, best, with_recipe) for i, t in enumerate(result.ranked[:top])) if best else ()
+    scope = SCOPE if result.space.tp == 1 else SCOPE.replace("tp 1 only", f"tp {result.space.tp} as given")
+    unsimulated = sum(r.kind in ("dominated", "outpaced") for r in result.rejected)
+    return SearchExplanation(result.objective, result.num_evaluated, len(result.ranked) + unsimulated,
+                             len(result.ranked), rows,
+                             _families(result.rejected, with_recipe), scope)
 
 
 def choice_lines(result: SearchResult, explanation: SearchExplanation) -> list[str]:
@@ -146,15 +159,27 @@ def choice_lines(result: SearchResult, explanation: SearchExplanation) -> list[s
         if unpredicted:
             return [f"searched {result.num_evaluated:,} layouts: {unpredicted} fit but none could be predicted "
                     "(step-time model); the memory rule chose instead"]
-        return [f"searched {result.num_evaluated:,} layouts: none fits in usable HBM; the memory rule "
-                "chose the closest instead"]
+        lines = [f"searched {result.num_evaluated:,} layouts: none fits in usable HBM; the memory rule "
+                 "chose the closest instead"]
+        for other in result.alternatives:
+            memory, step = other.predicted()
+            lines.append(f"recipe {other.recipe.name} fits at PP{other.layout.pp}: {step.step_s:.2f} s "
+                         f"({other.label()}, worst GPU {memory.max_total_bytes / 2**30:.1f} GiB; --recipe "
+                         f"{other.recipe.name})")
+        if result.space.recipes and not result.alternatives:
+            lines.append(f"no other recipe fits either (tried every one {result.space.recipes[0].name} can be "
+                         "swapped for)")
+        return lines
     memory, step = best.predicted()
     space = result.space
-    lines = [f"searched {result.num_evaluated:,} layouts (pp x ep x schedule x micro-batch size: {len(space.pps)} x "
-             f"{len(space.eps)} x {len(space.schedules)} x {len(space.micro_batch_sizes)}); "
-             f"{explanation.num_fitting} fit and were predicted",
-             f"{best.label()}: the {_objective_words(result.objective)}, predicted step {step.step_s:.2f} s, "
-             f"worst GPU {memory.max_total_bytes / 2**30:.1f} GiB",
+    recipes = "/".join(r.name for r in space.recipes)
+    lines = [f"searched {result.num_evaluated:,} layouts (pp x ep x schedule x micro-batch size x ZeRO x recipe: "
+             f"{len(space.pps)} x {len(space.eps)} x {len(space.schedules)} x {len(space.micro_batch_sizes)} x "
+             f"{len(space.zero_stages)} x {len(space.recipes)}); {explanation.num_fitting} fit, "
+             f"{explanation.num_predicted} simulated (the rest never faster or unable to reach the top five)",
+             f"{best.label()}, recipe {best.recipe.name}: the {_objective_words(result.objective)}, predicted step "
+             f"{step.step_s:.2f} s, worst GPU {memory.max_total_bytes / 2**30:.1f} GiB",
+             f"recipe {'searched: ' + recipes if len(space.recipes) > 1 else best.recipe.name + ' as given'}",
              explanation.scope]
     return lines
 

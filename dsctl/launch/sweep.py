@@ -18,7 +18,7 @@ from dsctl.launch.candidates import PlanInputs
 from dsctl.launch.memory import MemoryAssumptions
 from dsctl.launch.ranking import search_layouts
 from dsctl.launch.request import LaunchRequest, check_node_count, check_request
-from dsctl.launch.search import SearchOptions
+from dsctl.launch.search import SearchOptions, search_request
 from dsctl.model.params import count_parameters
 from dsctl.profiles.schema import ModelProfile, NodeProfile
 from dsctl.progress_count import Report, Stages
@@ -129,7 +129,7 @@ def sweep_nodes(model: ModelProfile, node: NodeProfile, request: LaunchRequest, 
     ``report(done, len(counts))`` counts the node counts searched, each counted within (its layouts predicted)."""
     if within_days is not None and not tokens:
         raise InputError("--within-days needs --tokens: the deadline is for training that many tokens")
-    request = check_request(model, request)
+    request = check_request(model, search_request(request, options))
     stages = Stages(report, [1.0] * len(counts))
     rows = tuple(_row(model, node, request, options, c, tokens, within_days, gpu_hour_usd, stages.part(i))
                  for i, c in enumerate(counts))

@@ -103,6 +103,28 @@ def recipe_named(name: str, field: str = "recipe") -> ActivationRecipe:
     return RECIPES[key]
 
 
+#: the recipe switches the step-time model reads (the backward pays for what they recompute)
+RECOMPUTE_SWITCHES = ("recompute_norms", "recompute_mla_up_proj", "recompute_swiglu", "recompute_attention_core")
+
+
+def recomputes_at_least(a: ActivationRecipe, b: ActivationRecipe) -> bool:
+    """Whether ``a`` recomputes everything ``b`` does (a whole-layer recompute covers every part), so that a
+    layout's step under ``a`` is never shorter than under ``b``: the step-time model reads only these switches."""
+    if a.recompute_layer:
+        return True
+    return not b.recompute_layer and all(getattr(a, name) or not getattr(b, name) for name in RECOMPUTE_SWITCHES)
+
+
+def searchable_recipes(model: ModelProfile) -> tuple[ActivationRecipe, ...]:
+    """The recipes a layout search tries for ``model`` when the user fixes none: the profile's own first, then the
+    others in :data:`RECIPES` order; a recipe that caches FP8 GEMM inputs only for a model trained in FP8
+    (``training_precision: fp8``), since it needs FP8 GEMMs in the training code."""
+    own = default_recipe(model)
+    others = (r for r in RECIPES.values() if r is not own
+              and (r.gemm_input_format != "fp8" or model.training_precision == "fp8"))
+    return (own, *others)
+
+
 def default_recipe(model: ModelProfile) -> ActivationRecipe:
     """The model profile's recipe (``activation_recipe:``)."""
     return recipe_named(model.activation_recipe, "activation_recipe")

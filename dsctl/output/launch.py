@@ -9,8 +9,9 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from dsctl.launch.layout_report import LayoutReport
 from dsctl.launch.memory import MEMORY_TERMS, MemoryEstimate, RankMemory
-from dsctl.launch.plan import LaunchPlan, LayoutReport, StageRow
+from dsctl.launch.plan import LaunchPlan, StageRow
 from dsctl.launch.rankmap import RankMapSummary, compact_ranks
 from dsctl.launch.search_explain import SearchExplanation
 from dsctl.launch.sweep import NodeSweep
@@ -171,7 +172,7 @@ def _step_time(plan: LaunchPlan) -> Iterator[RenderableType]:
         table.add_column(col, justify="left" if col == "phase" else "right")
     rows = (("forward only (1F)", b.num_f, b.one_f_s), ("backward only (1B)", b.num_b, b.one_b_s),
             ("weight gradient (1W)", b.num_w, b.one_w_s), ("overlapped F&B", b.num_fb, b.overlapped_fb_s),
-            ("bubble (idle)", None, b.bubble_s), ("optimizer + ZeRO-1", None, b.optimizer_s))
+            ("bubble (idle)", None, b.bubble_s), ("optimizer + ZeRO", None, b.optimizer_s))
     for name, ops, seconds in rows:
         table.add_row(name, "" if ops is None else f"{ops:,}", f"{seconds:.3f}", f"{seconds / step.step_s:.1%}")
     table.add_row("step", "", f"{step.step_s:.3f}", "100.0%", style="bold")
@@ -191,7 +192,8 @@ def _search(search: SearchExplanation) -> Iterator[RenderableType]:
     """The top layouts side by side and one line per rejected family (``dsctl.launch.search_explain``)."""
     if not search.rows:
         yield Text(f"Layouts by predicted step: {search.num_evaluated:,} evaluated, none fits and was predicted")
-    table = Table(title=f"Layouts by predicted step ({search.num_evaluated:,} evaluated, {search.num_fitting:,} fit; "
+    table = Table(title=f"Layouts by predicted step ({search.num_evaluated:,} evaluated, {search.num_fitting:,} fit, "
+                        f"{search.num_predicted:,} simulated; "
                         f"objective {search.objective})", title_justify="left")
     for col in ("#", "layout, m x b", "step s", "tok/day", "MFU", "GiB", "why it lost"):
         table.add_column(col, justify="left" if col[0] in "lw" else "right")

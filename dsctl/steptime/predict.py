@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
+from dataclasses import replace
 
 from dsctl.errors import InputError
 from dsctl.launch.layout import ParallelLayout
@@ -23,7 +24,9 @@ from dsctl.model.recipes import DEEPSEEK, ActivationRecipe
 from dsctl.profiles.schema import ModelProfile, NodeProfile
 from dsctl.steptime.collectives import (
     IB_LATENCY_S,
+    PREDICTED_ZERO_STAGES,
     ROCE_LATENCY_S,
+    ZERO3_NOT_MODELLED,
     OptimizerSeconds,
     StageShard,
     adam_seconds,
@@ -107,6 +110,7 @@ def _rank_tail(layout: ParallelLayout, stages: tuple[Stage, ...], rank: int, lin
     for s in stages_of_rank(layout.schedule, layout.pp, rank):
         dense, experts = stages[s].dense_params, stages[s].routed_expert_params / layout.ep
         rs, ag = stage_collectives(dense, experts, layout.dp, layout.expert_dp, link_rate, latency)
+        rs = 0.0 if layout.zero_stage == 2 else rs  # ZeRO-2: reduce-scattered inside the pipeline, per micro-batch
         shards.append(StageShard(rs, ag, *times.get(s, unknown)))
         shard_params += dense / max(layout.dp, 1) + experts / max(layout.expert_dp, 1)
     return exposed_tail(shards, pipeline_s, adam_seconds(shard_params, hbm))
@@ -148,6 +152,9 @@ def predict_step(model: ModelProfile, node: NodeProfile, layout: ParallelLayout,
     if layout.tp != 1:
         raise InputError(f"--tp {layout.tp}: the step-time model covers tp = 1 only (DeepSeek-V3 trains without "
                          "tensor parallelism)")
+    if layout.zero_stage not in PREDICTED_ZERO_STAGES:
+        raise InputError(f"ZeRO-{layout.zero_stage}: the step-time model covers ZeRO-1 and ZeRO-2 only ("
+                         f"{ZERO3_NOT_MODELLED})")
     imbalance = 1.0 / balancedness
     explicit_ep = ep_cost
     rates = gpu_rates(node, model.training_precision)
@@ -158,8 +165,12 @@ def predict_step(model: ModelProfile, node: NodeProfile, layout: ParallelLayout,
         ep_cost = fabric_ep(model, node, layout.ep, imbalance, fabric_plan)
     layer_kinds = {moe: layer_seconds(model, moe, tokens, seq_len, True, layout.ep, rates, ep_cost, imbalance, recipe)
                    for moe in (False, True)}
-    costs = tuple(_stage_seconds(model, s, tokens, rates, layer_kinds) for s in stages)
     link_rate, latency = _link(node)
+    costs = tuple(_stage_seconds(model, s, tokens, rates, layer_kinds) for s in stages)
+    if layout.zero_stage == 2:  # every micro-batch's backward reduce-scatters the stage's gradients
+        costs = tuple(replace(c, grad_sync=stage_collectives(s.dense_params, s.routed_expert_params / layout.ep,
+                                                             layout.dp, layout.expert_dp, link_rate, latency)[0])
+                      for c, s in zip(costs, stages, strict=True))
     p2p = p2p_seconds(tokens, model.hidden_size, link_rate, latency) if layout.pp > 1 else 0.0
     # the sender waits for its sends (stages.py): their bytes in the op, one latency on the dependency
     table = OpSecondsTable(costs, layout.schedule in DUAL_SCHEDULES, rates.comm_slowdown, layout.schedule,
@@ -198,6 +209,33 @@ def predict_step(model: ModelProfile, node: NodeProfile, layout: ParallelLayout,
                      if moe == (model.moe is not None) or (moe is False and model.num_dense_layers)),
         fabric=fabric_name(fabric_plan) if explicit_ep is None else "given EP model",
     )
+
+
+def step_lower_bound(model: ModelProfile, node: NodeProfile, layout: ParallelLayout, num_micro_batches: int,
+                     micro_batch_size: int = 1, seq_len: int = 4096, balancedness: float = 1.0,
+                     recipe: ActivationRecipe = DEEPSEEK, ep_cost: EpCostModel | None = None) -> float:
+    """Seconds no schedule of ``layout`` can beat (:func:`predict_step` is never below it): every stage runs
+    every micro-batch's forward and backward once, on one of ``pp`` ranks, so the step is at least
+    ``M x sum over stages of w_s / pp``, where ``w_s`` is the stage's work per micro-batch: compute (recompute
+    included) + ZeRO-2's reduce-scatter + its all-to-alls under 1F1B/ZB1P (nothing overlaps there), and under
+    DualPipe/DualPipeV the larger of compute + reduce-scatter and the all-to-alls (an overlapped slot takes the
+    longer of its two sides). No bubble and no optimizer tail: cheap enough to skip the simulation of a layout
+    that cannot win. ``ep_cost`` as :func:`predict_step` (None: no all-to-all counted, still a bound)."""
+    rates = gpu_rates(node, model.training_precision)
+    tokens = float(micro_batch_size * seq_len)
+    stages = split_stages(model, count_parameters(model), layout.num_stages)
+    kinds = {moe: layer_seconds(model, moe, tokens, seq_len, True, layout.ep, rates, ep_cost, 1.0 / balancedness,
+                                recipe) for moe in (False, True)}
+    link_rate, latency = _link(node)
+    dual = layout.schedule in DUAL_SCHEDULES
+    work = 0.0
+    for stage in stages:
+        cost = _stage_seconds(model, stage, tokens, rates, kinds)
+        sync = stage_collectives(stage.dense_params, stage.routed_expert_params / layout.ep, layout.dp,
+                                 layout.expert_dp, link_rate, latency)[0] if layout.zero_stage == 2 else 0.0
+        busy, comm = cost.compute_f + cost.compute_b + sync, cost.comm_f + cost.comm_b
+        work += max(busy, comm) if dual else busy + comm
+    return num_micro_batches * work / layout.pp
 
 
 def _layer_cost(kind: str, x: LayerSeconds) -> LayerCost:

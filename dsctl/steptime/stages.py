@@ -41,6 +41,9 @@ class StageSeconds:
     index: int
     layers: tuple[LayerSeconds, ...]
     outside: BlockSeconds
+    #: ZeRO-2: the reduce-scatter of this stage's gradients after every micro-batch's backward, exposed (added to
+    #: the weight-gradient work; see dsctl.steptime.collectives)
+    grad_sync: float = 0.0
 
     @cached_property
     def f(self) -> float:
@@ -49,8 +52,8 @@ class StageSeconds:
 
     @cached_property
     def w(self) -> float:
-        """Weight-gradient work alone (no communication)."""
-        return self.outside.w + sum(x.attention.w + x.ffn.w for x in self.layers)
+        """Weight-gradient work alone (no communication but ZeRO-2's gradient reduce-scatter)."""
+        return self.outside.w + sum(x.attention.w + x.ffn.w for x in self.layers) + self.grad_sync
 
     @cached_property
     def i(self) -> float:
@@ -87,7 +90,7 @@ def _slot(comm: float, compute: float, slowdown: float) -> float:
 
 def overlapped_seconds(forward: StageSeconds, backward: StageSeconds, slowdown: float) -> float:
     """One DualPipe F&B op: ``forward``'s forward chunk overlapped with ``backward``'s full backward chunk."""
-    total = forward.outside.f + backward.outside.b
+    total = forward.outside.f + backward.outside.b + backward.grad_sync
     for lf, lb in zip_longest(forward.layers, reversed(backward.layers), fillvalue=_NO_LAYER):
         total += _slot(lb.combine_b, lf.attention.f, slowdown)
         total += _slot(lf.dispatch_f, lb.ffn.b, slowdown)

@@ -19,17 +19,18 @@ def test_launch_default_searches_by_predicted_step(cli: Cli) -> None:
     data = cli("launch", "--nodes", "256", "-f", "json").json()
     search = data["search"]
     rows = search["candidates"]
-    assert search["num_evaluated"] == 648 and search["objective"] == "fastest"
+    assert search["num_evaluated"] == 648 * 4 * 2 and search["objective"] == "fastest"  # x 4 recipes x ZeRO-1/2
     assert [r["step_s"] for r in rows] == sorted(r["step_s"] for r in rows) and len(rows) == 5
     lay = data["layout"]
     assert rows[0]["label"].startswith(f"PP{lay['pp']} EP{lay['ep']} {data['schedule']} ")
     assert rows[0]["why_lost"] == "" and all(r["why_lost"].startswith("+") for r in rows[1:])
     assert data["step_time"]["step_s"] == pytest.approx(rows[0]["step_s"], rel=2e-3)
-    deepseek = [r for r in rows if r["label"] == "PP16 EP64 dualpipe 120x1"]
+    assert rows[0]["recipe"] == data["memory"]["recipe"] == "deepseek"
+    deepseek = [r for r in rows if r["label"] == "PP16 EP64 dualpipe 120x1 deepseek"]
     assert deepseek and deepseek[0]["step_s"] == pytest.approx(17.31, abs=0.05)
     assert {f["kind"] for f in search["rejected"]} >= {"memory", "schedule rule", "divisibility", "EP span"}
     table = cli("launch", "--nodes", "256")
-    assert "Layouts by predicted step (648 evaluated" in table.stdout and "Rejected families" in table.stdout
+    assert "Layouts by predicted step (5,184 evaluated" in table.stdout and "Rejected families" in table.stdout
 
 
 def test_dry_run_writes_nothing_and_says_so(cli: Cli, tmp_path: Path) -> None:
@@ -109,10 +110,14 @@ def test_bad_inputs(cli: Cli) -> None:
 
 
 def test_does_not_fit_exits_1(cli: Cli) -> None:
-    res = cli("launch", "--nodes", "256", "--pp", "8", "--schedule", "dualpipe", "-f", "json", "--", "t.py")
+    args = ("launch", "--nodes", "256", "--pp", "8", "--schedule", "dualpipe", "-f", "json")
+    res = cli(*args, "--recipe", "none", "--", "t.py")  # no ZeRO stage rescues plain BF16 at PP8 (215 GiB)
     assert res.exit_code == 1
     data = res.json()
     assert data["memory"]["fits"] is False and data["dsctl"]["exit_code"] == 1
+    # the recipe left open: DeepSeek's does not fit at PP8 DualPipe, full recompute does, and the search takes it
+    res = cli(*args, "--", "t.py")
+    assert res.exit_code == 0 and res.json()["memory"]["recipe"] == "full-recompute"
 
 
 def test_out_writes_layout_and_ranks(cli: Cli, tmp_path: Path) -> None:
@@ -140,10 +145,12 @@ def test_layout_subcommand_explain(cli: Cli) -> None:
     res = cli("launch", "layout", "--nodes", "256", "--explain", "-f", "json")
     assert res.exit_code == 0, res.stderr
     data = res.json()
-    assert data["layout"] == {"pp": 16, "ep": 64, "tp": 1, "dp": 128}
+    # the layout 'dsctl launch --nodes 256' plans (the same search): PP8 EP64 DualPipeV
+    assert data["layout"] == {"pp": 8, "ep": 64, "tp": 1, "dp": 256} and data["schedule"] == "dualpipev"
+    assert any("the same search" in c for c in data["choices"])
     groups = {g["kind"]: g for g in data["groups"]}
     assert groups["ep"]["ranks"][0] == list(range(64))
-    assert groups["pp"]["ranks"][1] == list(range(1, 2048, 128))
+    assert groups["pp"]["ranks"][1] == list(range(1, 2048, 256))
     table = cli("launch", "layout", "--nodes", "16", "--explain")
     assert table.exit_code == 1  # 16 nodes cannot hold DeepSeek-V3: the layout is shown, the check fails
     assert "ep groups" in table.stdout and "pp groups" in table.stdout
@@ -198,8 +205,8 @@ def test_auto_pp_error_for_indivisible_batch_and_too_few_micro_batches(cli: Cli)
 
 
 def test_auto_pp_explains_every_rejected_candidate(cli: Cli) -> None:
-    res = cli("launch", "--nodes", "256", "--micro-batches", "30", "--schedule", "dualpipe", "-f", "json", "--",
-              "t.py")
+    res = cli("launch", "--nodes", "256", "--micro-batches", "30", "--schedule", "dualpipe", "--recipe", "deepseek",
+              "-f", "json", "--", "t.py")
     assert res.exit_code == 1
     data = res.json()
     assert data["layout"]["pp"] == 8 and data["memory"]["fits"] is False
@@ -208,17 +215,18 @@ def test_auto_pp_explains_every_rejected_candidate(cli: Cli) -> None:
     pp16 = [c for c in choices if c.startswith("pp 16 rejected:")]
     assert pp16 and "2 x pp = 32; got --micro-batches 30" in pp16[0]
     assert any(c.startswith("pp 2 rejected: does not fit") for c in choices)
-    table = cli("launch", "--nodes", "256", "--micro-batches", "30", "--schedule", "dualpipe", "--", "t.py")
+    table = cli("launch", "--nodes", "256", "--micro-batches", "30", "--schedule", "dualpipe", "--recipe", "deepseek",
+                "--", "t.py")
     assert table.exit_code == 1
     assert "pp 16 rejected" in table.stdout and "DOES NOT FIT" in table.stdout
 
 
 def test_layout_subcommand_exits_1_when_it_does_not_fit_like_launch(cli: Cli) -> None:
-    layout = cli("launch", "layout", "--nodes", "48", "--pp", "16")
-    plan = cli("launch", "--nodes", "48", "--pp", "16", "--", "t.py")
+    layout = cli("launch", "layout", "--nodes", "48", "--pp", "16", "--recipe", "deepseek")
+    plan = cli("launch", "--nodes", "48", "--pp", "16", "--recipe", "deepseek", "--", "t.py")
     assert layout.exit_code == plan.exit_code == 1
     assert "DOES NOT FIT" in layout.stdout
-    data = cli("launch", "layout", "--nodes", "48", "--pp", "16", "-f", "json").json()
+    data = cli("launch", "layout", "--nodes", "48", "--pp", "16", "--recipe", "deepseek", "-f", "json").json()
     assert data["memory_fits"] is False and data["exit_code"] == 1 and data["dsctl"]["exit_code"] == 1
     assert cli("launch", "layout", "--nodes", "256").exit_code == 0
 
@@ -246,7 +254,7 @@ def test_memory_table_is_readable_at_80_columns(cli: Cli, monkeypatch: pytest.Mo
         header = next(line for line in table if "ranks" in line)
         assert "term" in "\n".join(table) and "stages" in "\n".join(table)
         terms = [line.split("│")[1].strip() for line in table if line.startswith("│")]
-        for name in ("params", "weights (BF16)", "gradients (FP32)", "optimizer states (ZeRO-1)", "FP8 weight copies",
+        for name in ("params", "weights (BF16)", "gradients (FP32)", "optimizer states (sharded)", "FP8 weight copies",
                      "activations (deepseek)", "FP8/E5M6 tile scales", "attention log-sum-exp",
                      "backward temporaries", "DeepEP buffers", "CUDA context + NCCL", "total", "free"):
             assert name in terms, (name, header)
@@ -261,6 +269,9 @@ def test_plain_bf16_recipe_does_not_fit_where_deepseeks_does(cli: Cli, monkeypat
     assert res.exit_code == 1, res.stderr
     assert "DOES NOT FIT: pipeline rank 1 needs 187.5 GiB > 79.6 GiB usable" in res.stdout
     assert "recipe none; usable HBM 79.6 of 80.0" in res.stdout
+    # what would fit instead: the other recipes' fastest layouts at pp 16, with their predicted steps
+    assert "recipe deepseek fits at PP16: 17.3" in res.stdout
+    assert "recipe full-recompute fits at PP16: 2" in res.stdout
     res = cli("launch", "--nodes", "256", "--pp", "16", "--", "t.py")
     assert res.exit_code == 0 and "fits: worst pipeline rank 1 uses 73.5 GiB of 79.6 GiB usable" in res.stdout
     res = cli("launch", "layout", "--nodes", "256", "--recipe", "full-recompute", "--format", "json")

@@ -58,6 +58,7 @@ def test_layout_is_exported() -> None:
                  "export DSCTL_MICRO_BATCHES=120", "export DSCTL_GLOBAL_BATCH=15360", "export DSCTL_SEQ_LEN=4096"):
         assert line in text
     env = dict(layout_env(v3_plan(), "v3"))
+    assert env["DSCTL_RECIPE"] == "deepseek" and env["DSCTL_ZERO_STAGE"] == "1"  # what the memory fit assumed
     assert int(env["DSCTL_PP"]) * int(env["DSCTL_TP"]) * int(env["DSCTL_DP"]) == 2048
     assert int(env["DSCTL_EDP"]) == int(env["DSCTL_TP"]) * int(env["DSCTL_DP"]) // int(env["DSCTL_EP"])
 

@@ -14,12 +14,21 @@ from dsctl.launch import search as search_module
 from dsctl.launch.candidates import PlanInputs
 from dsctl.launch.imbalance import stats_balancedness
 from dsctl.launch.memory import MemoryAssumptions
-from dsctl.launch.ranking import STAGES, attach_step_time, rank, search_layouts, steady_micro_batches
+from dsctl.launch.plan import plan_launch
+from dsctl.launch.ranking import (
+    STAGES,
+    attach_step_time,
+    drop_dominated,
+    rank,
+    search_layouts,
+    steady_micro_batches,
+)
 from dsctl.launch.request import LaunchRequest
-from dsctl.launch.search import SearchOptions, attach_memory, enumerate_trials, search_space
-from dsctl.launch.search_explain import explain_search
+from dsctl.launch.search import SearchOptions, attach_memory, enumerate_trials, search_request, search_space
+from dsctl.launch.search_explain import choice_lines, explain_search
 from dsctl.launch.sweep import sweep_counts, sweep_nodes
 from dsctl.model.params import count_parameters
+from dsctl.model.recipes import searchable_recipes
 from dsctl.profiles.loader import ProfileStore
 from dsctl.steptime import predict_step
 
@@ -40,11 +49,12 @@ def test_the_search_is_its_stages_in_order() -> None:
     space = search_space(inputs, options)
     trials, rejected = enumerate_trials(inputs, space)
     fitting, over = attach_memory(inputs, trials, options.min_headroom_bytes)
-    predicted, failed = attach_step_time(inputs, options, fitting)
+    undominated, dominated = drop_dominated(fitting, options.objective)
+    predicted, failed = attach_step_time(inputs, options, undominated)
     ranked = rank(predicted, options.objective)
     result = search_layouts(inputs, options)
-    assert [t.label() for t in result.ranked] == [t.label() for t in ranked]
-    assert len(result.rejected) == len(rejected) + len(over) + len(failed)
+    assert [t.label(True) for t in result.ranked] == [t.label(True) for t in ranked]
+    assert len(result.rejected) == len(rejected) + len(over) + len(dominated) + len(failed)
     assert result.num_evaluated == space.size == len(trials) + len(rejected)
     module_names = {*vars(search_module), *vars(ranking_module), "explain_search"}
     assert all(name in module_names for name in STAGES)
@@ -65,6 +75,19 @@ def test_a_fixed_degree_narrows_the_search_and_keeps_the_checks() -> None:
                          SearchOptions(schedules=("dualpipe",)))
     assert odd.ranked == () and {r.kind for r in odd.rejected} == {"schedule rule", "EP span"}
     assert all("dualpipe needs an even pp" in r.reason for r in odd.rejected if r.kind == "schedule rule")
+
+
+def test_an_odd_fixed_pp_starts_from_a_schedule_it_allows() -> None:
+    """The search, not the command, picks the starting schedule for --pp odd without --schedule (DualPipe needs
+    an even pp); a fixed schedule or an even pp is left as given."""
+    odd, options = LaunchRequest(3, pp=3, global_batch=240), SearchOptions()
+    assert search_request(odd, options).schedule == "dualpipev"
+    assert search_request(LaunchRequest(3, pp=4), options).schedule == "dualpipe"
+    fixed = SearchOptions(schedules=("dualpipe",))
+    assert search_request(odd, fixed).schedule == "dualpipe"
+    assert search_request(odd, SearchOptions(schedules=("dualpipe", "1f1b"))).schedule == "1f1b"
+    plan = plan_launch(LITE, H800, odd, search=options)
+    assert plan.layout.pp == 3 and plan.schedule != "dualpipe"
 
 
 def test_rejections_name_their_family() -> None:
@@ -99,14 +122,97 @@ def test_long_schedules_are_extrapolated_within_a_tenth_of_a_percent() -> None:
 def test_v3_on_256_h800_ranks_deepseeks_layout_and_says_why_another_is_faster() -> None:
     """Acceptance (issue 28): PP16 EP64 DualPipe is among the top five, its seconds behind the winner explained."""
     result = search_layouts(_inputs(V3, LaunchRequest(256)), SearchOptions())
-    assert result.num_evaluated == 648
+    assert result.num_evaluated == 648 * 4 * 2  # every recipe V3 can train with (its FP8 one included), ZeRO-1/2
     rows = explain_search(result).rows
     labels = [r.label for r in rows]
-    assert "PP16 EP64 dualpipe 120x1" in labels
-    deepseek = rows[labels.index("PP16 EP64 dualpipe 120x1")]
+    assert rows[0].label == "PP8 EP64 dualpipev 60x1 deepseek"
+    assert "PP16 EP64 dualpipe 120x1 deepseek" in labels
+    deepseek = rows[labels.index("PP16 EP64 dualpipe 120x1 deepseek")]
     assert deepseek.step_s == pytest.approx(17.31, abs=0.05)
     if deepseek.rank > 1:
         assert deepseek.why_lost.startswith(f"+{deepseek.step_s - rows[0].step_s:.2f} s")
+
+
+def test_the_recipe_is_searched_unless_fixed() -> None:
+    """Issue 28: without --recipe every recipe the model can train with is tried (no FP8 recipe for a BF16 model);
+    a fixed recipe is the only one; the winner's memory and step are those of its own recipe."""
+    assert LITE.training_precision == "bf16" and V3.training_precision == "fp8"
+    assert [r.name for r in searchable_recipes(LITE)] == ["selective", "full-recompute", "none"]
+    assert [r.name for r in searchable_recipes(V3)] == ["deepseek", "selective", "full-recompute", "none"]
+    opened = search_layouts(_inputs(), SearchOptions())
+    assert {t.recipe.name for t in opened.ranked} <= {"selective", "full-recompute", "none"}
+    assert {t.recipe.name for t in opened.ranked} | {r.recipe for r in opened.rejected} == {
+        "selective", "full-recompute", "none"}
+    best = opened.ranked[0]
+    assert best.predicted()[0].recipe == best.recipe.name
+    fixed = search_layouts(_inputs(request=LaunchRequest(2, global_batch=256, recipe="full-recompute")),
+                           SearchOptions())
+    assert {t.recipe.name for t in fixed.ranked} == {"full-recompute"} and fixed.alternatives == ()
+    assert fixed.num_evaluated * 3 == opened.num_evaluated
+    # full recompute redoes the forward: slower than the same layout with nothing recomputed, so where both fit
+    # the opened search drops it as dominated instead of simulating it
+    plain = {t.label(): t.predicted()[1].step_s for t in opened.ranked if t.recipe.name == "none"}
+    slower = [(t.predicted()[1].step_s, plain[t.label()]) for t in fixed.ranked if t.label() in plain]
+    assert slower and all(full > nothing for full, nothing in slower)
+    assert not {t.label() for t in opened.ranked if t.recipe.name == "full-recompute"} & set(plain)
+    assert any(r.kind == "dominated" and r.recipe == "full-recompute" for r in opened.rejected)
+
+
+@pytest.mark.slow
+def test_a_fixed_recipe_that_fits_nowhere_names_the_recipes_that_do() -> None:
+    """V3 on 256 x H800 with --recipe none: no layout fits; deepseek and full-recompute fit, each with its
+    fastest layout simulated in full, fastest first."""
+    result = search_layouts(_inputs(V3, LaunchRequest(256, recipe="none")), SearchOptions())
+    assert result.best is None
+    assert [t.recipe.name for t in result.alternatives] == ["deepseek", "full-recompute"]
+    deepseek, full = (t.predicted()[1].step_s for t in result.alternatives)
+    assert deepseek == pytest.approx(17.10, abs=0.02) and full == pytest.approx(21.96, abs=0.05)
+    lines = choice_lines(result, explain_search(result))
+    assert any(line.startswith("recipe full-recompute fits at PP16: 21.9") for line in lines)
+
+
+def test_zero2_shards_gradients_and_pays_a_reduce_scatter_per_micro_batch() -> None:
+    """ZeRO-2: gradients = the dp/expert-dp shard + two one-layer buckets; optimizer states as ZeRO-1; weights
+    untouched. The step adds, per micro-batch, each stage's gradient reduce-scatter (ring, FP32), so it is slower
+    than ZeRO-1 and the twin is dropped as dominated where ZeRO-1 fits. ZeRO-3 shards weights too (memory only):
+    its step is refused with the reason."""
+    from dsctl.launch.layout import ParallelLayout
+    from dsctl.launch.memory import estimate_memory, layer_unit_parameters
+    from dsctl.launch.stages import split_stages
+    from dsctl.steptime.collectives import GRADIENT_BYTES, ring_seconds
+
+    one = ParallelLayout(2, 8, 2, 8, 1, 8, "1f1b")
+    two, three = replace(one, zero_stage=2), replace(one, zero_stage=3)
+    stages = split_stages(LITE, count_parameters(LITE), one.num_stages)
+    mem = [estimate_memory(LITE, lay, stages, H800.usable_hbm_bytes, 4096, 16) for lay in (one, two, three)]
+    r1, r2, r3 = (m.per_rank[0] for m in mem)
+    unit = layer_unit_parameters(stages, (0,), 8)
+    shard = r1.dense_params * 4.0 / 8 + r1.routed_params * 4.0 / one.expert_dp
+    assert r2.gradients_bytes == int(shard) + int(2 * unit * 4.0) < r1.gradients_bytes == r1.params * 4
+    assert r2.optimizer_bytes == r1.optimizer_bytes and r2.weights_bytes == r1.weights_bytes
+    assert r3.weights_bytes == int(r1.dense_params * 2.0 / 8 + r1.routed_params * 2.0 / one.expert_dp) + \
+        int(2 * unit * 2.0) < r1.weights_bytes
+    s1, s2 = (predict_step(LITE, H800, lay, 16) for lay in (one, two))
+    rate, latency = 400e9 / 8 * H800.nic_efficiency, 3.7e-6
+    sync = [ring_seconds(s.dense_params, GRADIENT_BYTES, 8, rate, latency)
+            + ring_seconds(s.routed_expert_params / 8, GRADIENT_BYTES, one.expert_dp, rate, latency) for s in stages]
+    assert s2.step_s > s1.step_s + 16 * min(sync) * 0.99
+    assert s2.reduce_scatter_s == 0.0 < s1.reduce_scatter_s  # none left for the tail
+    with pytest.raises(InputError, match="ZeRO-3: the step-time model covers ZeRO-1 and ZeRO-2 only"):
+        predict_step(LITE, H800, three, 16)
+    with pytest.raises(InputError, match="ZeRO stage 4"):
+        replace(one, zero_stage=4)
+
+
+def test_the_lower_bound_is_below_every_prediction() -> None:
+    """step_lower_bound (what the search prunes with) never exceeds the simulated step."""
+    from dsctl.steptime import step_lower_bound
+
+    result = search_layouts(_inputs(), SearchOptions())
+    for t in result.ranked:
+        b = t.batch
+        bound = step_lower_bound(LITE, H800, t.layout, b.micro_batches, b.micro_batch_size, b.seq_len, 1.0, t.recipe)
+        assert 0 < bound <= t.predicted()[1].step_s
 
 
 def test_balancedness_from_routing_statistics() -> None:

@@ -10,7 +10,8 @@ import pytest
 from dsctl.errors import InputError
 from dsctl.launch import candidates, memory, minnodes, rules
 from dsctl.launch.layout import ParallelLayout
-from dsctl.launch.plan import LaunchRequest, plan_launch, plan_layout
+from dsctl.launch.layout_report import plan_layout
+from dsctl.launch.plan import LaunchRequest, plan_launch
 from dsctl.output.data import to_data
 from dsctl.profiles.loader import ProfileStore
 

@@ -16,7 +16,8 @@ variable               meaning
 ``DSCTL_GPUS_PER_NODE``  workers per node (torchrun ``--nproc-per-node``)
 ``DSCTL_SCHEDULE``     pipeline schedule (dualpipe, dualpipev, 1f1b, zb1p)
 ``DSCTL_NUM_STAGES``   model stages (2 x pp under DualPipeV)
-``DSCTL_ZERO_STAGE``   ZeRO stage (1)
+``DSCTL_ZERO_STAGE``   ZeRO stage (1 or 2)
+``DSCTL_RECIPE``       activation recipe the plan assumes (``deepseek``)
 ``DSCTL_GLOBAL_BATCH`` sequences per step
 ``DSCTL_MICRO_BATCHES``  micro-batches per pipeline per step
 ``DSCTL_MICRO_BATCH_SIZE``  sequences per micro-batch
@@ -98,6 +99,7 @@ def layout_env(plan: LaunchPlan, job_name: str) -> tuple[tuple[str, str], ...]:
         "DSCTL_EDP": plan.expert_dp, "DSCTL_RANK_ORDER": plan.rank_map.order.split(" ")[0],
         "DSCTL_NUM_NODES": plan.num_nodes, "DSCTL_GPUS_PER_NODE": plan.gpus_per_node,
         "DSCTL_SCHEDULE": plan.schedule, "DSCTL_NUM_STAGES": plan.num_stages, "DSCTL_ZERO_STAGE": plan.zero_stage,
+        "DSCTL_RECIPE": plan.memory.recipe,
         "DSCTL_GLOBAL_BATCH": batch.global_batch, "DSCTL_MICRO_BATCHES": batch.micro_batches,
         "DSCTL_MICRO_BATCH_SIZE": batch.micro_batch_size, "DSCTL_SEQ_LEN": batch.seq_len,
         "DSCTL_MODEL": plan.model, "DSCTL_JOB_NAME": job_name,
