@@ -32,6 +32,10 @@ FIELD_OPTIONS: dict[str, str] = {
     "core_name": "--core-name",
     "threshold": "--threshold",
     "counters": "--counters",
+    # dsctl.topology.sim's fields ('topology simulate'; a --jobs-file job's keys have the same names)
+    **{name: "--" + name.replace("_", "-") for name in (
+        "workload", "size", "routing", "seed", "fail", "fail_random", "group_size", "group_stride", "tokens_per_gpu",
+        "ep", "svg_plane")},
 }
 
 app = typer.Typer(

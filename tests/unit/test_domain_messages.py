@@ -45,11 +45,6 @@ FLAG_LEADING_LEFT = {
     "launch/sweep.py": 3,
     "storage/expand.py": 6,
     "storage/expand_replace.py": 1,
-    "topology/sim/api.py": 9,
-    "topology/sim/ep.py": 2,
-    "topology/sim/graph.py": 4,
-    "topology/sim/routing.py": 1,
-    "topology/sim/traffic.py": 1,
     "steptime/predict.py": 3,  # launch's candidate search re-raises these by their text: launch's to convert
 }
 #: domain package -> its command group, whose table spells the fields the package names

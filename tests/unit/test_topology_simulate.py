@@ -199,22 +199,25 @@ def test_jobs_share_the_fabric() -> None:
         run(text, "plan.json", NVLINK, SimRequest(Workload("x", "alltoall"), jobs_doc=bad))
 
 
-@pytest.mark.parametrize(("change", "match"), [
-    ({"workload": "nope"}, "--workload"),
-    ({"group_size": 3, "workload": "allgather"}, "--group-size"),
-    ({"size_bytes": -1.0}, "--size"),
+@pytest.mark.parametrize(("change", "field", "match"), [
+    ({"workload": "nope"}, "workload", "workload 'nope' is not valid"),
+    ({"group_size": 3, "workload": "allgather"}, "group_size", "group_size 3 x group_stride 8 must divide"),
+    ({"size_bytes": -1.0}, "size", "size must be between 1 B and 1 PiB"),
 ])
-def test_bad_options_are_input_errors(change: dict[str, object], match: str) -> None:
+def test_bad_options_are_input_errors(change: dict[str, object], field: str, match: str) -> None:
     work = dataclasses.replace(Workload("w", "alltoall"), **change)  # type: ignore[arg-type]
-    with pytest.raises(InputError, match=match):
+    with pytest.raises(InputError, match=f"^{match}") as caught:
         run(plan_text("ft2", 4), "plan.json", NVLINK, SimRequest(work))
+    assert caught.value.field == field
 
 
 def test_bad_routing_and_failure_names() -> None:
-    with pytest.raises(InputError, match="--routing"):
+    with pytest.raises(InputError, match="^routing 'ospf' is not valid") as caught:
         run(plan_text("ft2", 4), "plan.json", NVLINK, SimRequest(Workload("w", "alltoall"), routing="ospf"))
-    with pytest.raises(InputError, match="--fail"):
+    assert caught.value.field == "routing"
+    with pytest.raises(InputError, match="^fail 'p9-spine99' is not a device") as caught:
         sim(plan_text("ft2", 4), fail=["p9-spine99"])
+    assert caught.value.field == "fail"
 
 
 def test_svg_of_one_plane() -> None:
@@ -310,8 +313,9 @@ def test_ep_groups_of_a_launch_layout_share_the_fabric() -> None:
     four = sim(text, "ep-dispatch", ep_gpus=64)
     assert "4 EP groups of 64 GPUs" in four.jobs[0].note and four.jobs[0].num_gpus == 256
     assert four.gpu_bytes_per_s.median == pytest.approx(one.gpu_bytes_per_s.median, rel=0.02)
-    with pytest.raises(InputError, match="--ep"):
+    with pytest.raises(InputError, match="^ep 12 must be a multiple of the 8 GPUs per node") as caught:
         sim(text, "ep-dispatch", ep_gpus=12)
+    assert caught.value.field == "ep"
 
 
 @settings(max_examples=40)

@@ -31,6 +31,8 @@ from dsctl.units import QuantityError, parse_bytes
 WORKLOADS = ("alltoall", "permutation", "allreduce", "allgather", "reducescatter", *DIRECTIONS)
 #: most jobs in one --jobs-file file
 MAX_JOBS = 256
+#: the keys of a --jobs-file job; those that are request fields have the fields' names
+JOB_KEYS = ("name", "workload", "nodes", "node_range", "size", "group_size", "group_stride", "tokens_per_gpu", "ep")
 
 
 @dataclass(frozen=True)
@@ -63,7 +65,7 @@ def _nodes(graph: SimGraph, nodes: tuple[int, ...] | None) -> np.ndarray:
         return np.arange(graph.num_nodes)
     picked = np.asarray(nodes, dtype=np.int64)
     if not len(picked) or picked.min() < 0 or picked.max() >= graph.num_nodes:
-        raise InputError(f"--nodes: the plan has {graph.num_nodes} nodes; use 1..{graph.num_nodes}")
+        raise InputError(f": the plan has {graph.num_nodes} nodes; use 1..{graph.num_nodes}", field="nodes")
     return picked
 
 
@@ -71,9 +73,9 @@ def build_traffic(graph: SimGraph, work: Workload, seed: int, job: int, model: E
                   nic_efficiency: float = 1.0) -> Traffic:
     """The traffic of one workload (InputError naming the option on a bad value)."""
     if work.workload not in WORKLOADS:
-        raise InputError(f"--workload {work.workload!r} is not valid; use {one_of(WORKLOADS)}")
+        raise InputError(f"{work.workload!r} is not valid; use {one_of(WORKLOADS)}", field="workload")
     if not (math.isfinite(work.size_bytes) and 0 < work.size_bytes <= 1 << 50):
-        raise InputError(f"--size must be between 1 B and 1 PiB, got {work.size_bytes}")
+        raise InputError(f"must be between 1 B and 1 PiB, got {work.size_bytes}", field="size")
     nodes = _nodes(graph, work.nodes)
     gpus = (nodes[:, None] * graph.gpus_per_node + np.arange(graph.gpus_per_node)).ravel()
     if work.workload == "alltoall":
@@ -84,7 +86,7 @@ def build_traffic(graph: SimGraph, work: Workload, seed: int, job: int, model: E
         stride = work.group_stride if work.group_stride is not None else graph.gpus_per_node
         return ring(graph, gpus, work.size_bytes, work.workload, work.group_size, stride, job, work.name)
     if model is None:
-        raise InputError(f"--workload {work.workload} needs a model profile (--model)")
+        raise InputError(f"{work.workload} needs a model profile ({{model}})", field="workload", mentions=("model",))
     return ep_groups(graph, nodes, work, model, job, nic_efficiency)
 
 
@@ -96,8 +98,8 @@ def ep_groups(graph: SimGraph, nodes: np.ndarray, work: Workload, model: EpModel
     g = graph.gpus_per_node
     size = len(nodes) * g if work.ep_gpus is None else work.ep_gpus
     if size < 1 or size % g or len(nodes) * g % size:
-        raise InputError(f"--ep {size} must be a multiple of the {g} GPUs per node and divide the "
-                         f"{len(nodes) * g} GPUs simulated")
+        raise InputError(f"{size} must be a multiple of the {g} GPUs per node and divide the "
+                         f"{len(nodes) * g} GPUs simulated", field="ep")
     share = np.ones(size) if work.gpu_share is None else np.asarray(work.gpu_share, dtype=np.float64)
     per = size // g
     parts = [ep_traffic(graph, nodes[k:k + per], share, work.tokens_per_gpu, model.hidden, model.topk,
@@ -143,8 +145,7 @@ def parse_jobs(doc: object, graph: SimGraph, source: str, default: Workload) -> 
     index = {n: i for i, n in enumerate(graph.device_names[:graph.num_nodes])}
     used: dict[int, str] = {}
     out = []
-    known = {"name", "workload", "nodes", "node_range", "size", "group_size", "group_stride", "tokens_per_gpu",
-             "ep"}
+    known = set(JOB_KEYS)
     for j, item in enumerate(items):
         where = f"{source}: jobs[{j}]"
         if not isinstance(item, dict):
@@ -215,9 +216,9 @@ def run(plan_text: str, plan_name: str, nvlink_bytes_per_s: float, request: SimR
     """Build the graph, the traffic (one workload or the jobs of a --jobs-file document), fail links, solve;
     ``report(planes_done, num_planes)`` follows the network planes (progress)."""
     if request.routing not in ROUTINGS:
-        raise InputError(f"--routing {request.routing!r} is not valid; use {one_of(ROUTINGS)}")
+        raise InputError(f"{request.routing!r} is not valid; use {one_of(ROUTINGS)}", field="routing")
     if not 0 <= request.seed < 1 << 62:
-        raise InputError(f"--seed {request.seed} must be a whole number from 0 to 2^62")
+        raise InputError(f"{request.seed} must be a whole number from 0 to 2^62", field="seed")
     graph = build_graph(plan_text, plan_name, nvlink_bytes_per_s)
     if request.jobs_doc is not None:
         works = parse_jobs(request.jobs_doc, graph, request.jobs_source, request.workload)
@@ -230,7 +231,11 @@ def run(plan_text: str, plan_name: str, nvlink_bytes_per_s: float, request: SimR
         except InputError as exc:
             if request.jobs_doc is None:
                 raise
-            raise InputError(f"{request.jobs_source}: job {work.name!r}: {exc.message}", hint=exc.hint) from None
+            # a field that is a job key reads as the key (workload, size, ep ...); others (model) as the options
+            in_job = tuple(m for m in exc.mentions if m in JOB_KEYS)
+            keyed = InputError(exc.text, field=exc.field, mentions=in_job).message
+            raise InputError(f"{request.jobs_source}: job {work.name!r}: {keyed}", hint=exc.hint,
+                             mentions=tuple(m for m in exc.mentions if m not in JOB_KEYS)) from None
     traffic = merge(parts)
     dead, failed = failed_links(graph, list(request.fail), request.fail_random, request.seed)
     result = simulate(graph, traffic, request.routing, request.seed, dead, failed, plan_name, bisection_bytes_per_s,
@@ -239,7 +244,7 @@ def run(plan_text: str, plan_name: str, nvlink_bytes_per_s: float, request: SimR
         result = replace(result, nic_efficiency=request.nic_efficiency)
     if request.svg_plane is not None:
         if not 0 <= request.svg_plane < graph.num_planes:
-            raise InputError(f"--svg-plane {request.svg_plane} must be 0..{graph.num_planes - 1}")
+            raise InputError(f"{request.svg_plane} must be 0..{graph.num_planes - 1}", field="svg_plane")
         result = replace(result, svg=plane_svg(graph, result.link_utilisation, dead, request.svg_plane,
                                                f"{request.workload.workload}, {request.routing} routing"))
     return result
@@ -257,7 +262,7 @@ def transfer_time(plan_text: str, plan_name: str, nvlink_bytes_per_s: float, src
     InputError for a GPU id outside the plan, a negative size or an unknown routing.
     """
     if routing not in ROUTINGS:
-        raise InputError(f"--routing {routing!r} is not valid; use {one_of(ROUTINGS)}")
+        raise InputError(f"{routing!r} is not valid; use {one_of(ROUTINGS)}", field="routing")
     graph = build_graph(plan_text, plan_name, nvlink_bytes_per_s)
     src = np.asarray(src_gpus, dtype=np.int64).ravel()
     dst = np.asarray(dst_gpus, dtype=np.int64).ravel()

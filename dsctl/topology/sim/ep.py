@@ -93,7 +93,7 @@ def ep_traffic(graph: SimGraph, nodes: np.ndarray, gpu_share: np.ndarray, tokens
     (0, 1]: network flows carry payload / efficiency on the wire. The job's ``logical_bytes`` are DeepEP's.
     """
     if direction not in DIRECTIONS:
-        raise InputError(f"--workload {direction!r}: use ep-dispatch or ep-combine")
+        raise InputError(f"{direction!r}: use ep-dispatch or ep-combine", field="workload")
     nodes = np.asarray(nodes, dtype=np.int64)
     g = graph.gpus_per_node
     n = len(nodes)
@@ -103,7 +103,7 @@ def ep_traffic(graph: SimGraph, nodes: np.ndarray, gpu_share: np.ndarray, tokens
         raise InputError(f"expert load: need {len(gpus)} non-negative GPU shares (one per EP GPU), "
                          f"got {share.shape[0] if share.ndim else 0}")
     if tokens_per_gpu < 1 or topk < 1 or limit_nodes < 1 or hidden < 1:
-        raise InputError("--tokens-per-gpu, top-k, node limit and hidden size must be at least 1")
+        raise InputError(", top-k, node limit and hidden size must be at least 1", field="tokens_per_gpu")
     if not 0 < nic_efficiency <= 1:
         raise InputError(f"NIC efficiency must be in (0, 1], got {nic_efficiency}")
     per_token = token_bytes(hidden, topk, direction)

@@ -193,29 +193,29 @@ def failed_links(graph: SimGraph, failures: list[str], random_cables: int, seed:
         name, _, port = item.rpartition(":") if ":" in item else (item, "", "")
         if not port:
             if item not in index:
-                raise InputError(f"--fail {item!r} is not a device or DEVICE:PORT of the plan",
+                raise InputError(f"{item!r} is not a device or DEVICE:PORT of the plan", field="fail",
                                  hint="use a switch name such as p0-spine01, or a cable end such as p0-leaf01:33")
             dev = index[item]
             mask[:2 * num_cables] |= (graph.link_src[:2 * num_cables] == dev) | (graph.link_dst[:2 * num_cables] == dev)
             described.append(f"{graph.device_tier[dev]} {item}")
             continue
         if name not in index:
-            raise InputError(f"--fail {item!r}: {name!r} is not a device of the plan")
+            raise InputError(f"{item!r}: {name!r} is not a device of the plan", field="fail")
         dev = index[name]
         ups = np.flatnonzero(((graph.link_src[:num_cables] == dev)
                               & (np.array(graph.link_src_port[:num_cables]) == port))
                              | ((graph.link_dst[:num_cables] == dev)
                                 & (np.array(graph.link_dst_port[:num_cables]) == port)))
         if not len(ups):
-            raise InputError(f"--fail {item!r}: no cable at port {port!r} of {name}")
+            raise InputError(f"{item!r}: no cable at port {port!r} of {name}", field="fail")
         mask[ups] = True
         mask[ups + num_cables] = True
         described.append(f"cable {graph.link_name(int(ups[0])).replace(' -> ', ' <-> ')}")
     if random_cables:
         switch_cables = np.flatnonzero(graph.link_kind[:num_cables] == SW_UP)
         if random_cables < 0 or random_cables > len(switch_cables):
-            raise InputError(f"--fail-random {random_cables} must be 0..{len(switch_cables)} "
-                             "(the switch-to-switch cables of the plan)")
+            raise InputError(f"{random_cables} must be 0..{len(switch_cables)} "
+                             "(the switch-to-switch cables of the plan)", field="fail_random")
         pick = np.sort(np.random.default_rng(seed).choice(switch_cables, size=random_cables, replace=False))
         mask[pick] = True
         mask[pick + num_cables] = True

@@ -251,7 +251,7 @@ def route_flows(graph: SimGraph, hops: NextHops, dead: np.ndarray, src_ep: np.nd
                 routing: str, seed: int) -> Routes:
     """Route NIC-to-NIC flows: NIC up link, switch path, NIC down link. ``dead`` bool [L] failed links."""
     if routing not in ROUTINGS:
-        raise InputError(f"--routing {routing!r} is not valid; use static, ecmp or adaptive")
+        raise InputError(f"{routing!r} is not valid; use static, ecmp or adaptive", field="routing")
     if graph.num_links + len(src_ep) >= 1 << 31:
         raise InputError(f"{len(src_ep):,} flows are too many to route at once")
     if compiled.chosen(routing, len(src_ep)):

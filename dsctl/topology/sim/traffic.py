@@ -234,8 +234,8 @@ RING_FACTOR = {"allgather": 1.0, "reducescatter": 1.0, "allreduce": 2.0}
 def ring_groups(num: int, group_size: int, stride: int) -> np.ndarray:
     """Groups [num / group_size, group_size] of positions 0..num-1: ``group_size`` members ``stride`` apart."""
     if group_size < 2 or stride < 1 or num % (group_size * stride):
-        raise InputError(f"--group-size {group_size} x --group-stride {stride} must divide the {num} GPUs "
-                         "(group size at least 2)")
+        raise InputError(f"{group_size} x {{group_stride}} {stride} must divide the {num} GPUs "
+                         "(group size at least 2)", field="group_size", mentions=("group_stride",))
     block = np.arange(num).reshape(num // (group_size * stride), group_size, stride)
     return block.transpose(0, 2, 1).reshape(-1, group_size)
 
