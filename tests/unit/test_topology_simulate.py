@@ -211,6 +211,22 @@ def test_bad_options_are_input_errors(change: dict[str, object], field: str, mat
     assert caught.value.field == field
 
 
+
+def test_a_jobs_file_error_names_the_jobs_key_and_the_commands_option() -> None:
+    """A field that is a job key reads as the key; a mentioned field that is no key (model) stays an option."""
+    text = plan_text("ft2", 4)
+    ring = {"jobs": [{"name": "tp", "node_range": [1, 2], "workload": "allgather", "group_size": 3}]}
+    with pytest.raises(InputError) as caught:
+        run(text, "plan.json", NVLINK, SimRequest(Workload("x", "alltoall"), jobs_doc=ring, jobs_source="j.yaml"))
+    caught.value.name_options({"group_size": "--group-size", "group_stride": "--group-stride"}.get)
+    assert caught.value.message.startswith("j.yaml: job 'tp': group_size 3 x group_stride 8 must divide the 16 GPUs")
+    ep = {"jobs": [{"name": "moe", "node_range": [1, 2], "workload": "ep-dispatch"}]}
+    with pytest.raises(InputError) as caught:
+        run(text, "plan.json", NVLINK, SimRequest(Workload("x", "alltoall"), jobs_doc=ep, jobs_source="j.yaml"))
+    caught.value.name_options({"model": "--model", "workload": "--workload"}.get)
+    assert caught.value.message == "j.yaml: job 'moe': workload ep-dispatch needs a model profile (--model)"
+
+
 def test_bad_routing_and_failure_names() -> None:
     with pytest.raises(InputError, match="^routing 'ospf' is not valid") as caught:
         run(plan_text("ft2", 4), "plan.json", NVLINK, SimRequest(Workload("w", "alltoall"), routing="ospf"))
