@@ -15,10 +15,12 @@ from dsctl.profiles import DEFAULT_NODE_PROFILE, DEFAULT_STORAGE
 
 #: request field (named by dsctl.storage's errors) -> the option that sets it
 FIELD_OPTIONS: dict[str, str] = {
-    name: "--" + name.replace("_", "-") for name in (
+    **{name: "--" + name.replace("_", "-") for name in (
         "nodes", "ssds_per_node", "replication", "chain_table_id", "targets_per_ssd", "target_id_prefix",
         "chain_id_prefix", "first_node_id", "chunk_size", "clients", "fill", "efficiency", "checkpoint",
-        "checkpoint_model", "checkpoint_time_s", "read", "write", "recovery_rate", "read_per_client", "dataset")
+        "checkpoint_model", "checkpoint_time_s", "read", "write", "recovery_rate", "read_per_client", "dataset",
+        "add_nodes", "used")},
+    "expand source": "--from",  # dsctl.storage.expand's chain-table folder
 }
 
 app = typer.Typer(

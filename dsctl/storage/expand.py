@@ -125,10 +125,10 @@ def _load(texts: dict[str, str | None], source: str) -> _Table:
     result, rows, node_of, disk_of = read_checked(texts, source)
     if result.problems:
         first = result.problems[0]
-        raise InputError(f"--from {source}: {first.where}: {first.problem} ({len(result.problems)} problem(s); "
-                         "run `dsctl storage check-chains` on it)")
+        raise InputError(f"{source}: {first.where}: {first.problem} ({len(result.problems)} problem(s); "
+                         "run `dsctl storage check-chains` on it)", field="source")
     if texts.get(CREATE) is None:
-        raise InputError(f"--from {source} needs {CREATE} (the node and disk of every target)")
+        raise InputError(f"{source} needs {CREATE} (the node and disk of every target)", field="source")
     node_ids = sorted(set(node_of.values()))
     disks = sorted(set(disk_of.values()))
     index = {n: i for i, n in enumerate(node_ids)}
@@ -221,21 +221,21 @@ def expand(texts: dict[str, str | None], source: str, add_nodes: int, target_byt
     planned so far, of all (the polish and the files come after the last).
     """
     if not 1 <= add_nodes <= MAX_ADDED_NODES:
-        raise InputError(f"--add-nodes {add_nodes} must be 1..{MAX_ADDED_NODES}")
+        raise InputError(f"{add_nodes} must be 1..{MAX_ADDED_NODES}", field="add_nodes")
     if not 0 <= used <= 1:
-        raise InputError(f"--used {used} must be in [0, 1] (fraction of each old SSD holding data)")
+        raise InputError(f"{used} must be in [0, 1] (fraction of each old SSD holding data)", field="used")
     old = _load(texts, source)
     v, n = len(old.node_ids), add_nodes
     if v + n > MAX_NODES_AFTER:
-        raise InputError(f"--from {source} has {v:,} nodes; with --add-nodes {n} that is more than "
-                         f"{MAX_NODES_AFTER:,}, the most dsctl plans for")
+        raise InputError(f"{source} has {v:,} nodes; with {{add_nodes}} {n} that is more than "
+                         f"{MAX_NODES_AFTER:,}, the most dsctl plans for", field="source", mentions=("add_nodes",))
     v_new = v + n
     k = int(old.nodes[0].shape[1])
     num_disks = len(old.disks)
     first_new = old.node_ids[-1] + 1
     if first_new + n - 1 > MAX_NODE_ID:
-        raise InputError(f"--add-nodes {n}: new node ids {first_new}..{first_new + n - 1} pass {MAX_NODE_ID} "
-                         "(6 digits in a target id)")
+        raise InputError(f"{n}: new node ids {first_new}..{first_new + n - 1} pass {MAX_NODE_ID} "
+                         "(6 digits in a target id)", field="add_nodes")
     check_size(n, max(arr.size for arr in old.nodes))
     prefix = target_prefix(min(int(arr.min()) for arr in old.tids))
     share = np.zeros((v_new, v_new), dtype=np.int64)

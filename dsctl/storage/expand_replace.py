@@ -32,9 +32,9 @@ MAX_SCORE_CELLS = 20_000_000  # new nodes x old members of one disk index: the k
 def check_size(new_nodes: int, members: int) -> None:
     """Refuse an expansion whose kept scores would pass MAX_SCORE_CELLS (before any work)."""
     if new_nodes * members > MAX_SCORE_CELLS:
-        raise InputError(f"--add-nodes {new_nodes} on a table of {members:,} targets per disk index needs "
+        raise InputError(f"{new_nodes} on a table of {members:,} targets per disk index needs "
                          f"{new_nodes * members:,} kept scores, more than {MAX_SCORE_CELLS:,}; add at most "
-                         f"{max(1, MAX_SCORE_CELLS // members):,} nodes at a time")
+                         f"{max(1, MAX_SCORE_CELLS // members):,} nodes at a time", field="add_nodes")
 
 
 class _Slots:

@@ -174,7 +174,10 @@ def test_expand_bad_input_exit_2(cli: Cli, tmp_path: Path) -> None:
     assert missing.exit_code == 2 and "--from" in missing.stderr
     old = tmp_path / "old"
     cli("storage", "chains", "-N", "9", "-d", "1", "--out-dir", str(old))
-    assert cli("storage", "expand", "--from", str(old), "--add-nodes", "0").exit_code == 2
+    zero = cli("storage", "expand", "--from", str(old), "--add-nodes", "0")
+    assert zero.exit_code == 2 and zero.stderr.startswith("error: --add-nodes 0 must be 1..")
+    used = cli("storage", "expand", "--from", str(old), "--add-nodes", "2", "--used", "1.5")
+    assert used.exit_code == 2 and used.stderr.startswith("error: --used 1.5 must be in [0, 1]")
 
 
 @pytest.mark.parametrize(("state", "code"), [("healthy", 0), ("node_down", 1), ("two_nodes_down", 1),

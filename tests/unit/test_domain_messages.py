@@ -43,8 +43,6 @@ FLAG_LEADING_LEFT = {
     "launch/schedule/params.py": 2,
     "launch/schedule/svg.py": 1,
     "launch/sweep.py": 3,
-    "storage/expand.py": 6,
-    "storage/expand_replace.py": 1,
     "steptime/predict.py": 3,  # launch's candidate search re-raises these by their text: launch's to convert
 }
 #: domain package -> its command group, whose table spells the fields the package names

@@ -90,8 +90,9 @@ def test_broken_source_is_refused_naming_the_problem() -> None:
     texts[TABLE] = "ChainId\n"
     with pytest.raises(InputError, match=r"generated_chain_table\.csv"):
         expand(texts, "old", 2, None, 1e12, 0.5)
-    with pytest.raises(InputError, match="--add-nodes"):
+    with pytest.raises(InputError, match=r"^add_nodes 0 must be 1\.\.") as caught:
         expand({name: old[name] for name in FOUR}, "old", 0, None, 1e12, 0.5)
+    assert caught.value.field == "add_nodes"
 
 
 @pytest.mark.slow
@@ -109,8 +110,10 @@ def test_node_limit_bounds_the_plan(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(module, "MAX_NODES_AFTER", 10)
     old = generate_chains(9, 1, 3, None, 1, IdScheme()).files_text
-    with pytest.raises(InputError, match="more than 10"):
+    with pytest.raises(InputError, match="more than 10") as caught:
         expand({name: old[name] for name in FOUR}, "old", 2, None, 1e12, 0.5)
+    caught.value.name_options({"source": "--from", "add_nodes": "--add-nodes"}.get)
+    assert caught.value.message.startswith("--from old has 9 nodes; with --add-nodes 2 that is more than 10")
 
 
 def test_progress_counts_every_replacement_and_new_chain() -> None:

@@ -228,10 +228,10 @@ def test_a_jobs_file_error_names_the_jobs_key_and_the_commands_option() -> None:
 
 
 def test_bad_routing_and_failure_names() -> None:
-    with pytest.raises(InputError, match="^routing 'ospf' is not valid") as caught:
+    with pytest.raises(InputError, match=r"^routing 'ospf' is not valid") as caught:
         run(plan_text("ft2", 4), "plan.json", NVLINK, SimRequest(Workload("w", "alltoall"), routing="ospf"))
     assert caught.value.field == "routing"
-    with pytest.raises(InputError, match="^fail 'p9-spine99' is not a device") as caught:
+    with pytest.raises(InputError, match=r"^fail 'p9-spine99' is not a device") as caught:
         sim(plan_text("ft2", 4), fail=["p9-spine99"])
     assert caught.value.field == "fail"
 
@@ -329,7 +329,7 @@ def test_ep_groups_of_a_launch_layout_share_the_fabric() -> None:
     four = sim(text, "ep-dispatch", ep_gpus=64)
     assert "4 EP groups of 64 GPUs" in four.jobs[0].note and four.jobs[0].num_gpus == 256
     assert four.gpu_bytes_per_s.median == pytest.approx(one.gpu_bytes_per_s.median, rel=0.02)
-    with pytest.raises(InputError, match="^ep 12 must be a multiple of the 8 GPUs per node") as caught:
+    with pytest.raises(InputError, match=r"^ep 12 must be a multiple of the 8 GPUs per node") as caught:
         sim(text, "ep-dispatch", ep_gpus=12)
     assert caught.value.field == "ep"
 
