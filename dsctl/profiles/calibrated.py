@@ -25,8 +25,8 @@ def calibrated_node_yaml(node: NodeProfile, name: str, header: list[str]) -> str
     """The YAML text of ``node`` (its source file's keys, the calibrated values) under ``name``, with ``header``
     as leading comment lines. Raises InputError when ``name`` is not a valid profile name."""
     if not NAME.fullmatch(name):
-        raise InputError(f"--out {name}.yaml: {name!r} is not a valid profile name (the file name without .yaml): "
-                         "1-64 letters, digits, '.', '_' or '-', starting with a letter or digit")
+        raise InputError(f"{name}.yaml: {name!r} is not a valid profile name (the file name without .yaml): "
+                         "1-64 letters, digits, '.', '_' or '-', starting with a letter or digit", field="out")
     data: dict[str, Any] = {}
     if node.path and Path(node.path).is_file():
         loaded = read_yaml(Path(node.path))

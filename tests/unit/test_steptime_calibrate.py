@@ -159,6 +159,9 @@ def test_cli_refuses_bad_input_in_one_line(tmp_path: Path) -> None:
     trace.write_bytes(pair_trace({}))
     bad = run_cli("launch", "calibrate", str(trace), "-o", str(tmp_path / "x.yml"))
     assert bad.exit_code == 2 and "--out" in bad.stderr and not (tmp_path / "x.yml").exists()
+    unnamed = run_cli("launch", "calibrate", str(trace), "-o", str(tmp_path / "a b.yaml"))
+    assert unnamed.exit_code == 2 and not (tmp_path / "a b.yaml").exists()
+    assert unnamed.stderr.startswith("error: --out a b.yaml: 'a b' is not a valid profile name")
     missing = run_cli("launch", "calibrate", str(tmp_path / "none.json"))
     assert missing.exit_code == 2 and "not found" in missing.stderr
     broken = tmp_path / "broken.json"
