@@ -202,7 +202,7 @@ def check_objective(objective: str) -> str:
     """``--objective`` lower-cased, or InputError naming the valid ones."""
     name = objective.lower()
     if name not in OBJECTIVES:
-        raise InputError(f"--objective {objective!r} is not known; valid: {', '.join(OBJECTIVES)}")
+        raise InputError(f"{objective!r} is not known; valid: {', '.join(OBJECTIVES)}", field="objective")
     return name
 
 

@@ -49,8 +49,8 @@ class LaunchRequest:
 def check_node_count(num_nodes: int) -> None:
     """``--nodes`` within 1..:data:`MAX_NODES`; raises InputError."""
     if not 1 <= num_nodes <= MAX_NODES:
-        raise InputError(f"--nodes {num_nodes:,} is not valid: it must be a whole number from 1 to "
-                         f"{MAX_NODES:,} (dsctl's planning limit)")
+        raise InputError(f"{num_nodes:,} is not valid: it must be a whole number from 1 to "
+                         f"{MAX_NODES:,} (dsctl's planning limit)", field="nodes")
 
 
 def check_request(model: ModelProfile, request: LaunchRequest) -> LaunchRequest:
