@@ -46,7 +46,8 @@ def sweep_counts(low: int, high: int) -> tuple[int, ...]:
     ordered = tuple(sorted(counts))
     if len(ordered) > MAX_SWEEP_COUNTS:
         raise InputError(f"{low}-{high} spans {len(ordered)} node counts; a sweep evaluates at most "
-                         f"{MAX_SWEEP_COUNTS}", field="nodes", hint="narrow the range (e.g. a factor of 8 between its ends)")
+                         f"{MAX_SWEEP_COUNTS}", field="nodes",
+                         hint="narrow the range (e.g. a factor of 8 between its ends)")
     return ordered
 
 
