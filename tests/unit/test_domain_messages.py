@@ -28,10 +28,7 @@ FLAG = re.compile(r"-{1,2}[A-Za-z]")
 #: (launch, burn-in, storage expand, the fabric simulator).
 #: The number may only go down.
 FLAG_LEADING_LEFT = {
-    "launch/batch.py": 5,
-    "launch/imbalance.py": 1,
-    "launch/layout.py": 2,
-    "launch/schedule/params.py": 2,
+    "launch/batch.py": 2,  # candidate rejections shown in plan lines and hints, which no table spells
     "storage/expand.py": 6,
     "storage/expand_replace.py": 1,
     "topology/sim/api.py": 9,
