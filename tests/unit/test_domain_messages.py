@@ -36,7 +36,6 @@ FLAG_LEADING_LEFT = {
     "topology/sim/graph.py": 4,
     "topology/sim/routing.py": 1,
     "topology/sim/traffic.py": 1,
-    "steptime/predict.py": 3,  # launch's candidate search re-raises these by their text: launch's to convert
 }
 #: domain package -> its command group, whose table spells the fields the package names
 PACKAGE_GROUP = {"eplb": "eplb", "model": "model", "trace": "trace", "topology": "topology", "storage": "storage",
