@@ -49,8 +49,6 @@ COMMON_FIELD_OPTIONS: dict[str, str] = {
     "node_profile": "--node-profile",
     "recipe": "--recipe",
     "seq_len": "--seq-len",
-    # steptime's field: only 'launch calibrate' sets it (until dsctl/commands/launch.py has its own table)
-    "chunk_layers": "--chunk-layers",
 }
 
 

@@ -27,6 +27,41 @@ from dsctl.output.formats import OutputFormat
 if TYPE_CHECKING:
     pass
 
+#: request field -> the option that sets it (dsctl.launch and dsctl.steptime errors name fields; see
+#: dsctl.commands._common.option_for)
+FIELD_OPTIONS: dict[str, str] = {
+    "nodes": "--nodes",
+    "pp": "--pp",
+    "ep": "--ep",
+    "tp": "--tp",
+    "dp": "--dp",
+    "schedule": "--schedule",
+    "micro_batches": "--micro-batches",
+    "global_batch": "--global-batch",
+    "balancedness": "--balancedness",
+    "eplb_stats": "--eplb-stats",
+    "objective": "--objective",
+    "tokens": "--tokens",
+    "within_days": "--within-days",
+    "chunk_layers": "--chunk-layers",
+    "backend": "--backend",
+    "job_name": "--job-name",
+    "port": "--port",
+    "cpus_per_task": "--cpus-per-task",
+    "time_limit": "--time",
+    "partition": "--partition",
+    "hosts": "--hosts",
+    "image": "--image",
+    "sbatch_args": "--sbatch-arg",
+    "nccl_env": "--nccl-env",
+    "comm_model": "--comm-model",
+    "f_cost": "--f-cost",
+    "b_cost": "--b-cost",
+    "w_cost": "--w-cost",
+    "fb_cost": "--fb-cost",
+    "svg": "--svg",
+}
+
 TRAIN_COMMAND_KEY = "dsctl.launch.train_command"
 
 

@@ -67,7 +67,7 @@ SHARED: dict[str, tuple[Any, Any]] = {
     "seq_len": (Annotated[int, _opt("--seq-len", help="Tokens per sequence.")], DEFAULT_SEQ_LEN),
     "recipe": (Annotated[Recipe | None, _opt(
         "--recipe", case_sensitive=False,
-        help="Activation recipe (docs/launch.md, 'Activation recipes'): deepseek (DeepSeek-V3's: FP8 caching, "
+        help="Activation recipe: deepseek (DeepSeek-V3's: FP8 caching, "
              "norms and MLA up-projections recomputed), selective (attention core recomputed), full-recompute, "
              "none (plain BF16) \\[default: searched among those the model can train with].")],
                None),

@@ -13,7 +13,7 @@ import numpy as np
 from dsctl.eplb import milp
 from dsctl.eplb.bounds import MAX_PARTITIONS, num_partitions
 from dsctl.eplb.checks import EplbLayout
-from dsctl.eplb.exact import ExactResult
+from dsctl.eplb.exact import MAX_PROVE_NODES, ExactResult
 from dsctl.eplb.placement import Placement, gpu_loads, placement_from_phy2log
 from dsctl.errors import EnvironmentMissing, InputError, one_of
 
@@ -28,7 +28,7 @@ def choose_method(prove_with: str, prove_time_s: float | None) -> str:
         if prove_with == "search":
             raise InputError("bounds the MILP only: give {prove_with} milp or auto", field="prove_time_s",
                              mentions=("prove_with",),
-                             hint="the search is bounded by its node budget (docs/eplb.md)")
+                             hint=f"the search is bounded by its budget of {MAX_PROVE_NODES:,} search nodes per run")
         if not 0.0 < prove_time_s <= milp.MAX_PROVE_TIME_S:
             raise InputError(f"{prove_time_s} must be in (0, {milp.MAX_PROVE_TIME_S:g}] seconds", field="prove_time_s")
     if prove_with == "milp" and not milp.available():

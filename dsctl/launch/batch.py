@@ -43,9 +43,9 @@ def resolve_batch(request: LaunchRequest, dp: int, pp: int) -> tuple[BatchPlan, 
     Raises InputError when the given batch does not split (the schedule's minimum is :func:`checked_batch`'s)."""
     notes: list[str] = []
     if request.seq_len < 1:
-        raise InputError(f"--seq-len {request.seq_len} is not valid: it must be a whole number >= 1")
+        raise InputError(f"{request.seq_len} is not valid: it must be a whole number >= 1", field="seq_len")
     if request.micro_batches is not None and request.micro_batches < 1:
-        raise InputError(f"--micro-batches {request.micro_batches} is not valid: it must be >= 1")
+        raise InputError(f"{request.micro_batches} is not valid: it must be >= 1", field="micro_batches")
     dual = request.schedule == "dualpipe"
     if request.global_batch is None:
         if request.micro_batches is not None:
@@ -66,7 +66,7 @@ def resolve_batch(request: LaunchRequest, dp: int, pp: int) -> tuple[BatchPlan, 
         return BatchPlan(global_batch, m, size, request.seq_len), notes
     b = request.global_batch
     if b < 1:
-        raise InputError(f"--global-batch {b} is not valid: it must be a whole number of sequences >= 1")
+        raise InputError(f"{b} is not valid: it must be a whole number of sequences >= 1", field="global_batch")
     fix = batch_suggestion(request.schedule, pp, dp, b, request.micro_batches)
     if b % dp:
         raise InputError(f"--global-batch {b} % dp {dp} = {b % dp}: every data-parallel replica needs the same "
@@ -102,7 +102,7 @@ def checked_batch(request: LaunchRequest, schedule: str, pp: int, dp: int) -> tu
         if exc.hint:
             raise
         fix = batch_suggestion(schedule, pp, dp, request.global_batch, request.micro_batches)
-        raise InputError(exc.message, hint=f"use {fix}" if fix else None) from None
+        raise InputError(exc.text, hint=f"use {fix}" if fix else None, field=exc.field, mentions=exc.mentions) from None
     return batch, notes
 
 

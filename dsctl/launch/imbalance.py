@@ -15,7 +15,7 @@ def stats_balancedness(expert_loads: np.ndarray, ep: int) -> float:
     the experts."""
     loads = np.asarray(expert_loads, dtype=np.float64)
     if loads.ndim != 2 or loads.shape[1] % ep:
-        raise InputError(f"--eplb-stats: {loads.shape[-1]} experts per layer do not split over ep {ep}",
+        raise InputError(f": {loads.shape[-1]} experts per layer do not split over ep {ep}", field="eplb_stats",
                          hint="give the statistics of this model (one column per routed expert)")
     per_gpu = loads.reshape(loads.shape[0], ep, loads.shape[1] // ep).sum(axis=2)
     peak = per_gpu.max(axis=1)

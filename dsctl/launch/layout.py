@@ -52,7 +52,7 @@ class ParallelLayout:
         if self.zero_stage not in ZERO_STAGES:
             raise InputError(f"ZeRO stage {self.zero_stage} is not one of {one_of([str(z) for z in ZERO_STAGES])}")
         if self.num_nodes < 1:
-            raise InputError(f"--nodes {self.num_nodes} is not valid: it must be a whole number >= 1")
+            raise InputError(f"{self.num_nodes} is not valid: it must be a whole number >= 1", field="nodes")
         gpn, world = self.gpus_per_node, self.world_size
         resolve_dp(self.num_nodes, gpn, self.pp, self.tp, self.dp)
         if self.tp > gpn or gpn % self.tp:
@@ -110,7 +110,7 @@ class ParallelLayout:
 
 def _positive(name: str, value: int | None) -> None:
     if value is not None and value < 1:
-        raise InputError(f"--{name} {value} is not valid: it must be a whole number >= 1")
+        raise InputError(f"{value} is not valid: it must be a whole number >= 1", field=name)
 
 
 def resolve_dp(num_nodes: int, gpus_per_node: int, pp: int, tp: int, dp: int | None) -> int:

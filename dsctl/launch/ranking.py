@@ -95,6 +95,7 @@ def attach_step_time(inputs: PlanInputs, options: SearchOptions, trials: list[Tr
     kept: list[Trial] = []
     rejected: list[Rejected] = []
     steps: list[float] = []
+    below: InputError | None = None  # the first "below 1/ep" error, raised as it is when it rules out every layout
     tick = each(report, len(trials))
     for done, (bound, trial) in enumerate(sorted(((_bound(inputs, options, t, ep_models.get(t.layout.ep)), t)
                                                   for t in trials), key=lambda bt: bt[0]), 1):
@@ -117,13 +118,15 @@ def attach_step_time(inputs: PlanInputs, options: SearchOptions, trials: list[Tr
             if options.fabric_plan is not None or ("balancedness" in exc.message and "below 1/ep" not in
                                                    exc.message):
                 raise
+            if below is None and "below 1/ep" in exc.text:
+                below = exc
             rejected.append(Rejected("step-time model", lay.schedule, lay.pp, lay.ep, batch.micro_batch_size,
                                      exc.message, recipe=trial.recipe.name, zero_stage=lay.zero_stage))
             continue
         kept.append(replace(trial, step=step))
         insort(steps, step.step_s)
-    if not kept and rejected and all("below 1/ep" in r.reason for r in rejected):
-        raise InputError(rejected[0].reason)
+    if not kept and rejected and below is not None and all("below 1/ep" in r.reason for r in rejected):
+        raise below
     return kept, rejected
 
 
@@ -202,7 +205,7 @@ def check_objective(objective: str) -> str:
     """``--objective`` lower-cased, or InputError naming the valid ones."""
     name = objective.lower()
     if name not in OBJECTIVES:
-        raise InputError(f"--objective {objective!r} is not known; valid: {', '.join(OBJECTIVES)}")
+        raise InputError(f"{objective!r} is not known; valid: {', '.join(OBJECTIVES)}", field="objective")
     return name
 
 

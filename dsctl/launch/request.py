@@ -49,8 +49,8 @@ class LaunchRequest:
 def check_node_count(num_nodes: int) -> None:
     """``--nodes`` within 1..:data:`MAX_NODES`; raises InputError."""
     if not 1 <= num_nodes <= MAX_NODES:
-        raise InputError(f"--nodes {num_nodes:,} is not valid: it must be a whole number from 1 to "
-                         f"{MAX_NODES:,} (dsctl's planning limit)")
+        raise InputError(f"{num_nodes:,} is not valid: it must be a whole number from 1 to "
+                         f"{MAX_NODES:,} (dsctl's planning limit)", field="nodes")
 
 
 def check_request(model: ModelProfile, request: LaunchRequest) -> LaunchRequest:
@@ -61,11 +61,11 @@ def check_request(model: ModelProfile, request: LaunchRequest) -> LaunchRequest:
     request = replace(request, schedule=schedule, recipe=recipe)
     for name in ("pp", "ep", "tp", "dp", "micro_batches", "global_batch", "seq_len"):
         value = getattr(request, name)
-        flag = "--" + name.replace("_", "-")
         if value is not None and value < 1:
-            raise InputError(f"{flag} {value} is not valid: it must be a whole number >= 1")
+            raise InputError(f"{value} is not valid: it must be a whole number >= 1", field=name)
         if value is not None and value > MAX_COUNT:
-            raise InputError(f"{flag} {shown(str(value), 20)} is not valid: dsctl plans counts up to {MAX_COUNT:,}")
+            raise InputError(f"{shown(str(value), 20)} is not valid: dsctl plans counts up to {MAX_COUNT:,}",
+                             field=name)
     if request.pp is not None:
         check_schedule_layout(schedule, request.pp, None)
     if request.ep is not None and model.moe is not None and model.moe.num_routed_experts % request.ep:

@@ -46,7 +46,7 @@ def check_schedule_name(schedule: str) -> str:
     """Return ``schedule`` lower-cased, or raise naming the valid schedules."""
     name = schedule.lower()
     if name not in SCHEDULES:
-        raise InputError(f"--schedule {schedule!r} is not known; valid schedules: {one_of(list(SCHEDULES))}")
+        raise InputError(f"{schedule!r} is not known; valid schedules: {one_of(list(SCHEDULES))}", field="schedule")
     return name
 
 

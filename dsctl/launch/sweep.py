@@ -36,7 +36,8 @@ def sweep_counts(low: int, high: int) -> tuple[int, ...]:
     check_node_count(low)
     check_node_count(high)
     if low > high:
-        raise InputError(f"--nodes {low}-{high}: the range is empty (the first count must not exceed the second)")
+        raise InputError(f"{low}-{high}: the range is empty (the first count must not exceed the second)",
+                         field="nodes")
     counts = {low, high}
     k = 1
     while k <= high:
@@ -44,8 +45,9 @@ def sweep_counts(low: int, high: int) -> tuple[int, ...]:
         k *= 2
     ordered = tuple(sorted(counts))
     if len(ordered) > MAX_SWEEP_COUNTS:
-        raise InputError(f"--nodes {low}-{high} spans {len(ordered)} node counts; a sweep evaluates at most "
-                         f"{MAX_SWEEP_COUNTS}", hint="narrow the range (e.g. a factor of 8 between its ends)")
+        raise InputError(f"{low}-{high} spans {len(ordered)} node counts; a sweep evaluates at most "
+                         f"{MAX_SWEEP_COUNTS}", field="nodes",
+                         hint="narrow the range (e.g. a factor of 8 between its ends)")
     return ordered
 
 
@@ -128,7 +130,8 @@ def sweep_nodes(model: ModelProfile, node: NodeProfile, request: LaunchRequest, 
     """Search every count of ``counts`` (``request.num_nodes`` is ignored) and choose one (module docstring).
     ``report(done, len(counts))`` counts the node counts searched, each counted within (its layouts predicted)."""
     if within_days is not None and not tokens:
-        raise InputError("--within-days needs --tokens: the deadline is for training that many tokens")
+        raise InputError("needs {tokens}: the deadline is for training that many tokens", field="within_days",
+                         mentions=("tokens",))
     request = check_request(model, search_request(request, options))
     stages = Stages(report, [1.0] * len(counts))
     rows = tuple(_row(model, node, request, options, c, tokens, within_days, gpu_hour_usd, stages.part(i))

@@ -143,14 +143,15 @@ def predict_step(model: ModelProfile, node: NodeProfile, layout: ParallelLayout,
     Raises ``InputError`` on impossible values.
     """
     if not (0.0 < balancedness <= 1.0) or math.isnan(balancedness):
-        raise InputError(f"--balancedness {balancedness}: expected a fraction in (0, 1] (mean / max expert load)")
+        raise InputError(f"{balancedness}: expected a fraction in (0, 1] (mean / max expert load)",
+                         field="balancedness")
     if model.moe is not None and layout.ep > 1 and balancedness * layout.ep < 1.0:
-        raise InputError(f"--balancedness {balancedness:g}: below 1/ep = {1 / layout.ep:g}, the value when every "
-                         "token goes to one GPU's experts")
+        raise InputError(f"{balancedness:g}: below 1/ep = {1 / layout.ep:g}, the value when every "
+                         "token goes to one GPU's experts", field="balancedness")
     if num_micro_batches < 1 or micro_batch_size < 1 or seq_len < 1:
         raise InputError("micro-batches, micro-batch size and sequence length must be at least 1")
     if layout.tp != 1:
-        raise InputError(f"--tp {layout.tp}: the step-time model covers tp = 1 only (DeepSeek-V3 trains without "
+        raise InputError(f"tp {layout.tp}: the step-time model covers tp = 1 only (DeepSeek-V3 trains without "
                          "tensor parallelism)")
     if layout.zero_stage not in PREDICTED_ZERO_STAGES:
         raise InputError(f"ZeRO-{layout.zero_stage}: the step-time model covers ZeRO-1 and ZeRO-2 only ("

@@ -24,30 +24,13 @@ from tests.unit.test_architecture import DOMAIN_PACKAGES, PACKAGE
 
 ERROR_CLASSES = {"InputError", "ProfileError", "EnvironmentMissing", "DsctlError"}
 FLAG = re.compile(r"-{1,2}[A-Za-z]")
-#: files that still lead messages with a flag, and how many: the packages other helpers rework this round
-#: (launch, burn-in, storage expand, the fabric simulator).
-#: The number may only go down.
+#: files that still lead messages with a flag, and how many, with why. The number may only go down.
 FLAG_LEADING_LEFT = {
-    "launch/batch.py": 5,
-    "launch/engines/kubernetes.py": 2,
-    "launch/engines/slurm_options.py": 3,
-    "launch/engines/spec.py": 11,
-    "launch/engines/torchrun.py": 1,
-    "launch/imbalance.py": 1,
-    "launch/layout.py": 2,
-    "launch/ranking.py": 1,
-    "launch/request.py": 1,
-    "launch/rules.py": 1,
-    "launch/schedule/api.py": 3,
-    "launch/schedule/costs.py": 3,
-    "launch/schedule/params.py": 2,
-    "launch/schedule/svg.py": 1,
-    "launch/sweep.py": 3,
-    "steptime/predict.py": 3,  # launch's candidate search re-raises these by their text: launch's to convert
+    "launch/batch.py": 2,  # candidate rejections shown in plan lines and hints, which no table spells
 }
 #: domain package -> its command group, whose table spells the fields the package names
 PACKAGE_GROUP = {"eplb": "eplb", "model": "model", "trace": "trace", "topology": "topology", "storage": "storage",
-                 "health": "health", "steptime": "launch"}
+                 "health": "health", "steptime": "launch", "launch": "launch"}
 #: fields a package names for another group's command (eplb's placement read by 'topology simulate', the MFU
 #: prediction of 'model cost')
 SPELLED_ELSEWHERE = {("eplb", "eplb_plan"): "topology", ("eplb", "layer"): "topology", ("eplb", "stats"): "topology",

@@ -21,6 +21,7 @@ from dsctl.launch.engines.kubernetes import manifests, rendezvous_host
 from dsctl.launch.engines.spec import JobOptions, job_spec
 from dsctl.launch.plan import LaunchPlan, LaunchRequest, plan_launch
 from dsctl.profiles.loader import ProfileStore
+from tests.unit.launch_messages import as_read
 
 kubernetes_validate = pytest.importorskip("kubernetes_validate", reason="pip install '.[test]' (kubernetes-validate)")
 jsonschema = pytest.importorskip("jsonschema")
@@ -141,5 +142,6 @@ def test_jobset_round_trips_through_kubeflow_models() -> None:
     (JobOptions(job_name="v3", image="a b"), "whitespace"),
 ])
 def test_bad_kubernetes_options(options: JobOptions, words: str) -> None:
-    with pytest.raises(InputError, match=words):
+    with pytest.raises(InputError) as info:
         manifests(job_spec(plan(4), options, "kubernetes"), options)
+    assert words in as_read(info)

@@ -13,6 +13,7 @@ from dsctl.launch.engines.slurm import render_sbatch, sbatch_directives
 from dsctl.launch.engines.spec import JobOptions, job_spec, layout_env
 from dsctl.launch.plan import LaunchPlan, LaunchRequest, plan_launch
 from dsctl.profiles.loader import ProfileStore
+from tests.unit.launch_messages import as_read
 
 
 @cache
@@ -128,8 +129,9 @@ def test_bash_parses_the_script(tmp_path) -> None:
     (JobOptions(partition="a b"), "--partition 'a b'"),
 ])
 def test_bad_options_name_the_option(options: JobOptions, words: str) -> None:
-    with pytest.raises(InputError, match=words.replace("'", ".").replace("$", r"\$")):
+    with pytest.raises(InputError) as info:
         job_spec(v3_plan(), options, "slurm")
+    assert as_read(info).startswith(words)
 
 
 def test_training_command_is_required() -> None:

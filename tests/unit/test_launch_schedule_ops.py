@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from dsctl.errors import InputError
 from dsctl.launch.schedule import Op, parse_op, schedule_ops
+from tests.unit.launch_messages import as_read
 
 # dualpipe-facts.md §3: logged from the reference code, PP=4, C=10
 PP4_C10 = {
@@ -122,7 +123,7 @@ def test_zb1p_order_holds_back_r_weight_gradients() -> None:
 def test_schedule_requirements_are_named(schedule: str, pp: int, mb: int, needle: str) -> None:
     with pytest.raises(InputError) as info:
         schedule_ops(schedule, pp, mb)
-    assert needle in info.value.message
+    assert needle in as_read(info)
 
 
 def test_smallest_valid_sizes() -> None:

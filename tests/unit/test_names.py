@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from dsctl.errors import InputError
 from dsctl.launch.engines.spec import JobOptions, check_job_name, check_options
 from dsctl.names import DEVICE, NAME, check_name, check_slurm_conf_name, comment_text, dot_string, xml_text
+from tests.unit.launch_messages import as_read
 
 TRAILING_NEWLINE = ["v3\n", "v3\r", "v3\n#SBATCH --uid=0", "v3\x00", " v3", "v3 "]
 
@@ -25,17 +26,15 @@ def test_name_validator_is_a_full_match(value: str) -> None:
 @pytest.mark.parametrize("value", ["v3\n", "v3\n\n", "x\nrm -rf /"])
 def test_job_options_refuse_a_trailing_newline(value: str) -> None:
     """Python's ``$`` matches before a final newline: these validators used it and accepted "v3\\n"."""
-    with pytest.raises(InputError, match="--job-name"):
-        check_job_name(value, "slurm")
-    with pytest.raises(InputError, match="--job-name"):
-        check_job_name(value.lower(), "kubernetes")
-    with pytest.raises(InputError, match="--partition"):
-        check_options(JobOptions(partition=value), "slurm", 1)
-    with pytest.raises(InputError, match="--hosts"):
-        check_options(JobOptions(hosts=("h1" + value[2:],)), "torchrun", 1)
-    with pytest.raises(InputError, match="--time"):
-        check_options(JobOptions(time_limit="10" + value[2:]), "slurm", 1)
-
+    checks = [("--job-name", lambda: check_job_name(value, "slurm")),
+              ("--job-name", lambda: check_job_name(value.lower(), "kubernetes")),
+              ("--partition", lambda: check_options(JobOptions(partition=value), "slurm", 1)),
+              ("--hosts", lambda: check_options(JobOptions(hosts=("h1" + value[2:],)), "torchrun", 1)),
+              ("--time", lambda: check_options(JobOptions(time_limit="10" + value[2:]), "slurm", 1))]
+    for flag, check in checks:
+        with pytest.raises(InputError) as info:
+            check()
+        assert as_read(info).startswith(flag), flag  # as 'dsctl launch' spells the field
 
 def test_image_must_be_one_token() -> None:
     for image in ("img:1\n", "img:1\nkind: Pod", "img 1", "img'1"):

@@ -106,8 +106,9 @@ def jobset(spec: JobSpec, image: str) -> dict[str, Any]:
 def manifests(spec: JobSpec, options: JobOptions) -> list[dict[str, Any]]:
     """``[Service, JobSet]`` for ``jobset.yaml``; ``--image`` is required."""
     if not options.image:
-        raise InputError("--backend kubernetes needs --image: the container image that holds torchrun and the "
-                         "training script", hint="e.g. --image registry.example.com/team/trainer:2026-11")
+        raise InputError("kubernetes needs {image}: the container image that holds torchrun and the "
+                         "training script", field="backend", mentions=("image",),
+                         hint="e.g. --image registry.example.com/team/trainer:2026-11")
     if any(c.isspace() for c in options.image):
-        raise InputError(f"--image {options.image!r} is not a valid image reference (it contains whitespace)")
+        raise InputError(f"{options.image!r} is not a valid image reference (it contains whitespace)", field="image")
     return [headless_service(spec), jobset(spec, options.image)]

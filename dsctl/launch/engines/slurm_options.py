@@ -69,13 +69,14 @@ def check_slurm_options(options: SlurmOptions) -> None:
     for arg in options.sbatch_args:
         match = _SBATCH_ARG.fullmatch(arg)
         if match is None or any(c in arg for c in "\n\r\0"):
-            raise InputError(f"--sbatch-arg {arg!r} is not one sbatch option: use --name or --name=value on one "
-                             "line, e.g. --sbatch-arg=--mail-type=END")
+            raise InputError(f"{arg!r} is not one sbatch option: use --name or --name=value on one "
+                             "line, e.g. {sbatch_args}=--mail-type=END", field="sbatch_args",
+                             mentions=("sbatch_args",))
         reserved = reserved_prefix(match.group(1), RESERVED_SBATCH)
         if reserved is not None:
             same = "" if reserved == match.group(1) else " (a prefix of it, which sbatch may read as it)"
-            raise InputError(f"--sbatch-arg {arg!r}: dsctl writes --{reserved} itself{same}; use "
-                             f"{RESERVED_SBATCH[reserved]}")
+            raise InputError(f"{arg!r}: dsctl writes --{reserved} itself{same}; use "
+                             f"{RESERVED_SBATCH[reserved]}", field="sbatch_args")
 
 
 def directive_value(value: str) -> str:
@@ -115,7 +116,7 @@ def job_environment(ib_devices: tuple[str, ...], nccl_env: tuple[str, ...]) -> t
     for item in nccl_env:
         match = _NCCL_ENV.fullmatch(item)
         if match is None or any(c in item for c in "\n\r\0"):
-            raise InputError(f"--nccl-env {item!r} is not NCCL_NAME=VALUE (one line, an NCCL_ variable)",
+            raise InputError(f"{item!r} is not NCCL_NAME=VALUE (one line, an NCCL_ variable)", field="nccl_env",
                              hint="e.g. --nccl-env NCCL_IB_TIMEOUT=22")
         env[match.group(1)] = match.group(2)
     return tuple(env.items())

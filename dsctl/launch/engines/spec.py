@@ -112,40 +112,41 @@ def check_job_name(name: str, backend: str) -> str:
     if backend == "kubernetes":
         if not K8S_NAME.fullmatch(name):
             raise InputError(
-                f"--job-name {name!r} is not valid for Kubernetes: use 1-40 lowercase letters, digits or '-', "
+                f"{name!r} is not valid for Kubernetes: use 1-40 lowercase letters, digits or '-', "
                 "starting and ending with a letter or digit (it names the JobSet, its Service and its pods)",
-                hint="e.g. --job-name v3-pretrain")
+                field="job_name", hint="e.g. --job-name v3-pretrain")
     elif not SLURM_NAME.fullmatch(name):
-        raise InputError(f"--job-name {name!r} is not valid: use 1-63 letters, digits, '.', '_' or '-', "
-                         "starting with a letter or digit", hint="e.g. --job-name v3-pretrain")
+        raise InputError(f"{name!r} is not valid: use 1-63 letters, digits, '.', '_' or '-', "
+                         "starting with a letter or digit", field="job_name", hint="e.g. --job-name v3-pretrain")
     return name
 
 
 def check_options(options: JobOptions, backend: str, num_nodes: int) -> None:
     """Check the engine options that do not depend on the plan; InputError names the option."""
     if backend not in BACKENDS:
-        raise InputError(f"--backend {backend!r} is not valid: use slurm, torchrun or kubernetes")
+        raise InputError(f"{backend!r} is not valid: use slurm, torchrun or kubernetes", field="backend")
     check_job_name(options.job_name, backend)
     if not 1 <= options.port <= 65_535:
-        raise InputError(f"--port {options.port} is not a TCP port: use 1-65535 (torchrun's default is 29500)")
+        raise InputError(f"{options.port} is not a TCP port: use 1-65535 (torchrun's default is 29500)",
+                         field="port")
     if options.cpus_per_task is not None and options.cpus_per_task < 1:
-        raise InputError(f"--cpus-per-task {options.cpus_per_task} is not valid: use a whole number >= 1")
+        raise InputError(f"{options.cpus_per_task} is not valid: use a whole number >= 1", field="cpus_per_task")
     if options.time_limit is not None and not _SLURM_TIME.fullmatch(options.time_limit):
-        raise InputError(f"--time {options.time_limit!r} is not a Slurm time limit: use MINUTES, HH:MM:SS, "
-                         "D-HH or D-HH:MM:SS", hint="e.g. --time 2-00:00:00 for two days")
+        raise InputError(f"{options.time_limit!r} is not a Slurm time limit: use MINUTES, HH:MM:SS, "
+                         "D-HH or D-HH:MM:SS", field="time_limit", hint="e.g. --time 2-00:00:00 for two days")
     if options.partition is not None and not SLURM_NAME.fullmatch(options.partition):
-        raise InputError(f"--partition {options.partition!r} is not a valid partition name")
+        raise InputError(f"{options.partition!r} is not a valid partition name", field="partition")
     for host in options.hosts:
         if not HOST.fullmatch(host):
-            raise InputError(f"--hosts: {host!r} is not a host name or address")
+            raise InputError(f": {host!r} is not a host name or address", field="hosts")
     if options.image is not None:
         check_name(options.image, "--image", IMAGE, "use a container image reference such as "
                    "registry.example.com/team/train:v1 (letters, digits and '._/:@+-'; no whitespace)")
     if options.hosts and len(options.hosts) != num_nodes:
-        raise InputError(f"--hosts lists {len(options.hosts)} host(s) but the plan has --nodes {num_nodes}: "
-                         "give one host per node, the rendezvous host first")
+        raise InputError(f"lists {len(options.hosts)} host(s) but the plan has {{nodes}} {num_nodes}: "
+                         "give one host per node, the rendezvous host first", field="hosts", mentions=("nodes",))
     if len(set(options.hosts)) != len(options.hosts):
-        raise InputError("--hosts lists a host twice: give each node once, in node-rank order")
+        raise InputError("lists a host twice: give each node once, in node-rank order", field="hosts")
 
 
 def job_spec(plan: LaunchPlan, options: JobOptions, backend: str) -> JobSpec:
@@ -158,7 +159,7 @@ def job_spec(plan: LaunchPlan, options: JobOptions, backend: str) -> JobSpec:
     check_name(plan.model, "model profile")  # profile names reach the scripts' comments and DSCTL_MODEL
     check_name(plan.node_profile, "node profile")
     if not plan.train_command:
-        raise InputError(f"--backend {backend} needs the training command after '--' to write a job",
+        raise InputError(f"{backend} needs the training command after '--' to write a job", field="backend",
                          hint="dsctl launch --nodes N --backend slurm --out-dir job/ -- train.py --config v3.yaml")
     return JobSpec(
         job_name=options.job_name, num_nodes=plan.num_nodes, gpus_per_node=plan.gpus_per_node,

@@ -42,8 +42,8 @@ def node_commands(spec: JobSpec, options: JobOptions) -> list[NodeCommand]:
     if not options.hosts:
         if spec.num_nodes != 1:
             raise InputError(
-                f"--backend torchrun with --nodes {spec.num_nodes} needs --hosts H1,...,H{spec.num_nodes} "
-                "(one host per node, the rendezvous host first)",
+                f"torchrun with {{nodes}} {spec.num_nodes} needs {{hosts}} H1,...,H{spec.num_nodes} "
+                "(one host per node, the rendezvous host first)", field="backend", mentions=("nodes", "hosts"),
                 hint="or use --backend slurm, or --nodes 1 for this host")
         return [NodeCommand(0, _LOCAL_HOST, tuple(standalone_args(spec)), spec.env)]
     head = options.hosts[0]

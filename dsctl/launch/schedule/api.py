@@ -114,18 +114,20 @@ def simulate(schedule: str, num_stages: int, num_micro_batches: int, costs: OpCo
     check_schedule_params(schedule, num_stages, num_micro_batches)
     model = "batched" if comm_model == "commit" else comm_model
     if model not in COMM_MODELS:
-        raise InputError(f"--comm-model {comm_model!r} is not known; use {one_of(COMM_MODELS)}")
+        raise InputError(f"{comm_model!r} is not known; use {one_of(COMM_MODELS)}", field="comm_model")
     if model == "batched" and schedule not in ("dualpipe", "dualpipev"):
-        raise InputError(f"--comm-model batched replays the p2p pattern of DeepSeek's DualPipe code and applies "
-                         f"to dualpipe and dualpipev only, not {schedule}", hint="use --comm-model ideal")
+        raise InputError(f"batched replays the p2p pattern of DeepSeek's DualPipe code and applies "
+                         f"to dualpipe and dualpipev only, not {schedule}", field="comm_model",
+                         hint="use --comm-model ideal")
     programs = _programs(schedule, num_stages, num_micro_batches, comm=model == "batched")
     timing: Timing = (simulate_ideal if model == "ideal" else simulate_commit)(programs, costs)
 
     makespan = _round(max((ends[-1] for ends in timing.ends if ends), default=0.0))
     busy = [_round(sum(costs.duration(op.kind) for op in p.ops)) for p in programs]
     if not all(math.isfinite(t) for t in (makespan, *busy)):
-        raise InputError(f"--f-cost {costs.f:g} --b-cost {costs.b:g} --w-cost {costs.w:g}: the step's total time "
-                         "overflows (larger than 1.8e308 in any unit)", hint="give the op costs in a larger time unit")
+        raise InputError(f"{costs.f:g} {{b_cost}} {costs.b:g} {{w_cost}} {costs.w:g}: the step's total time "
+                         "overflows (larger than 1.8e308 in any unit)", field="f_cost", mentions=("b_cost", "w_cost"),
+                         hint="give the op costs in a larger time unit")
     idle = [_round(makespan - b) for b in busy]
     bubble = max(idle)
     check: FormulaCheck = formula_check(schedule, num_stages, num_micro_batches, costs)

@@ -48,15 +48,17 @@ class OpCosts:
     def validate(self) -> None:
         """Raise ``InputError`` naming the option (--f-cost, --b-cost, --w-cost, --fb-cost) whose value is
         impossible."""
-        for option, value in (("--f-cost", self.f), ("--b-cost", self.b), ("--w-cost", self.w), ("--fb-cost", self.fb)):
+        for option, value in (("f_cost", self.f), ("b_cost", self.b), ("w_cost", self.w), ("fb_cost", self.fb)):
             if value is None:
                 continue
             if not math.isfinite(value) or value < 0:
-                raise InputError(f"{option} {value}: op costs must be finite and >= 0")
+                raise InputError(f"{value}: op costs must be finite and >= 0", field=option)
         if self.f <= 0 or self.b <= 0:
-            raise InputError(f"--f-cost {self.f} --b-cost {self.b}: forward and backward costs must be > 0")
+            raise InputError(f"{self.f} {{b_cost}} {self.b}: forward and backward costs must be > 0", field="f_cost",
+                             mentions=("b_cost",))
         if self.w > self.b:
-            raise InputError(f"--w-cost {self.w} > --b-cost {self.b}: the weight-gradient part W is a part of the full "
-                             "backward B, so 0 <= W <= B (input-gradient part I = B - W)")
+            raise InputError(f"{self.w} > {{b_cost}} {self.b}: the weight-gradient part W is a part of the full "
+                             "backward B, so 0 <= W <= B (input-gradient part I = B - W)", field="w_cost",
+                             mentions=("b_cost",))
         if self.fb is not None and self.fb <= 0:
-            raise InputError(f"--fb-cost {self.fb}: an overlapped forward+backward must take > 0")
+            raise InputError(f"{self.fb}: an overlapped forward+backward must take > 0", field="fb_cost")

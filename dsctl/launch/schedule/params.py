@@ -20,14 +20,14 @@ def check_schedule_params(schedule: str, num_stages: int, num_micro_batches: int
     - 1f1b, zb1p: PP >= 1; micro-batches >= 1.
     """
     if schedule not in SCHEDULES:
-        raise InputError(f"--schedule {schedule!r} is not a known schedule; use {one_of(SCHEDULES)}")
-    for option, value in (("--pp", num_stages), ("--micro-batches", num_micro_batches)):
+        raise InputError(f"{schedule!r} is not a known schedule; use {one_of(SCHEDULES)}", field="schedule")
+    for option, value in (("pp", num_stages), ("micro_batches", num_micro_batches)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise InputError(f"{option} {value!r}: must be a whole number >= 1")
+            raise InputError(f"{value!r}: must be a whole number >= 1", field=option)
         if value > MAX_STAGE_MICRO_BATCHES:  # before any arithmetic: a 4,300-digit value cannot even be printed
             shown = f"{value:,}" if value < 10**30 else "a number of more than 30 digits"
-            raise InputError(f"{option} {shown}: at most {MAX_STAGE_MICRO_BATCHES:,} (the stages x micro-batches "
-                             "limit of the simulator)")
+            raise InputError(f"{shown}: at most {MAX_STAGE_MICRO_BATCHES:,} (the stages x micro-batches "
+                             "limit of the simulator)", field=option)
     pp, mb = num_stages, num_micro_batches
     if schedule == "dualpipe":
         if pp < 2 or pp % 2:
@@ -47,5 +47,5 @@ def check_schedule_params(schedule: str, num_stages: int, num_micro_batches: int
             raise InputError(f"dualpipev needs --micro-batches >= --pp (number of stages) = {pp}: got {mb}",
                              hint=f"use --micro-batches {pp} or more")
     if pp * mb > MAX_STAGE_MICRO_BATCHES:
-        raise InputError(f"--pp {pp} x --micro-batches {mb} = {pp * mb:,} is too large to simulate "
-                         f"(limit {MAX_STAGE_MICRO_BATCHES:,})")
+        raise InputError(f"{pp} x {{micro_batches}} {mb} = {pp * mb:,} is too large to simulate "
+                         f"(limit {MAX_STAGE_MICRO_BATCHES:,})", field="pp", mentions=("micro_batches",))

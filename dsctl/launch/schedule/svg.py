@@ -47,10 +47,10 @@ def min_ops(num_stages: int, num_micro_batches: int) -> int:
 def check_svg_size(num_ops: int, exact: bool = True) -> None:
     """Raise InputError naming ``--svg`` if a timeline of ``num_ops`` ops (or at least that many) is too large."""
     if num_ops > MAX_SVG_OPS:
-        count = f"{num_ops:,} ops" if exact else f"at least {num_ops:,} ops (--pp x --micro-batches)"
+        count = f"{num_ops:,} ops" if exact else f"at least {num_ops:,} ops ({{pp}} x {{micro_batches}})"
         raise InputError(
-            f"--svg: the timeline has {count}, more than the {MAX_SVG_OPS:,} an SVG draws (one cell per op, "
-            f"about {num_ops * 190 / 1e6:,.0f} MB and unreadable)",
+            f": the timeline has {count}, more than the {MAX_SVG_OPS:,} an SVG draws (one cell per op, "
+            f"about {num_ops * 190 / 1e6:,.0f} MB and unreadable)", field="svg", mentions=("pp", "micro_batches"),
             hint="lower --pp or --micro-batches for the drawing (the bubble no longer changes beyond a few x pp "
                  "micro-batches), or drop --svg; --format json lists every op",
         )
