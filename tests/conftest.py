@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import signal
 import sys
 from collections.abc import Callable
 from contextlib import redirect_stderr, redirect_stdout
@@ -17,6 +18,13 @@ import pytest
 # each run recompiled them all and re-rewrote the tests' asserts (issue 32: 6.9 s). Cached bytecode from here on:
 # dsctl and the test modules (pytest's assertion rewriter writes its own cache only when this is False).
 sys.dont_write_bytecode = False
+
+# A suite started as a background job of a non-interactive shell (`pytest ... &`) inherits SIGINT ignored (POSIX:
+# asynchronous lists ignore SIGINT and SIGQUIT), so Python never installs its KeyboardInterrupt handler and the
+# children it starts ignore Ctrl-C too: the tests of dsctl's Ctrl-C handling then failed for that reason alone
+# (a child that never ended, a signal that never arrived). The suite runs as if started in the foreground.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 from hypothesis import HealthCheck, settings  # noqa: E402
 
