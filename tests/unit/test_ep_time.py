@@ -185,6 +185,6 @@ def test_a_group_inside_one_node_is_nvlink_only() -> None:
 
 
 def test_a_plan_too_small_for_the_group_is_an_input_error() -> None:
-    with pytest.raises(InputError, match="^ep 64 must be a multiple of the 8 GPUs per node") as caught:
+    with pytest.raises(InputError, match=r"^ep 64 must be a multiple of the 8 GPUs per node") as caught:
         v3(64, plan=plan_text(2))
     assert caught.value.field == "ep"  # spelled --ep by the command that ran (topology's and launch's tables)
