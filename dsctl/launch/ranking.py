@@ -70,7 +70,7 @@ def drop_dominated(trials: list[Trial], objective: str) -> tuple[list[Trial], li
         dropped.append(Rejected("dominated", t.layout.schedule, t.layout.pp, t.layout.ep, t.batch.micro_batch_size,
                                 f"ZeRO-{t.layout.zero_stage} {t.recipe.name}: never faster than its twin with "
                                 f"ZeRO-{other.layout.zero_stage} {other.recipe.name}, which fits",
-                                t.predicted_memory_bytes(), t.recipe.name, t.layout.zero_stage))
+                                t.predicted_memory_bytes(), t.recipe.name, t.layout.zero_stage, t.layout.tp))
     return kept, dropped
 
 
@@ -105,7 +105,7 @@ def attach_step_time(inputs: PlanInputs, options: SearchOptions, trials: list[Tr
             rejected.append(Rejected("outpaced", lay.schedule, lay.pp, lay.ep, batch.micro_batch_size,
                                      f"at least {bound:.2f} s (its work alone, no bubble) > the {EXACT_TOP}th best "
                                      f"{steps[EXACT_TOP - 1]:.2f} s", trial.predicted_memory_bytes(),
-                                     trial.recipe.name, lay.zero_stage))
+                                     trial.recipe.name, lay.zero_stage, lay.tp))
             continue
         try:
             step = _predict(inputs, trial, options.balancedness_at(lay.ep), ep_models.get(lay.ep))
@@ -121,7 +121,8 @@ def attach_step_time(inputs: PlanInputs, options: SearchOptions, trials: list[Tr
             if below is None and "below 1/ep" in exc.text:
                 below = exc
             rejected.append(Rejected("step-time model", lay.schedule, lay.pp, lay.ep, batch.micro_batch_size,
-                                     exc.message, recipe=trial.recipe.name, zero_stage=lay.zero_stage))
+                                     exc.message, recipe=trial.recipe.name, zero_stage=lay.zero_stage,
+                                     tp=lay.tp))
             continue
         kept.append(replace(trial, step=step))
         insort(steps, step.step_s)

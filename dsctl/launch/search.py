@@ -12,8 +12,9 @@ One straight pipeline, each stage a function over frozen dataclasses, each rule 
 5. :func:`~dsctl.launch.ranking.rank` (the objective orders the predicted trials);
 6. ``dsctl.launch.search_explain`` (the top few side by side, one line per rejected family).
 
-Scope: ZeRO-1 and ZeRO-2 (ZeRO-3's per-layer gathers are not in the step-time model), tp = 1 unless given and
-no interleaved 1F1B: :data:`SCOPE` says why, and the explanation prints it.
+Scope: ZeRO-1 and ZeRO-2 (ZeRO-3's per-layer gathers are not in the step-time model), tp in 1/2/4/8 where it
+divides a node and the heads (``dsctl.launch.tensor_parallel``; ``--tp`` fixes it), no interleaved 1F1B:
+:data:`SCOPE` says why, and the explanation prints it.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from dsctl.launch.memory import MemoryEstimate, estimate_memory
 from dsctl.launch.request import LaunchRequest
 from dsctl.launch.rules import SCHEDULES, divisors, ep_node_aligned
 from dsctl.launch.stages import Stage, split_stages
+from dsctl.launch.tensor_parallel import searched_tps
 from dsctl.model.recipes import DEEPSEEK, ActivationRecipe, searchable_recipes
 from dsctl.steptime import PREDICTED_ZERO_STAGES, StepTime
 
@@ -73,23 +75,25 @@ class SearchOptions:
 
 @dataclass(frozen=True)
 class SearchSpace:
-    """Stage 1: the degrees tried for ``num_nodes`` nodes (tp fixed; dp follows from pp and tp)."""
+    """Stage 1: the degrees tried for ``num_nodes`` nodes (dp follows from pp and tp): ``pps`` and ``tps`` are
+    every value tried, ``pp_tps`` the (pp, tp) pairs whose product divides the world (or meets the given dp)."""
 
     num_nodes: int
     pps: tuple[int, ...]
     eps: tuple[int, ...]
-    tp: int
+    tps: tuple[int, ...]
     schedules: tuple[str, ...]
     micro_batch_sizes: tuple[int, ...]
     #: ZeRO stages tried (those the step-time model predicts: 1 and 2; ZeRO-3 is not, see SCOPE)
     zero_stages: tuple[int, ...] = (1,)
     #: activation recipes tried (the request's, or every one the model can train with, its profile's first)
     recipes: tuple[ActivationRecipe, ...] = (DEEPSEEK,)
+    pp_tps: tuple[tuple[int, int], ...] = ()
 
     @property
     def size(self) -> int:
         """Combinations tried (each becomes a trial or a rejection)."""
-        return (len(self.pps) * len(self.eps) * len(self.schedules) * len(self.micro_batch_sizes)
+        return (len(self.pp_tps) * len(self.eps) * len(self.schedules) * len(self.micro_batch_sizes)
                 * len(self.zero_stages) * len(self.recipes))
 
 
@@ -138,6 +142,7 @@ class Rejected:
     memory_bytes: int | None = None
     recipe: str = DEEPSEEK.name
     zero_stage: int = 1
+    tp: int = 1
 
 
 @dataclass(frozen=True)
@@ -177,22 +182,35 @@ def search_request(request: LaunchRequest, options: SearchOptions) -> LaunchRequ
         if allowed else request
 
 
-def search_space(inputs: PlanInputs, options: SearchOptions) -> SearchSpace:
-    """The combinations to try; a value the request fixes is the only one tried for that degree."""
+def _pps(inputs: PlanInputs, tp: int) -> tuple[int, ...]:
+    """Pipeline degrees tried with tensor-parallel degree ``tp``."""
     request, model = inputs.request, inputs.model
-    tp = inputs.tp
     world = request.num_nodes * inputs.node.num_gpus
     if request.pp is not None:
-        pps: tuple[int, ...] = (request.pp,)
-    elif request.dp is not None:
-        pps = (max(1, world // (request.dp * tp)),)
-    else:
-        pps = tuple(p for p in divisors(world // tp) if p <= model.num_layers) if world % tp == 0 else (1,)
+        return (request.pp,)
+    if request.dp is not None:
+        return (max(1, world // (request.dp * tp)),)
+    return tuple(p for p in divisors(world // tp) if p <= model.num_layers) if world % tp == 0 else (1,)
+
+
+def search_space(inputs: PlanInputs, options: SearchOptions) -> SearchSpace:
+    """The combinations to try; a value the request fixes is the only one tried for that degree. Left to the
+    search, tp takes each of :data:`~dsctl.launch.tensor_parallel.TP_DEGREES` the node and the heads allow, with
+    the pipeline degrees that leave a whole dp (a fixed tp is tried with every pp, its rules rejecting the
+    others)."""
+    request, model = inputs.request, inputs.model
+    world = request.num_nodes * inputs.node.num_gpus
+    tps = (inputs.tp,) if request.tp is not None else searched_tps(model, inputs.node.num_gpus) or (1,)
+    pairs = tuple((pp, tp) for tp in tps for pp in _pps(inputs, tp)
+                  if len(tps) == 1 or (world % (pp * tp) == 0 and (request.dp is None or pp * tp * request.dp
+                                                                   == world)))
+    pps = tuple(sorted({pp for pp, _ in pairs}))
     experts = model.moe.num_routed_experts if model.moe is not None else 1
     eps = (request.ep,) if request.ep is not None else tuple(divisors(experts))
     sizes = (1,) if request.micro_batches is not None else MICRO_BATCH_SIZES
     recipes = (inputs.recipe,) if request.recipe is not None else searchable_recipes(model)
-    return SearchSpace(request.num_nodes, pps, eps, tp, options.schedules, sizes, PREDICTED_ZERO_STAGES, recipes)
+    return SearchSpace(request.num_nodes, pps, eps, tps, options.schedules, sizes, PREDICTED_ZERO_STAGES, recipes,
+                       pairs)
 
 
 # --------------------------------------------------------------------------------------------- 2. structure
@@ -216,20 +234,20 @@ def enumerate_trials(inputs: PlanInputs, space: SearchSpace) -> tuple[list[Trial
     rejected: list[Rejected] = []
     global_batch = request.global_batch
     for schedule in space.schedules:
-        for pp in space.pps:
+        for pp, tp in space.pp_tps:
             for ep in space.eps:
                 for size in space.micro_batch_sizes:
                     try:
                         if not ep_node_aligned(ep, gpn):
                             raise InputError(f"ep {ep} neither divides nor is a multiple of the {gpn} GPUs of a "
                                              "node")
-                        dp = request.dp if request.dp is not None else space.num_nodes * gpn // (pp * space.tp)
-                        layout = ParallelLayout(space.num_nodes, gpn, pp, ep, space.tp, dp, schedule)
+                        dp = request.dp if request.dp is not None else space.num_nodes * gpn // (pp * tp)
+                        layout = ParallelLayout(space.num_nodes, gpn, pp, ep, tp, dp, schedule)
                         validate_layout(layout, num_layers=model.num_layers, num_routed_experts=experts)
                         batch, notes = checked_batch(_sized(request, schedule, dp, size, global_batch), schedule,
                                                      pp, dp)
                     except InputError as exc:
-                        rejected.append(Rejected(_kind(exc.message), schedule, pp, ep, size, exc.message))
+                        rejected.append(Rejected(_kind(exc.message), schedule, pp, ep, size, exc.message, tp=tp))
                         continue
                     trials.append(Trial(layout, batch, tuple(notes)))
     # recipe by recipe (the profile's first), ZeRO stage by stage: later stages meet the layouts in one order
@@ -276,6 +294,6 @@ def attach_memory(inputs: PlanInputs, trials: list[Trial],
                                  f"{need} > {hbm / 2**30:.1f} GiB HBM" if not memory.fits else
                                  f"{need}: {memory.headroom_bytes / 2**30:.1f} GiB left < the "
                                  f"{min_headroom_bytes / 2**30:.1f} GiB headroom kept", memory.max_total_bytes,
-                                 trial.recipe.name, lay.zero_stage))
+                                 trial.recipe.name, lay.zero_stage, lay.tp))
     return kept, rejected
 

@@ -18,6 +18,7 @@ from dsctl.launch.rules import DUAL_SCHEDULES, stages_of_rank
 from dsctl.launch.schedule import simulate_stage_costs
 from dsctl.launch.schedule.timed import TimedSchedule, _prepared
 from dsctl.launch.stages import Stage, split_stages
+from dsctl.launch.tensor_parallel import dense_per_tp_rank, replicated_params
 from dsctl.model.flops import training_flops
 from dsctl.model.params import count_parameters
 from dsctl.model.recipes import DEEPSEEK, ActivationRecipe
@@ -49,20 +50,28 @@ from dsctl.steptime.stages import OpSecondsTable, StageSeconds, overlapped_secon
 
 
 def _stage_seconds(model: ModelProfile, stage: Stage, tokens: float, rates: GpuRates,
-                   kinds: dict[bool, LayerSeconds]) -> StageSeconds:
+                   kinds: dict[bool, LayerSeconds], tp: int = 1) -> StageSeconds:
     """Stage ``stage`` from the two layer kinds (``kinds[True]`` MoE, ``kinds[False]`` dense)."""
     layers = [kinds[model.moe is not None and index >= model.num_dense_layers]
               for index in range(stage.first_layer, stage.last_layer + 1)]
     outside = BlockSeconds()
     if stage.has_embedding:
-        outside += embedding_block(model, tokens, rates)
+        outside += embedding_block(model, tokens, rates, tp)
     for _ in range(stage.num_mtp_modules):  # its own lookup of the shared embedding, projection, layer, head
-        outside += embedding_block(model, tokens, rates) + mtp_projection_block(model, tokens, rates)
-        outside += head_block(model, tokens, rates)
+        outside += embedding_block(model, tokens, rates, tp) + mtp_projection_block(model, tokens, rates, tp)
+        outside += head_block(model, tokens, rates, tp)
         layers.append(kinds[model.moe is not None])
     if stage.has_head:
-        outside += head_block(model, tokens, rates)
+        outside += head_block(model, tokens, rates, tp)
     return StageSeconds(stage.index, tuple(layers), outside)
+
+
+def _tp_dense(model: ModelProfile, stage: Stage, tp: int) -> float:
+    """Dense parameters one GPU of ``stage`` holds under tensor parallelism ``tp`` (what its ZeRO collectives
+    and AdamW move)."""
+    if tp == 1:
+        return float(stage.dense_params)
+    return dense_per_tp_rank(stage.dense_params, replicated_params(model, stage), tp)
 
 
 def _link(node: NodeProfile) -> tuple[float, float]:
@@ -100,15 +109,16 @@ def _stage_times(timed: TimedSchedule | None, rank: int, pipeline_s: float) -> d
     return {s: (ends[b] if b >= 0 else 0.0, starts[f] if f >= 0 else pipeline_s) for s, (b, f) in indices.items()}
 
 
-def _rank_tail(layout: ParallelLayout, stages: tuple[Stage, ...], rank: int, link_rate: float, hbm: float,
-               latency: float, timed: TimedSchedule | None, pipeline_s: float) -> OptimizerSeconds:
+def _rank_tail(model: ModelProfile, layout: ParallelLayout, stages: tuple[Stage, ...], rank: int,
+               link_rate: float, hbm: float, latency: float, timed: TimedSchedule | None,
+               pipeline_s: float) -> OptimizerSeconds:
     """ZeRO-1 tail of pipeline rank ``rank`` (its stages' dense parameters and its share of their experts), with
     the overlap its op order allows (:func:`dsctl.steptime.collectives.exposed_tail`)."""
     shards, shard_params = [], 0.0
     times = _stage_times(timed, rank, pipeline_s)
     unknown = (pipeline_s, 0.0) if timed is None else (0.0, pipeline_s)  # no schedule: nothing overlaps
     for s in stages_of_rank(layout.schedule, layout.pp, rank):
-        dense, experts = stages[s].dense_params, stages[s].routed_expert_params / layout.ep
+        dense, experts = _tp_dense(model, stages[s], layout.tp), stages[s].routed_expert_params / layout.ep
         rs, ag = stage_collectives(dense, experts, layout.dp, layout.expert_dp, link_rate, latency)
         rs = 0.0 if layout.zero_stage == 2 else rs  # ZeRO-2: reduce-scattered inside the pipeline, per micro-batch
         shards.append(StageShard(rs, ag, *times.get(s, unknown)))
@@ -150,9 +160,6 @@ def predict_step(model: ModelProfile, node: NodeProfile, layout: ParallelLayout,
                          "token goes to one GPU's experts", field="balancedness")
     if num_micro_batches < 1 or micro_batch_size < 1 or seq_len < 1:
         raise InputError("micro-batches, micro-batch size and sequence length must be at least 1")
-    if layout.tp != 1:
-        raise InputError(f"tp {layout.tp}: the step-time model covers tp = 1 only (DeepSeek-V3 trains without "
-                         "tensor parallelism)")
     if layout.zero_stage not in PREDICTED_ZERO_STAGES:
         raise InputError(f"ZeRO-{layout.zero_stage}: the step-time model covers ZeRO-1 and ZeRO-2 only ("
                          f"{ZERO3_NOT_MODELLED})")
@@ -164,15 +171,18 @@ def predict_step(model: ModelProfile, node: NodeProfile, layout: ParallelLayout,
     stages = split_stages(model, counts, layout.num_stages)
     if ep_cost is None and layout.ep > 1 and model.moe is not None:
         ep_cost = fabric_ep(model, node, layout.ep, imbalance, fabric_plan)
-    layer_kinds = {moe: layer_seconds(model, moe, tokens, seq_len, True, layout.ep, rates, ep_cost, imbalance, recipe)
-                   for moe in (False, True)}
+    tp = layout.tp
+    layer_kinds = {moe: layer_seconds(model, moe, tokens, seq_len, True, layout.ep, rates, ep_cost, imbalance, recipe,
+                                      tp) for moe in (False, True)}
     link_rate, latency = _link(node)
-    costs = tuple(_stage_seconds(model, s, tokens, rates, layer_kinds) for s in stages)
+    costs = tuple(_stage_seconds(model, s, tokens, rates, layer_kinds, tp) for s in stages)
     if layout.zero_stage == 2:  # every micro-batch's backward reduce-scatters the stage's gradients
-        costs = tuple(replace(c, grad_sync=stage_collectives(s.dense_params, s.routed_expert_params / layout.ep,
+        costs = tuple(replace(c, grad_sync=stage_collectives(_tp_dense(model, s, tp),
+                                                             s.routed_expert_params / layout.ep,
                                                              layout.dp, layout.expert_dp, link_rate, latency)[0])
                       for c, s in zip(costs, stages, strict=True))
-    p2p = p2p_seconds(tokens, model.hidden_size, link_rate, latency) if layout.pp > 1 else 0.0
+    # sequence parallelism: each TP rank sends its 1/tp of the boundary activation over its own NIC
+    p2p = p2p_seconds(tokens / tp, model.hidden_size, link_rate, latency) if layout.pp > 1 else 0.0
     # the sender waits for its sends (stages.py): their bytes in the op, one latency on the dependency
     table = OpSecondsTable(costs, layout.schedule in DUAL_SCHEDULES, rates.comm_slowdown, layout.schedule,
                            p2p - latency if layout.pp > 1 else 0.0)
@@ -188,7 +198,7 @@ def predict_step(model: ModelProfile, node: NodeProfile, layout: ParallelLayout,
         kinds = {"F": num_micro_batches * one.f, "B": num_micro_batches * one.b, "I": 0.0, "W": 0.0, "FB": 0.0}
         counts_by_kind = {"F": num_micro_batches, "B": num_micro_batches, "I": 0, "W": 0, "FB": 0}
         idle = (0.0,)
-    tail = max((_rank_tail(layout, stages, r, link_rate, rates.hbm_bytes_per_s, latency, timed, pipeline)
+    tail = max((_rank_tail(model, layout, stages, r, link_rate, rates.hbm_bytes_per_s, latency, timed, pipeline)
                 for r in range(layout.pp)), key=lambda t: t.exposed_s)
     breakdown = PhaseBreakdown(
         rank=0, one_f_s=kinds["F"], one_b_s=kinds["B"] + kinds["I"], one_w_s=kinds["W"],
@@ -225,20 +235,21 @@ def step_lower_bound(model: ModelProfile, node: NodeProfile, layout: ParallelLay
     rates = gpu_rates(node, model.training_precision)
     tokens = float(micro_batch_size * seq_len)
     stages = split_stages(model, count_parameters(model), layout.num_stages)
+    tp = layout.tp
     kinds = {moe: layer_seconds(model, moe, tokens, seq_len, True, layout.ep, rates, ep_cost, 1.0 / balancedness,
-                                recipe) for moe in (False, True)}
+                                recipe, tp) for moe in (False, True)}
     link_rate, latency = _link(node)
     dual = layout.schedule in DUAL_SCHEDULES
     work = 0.0
     for stage in stages:
-        cost = _stage_seconds(model, stage, tokens, rates, kinds)
-        sync = stage_collectives(stage.dense_params, stage.routed_expert_params / layout.ep, layout.dp,
+        cost = _stage_seconds(model, stage, tokens, rates, kinds, tp)
+        sync = stage_collectives(_tp_dense(model, stage, tp), stage.routed_expert_params / layout.ep, layout.dp,
                                  layout.expert_dp, link_rate, latency)[0] if layout.zero_stage == 2 else 0.0
-        busy, comm = cost.compute_f + cost.compute_b + sync, cost.comm_f + cost.comm_b
+        busy, comm = cost.compute_f + cost.compute_b + cost.tp_comm + sync, cost.comm_f + cost.comm_b
         work += max(busy, comm) if dual else busy + comm
     return num_micro_batches * work / layout.pp
 
 
 def _layer_cost(kind: str, x: LayerSeconds) -> LayerCost:
     return LayerCost(kind, x.attention.f, x.attention.i, x.attention.w, x.ffn.f, x.ffn.i, x.ffn.w, x.dispatch_f,
-                     x.combine_f, x.dispatch_b, x.combine_b, x.recompute_s)
+                     x.combine_f, x.dispatch_b, x.combine_b, x.recompute_s, x.tp_f, x.tp_b)
