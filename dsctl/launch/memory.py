@@ -49,6 +49,7 @@ reduced layer (tests/unit/test_recipes_torch.py).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from dsctl.launch import rules
 from dsctl.launch.layout import ParallelLayout
@@ -165,9 +166,11 @@ def stage_activations(model: ModelProfile, stage: Stage, recipe: ActivationRecip
     return all_stage_activations(model, (stage,), recipe)[0]
 
 
+@lru_cache(maxsize=64)
 def all_stage_activations(model: ModelProfile, stages: tuple[Stage, ...],
-                          recipe: ActivationRecipe = DEEPSEEK) -> list[ActivationBytes]:
-    """:func:`stage_activations` of every stage (the layer figures computed once)."""
+                          recipe: ActivationRecipe = DEEPSEEK) -> tuple[ActivationBytes, ...]:
+    """:func:`stage_activations` of every stage (the layer figures computed once; cached: a layout search asks
+    again for every layout of a stage split)."""
     moe_layer = layer_activations(model, recipe, True)
     dense_layer = layer_activations(model, recipe, False)
     mtp = moe_layer + mtp_extra_activations(model)
@@ -176,7 +179,7 @@ def all_stage_activations(model: ModelProfile, stages: tuple[Stage, ...],
     for stage in stages:
         total = dense_layer * stage.num_dense_layers + moe_layer * stage.num_moe_layers + mtp * stage.num_mtp_modules
         out.append(total + head if stage.has_head else total)
-    return out
+    return tuple(out)
 
 
 def stage_activation_bytes_per_token(model: ModelProfile, stage: Stage, recipe: ActivationRecipe = DEEPSEEK) -> float:
@@ -224,6 +227,45 @@ def rank_gemm_parameters(model: ModelProfile, stages: tuple[Stage, ...], held: t
     return max(0, dense - embedding - heads * head) // tp + routed // ep
 
 
+#: per-rank figures of a stage split that no batch, EP degree or ZeRO stage changes, keyed by object identity
+#: (hashing a stage tuple at every estimate of a layout search costs more than the figures); bounded
+_SPLITS: dict[tuple[int, int, str, int, int, int], tuple[object, ...]] = {}
+_SPLITS_LIMIT = 4096
+
+_RankSplit = tuple[tuple[int, ...], int, int, int, tuple[tuple[float, float], ...], ActivationBytes]
+
+
+def _rank_split(model: ModelProfile, stages: tuple[Stage, ...], schedule: str, pp: int, tp: int,
+                recipe: ActivationRecipe) -> tuple[_RankSplit, ...]:
+    """Per pipeline rank: (stages held, dense parameters per GPU (over ``tp`` but the replicated ones), all
+    routed parameters, dense GEMM parameters per GPU, per held stage (dense per GPU, routed) parameters per
+    layer, the largest held stage's activation bytes per token); cached, as a layout search asks for the same
+    split under many EP degrees, batches and ZeRO stages."""
+    key = (id(model), id(stages), schedule, pp, tp, id(recipe))
+    hit = _SPLITS.get(key)
+    if hit is not None and hit[0] is model and hit[1] is stages and hit[2] is recipe:
+        return hit[3]  # type: ignore[return-value]
+    per_stage = all_stage_activations(model, stages, recipe)
+    out = []
+    for r in range(pp):
+        held = rules.stages_of_rank(schedule, pp, r)
+        dense, routed_full = rank_parameters(stages, held)
+        if tp > 1:
+            dense = int(dense_per_tp_rank(dense, sum(replicated_params(model, stages[s]) for s in held), tp))
+        per_layer = tuple((stages[s].dense_params / tp / max(1, _layers(stages[s])),
+                           stages[s].routed_expert_params / max(1, _layers(stages[s]))) for s in held)
+        out.append((held, dense, routed_full, rank_gemm_parameters(model, stages, held, 1, tp) - routed_full,
+                    per_layer, max((per_stage[s] for s in held), key=lambda x: x.total)))
+    if len(_SPLITS) >= _SPLITS_LIMIT:
+        _SPLITS.clear()
+    _SPLITS[key] = (model, stages, recipe, tuple(out))
+    return tuple(out)
+
+
+def _layers(stage: Stage) -> int:
+    return stage.num_dense_layers + stage.num_moe_layers + stage.num_mtp_modules
+
+
 def estimate_memory(model: ModelProfile, layout: ParallelLayout, stages: tuple[Stage, ...], hbm_bytes: int,
                     tokens_per_micro_batch: int, num_micro_batches: int,
                     assumptions: MemoryAssumptions | None = None, recipe: ActivationRecipe = DEEPSEEK,
@@ -235,31 +277,28 @@ def estimate_memory(model: ModelProfile, layout: ParallelLayout, stages: tuple[S
     tokens = tokens_per_micro_batch / tp  # sequence parallelism: each TP rank keeps 1/tp of every saved tensor
     temporaries = int(backward_working_bytes_per_token(model) * tokens)
     deepep = a.deepep_buffer_bytes if model.moe is not None and layout.ep > 1 else 0
-    per_stage = all_stage_activations(model, stages, recipe)
+    optimizer_bytes = a.optimizer_bytes
     rows = []
-    for r in range(layout.pp):
-        held = rules.stages_of_rank(layout.schedule, layout.pp, r)
-        dense, routed_full = rank_parameters(stages, held)
-        if tp > 1:
-            dense = int(dense_per_tp_rank(dense, sum(replicated_params(model, stages[s]) for s in held), tp))
+    for r, (held, dense, routed_full, gemm_dense, per_layer, per_token) in enumerate(
+            _rank_split(model, stages, layout.schedule, layout.pp, tp, recipe)):
         routed = routed_full // layout.ep
         params = dense + routed
-
-        def shard(bytes_per_param: float, dense: int = dense, routed: int = routed) -> int:
-            return int(dense * bytes_per_param / layout.dp + routed * bytes_per_param / layout.expert_dp)
-
-        unit = layer_unit_parameters(stages, held, layout.ep, tp)
         zero = layout.zero_stage
-        weights = shard(a.weight_bytes) + int(2 * unit * a.weight_bytes) if zero >= 3 else int(params * a.weight_bytes)
-        grads = shard(a.grad_bytes) + int(2 * unit * a.grad_bytes) if zero >= 2 else int(params * a.grad_bytes)
-        optim = shard(a.optimizer_bytes)
+        # one layer's share (layer_unit_parameters): ZeRO-2/3 only; a shard is over the parameter's dp group
+        unit = int(max(d + x / layout.ep for d, x in per_layer)) if zero >= 2 else 0
+        dp, edp = layout.dp, layout.expert_dp
+        weights = (int(dense * a.weight_bytes / dp + routed * a.weight_bytes / edp) + int(2 * unit * a.weight_bytes)
+                   if zero >= 3 else int(params * a.weight_bytes))
+        grads = (int(dense * a.grad_bytes / dp + routed * a.grad_bytes / edp) + int(2 * unit * a.grad_bytes)
+                 if zero >= 2 else int(params * a.grad_bytes))
+        optim = int(dense * optimizer_bytes / dp + routed * optimizer_bytes / edp)
         fp8 = 0
         if recipe.fp8_weight_copies:
-            fp8 = int((2 * unit if zero >= 3 else rank_gemm_parameters(model, stages, held, layout.ep, tp))
-                      * FP8_WEIGHT_BYTES)
-        per_token = max((per_stage[s] for s in held), key=lambda x: x.total)
-        chunks = activation_chunks(layout, r, num_micro_batches)
-        values, scales, lse = (int(chunks * tokens * x) for x in (per_token.values, per_token.scales, per_token.lse))
+            fp8 = int((2 * unit if zero >= 3 else gemm_dense + routed) * FP8_WEIGHT_BYTES)  # rank_gemm_parameters
+        chunks = rules.activation_chunks(layout.schedule, layout.pp, r, num_micro_batches)
+        values = int(chunks * tokens * per_token.values)
+        scales = int(chunks * tokens * per_token.scales)
+        lse = int(chunks * tokens * per_token.lse)
         total = (weights + grads + optim + fp8 + values + scales + lse + temporaries + deepep + a.runtime_bytes)
         rows.append(RankMemory(
             pp_rank=r, stages=held, params=params, dense_params=dense, routed_params=routed,

@@ -96,12 +96,13 @@ def attach_step_time(inputs: PlanInputs, options: SearchOptions, trials: list[Tr
     rejected: list[Rejected] = []
     steps: list[float] = []
     below: InputError | None = None  # the first "below 1/ep" error, raised as it is when it rules out every layout
+    slack = HEADROOM_SLACK if options.objective == "headroom" else 0.0  # only headroom ranks past the fastest
     tick = each(report, len(trials))
     for done, (bound, trial) in enumerate(sorted(((_bound(inputs, options, t, ep_models.get(t.layout.ep)), t)
                                                   for t in trials), key=lambda bt: bt[0]), 1):
         tick(done)
         lay, batch = trial.layout, trial.batch
-        if len(steps) >= EXACT_TOP and bound > max(steps[EXACT_TOP - 1], steps[0] * (1.0 + HEADROOM_SLACK)):
+        if len(steps) >= EXACT_TOP and bound > max(steps[EXACT_TOP - 1], steps[0] * (1.0 + slack)):
             rejected.append(Rejected("outpaced", lay.schedule, lay.pp, lay.ep, batch.micro_batch_size,
                                      f"at least {bound:.2f} s (its work alone, no bubble) > the {EXACT_TOP}th best "
                                      f"{steps[EXACT_TOP - 1]:.2f} s", trial.predicted_memory_bytes(),

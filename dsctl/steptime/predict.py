@@ -226,28 +226,52 @@ def step_lower_bound(model: ModelProfile, node: NodeProfile, layout: ParallelLay
                      micro_batch_size: int = 1, seq_len: int = 4096, balancedness: float = 1.0,
                      recipe: ActivationRecipe = DEEPSEEK, ep_cost: EpCostModel | None = None) -> float:
     """Seconds no schedule of ``layout`` can beat (:func:`predict_step` is never below it): every stage runs
-    every micro-batch's forward and backward once, on one of ``pp`` ranks, so the step is at least
-    ``M x sum over stages of w_s / pp``, where ``w_s`` is the stage's work per micro-batch: compute (recompute
+    every micro-batch's forward and backward once, on one of the ranks holding it (DualPipe: two, each taking
+    half of the micro-batches), so the step is at least the busiest rank's ``M x sum over its stages of
+    w_s / holders_s``, where ``w_s`` is the stage's work per micro-batch: compute (recompute
     included) + ZeRO-2's reduce-scatter + its all-to-alls under 1F1B/ZB1P (nothing overlaps there), and under
     DualPipe/DualPipeV the larger of compute + reduce-scatter and the all-to-alls (an overlapped slot takes the
     longer of its two sides). No bubble and no optimizer tail: cheap enough to skip the simulation of a layout
     that cannot win. ``ep_cost`` as :func:`predict_step` (None: no all-to-all counted, still a bound)."""
+    zero2 = layout.zero_stage == 2  # only ZeRO-2's per-micro-batch reduce-scatter depends on dp
+    work = _bound_work(model, node, layout.num_stages, layout.schedule in DUAL_SCHEDULES, layout.zero_stage,
+                       layout.dp if zero2 else 0, layout.expert_dp if zero2 else 0, layout.ep, layout.tp,
+                       float(micro_batch_size * seq_len), seq_len, balancedness, recipe, ep_cost)
+    return num_micro_batches * max(sum(work[s] / holders for s, holders in rank)
+                                   for rank in _rank_shares(layout.schedule, layout.pp))
+
+
+@functools.lru_cache(maxsize=256)
+def _rank_shares(schedule: str, pp: int) -> tuple[tuple[tuple[int, int], ...], ...]:
+    """Per pipeline rank: (stage, number of ranks holding it) for each stage it holds; a stage's micro-batches
+    split evenly over its holders (DualPipe: two, one per direction)."""
+    held = [stages_of_rank(schedule, pp, r) for r in range(pp)]
+    holders: dict[int, int] = {}
+    for stages in held:
+        for s in stages:
+            holders[s] = holders.get(s, 0) + 1
+    return tuple(tuple((s, holders[s]) for s in stages) for stages in held)
+
+
+@functools.lru_cache(maxsize=4096)
+def _bound_work(model: ModelProfile, node: NodeProfile, num_stages: int, dual: bool, zero_stage: int, dp: int,
+                expert_dp: int, ep: int, tp: int, tokens: float, seq_len: int, balancedness: float,
+                recipe: ActivationRecipe, ep_cost: EpCostModel | None) -> tuple[float, ...]:
+    """Each stage's work for one micro-batch, as :func:`step_lower_bound` sums it per rank; cached (a layout
+    search asks for the same stage split, degrees and batch under many schedules and batch counts)."""
     rates = gpu_rates(node, model.training_precision)
-    tokens = float(micro_batch_size * seq_len)
-    stages = split_stages(model, count_parameters(model), layout.num_stages)
-    tp = layout.tp
-    kinds = {moe: layer_seconds(model, moe, tokens, seq_len, True, layout.ep, rates, ep_cost, 1.0 / balancedness,
+    stages = split_stages(model, count_parameters(model), num_stages)
+    kinds = {moe: layer_seconds(model, moe, tokens, seq_len, True, ep, rates, ep_cost, 1.0 / balancedness,
                                 recipe, tp) for moe in (False, True)}
     link_rate, latency = _link(node)
-    dual = layout.schedule in DUAL_SCHEDULES
-    work = 0.0
+    work = []
     for stage in stages:
         cost = _stage_seconds(model, stage, tokens, rates, kinds, tp)
-        sync = stage_collectives(_tp_dense(model, stage, tp), stage.routed_expert_params / layout.ep, layout.dp,
-                                 layout.expert_dp, link_rate, latency)[0] if layout.zero_stage == 2 else 0.0
+        sync = stage_collectives(_tp_dense(model, stage, tp), stage.routed_expert_params / ep, dp, expert_dp,
+                                 link_rate, latency)[0] if zero_stage == 2 else 0.0
         busy, comm = cost.compute_f + cost.compute_b + cost.tp_comm + sync, cost.comm_f + cost.comm_b
-        work += max(busy, comm) if dual else busy + comm
-    return num_micro_batches * work / layout.pp
+        work.append(max(busy, comm) if dual else busy + comm)
+    return tuple(work)
 
 
 def _layer_cost(kind: str, x: LayerSeconds) -> LayerCost:
