@@ -130,7 +130,8 @@ def _families(rejected: tuple[Rejected, ...], with_recipe: bool) -> tuple[Family
         if not items:
             continue
         example = min(items, key=lambda r: r.memory_bytes or 0) if kind == "memory" else items[0]
-        where = f"PP{example.pp} EP{example.ep} {example.schedule} b{example.micro_batch_size}"
+        tp = f" TP{example.tp}" if example.tp > 1 else ""
+        where = f"PP{example.pp} EP{example.ep}{tp} {example.schedule} b{example.micro_batch_size}"
         where += f" {example.recipe}" if with_recipe and kind in ("memory", "step-time model") else ""
         where += f" ZeRO-{example.zero_stage}" if example.zero_stage != 1 and kind != "dominated" else ""
         reason = example.reason.split(" (")[0]

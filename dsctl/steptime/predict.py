@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
 from dsctl.errors import InputError
 from dsctl.launch.layout import ParallelLayout
@@ -234,9 +236,15 @@ def step_lower_bound(model: ModelProfile, node: NodeProfile, layout: ParallelLay
     longer of its two sides). No bubble and no optimizer tail: cheap enough to skip the simulation of a layout
     that cannot win. ``ep_cost`` as :func:`predict_step` (None: no all-to-all counted, still a bound)."""
     zero2 = layout.zero_stage == 2  # only ZeRO-2's per-micro-batch reduce-scatter depends on dp
-    work = _bound_work(model, node, layout.num_stages, layout.schedule in DUAL_SCHEDULES, layout.zero_stage,
+    cost: Any = ep_cost
+    bound_work: Callable[..., tuple[float, ...]] = _bound_work
+    try:
+        hash(cost)
+    except TypeError:  # a caller's EP model that cannot be a cache key
+        bound_work = _bound_work.__wrapped__
+    work = bound_work(model, node, layout.num_stages, layout.schedule in DUAL_SCHEDULES, layout.zero_stage,
                        layout.dp if zero2 else 0, layout.expert_dp if zero2 else 0, layout.ep, layout.tp,
-                       float(micro_batch_size * seq_len), seq_len, balancedness, recipe, ep_cost)
+                       float(micro_batch_size * seq_len), seq_len, balancedness, recipe, cost)
     return num_micro_batches * max(sum(work[s] / holders for s, holders in rank)
                                    for rank in _rank_shares(layout.schedule, layout.pp))
 
@@ -256,7 +264,7 @@ def _rank_shares(schedule: str, pp: int) -> tuple[tuple[tuple[int, int], ...], .
 @functools.lru_cache(maxsize=4096)
 def _bound_work(model: ModelProfile, node: NodeProfile, num_stages: int, dual: bool, zero_stage: int, dp: int,
                 expert_dp: int, ep: int, tp: int, tokens: float, seq_len: int, balancedness: float,
-                recipe: ActivationRecipe, ep_cost: EpCostModel | None) -> tuple[float, ...]:
+                recipe: ActivationRecipe, ep_cost: Any) -> tuple[float, ...]:
     """Each stage's work for one micro-batch, as :func:`step_lower_bound` sums it per rank; cached (a layout
     search asks for the same stage split, degrees and batch under many schedules and batch counts)."""
     rates = gpu_rates(node, model.training_precision)
