@@ -204,8 +204,8 @@ def tp_lines(result: SearchResult) -> list[str]:
             step = trial.predicted()[1]
             collectives = sum(x.tp_f_s + x.tp_b_s for x in step.layers[-1:])
             lines.append(f"tp {tp}: best {trial.label()} {step.step_s:.2f} s ({step.step_s - best_step.step_s:+.2f} "
-                         f"s); its NVLink all-gathers + reduce-scatters {collectives * 1e3:.1f} ms per layer and "
-                         "micro-batch, exposed")
+                         "s)" + (f"; its NVLink all-gathers + reduce-scatters {collectives * 1e3:.1f} ms per layer "
+                                 "and micro-batch, exposed" if tp > 1 else ""))
             continue
         rejected = [r for r in result.rejected if r.tp == tp]
         kinds = sorted({r.kind for r in rejected}, key=REJECTION_KINDS.index)
