@@ -19,7 +19,8 @@ def test_launch_default_searches_by_predicted_step(cli: Cli) -> None:
     data = cli("launch", "--nodes", "256", "-f", "json").json()
     search = data["search"]
     rows = search["candidates"]
-    assert search["num_evaluated"] == 648 * 4 * 2 and search["objective"] == "fastest"  # x 4 recipes x ZeRO-1/2
+    # 2,592 (pp, tp) x ep x schedule x micro-batch size combinations x 4 recipes x ZeRO-1/2
+    assert search["num_evaluated"] == 2592 * 4 * 2 and search["objective"] == "fastest"
     assert [r["step_s"] for r in rows] == sorted(r["step_s"] for r in rows) and len(rows) == 5
     lay = data["layout"]
     assert rows[0]["label"].startswith(f"PP{lay['pp']} EP{lay['ep']} {data['schedule']} ")
@@ -30,7 +31,7 @@ def test_launch_default_searches_by_predicted_step(cli: Cli) -> None:
     assert deepseek and deepseek[0]["step_s"] == pytest.approx(17.31, abs=0.05)
     assert {f["kind"] for f in search["rejected"]} >= {"memory", "schedule rule", "divisibility", "EP span"}
     table = cli("launch", "--nodes", "256")
-    assert "Layouts by predicted step (5,184 evaluated" in table.stdout and "Rejected families" in table.stdout
+    assert "Layouts by predicted step (20,736 evaluated" in table.stdout and "Rejected families" in table.stdout
 
 
 def test_dry_run_writes_nothing_and_says_so(cli: Cli, tmp_path: Path) -> None:
@@ -110,8 +111,8 @@ def test_bad_inputs(cli: Cli) -> None:
 
 
 def test_does_not_fit_exits_1(cli: Cli) -> None:
-    args = ("launch", "--nodes", "256", "--pp", "8", "--schedule", "dualpipe", "-f", "json")
-    res = cli(*args, "--recipe", "none", "--", "t.py")  # no ZeRO stage rescues plain BF16 at PP8 (215 GiB)
+    args = ("launch", "--nodes", "256", "--pp", "8", "--schedule", "dualpipe", "--tp", "1", "-f", "json")
+    res = cli(*args, "--recipe", "none", "--", "t.py")  # no ZeRO stage rescues plain BF16 at PP8 TP1 (215 GiB)
     assert res.exit_code == 1
     data = res.json()
     assert data["memory"]["fits"] is False and data["dsctl"]["exit_code"] == 1
@@ -222,11 +223,12 @@ def test_auto_pp_explains_every_rejected_candidate(cli: Cli) -> None:
 
 
 def test_layout_subcommand_exits_1_when_it_does_not_fit_like_launch(cli: Cli) -> None:
-    layout = cli("launch", "layout", "--nodes", "48", "--pp", "16", "--recipe", "deepseek")
-    plan = cli("launch", "--nodes", "48", "--pp", "16", "--recipe", "deepseek", "--", "t.py")
+    layout = cli("launch", "layout", "--nodes", "48", "--pp", "16", "--tp", "1", "--recipe", "deepseek")
+    plan = cli("launch", "--nodes", "48", "--pp", "16", "--tp", "1", "--recipe", "deepseek", "--", "t.py")
     assert layout.exit_code == plan.exit_code == 1
     assert "DOES NOT FIT" in layout.stdout
-    data = cli("launch", "layout", "--nodes", "48", "--pp", "16", "--recipe", "deepseek", "-f", "json").json()
+    data = cli("launch", "layout", "--nodes", "48", "--pp", "16", "--tp", "1", "--recipe", "deepseek", "-f",
+               "json").json()
     assert data["memory_fits"] is False and data["exit_code"] == 1 and data["dsctl"]["exit_code"] == 1
     assert cli("launch", "layout", "--nodes", "256").exit_code == 0
 
@@ -265,15 +267,18 @@ def test_memory_table_is_readable_at_80_columns(cli: Cli, monkeypatch: pytest.Mo
 def test_plain_bf16_recipe_does_not_fit_where_deepseeks_does(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 28: with --recipe none, PP16 EP64 on 256 H800 nodes needs ~187.5 GiB (DeepSeek's recipe: 73.5)."""
     monkeypatch.setenv("COLUMNS", "200")
-    res = cli("launch", "--nodes", "256", "--pp", "16", "--recipe", "none", "--", "t.py")
+    res = cli("launch", "--nodes", "256", "--pp", "16", "--tp", "1", "--recipe", "none", "--", "t.py")
     assert res.exit_code == 1, res.stderr
     assert "DOES NOT FIT: pipeline rank 1 needs 187.5 GiB > 79.6 GiB usable" in res.stdout
     assert "recipe none; usable HBM 79.6 of 80.0" in res.stdout
     # what would fit instead: the other recipes' fastest layouts at pp 16, with their predicted steps
     assert "recipe deepseek fits at PP16: 17.3" in res.stdout
     assert "recipe full-recompute fits at PP16: 2" in res.stdout
-    res = cli("launch", "--nodes", "256", "--pp", "16", "--", "t.py")
+    res = cli("launch", "--nodes", "256", "--pp", "16", "--tp", "1", "--", "t.py")
     assert res.exit_code == 0 and "fits: worst pipeline rank 1 uses 73.5 GiB of 79.6 GiB usable" in res.stdout
+    # tp left to the search: TP4 with sequence parallelism divides the activations by 4 and plain BF16 fits
+    res = cli("launch", "--nodes", "256", "--pp", "16", "--recipe", "none", "-f", "json", "--", "t.py")
+    assert res.exit_code == 0 and res.json()["layout"]["tp"] > 1
     res = cli("launch", "layout", "--nodes", "256", "--recipe", "full-recompute", "--format", "json")
     assert res.exit_code == 0 and '"memory_fits": true' in res.stdout
     res = cli("launch", "--nodes", "256", "--recipe", "fp4", "--", "t.py")

@@ -164,9 +164,12 @@ def test_the_recipe_is_searched_unless_fixed() -> None:
 
 @pytest.mark.slow
 def test_a_fixed_recipe_that_fits_nowhere_names_the_recipes_that_do() -> None:
-    """V3 on 256 x H800 with --recipe none: no layout fits; deepseek and full-recompute fit, each with its
-    fastest layout simulated in full, fastest first."""
-    result = search_layouts(_inputs(V3, LaunchRequest(256, recipe="none")), SearchOptions())
+    """V3 on 256 x H800 with --recipe none and --tp 1: no layout fits; deepseek and full-recompute fit, each with
+    its fastest layout simulated in full, fastest first. With tp left open, TP4 (activations over 4) fits."""
+    opened = search_layouts(_inputs(V3, LaunchRequest(256, recipe="none")), SearchOptions())
+    assert opened.best is not None and opened.best.layout.tp == 4
+    assert opened.best.predicted()[1].step_s == pytest.approx(21.01, abs=0.05)
+    result = search_layouts(_inputs(V3, LaunchRequest(256, recipe="none", tp=1)), SearchOptions())
     assert result.best is None
     assert [t.recipe.name for t in result.alternatives] == ["deepseek", "full-recompute"]
     deepseek, full = (t.predicted()[1].step_s for t in result.alternatives)
