@@ -152,8 +152,8 @@ def test_layout_subcommand_explain(cli: Cli) -> None:
     groups = {g["kind"]: g for g in data["groups"]}
     assert groups["ep"]["ranks"][0] == list(range(64))
     assert groups["pp"]["ranks"][1] == list(range(1, 2048, 256))
-    table = cli("launch", "layout", "--nodes", "16", "--explain")
-    assert table.exit_code == 1  # 16 nodes cannot hold DeepSeek-V3: the layout is shown, the check fails
+    table = cli("launch", "layout", "--nodes", "16", "--tp", "1", "--explain")
+    assert table.exit_code == 1  # 16 nodes cannot hold DeepSeek-V3 at tp 1: the layout is shown, the check fails
     assert "ep groups" in table.stdout and "pp groups" in table.stdout
 
 
@@ -183,7 +183,8 @@ def test_ep_that_does_not_divide_the_experts_is_named_in_auto_mode(cli) -> None:
 
 def test_auto_pp_error_names_the_layout_dsctl_would_choose(cli: Cli) -> None:
     """3840 sequences fail on DP 128 (30 micro-batches < DualPipe's 2 x 16), not on dp 1024 (pp 2)."""
-    res = cli("launch", "--nodes", "256", "--global-batch", "3840", "--schedule", "dualpipe", "--", "t.py")
+    res = cli("launch", "--nodes", "256", "--global-batch", "3840", "--schedule", "dualpipe", "--tp", "1", "--",
+              "t.py")  # at tp 1 (the memory rule's); with tp searched, TP2 layouts split the batch
     assert res.exit_code == 2 and res.stdout == ""
     first = res.stderr.splitlines()[0]
     assert "PP16 EP64 TP1 DP128, the layout dsctl would choose" in first
@@ -194,11 +195,11 @@ def test_auto_pp_error_names_the_layout_dsctl_would_choose(cli: Cli) -> None:
 
 
 def test_auto_pp_error_for_indivisible_batch_and_too_few_micro_batches(cli: Cli) -> None:
-    res = cli("launch", "--nodes", "256", "--global-batch", "1000", "--", "t.py")
+    res = cli("launch", "--nodes", "256", "--global-batch", "1000", "--tp", "1", "--", "t.py")
     assert res.exit_code == 2
     first = res.stderr.splitlines()[0]
     assert "DP128" in first and "--global-batch 1000 % dp 128 = 104" in first and "dp 1024" not in first
-    res = cli("launch", "--nodes", "256", "--global-batch", "15360", "--micro-batches", "7", "--", "t.py")
+    res = cli("launch", "--nodes", "256", "--global-batch", "15360", "--micro-batches", "7", "--tp", "1", "--", "t.py")
     assert res.exit_code == 2
     first = res.stderr.splitlines()[0]
     assert "DP128" in first and "2 x pp = 32; got --micro-batches 7" in first and "dp 1024" not in first
@@ -207,7 +208,7 @@ def test_auto_pp_error_for_indivisible_batch_and_too_few_micro_batches(cli: Cli)
 
 def test_auto_pp_explains_every_rejected_candidate(cli: Cli) -> None:
     res = cli("launch", "--nodes", "256", "--micro-batches", "30", "--schedule", "dualpipe", "--recipe", "deepseek",
-              "-f", "json", "--", "t.py")
+              "--tp", "1", "-f", "json", "--", "t.py")
     assert res.exit_code == 1
     data = res.json()
     assert data["layout"]["pp"] == 8 and data["memory"]["fits"] is False
@@ -217,7 +218,7 @@ def test_auto_pp_explains_every_rejected_candidate(cli: Cli) -> None:
     assert pp16 and "2 x pp = 32; got --micro-batches 30" in pp16[0]
     assert any(c.startswith("pp 2 rejected: does not fit") for c in choices)
     table = cli("launch", "--nodes", "256", "--micro-batches", "30", "--schedule", "dualpipe", "--recipe", "deepseek",
-                "--", "t.py")
+                "--tp", "1", "--", "t.py")
     assert table.exit_code == 1
     assert "pp 16 rejected" in table.stdout and "DOES NOT FIT" in table.stdout
 
