@@ -277,35 +277,37 @@ def estimate_memory(model: ModelProfile, layout: ParallelLayout, stages: tuple[S
     tokens = tokens_per_micro_batch / tp  # sequence parallelism: each TP rank keeps 1/tp of every saved tensor
     temporaries = int(backward_working_bytes_per_token(model) * tokens)
     deepep = a.deepep_buffer_bytes if model.moe is not None and layout.ep > 1 else 0
-    optimizer_bytes = a.optimizer_bytes
+    optimizer_bytes, weight_bytes, grad_bytes = a.optimizer_bytes, a.weight_bytes, a.grad_bytes
+    runtime = a.runtime_bytes
+    ep, dp, edp, zero, schedule, pp = (layout.ep, layout.dp, layout.expert_dp, layout.zero_stage, layout.schedule,
+                                       layout.pp)
+    fixed = temporaries + deepep + runtime
     rows = []
     for r, (held, dense, routed_full, gemm_dense, per_layer, per_token) in enumerate(
-            _rank_split(model, stages, layout.schedule, layout.pp, tp, recipe)):
-        routed = routed_full // layout.ep
+            _rank_split(model, stages, schedule, pp, tp, recipe)):
+        routed = routed_full // ep
         params = dense + routed
-        zero = layout.zero_stage
         # one layer's share (layer_unit_parameters): ZeRO-2/3 only; a shard is over the parameter's dp group
-        unit = int(max(d + x / layout.ep for d, x in per_layer)) if zero >= 2 else 0
-        dp, edp = layout.dp, layout.expert_dp
-        weights = (int(dense * a.weight_bytes / dp + routed * a.weight_bytes / edp) + int(2 * unit * a.weight_bytes)
-                   if zero >= 3 else int(params * a.weight_bytes))
-        grads = (int(dense * a.grad_bytes / dp + routed * a.grad_bytes / edp) + int(2 * unit * a.grad_bytes)
-                 if zero >= 2 else int(params * a.grad_bytes))
+        unit = int(max(d + x / ep for d, x in per_layer)) if zero >= 2 else 0
+        weights = (int(dense * weight_bytes / dp + routed * weight_bytes / edp) + int(2 * unit * weight_bytes)
+                   if zero >= 3 else int(params * weight_bytes))
+        grads = (int(dense * grad_bytes / dp + routed * grad_bytes / edp) + int(2 * unit * grad_bytes)
+                 if zero >= 2 else int(params * grad_bytes))
         optim = int(dense * optimizer_bytes / dp + routed * optimizer_bytes / edp)
         fp8 = 0
         if recipe.fp8_weight_copies:
             fp8 = int((2 * unit if zero >= 3 else gemm_dense + routed) * FP8_WEIGHT_BYTES)  # rank_gemm_parameters
-        chunks = rules.activation_chunks(layout.schedule, layout.pp, r, num_micro_batches)
+        chunks = rules.activation_chunks(schedule, pp, r, num_micro_batches)
         values = int(chunks * tokens * per_token.values)
         scales = int(chunks * tokens * per_token.scales)
         lse = int(chunks * tokens * per_token.lse)
-        total = (weights + grads + optim + fp8 + values + scales + lse + temporaries + deepep + a.runtime_bytes)
+        total = weights + grads + optim + fp8 + values + scales + lse + fixed
         rows.append(RankMemory(
             pp_rank=r, stages=held, params=params, dense_params=dense, routed_params=routed,
             weights_bytes=weights, gradients_bytes=grads, optimizer_bytes=optim, fp8_weights_bytes=fp8,
             activation_chunks=chunks, activation_chunk_bytes=int(per_token.total * tokens), activations_bytes=values,
             activation_scales_bytes=scales, attention_lse_bytes=lse, backward_temporaries_bytes=temporaries,
-            deepep_buffers_bytes=deepep, runtime_bytes=a.runtime_bytes, total_bytes=total,
+            deepep_buffers_bytes=deepep, runtime_bytes=runtime, total_bytes=total,
             headroom_bytes=hbm_bytes - total,
         ))
     worst = max(rows, key=lambda row: row.total_bytes)
