@@ -251,8 +251,9 @@ def enumerate_trials(inputs: PlanInputs, space: SearchSpace) -> tuple[list[Trial
                         continue
                     trials.append(Trial(layout, batch, tuple(notes)))
     # recipe by recipe (the profile's first), ZeRO stage by stage: later stages meet the layouts in one order
-    return ([replace(t, recipe=r, layout=replace(t.layout, zero_stage=z) if z != 1 else t.layout)
-             for r in space.recipes for z in space.zero_stages for t in trials],
+    staged = {z: [replace(t.layout, zero_stage=z) if z != 1 else t.layout for t in trials] for z in space.zero_stages}
+    return ([replace(t, recipe=r, layout=layout)
+             for r in space.recipes for z in space.zero_stages for t, layout in zip(trials, staged[z], strict=True)],
             [replace(x, recipe=r.name, zero_stage=z) for r in space.recipes for z in space.zero_stages
              for x in rejected])
 

@@ -249,6 +249,12 @@ def step_lower_bound(model: ModelProfile, node: NodeProfile, layout: ParallelLay
                                    for rank in _rank_shares(layout.schedule, layout.pp))
 
 
+@functools.lru_cache(maxsize=128)
+def _split(model: ModelProfile, num_stages: int) -> tuple[Stage, ...]:
+    """``model``'s stage split into ``num_stages`` (cached for the bound: one split per stage count)."""
+    return split_stages(model, count_parameters(model), num_stages)
+
+
 @functools.lru_cache(maxsize=256)
 def _rank_shares(schedule: str, pp: int) -> tuple[tuple[tuple[int, int], ...], ...]:
     """Per pipeline rank: (stage, number of ranks holding it) for each stage it holds; a stage's micro-batches
@@ -268,7 +274,7 @@ def _bound_work(model: ModelProfile, node: NodeProfile, num_stages: int, dual: b
     """Each stage's work for one micro-batch, as :func:`step_lower_bound` sums it per rank; cached (a layout
     search asks for the same stage split, degrees and batch under many schedules and batch counts)."""
     rates = gpu_rates(node, model.training_precision)
-    stages = split_stages(model, count_parameters(model), num_stages)
+    stages = _split(model, num_stages)
     kinds = {moe: layer_seconds(model, moe, tokens, seq_len, True, ep, rates, ep_cost, 1.0 / balancedness,
                                 recipe, tp) for moe in (False, True)}
     link_rate, latency = _link(node)
