@@ -163,3 +163,6 @@ def test_tp2_plan_of_a_dense_model_predicts_its_step() -> None:
     assert plan.layout.tp == 2 and plan.layout.pp == 16 and plan.layout.dp == 32
     assert plan.step_time is not None and plan.step_time.step_s > 0
     assert plan.step_time.layers[0].tp_f_s == pytest.approx(4 * 1 / 2 * SEQ * 16384 * 2 / 360e9)
+    middle = plan.stages[1]  # its GEMM weights halved per GPU, its norms (2h per layer) whole
+    assert middle.params_per_gpu == middle.num_layers * 2 * 16384 + (middle.dense_params
+                                                                     - middle.num_layers * 2 * 16384) // 2
