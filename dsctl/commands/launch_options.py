@@ -113,24 +113,26 @@ class PlanArgs:
     given: frozenset[str] = field(default=frozenset())
 
     def request(self, nodes: int, **extra: Any) -> LaunchRequest:
-        """The domain request (``extra``: backend, job name, training command)."""
-        from dsctl.launch.request import LaunchRequest
+        """The domain request (``extra``: the command's own fields: backend, job name, training command, ...),
+        checked (:meth:`LaunchRequest.check`)."""
+        from dsctl.launch.request import LaunchRequest, parse_dp
 
-        return LaunchRequest(num_nodes=nodes, pp=self.pp, ep=self.ep, tp=self.tp, dp=_dp(self.dp),
+        return LaunchRequest(num_nodes=nodes, pp=self.pp, ep=self.ep, tp=self.tp, dp=parse_dp(self.dp),
                              schedule=self.schedule.value, micro_batches=self.micro_batches,
                              global_batch=self.global_batch, seq_len=self.seq_len,
-                             recipe=self.recipe.value if self.recipe is not None else None, **extra)
+                             recipe=self.recipe.value if self.recipe is not None else None,
+                             balancedness_given="balancedness" in self.given,
+                             eplb_stats_given=self.eplb_stats is not None, **extra).check()
 
     def search(self, model: ModelProfile, gpus_per_node: int) -> tuple[SearchOptions, float, str | None]:
         """``(search options, balancedness, fabric plan text)``: the schedule given is the only one tried, else
-        every one; ``--eplb-stats`` gives each EP degree its balancedness (and excludes --balancedness)."""
+        every one; ``--eplb-stats`` gives each EP degree its balancedness (:meth:`request` refuses it with
+        ``--balancedness``)."""
         from dsctl.launch.rules import SCHEDULES
         from dsctl.launch.search import SearchOptions
 
         loads, balancedness = None, self.balancedness
         if self.eplb_stats is not None:
-            if "balancedness" in self.given:
-                raise InputError("--eplb-stats and --balancedness both set the MoE imbalance; give one")
             loads, balancedness = _expert_loads(self.eplb_stats, model, gpus_per_node)
         schedules = (self.schedule.value,) if "schedule" in self.given else SCHEDULES
         return (SearchOptions(objective=self.objective.value, schedules=schedules, expert_loads=loads),
@@ -159,18 +161,6 @@ def plan_options(command: Callable[..., Any]) -> Callable[..., Any]:
     wrapper.__annotations__ = {p.name: p.annotation for p in params}
     del wrapper.__wrapped__  # Typer reads the signature above, not the command's own
     return wrapper
-
-
-def _dp(value: str) -> int | None:
-    if value.strip().lower() == "auto":
-        return None
-    try:
-        number = int(value)
-    except ValueError:
-        raise InputError(f"--dp {value!r} is not valid: use 'auto' or a whole number >= 1") from None
-    if number < 1:
-        raise InputError(f"--dp {number} is not valid: use 'auto' or a whole number >= 1")
-    return number
 
 
 def _fabric_text(fabric: Path | None) -> str | None:

@@ -26,7 +26,7 @@ from dsctl.profiles.schema import ModelProfile, NodeProfile
 
 @dataclass(frozen=True)
 class PlanInputs:
-    """What every candidate of one request is evaluated against (``request`` already through ``check_request``)."""
+    """What every candidate of one request is evaluated against (``request`` through ``LaunchRequest.checked``)."""
 
     model: ModelProfile
     node: NodeProfile
