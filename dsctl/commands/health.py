@@ -32,9 +32,9 @@ FIELD_OPTIONS: dict[str, str] = {
     **{name: "--" + name.replace("_", "-") for name in (
         "only", "fail_on", "sysfs_root", "from_record", "interval_s", "fraction")},
     # dsctl.health.burnin.request's fields
-    "burn-in nodes": "--nodelist", "burn-in mad_k": "--mad-k", "burn-in nvlink": "--no-nvlink",
-    "burn-in rehearse": "--fabric-model", "burn-in reports": "--from-perf", "burn-in transport": "--transport",
-    "burn-in repeats": "--repeats", "burn-in timeout_s": "--timeout-s",
+    "burn-in out": "--out-dir", "burn-in nodes": "--nodelist", "burn-in mad_k": "--mad-k",
+    "burn-in nvlink": "--no-nvlink", "burn-in rehearse": "--fabric-model", "burn-in reports": "--from-perf",
+    "burn-in transport": "--transport", "burn-in repeats": "--repeats", "burn-in timeout_s": "--timeout-s",
 }
 
 app = typer.Typer(

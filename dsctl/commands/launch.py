@@ -70,7 +70,8 @@ FIELD_OPTIONS: dict[str, str] = {
     "exclude": "--exclude",
     "nodelist": "--nodelist",
     "exclusive": "--exclusive",
-    "out_dir": "--out-dir",
+    "out": "--out-dir",  # launch and launch layout; calibrate writes a profile file
+    "calibrate out": "--out",
 }
 
 TRAIN_COMMAND_KEY = "dsctl.launch.train_command"

@@ -21,6 +21,7 @@ FIELD_OPTIONS: dict[str, str] = {
         "checkpoint_model", "checkpoint_time_s", "read", "write", "recovery_rate", "read_per_client", "dataset",
         "add_nodes", "used")},
     "expand source": "--from",  # dsctl.storage.expand's chain-table folder
+    "out": "--out-dir",
 }
 
 app = typer.Typer(

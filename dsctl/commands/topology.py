@@ -14,6 +14,7 @@ from dsctl.profiles import DEFAULT_MODEL, DEFAULT_NODE_PROFILE, DEFAULT_SWITCH
 
 #: request field (named by the topology and eplb domains' errors) -> the option that sets it
 FIELD_OPTIONS: dict[str, str] = {
+    "out": "--out-dir",
     "eplb_plan": "--eplb-plan",
     "layer": "--layer",
     "stats": "--stats",
