@@ -16,7 +16,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from dsctl.commands._common import FormatOpt, profile_store, show
+from dsctl.commands._common import COMMON_FIELD_OPTIONS, FormatOpt, profile_store, show
 from dsctl.commands.launch_calibrate import register_calibrate
 from dsctl.commands.launch_options import PlanArgs, plan_options
 from dsctl.commands.launch_schedule import register_schedule
@@ -73,6 +73,9 @@ FIELD_OPTIONS: dict[str, str] = {
     "out": "--out-dir",  # launch and launch layout; calibrate writes a profile file
     "calibrate out": "--out",
 }
+
+#: every field as the launch commands spell it, for the rule texts a plan keeps (LaunchRequest.spelling)
+SPELLING: dict[str, str] = {**COMMON_FIELD_OPTIONS, **{k: v for k, v in FIELD_OPTIONS.items() if " " not in k}}
 
 TRAIN_COMMAND_KEY = "dsctl.launch.train_command"
 
@@ -262,7 +265,7 @@ def launch(
                      "exclude": exclude, "nodelist": nodelist, "exclusive": exclusive or None,
                      "sbatch_args": sbatch_arg or None}
     low, high = parse_node_range(nodes)
-    request = plan.request(low, max_nodes=high, backend=engine, job_name=job_name,
+    request = plan.request(low, max_nodes=high, spelling=SPELLING, backend=engine, job_name=job_name,
                            train_command=tuple(ctx.meta.get(TRAIN_COMMAND_KEY, ())), tokens=parse_tokens(tokens),
                            within_days=within_days, gpu_hour_usd=gpu_hour_usd, dry_run=dry_run, submit=submit,
                            wait=wait, test_only=test_only, force=force, hosts=parse_hosts(hosts),
@@ -345,7 +348,7 @@ def layout(
 
     store = profile_store()
     model_profile, node = store.model(plan.model), store.node(plan.node_profile)
-    request = plan.request(nodes or 0, find_min_nodes=min_nodes_)
+    request = plan.request(nodes or 0, find_min_nodes=min_nodes_, spelling=SPELLING)
     search, balancedness, fabric_text = plan.search(model_profile, node.num_gpus)
     with progress("searching the smallest node count that fits" if min_nodes_ else "searching layouts",
                   fmt, total=1) as report:

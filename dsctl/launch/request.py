@@ -6,9 +6,10 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 
-from dsctl.errors import InputError
+from dsctl.errors import DsctlError, InputError
 from dsctl.launch.defaults import DEFAULT_SEQ_LEN
 from dsctl.launch.engines.backends import OPTION_BACKEND
 from dsctl.launch.rules import check_schedule_layout, check_schedule_name, divisors
@@ -38,7 +39,10 @@ class LaunchRequest:
     ``tokens`` / ``within_days`` / ``gpu_hour_usd`` the training budget, deadline and price; ``balancedness_given``
     and ``eplb_stats_given`` which MoE imbalance source was given; ``dry_run`` / ``submit`` / ``wait`` /
     ``test_only`` / ``force`` what happens to the job; ``engine_options`` the backend-only fields given
-    (``dsctl.launch.engines.backends.OPTION_BACKEND``); ``hosts`` the torchrun hosts.
+    (``dsctl.launch.engines.backends.OPTION_BACKEND``); ``hosts`` the torchrun hosts; ``spelling`` how the
+    caller's interface spells each field (the command layer's table; empty: the field's own name), for the
+    rule texts a plan keeps (a candidate's rejection shown in plan lines and hints), which no error carries to
+    the command layer.
     """
 
     num_nodes: int
@@ -70,6 +74,16 @@ class LaunchRequest:
     force: bool = False
     engine_options: frozenset[str] = frozenset()
     hosts: tuple[str, ...] = ()
+    spelling: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+
+    def option(self, name: str) -> str:
+        """How the user spells field ``name`` (:attr:`spelling`, else the name itself)."""
+        return self.spelling.get(name, name)
+
+    def reason(self, exc: DsctlError) -> str:
+        """The message of ``exc`` with its fields spelled, for a rule text the plan keeps."""
+        exc.name_options(self.spelling.get)
+        return exc.message
 
     @property
     def tp_or_default(self) -> int:

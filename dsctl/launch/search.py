@@ -232,7 +232,8 @@ def enumerate_trials(inputs: PlanInputs, space: SearchSpace) -> tuple[list[Trial
                         batch, notes = checked_batch(_sized(request, schedule, dp, size, global_batch), schedule,
                                                      pp, dp)
                     except InputError as exc:
-                        rejected.append(Rejected(_kind(exc.message), schedule, pp, ep, size, exc.message))
+                        reason = request.reason(exc)
+                        rejected.append(Rejected(_kind(reason), schedule, pp, ep, size, reason))
                         continue
                     trials.append(Trial(layout, batch, tuple(notes)))
     # recipe by recipe (the profile's first), ZeRO stage by stage: later stages meet the layouts in one order

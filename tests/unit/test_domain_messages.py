@@ -26,9 +26,7 @@ from tests.unit.test_architecture import DOMAIN_PACKAGES, PACKAGE
 ERROR_CLASSES = {"InputError", "ProfileError", "EnvironmentMissing", "DsctlError"}
 FLAG = re.compile(r"-{1,2}[A-Za-z]")
 #: files that still lead messages with a flag, and how many, with why. The number may only go down.
-FLAG_LEADING_LEFT = {
-    "launch/batch.py": 2,  # candidate rejections shown in plan lines and hints, which no table spells
-}
+FLAG_LEADING_LEFT: dict[str, int] = {}
 #: domain package -> its command group, whose table spells the fields the package names
 PACKAGE_GROUP = {"eplb": "eplb", "model": "model", "trace": "trace", "topology": "topology", "storage": "storage",
                  "health": "health", "steptime": "launch", "launch": "launch"}
