@@ -104,11 +104,12 @@ def drain_self(report: HealthReport) -> None:
     """NHC's convention: a CRIT finding drains this node with dsctl's reason; a healthy node is left alone, and a
     node already drained for another reason (an operator's) keeps that reason."""
     from dsctl.health.drain import is_ours
-    from dsctl.health.fleet import drain_reason
+    from dsctl.health.fleet import self_drain_reason
     from dsctl.output import stderr_console
     from dsctl.runners.fleet import drain_node, node_drain_state
 
-    if report.exit_code == 0 or not report.summary.get("crit"):
+    why = self_drain_reason(report)
+    if why is None:
         return
     name = node_name()
     drained, reason = node_drain_state(name)
@@ -116,8 +117,6 @@ def drain_self(report: HealthReport) -> None:
         state = "already drained" if drained else "carrying another reason"
         stderr_console().print(f"{name} is {state} ({reason}); not changing it", markup=False)
         return
-    why = drain_reason({"check": f.check, "severity": f.severity.value, "subject": f.subject, "message": f.message}
-                       for f in report.findings)
     error = drain_node(name, why)
     if error:
         stderr_console().print(f"error: could not drain {name}: {error}", markup=False)

@@ -183,12 +183,10 @@ def _expert_loads(path: Path, model: Any, gpus_per_node: int) -> tuple[Any, floa
     group per node), for a plan that is not searched."""
     from dsctl.commands._common import read_input
     from dsctl.eplb.stats import parse_stats
-    from dsctl.launch.imbalance import stats_balancedness
+    from dsctl.launch.imbalance import model_stats_balancedness
     from dsctl.launch.rules import default_ep
 
     loads = parse_stats(str(path), read_input(path, "--eplb-stats"))
     experts = model.moe.num_routed_experts if model.moe is not None else 0
-    if loads.shape[1] != experts:
-        raise InputError(f"--eplb-stats {path}: {loads.shape[1]} experts per layer, but {model.name} has "
-                         f"{experts} routed experts", hint="give routing statistics of this model")
-    return loads, stats_balancedness(loads, default_ep(model, gpus_per_node, None))
+    ep = default_ep(model, gpus_per_node, None)
+    return loads, model_stats_balancedness(loads, str(path), experts, model.name, ep)

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dsctl.errors import InputError
 from dsctl.health.drain import MAX_REASON_CHARS, REASON_PREFIX, drain_argv, one_line, reason  # noqa: F401  (re-exported)
+
+if TYPE_CHECKING:
+    from dsctl.health.api import HealthReport
 
 STATUSES = ("healthy", "warn", "crit", "unreachable")
 #: severities listed in the fleet's findings table (INFO/SKIP/OK stay in the per-node reports)
@@ -139,6 +142,15 @@ def drain_reason(findings: Iterable[Mapping[str, Any]]) -> str:
     first = crit[0]
     return reason(str(first.get("check", "?")), f"crit {first.get('subject', '')} {first.get('message', '')}",
                   len(crit) - 1)
+
+
+def self_drain_reason(report: HealthReport) -> str | None:
+    """NHC's convention for ``health check --slurm-healthcheck``: the reason to drain this node with when
+    ``report`` has a CRIT finding (:func:`drain_reason`), None for a node to leave alone."""
+    if report.exit_code == 0 or not report.summary.get("crit"):
+        return None
+    return drain_reason({"check": f.check, "severity": f.severity.value, "subject": f.subject, "message": f.message}
+                        for f in report.findings)
 
 
 def report_problem(report: Mapping[str, Any]) -> str:
