@@ -342,13 +342,15 @@ def layout(
 ) -> None:
     """The layout 'dsctl launch' plans with the same options, and its rank map; --explain prints the groups."""
     from dsctl.launch.layout_report import plan_layout
+    from dsctl.launch.request import parse_node_range
     from dsctl.output.emit import render_json
     from dsctl.output.files import write_files
     from dsctl.output.progress import progress
 
     store = profile_store()
     model_profile, node = store.model(plan.model), store.node(plan.node_profile)
-    request = plan.request(nodes or 0, find_min_nodes=min_nodes_, spelling=SPELLING)
+    low = parse_node_range(None if nodes is None else str(nodes))[0]  # 0: not given
+    request = plan.request(low, find_min_nodes=min_nodes_, spelling=SPELLING)
     search, balancedness, fabric_text = plan.search(model_profile, node.num_gpus)
     with progress("searching the smallest node count that fits" if min_nodes_ else "searching layouts",
                   fmt, total=1) as report:

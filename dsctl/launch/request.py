@@ -181,11 +181,13 @@ def parse_node_range(text: str | None) -> tuple[int, int]:
     required). InputError naming the field otherwise."""
     if text is None:
         return 0, 0
-    parts = text.strip().split("-")
     try:
-        values = [int(p) for p in parts]
+        values = [int(text)]  # one count (a negative one is refused below)
     except ValueError:
-        values = []
+        try:
+            values = [int(p) for p in text.strip().split("-")]
+        except ValueError:
+            values = []
     if len(values) not in (1, 2):
         raise InputError(f"{text!r} is not valid: give a whole number (256) or a range (128-512)", field="nodes")
     for value in values:
