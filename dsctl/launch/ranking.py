@@ -238,15 +238,20 @@ def search_layouts(inputs: PlanInputs, options: SearchOptions, report: Report | 
 
 def other_recipes(inputs: PlanInputs, options: SearchOptions) -> tuple[Trial, ...]:
     """With a recipe the request fixes: the best trial under each other recipe the model can train with (the
-    same search with the recipe left open), ranked; () when the request fixes none."""
+    same search with the recipe left open), ranked; () when the request fixes none.
+
+    The open search skips the fixed recipe, whose trials the first search has evaluated (none fits, or none
+    could be predicted, a rule no recipe changes): a trial that does not fit dominates none
+    (:func:`drop_dominated` compares fitting twins only), so leaving them out changes no other recipe's ranking
+    and spares their memory and step-time evaluation a second time."""
     fixed = inputs.request.recipe
     if fixed is None:
         return ()
-    opened = search_layouts(replace(inputs, request=replace(inputs.request, recipe=None)), options)
+    opened = search_layouts(replace(inputs, request=replace(inputs.request, recipe=None)),
+                            replace(options, skip_recipes=(*options.skip_recipes, fixed)))
     by_recipe: dict[str, list[Trial]] = {}
     for trial in opened.ranked:
-        if trial.recipe.name != fixed:
-            by_recipe.setdefault(trial.recipe.name, []).append(trial)
+        by_recipe.setdefault(trial.recipe.name, []).append(trial)
     best = [rank([_exact(inputs, options, t) for t in trials[:3]], options.objective)[0]
             for trials in by_recipe.values()]  # each recipe's leaders simulated in full
     return rank(best, options.objective)

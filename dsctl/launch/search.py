@@ -63,6 +63,8 @@ class SearchOptions:
     #: routing statistics (tokens per expert, float [layers, experts]) from ``--eplb-stats``: each EP degree's
     #: balancedness comes from them (:func:`dsctl.launch.imbalance.stats_balancedness`) instead of ``balancedness``
     expert_loads: np.ndarray | None = field(default=None, compare=False, repr=False)
+    #: recipe names an open search leaves out (those a first search with the recipe fixed has evaluated already)
+    skip_recipes: tuple[str, ...] = ()
 
     def balancedness_at(self, ep: int) -> float:
         """The balancedness the prediction uses at EP degree ``ep``."""
@@ -191,7 +193,8 @@ def search_space(inputs: PlanInputs, options: SearchOptions) -> SearchSpace:
     experts = model.moe.num_routed_experts if model.moe is not None else 1
     eps = (request.ep,) if request.ep is not None else tuple(divisors(experts))
     sizes = (1,) if request.micro_batches is not None else MICRO_BATCH_SIZES
-    recipes = (inputs.recipe,) if request.recipe is not None else searchable_recipes(model)
+    recipes = ((inputs.recipe,) if request.recipe is not None else
+               tuple(r for r in searchable_recipes(model) if r.name not in options.skip_recipes))
     return SearchSpace(request.num_nodes, pps, eps, tp, options.schedules, sizes, PREDICTED_ZERO_STAGES, recipes)
 
 
@@ -229,7 +232,8 @@ def enumerate_trials(inputs: PlanInputs, space: SearchSpace) -> tuple[list[Trial
                         batch, notes = checked_batch(_sized(request, schedule, dp, size, global_batch), schedule,
                                                      pp, dp)
                     except InputError as exc:
-                        rejected.append(Rejected(_kind(exc.message), schedule, pp, ep, size, exc.message))
+                        reason = request.reason(exc)
+                        rejected.append(Rejected(_kind(reason), schedule, pp, ep, size, reason))
                         continue
                     trials.append(Trial(layout, batch, tuple(notes)))
     # recipe by recipe (the profile's first), ZeRO stage by stage: later stages meet the layouts in one order

@@ -16,7 +16,7 @@ from dsctl.errors import InputError
 from dsctl.launch.layout import ParallelLayout
 from dsctl.launch.rules import DUAL_SCHEDULES, stages_of_rank
 from dsctl.launch.schedule import simulate_stage_costs
-from dsctl.launch.schedule.timed import TimedSchedule, _prepared
+from dsctl.launch.schedule.timed import TimedSchedule, prepared_schedule
 from dsctl.launch.stages import Stage, split_stages
 from dsctl.model.flops import training_flops
 from dsctl.model.params import count_parameters
@@ -78,7 +78,7 @@ def _stage_op_indices(schedule: str, num_stages: int,
     """Per rank and stage it runs: (index of its last backward op on the stage, index of its first forward of it),
     -1 for none; they depend on the schedule's shape only, so a layout search finds them once per shape."""
     out = []
-    for row in _prepared(schedule, num_stages, num_micro_batches)[1]:
+    for row in prepared_schedule(schedule, num_stages, num_micro_batches)[1]:
         last_b: dict[int, int] = {}
         first_f: dict[int, int] = {}
         for index, (kind, fwd, bwd) in enumerate(row):

@@ -66,7 +66,8 @@ class ScheduleResult:
         return data
 
 
-def _programs(schedule: str, num_stages: int, num_micro_batches: int, comm: bool = False) -> list[RankProgram]:
+def rank_programs(schedule: str, num_stages: int, num_micro_batches: int, comm: bool = False) -> list[RankProgram]:
+    """Each pipeline rank's op program of ``schedule`` (``comm``: with its send/receive ops)."""
     if schedule == "dualpipe":
         geometry = Geometry("dualpipe", num_stages, num_stages, num_micro_batches)
         return [dualpipe_program(geometry, r, comm) for r in range(num_stages)]
@@ -81,7 +82,7 @@ def _programs(schedule: str, num_stages: int, num_micro_batches: int, comm: bool
 def schedule_ops(schedule: str, num_stages: int, num_micro_batches: int) -> list[list[str]]:
     """Per-rank op names of ``schedule`` without timing them."""
     check_schedule_params(schedule, num_stages, num_micro_batches)
-    return [[op.name for op in p.ops] for p in _programs(schedule, num_stages, num_micro_batches)]
+    return [[op.name for op in p.ops] for p in rank_programs(schedule, num_stages, num_micro_batches)]
 
 
 def _peak_activations(program: RankProgram) -> int:
@@ -119,7 +120,7 @@ def simulate(schedule: str, num_stages: int, num_micro_batches: int, costs: OpCo
         raise InputError(f"batched replays the p2p pattern of DeepSeek's DualPipe code and applies "
                          f"to dualpipe and dualpipev only, not {schedule}", field="comm_model",
                          hint="use --comm-model ideal")
-    programs = _programs(schedule, num_stages, num_micro_batches, comm=model == "batched")
+    programs = rank_programs(schedule, num_stages, num_micro_batches, comm=model == "batched")
     timing: Timing = (simulate_ideal if model == "ideal" else simulate_commit)(programs, costs)
 
     makespan = _round(max((ends[-1] for ends in timing.ends if ends), default=0.0))
