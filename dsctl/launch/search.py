@@ -202,7 +202,8 @@ def _kind(message: str) -> str:
     """Which family of rule a layout or batch error message belongs to (the messages of rules/layout/batch)."""
     if "neither divides nor is a multiple" in message or "ranks of a pipeline stage" in message:
         return "EP span"
-    if any(word in message for word in ("dualpipe", "1f1b", "zb1p", "stages >", "micro-batches >=")):
+    if any(word in message for word in ("dualpipe", "1f1b", "zb1p", "interleaved", "stages >",
+                                            "micro-batches >=")):
         return "schedule rule"
     return "divisibility"
 
