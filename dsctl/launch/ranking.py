@@ -56,7 +56,9 @@ def drop_dominated(trials: list[Trial], objective: str) -> tuple[list[Trial], li
         for other in twins[(lay.pp, lay.ep, lay.tp, lay.dp, lay.schedule, t.batch.micro_batches,
                             t.batch.micro_batch_size)]:
             zero = other.layout.zero_stage
-            if (never_slower_zero(zero, lay.zero_stage) and recomputes_at_least(t.recipe, other.recipe)
+            no_group = lay.dp == 1 and lay.expert_dp == 1  # nothing to shard over: every ZeRO stage runs alike
+            if ((never_slower_zero(zero, lay.zero_stage) or (no_group and zero < lay.zero_stage))
+                    and recomputes_at_least(t.recipe, other.recipe)
                     and (zero < lay.zero_stage or not recomputes_at_least(other.recipe, t.recipe))):
                 return other
         return None

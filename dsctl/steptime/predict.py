@@ -208,7 +208,7 @@ def predict_step(model: ModelProfile, node: NodeProfile, layout: ParallelLayout,
         rank=0, one_f_s=kinds["F"], one_b_s=kinds["B"] + kinds["I"], one_w_s=kinds["W"],
         overlapped_fb_s=kinds["FB"], bubble_s=idle[0], optimizer_s=tail.exposed_s, num_f=counts_by_kind["F"],
         num_b=counts_by_kind["B"] + counts_by_kind["I"], num_w=counts_by_kind["W"], num_fb=counts_by_kind["FB"])
-    moe_layer = next((x for c in costs for x in c.layers if x.comm_f > 0), None)
+    moe_layer = layer_kinds[True] if layer_kinds[True].comm_f > 0 else None  # the all-to-all alone (no ZeRO-3 gather)
     return StepTime(
         step_s=pipeline + tail.exposed_s, pipeline_s=pipeline, optimizer_s=tail.exposed_s, breakdown=breakdown,
         max_bubble_s=max(idle), tokens_per_step=tokens * num_micro_batches * layout.dp,

@@ -30,7 +30,7 @@ def test_launch_default_searches_by_predicted_step(cli: Cli) -> None:
     assert deepseek and deepseek[0]["step_s"] == pytest.approx(17.31, abs=0.05)
     assert {f["kind"] for f in search["rejected"]} >= {"memory", "schedule rule", "divisibility", "EP span"}
     table = cli("launch", "--nodes", "256")
-    assert "Layouts by predicted step (5,184 evaluated" in table.stdout and "Rejected families" in table.stdout
+    assert "Layouts by predicted step (9,720 evaluated" in table.stdout and "Rejected families" in table.stdout
 
 
 def test_dry_run_writes_nothing_and_says_so(cli: Cli, tmp_path: Path) -> None:
