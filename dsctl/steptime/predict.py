@@ -232,10 +232,11 @@ def step_lower_bound(model: ModelProfile, node: NodeProfile, layout: ParallelLay
     """Seconds no schedule of ``layout`` can beat (:func:`predict_step` is never below it): every stage runs
     every micro-batch's forward and backward once, on one of ``pp`` ranks, so the step is at least
     ``M x sum over stages of w_s / pp``, where ``w_s`` is the stage's work per micro-batch: compute (recompute
-    included) + ZeRO-2/3's reduce-scatter + its all-to-alls (with ZeRO-3's gathers) under 1F1B/ZB1P (nothing overlaps there), and under
-    DualPipe/DualPipeV the larger of compute + reduce-scatter and the all-to-alls (an overlapped slot takes the
-    longer of its two sides). No bubble and no optimizer tail: cheap enough to skip the simulation of a layout
-    that cannot win. ``ep_cost`` as :func:`predict_step` (None: no all-to-all counted, still a bound)."""
+    included) + ZeRO-2/3's reduce-scatter + its all-to-alls (with ZeRO-3's gathers) under 1F1B/ZB1P/interleaved
+    (nothing overlaps there), and under DualPipe/DualPipeV the larger of compute + reduce-scatter and the
+    all-to-alls (an overlapped slot takes the longer of its two sides). No bubble and no optimizer tail: cheap
+    enough to skip the simulation of a layout that cannot win. ``ep_cost`` as :func:`predict_step` (None: no
+    all-to-all counted, still a bound)."""
     rates = gpu_rates(node, model.training_precision)
     tokens = float(micro_batch_size * seq_len)
     counts = count_parameters(model)

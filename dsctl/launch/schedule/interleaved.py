@@ -25,6 +25,7 @@ from dsctl.launch.rules import INTERLEAVED_CHUNKS, interleaved_warmup_forwards
 from dsctl.launch.schedule.geometry import Geometry
 from dsctl.launch.schedule.program import RankProgram
 
+
 def _chunk_and_micro_batch(k: int, num_ranks: int, chunks: int, forward: bool) -> tuple[int, int]:
     group, within = divmod(k, num_ranks * chunks)
     chunk = within // num_ranks
