@@ -96,14 +96,15 @@ def interleaved_warmup_forwards(pp: int, chunks: int, pp_rank: int, num_micro_ba
 def activation_chunks(schedule: str, pp: int, pp_rank: int, num_micro_batches: int | None = None) -> int:
     """Peak micro-batch stage-chunks in flight on ``pp_rank``: ``stages + 1`` under DualPipe(V) (the schedule
     already requires M >= 2 x pp); interleaved: its warm-up forwards + 1 (one chunk is one of the rank's
-    ``INTERLEAVED_CHUNKS`` stages; M taken as its least, pp + 1 beyond the all-forward case, when not given);
-    else ``pp - r`` capped at M when M is given."""
+    ``INTERLEAVED_CHUNKS`` stages), without M the fewest any valid M gives (what ``dsctl.launch.minnodes``'s
+    bound needs); else ``pp - r`` capped at M when M is given."""
     if schedule in DUAL_SCHEDULES:
         return num_stages(schedule, pp) + 1
     if schedule == "interleaved":
-        m = num_micro_batches if num_micro_batches is not None else 2 * pp
-        total = INTERLEAVED_CHUNKS * m
-        return min(interleaved_warmup_forwards(pp, INTERLEAVED_CHUNKS, pp_rank, m) + 1, total)
+        if num_micro_batches is None:  # the fewest any valid M gives: M = pp (all forwards first) or M > pp
+            return min(activation_chunks(schedule, pp, pp_rank, m) for m in (pp, 2 * pp))
+        total = INTERLEAVED_CHUNKS * num_micro_batches
+        return min(interleaved_warmup_forwards(pp, INTERLEAVED_CHUNKS, pp_rank, num_micro_batches) + 1, total)
     chunks = pp - pp_rank
     return max(1, min(chunks, num_micro_batches) if num_micro_batches is not None else chunks)
 

@@ -50,7 +50,10 @@ def test_one_set_of_rules_for_stages_chunks_and_degrees(schedule: str) -> None:
         held = [s for r in range(pp) for s in rules.stages_of_rank(schedule, pp, r)]
         assert set(held) == set(range(layout.num_stages))  # every stage is held by some rank
         for r in range(pp):
-            assert memory.activation_chunks(layout, r, 10**6) == rules.activation_chunks(schedule, pp, r)
+            fewest = rules.activation_chunks(schedule, pp, r)
+            many = memory.activation_chunks(layout, r, 10**6)
+            # interleaved without M: the fewest any valid M gives (M = pp runs every forward first: 2 pp)
+            assert many == fewest if schedule != "interleaved" else fewest == min(many, 2 * pp)
 
 
 def test_each_pipeline_degree_is_evaluated_once(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -108,6 +108,10 @@ def test_the_memory_model_counts_the_simulated_peak(pp: int, micro_batches: int)
     memory = estimate_memory(model, layout, stages, 80 * 2**30, 4096, micro_batches)
     assert [r.activation_chunks for r in memory.per_rank] == result.peak_activations_per_rank
     assert [r.stages for r in memory.per_rank] == [(r, pp + r) for r in range(pp)]
+    # without M (the smallest-node-count bound): the fewest over the valid M
+    assert [rules.activation_chunks("interleaved", pp, r) for r in range(pp)] == [
+        min(simulate("interleaved", 2 * pp, m).peak_activations_per_rank[r] for m in (pp, 2 * pp, 3 * pp))
+        for r in range(pp)]
 
 
 @pytest.mark.parametrize(("stages", "micro_batches", "needle"), [
