@@ -58,7 +58,8 @@ def check_schedule_name(schedule: str) -> str:
 
 
 def stages_per_rank(schedule: str) -> int:
-    """Model stages per pipeline rank: 2 under DualPipeV, else 1 (DualPipe's second stage is a copy)."""
+    """Model stages per pipeline rank: 2 under DualPipeV, ``INTERLEAVED_CHUNKS`` under interleaved 1F1B, else 1
+    (DualPipe's second stage is a copy)."""
     if schedule == "interleaved":
         return INTERLEAVED_CHUNKS
     return 2 if schedule == "dualpipev" else 1
