@@ -136,3 +136,22 @@ def test_the_planner_rules() -> None:
         rules.check_schedule_layout("interleaved", 8, 20)
     with pytest.raises(InputError, match="pp >= 2"):
         ParallelLayout(1, 8, 1, 8, 1, 8, "interleaved")
+
+
+def test_the_batch_hint_rounds_to_a_multiple_of_pp() -> None:
+    """V3's 15,360 sequences give 7.5 pp micro-batches per pipeline: never a multiple of pp; the hint names the
+    nearest global batch that is (PP16 DP128: 128 micro-batches, 16,384 sequences)."""
+    from dsctl.launch.batch import batch_suggestion, checked_batch
+    from dsctl.launch.request import LaunchRequest
+
+    assert batch_suggestion("interleaved", 16, 128, None, None) == (
+        "--global-batch 16384 (dp 128 x 128 micro-batches of 1 sequence)")
+    assert batch_suggestion("interleaved", 8, 4, None, 20) == "--micro-batches 24"
+    assert batch_suggestion("interleaved", 8, 4, 480, 20) == (
+        "--micro-batches 24 (dp 4 x 24 micro-batches x 5 sequence(s))")
+    with pytest.raises(InputError) as info:
+        checked_batch(LaunchRequest(256, schedule="interleaved", pp=16), "interleaved", 16, 128)
+    assert "a multiple of pp 16" in info.value.text and "16384" in str(info.value.hint)
+    batch, _ = checked_batch(LaunchRequest(256, schedule="interleaved", pp=16, global_batch=16384), "interleaved",
+                             16, 128)
+    assert batch.micro_batches == 128
