@@ -111,3 +111,20 @@ def test_interleaved_beats_1f1b_on_a_dense_model() -> None:
     interleaved = predict_step(QWEN, H800, replace(same, schedule="interleaved"), 32, recipe=result.best.recipe)
     assert interleaved.step_s < one_f_one_b.step_s and interleaved.max_bubble_s < one_f_one_b.max_bubble_s
     assert {r.kind for r in result.rejected if r.schedule == "interleaved"} >= {"schedule rule"}
+
+
+def test_the_search_extrapolates_interleaved_by_its_period() -> None:
+    """Beyond 2 x 3 pp micro-batches the search extrapolates from 3 pp and 2 pp (the steady state repeats every
+    pp micro-batches): equal to the full simulation."""
+    from dsctl.launch.batch import BatchPlan
+    from dsctl.launch.ranking import _predict, growth_unit, steady_micro_batches
+    from dsctl.launch.search import Trial
+    from dsctl.model.recipes import resolve_recipe
+
+    recipe = resolve_recipe(QWEN, "full-recompute")
+    inputs = PlanInputs(QWEN, H800, LaunchRequest(4), count_parameters(QWEN), MemoryAssumptions())
+    layout = ParallelLayout(4, 8, 8, 1, 1, 4, "interleaved")
+    assert (steady_micro_batches(layout), growth_unit(layout)) == (24, 8)
+    trial = Trial(layout, BatchPlan(200 * 4, 200, 1, 4096), recipe=recipe)
+    full = predict_step(QWEN, H800, layout, 200, recipe=recipe)
+    assert _predict(inputs, trial, 1.0, None).step_s == pytest.approx(full.step_s, rel=1e-12)
