@@ -37,6 +37,7 @@ class Schedule(str, Enum):
     dualpipev = "dualpipev"
     f1b1 = "1f1b"
     zb1p = "zb1p"
+    interleaved = "interleaved"
 
 
 class Objective(str, Enum):

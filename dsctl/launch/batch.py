@@ -123,11 +123,14 @@ def batch_suggestion(schedule: str, pp: int, dp: int, global_batch: int | None,
     """Options that make the batch valid for ``pp`` / ``dp``: the smallest values at or above the given ones.
 
     Rules (``dsctl.launch.rules.check_schedule_layout``): the global batch splits evenly over ``dp`` and over the
-    micro-batches; micro-batches >= 2 x pp (DualPipe(V)) or pp, and even for DualPipe. None if nothing to change.
+    micro-batches; micro-batches >= 2 x pp (DualPipe(V)) or pp, even for DualPipe, a multiple of pp for
+    interleaved 1F1B. None if nothing to change.
     """
     least = min_micro_batches(schedule, pp)
 
     def even(x: int) -> int:
+        if schedule == "interleaved":
+            return x + (-x) % pp
         return x + x % 2 if schedule == "dualpipe" else x
 
     if micro_batches is not None and micro_batches >= 1:
@@ -141,9 +144,8 @@ def batch_suggestion(schedule: str, pp: int, dp: int, global_batch: int | None,
         if not parts:
             return None
         return " ".join(parts) + f" (dp {dp} x {m} micro-batches x {size} sequence(s))"
-    if global_batch is not None:
-        per_replica = even(max(math.ceil(global_batch / dp), least))
-        if dp * per_replica == global_batch:
-            return None
-        return f"--global-batch {dp * per_replica} (dp {dp} x {per_replica} micro-batches of 1 sequence)"
-    return None
+    total = global_batch if global_batch is not None else DEFAULT_GLOBAL_BATCH  # the default is 1 sequence each
+    per_replica = even(max(math.ceil(total / dp), least))
+    if dp * per_replica == total:
+        return None
+    return f"--global-batch {dp * per_replica} (dp {dp} x {per_replica} micro-batches of 1 sequence)"

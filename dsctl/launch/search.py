@@ -12,8 +12,9 @@ One straight pipeline, each stage a function over frozen dataclasses, each rule 
 5. :func:`~dsctl.launch.ranking.rank` (the objective orders the predicted trials);
 6. ``dsctl.launch.search_explain`` (the top few side by side, one line per rejected family).
 
-Scope: ZeRO-1 and ZeRO-2 (ZeRO-3's per-layer gathers are not in the step-time model), tp = 1 unless given and
-no interleaved 1F1B: :data:`SCOPE` says why, and the explanation prints it.
+Scope: ZeRO-1, 2 and 3, every schedule of ``dsctl.launch.rules.SCHEDULES`` (interleaved 1F1B with 2 chunks per
+rank), tp = 1 unless given: ``dsctl.launch.search_explain.SCOPE`` says what the models assume, and the
+explanation prints it.
 """
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ class SearchSpace:
     tp: int
     schedules: tuple[str, ...]
     micro_batch_sizes: tuple[int, ...]
-    #: ZeRO stages tried (those the step-time model predicts: 1 and 2; ZeRO-3 is not, see SCOPE)
+    #: ZeRO stages tried (those the step-time model predicts: 1, 2 and 3)
     zero_stages: tuple[int, ...] = (1,)
     #: activation recipes tried (the request's, or every one the model can train with, its profile's first)
     recipes: tuple[ActivationRecipe, ...] = (DEEPSEEK,)
@@ -205,7 +206,8 @@ def _kind(message: str) -> str:
     """Which family of rule a layout or batch error message belongs to (the messages of rules/layout/batch)."""
     if "neither divides nor is a multiple" in message or "ranks of a pipeline stage" in message:
         return "EP span"
-    if any(word in message for word in ("dualpipe", "1f1b", "zb1p", "stages >", "micro-batches >=")):
+    if any(word in message for word in ("dualpipe", "1f1b", "zb1p", "interleaved", "stages >",
+                                            "micro-batches >=")):
         return "schedule rule"
     return "divisibility"
 

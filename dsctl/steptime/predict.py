@@ -19,14 +19,13 @@ from dsctl.launch.schedule import simulate_stage_costs
 from dsctl.launch.schedule.timed import TimedSchedule, prepared_schedule
 from dsctl.launch.stages import Stage, split_stages
 from dsctl.model.flops import training_flops
-from dsctl.model.params import count_parameters
+from dsctl.model.params import ParameterCounts, count_parameters
 from dsctl.model.recipes import DEEPSEEK, ActivationRecipe
 from dsctl.profiles.schema import ModelProfile, NodeProfile
 from dsctl.steptime.collectives import (
     IB_LATENCY_S,
     PREDICTED_ZERO_STAGES,
     ROCE_LATENCY_S,
-    ZERO3_NOT_MODELLED,
     OptimizerSeconds,
     StageShard,
     adam_seconds,
@@ -46,6 +45,7 @@ from dsctl.steptime.layers import (
 )
 from dsctl.steptime.result import LayerCost, PhaseBreakdown, StageCost, StepTime
 from dsctl.steptime.stages import OpSecondsTable, StageSeconds, overlapped_seconds
+from dsctl.steptime.zero3 import outside_gather_block, zero3_layer_kinds
 
 
 def _stage_seconds(model: ModelProfile, stage: Stage, tokens: float, rates: GpuRates,
@@ -110,10 +110,25 @@ def _rank_tail(layout: ParallelLayout, stages: tuple[Stage, ...], rank: int, lin
     for s in stages_of_rank(layout.schedule, layout.pp, rank):
         dense, experts = stages[s].dense_params, stages[s].routed_expert_params / layout.ep
         rs, ag = stage_collectives(dense, experts, layout.dp, layout.expert_dp, link_rate, latency)
-        rs = 0.0 if layout.zero_stage == 2 else rs  # ZeRO-2: reduce-scattered inside the pipeline, per micro-batch
+        rs = 0.0 if layout.zero_stage >= 2 else rs  # ZeRO-2/3: reduce-scattered in the pipeline, per micro-batch
+        ag = 0.0 if layout.zero_stage == 3 else ag  # ZeRO-3: gathered layer by layer inside the next step
         shards.append(StageShard(rs, ag, *times.get(s, unknown)))
         shard_params += dense / max(layout.dp, 1) + experts / max(layout.expert_dp, 1)
     return exposed_tail(shards, pipeline_s, adam_seconds(shard_params, hbm))
+
+
+def _zero_stage_costs(model: ModelProfile, counts: ParameterCounts, stages: tuple[Stage, ...], tokens: float,
+                      rates: GpuRates, kinds: dict[bool, LayerSeconds], layout: ParallelLayout, link_rate: float,
+                      latency: float) -> tuple[StageSeconds, ...]:
+    """Every stage's seconds from the two layer kinds; under ZeRO-3 with its parameter gathers
+    (``dsctl.steptime.zero3``: per layer on the all-to-all's NIC time, outside the layers exposed)."""
+    if layout.zero_stage != 3:
+        return tuple(_stage_seconds(model, s, tokens, rates, kinds) for s in stages)
+    gathered = zero3_layer_kinds(model, counts, kinds, layout, link_rate, latency,
+                                 layout.schedule in DUAL_SCHEDULES)
+    return tuple(replace(c, outside=c.outside + outside_gather_block(model, counts, s, layout, link_rate, latency))
+                 for c, s in zip((_stage_seconds(model, s, tokens, rates, gathered) for s in stages), stages,
+                                 strict=True))
 
 
 def overlapped_pair_seconds(model: ModelProfile, node: NodeProfile, ep: int, num_moe_layers: int = 4,
@@ -154,8 +169,7 @@ def predict_step(model: ModelProfile, node: NodeProfile, layout: ParallelLayout,
         raise InputError(f"tp {layout.tp}: the step-time model covers tp = 1 only (DeepSeek-V3 trains without "
                          "tensor parallelism)")
     if layout.zero_stage not in PREDICTED_ZERO_STAGES:
-        raise InputError(f"ZeRO-{layout.zero_stage}: the step-time model covers ZeRO-1 and ZeRO-2 only ("
-                         f"{ZERO3_NOT_MODELLED})")
+        raise InputError(f"ZeRO-{layout.zero_stage}: the step-time model covers ZeRO-1, 2 and 3 only")
     imbalance = 1.0 / balancedness
     explicit_ep = ep_cost
     rates = gpu_rates(node, model.training_precision)
@@ -167,8 +181,8 @@ def predict_step(model: ModelProfile, node: NodeProfile, layout: ParallelLayout,
     layer_kinds = {moe: layer_seconds(model, moe, tokens, seq_len, True, layout.ep, rates, ep_cost, imbalance, recipe)
                    for moe in (False, True)}
     link_rate, latency = _link(node)
-    costs = tuple(_stage_seconds(model, s, tokens, rates, layer_kinds) for s in stages)
-    if layout.zero_stage == 2:  # every micro-batch's backward reduce-scatters the stage's gradients
+    costs = _zero_stage_costs(model, counts, stages, tokens, rates, layer_kinds, layout, link_rate, latency)
+    if layout.zero_stage >= 2:  # every micro-batch's backward reduce-scatters the stage's gradients
         costs = tuple(replace(c, grad_sync=stage_collectives(s.dense_params, s.routed_expert_params / layout.ep,
                                                              layout.dp, layout.expert_dp, link_rate, latency)[0])
                       for c, s in zip(costs, stages, strict=True))
@@ -194,7 +208,7 @@ def predict_step(model: ModelProfile, node: NodeProfile, layout: ParallelLayout,
         rank=0, one_f_s=kinds["F"], one_b_s=kinds["B"] + kinds["I"], one_w_s=kinds["W"],
         overlapped_fb_s=kinds["FB"], bubble_s=idle[0], optimizer_s=tail.exposed_s, num_f=counts_by_kind["F"],
         num_b=counts_by_kind["B"] + counts_by_kind["I"], num_w=counts_by_kind["W"], num_fb=counts_by_kind["FB"])
-    moe_layer = next((x for c in costs for x in c.layers if x.comm_f > 0), None)
+    moe_layer = layer_kinds[True] if layer_kinds[True].comm_f > 0 else None  # the all-to-all alone (no ZeRO-3 gather)
     return StepTime(
         step_s=pipeline + tail.exposed_s, pipeline_s=pipeline, optimizer_s=tail.exposed_s, breakdown=breakdown,
         max_bubble_s=max(idle), tokens_per_step=tokens * num_micro_batches * layout.dp,
@@ -218,22 +232,24 @@ def step_lower_bound(model: ModelProfile, node: NodeProfile, layout: ParallelLay
     """Seconds no schedule of ``layout`` can beat (:func:`predict_step` is never below it): every stage runs
     every micro-batch's forward and backward once, on one of ``pp`` ranks, so the step is at least
     ``M x sum over stages of w_s / pp``, where ``w_s`` is the stage's work per micro-batch: compute (recompute
-    included) + ZeRO-2's reduce-scatter + its all-to-alls under 1F1B/ZB1P (nothing overlaps there), and under
-    DualPipe/DualPipeV the larger of compute + reduce-scatter and the all-to-alls (an overlapped slot takes the
-    longer of its two sides). No bubble and no optimizer tail: cheap enough to skip the simulation of a layout
-    that cannot win. ``ep_cost`` as :func:`predict_step` (None: no all-to-all counted, still a bound)."""
+    included) + ZeRO-2/3's reduce-scatter + its all-to-alls (with ZeRO-3's gathers) under 1F1B/ZB1P/interleaved
+    (nothing overlaps there), and under DualPipe/DualPipeV the larger of compute + reduce-scatter and the
+    all-to-alls (an overlapped slot takes the longer of its two sides). No bubble and no optimizer tail: cheap
+    enough to skip the simulation of a layout that cannot win. ``ep_cost`` as :func:`predict_step` (None: no
+    all-to-all counted, still a bound)."""
     rates = gpu_rates(node, model.training_precision)
     tokens = float(micro_batch_size * seq_len)
-    stages = split_stages(model, count_parameters(model), layout.num_stages)
+    counts = count_parameters(model)
+    stages = split_stages(model, counts, layout.num_stages)
     kinds = {moe: layer_seconds(model, moe, tokens, seq_len, True, layout.ep, rates, ep_cost, 1.0 / balancedness,
                                 recipe) for moe in (False, True)}
     link_rate, latency = _link(node)
     dual = layout.schedule in DUAL_SCHEDULES
     work = 0.0
-    for stage in stages:
-        cost = _stage_seconds(model, stage, tokens, rates, kinds)
+    for stage, cost in zip(stages, _zero_stage_costs(model, counts, stages, tokens, rates, kinds, layout, link_rate,
+                                                     latency), strict=True):
         sync = stage_collectives(stage.dense_params, stage.routed_expert_params / layout.ep, layout.dp,
-                                 layout.expert_dp, link_rate, latency)[0] if layout.zero_stage == 2 else 0.0
+                                 layout.expert_dp, link_rate, latency)[0] if layout.zero_stage >= 2 else 0.0
         busy, comm = cost.compute_f + cost.compute_b + sync, cost.comm_f + cost.comm_b
         work += max(busy, comm) if dual else busy + comm
     return num_micro_batches * work / layout.pp

@@ -14,7 +14,7 @@ variable               meaning
 ``DSCTL_RANK_ORDER``   ``tp-cp-ep-dp-pp``: Megatron's order string, fastest-varying dimension first
 ``DSCTL_NUM_NODES``    nodes in the job
 ``DSCTL_GPUS_PER_NODE``  workers per node (torchrun ``--nproc-per-node``)
-``DSCTL_SCHEDULE``     pipeline schedule (dualpipe, dualpipev, 1f1b, zb1p)
+``DSCTL_SCHEDULE``     pipeline schedule (dualpipe, dualpipev, 1f1b, zb1p, interleaved)
 ``DSCTL_NUM_STAGES``   model stages (2 x pp under DualPipeV)
 ``DSCTL_ZERO_STAGE``   ZeRO stage (1 or 2)
 ``DSCTL_RECIPE``       activation recipe the plan assumes (``deepseek``)

@@ -1,0 +1,92 @@
+"""ZeRO-3's parameter all-gathers in the step: what each layer's forward and backward wait for on the NIC.
+
+Under ZeRO-3 a GPU keeps only its shard of every parameter (dense parameters over the ``dp`` group, its experts
+over ``expert_dp``). Before the forward of a layer, and again before its backward, the layer's parameters are
+all-gathered over those groups (ring, BF16: :func:`dsctl.steptime.collectives.ring_seconds`, each GPU's ring on
+its own NIC, as ZeRO-1's collectives), every micro-batch; FSDP and DeepSpeed prefetch the next layer's gather
+while the current layer computes. The gradients are reduce-scattered after every micro-batch's backward, as
+under ZeRO-2 (``StageSeconds.grad_sync``, counted exposed), and the step's tail keeps AdamW only: there is no
+end-of-step parameter all-gather, the next step gathers layer by layer.
+
+The gathers share the GPU's NIC with the EP all-to-all. The model adds a layer's gather seconds to the NIC time
+of the all-to-all in the same op (the forward gather to the forward dispatch, the backward gather to the
+backward's first all-to-all, the combine gradient):
+
+- DualPipe, DualPipeV (overlapped F&B ops): the gather joins the all-to-all's side of its slot, so it is hidden
+  while the other chunk's compute is longer and exposed by the excess. An upper bound: a real gather may also use
+  the NIC in slots where the all-to-all leaves it idle;
+- 1F1B, ZB1P, interleaved 1F1B (no overlapped op; the all-to-all is on the critical path): the prefetch runs
+  under the layer's compute, the NIC being free then, and only ``max(0, gather - compute)`` is exposed, added to
+  the all-to-all's seconds (all of it for a dense layer, which has no all-to-all).
+
+Parameters outside the layers (embedding, output head, final norm, MTP projections) are gathered exposed, before
+the stage's forward and its backward.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from dsctl.launch.layout import ParallelLayout
+from dsctl.launch.stages import Stage
+from dsctl.model.params import ParameterCounts
+from dsctl.profiles.schema import ModelProfile
+from dsctl.steptime.collectives import PARAMETER_BYTES, ring_seconds
+from dsctl.steptime.layers import BlockSeconds, LayerSeconds
+
+
+def layer_parameters(model: ModelProfile, counts: ParameterCounts, moe: bool) -> tuple[float, float]:
+    """``(dense, routed)`` parameters of one transformer layer: a MoE layer's (``moe``) or a dense one's;
+    ``routed`` counts every routed expert of the layer (before the EP split)."""
+    if moe and model.moe is not None:
+        index = model.num_dense_layers
+        routed = float(model.moe.num_routed_experts * counts.routed_expert)
+        return float(counts.per_layer[index]) - routed, routed
+    return float(counts.per_layer[0]), 0.0
+
+
+def gather_seconds(dense: float, routed_per_gpu: float, layout: ParallelLayout, bytes_per_s: float,
+                   latency_s: float) -> float:
+    """All-gather (BF16) of ``dense`` parameters over ``dp`` and this GPU's ``routed_per_gpu`` expert parameters
+    over ``expert_dp``, one after the other on the GPU's NIC (seconds)."""
+    return (ring_seconds(dense, PARAMETER_BYTES, layout.dp, bytes_per_s, latency_s)
+            + ring_seconds(routed_per_gpu, PARAMETER_BYTES, layout.expert_dp, bytes_per_s, latency_s))
+
+
+def with_gathers(layer: LayerSeconds, gather_s: float, overlapped: bool) -> LayerSeconds:
+    """``layer`` with its forward and its backward gather on the all-to-all's NIC time (module docstring):
+    the whole gather under an overlapping schedule, else the part its compute does not hide."""
+    forward = gather_s if overlapped else max(0.0, gather_s - layer.compute.f)
+    backward = gather_s if overlapped else max(0.0, gather_s - layer.compute.b)
+    return replace(layer, dispatch_f=layer.dispatch_f + forward, combine_b=layer.combine_b + backward)
+
+
+def zero3_layer_kinds(model: ModelProfile, counts: ParameterCounts, kinds: dict[bool, LayerSeconds],
+                      layout: ParallelLayout, bytes_per_s: float, latency_s: float,
+                      overlapped: bool) -> dict[bool, LayerSeconds]:
+    """Both layer kinds (``True`` MoE, ``False`` dense) with their ZeRO-3 gathers."""
+    out = {}
+    for moe, layer in kinds.items():
+        dense, routed = layer_parameters(model, counts, moe)
+        out[moe] = with_gathers(layer, gather_seconds(dense, routed / layout.ep, layout, bytes_per_s, latency_s),
+                                overlapped)
+    return out
+
+
+def outside_parameters(model: ModelProfile, counts: ParameterCounts, stage: Stage) -> float:
+    """Dense parameters of ``stage`` outside its transformer layers and its MTP modules' layers (embedding,
+    head, final norm, MTP projections and norms)."""
+    dense_layer, _ = layer_parameters(model, counts, False)
+    moe_dense, _ = layer_parameters(model, counts, True)
+    in_layers = stage.num_dense_layers * dense_layer + (stage.num_moe_layers + stage.num_mtp_modules) * moe_dense
+    if model.moe is None:
+        in_layers = (stage.num_dense_layers + stage.num_moe_layers + stage.num_mtp_modules) * dense_layer
+    return max(0.0, stage.dense_params - in_layers)
+
+
+def outside_gather_block(model: ModelProfile, counts: ParameterCounts, stage: Stage, layout: ParallelLayout,
+                         bytes_per_s: float, latency_s: float) -> BlockSeconds:
+    """The exposed gathers of the stage's parameters outside its layers: once before its forward (F) and once
+    before its backward (I)."""
+    gather = gather_seconds(outside_parameters(model, counts, stage), 0.0, layout, bytes_per_s, latency_s)
+    return BlockSeconds(gather, gather, 0.0)
