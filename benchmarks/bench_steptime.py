@@ -30,9 +30,9 @@ CASES = [
 
 
 def _predict_cold(inputs: Any) -> Any:
-    from dsctl.launch.schedule.timed import _prepared
+    from dsctl.launch.schedule.timed import prepared_schedule
 
-    _prepared.cache_clear()
+    prepared_schedule.cache_clear()
     return _predict(inputs)
 
 

@@ -138,7 +138,7 @@ def compress(names: Iterable[str]) -> str:
     for name in names:
         if not name or any(c in name for c in ",[]"):
             raise ValueError(f"{shown(name)} cannot stand in a hostlist")
-        prefix, digits = _split_number(name)
+        prefix, digits = split_number(name)
         if not digits:
             flush()
             key, ranges = None, []
@@ -157,7 +157,7 @@ def compress(names: Iterable[str]) -> str:
     return ",".join(parts)
 
 
-def _split_number(name: str) -> tuple[str, str]:
+def split_number(name: str) -> tuple[str, str]:
     """(prefix, trailing ASCII digits) of ``name``; digits "" when it does not end in one."""
     end = len(name)
     start = end

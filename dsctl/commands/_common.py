@@ -42,8 +42,9 @@ FormatOpt = Annotated[
 #: names a field (``DsctlError.field``); a group's own ``FIELD_OPTIONS`` (its command module) adds to this table and
 #: wins over it; ``option_for`` reads both, and dsctl.cli spells the field as its option in the message shown.
 COMMON_FIELD_OPTIONS: dict[str, str] = {
-    # the file a command writes (eplb rebalance, health record, launch calibrate, trace timeline; the profile that
-    # 'launch calibrate' writes names it): a group whose out is --out-dir spells it in its own table
+    # the file a command writes (eplb rebalance, health record, launch calibrate, trace timeline); a group or
+    # subcommand whose output is a folder (--out-dir: topology, storage, launch, health burn-in) spells it in its
+    # own table
     "out": "--out",
     "model": "--model",
     "node_profile": "--node-profile",

@@ -18,7 +18,6 @@ from dsctl.commands.health_fleet import (
     drain_self,
     emit_health,
     record_path,
-    slurm_check_interval,
 )
 from dsctl.commands.health_perf import add_commands as add_perf_commands
 from dsctl.errors import DsctlError, InputError
@@ -30,11 +29,12 @@ if TYPE_CHECKING:
 #: request field (named by dsctl.health's errors) -> the option that sets it
 FIELD_OPTIONS: dict[str, str] = {
     **{name: "--" + name.replace("_", "-") for name in (
-        "only", "fail_on", "sysfs_root", "from_record", "interval_s", "fraction")},
+        "only", "fail_on", "sysfs_root", "from_record", "interval_s", "fraction", "timeout_s", "launch_timeout_s")},
+    "slurm_healthcheck": "--slurm-healthcheck",
     # dsctl.health.burnin.request's fields
-    "burn-in nodes": "--nodelist", "burn-in mad_k": "--mad-k", "burn-in nvlink": "--no-nvlink",
-    "burn-in rehearse": "--fabric-model", "burn-in reports": "--from-perf", "burn-in transport": "--transport",
-    "burn-in repeats": "--repeats", "burn-in timeout_s": "--timeout-s",
+    "burn-in out": "--out-dir", "burn-in nodes": "--nodelist", "burn-in mad_k": "--mad-k",
+    "burn-in nvlink": "--no-nvlink", "burn-in rehearse": "--fabric-model", "burn-in reports": "--from-perf",
+    "burn-in transport": "--transport", "burn-in repeats": "--repeats", "burn-in timeout_s": "--timeout-s",
 }
 
 app = typer.Typer(
@@ -101,6 +101,8 @@ def check(
 
     from_record = record_path(from_record)
     if slurm and from_record is None:
+        from dsctl.health.fleet import slurm_check_interval
+
         interval = slurm_check_interval(interval)
     areas = api.parse_only(only)
     threshold = api.parse_fail_on(fail_on)

@@ -25,8 +25,11 @@ from dsctl.profiles import DEFAULT_NODE_PROFILE
 from dsctl.thresholds import MAD_K, SLOW_FRACTION
 
 if TYPE_CHECKING:
-    from dsctl.health.burnin.api import BurninResult
+    from collections.abc import Callable
+
+    from dsctl.health.burnin.api import BurninResult, Measure
     from dsctl.health.drain import DrainLimit
+    from dsctl.topology.sim.graph import SimGraph
 
 def node_names(nodelist: str | None) -> tuple[str, ...]:
     """``-w/--nodelist``: dsctl's hostlist grammar (no scontrol: a rehearsal needs no Slurm)."""
@@ -124,10 +127,7 @@ def burn_in(
         factory = slurm_measure(ProbeOptions(request.transport, size_bytes, request.repeats, request.timeout_s,
                                              partition, python))
         if drain:  # a name Slurm reads as several nodes (a NodeSet) is refused before the first round
-            from dsctl.cluster import load_plan
-            from dsctl.runners.slurm_nodes import confirm_single_nodes
-
-            confirm_single_nodes(request.nodes or load_plan(text, source).nodes)
+            factory = _confirming_nodes(factory, request.nodes)
     else:
         request = replace(request, fabric_doc=fabric_document(fabric_model),
                           fabric_source=f"--fabric-model {fabric_model}")
@@ -137,6 +137,18 @@ def burn_in(
                      on_round=lambda done, total, name: report(done, total, f"round {done + 1}/{total}: {name}"
                                                                if name != "done" else "done"))
     finish(result, fmt, out, textfile_dir, drain, limit)
+
+
+def _confirming_nodes(factory: Callable[[SimGraph], Measure], names: tuple[str, ...]
+                      ) -> Callable[[SimGraph], Measure]:
+    """``factory`` that first has Slurm confirm each tested node (of the plan the burn-in parsed) is one node."""
+    from dsctl.health.burnin.api import tested_nodes
+    from dsctl.runners.slurm_nodes import confirm_single_nodes
+
+    def confirmed(graph: SimGraph) -> Measure:
+        confirm_single_nodes(tested_nodes(graph, names))
+        return factory(graph)
+    return confirmed
 
 
 def finish(result: BurninResult, fmt: HealthFormat, out: Path | None, textfile_dir: Path | None, drain: bool,

@@ -22,8 +22,6 @@ if TYPE_CHECKING:
     from dsctl.runners.fleet import NodeAnswer
 
 NODE_PLACEHOLDER = "{node}"
-#: HealthCheckProgram is killed after 60 s; the counter interval must leave room for start-up and scontrol
-MAX_SLURM_INTERVAL_S = 30.0
 
 
 class HealthFormat(str, Enum):
@@ -102,26 +100,16 @@ def write_textfile(folder: Path, text: str) -> None:
     atomic_write(folder / TEXTFILE_NAME, text, option="--textfile-dir")
 
 
-def slurm_check_interval(interval: float | None) -> float:
-    """The counter interval in --slurm-healthcheck mode: at most MAX_SLURM_INTERVAL_S so the run ends within
-    Slurm's 60 s."""
-    if interval is None:
-        return 10.0
-    if interval > MAX_SLURM_INTERVAL_S:
-        raise InputError(f"--interval-s {interval:g} with --slurm-healthcheck: at most {MAX_SLURM_INTERVAL_S:g} s",
-                         hint="Slurm kills HealthCheckProgram after 60 s")
-    return interval
-
-
 def drain_self(report: HealthReport) -> None:
     """NHC's convention: a CRIT finding drains this node with dsctl's reason; a healthy node is left alone, and a
     node already drained for another reason (an operator's) keeps that reason."""
     from dsctl.health.drain import is_ours
-    from dsctl.health.fleet import drain_reason
+    from dsctl.health.fleet import self_drain_reason
     from dsctl.output import stderr_console
     from dsctl.runners.fleet import drain_node, node_drain_state
 
-    if report.exit_code == 0 or not report.summary.get("crit"):
+    why = self_drain_reason(report)
+    if why is None:
         return
     name = node_name()
     drained, reason = node_drain_state(name)
@@ -129,8 +117,6 @@ def drain_self(report: HealthReport) -> None:
         state = "already drained" if drained else "carrying another reason"
         stderr_console().print(f"{name} is {state} ({reason}); not changing it", markup=False)
         return
-    why = drain_reason({"check": f.check, "severity": f.severity.value, "subject": f.subject, "message": f.message}
-                       for f in report.findings)
     error = drain_node(name, why)
     if error:
         stderr_console().print(f"error: could not drain {name}: {error}", markup=False)
@@ -181,7 +167,7 @@ def fleet(
     from dsctl.cluster.hostlist import node_names
     from dsctl.health import api
     from dsctl.health.drain import DEFAULT_MAX_DRAIN, parse_max_drain
-    from dsctl.health.fleet import NodeInput, aggregate, digest, with_drain_results
+    from dsctl.health.fleet import NodeInput, aggregate, check_fleet_options, digest, with_drain_results
     from dsctl.launch.engines.slurm_options import reserved_prefix
     from dsctl.output import health_fleet as _renderer  # noqa: F401  (registers the table view)
     from dsctl.output.envelope import read_node_report
@@ -192,13 +178,7 @@ def fleet(
 
     if only is not None:
         api.parse_only(only)
-    if not 0 < timeout <= 86400 or not 0 < launch_timeout <= 86400:
-        raise InputError("--timeout-s and --launch-timeout-s must be seconds in (0, 86400]")
-    if interval is not None and from_record is not None:
-        raise InputError("--interval-s does not apply to --from-record",
-                         hint="each record carries the interval its two counter samples were taken apart")
-    if interval is not None and not 0 < interval < timeout:
-        raise InputError(f"--interval-s {interval:g} must be positive and below --timeout-s {timeout:g}")
+    check_fleet_options(timeout, launch_timeout, interval, from_record is not None)
     command = [dsctl_path, "health", "check", "--format", "json"]
     if from_record is not None:
         command += ["--from-record", _absolute(Path(from_record))]

@@ -11,21 +11,18 @@ from __future__ import annotations
 from difflib import get_close_matches
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 from typer.core import TyperGroup
 
-from dsctl.commands._common import FormatOpt, profile_store, show
+from dsctl.commands._common import COMMON_FIELD_OPTIONS, FormatOpt, profile_store, show
 from dsctl.commands.launch_calibrate import register_calibrate
 from dsctl.commands.launch_options import PlanArgs, plan_options
 from dsctl.commands.launch_schedule import register_schedule
 from dsctl.errors import InputError, one_of
 from dsctl.launch.defaults import DEFAULT_JOB_NAME, DEFAULT_PORT
 from dsctl.output.formats import OutputFormat
-
-if TYPE_CHECKING:
-    pass
 
 #: request field -> the option that sets it (dsctl.launch and dsctl.steptime errors name fields; see
 #: dsctl.commands._common.option_for)
@@ -60,7 +57,25 @@ FIELD_OPTIONS: dict[str, str] = {
     "w_cost": "--w-cost",
     "fb_cost": "--fb-cost",
     "svg": "--svg",
+    "find_min_nodes": "--min-nodes",
+    "gpu_hour_usd": "--gpu-hour-usd",
+    "dry_run": "--dry-run",
+    "submit": "--submit",
+    "wait": "--wait",
+    "test_only": "--test-only",
+    "force": "--force",
+    "account": "--account",
+    "qos": "--qos",
+    "reservation": "--reservation",
+    "exclude": "--exclude",
+    "nodelist": "--nodelist",
+    "exclusive": "--exclusive",
+    "out": "--out-dir",  # launch and launch layout; calibrate writes a profile file
+    "calibrate out": "--out",
 }
+
+#: every field as the launch commands spell it, for the rule texts a plan keeps (LaunchRequest.spelling)
+SPELLING: dict[str, str] = {**COMMON_FIELD_OPTIONS, **{k: v for k, v in FIELD_OPTIONS.items() if " " not in k}}
 
 TRAIN_COMMAND_KEY = "dsctl.launch.train_command"
 
@@ -132,12 +147,6 @@ OutOpt = Annotated[Path | None, typer.Option("--out-dir", help="Folder to write 
 JOB_PANEL = "Job files and submission (--backend)"
 SLURM_PANEL = "Slurm (--backend slurm)"
 COST_PANEL = "Cost and node count (--tokens, a --nodes range)"
-
-
-def _nodes_required(nodes: int | None) -> int:
-    if nodes is None:
-        raise InputError("--nodes is required: the number of nodes to plan for, e.g. --nodes 256")
-    return nodes
 
 
 def _reject_group_options(ctx: typer.Context) -> None:
@@ -238,49 +247,49 @@ def launch(
         _reject_group_options(ctx)
         return
     from dsctl.commands import launch_run
-    from dsctl.launch.engines.backends import check_option_backend, normal_backend
+    from dsctl.launch.engines.backends import normal_backend
     from dsctl.launch.engines.slurm_options import SlurmOptions, job_environment
     from dsctl.launch.engines.spec import JobOptions
     from dsctl.launch.plan import plan_launch
+    from dsctl.launch.request import parse_hosts, parse_node_range, parse_tokens
     from dsctl.output.progress import progress
 
-    if dry_run and submit:
-        raise InputError("--dry-run and --submit exclude each other; give one")
-    for flag, given in (("--wait", wait), ("--test-only", test_only), ("--force", force)):
-        if given and not submit:
-            raise InputError(f"{flag} applies to --submit only")
     engine = normal_backend(backend.value) if backend else None
     site = _site_values(ctx, engine)  # dsctl.toml defaults that belong to another backend are left out
     partition, time_limit, image, account, qos, reservation, exclude = (
         None if name in site else value for name, value in (
             ("partition", partition), ("time_limit", time_limit), ("image", image), ("account", account),
             ("qos", qos), ("reservation", reservation), ("exclude", exclude)))
+    engine_values = {"hosts": hosts, "image": image, "partition": partition, "time_limit": time_limit,
+                     "cpus_per_task": cpus_per_task, "account": account, "qos": qos, "reservation": reservation,
+                     "exclude": exclude, "nodelist": nodelist, "exclusive": exclusive or None,
+                     "sbatch_args": sbatch_arg or None}
+    low, high = parse_node_range(nodes)
+    request = plan.request(low, max_nodes=high, spelling=SPELLING, backend=engine, job_name=job_name,
+                           train_command=tuple(ctx.meta.get(TRAIN_COMMAND_KEY, ())), tokens=parse_tokens(tokens),
+                           within_days=within_days, gpu_hour_usd=gpu_hour_usd, dry_run=dry_run, submit=submit,
+                           wait=wait, test_only=test_only, force=force, hosts=parse_hosts(hosts),
+                           engine_options=frozenset(k for k, v in engine_values.items() if v is not None))
     slurm = SlurmOptions(account=account, qos=qos, reservation=reservation, exclude=exclude, nodelist=nodelist,
                          exclusive=exclusive, sbatch_args=tuple(sbatch_arg or ()))
-    check_option_backend(engine, {"--hosts": hosts is not None, "--image": image is not None,
-                                             "--partition": partition is not None, "--time": time_limit is not None,
-                                             "--cpus-per-task": cpus_per_task is not None, **slurm.given()})
     store = profile_store()
     node = store.node(plan.node_profile)
     options = JobOptions(job_name=job_name or DEFAULT_JOB_NAME, port=port, cpus_per_task=cpus_per_task,
-                         partition=partition, time_limit=time_limit, image=image, hosts=_hosts(hosts), slurm=slurm,
+                         partition=partition, time_limit=time_limit, image=image, hosts=request.hosts, slurm=slurm,
                          extra_env=job_environment(node.compute_nic_devices, tuple(nccl_env or ())))
-    train_command = tuple(ctx.meta.get(TRAIN_COMMAND_KEY, ()))
-    low, high = _node_range(nodes)
-    request = plan.request(low, backend=engine, job_name=job_name, train_command=train_command)
     model_profile = store.model(plan.model)
     search, balancedness, fabric_text = plan.search(model_profile, node.num_gpus)
-    budget, price = _tokens(tokens), _price(gpu_hour_usd)
-    if high != low or within_days is not None:
+    if request.node_range:
         from dsctl.launch.sweep import plan_node_range
 
         with progress("searching layouts over the node range (counts searched)", fmt, total=1) as report:
-            result = plan_node_range(model_profile, node, request, search, low, high, budget, within_days, price,
-                                     balancedness=balancedness, fabric_plan=fabric_text, progress=report)
+            result = plan_node_range(model_profile, node, request, search, low, high, request.tokens, within_days,
+                                     request.gpu_hour_usd, balancedness=balancedness, fabric_plan=fabric_text,
+                                     progress=report)
     else:
         with progress("searching layouts (layouts predicted)", fmt, total=1) as report:
             result = plan_launch(model_profile, node, request, suggest_min_nodes=True, progress=report,
-                                 tokens=budget, gpu_hour_usd=price, balancedness=balancedness,
+                                 tokens=request.tokens, gpu_hour_usd=request.gpu_hour_usd, balancedness=balancedness,
                                  fabric_plan=fabric_text, search=search)
     if submit:
         with progress(f"waiting for Slurm job {options.job_name}" if wait else "submitting", fmt) as report:
@@ -308,61 +317,12 @@ def launch(
                 typer.echo(f"\n--- {name} (--dry-run: not written, not submitted) ---\n{text.rstrip()}")
 
 
-def _node_range(text: str | None) -> tuple[int, int]:
-    """``--nodes N`` or ``--nodes LOW-HIGH`` as (low, high); InputError naming the option otherwise."""
-    if text is None:
-        raise InputError("--nodes is required: the number of nodes to plan for, e.g. --nodes 256")
-    parts = text.strip().split("-")
-    try:
-        values = [int(p) for p in parts]
-    except ValueError:
-        values = []
-    if len(values) not in (1, 2):
-        raise InputError(f"--nodes {text!r} is not valid: give a whole number (256) or a range (128-512)")
-    for value in values:
-        if value < 1:
-            raise InputError(f"--nodes {value} is not valid: it must be a whole number >= 1")
-    return values[0], values[-1]
-
-
-def _tokens(text: str | None) -> float | None:
-    """``--tokens`` as a count (14.8T, 500B); InputError naming the option otherwise."""
-    if text is None:
-        return None
-    from dsctl.units import QuantityError, parse_count
-
-    try:
-        value = parse_count(text)
-    except QuantityError as exc:
-        raise InputError(f"--tokens {text!r}: {exc}", hint="give a count like 14.8T or 500B") from None
-    if not 0 < value < float("inf"):
-        raise InputError(f"--tokens {text!r}: expected a positive count like 14.8T")
-    return value
-
-
-def _price(usd: float) -> float:
-    """``--gpu-hour-usd``: a finite price >= 0."""
-    if not 0.0 <= usd < float("inf"):
-        raise InputError(f"--gpu-hour-usd {usd}: expected a finite price >= 0, e.g. 2")
-    return usd
-
-
 def _site_values(ctx: typer.Context, engine: str | None) -> set[str]:
     """Parameters set by the site configuration (not the command line) for a backend other than ``engine``."""
     from dsctl.launch.engines.backends import other_backend_options
 
     return other_backend_options(engine, (name for name in ctx.params
                                           if getattr(ctx.get_parameter_source(name), "name", "") == "DEFAULT_MAP"))
-
-
-def _hosts(text: str | None) -> tuple[str, ...]:
-    if text is None:
-        return ()
-    hosts = tuple(h.strip() for h in text.split(","))
-    if not all(hosts):
-        raise InputError(f"--hosts {text!r} has an empty entry: give host names separated by commas, e.g. "
-                         "--hosts gpu001,gpu002")
-    return hosts
 
 
 @app.command("layout")
@@ -382,15 +342,15 @@ def layout(
 ) -> None:
     """The layout 'dsctl launch' plans with the same options, and its rank map; --explain prints the groups."""
     from dsctl.launch.layout_report import plan_layout
+    from dsctl.launch.request import parse_node_range
     from dsctl.output.emit import render_json
     from dsctl.output.files import write_files
     from dsctl.output.progress import progress
 
     store = profile_store()
     model_profile, node = store.model(plan.model), store.node(plan.node_profile)
-    if min_nodes_ and nodes is not None:
-        raise InputError("--min-nodes chooses the node count; drop --nodes")
-    request = plan.request(1 if min_nodes_ else _nodes_required(nodes))
+    low = parse_node_range(None if nodes is None else str(nodes))[0]  # 0: not given
+    request = plan.request(low, find_min_nodes=min_nodes_, spelling=SPELLING)
     search, balancedness, fabric_text = plan.search(model_profile, node.num_gpus)
     with progress("searching the smallest node count that fits" if min_nodes_ else "searching layouts",
                   fmt, total=1) as report:

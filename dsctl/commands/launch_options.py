@@ -37,6 +37,7 @@ class Schedule(str, Enum):
     dualpipev = "dualpipev"
     f1b1 = "1f1b"
     zb1p = "zb1p"
+    interleaved = "interleaved"
 
 
 class Objective(str, Enum):
@@ -114,24 +115,26 @@ class PlanArgs:
     given: frozenset[str] = field(default=frozenset())
 
     def request(self, nodes: int, **extra: Any) -> LaunchRequest:
-        """The domain request (``extra``: backend, job name, training command)."""
-        from dsctl.launch.request import LaunchRequest
+        """The domain request (``extra``: the command's own fields: backend, job name, training command, ...),
+        checked (:meth:`LaunchRequest.check`)."""
+        from dsctl.launch.request import LaunchRequest, parse_dp
 
-        return LaunchRequest(num_nodes=nodes, pp=self.pp, ep=self.ep, tp=self.tp, dp=_dp(self.dp),
+        return LaunchRequest(num_nodes=nodes, pp=self.pp, ep=self.ep, tp=self.tp, dp=parse_dp(self.dp),
                              schedule=self.schedule.value, micro_batches=self.micro_batches,
                              global_batch=self.global_batch, seq_len=self.seq_len,
-                             recipe=self.recipe.value if self.recipe is not None else None, **extra)
+                             recipe=self.recipe.value if self.recipe is not None else None,
+                             balancedness_given="balancedness" in self.given,
+                             eplb_stats_given=self.eplb_stats is not None, **extra).check()
 
     def search(self, model: ModelProfile, gpus_per_node: int) -> tuple[SearchOptions, float, str | None]:
         """``(search options, balancedness, fabric plan text)``: the schedule given is the only one tried, else
-        every one; ``--eplb-stats`` gives each EP degree its balancedness (and excludes --balancedness)."""
+        every one; ``--eplb-stats`` gives each EP degree its balancedness (:meth:`request` refuses it with
+        ``--balancedness``)."""
         from dsctl.launch.rules import SCHEDULES
         from dsctl.launch.search import SearchOptions
 
         loads, balancedness = None, self.balancedness
         if self.eplb_stats is not None:
-            if "balancedness" in self.given:
-                raise InputError("--eplb-stats and --balancedness both set the MoE imbalance; give one")
             loads, balancedness = _expert_loads(self.eplb_stats, model, gpus_per_node)
         schedules = (self.schedule.value,) if "schedule" in self.given else SCHEDULES
         return (SearchOptions(objective=self.objective.value, schedules=schedules, expert_loads=loads),
@@ -162,18 +165,6 @@ def plan_options(command: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def _dp(value: str) -> int | None:
-    if value.strip().lower() == "auto":
-        return None
-    try:
-        number = int(value)
-    except ValueError:
-        raise InputError(f"--dp {value!r} is not valid: use 'auto' or a whole number >= 1") from None
-    if number < 1:
-        raise InputError(f"--dp {number} is not valid: use 'auto' or a whole number >= 1")
-    return number
-
-
 def _fabric_text(fabric: Path | None) -> str | None:
     """``--fabric`` as plan.json text (a folder means its plan.json); InputError naming the option otherwise."""
     if fabric is None:
@@ -194,12 +185,10 @@ def _expert_loads(path: Path, model: Any, gpus_per_node: int) -> tuple[Any, floa
     group per node), for a plan that is not searched."""
     from dsctl.commands._common import read_input
     from dsctl.eplb.stats import parse_stats
-    from dsctl.launch.imbalance import stats_balancedness
+    from dsctl.launch.imbalance import model_stats_balancedness
     from dsctl.launch.rules import default_ep
 
     loads = parse_stats(str(path), read_input(path, "--eplb-stats"))
     experts = model.moe.num_routed_experts if model.moe is not None else 0
-    if loads.shape[1] != experts:
-        raise InputError(f"--eplb-stats {path}: {loads.shape[1]} experts per layer, but {model.name} has "
-                         f"{experts} routed experts", hint="give routing statistics of this model")
-    return loads, stats_balancedness(loads, default_ep(model, gpus_per_node, None))
+    ep = default_ep(model, gpus_per_node, None)
+    return loads, model_stats_balancedness(loads, str(path), experts, model.name, ep)

@@ -11,10 +11,10 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from dsctl.errors import DsctlError, ExitCode, InputError
+from dsctl.errors import InputError
 from dsctl.launch.engines import kubernetes, slurm, torchrun
 from dsctl.launch.engines.result import LaunchRun
-from dsctl.launch.engines.spec import JobOptions, JobSpec, job_spec
+from dsctl.launch.engines.spec import JobOptions, JobSpec, check_submittable, job_spec
 from dsctl.launch.plan import LaunchPlan
 from dsctl.output import render_json
 from dsctl.output.files import write_files
@@ -29,12 +29,6 @@ JOB_FILE = {"slurm": "job.sbatch", "torchrun": "torchrun.sh", "kubernetes": "job
 TORCHRUN_HINT = "install PyTorch in this environment (pip install torch), or use --out-dir DIR and run torchrun.sh"
 KUBECTL_HINT = ("dsctl does not apply manifests without kubectl; write them with --out-dir DIR (no --submit) and "
                 "apply DIR/jobset.yaml where a cluster is reachable (the JobSet controller must be installed)")
-
-
-class NotSubmitted(DsctlError):
-    """The plan ran and said the job would fail (it does not fit in memory). Exit code 1."""
-
-    exit_code = ExitCode.CHECK_FAILED
 
 
 def check_training_script(train_command: tuple[str, ...], cwd: Path) -> None:
@@ -87,20 +81,8 @@ def submit(plan: LaunchPlan, backend: str | None, options: JobOptions, out: Path
 
     ``report`` (a progress line) sees the Slurm job's state while ``--wait`` waits.
     """
-    if backend is None:
-        raise InputError("--submit needs --backend slurm, torchrun or kubernetes",
-                         hint="e.g. dsctl launch --nodes 4 --backend slurm --submit -- train.py")
-    if test_only and backend != "slurm":
-        raise InputError(f"--test-only asks Slurm whether it would accept the job; it does not apply to "
-                         f"--backend {backend}")
-    if wait and backend != "slurm":
-        raise InputError(f"--wait applies to --backend slurm (torchrun runs in the foreground; kubernetes is "
-                         f"applied only); drop it for --backend {backend}")
-    if backend == "torchrun" and (plan.num_nodes != 1 or options.hosts):
-        raise InputError(f"--submit with --backend torchrun runs one node on this host; the plan has "
-                         f"--nodes {plan.num_nodes}",
-                         hint="use --out-dir DIR without --submit and run 'bash DIR/torchrun.sh RANK' on each host, "
-                              "or --backend slurm")
+    if backend is None:  # LaunchRequest.check refuses --submit without --backend
+        raise ValueError("submit() needs a backend")
     out_dir = (out if out is not None else Path(options.job_name)).absolute()
     if backend == "slurm":
         if any(c in str(out_dir) for c in "\n\r"):
@@ -116,9 +98,7 @@ def submit(plan: LaunchPlan, backend: str | None, options: JobOptions, out: Path
     found = process.require(*executable)
     if backend != "kubernetes":  # a pod runs the image's files, not this host's
         check_training_script(plan.train_command, Path.cwd())
-    if plan.exit_code and not force:
-        raise NotSubmitted(f"the plan does not fit in GPU memory ({plan.layout.describe()}); nothing was submitted",
-                           hint="see the plan with --dry-run; --force submits anyway")
+    check_submittable(plan, force)
     from dsctl.inputs import note_input
 
     if plan.train_command and not plan.train_command[0].startswith("-"):
@@ -140,7 +120,7 @@ def submit(plan: LaunchPlan, backend: str | None, options: JobOptions, out: Path
         argv = (found, *torchrun.node_commands(spec, options)[0].argv[1:])
         code = process.relay(argv, env=dict(spec.env))
         return replace(base, command=argv, state="EXITED", job_exit_code=code,
-                         elapsed_s=round(time.monotonic() - started, 1), exit_code=code)
+                         elapsed_s=round(time.monotonic() - started, 1))
     argv = (found, "apply", "-f", str(job_path))
     done = process.capture(argv, timeout_s=300)
     if done.returncode != 0:
@@ -168,12 +148,10 @@ def _slurm(base: LaunchRun, job_path: Path, *, wait: bool, wait_timeout_s: float
             report(status=f"Slurm job {job_id}: {current.state}")
 
     status = slurm_runner.wait(job_id, timeout_s=wait_timeout_s, on_poll=on_poll)
-    ok = status.state == "COMPLETED"
     message = None if status.final else f"still {status.state} after --wait-timeout-s {wait_timeout_s:g} s"
     return replace(base, command=command, state=status.state, job_id=job_id,
                      job_exit_code=status.exit_code, log_path=status.log_path,
-                     elapsed_s=round(time.monotonic() - started, 1), message=message,
-                     exit_code=0 if ok else int(ExitCode.CHECK_FAILED))
+                     elapsed_s=round(time.monotonic() - started, 1), message=message)
 
 
 def _last(text: str) -> str:

@@ -1,4 +1,4 @@
-"""dsctl launch schedule: simulate a pipeline schedule (DualPipe, DualPipeV, 1F1B, ZB1P)."""
+"""dsctl launch schedule: simulate a pipeline schedule (DualPipe, DualPipeV, 1F1B, ZB1P, interleaved 1F1B)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from dsctl.output.formats import OutputFormat
 
 def schedule(
     schedule_name: Annotated[
-        str, typer.Option("--schedule", "-s", help="dualpipe, dualpipev, 1f1b or zb1p.")
+        str, typer.Option("--schedule", "-s", help="dualpipe, dualpipev, 1f1b, zb1p or interleaved.")
     ] = "dualpipe",
     pp: Annotated[
         int, typer.Option("--pp", help="Pipeline stages (DualPipe: ranks; DualPipeV: stages on PP/2 ranks).")

@@ -21,6 +21,7 @@ FIELD_OPTIONS: dict[str, str] = {
         "checkpoint_model", "checkpoint_time_s", "read", "write", "recovery_rate", "read_per_client", "dataset",
         "add_nodes", "used")},
     "expand source": "--from",  # dsctl.storage.expand's chain-table folder
+    "out": "--out-dir",
 }
 
 app = typer.Typer(
@@ -136,23 +137,26 @@ def check_cmd(
 ) -> None:
     """Check chain-table files against each other and measure balance; exit 1 naming the file and line of
     every problem."""
-    from dsctl.inputs import LIMITS, read_text
     from dsctl.storage.crosscheck import CHAINS, FILE_NAMES, check_files
-    from dsctl.storage.expand import MAX_TABLE_FILE_BYTES
 
-    # the files `storage chains` writes for 1,000 nodes pass the default 64 MiB input limit (create_target_cmd.txt)
-    limit = max(LIMITS.max_input_bytes, MAX_TABLE_FILE_BYTES)
     texts: dict[str, str | None] = {}
     if source.is_dir():
         if not (source / CHAINS).exists():
             raise InputError(f"SOURCE {source} has no {CHAINS}")
         for name in FILE_NAMES:
-            texts[name] = read_text(source / name, "SOURCE", limit=limit) if (source / name).exists() else None
+            texts[name] = _read_table(source / name, "SOURCE") if (source / name).exists() else None
     else:
-        texts[CHAINS] = read_text(source, "SOURCE", limit=limit)
+        texts[CHAINS] = _read_table(source, "SOURCE")
     show(check_files(texts, str(source)), fmt, "storage check-chains")
 
 
+def _read_table(path: Path, option: str) -> str:
+    """One chain-table file, read up to the larger of the input limit and ``MAX_TABLE_FILE_BYTES`` (the files
+    ``storage chains`` writes for 1,000 nodes exceed the default 64 MiB input limit: create_target_cmd.txt)."""
+    from dsctl.inputs import LIMITS, read_text
+    from dsctl.storage.expand import MAX_TABLE_FILE_BYTES
+
+    return read_text(path, option, limit=max(LIMITS.max_input_bytes, MAX_TABLE_FILE_BYTES))
 
 
 @app.command("expand")
@@ -172,16 +176,14 @@ def expand_cmd(
 ) -> None:
     """Grow a chain table: a new balanced version over more nodes, as few target moves as balance allows,
     and the ordered in-chain replacements that get there."""
-    from dsctl.inputs import LIMITS, read_text
     from dsctl.output.progress import progress
     from dsctl.storage import api
     from dsctl.storage.crosscheck import FILE_NAMES
-    from dsctl.storage.expand import MAX_TABLE_FILE_BYTES, expand
+    from dsctl.storage.expand import expand
 
     if not source.is_dir():
         raise InputError(f"--from {source} is not a folder with the four chain-table files")
-    limit = max(LIMITS.max_input_bytes, MAX_TABLE_FILE_BYTES)
-    texts = {name: read_text(source / name, "--from", limit=limit) if (source / name).exists() else None
+    texts = {name: _read_table(source / name, "--from") if (source / name).exists() else None
              for name in FILE_NAMES}
     if texts[FILE_NAMES[0]] is None:
         raise InputError(f"--from {source} has no {FILE_NAMES[0]}")

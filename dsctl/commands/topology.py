@@ -14,6 +14,7 @@ from dsctl.profiles import DEFAULT_MODEL, DEFAULT_NODE_PROFILE, DEFAULT_SWITCH
 
 #: request field (named by the topology and eplb domains' errors) -> the option that sets it
 FIELD_OPTIONS: dict[str, str] = {
+    "out": "--out-dir",
     "eplb_plan": "--eplb-plan",
     "layer": "--layer",
     "stats": "--stats",
@@ -233,8 +234,6 @@ def simulate(
         raise InputError(f"--svg {svg}: folder {svg.parent} does not exist")
     if svg is not None:
         check_target(svg, "--svg")  # a link, device or FIFO: refused before the simulation
-    if (eplb_plan is None) != (not stats):
-        raise InputError("--eplb-plan and --stats go together (a placement and the statistics it was made from)")
     plan_file = plan_dir / "plan.json" if plan_dir.is_dir() else plan_dir
     if plan_dir.is_dir() and not plan_file.exists():
         raise InputError(f"PLAN_DIR {plan_dir} has no plan.json",
@@ -248,14 +247,11 @@ def simulate(
     except QuantityError as exc:
         raise InputError(f"--size {size!r}: {exc}") from None
     prof = store.model(model)
-    if prof.moe is None and workload.startswith("ep-"):
-        raise InputError(f"--model {model} has no MoE layers; ep-dispatch/ep-combine need one")
+    sim.check_options(workload, model, prof.moe is not None, nodes, ep, eplb_plan is not None, bool(stats))
     ep_model = (sim.EpModel(prof.hidden_size, prof.moe.num_experts_per_token, prof.moe.num_limited_groups)
                 if prof.moe is not None else None)
     node_ids = None
     if nodes is not None:
-        if nodes < 1:
-            raise InputError(f"--nodes must be at least 1, got {nodes}")
         node_ids = tuple(range(nodes))
     share = None
     if eplb_plan is not None and stats:
@@ -273,8 +269,6 @@ def simulate(
         from dsctl.profiles.textyaml import load_yaml
 
         jobs_doc = load_yaml(read_text_input(jobs, "--jobs-file"), f"--jobs-file {jobs}")
-    if ep is not None and ep < 1:
-        raise InputError(f"--ep must be at least 1 GPU, got {ep}")
     work = sim.Workload(workload, workload, size_bytes, node_ids, group_size, group_stride, tokens, share, ep)
     request = sim.SimRequest(work, routing, seed, tuple(fail or ()), fail_random, jobs_doc, f"--jobs-file {jobs}",
                              ep_model, svg_plane if svg is not None else None, reflow, node.nic_efficiency)

@@ -28,6 +28,10 @@ FIELD_OPTIONS: dict[str, str] = {
     "from_us": "--from-us",
     "to_us": "--to-us",
     "max_bytes": "--max-bytes",
+    "nodes": "-w/--nodelist",
+    "svg": "--svg",
+    "explain_classes": "--explain-classes",
+    "plan": "--plan",
 }
 
 app = typer.Typer(
@@ -176,17 +180,13 @@ def overlap_cmd(
     from dsctl.trace.explain import explain
     from dsctl.trace.job import check_job
     from dsctl.trace.overlap import combine
+    from dsctl.trace.request import OverlapRequest
 
-    if step is not None and all_steps:
-        raise InputError("--step and --all-steps exclude each other; give one")
+    OverlapRequest(step, all_steps, slurm, nodes, svg is not None, explain_classes).check()
     if svg is not None:
         _check_out(svg, "--svg")
     classifier = _classifier(comm_pattern, add_comm_pattern, compute_pattern)
-    if slurm or nodes is not None:
-        if not slurm or nodes is None:
-            raise InputError("--slurm and -w/--nodelist go together: --slurm -w node[001-016]")
-        if svg is not None or explain_classes or all_steps:
-            raise InputError("--slurm reports the overlap table only; drop --svg, --explain-classes and --all-steps")
+    if nodes is not None:  # with --slurm (OverlapRequest.check)
         forwarded = _forwarded(step, comm_pattern, add_comm_pattern, compute_pattern, top, jobs, max_bytes)
         with progress(f"asking the nodes {nodes} (per-node timeout {node_timeout:g} s), nodes answered", fmt,
                       total=1) as report:
@@ -250,13 +250,10 @@ def stragglers_cmd(
     import dsctl.output.trace_skew  # noqa: F401  (registers the table renderer)
     from dsctl.runners.trace_files import collectives_file, default_jobs, expand, run_per_file
     from dsctl.trace.job import check_job
+    from dsctl.trace.request import check_stragglers
     from dsctl.trace.skew import stragglers
 
-    if align not in ("ends", "none"):
-        raise InputError(f"--align {align!r}: expected ends or none")
-    if plan is not None and ranks is None:
-        raise InputError("--plan needs --ranks (the rank map says which node and GPU each rank ran on)",
-                         hint="--ranks JOB/ranks.csv --plan FABRIC/plan.json")
+    check_stragglers(align, plan is not None, ranks is not None)
     places = _places(ranks, plan) if ranks is not None else None
     classifier = _classifier(comm_pattern, add_comm_pattern, compute_pattern)
     paths = expand(traces)
@@ -288,11 +285,11 @@ def timeline_cmd(
     from dsctl.output.files import atomic_write
     from dsctl.runners.trace_files import default_jobs, expand, lanes_file, run_per_file
     from dsctl.trace.job import check_job
+    from dsctl.trace.request import check_window
     from dsctl.trace.timeline import MAX_LANES, timeline
 
     _check_out(out, "--out")
-    if from_us is not None and to_us is not None and to_us <= from_us:
-        raise InputError(f"--from-us {from_us:g} --to-us {to_us:g}: --to-us must be after --from-us")
+    check_window(from_us, to_us)
     classifier = _classifier(comm_pattern, add_comm_pattern, compute_pattern)
     paths = expand(traces)
     if len(paths) > MAX_LANES:  # every file draws a lane or more: refuse before reading any

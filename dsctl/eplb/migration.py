@@ -277,9 +277,10 @@ def _walk(
     return cur
 
 
-def _unconstrained(
+def unconstrained_placement(
     weight: np.ndarray, num_replicas: int, num_groups: int, num_nodes: int, num_gpus: int, policy: str, algorithm: str
 ) -> Placement:
+    """The placement ``algorithm`` plans for ``weight`` [layers, experts] with no previous placement to keep."""
     if algorithm == "balanced":
         return rebalance_balanced(weight, num_replicas, num_groups, num_nodes, num_gpus, policy)
     if algorithm == "reference":
@@ -348,7 +349,7 @@ def rebalance_with_previous(
     nodes_eff = num_nodes if policy == "hierarchical" else 1
 
     if target is None:
-        target = _unconstrained(weight, num_replicas, num_groups, num_nodes, num_gpus, policy, algorithm)
+        target = unconstrained_placement(weight, num_replicas, num_groups, num_nodes, num_gpus, policy, algorithm)
     target_loads = gpu_loads(weight, target.phy2log, target.logcnt, num_gpus)
     target_bal = balancedness(target_loads)
     threshold = target_loads.max(axis=1) / (1.0 - tolerance)

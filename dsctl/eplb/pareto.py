@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from dsctl.eplb.checks import EplbLayout
-from dsctl.eplb.migration import MigrationResult, _unconstrained, rebalance_with_previous
+from dsctl.eplb.migration import MigrationResult, rebalance_with_previous, unconstrained_placement
 from dsctl.eplb.move_cost import MoveFabric, MoveTime, break_even_steps, payback_s
 from dsctl.eplb.placement import Placement, balancedness, gpu_loads
 from dsctl.errors import InputError
@@ -96,7 +96,7 @@ def trade_off(
     if fabric is not None and expert_bytes is None:
         raise InputError("needs the expert size to time the moves: give {model}", field="fabric", mentions=("model",))
     report = progress if progress is not None else (lambda done, total: None)
-    target = _unconstrained(weight, layout.num_replicas, layout.num_groups, layout.num_nodes, layout.num_gpus,
+    target = unconstrained_placement(weight, layout.num_replicas, layout.num_groups, layout.num_nodes, layout.num_gpus,
                             layout.policy, algorithm)
     keep_load, keep_bal = _score(weight, previous, layout.num_gpus)
     raw: list[tuple[float | None, float, float, int, MigrationResult | None]] = [(None, keep_load, keep_bal, 0, None)]

@@ -10,9 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from dsctl.errors import InputError
 from dsctl.health.drain import MAX_REASON_CHARS, REASON_PREFIX, drain_argv, one_line, reason  # noqa: F401  (re-exported)
+
+if TYPE_CHECKING:
+    from dsctl.health.api import HealthReport
 
 STATUSES = ("healthy", "warn", "crit", "unreachable")
 #: severities listed in the fleet's findings table (INFO/SKIP/OK stay in the per-node reports)
@@ -96,6 +100,39 @@ class FleetReport:
         }
 
 
+#: HealthCheckProgram is killed after 60 s; the counter interval must leave room for start-up and scontrol
+MAX_SLURM_INTERVAL_S = 30.0
+#: longest per-node timeout a fleet run accepts (seconds): a day
+MAX_FLEET_TIMEOUT_S = 86_400.0
+
+
+def slurm_check_interval(interval_s: float | None) -> float:
+    """The counter interval of a Slurm HealthCheckProgram run (``slurm_healthcheck``): 10 s unless given, at most
+    :data:`MAX_SLURM_INTERVAL_S` so the run ends within Slurm's 60 s."""
+    if interval_s is None:
+        return 10.0
+    if interval_s > MAX_SLURM_INTERVAL_S:
+        raise InputError(f"{interval_s:g} with {{slurm_healthcheck}}: at most {MAX_SLURM_INTERVAL_S:g} s",
+                         field="interval_s", mentions=("slurm_healthcheck",),
+                         hint="Slurm kills HealthCheckProgram after 60 s")
+    return interval_s
+
+
+def check_fleet_options(timeout_s: float, launch_timeout_s: float, interval_s: float | None,
+                        from_record: bool) -> None:
+    """``health fleet``: both timeouts seconds in (0, :data:`MAX_FLEET_TIMEOUT_S`]; a counter interval only when
+    the nodes sample (not ``from_record``), positive and below the per-node timeout."""
+    if not 0 < timeout_s <= MAX_FLEET_TIMEOUT_S or not 0 < launch_timeout_s <= MAX_FLEET_TIMEOUT_S:
+        raise InputError(f"and {{launch_timeout_s}} must be seconds in (0, {MAX_FLEET_TIMEOUT_S:.0f}]",
+                         field="timeout_s", mentions=("launch_timeout_s",))
+    if interval_s is not None and from_record:
+        raise InputError("does not apply to {from_record}", field="interval_s", mentions=("from_record",),
+                         hint="each record carries the interval its two counter samples were taken apart")
+    if interval_s is not None and not 0 < interval_s < timeout_s:
+        raise InputError(f"{interval_s:g} must be positive and below {{timeout_s}} {timeout_s:g}",
+                         field="interval_s", mentions=("timeout_s",))
+
+
 def drain_reason(findings: Iterable[Mapping[str, Any]]) -> str:
     """``dsctl:G6 crit gpu3 1 NVLink(s) down (inactive: 7)``: the first CRIT finding, ``(+N more)`` for the rest,
     cut to ``MAX_REASON_CHARS`` (:func:`dsctl.health.drain.reason`)."""
@@ -105,6 +142,15 @@ def drain_reason(findings: Iterable[Mapping[str, Any]]) -> str:
     first = crit[0]
     return reason(str(first.get("check", "?")), f"crit {first.get('subject', '')} {first.get('message', '')}",
                   len(crit) - 1)
+
+
+def self_drain_reason(report: HealthReport) -> str | None:
+    """NHC's convention for ``health check --slurm-healthcheck``: the reason to drain this node with when
+    ``report`` has a CRIT finding (:func:`drain_reason`), None for a node to leave alone."""
+    if report.exit_code == 0 or not report.summary.get("crit"):
+        return None
+    return drain_reason({"check": f.check, "severity": f.severity.value, "subject": f.subject, "message": f.message}
+                        for f in report.findings)
 
 
 def report_problem(report: Mapping[str, Any]) -> str:

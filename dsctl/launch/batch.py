@@ -69,24 +69,27 @@ def resolve_batch(request: LaunchRequest, dp: int, pp: int) -> tuple[BatchPlan, 
         raise InputError(f"{b} is not valid: it must be a whole number of sequences >= 1", field="global_batch")
     fix = batch_suggestion(request.schedule, pp, dp, b, request.micro_batches)
     if b % dp:
-        raise InputError(f"--global-batch {b} % dp {dp} = {b % dp}: every data-parallel replica needs the same "
-                         f"number of sequences", hint=f"use a multiple of {dp}" + (f", e.g. {fix}" if fix else ""))
+        raise InputError(f"{b} % dp {dp} = {b % dp}: every data-parallel replica needs the same number of "
+                         "sequences", field="global_batch",
+                         hint=f"use a multiple of {dp}" + (f", e.g. {fix}" if fix else ""))
     per_replica = b // dp
     if request.micro_batches is None:
         return BatchPlan(b, per_replica, 1, request.seq_len), notes
     m = request.micro_batches
     if per_replica % m:
-        raise InputError(f"--global-batch {b} / dp {dp} = {per_replica} sequences per replica is not a multiple of "
-                         f"--micro-batches {m}", hint=f"e.g. {fix}" if fix else None)
+        raise InputError(f"{b} / dp {dp} = {per_replica} sequences per replica is not a multiple of "
+                         f"{{micro_batches}} {m}", field="global_batch", mentions=("micro_batches",),
+                         hint=f"e.g. {fix}" if fix else None)
     return BatchPlan(b, m, per_replica // m, request.seq_len), notes
 
 
 def micro_batch_source(request: LaunchRequest, dp: int, batch: BatchPlan) -> str | None:
-    """How the micro-batch count came about, for schedule-rule errors (None: given as --micro-batches)."""
+    """How the micro-batch count came about, for schedule-rule errors (None: given as ``micro_batches``)."""
     if request.micro_batches is not None:
         return None
     if request.global_batch is not None:
-        return f"{batch.micro_batches} micro-batches (--global-batch {request.global_batch} / dp {dp})"
+        given = f"{request.option('global_batch')} {request.global_batch}"
+        return f"{batch.micro_batches} micro-batches ({given} / dp {dp})"
     return f"{batch.micro_batches} micro-batches (default global batch)"
 
 
@@ -120,11 +123,14 @@ def batch_suggestion(schedule: str, pp: int, dp: int, global_batch: int | None,
     """Options that make the batch valid for ``pp`` / ``dp``: the smallest values at or above the given ones.
 
     Rules (``dsctl.launch.rules.check_schedule_layout``): the global batch splits evenly over ``dp`` and over the
-    micro-batches; micro-batches >= 2 x pp (DualPipe(V)) or pp, and even for DualPipe. None if nothing to change.
+    micro-batches; micro-batches >= 2 x pp (DualPipe(V)) or pp, even for DualPipe, a multiple of pp for
+    interleaved 1F1B. None if nothing to change.
     """
     least = min_micro_batches(schedule, pp)
 
     def even(x: int) -> int:
+        if schedule == "interleaved":
+            return x + (-x) % pp
         return x + x % 2 if schedule == "dualpipe" else x
 
     if micro_batches is not None and micro_batches >= 1:
@@ -138,9 +144,8 @@ def batch_suggestion(schedule: str, pp: int, dp: int, global_batch: int | None,
         if not parts:
             return None
         return " ".join(parts) + f" (dp {dp} x {m} micro-batches x {size} sequence(s))"
-    if global_batch is not None:
-        per_replica = even(max(math.ceil(global_batch / dp), least))
-        if dp * per_replica == global_batch:
-            return None
-        return f"--global-batch {dp * per_replica} (dp {dp} x {per_replica} micro-batches of 1 sequence)"
-    return None
+    total = global_batch if global_batch is not None else DEFAULT_GLOBAL_BATCH  # the default is 1 sequence each
+    per_replica = even(max(math.ceil(total / dp), least))
+    if dp * per_replica == total:
+        return None
+    return f"--global-batch {dp * per_replica} (dp {dp} x {per_replica} micro-batches of 1 sequence)"

@@ -26,7 +26,7 @@ from dsctl.profiles.schema import ModelProfile, NodeProfile
 
 @dataclass(frozen=True)
 class PlanInputs:
-    """What every candidate of one request is evaluated against (``request`` already through ``check_request``)."""
+    """What every candidate of one request is evaluated against (``request`` through ``LaunchRequest.checked``)."""
 
     model: ModelProfile
     node: NodeProfile
@@ -140,7 +140,7 @@ def evaluate(inputs: PlanInputs, pp: int, explain_rejection: bool = True) -> Can
         layout = layout_for(inputs, pp)
     except InputError as exc:
         world = request.num_nodes * inputs.node.num_gpus
-        return Candidate(pp, world // (pp * inputs.tp), f"pp {pp}", exc.message, exc.hint)
+        return Candidate(pp, world // (pp * inputs.tp), f"pp {pp}", request.reason(exc), exc.hint)
     try:
         batch, notes = checked_batch(request, layout.schedule, pp, layout.dp)
     except InputError as exc:
@@ -152,7 +152,7 @@ def evaluate(inputs: PlanInputs, pp: int, explain_rejection: bool = True) -> Can
                     break
                 except InputError:
                     continue
-        return Candidate(pp, layout.dp, layout.describe(), exc.message, exc.hint, memory, layout)
+        return Candidate(pp, layout.dp, layout.describe(), request.reason(exc), exc.hint, memory, layout)
     stages, memory = _memory(inputs, layout, batch)
     return Candidate(pp, layout.dp, layout.describe(), memory=memory, layout=layout, batch=batch, stages=stages,
                      notes=tuple(notes))

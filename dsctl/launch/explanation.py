@@ -134,6 +134,10 @@ def explain_choices(request: LaunchRequest, model: ModelProfile, layout: Paralle
     if layout.schedule in DUAL_SCHEDULES:
         out.append(f"schedule {layout.schedule}: 2 stages' weights per GPU, {layout.num_stages + 1} micro-batch "
                    f"activations in flight; {layout.num_stages} stages on {layout.pp} pipeline ranks")
+    elif layout.schedule == "interleaved":
+        out.append(f"schedule interleaved: {layout.num_stages // layout.pp} model chunks (stages) per GPU, up to "
+                   f"{memory.per_rank[0].activation_chunks} chunk activations in flight on rank 0; "
+                   f"{layout.num_stages} stages on {layout.pp} pipeline ranks")
     else:
         out.append(f"schedule {layout.schedule}: 1 stage per GPU, up to {layout.pp} micro-batch activations in flight")
     return out

@@ -7,7 +7,7 @@ from typing import Any
 
 from dsctl.launch.batch import BatchPlan
 from dsctl.launch.layout import ParallelLayout
-from dsctl.launch.rules import DUAL_SCHEDULES
+from dsctl.launch.rules import DUAL_SCHEDULES, stages_per_rank
 from dsctl.launch.schedule import OpCosts, simulate
 
 
@@ -45,8 +45,10 @@ def schedule_figures(layout: ParallelLayout, batch: BatchPlan) -> ScheduleFigure
         return None
     m = batch.micro_batches
     m_sim = min(m, MAX_SIMULATED_MICRO_BATCHES)
+    if layout.schedule == "interleaved" and m_sim < m:  # Megatron's rule: a multiple of pp
+        m_sim = max(layout.pp, m_sim - m_sim % layout.pp)
     result = simulate(layout.schedule, stages, m_sim, OpCosts(f=1.0, b=2.0, w=1.0, fb=None))
-    chunks_per_micro_batch = 2 if layout.schedule == "dualpipev" else 1
+    chunks_per_micro_batch = stages_per_rank(layout.schedule) if layout.schedule != "dualpipe" else 1
     makespan = float(result.makespan) + (m - m_sim) * chunks_per_micro_batch * 3.0
     bubble = float(result.bubble)
     formula = getattr(result, "formula_bubble", None)

@@ -23,3 +23,15 @@ def stats_balancedness(expert_loads: np.ndarray, ep: int) -> float:
     ratio = np.ones_like(peak)
     np.divide(mean, peak, out=ratio, where=peak > 0)
     return float(ratio.mean()) if ratio.size else 1.0
+
+
+def model_stats_balancedness(expert_loads: np.ndarray, source: str, routed_experts: int, model_name: str,
+                             ep: int) -> float:
+    """:func:`stats_balancedness` of routing statistics (read from ``source``) given for a model with
+    ``routed_experts`` experts per layer; InputError naming ``eplb_stats`` when their columns are not that model's
+    experts."""
+    if expert_loads.ndim != 2 or expert_loads.shape[1] != routed_experts:
+        raise InputError(f": {expert_loads.shape[-1]} experts per layer in {source}, but {model_name} has "
+                         f"{routed_experts} routed experts", field="eplb_stats",
+                         hint="give routing statistics of this model")
+    return stats_balancedness(expert_loads, ep)

@@ -8,8 +8,8 @@ Conventions (Megatron-LM ``order="tp-cp-ep-dp-pp"``, context parallelism fixed a
   ``ep`` ranks each, and every routed expert is replicated ``expert_dp`` times.
 - Optimizer states are sharded ZeRO-1 style over each parameter's data-parallel group (dense parameters over
   ``dp``, routed-expert parameters over ``expert_dp``).
-- ``pp`` counts pipeline *ranks* (GPUs in one pipeline group). With ``dualpipev`` the model is cut into
-  ``2 x pp`` stages (two per rank); with every other schedule into ``pp`` stages.
+- ``pp`` counts pipeline *ranks* (GPUs in one pipeline group). With ``dualpipev`` and ``interleaved`` the model
+  is cut into ``2 x pp`` stages (two per rank); with every other schedule into ``pp`` stages.
 
 Every check raises :class:`~dsctl.errors.InputError` whose message shows the arithmetic that failed.
 """
@@ -93,7 +93,7 @@ class ParallelLayout:
 
     @property
     def num_stages(self) -> int:
-        """Model stages: ``2 x pp`` under DualPipeV (two per rank), else ``pp``."""
+        """Model stages: ``2 x pp`` under DualPipeV and interleaved 1F1B (two per rank), else ``pp``."""
         return num_stages(self.schedule, self.pp)
 
     def degrees(self) -> dict[str, int]:
@@ -156,7 +156,7 @@ def validate_layout(layout: ParallelLayout, *, num_layers: int, num_routed_exper
     if stages > num_layers:
         raise InputError(
             f"{stages} pipeline stages > {num_layers} transformer layers: every stage needs at least one layer"
-            + (f" (dualpipev cuts the model into 2 x pp {layout.pp} = {stages} stages)"
-               if layout.schedule == "dualpipev" else ""),
+            + (f" ({layout.schedule} cuts the model into 2 x pp {layout.pp} = {stages} stages)"
+               if layout.schedule in ("dualpipev", "interleaved") else ""),
         )
     check_schedule_layout(layout.schedule, layout.pp, num_micro_batches)

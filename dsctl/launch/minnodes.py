@@ -33,7 +33,7 @@ from dsctl.launch import rules
 from dsctl.launch.batch import batch_rules_pass
 from dsctl.launch.candidates import PlanInputs, layout_fits
 from dsctl.launch.memory import MemoryAssumptions, rank_parameters, stage_activation_bytes_per_token
-from dsctl.launch.request import LaunchRequest, check_request
+from dsctl.launch.request import LaunchRequest
 from dsctl.launch.stages import split_stages
 from dsctl.model.params import ParameterCounts, count_parameters
 from dsctl.model.recipes import resolve_recipe
@@ -66,7 +66,7 @@ def min_nodes(model: ModelProfile, node: NodeProfile, request: LaunchRequest,
     (``O(sqrt(world))``) and a memory estimate (``O(pp)``) per passing degree, never a rank map.
     ``progress(counts_done, counts_bound)`` follows the scan.
     """
-    request = check_request(model, replace(request, num_nodes=1))
+    request = replace(request, num_nodes=1).checked(model)
     assumptions = MemoryAssumptions()
     counts = count_parameters(model)
     gpn = node.num_gpus

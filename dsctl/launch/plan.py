@@ -41,7 +41,7 @@ from dsctl.launch.layout import ParallelLayout
 from dsctl.launch.memory import MemoryAssumptions, MemoryEstimate
 from dsctl.launch.ranking import search_layouts
 from dsctl.launch.rankmap import RankMap, RankMapSummary, build_rank_map, stages_of_rank
-from dsctl.launch.request import MAX_COUNT, MAX_NODES, LaunchRequest, check_node_count, check_request
+from dsctl.launch.request import MAX_COUNT, MAX_NODES, LaunchRequest, check_node_count
 from dsctl.launch.search import SearchOptions, search_request
 from dsctl.launch.search_explain import SearchExplanation, choice_lines, explain_search
 from dsctl.launch.stages import Stage
@@ -158,7 +158,7 @@ def plan_launch(model: ModelProfile, node: NodeProfile, request: LaunchRequest,
     falls back to the memory rule above and says so.
     """
     check_node_count(request.num_nodes)
-    request = check_request(model, search_request(request, search) if search is not None else request)
+    request = (search_request(request, search) if search is not None else request).checked(model)
     inputs = PlanInputs(model, node, request, count_parameters(model), assumptions or MemoryAssumptions())
     stages = Stages(progress, [])
     searched = None

@@ -38,10 +38,11 @@ EXACT_WEIGHT = 3.0
 
 
 def drop_dominated(trials: list[Trial], objective: str) -> tuple[list[Trial], list[Rejected]]:
-    """Stage 3b: a fitting trial is dominated when a fitting twin (same degrees, schedule and batch) has a lower
-    or equal ZeRO stage and a recipe that recomputes no more (:func:`dsctl.model.recipes.recomputes_at_least`),
-    differing in one of them: the step-time model gives the twin a step no longer (ZeRO-2 only adds a gradient
-    reduce-scatter per micro-batch, a recipe only its recompute), so only ``headroom`` predicts such a trial."""
+    """Stage 3b: a fitting trial is dominated when a fitting twin (same degrees, schedule and batch) has a ZeRO
+    stage never slower (:func:`never_slower_zero`) and a recipe that recomputes no more
+    (:func:`dsctl.model.recipes.recomputes_at_least`), differing in one of them: the step-time model gives the
+    twin a step no longer (ZeRO-2 only adds a gradient reduce-scatter per micro-batch, a recipe only its
+    recompute), so only ``headroom`` predicts such a trial."""
     if objective == "headroom":
         return trials, []
     twins: dict[tuple[object, ...], list[Trial]] = {}
@@ -55,7 +56,12 @@ def drop_dominated(trials: list[Trial], objective: str) -> tuple[list[Trial], li
         for other in twins[(lay.pp, lay.ep, lay.tp, lay.dp, lay.schedule, t.batch.micro_batches,
                             t.batch.micro_batch_size)]:
             zero = other.layout.zero_stage
-            if (zero <= lay.zero_stage and recomputes_at_least(t.recipe, other.recipe)
+            # nothing to shard over: every ZeRO stage runs alike (expert-dp = tp x dp / ep counts only where
+            # there are experts)
+            no_experts = bool(t.stages) and not any(s.routed_expert_params for s in t.stages)
+            no_group = lay.dp == 1 and (lay.expert_dp == 1 or no_experts)
+            if ((never_slower_zero(zero, lay.zero_stage) or (no_group and zero < lay.zero_stage))
+                    and recomputes_at_least(t.recipe, other.recipe)
                     and (zero < lay.zero_stage or not recomputes_at_least(other.recipe, t.recipe))):
                 return other
         return None
@@ -72,6 +78,13 @@ def drop_dominated(trials: list[Trial], objective: str) -> tuple[list[Trial], li
                                 f"ZeRO-{other.layout.zero_stage} {other.recipe.name}, which fits",
                                 t.predicted_memory_bytes(), t.recipe.name, t.layout.zero_stage, t.layout.tp))
     return kept, dropped
+
+
+def never_slower_zero(zero: int, than: int) -> bool:
+    """Whether the step-time model never gives ZeRO stage ``zero`` a longer step than ``than`` on the same layout:
+    the same stage, or 1 against 2 (ZeRO-2 only adds its per-micro-batch reduce-scatter). ZeRO-3 is compared with
+    nothing else: it drops the end-of-step all-gather while adding per-layer gathers, so either may win."""
+    return zero == than or zero < than <= 2
 
 
 # --------------------------------------------------------------------------------------------- 4. step time
@@ -153,14 +166,14 @@ def _predict(inputs: PlanInputs, trial: Trial, balancedness: float, ep_cost: EpC
     micro-batches) stays bounded. The plan re-predicts its chosen layout in full."""
     layout, batch, recipe = trial.layout, trial.batch, trial.recipe
     m = batch.micro_batches
-    short = steady_micro_batches(layout)
+    short, unit = steady_micro_batches(layout), growth_unit(layout)
     if m <= 2 * short:
         return predict_step(inputs.model, inputs.node, layout, m, batch.micro_batch_size, batch.seq_len,
                             balancedness=balancedness, ep_cost=ep_cost, recipe=recipe)
     longer, shorter = (predict_step(inputs.model, inputs.node, layout, k, batch.micro_batch_size, batch.seq_len,
                                     balancedness=balancedness, ep_cost=ep_cost, recipe=recipe)
-                       for k in (short, short - 2))
-    pairs = (m - short) / 2
+                       for k in (short, short - unit))
+    pairs = (m - short) / unit
 
     def grown(name: str, a: object, b: object) -> float:
         x, y = getattr(a, name), getattr(b, name)
@@ -178,9 +191,18 @@ def _predict(inputs: PlanInputs, trial: Trial, balancedness: float, ep_cost: EpC
 
 
 def steady_micro_batches(layout: ParallelLayout) -> int:
-    """Micro-batches a simulation needs to reach the schedule's steady state: its minimum + 8, even."""
+    """Micro-batches a simulation needs to reach the schedule's steady state: its minimum + 8, even; interleaved
+    1F1B: 3 x pp (its period is pp micro-batches, and M = pp runs every forward first)."""
+    if layout.schedule == "interleaved":
+        return 3 * layout.pp
     least = min_micro_batches(layout.schedule, layout.pp)
     return least + 8 + (least % 2)
+
+
+def growth_unit(layout: ParallelLayout) -> int:
+    """Micro-batches of one period of the steady state (what the extrapolation adds at a time): a pair, or pp
+    under interleaved 1F1B (Megatron sends groups of pp micro-batches through each chunk in turn)."""
+    return layout.pp if layout.schedule == "interleaved" else 2
 
 
 # --------------------------------------------------------------------------------------------- 5. rank
@@ -240,15 +262,20 @@ def search_layouts(inputs: PlanInputs, options: SearchOptions, report: Report | 
 
 def other_recipes(inputs: PlanInputs, options: SearchOptions) -> tuple[Trial, ...]:
     """With a recipe the request fixes: the best trial under each other recipe the model can train with (the
-    same search with the recipe left open), ranked; () when the request fixes none."""
+    same search with the recipe left open), ranked; () when the request fixes none.
+
+    The open search skips the fixed recipe, whose trials the first search has evaluated (none fits, or none
+    could be predicted, a rule no recipe changes): a trial that does not fit dominates none
+    (:func:`drop_dominated` compares fitting twins only), so leaving them out changes no other recipe's ranking
+    and spares their memory and step-time evaluation a second time."""
     fixed = inputs.request.recipe
     if fixed is None:
         return ()
-    opened = search_layouts(replace(inputs, request=replace(inputs.request, recipe=None)), options)
+    opened = search_layouts(replace(inputs, request=replace(inputs.request, recipe=None)),
+                            replace(options, skip_recipes=(*options.skip_recipes, fixed)))
     by_recipe: dict[str, list[Trial]] = {}
     for trial in opened.ranked:
-        if trial.recipe.name != fixed:
-            by_recipe.setdefault(trial.recipe.name, []).append(trial)
+        by_recipe.setdefault(trial.recipe.name, []).append(trial)
     best = [rank([_exact(inputs, options, t) for t in trials[:3]], options.objective)[0]
             for trials in by_recipe.values()]  # each recipe's leaders simulated in full
     return rank(best, options.objective)

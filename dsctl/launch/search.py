@@ -12,9 +12,9 @@ One straight pipeline, each stage a function over frozen dataclasses, each rule 
 5. :func:`~dsctl.launch.ranking.rank` (the objective orders the predicted trials);
 6. ``dsctl.launch.search_explain`` (the top few side by side, one line per rejected family).
 
-Scope: ZeRO-1 and ZeRO-2 (ZeRO-3's per-layer gathers are not in the step-time model), tp in 1/2/4/8 where it
-divides a node and the heads (``dsctl.launch.tensor_parallel``; ``--tp`` fixes it), no interleaved 1F1B:
-:data:`SCOPE` says why, and the explanation prints it.
+Scope: ZeRO-1, 2 and 3, every schedule of ``dsctl.launch.rules.SCHEDULES`` (interleaved 1F1B with 2 chunks per
+rank), tp in 1/2/4/8 where it divides a node and the heads (``dsctl.launch.tensor_parallel``; ``--tp`` fixes it):
+``dsctl.launch.search_explain.SCOPE`` says what the models assume, and the explanation prints it.
 """
 
 from __future__ import annotations
@@ -65,6 +65,8 @@ class SearchOptions:
     #: routing statistics (tokens per expert, float [layers, experts]) from ``--eplb-stats``: each EP degree's
     #: balancedness comes from them (:func:`dsctl.launch.imbalance.stats_balancedness`) instead of ``balancedness``
     expert_loads: np.ndarray | None = field(default=None, compare=False, repr=False)
+    #: recipe names an open search leaves out (those a first search with the recipe fixed has evaluated already)
+    skip_recipes: tuple[str, ...] = ()
 
     def balancedness_at(self, ep: int) -> float:
         """The balancedness the prediction uses at EP degree ``ep``."""
@@ -84,7 +86,7 @@ class SearchSpace:
     tps: tuple[int, ...]
     schedules: tuple[str, ...]
     micro_batch_sizes: tuple[int, ...]
-    #: ZeRO stages tried (those the step-time model predicts: 1 and 2; ZeRO-3 is not, see SCOPE)
+    #: ZeRO stages tried (those the step-time model predicts: 1, 2 and 3)
     zero_stages: tuple[int, ...] = (1,)
     #: activation recipes tried (the request's, or every one the model can train with, its profile's first)
     recipes: tuple[ActivationRecipe, ...] = (DEEPSEEK,)
@@ -208,7 +210,8 @@ def search_space(inputs: PlanInputs, options: SearchOptions) -> SearchSpace:
     experts = model.moe.num_routed_experts if model.moe is not None else 1
     eps = (request.ep,) if request.ep is not None else tuple(divisors(experts))
     sizes = (1,) if request.micro_batches is not None else MICRO_BATCH_SIZES
-    recipes = (inputs.recipe,) if request.recipe is not None else searchable_recipes(model)
+    recipes = ((inputs.recipe,) if request.recipe is not None else
+               tuple(r for r in searchable_recipes(model) if r.name not in options.skip_recipes))
     return SearchSpace(request.num_nodes, pps, eps, tps, options.schedules, sizes, PREDICTED_ZERO_STAGES, recipes,
                        pairs)
 
@@ -220,7 +223,8 @@ def _kind(message: str) -> str:
     """Which family of rule a layout or batch error message belongs to (the messages of rules/layout/batch)."""
     if "neither divides nor is a multiple" in message or "ranks of a pipeline stage" in message:
         return "EP span"
-    if any(word in message for word in ("dualpipe", "1f1b", "zb1p", "stages >", "micro-batches >=")):
+    if any(word in message for word in ("dualpipe", "1f1b", "zb1p", "interleaved", "stages >",
+                                            "micro-batches >=")):
         return "schedule rule"
     return "divisibility"
 
@@ -247,7 +251,8 @@ def enumerate_trials(inputs: PlanInputs, space: SearchSpace) -> tuple[list[Trial
                         batch, notes = checked_batch(_sized(request, schedule, dp, size, global_batch), schedule,
                                                      pp, dp)
                     except InputError as exc:
-                        rejected.append(Rejected(_kind(exc.message), schedule, pp, ep, size, exc.message, tp=tp))
+                        reason = request.reason(exc)
+                        rejected.append(Rejected(_kind(reason), schedule, pp, ep, size, reason, tp=tp))
                         continue
                     trials.append(Trial(layout, batch, tuple(notes)))
     # recipe by recipe (the profile's first), ZeRO stage by stage: later stages meet the layouts in one order

@@ -13,12 +13,11 @@ from dsctl.steptime import StepTime
 #: layouts shown side by side
 TOP = 5
 #: what the search does not try, and what the models lack for it (printed with every searched plan)
-SCOPE = ("ZeRO-2's gradient reduce-scatter runs after every micro-batch (a pipeline accumulates gradients) and is "
-         "counted exposed; tp > 1 is Megatron's with sequence parallelism inside a node, experts not "
-         "tensor-parallel, its NVLink all-gathers and reduce-scatters counted exposed; not searched: ZeRO-3 (the "
-         "step-time model has no NIC sharing between its per-layer parameter gathers and the EP all-to-all); "
-         "interleaved 1F1B (the schedule simulator has no generator for it, the memory model no in-flight chunk "
-         "count)")
+SCOPE = ("ZeRO-2's and ZeRO-3's gradient reduce-scatter runs after every micro-batch (a pipeline accumulates "
+         "gradients) and is counted exposed; ZeRO-3's per-layer parameter gathers share the NIC with the EP "
+         "all-to-all (added to its seconds: an upper bound); interleaved 1F1B with 2 chunks per rank only; "
+         "tp > 1 is Megatron's with sequence parallelism inside a node, experts not tensor-parallel, its NVLink "
+         "all-gathers and reduce-scatters counted exposed")
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from dsctl.errors import InputError
 from dsctl.launch.candidates import PlanInputs
 from dsctl.launch.memory import MemoryAssumptions
 from dsctl.launch.ranking import search_layouts
-from dsctl.launch.request import LaunchRequest, check_node_count, check_request
+from dsctl.launch.request import LaunchRequest, check_node_count
 from dsctl.launch.search import SearchOptions, search_request
 from dsctl.model.params import count_parameters
 from dsctl.profiles.schema import ModelProfile, NodeProfile
@@ -132,7 +132,7 @@ def sweep_nodes(model: ModelProfile, node: NodeProfile, request: LaunchRequest, 
     if within_days is not None and not tokens:
         raise InputError("needs {tokens}: the deadline is for training that many tokens", field="within_days",
                          mentions=("tokens",))
-    request = check_request(model, search_request(request, options))
+    request = search_request(request, options).checked(model)
     stages = Stages(report, [1.0] * len(counts))
     rows = tuple(_row(model, node, request, options, c, tokens, within_days, gpu_hour_usd, stages.part(i))
                  for i, c in enumerate(counts))

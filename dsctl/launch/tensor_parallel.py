@@ -45,6 +45,13 @@ def _norm_params_per_layer(model: ModelProfile) -> int:
     return 2 * model.hidden_size + small
 
 
+def layer_replicated_params(model: ModelProfile, moe: bool) -> int:
+    """Parameters of one transformer layer every TP rank holds whole: its RMSNorm weights and, for a MoE layer
+    (``moe``), its router (``experts x h`` and its bias)."""
+    experts = model.moe.num_routed_experts if moe and model.moe is not None else 0
+    return _norm_params_per_layer(model) + experts * (model.hidden_size + 1)
+
+
 def replicated_params(model: ModelProfile, stage: Stage) -> int:
     """Parameters of ``stage`` every TP rank holds whole: RMSNorm weights (two per layer, MLA's q/kv norms, two per
     MTP module and the final norm) and each MoE layer's router (``experts x h`` and its bias)."""

@@ -15,9 +15,10 @@
   ZeRO-1 volume; DeepSpeed refuses ZeRO-2 with pipeline parallelism for this reason). Each is counted exposed,
   added to the stage's weight-gradient work (an upper bound: the model has no sharing of one NIC between it and
   the EP all-to-all that DualPipe hides under compute); the tail keeps the all-gather and AdamW.
-- ZeRO-3 (parameters sharded too) is not modelled: every layer's parameters are gathered before its forward and
-  again before its backward, every micro-batch, on the NIC the EP all-to-all uses; whether the prefetch hides
-  them depends on that sharing, which the model lacks, so a step time would be a guess.
+- ZeRO-3 (parameters sharded too): every layer's parameters are gathered before its forward and again before its
+  backward, every micro-batch, on the NIC the EP all-to-all uses (``dsctl.steptime.zero3``: the gather's seconds
+  join the all-to-all's in the same op); gradients are reduce-scattered per micro-batch as under ZeRO-2, and
+  the tail keeps AdamW only (no end-of-step all-gather: the next step gathers layer by layer).
 - Tensor parallelism with sequence parallelism (Megatron-LM; Korthikanti et al. 2022, section 4.2.2): per layer
   the attention block and the FFN block (dense FFN or shared experts) each all-gather their sequence-parallel input
   and reduce-scatter their output, forward, and the same backward: one such collective moves the micro-batch's
@@ -39,11 +40,8 @@ from dataclasses import dataclass
 ADAM_BYTES_PER_PARAM = 22.0
 GRADIENT_BYTES = 4.0
 PARAMETER_BYTES = 2.0
-#: ZeRO stages the step-time model predicts, and why not ZeRO-3 (module docstring)
-PREDICTED_ZERO_STAGES: tuple[int, ...] = (1, 2)
-ZERO3_NOT_MODELLED = ("ZeRO-3 gathers every layer's parameters before its forward and its backward, every "
-                      "micro-batch, on the NICs the EP all-to-all uses; the model has no sharing of a NIC between "
-                      "the two, so whether prefetching hides the gathers would be a guess")
+#: ZeRO stages the step-time model predicts (module docstring)
+PREDICTED_ZERO_STAGES: tuple[int, ...] = (1, 2, 3)
 #: the paper's Table 5, 64-byte transfer across leaves, seconds
 IB_LATENCY_S = 3.7e-6
 ROCE_LATENCY_S = 5.6e-6

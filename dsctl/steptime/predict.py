@@ -11,25 +11,24 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from dsctl.errors import InputError
 from dsctl.launch.layout import ParallelLayout
 from dsctl.launch.rules import DUAL_SCHEDULES, stages_of_rank
 from dsctl.launch.schedule import simulate_stage_costs
-from dsctl.launch.schedule.timed import TimedSchedule, _prepared
+from dsctl.launch.schedule.timed import TimedSchedule, prepared_schedule
 from dsctl.launch.stages import Stage, split_stages
 from dsctl.launch.tensor_parallel import dense_per_tp_rank, replicated_params
 from dsctl.model.flops import training_flops
-from dsctl.model.params import count_parameters
+from dsctl.model.params import ParameterCounts, count_parameters
 from dsctl.model.recipes import DEEPSEEK, ActivationRecipe
 from dsctl.profiles.schema import ModelProfile, NodeProfile
 from dsctl.steptime.collectives import (
     IB_LATENCY_S,
     PREDICTED_ZERO_STAGES,
     ROCE_LATENCY_S,
-    ZERO3_NOT_MODELLED,
     OptimizerSeconds,
     StageShard,
     adam_seconds,
@@ -49,6 +48,7 @@ from dsctl.steptime.layers import (
 )
 from dsctl.steptime.result import LayerCost, PhaseBreakdown, StageCost, StepTime
 from dsctl.steptime.stages import OpSecondsTable, StageSeconds, overlapped_seconds
+from dsctl.steptime.zero3 import ShardGroups, outside_gather_block, zero3_layer_kinds
 
 
 def _stage_seconds(model: ModelProfile, stage: Stage, tokens: float, rates: GpuRates,
@@ -89,7 +89,7 @@ def _stage_op_indices(schedule: str, num_stages: int,
     """Per rank and stage it runs: (index of its last backward op on the stage, index of its first forward of it),
     -1 for none; they depend on the schedule's shape only, so a layout search finds them once per shape."""
     out = []
-    for row in _prepared(schedule, num_stages, num_micro_batches)[1]:
+    for row in prepared_schedule(schedule, num_stages, num_micro_batches)[1]:
         last_b: dict[int, int] = {}
         first_f: dict[int, int] = {}
         for index, (kind, fwd, bwd) in enumerate(row):
@@ -122,10 +122,36 @@ def _rank_tail(model: ModelProfile, layout: ParallelLayout, stages: tuple[Stage,
     for s in stages_of_rank(layout.schedule, layout.pp, rank):
         dense, experts = _tp_dense(model, stages[s], layout.tp), stages[s].routed_expert_params / layout.ep
         rs, ag = stage_collectives(dense, experts, layout.dp, layout.expert_dp, link_rate, latency)
-        rs = 0.0 if layout.zero_stage == 2 else rs  # ZeRO-2: reduce-scattered inside the pipeline, per micro-batch
+        rs = 0.0 if layout.zero_stage >= 2 else rs  # ZeRO-2/3: reduce-scattered in the pipeline, per micro-batch
+        ag = 0.0 if layout.zero_stage == 3 else ag  # ZeRO-3: gathered layer by layer inside the next step
         shards.append(StageShard(rs, ag, *times.get(s, unknown)))
         shard_params += dense / max(layout.dp, 1) + experts / max(layout.expert_dp, 1)
     return exposed_tail(shards, pipeline_s, adam_seconds(shard_params, hbm))
+
+
+def _zero_stage_costs(model: ModelProfile, counts: ParameterCounts, stages: tuple[Stage, ...], tokens: float,
+                      rates: GpuRates, kinds: dict[bool, LayerSeconds], zero_stage: int, groups: ShardGroups,
+                      dual: bool, link_rate: float, latency: float) -> tuple[StageSeconds, ...]:
+    """Every stage's seconds from the two layer kinds (under ``groups.tp``); under ZeRO-3 with its parameter
+    gathers (``dsctl.steptime.zero3``: per layer on the all-to-all's NIC time, outside the layers exposed; this TP
+    rank's share of the dense parameters)."""
+    tp = groups.tp
+    if zero_stage != 3:
+        return tuple(_stage_seconds(model, s, tokens, rates, kinds, tp) for s in stages)
+    gathered = zero3_layer_kinds(model, counts, kinds, groups, link_rate, latency, dual)
+    return tuple(replace(c, outside=c.outside + outside_gather_block(model, counts, s, groups, link_rate, latency))
+                 for c, s in zip((_stage_seconds(model, s, tokens, rates, gathered, tp) for s in stages), stages,
+                                 strict=True))
+
+
+@dataclass(frozen=True)
+class _Groups:
+    """:class:`dsctl.steptime.zero3.ShardGroups` from plain degrees (the lower bound's cache key has no layout)."""
+
+    dp: int
+    expert_dp: int
+    ep: int
+    tp: int
 
 
 def overlapped_pair_seconds(model: ModelProfile, node: NodeProfile, ep: int, num_moe_layers: int = 4,
@@ -163,8 +189,7 @@ def predict_step(model: ModelProfile, node: NodeProfile, layout: ParallelLayout,
     if num_micro_batches < 1 or micro_batch_size < 1 or seq_len < 1:
         raise InputError("micro-batches, micro-batch size and sequence length must be at least 1")
     if layout.zero_stage not in PREDICTED_ZERO_STAGES:
-        raise InputError(f"ZeRO-{layout.zero_stage}: the step-time model covers ZeRO-1 and ZeRO-2 only ("
-                         f"{ZERO3_NOT_MODELLED})")
+        raise InputError(f"ZeRO-{layout.zero_stage}: the step-time model covers ZeRO-1, 2 and 3 only")
     imbalance = 1.0 / balancedness
     explicit_ep = ep_cost
     rates = gpu_rates(node, model.training_precision)
@@ -177,8 +202,9 @@ def predict_step(model: ModelProfile, node: NodeProfile, layout: ParallelLayout,
     layer_kinds = {moe: layer_seconds(model, moe, tokens, seq_len, True, layout.ep, rates, ep_cost, imbalance, recipe,
                                       tp) for moe in (False, True)}
     link_rate, latency = _link(node)
-    costs = tuple(_stage_seconds(model, s, tokens, rates, layer_kinds, tp) for s in stages)
-    if layout.zero_stage == 2:  # every micro-batch's backward reduce-scatters the stage's gradients
+    costs = _zero_stage_costs(model, counts, stages, tokens, rates, layer_kinds, layout.zero_stage, layout,
+                              layout.schedule in DUAL_SCHEDULES, link_rate, latency)
+    if layout.zero_stage >= 2:  # every micro-batch's backward reduce-scatters the stage's gradients
         costs = tuple(replace(c, grad_sync=stage_collectives(_tp_dense(model, s, tp),
                                                              s.routed_expert_params / layout.ep,
                                                              layout.dp, layout.expert_dp, link_rate, latency)[0])
@@ -206,7 +232,7 @@ def predict_step(model: ModelProfile, node: NodeProfile, layout: ParallelLayout,
         rank=0, one_f_s=kinds["F"], one_b_s=kinds["B"] + kinds["I"], one_w_s=kinds["W"],
         overlapped_fb_s=kinds["FB"], bubble_s=idle[0], optimizer_s=tail.exposed_s, num_f=counts_by_kind["F"],
         num_b=counts_by_kind["B"] + counts_by_kind["I"], num_w=counts_by_kind["W"], num_fb=counts_by_kind["FB"])
-    moe_layer = next((x for c in costs for x in c.layers if x.comm_f > 0), None)
+    moe_layer = layer_kinds[True] if layer_kinds[True].comm_f > 0 else None  # the all-to-all alone (no ZeRO-3 gather)
     return StepTime(
         step_s=pipeline + tail.exposed_s, pipeline_s=pipeline, optimizer_s=tail.exposed_s, breakdown=breakdown,
         max_bubble_s=max(idle), tokens_per_step=tokens * num_micro_batches * layout.dp,
@@ -231,11 +257,12 @@ def step_lower_bound(model: ModelProfile, node: NodeProfile, layout: ParallelLay
     every micro-batch's forward and backward once, on one of the ranks holding it (DualPipe: two, each taking
     half of the micro-batches), so the step is at least the busiest rank's ``M x sum over its stages of
     w_s / holders_s``, where ``w_s`` is the stage's work per micro-batch: compute (recompute
-    included) + ZeRO-2's reduce-scatter + its all-to-alls under 1F1B/ZB1P (nothing overlaps there), and under
-    DualPipe/DualPipeV the larger of compute + reduce-scatter and the all-to-alls (an overlapped slot takes the
-    longer of its two sides). No bubble and no optimizer tail: cheap enough to skip the simulation of a layout
-    that cannot win. ``ep_cost`` as :func:`predict_step` (None: no all-to-all counted, still a bound)."""
-    zero2 = layout.zero_stage == 2  # only ZeRO-2's per-micro-batch reduce-scatter depends on dp
+    included, tensor parallelism's collectives) + ZeRO-2/3's reduce-scatter + its all-to-alls (with ZeRO-3's
+    gathers) under 1F1B/ZB1P/interleaved (nothing overlaps there), and under DualPipe/DualPipeV the larger of
+    compute + reduce-scatter and the all-to-alls (an overlapped slot takes the longer of its two sides). No
+    bubble and no optimizer tail: cheap enough to skip the simulation of a layout that cannot win. ``ep_cost``
+    as :func:`predict_step` (None: no all-to-all counted, still a bound)."""
+    sharded = layout.zero_stage >= 2  # only ZeRO-2/3's per-micro-batch collectives depend on dp
     cost: Any = ep_cost
     bound_work: Callable[..., tuple[float, ...]] = _bound_work
     try:
@@ -243,7 +270,7 @@ def step_lower_bound(model: ModelProfile, node: NodeProfile, layout: ParallelLay
     except TypeError:  # a caller's EP model that cannot be a cache key
         bound_work = _bound_work.__wrapped__
     work = bound_work(model, node, layout.num_stages, layout.schedule in DUAL_SCHEDULES, layout.zero_stage,
-                       layout.dp if zero2 else 0, layout.expert_dp if zero2 else 0, layout.ep, layout.tp,
+                       layout.dp if sharded else 0, layout.expert_dp if sharded else 0, layout.ep, layout.tp,
                        float(micro_batch_size * seq_len), seq_len, balancedness, recipe, cost)
     return num_micro_batches * max(sum(work[s] / holders for s, holders in rank)
                                    for rank in _rank_shares(layout.schedule, layout.pp))
@@ -278,11 +305,12 @@ def _bound_work(model: ModelProfile, node: NodeProfile, num_stages: int, dual: b
     kinds = {moe: layer_seconds(model, moe, tokens, seq_len, True, ep, rates, ep_cost, 1.0 / balancedness,
                                 recipe, tp) for moe in (False, True)}
     link_rate, latency = _link(node)
+    costs = _zero_stage_costs(model, count_parameters(model), stages, tokens, rates, kinds, zero_stage,
+                              _Groups(dp, expert_dp, ep, tp), dual, link_rate, latency)
     work = []
-    for stage in stages:
-        cost = _stage_seconds(model, stage, tokens, rates, kinds, tp)
+    for stage, cost in zip(stages, costs, strict=True):
         sync = stage_collectives(_tp_dense(model, stage, tp), stage.routed_expert_params / ep, dp, expert_dp,
-                                 link_rate, latency)[0] if zero_stage == 2 else 0.0
+                                 link_rate, latency)[0] if zero_stage >= 2 else 0.0
         busy, comm = cost.compute_f + cost.compute_b + cost.tp_comm + sync, cost.comm_f + cost.comm_b
         work.append(max(busy, comm) if dual else busy + comm)
     return tuple(work)

@@ -12,8 +12,7 @@ layers in order against backward layers in reverse), four slots each take the lo
 
 where ``s = sms / (sms - comm_sms)`` slows compute while communication kernels hold SMs (only in slots with
 communication). Work outside layers (embedding, head, MTP projection) and tensor parallelism's NVLink collectives
-add without overlap. 1F1B and ZB1P have no
-overlapped op: every all-to-all is exposed.
+add without overlap. 1F1B, ZB1P and interleaved 1F1B have no overlapped op: every all-to-all is exposed.
 
 Pipeline sends block the rank (:func:`sends_of`): DualPipe's reference code queues an op's sends and issues them
 with the next op's receives as one ``batch_isend_irecv`` whose requests it waits on before that op's compute

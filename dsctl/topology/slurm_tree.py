@@ -161,7 +161,7 @@ def _split_numbers(names: Sequence[str]) -> list[tuple[str, str]]:
     """(prefix, trailing ASCII digits) of every name, as ``hostlist`` splits one, by one regex pass."""
     found = _TRAILING_DIGITS.findall("\n".join(names)) if names else []
     if len(found) != len(names):  # a name holding a line break: one at a time
-        return [hostlist._split_number(name) for name in names]
+        return [hostlist.split_number(name) for name in names]
     return found
 
 

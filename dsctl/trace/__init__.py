@@ -66,6 +66,7 @@ __all__ = [
     "place",
     "rank_overlap",
     "read_trace",
+    "request",
     "skew",
     "svg",
     "timeline",

@@ -19,8 +19,8 @@ def test_launch_default_searches_by_predicted_step(cli: Cli) -> None:
     data = cli("launch", "--nodes", "256", "-f", "json").json()
     search = data["search"]
     rows = search["candidates"]
-    # 2,592 (pp, tp) x ep x schedule x micro-batch size combinations x 4 recipes x ZeRO-1/2
-    assert search["num_evaluated"] == 2592 * 4 * 2 and search["objective"] == "fastest"
+    # 3,240 (pp, tp) x ep x schedule x micro-batch size combinations x 4 recipes x ZeRO-1/2/3
+    assert search["num_evaluated"] == 3240 * 4 * 3 and search["objective"] == "fastest"
     assert [r["step_s"] for r in rows] == sorted(r["step_s"] for r in rows) and len(rows) == 5
     lay = data["layout"]
     assert rows[0]["label"].startswith(f"PP{lay['pp']} EP{lay['ep']} {data['schedule']} ")
@@ -31,7 +31,7 @@ def test_launch_default_searches_by_predicted_step(cli: Cli) -> None:
     assert deepseek and deepseek[0]["step_s"] == pytest.approx(17.31, abs=0.05)
     assert {f["kind"] for f in search["rejected"]} >= {"memory", "schedule rule", "divisibility", "EP span"}
     table = cli("launch", "--nodes", "256")
-    assert "Layouts by predicted step (20,736 evaluated" in table.stdout and "Rejected families" in table.stdout
+    assert "Layouts by predicted step (38,880 evaluated" in table.stdout and "Rejected families" in table.stdout
 
 
 def test_dry_run_writes_nothing_and_says_so(cli: Cli, tmp_path: Path) -> None:
@@ -207,17 +207,21 @@ def test_auto_pp_error_for_indivisible_batch_and_too_few_micro_batches(cli: Cli)
 
 
 def test_auto_pp_explains_every_rejected_candidate(cli: Cli) -> None:
-    res = cli("launch", "--nodes", "256", "--micro-batches", "30", "--schedule", "dualpipe", "--recipe", "deepseek",
+    # DeepSeek's recipe fits only with ZeRO-3 here (PP16 needs 32 micro-batches, PP8 ZeRO-1/2 is over HBM)
+    zero3 = cli("launch", "--nodes", "256", "--micro-batches", "30", "--schedule", "dualpipe", "--recipe", "deepseek",
+                "--tp", "1", "-f", "json", "--", "t.py")
+    assert zero3.exit_code == 0 and zero3.json()["zero_stage"] == 3 and zero3.json()["layout"]["pp"] == 4
+    res = cli("launch", "--nodes", "256", "--micro-batches", "30", "--schedule", "dualpipe", "--recipe", "none",
               "--tp", "1", "-f", "json", "--", "t.py")
     assert res.exit_code == 1
     data = res.json()
-    assert data["layout"]["pp"] == 8 and data["memory"]["fits"] is False
+    assert data["layout"]["pp"] == 4 and data["memory"]["fits"] is False
     choices = data["choices"]
-    assert any(c.startswith("pp 8: no valid even pp fits") for c in choices)
+    assert any(c.startswith("pp 4: no valid even pp fits") for c in choices)
     pp16 = [c for c in choices if c.startswith("pp 16 rejected:")]
     assert pp16 and "2 x pp = 32; got --micro-batches 30" in pp16[0]
     assert any(c.startswith("pp 2 rejected: does not fit") for c in choices)
-    table = cli("launch", "--nodes", "256", "--micro-batches", "30", "--schedule", "dualpipe", "--recipe", "deepseek",
+    table = cli("launch", "--nodes", "256", "--micro-batches", "30", "--schedule", "dualpipe", "--recipe", "none",
                 "--tp", "1", "--", "t.py")
     assert table.exit_code == 1
     assert "pp 16 rejected" in table.stdout and "DOES NOT FIT" in table.stdout

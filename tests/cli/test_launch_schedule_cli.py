@@ -78,7 +78,7 @@ def test_svg_file(cli, tmp_path: Path) -> None:
         (["--pp", "5", "--micro-batches", "20"], "even --pp"),
         (["--pp", "8", "--micro-batches", "10"], "--micro-batches >= 2 x --pp = 16"),
         (["--schedule", "dualpipev", "--pp", "8", "--micro-batches", "6"], "--micro-batches >= --pp"),
-        (["--schedule", "gpipe"], "dualpipe, dualpipev, 1f1b or zb1p"),
+        (["--schedule", "gpipe"], "dualpipe, dualpipev, 1f1b, zb1p or interleaved"),
         (["--w-cost", "3"], "--w-cost 3.0 > --b-cost 2.0"),
         (["--schedule", "1f1b", "--comm-model", "batched"], "dualpipe and dualpipev only"),
         (["--comm-model", "nccl"], "--comm-model 'nccl'"),

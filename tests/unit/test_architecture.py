@@ -298,6 +298,39 @@ def test_public_class_names_are_unique_across_the_package() -> None:
     assert {name: where for name, where in owners.items() if len(where) > 1} == {}
 
 
+def private_uses(path: Path) -> list[str]:
+    """``from dsctl.x import _name`` and ``module._name`` (``module`` imported from dsctl) in ``path``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    modules: set[str] = set()
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("dsctl"):
+            for alias in node.names:
+                if alias.name.startswith("_") and not alias.name.startswith("__"):
+                    found.append(f"line {node.lineno}: from {node.module} import {alias.name}")
+                modules.add(alias.asname or alias.name)
+        elif isinstance(node, ast.Import):
+            modules.update((a.asname or a.name).split(".")[0] for a in node.names if a.name.startswith("dsctl"))
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules
+                and node.attr.startswith("_") and not node.attr.startswith("__")):
+            found.append(f"line {node.lineno}: {node.value.id}.{node.attr}")
+    return found
+
+
+def test_no_module_uses_another_modules_private_names() -> None:
+    """A name with a leading underscore is its module's own: a second module that needs it gets a public name."""
+    used = {str(p.relative_to(PACKAGE)): found for p in sorted(PACKAGE.rglob("*.py")) if (found := private_uses(p))}
+    assert used == {}
+
+
+def test_the_private_name_rule_catches_both_forms(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text("from dsctl.cluster import hostlist\nfrom dsctl.launch.schedule.timed import _x, y\n"
+                   "hostlist._split('a')\nhostlist.expand('a')\n", encoding="utf-8")
+    assert private_uses(bad) == ["line 2: from dsctl.launch.schedule.timed import _x", "line 3: hostlist._split"]
+
+
 def _public(package: str) -> set[str]:
     tree = ast.parse((PACKAGE / package / "__init__.py").read_text(encoding="utf-8"))
     for node in tree.body:

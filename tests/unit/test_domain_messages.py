@@ -13,21 +13,20 @@ import importlib
 import re
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 import typer.main
 
 from dsctl.cli import GROUPS
-from dsctl.commands._common import COMMON_FIELD_OPTIONS
+from dsctl.commands._common import COMMON_FIELD_OPTIONS, option_for
 from dsctl.errors import InputError
 from tests.unit.test_architecture import DOMAIN_PACKAGES, PACKAGE
 
 ERROR_CLASSES = {"InputError", "ProfileError", "EnvironmentMissing", "DsctlError"}
 FLAG = re.compile(r"-{1,2}[A-Za-z]")
 #: files that still lead messages with a flag, and how many, with why. The number may only go down.
-FLAG_LEADING_LEFT = {
-    "launch/batch.py": 2,  # candidate rejections shown in plan lines and hints, which no table spells
-}
+FLAG_LEADING_LEFT: dict[str, int] = {}
 #: domain package -> its command group, whose table spells the fields the package names
 PACKAGE_GROUP = {"eplb": "eplb", "model": "model", "trace": "trace", "topology": "topology", "storage": "storage",
                  "health": "health", "steptime": "launch", "launch": "launch"}
@@ -111,10 +110,26 @@ def test_the_scan_finds_a_flag_leading_message(tmp_path: Path) -> None:
     assert named_fields(bad) == {"replicas"}
 
 
+def _commands(group: str) -> dict[str, Any]:
+    """Every command of ``group`` by its words after the group ("" = the group itself, "burn-in"), nested groups
+    walked (a Click group's public ``commands`` table; Typer builds the Click commands)."""
+    found: dict[str, Any] = {}
+
+    def walk(command: Any, words: str) -> None:
+        found[words] = command
+        for name, sub in getattr(command, "commands", {}).items():
+            walk(sub, f"{words} {name}".strip())
+
+    walk(typer.main.get_group(importlib.import_module(f"dsctl.commands.{group}").app), "")
+    return found
+
+
+def _flags(command: Any) -> set[str]:
+    return {opt for p in command.params for opt in (*p.opts, *p.secondary_opts)}
+
+
 def _group_flags(group: str) -> set[str]:
-    command = typer.main.get_group(importlib.import_module(f"dsctl.commands.{group}").app)
-    subs = [command, *getattr(command, "commands", {}).values()]
-    return {opt for sub in subs for p in sub.params for opt in p.opts}
+    return {flag for command in _commands(group).values() for flag in _flags(command)}
 
 
 def _tables() -> dict[str, dict[str, str]]:
@@ -123,14 +138,34 @@ def _tables() -> dict[str, dict[str, str]]:
 
 
 def test_every_spelled_option_exists() -> None:
+    """A plain key's option belongs to some command of the group; a "SUBCOMMAND FIELD" key's to that command."""
     tables = _tables()
     all_flags: set[str] = set()
     for group, table in tables.items():
+        commands = _commands(group)
         flags = _group_flags(group)
         all_flags |= flags
-        missing = {field: spelled for field, spelled in table.items() if not set(spelled.split("/")) <= flags}
-        assert not missing, f"dsctl {group}: FIELD_OPTIONS names options the group does not have: {missing}"
+        missing = {}
+        for key, spelled in table.items():
+            sub = key.rpartition(" ")[0]  # "" for a plain key
+            where = (_flags(commands[sub]) if sub in commands else set()) if sub else flags
+            if not set(spelled.split("/")) <= where:
+                missing[key] = spelled
+        assert not missing, f"dsctl {group}: FIELD_OPTIONS names options the command does not have: {missing}"
     assert all(set(spelled.split("/")) <= all_flags for spelled in COMMON_FIELD_OPTIONS.values())
+
+
+def test_the_output_field_is_spelled_as_each_commands_own_option() -> None:
+    """``out`` (the file or folder a command writes) is --out in some commands and --out-dir in others: every
+    command with exactly one of them spells the field as that one."""
+    checked = 0
+    for group in GROUPS:
+        for words, command in _commands(group).items():
+            outputs = _flags(command) & {"--out", "--out-dir"}
+            if len(outputs) == 1:
+                assert option_for("out", f"{group} {words}".strip()) == outputs.pop(), f"dsctl {group} {words}"
+                checked += 1
+    assert checked >= 10
 
 
 @pytest.mark.parametrize("package", sorted(PACKAGE_GROUP))

@@ -120,8 +120,11 @@ def test_dualpipev_and_1f1b_plans(store: ProfileStore) -> None:
 
 def test_global_batch_checks(store: ProfileStore) -> None:
     model, node = store.model("deepseek-v3"), store.node("h800-hgx")
-    with pytest.raises(InputError, match=r"--global-batch 1000 % dp 128 = 104"):
+    with pytest.raises(InputError, match=r"^global_batch 1000 % dp 128 = 104: every data-parallel replica"):
         plan_launch(model, node, LaunchRequest(256, pp=16, global_batch=1000), simulate_schedule=False)
+    spelled = LaunchRequest(256, pp=16, global_batch=1000, spelling={"global_batch": "--global-batch"})
+    with pytest.raises(InputError, match=r"^--global-batch 1000 % dp 128 = 104: every data-parallel replica"):
+        plan_launch(model, node, spelled, simulate_schedule=False)  # as the command layer spells the field
     plan = plan_launch(model, node, LaunchRequest(256, pp=16, global_batch=15360, micro_batches=60),
                        simulate_schedule=False)
     assert plan.batch.micro_batch_size == 2 and plan.batch.tokens_per_micro_batch == 8192

@@ -116,7 +116,7 @@ def test_zb1p_order_holds_back_r_weight_gradients() -> None:
         ("dualpipev", 8, 7, "--micro-batches >= --pp (number of stages) = 8"),
         ("1f1b", 0, 4, "--pp 0"),
         ("zb1p", 4, 0, "--micro-batches 0"),
-        ("gpipe", 4, 8, "dualpipe, dualpipev, 1f1b or zb1p"),
+        ("gpipe", 4, 8, "dualpipe, dualpipev, 1f1b, zb1p or interleaved"),
         ("1f1b", 2000, 1000, "too large"),
     ],
 )

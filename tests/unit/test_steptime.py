@@ -386,10 +386,10 @@ def test_training_precision_sets_the_gemm_rates(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("schedule", "stages", "micro_batches"),
                          [("dualpipe", 8, 20), ("dualpipev", 8, 10), ("1f1b", 4, 8), ("zb1p", 4, 8)])
 def test_inlined_dependencies_equal_the_reference_ones(schedule: str, stages: int, micro_batches: int) -> None:
-    from dsctl.launch.schedule.api import _programs
+    from dsctl.launch.schedule.api import rank_programs
     from dsctl.launch.schedule.simulator import _op_deps, op_dependencies
 
-    programs = _programs(schedule, stages, micro_batches)
+    programs = rank_programs(schedule, stages, micro_batches)
     geometry = programs[0].geometry
     assert op_dependencies(programs) == [[_op_deps(geometry, p.rank, op) for op in p.ops] for p in programs]
 

@@ -211,6 +211,11 @@ def select(graph: SimGraph, names: tuple[str, ...]) -> np.ndarray | None:
     return mask
 
 
+def tested_nodes(graph: SimGraph, names: tuple[str, ...]) -> tuple[str, ...]:
+    """The nodes a burn-in of ``graph`` tests: ``names`` (the request's nodes), or every node of the plan."""
+    return names or tuple(graph.device_names[:graph.num_nodes])
+
+
 def run(plan_text: str, source: str, request: BurninRequest, measure_factory: Callable[[SimGraph], Measure] | None
         = None, on_round: Progress | None = None) -> BurninResult:
     """The whole burn-in of a plan.json text: on the simulated fabric of ``request.fabric_doc``

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import Any
+
+from dsctl.errors import ExitCode
+
+#: states of a job dsctl handed over without waiting for its end: Slurm queued it (or would accept it), kubectl
+#: applied it
+HANDED_OVER = ("SUBMITTED", "ACCEPTED", "APPLIED")
 
 
 @dataclass(frozen=True)
@@ -11,8 +18,8 @@ class LaunchRun:
 
     ``state`` is the engine's word for it: ``SUBMITTED`` (Slurm, without ``--wait``), a Slurm job state
     (``COMPLETED``, ``FAILED``, ``CANCELLED``, ``TIMEOUT`` ...), ``EXITED`` (torchrun) or ``APPLIED`` (kubectl).
-    ``job_exit_code`` is the job's or process's own exit status when known; ``exit_code`` is dsctl's
-    (0 success, 1 the job ran and failed). ``log_path`` is where the job's output went, when known.
+    ``job_exit_code`` is the job's or process's own exit status when known; :attr:`exit_code` is dsctl's.
+    ``log_path`` is where the job's output went, when known.
     """
 
     backend: str
@@ -28,4 +35,17 @@ class LaunchRun:
     log_path: str | None = None
     elapsed_s: float | None = None
     message: str | None = None
-    exit_code: int = 0
+
+    @property
+    def exit_code(self) -> int:
+        """dsctl's exit code: 0 for a job handed over (:data:`HANDED_OVER`) or a Slurm job that ``COMPLETED``;
+        torchrun's own status (it ran in the foreground); 1 for a waited Slurm job that ended otherwise or was
+        still running at the timeout."""
+        if self.state == "EXITED":
+            return self.job_exit_code or 0
+        if self.state in HANDED_OVER or self.state == "COMPLETED":
+            return int(ExitCode.OK)
+        return int(ExitCode.CHECK_FAILED)
+
+    def to_data(self) -> dict[str, Any]:
+        return {**{f.name: getattr(self, f.name) for f in fields(self)}, "exit_code": self.exit_code}

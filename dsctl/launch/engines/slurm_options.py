@@ -45,25 +45,18 @@ class SlurmOptions:
     exclusive: bool = False
     sbatch_args: tuple[str, ...] = ()
 
-    def given(self) -> dict[str, bool]:
-        """Which options are set, by flag (for the option-belongs-to-backend check)."""
-        return {"--account": self.account is not None, "--qos": self.qos is not None,
-                "--reservation": self.reservation is not None, "--exclude": self.exclude is not None,
-                "--nodelist": self.nodelist is not None, "--exclusive": self.exclusive,
-                "--sbatch-arg": bool(self.sbatch_args)}
-
 
 def check_slurm_options(options: SlurmOptions) -> None:
-    """InputError naming the option for any value that is not a Slurm name, hostlist or ``--name[=value]``."""
-    for flag, value in (("--account", options.account), ("--qos", options.qos),
-                        ("--reservation", options.reservation)):
+    """InputError naming the field for any value that is not a Slurm name, hostlist or ``--name[=value]``."""
+    for name, value in (("account", options.account), ("qos", options.qos), ("reservation", options.reservation)):
         if value is not None and not SLURM_NAME.fullmatch(value):
-            raise InputError(f"{flag} {value!r} is not a valid Slurm name: use 1-63 letters, digits, '.', '_' or "
-                             "'-', starting with a letter or digit")
-    for flag, value in (("--exclude", options.exclude), ("--nodelist", options.nodelist)):
+            raise InputError(f"{value!r} is not a valid Slurm name: use 1-63 letters, digits, '.', '_' or "
+                             "'-', starting with a letter or digit", field=name)
+    for name, flag, value in (("exclude", "--exclude", options.exclude),
+                              ("nodelist", "--nodelist", options.nodelist)):
         if value is not None and not HOSTLIST.fullmatch(value):
-            raise InputError(f"{flag} {shown(value)} is not a Slurm node list: use names, commas and bracket "
-                             "ranges, e.g. gpu[001-004],gpu017")
+            raise InputError(f"{shown(value)} is not a Slurm node list: use names, commas and bracket "
+                             "ranges, e.g. gpu[001-004],gpu017", field=name)
         if value is not None:  # the one hostlist grammar (dsctl.cluster.hostlist), bounded like every run's
             hostlist.count(value, option=flag, max_names=MAX_NODES)
     for arg in options.sbatch_args:

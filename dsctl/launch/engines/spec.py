@@ -14,7 +14,7 @@ variable               meaning
 ``DSCTL_RANK_ORDER``   ``tp-cp-ep-dp-pp``: Megatron's order string, fastest-varying dimension first
 ``DSCTL_NUM_NODES``    nodes in the job
 ``DSCTL_GPUS_PER_NODE``  workers per node (torchrun ``--nproc-per-node``)
-``DSCTL_SCHEDULE``     pipeline schedule (dualpipe, dualpipev, 1f1b, zb1p)
+``DSCTL_SCHEDULE``     pipeline schedule (dualpipe, dualpipev, 1f1b, zb1p, interleaved)
 ``DSCTL_NUM_STAGES``   model stages (2 x pp under DualPipeV)
 ``DSCTL_ZERO_STAGE``   ZeRO stage (1 or 2)
 ``DSCTL_RECIPE``       activation recipe the plan assumes (``deepseek``)
@@ -36,7 +36,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from dsctl.errors import InputError
+from dsctl.errors import DsctlError, ExitCode, InputError
 from dsctl.launch.defaults import DEFAULT_JOB_NAME, DEFAULT_PORT
 from dsctl.launch.engines.slurm_options import SlurmOptions, check_slurm_options
 from dsctl.launch.plan import LaunchPlan
@@ -88,6 +88,19 @@ class JobSpec:
     def world_size(self) -> int:
         """Workers (ranks) in the job."""
         return self.num_nodes * self.gpus_per_node
+
+
+class NotSubmitted(DsctlError):
+    """The plan ran and said the job would fail (it does not fit in memory). Exit code 1."""
+
+    exit_code = ExitCode.CHECK_FAILED
+
+
+def check_submittable(plan: LaunchPlan, force: bool) -> None:
+    """:class:`NotSubmitted` when ``plan`` does not fit in GPU memory, unless ``force``."""
+    if plan.exit_code and not force:
+        raise NotSubmitted(f"the plan does not fit in GPU memory ({plan.layout.describe()}); nothing was submitted",
+                           hint="see the plan with --dry-run; --force submits anyway")
 
 
 def layout_env(plan: LaunchPlan, job_name: str) -> tuple[tuple[str, str], ...]:

@@ -11,6 +11,7 @@ from dsctl.launch.schedule.costs import OpCosts
 from dsctl.launch.schedule.dualpipe import dualpipe_program
 from dsctl.launch.schedule.formulas import FormulaCheck, formula_check
 from dsctl.launch.schedule.geometry import Geometry
+from dsctl.launch.schedule.interleaved import INTERLEAVED_CHUNKS, interleaved_program
 from dsctl.launch.schedule.linear import one_f_one_b_program, zb1p_program
 from dsctl.launch.schedule.params import check_schedule_params
 from dsctl.launch.schedule.program import RankProgram
@@ -66,13 +67,18 @@ class ScheduleResult:
         return data
 
 
-def _programs(schedule: str, num_stages: int, num_micro_batches: int, comm: bool = False) -> list[RankProgram]:
+def rank_programs(schedule: str, num_stages: int, num_micro_batches: int, comm: bool = False) -> list[RankProgram]:
+    """Each pipeline rank's op program of ``schedule`` (``comm``: with its send/receive ops)."""
     if schedule == "dualpipe":
         geometry = Geometry("dualpipe", num_stages, num_stages, num_micro_batches)
         return [dualpipe_program(geometry, r, comm) for r in range(num_stages)]
     if schedule == "dualpipev":
         geometry = Geometry("dualpipev", num_stages // 2, num_stages, num_micro_batches)
         return [dualpipe_program(geometry, r, comm) for r in range(num_stages // 2)]
+    if schedule == "interleaved":
+        ranks = num_stages // INTERLEAVED_CHUNKS
+        geometry = Geometry("interleaved", ranks, num_stages, num_micro_batches)
+        return [interleaved_program(geometry, r) for r in range(ranks)]
     geometry = Geometry("linear", num_stages, num_stages, num_micro_batches)
     build = one_f_one_b_program if schedule == "1f1b" else zb1p_program
     return [build(geometry, r) for r in range(num_stages)]
@@ -81,7 +87,7 @@ def _programs(schedule: str, num_stages: int, num_micro_batches: int, comm: bool
 def schedule_ops(schedule: str, num_stages: int, num_micro_batches: int) -> list[list[str]]:
     """Per-rank op names of ``schedule`` without timing them."""
     check_schedule_params(schedule, num_stages, num_micro_batches)
-    return [[op.name for op in p.ops] for p in _programs(schedule, num_stages, num_micro_batches)]
+    return [[op.name for op in p.ops] for p in rank_programs(schedule, num_stages, num_micro_batches)]
 
 
 def _peak_activations(program: RankProgram) -> int:
@@ -105,8 +111,8 @@ def simulate(schedule: str, num_stages: int, num_micro_batches: int, costs: OpCo
              comm_model: str = "ideal") -> ScheduleResult:
     """Simulate ``schedule`` with ``num_stages`` pipeline stages (``--pp``) and ``num_micro_batches``.
 
-    DualPipe runs ``num_stages`` ranks and splits the micro-batches in two directions; DualPipeV runs
-    ``num_stages / 2`` ranks with two stages each. ``comm_model`` is "ideal" or "batched" (alias "commit",
+    DualPipe runs ``num_stages`` ranks and splits the micro-batches in two directions; DualPipeV and interleaved
+    1F1B run ``num_stages / 2`` ranks with two stages each. ``comm_model`` is "ideal" or "batched" (alias "commit",
     DualPipe and DualPipeV only). Raises ``InputError`` for parameters the schedule cannot run.
     """
     costs = costs or OpCosts()
@@ -119,7 +125,7 @@ def simulate(schedule: str, num_stages: int, num_micro_batches: int, costs: OpCo
         raise InputError(f"batched replays the p2p pattern of DeepSeek's DualPipe code and applies "
                          f"to dualpipe and dualpipev only, not {schedule}", field="comm_model",
                          hint="use --comm-model ideal")
-    programs = _programs(schedule, num_stages, num_micro_batches, comm=model == "batched")
+    programs = rank_programs(schedule, num_stages, num_micro_batches, comm=model == "batched")
     timing: Timing = (simulate_ideal if model == "ideal" else simulate_commit)(programs, costs)
 
     makespan = _round(max((ends[-1] for ends in timing.ends if ends), default=0.0))

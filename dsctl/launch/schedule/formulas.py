@@ -4,6 +4,8 @@ With F, B (full backward), W (weight part), I = B - W and FB (overlapped F&B), P
 
 - 1F1B: bubble (PP-1)(F+B), always exact; makespan (M+PP-1)(F+B).
 - ZB1P: (PP-1)(F+B-2W), exact when W <= min(F, I) and M >= PP; makespan M(F+B) + bubble.
+- Interleaved 1F1B (v = 2 chunks per rank, R = PP/2 ranks, F and B per chunk): (R-1)(F+B), exact for all costs;
+  makespan v M (F+B) + bubble (Narayanan et al. SC'21: (R-1)(F+B)/v of a rank's whole-model F and B).
 - DualPipe, DualPipeV: (PP/2-1)(FB+B-3W), exact when F = I and W <= F; makespan
   (C-PP-1) FB + (PP+1)(F+B) + bubble, with C the micro-batches (DualPipeV: 2C).
 """
@@ -14,6 +16,7 @@ import math
 from dataclasses import dataclass
 
 from dsctl.launch.schedule.costs import OpCosts
+from dsctl.launch.schedule.interleaved import INTERLEAVED_CHUNKS
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,11 @@ def formula_check(schedule: str, num_stages: int, num_micro_batches: int, costs:
     if schedule == "1f1b":
         bubble = (pp - 1) * (f + b)
         return FormulaCheck(bubble, True, "(PP-1)(F+B): exact for all costs", (mb + pp - 1) * (f + b))
+    if schedule == "interleaved":
+        ranks = pp // INTERLEAVED_CHUNKS
+        bubble = (ranks - 1) * (f + b)
+        return FormulaCheck(bubble, True, "(R-1)(F+B) with R = PP/2 ranks, F and B per chunk: exact for all costs",
+                            INTERLEAVED_CHUNKS * mb * (f + b) + bubble)
     if schedule == "zb1p":
         bubble = (pp - 1) * (f + b - 2 * w)
         exact = _at_most(w, min(f, i)) and mb >= pp

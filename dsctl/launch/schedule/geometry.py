@@ -10,8 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 #: placements: "linear" (1F1B, ZB1P: rank r = stage r), "dualpipe" (two mirrored directions),
-#: "dualpipev" (V shape: rank r holds stages r and 2R-1-r of the same micro-batch)
-PLACEMENTS = ("linear", "dualpipe", "dualpipev")
+#: "dualpipev" (V shape: rank r holds stages r and 2R-1-r of the same micro-batch), "interleaved" (Megatron's
+#: virtual pipeline: ``v = num_stages / num_ranks`` model chunks per rank, chunk c of rank r is stage c R + r)
+PLACEMENTS = ("linear", "dualpipe", "dualpipev", "interleaved")
 
 
 @dataclass(frozen=True)
@@ -20,7 +21,8 @@ class Geometry:
 
     ``num_ranks`` devices; ``num_stages`` stages on each chain; ``num_micro_batches`` in total (both directions
     for DualPipe). DualPipe direction 0 enters at rank 0, direction 1 at the last rank, ``num_micro_batches / 2``
-    each; DualPipeV leg 0 runs down the ranks and leg 1 back up on the same micro-batch.
+    each; DualPipeV leg 0 runs down the ranks and leg 1 back up on the same micro-batch. Interleaved: the
+    "direction" ``d`` of an op is the rank's model chunk (``0..v-1``), every chunk on the same micro-batches.
     """
 
     placement: str
@@ -38,6 +40,13 @@ class Geometry:
         """Micro-batches per direction index ``d`` (``m`` runs over ``0..per_direction-1``)."""
         return self.num_micro_batches // 2 if self.placement == "dualpipe" else self.num_micro_batches
 
+    @property
+    def num_directions(self) -> int:
+        """Values of an op's direction ``d``: 1 (linear), 2 (DualPipe, DualPipeV) or ``v`` (interleaved chunks)."""
+        if self.placement == "interleaved":
+            return self.num_stages // self.num_ranks
+        return 1 if self.placement == "linear" else 2
+
     def chain(self, d: int, m: int) -> int:
         """Chain id of micro-batch ``m`` of direction ``d``."""
         if self.placement == "dualpipe":
@@ -46,6 +55,8 @@ class Geometry:
 
     def stage(self, rank: int, d: int) -> int:
         """Stage that ``rank`` runs for direction/leg ``d``."""
+        if self.placement == "interleaved":
+            return d * self.num_ranks + rank
         if d == 0:
             return rank
         if self.placement == "dualpipe":
@@ -58,6 +69,8 @@ class Geometry:
             return stage if d == 0 else self.num_ranks - 1 - stage
         if self.placement == "dualpipev":
             return stage if stage < self.num_ranks else 2 * self.num_ranks - 1 - stage
+        if self.placement == "interleaved":
+            return stage % self.num_ranks
         return stage
 
     def key(self, backward: bool, chain: int, stage: int) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dsctl.errors import InputError, one_of
 from dsctl.launch.rules import SCHEDULES
+from dsctl.launch.schedule.interleaved import INTERLEAVED_CHUNKS
 
 #: stages x micro-batches above which a simulation would take too long to be useful interactively
 MAX_STAGE_MICRO_BATCHES = 1_000_000
@@ -17,6 +18,8 @@ def check_schedule_params(schedule: str, num_stages: int, num_micro_batches: int
 
     - dualpipe: PP even and >= 2; micro-batches even and >= 2 x PP (every rank gets a steady-state step);
     - dualpipev: stages even and >= 2 (two per rank); micro-batches >= stages;
+    - interleaved: stages a multiple of 2 (two chunks per rank) on >= 2 ranks; micro-batches a multiple of the
+      ranks (Megatron-LM's rule for its virtual pipeline);
     - 1f1b, zb1p: PP >= 1; micro-batches >= 1.
     """
     if schedule not in SCHEDULES:
@@ -46,6 +49,16 @@ def check_schedule_params(schedule: str, num_stages: int, num_micro_batches: int
         if mb < pp:
             raise InputError(f"dualpipev needs --micro-batches >= --pp (number of stages) = {pp}: got {mb}",
                              hint=f"use --micro-batches {pp} or more")
+    elif schedule == "interleaved":
+        v = INTERLEAVED_CHUNKS
+        if pp < 2 * v or pp % v:
+            raise InputError(f"interleaved needs --pp (number of stages) a multiple of {v} and >= {2 * v} ({v} "
+                             f"chunks on each of at least 2 ranks): got --pp {pp}",
+                             hint=f"use --pp {max(2 * v, pp + (-pp) % v)}")
+        ranks = pp // v
+        if mb % ranks:
+            raise InputError(f"interleaved needs --micro-batches a multiple of its {ranks} ranks (--pp {pp} / {v}; "
+                             f"Megatron-LM's rule): got {mb}", hint=f"use --micro-batches {mb + (-mb) % ranks}")
     if pp * mb > MAX_STAGE_MICRO_BATCHES:
         raise InputError(f"{pp} x {{micro_batches}} {mb} = {pp * mb:,} is too large to simulate "
                          f"(limit {MAX_STAGE_MICRO_BATCHES:,})", field="pp", mentions=("micro_batches",))

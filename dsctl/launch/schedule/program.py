@@ -97,6 +97,11 @@ class RankProgram:
         d1, m1, _, _ = self._next("b", phase1)
         self._op(Op("FB", fwd=(d0, m0), bwd=(d1, m1)))
 
+    def compute_chunk(self, forward: bool, d: int, m: int) -> None:
+        """A forward (or full backward) of micro-batch ``m`` through the rank's stage of direction ``d``, given
+        explicitly (the interleaved order picks the chunk of each op itself)."""
+        self._op(Op("F", fwd=(d, m)) if forward else Op("B", bwd=(d, m)))
+
     def compute_weight(self) -> None:
         if not self._weights:
             raise RuntimeError(f"rank {self.rank}: W op with no queued weight gradient (generator bug)")

@@ -71,7 +71,7 @@ def op_dependencies(programs: list[RankProgram]) -> list[list[tuple[list[int], l
     backward_base = chains * stages
     out = []
     for p in programs:
-        stage_of = (geometry.stage(p.rank, 0), geometry.stage(p.rank, 1))
+        stage_of = [geometry.stage(p.rank, d) for d in range(max(2, geometry.num_directions))]
         row = []
         for op in p.ops:
             needs: list[int] = []

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from dsctl.errors import InputError
-from dsctl.launch.schedule.api import _programs
+from dsctl.launch.schedule.api import rank_programs
 from dsctl.launch.schedule.params import check_schedule_params
 from dsctl.launch.schedule.program import RankProgram
 from dsctl.launch.schedule.simulator import op_dependencies, simulate_ideal_timed
@@ -77,10 +77,10 @@ Parts = tuple[tuple[tuple[str, "int | None", "int | None"], ...], ...]
 
 
 @lru_cache(maxsize=32)
-def _prepared(schedule: str, num_stages: int, num_micro_batches: int) -> tuple[list[RankProgram], Parts, list]:
+def prepared_schedule(schedule: str, num_stages: int, num_micro_batches: int) -> tuple[list[RankProgram], Parts, list]:
     """Programs, each op's (kind, forward stage, backward stage) and dependencies; reused by every timing of the
     same schedule shape (a layout search times one shape with many costs). Read only."""
-    programs = _programs(schedule, num_stages, num_micro_batches)
+    programs = rank_programs(schedule, num_stages, num_micro_batches)
     geometry = programs[0].geometry
     parts = tuple(tuple(
         (op.kind,
@@ -99,7 +99,7 @@ def simulate_stage_costs(schedule: str, num_stages: int, num_micro_batches: int,
     check_schedule_params(schedule, num_stages, num_micro_batches)
     if not 0.0 <= transfer_s < float("inf"):
         raise InputError(f"p2p transfer time {transfer_s} s must be finite and >= 0")
-    programs, parts, deps = _prepared(schedule, num_stages, num_micro_batches)
+    programs, parts, deps = prepared_schedule(schedule, num_stages, num_micro_batches)
     cache: dict[tuple[str, int | None, int | None], float] = {}
     for key in sorted({key for row in parts for key in row}, key=repr):
         value = float(seconds_of(*key))

@@ -60,6 +60,22 @@ class Workload:
     ep_gpus: int | None = None
 
 
+def check_options(workload: str, model_name: str, has_moe: bool, nodes: int | None, ep_gpus: int | None,
+                  eplb_plan_given: bool, stats_given: bool) -> None:
+    """The option rules of ``topology simulate``, naming fields: a placement (``eplb_plan``) and its routing
+    ``stats`` come together; an ``ep-*`` workload needs a MoE ``model``; ``nodes`` and ``ep`` (GPUs per EP
+    group) at least 1."""
+    if eplb_plan_given != stats_given:
+        raise InputError("and {stats} go together (a placement and the statistics it was made from)",
+                         field="eplb_plan", mentions=("stats",))
+    if not has_moe and workload.startswith("ep-"):
+        raise InputError(f"{model_name} has no MoE layers; ep-dispatch/ep-combine need one", field="model")
+    if nodes is not None and nodes < 1:
+        raise InputError(f"must be at least 1, got {nodes}", field="nodes")
+    if ep_gpus is not None and ep_gpus < 1:
+        raise InputError(f"must be at least 1 GPU, got {ep_gpus}", field="ep")
+
+
 def _nodes(graph: SimGraph, nodes: tuple[int, ...] | None) -> np.ndarray:
     if nodes is None:
         return np.arange(graph.num_nodes)
