@@ -42,6 +42,35 @@ def available() -> bool:
         return False
 
 
+class Scratch:
+    """Flow-long buffers kept from one plane to the next: a 16,384-GPU ECMP plane needs ~200 MB of them, and fresh
+    pages cost more CPU time (the kernel faults and zeroes them: ~1 s over 8 planes) than the kernels spend on them.
+    Arrays taken from one named buffer share its memory with those taken from it before (the routing walk's
+    temporaries and the filling's lists are never alive together); they are valid until its next use."""
+
+    def __init__(self) -> None:
+        self._buffers: dict[str, np.ndarray] = {}
+
+    def take(self, name: str, parts: list[tuple[int, Any]]) -> list[np.ndarray]:
+        """Uninitialised 1-D arrays of (length, dtype) ``parts``, side by side in the buffer ``name`` (grown when
+        short)."""
+        sizes = [-(-n * np.dtype(t).itemsize // 64) * 64 for n, t in parts]  # 64-byte aligned
+        buf = self._buffers.pop(name, None)
+        if buf is None or len(buf) < sum(sizes):
+            del buf  # the old buffer goes before the larger one comes
+            buf = np.empty(sum(sizes), dtype=np.uint8)
+        self._buffers[name] = buf
+        out, start = [], 0
+        for (n, t), size in zip(parts, sizes, strict=True):
+            out.append(buf[start:start + n * np.dtype(t).itemsize].view(t))
+            start += size
+        return out
+
+
+def _take(scratch: Scratch | None, name: str, parts: list[tuple[int, Any]]) -> list[np.ndarray]:
+    return [np.empty(n, dtype=t) for n, t in parts] if scratch is None else scratch.take(name, parts)
+
+
 def _links(routes: np.ndarray, members: np.ndarray, nbytes: np.ndarray, local: np.ndarray, carried: np.ndarray
            ) -> tuple[int, int]:
     """Kernel: number the links the routes use 0..n-1 in ascending id into ``local`` (int32 [L], -1 elsewhere),
@@ -65,13 +94,12 @@ def _links(routes: np.ndarray, members: np.ndarray, nbytes: np.ndarray, local: n
 
 
 def _fill(routes: np.ndarray, members: np.ndarray, uniform: float, capacity: np.ndarray, local: np.ndarray,
-          num_l: int, tol: float, lr: np.ndarray, other: np.ndarray, flows: np.ndarray, rate: np.ndarray,
-          load: np.ndarray) -> int:
+          num_l: int, tol: float, other: np.ndarray, flows: np.ndarray, rate: np.ndarray, load: np.ndarray) -> int:
     """Kernel: progressive filling of ``maxmin.max_min`` (same rounds, same arithmetic per link) over ``routes``
     int32 [F, H] (-1 padding) numbered by ``local``; ``capacity`` float64 [L]. Writes ``rate`` [F] and ``load``
     [L]; returns the rounds.
 
-    The routes in local ids go to ``lr`` [F, H]. Each link keeps the list of its route entries, and each entry
+    Each link keeps the list of its route entries, and each entry
     the flow's other links (``other`` [entries * (H - 1)], local ids): a link that fills freezes the entries whose
     other links filled no earlier (processing stamps), so no per-flow array is read at random. The rate of a flow
     is the level of its first full link, set at the end. ``members`` float64 [F] (or [1], one value for all) is
@@ -96,12 +124,9 @@ def _fill(routes: np.ndarray, members: np.ndarray, uniform: float, capacity: np.
             r = routes[f, c]
             if r >= 0:
                 i = local[r]
-                lr[f, c] = i
                 weight[i] += members[f if members.shape[0] > 1 else 0]
                 count[i + 1] += 1
                 routed = True
-            else:
-                lr[f, c] = -1
         if routed:
             num_active += 1
             top = max(top, members[f if members.shape[0] > 1 else 0])
@@ -110,9 +135,10 @@ def _fill(routes: np.ndarray, members: np.ndarray, uniform: float, capacity: np.
     free = ptr[:-1].copy()
     for c in range(num_h):  # column by column: the entries of one column fill few lists at a time
         for f in range(num_f):
-            i = lr[f, c]
-            if i < 0:
+            r = routes[f, c]
+            if r < 0:
                 continue
+            i = local[r]
             j = free[i]
             free[i] = j + 1
             if flows.shape[0]:
@@ -120,7 +146,8 @@ def _fill(routes: np.ndarray, members: np.ndarray, uniform: float, capacity: np.
             k = j * width
             for c2 in range(num_h):
                 if c2 != c:
-                    other[k] = lr[f, c2]
+                    r2 = routes[f, c2]
+                    other[k] = local[r2] if r2 >= 0 else -1
                     k += 1
     tiny = 1e-12 * max(top, 1.0)
     share = np.empty(num_l)
@@ -188,9 +215,9 @@ def _fill(routes: np.ndarray, members: np.ndarray, uniform: float, capacity: np.
     for f in range(num_f):
         low = np.inf
         for c in range(num_h):
-            i = lr[f, c]
-            if i >= 0:
-                low = min(low, level_of[i])
+            r = routes[f, c]
+            if r >= 0:
+                low = min(low, level_of[local[r]])
         rate[f] = low if low < np.inf else 0.0
     return rounds
 
@@ -262,30 +289,31 @@ def _kernels() -> dict[str, Callable[..., Any]]:
 def ecmp_routes(src: np.ndarray, dst: np.ndarray, ep_leaf: np.ndarray, ep_up: np.ndarray, ep_down: np.ndarray,
                 dead: np.ndarray, dev_switch: np.ndarray, leaf_col: np.ndarray, dist: np.ndarray, cnt: np.ndarray,
                 ptr: np.ndarray, link_table: np.ndarray, next_switch: np.ndarray, num_t: int, far: int,
-                rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+                rng: np.random.Generator, scratch: Scratch | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``routing.route_flows`` under ECMP: (routes int32 [F, 2 + most switch hops], ok bool [F]), the same links
     from the same draws: ``rng.random(walkers)`` hop by hop, walkers in flow order. ``dist``, ``cnt``, ``ptr``
-    are the next-hop tables flattened over (switch, leaf) cells; ``next_switch`` [L] the switch a link enters."""
+    are the next-hop tables flattened over (switch, leaf) cells; ``next_switch`` [L] the switch a link enters.
+    With ``scratch`` the routes are one of its buffers (valid until its next use)."""
     kernels = _kernels()
     num_f = len(src)
     ok = np.empty(num_f, dtype=np.bool_)
-    up = np.empty(num_f, dtype=np.int32)
-    down = np.empty(num_f, dtype=np.int32)
-    wide = num_f >= 1 << 31 or len(dist) >= 1 << 31
-    cell = np.empty(num_f, dtype=np.int64 if wide else np.int32)  # flow-long: int32 where the ids fit
-    moving = np.empty(num_f, dtype=np.int64 if wide else np.int32)
+    wide = np.int64 if num_f >= 1 << 31 or len(dist) >= 1 << 31 else np.int32  # flow-long: int32 where ids fit
+    up, down, cell, moving, draws = _take(scratch, "work", [(num_f, np.int32), (num_f, np.int32), (num_f, wide),
+                                                             (num_f, wide), (num_f, np.float64)])
     num, steps = kernels["_ecmp_start"](src, dst, ep_leaf, ep_up, ep_down, dead, dev_switch, leaf_col, dist, num_t,
                                         far, ok, up, down, cell, moving)
-    out = np.full((num_f, int(steps) + 2), -1, dtype=np.int32)
+    width = int(steps) + 2
+    out = _take(scratch, "routes", [(num_f * width, np.int32)])[0].reshape(num_f, width)
+    out.fill(-1)
     out[:, 0] = up
     out[:, -1] = down
-    del up, down
     num = int(num)
     for hop in range(int(steps)):
         num = int(kernels["_moving"](dist, cell, moving, num))
         if not num:
             break
-        kernels["_hop"](cell, moving, num, rng.random(num), cnt, ptr, link_table, next_switch, num_t, out, hop + 1)
+        kernels["_hop"](cell, moving, num, rng.random(num, out=draws[:num]), cnt, ptr, link_table, next_switch,
+                        num_t, out, hop + 1)
     return out, ok
 
 
@@ -295,13 +323,13 @@ def _values(a: np.ndarray) -> np.ndarray:
     return a[:1].copy() if a.ndim == 1 and len(a) > 1 and a.strides[0] == 0 else np.ascontiguousarray(a)
 
 
-def compiled_max_min(flow_routes: np.ndarray, members: np.ndarray, capacity: np.ndarray, nbytes: np.ndarray
-                     ) -> tuple[Solution, np.ndarray]:
+def compiled_max_min(flow_routes: np.ndarray, members: np.ndarray, capacity: np.ndarray, nbytes: np.ndarray,
+                     scratch: Scratch | None = None) -> tuple[Solution, np.ndarray]:
     """``maxmin.max_min`` without bundles, and ``maxmin.route_loads(flow_routes, members * nbytes, ...)``,
     compiled: (solution, carried bytes float64 [L]). ``flow_routes`` int [F, H] link ids, -1 padding; ``members``
     float64 [F] > 0; ``nbytes`` float64 [F] bytes per member; ``capacity`` float64 [L]. Besides the routes it holds
-    them again in local link ids and (H - 1) local link ids per route entry (int16 while a plane uses fewer than
-    32,768 links: 33 + 100 MB for a 16,384-GPU ECMP plane)."""
+    (H - 1) local link ids per route entry (int16 while a plane uses fewer than 32,768 links: 100 MB for a
+    16,384-GPU ECMP plane). With ``scratch`` the rates are one of its buffers (valid until its next use)."""
     kernels = _kernels()
     routes = np.ascontiguousarray(flow_routes, dtype=np.int32)
     members = _values(members)
@@ -310,12 +338,11 @@ def compiled_max_min(flow_routes: np.ndarray, members: np.ndarray, capacity: np.
     carried = np.zeros(len(capacity))
     num_l, entries = kernels["_links"](routes, members, _values(nbytes), local, carried)
     small = np.int16 if num_l < 1 << 15 else np.int32
-    lr = np.empty(routes.shape, dtype=small)
-    other = np.empty(int(entries) * max(routes.shape[1] - 1, 0), dtype=small)
     uniform = float(members[0]) if len(members) and (members == members[0]).all() else 0.0
-    flows = np.empty(0 if uniform > 0 else int(entries), dtype=np.int32)
-    rate = np.zeros(len(routes))
+    other, flows, rate = _take(scratch, "work", [(int(entries) * max(routes.shape[1] - 1, 0), small),
+                                                 (0 if uniform > 0 else int(entries), np.int32),
+                                                 (len(routes), np.float64)])
     load = np.zeros(len(capacity))
-    rounds = int(kernels["_fill"](routes, members, uniform, capacity, local, int(num_l), FULL_TOLERANCE, lr,
-                                  other, flows, rate, load))
+    rounds = int(kernels["_fill"](routes, members, uniform, capacity, local, int(num_l), FULL_TOLERANCE, other,
+                                  flows, rate, load))
     return Solution(rate, load, rounds), carried

@@ -238,24 +238,25 @@ def _pairs(start: np.ndarray, target: np.ndarray, num_t: int) -> tuple[np.ndarra
 
 
 def _compiled_ecmp(graph: SimGraph, hops: NextHops, dead: np.ndarray, src_ep: np.ndarray, dst_ep: np.ndarray,
-                   seed: int) -> Routes:
+                   seed: int, scratch: compiled.Scratch | None = None) -> Routes:
     """``route_flows`` under ECMP by the compiled kernels (the same routes from the same draws)."""
     out, ok = compiled.ecmp_routes(
         src_ep, dst_ep, graph.ep_leaf, graph.ep_up, graph.ep_down, np.ascontiguousarray(dead, dtype=np.bool_),
         hops.dev_switch, hops.leaf_col, hops.dist.ravel(), hops.cnt.ravel(), hops.ptr.ravel(), hops.link,
-        hops.dev_switch[graph.link_dst], hops.dist.shape[1], _FAR, np.random.default_rng(seed))
+        hops.dev_switch[graph.link_dst], hops.dist.shape[1], _FAR, np.random.default_rng(seed), scratch)
     return Routes(out, np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0), ok)
 
 
 def route_flows(graph: SimGraph, hops: NextHops, dead: np.ndarray, src_ep: np.ndarray, dst_ep: np.ndarray,
-                routing: str, seed: int) -> Routes:
-    """Route NIC-to-NIC flows: NIC up link, switch path, NIC down link. ``dead`` bool [L] failed links."""
+                routing: str, seed: int, scratch: compiled.Scratch | None = None) -> Routes:
+    """Route NIC-to-NIC flows: NIC up link, switch path, NIC down link. ``dead`` bool [L] failed links.
+    ``scratch``: buffers the compiled ECMP routes may reuse (the routes are then valid until its next use)."""
     if routing not in ROUTINGS:
         raise InputError(f"{routing!r} is not valid; use static, ecmp or adaptive", field="routing")
     if graph.num_links + len(src_ep) >= 1 << 31:
         raise InputError(f"{len(src_ep):,} flows are too many to route at once")
     if compiled.chosen(routing, len(src_ep)):
-        return _compiled_ecmp(graph, hops, dead, np.asarray(src_ep), np.asarray(dst_ep), seed)
+        return _compiled_ecmp(graph, hops, dead, np.asarray(src_ep), np.asarray(dst_ep), seed, scratch)
     src_ep, dst_ep = np.asarray(src_ep, dtype=np.int64), np.asarray(dst_ep, dtype=np.int64)
     num_f = len(src_ep)
     num_t = hops.dist.shape[1]

@@ -190,10 +190,10 @@ def _plane_times(graph: SimGraph, num_jobs: int, net: Flows, times: np.ndarray, 
 
 
 def _solve_plane(graph: SimGraph, hops: NextHops, dead: np.ndarray, net: Flows, routing: str, seed: int,
-                 reflow: bool) -> _PlaneSolution:
-    routes = route_flows(graph, hops, dead, net.src, net.dst, routing, seed)
+                 reflow: bool, scratch: compiled.Scratch) -> _PlaneSolution:
+    routes = route_flows(graph, hops, dead, net.src, net.dst, routing, seed, scratch)
     if compiled.chosen(routing, len(net)):
-        sol, carried = compiled.compiled_max_min(routes.flow_routes, net.members, graph.link_cap, net.bytes)
+        sol, carried = compiled.compiled_max_min(routes.flow_routes, net.members, graph.link_cap, net.bytes, scratch)
     else:
         sol = max_min(routes.flow_routes, net.members, graph.link_cap, routes.bundle_ptr, routes.bundle_link,
                       routes.bundle_frac)
@@ -241,6 +241,7 @@ def simulate(graph: SimGraph, traffic: Traffic, routing: str, seed: int, dead: n
     unroutable = 0
     solved: dict[int, tuple[_PlaneTimes, np.ndarray, np.ndarray]] = {}
     mirrored: list[int] = []
+    scratch = compiled.Scratch()  # the compiled planes' flow-long buffers, reused plane after plane
     for plane in range(graph.num_planes):
         if report is not None:
             report(plane, graph.num_planes)
@@ -265,7 +266,7 @@ def simulate(graph: SimGraph, traffic: Traffic, routing: str, seed: int, dead: n
             move_link_values(ref[1], plane_map, link_load)
             move_link_values(ref[2], plane_map, link_bytes)
         else:
-            solved_plane = _solve_plane(graph, hops, dead, net, routing, seed + 7919 * plane, reflow)
+            solved_plane = _solve_plane(graph, hops, dead, net, routing, seed + 7919 * plane, reflow, scratch)
             here = _plane_times(graph, num_jobs, net, solved_plane.times, solved_plane.routable, solved_plane.rounds)
             if plane in compared:
                 here = replace(here, solution=solved_plane)
