@@ -39,10 +39,12 @@ from dsctl.topology.sim import compiled
 from benchmarks.bench_topology_simulate import _plan_json
 from dsctl.topology.sim import SimRequest, Workload, run
 from dsctl.topology.sim.api import EpModel
+from dsctl.runners.pages import small_pages
 text = _plan_json({nodes})
 start = time.process_time()
-result = run(text, "plan.json", 200e9, SimRequest(Workload("w", "{workload}"), "{routing}", 0,
-                                                  model=EpModel(7168, 8, 4)))
+with small_pages():  # as dsctl topology simulate runs it
+    result = run(text, "plan.json", 200e9, SimRequest(Workload("w", "{workload}"), "{routing}", 0,
+                                                      model=EpModel(7168, 8, 4)))
 cpu = time.process_time() - start
 print(json.dumps({{"cpu_s": cpu, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                   "mirrored": len(result.mirrored_planes),

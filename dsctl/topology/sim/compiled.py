@@ -114,7 +114,7 @@ def _fill(routes: np.ndarray, members: np.ndarray, uniform: float, capacity: np.
     for i in range(num_l):
         cap[i] = capacity[links[i]]
     residual = cap.copy()
-    weight = np.zeros(num_l)
+    weight = np.zeros(num_l + 1)  # slot num_l: the padding of ``other`` points there (never read)
     count = np.zeros(num_l + 1, np.int64)
     num_active = 0
     top = 0.0
@@ -147,39 +147,45 @@ def _fill(routes: np.ndarray, members: np.ndarray, uniform: float, capacity: np.
             for c2 in range(num_h):
                 if c2 != c:
                     r2 = routes[f, c2]
-                    other[k] = local[r2] if r2 >= 0 else -1
+                    other[k] = local[r2] if r2 >= 0 else num_l
                     k += 1
     tiny = 1e-12 * max(top, 1.0)
     share = np.empty(num_l)
     full = np.empty(num_l, np.int64)
     level_of = np.full(num_l, np.inf)  # the level at which each link filled
-    stamp = np.full(num_l, np.iinfo(np.int64).max)  # order in which full links froze their entries
+    stamp = np.full(num_l + 1, np.iinfo(np.int64).max)  # order in which full links froze their entries
     done = 0
     level = 0.0
     rounds = 0
+    act = np.arange(num_l)  # the links still carrying active flows (weight > tiny; weights only fall), ascending
+    num_act = num_l
     while entries > 0:
         rounds += 1
         low = np.inf
-        used = False
-        for i in range(num_l):
+        kept = 0
+        for n in range(num_act):
+            i = act[n]
             if weight[i] > tiny:
+                act[kept] = i
+                kept += 1
                 share[i] = residual[i] / weight[i]
                 low = min(low, share[i])
-                used = True
-        if not used:
+        num_act = kept
+        if not num_act:
             break
         step = max(low, 0.0)
         level += step
         num_full = 0
-        for i in range(num_l):
-            if weight[i] > tiny:
-                residual[i] -= step * weight[i]
-                if residual[i] <= tol * cap[i]:
-                    full[num_full] = i
-                    num_full += 1
+        for n in range(num_act):
+            i = act[n]
+            residual[i] -= step * weight[i]
+            if residual[i] <= tol * cap[i]:
+                full[num_full] = i
+                num_full += 1
         if num_full == 0:  # rounding left no link exactly full: take the tightest
-            for i in range(num_l):
-                if weight[i] > tiny and share[i] <= low * (1 + 1e-9):
+            for n in range(num_act):
+                i = act[n]
+                if share[i] <= low * (1 + 1e-9):
                     full[num_full] = i
                     num_full += 1
         for n in range(num_full):
@@ -187,25 +193,20 @@ def _fill(routes: np.ndarray, members: np.ndarray, uniform: float, capacity: np.
             stamp[i] = done
             done += 1
             level_of[i] = level
-            for j in range(ptr[i], ptr[i + 1]):
+            mine = stamp[i]
+            for j in range(ptr[i], ptr[i + 1]):  # branch-free: whether an entry is frozen is a coin toss
                 k = j * width
-                frozen = False
+                live = True
+                links_here = 1
                 for c in range(width):
                     o = other[k + c]
-                    if o >= 0 and stamp[o] < stamp[i]:
-                        frozen = True
-                        break
-                if frozen:
-                    continue
-                num_active -= 1
-                m = uniform if uniform > 0.0 else members[flows[j]]
-                weight[i] -= m
-                entries -= 1
+                    live &= stamp[o] >= mine
+                    links_here += o < num_l
+                m = (uniform if uniform > 0.0 else members[flows[j]]) * live  # x - 0.0 is x: frozen changes nothing
+                num_active -= live
+                entries -= links_here * live  # weight[i] is left as it is: it is set to 0 at the end of the round
                 for c in range(width):
-                    o = other[k + c]
-                    if o >= 0:
-                        weight[o] -= m
-                        entries -= 1
+                    weight[other[k + c]] -= m  # padding lands in the spare slot num_l
         if num_active == 0:
             break
         for n in range(num_full):

@@ -120,8 +120,12 @@ class SimResult:
 
 
 def _times(flows: Flows, rate: np.ndarray) -> np.ndarray:
+    """``bytes / rate`` per flow [F] (s), inf where the rate is 0; one flow-long array besides a mask."""
+    times = np.maximum(rate, 1e-300)
     with np.errstate(divide="ignore", over="ignore"):  # a rate near 0 is an infinite time, as rate == 0 is
-        return np.where(rate > 0, flows.bytes / np.maximum(rate, 1e-300), np.inf)
+        np.divide(flows.bytes, times, out=times)
+    times[rate <= 0] = np.inf
+    return times
 
 
 def _max_at(out: np.ndarray, index: np.ndarray, values: np.ndarray) -> None:
@@ -133,10 +137,20 @@ def _max_at(out: np.ndarray, index: np.ndarray, values: np.ndarray) -> None:
 
 
 def _owner_max(flows: Flows, times: np.ndarray, t_gpu: np.ndarray, t_node: np.ndarray) -> None:
-    gpu = flows.owner >= 0
-    np.maximum.at(t_gpu, flows.owner[gpu], times[gpu])
-    node = flows.owner <= -2
-    np.maximum.at(t_node, -2 - flows.owner[node], times[node])
+    """Largest flow time per owning GPU (owner >= 0) into ``t_gpu`` and per node-wide owner (owner <= -2, node
+    ``-2 - owner``) into ``t_node``; no flow-long copies where every flow has one kind of owner."""
+    owner = flows.owner
+    gpu = owner >= 0
+    if gpu.all():
+        np.maximum.at(t_gpu, owner, times)
+        return
+    if gpu.any():
+        np.maximum.at(t_gpu, owner[gpu], times[gpu])
+    node = owner <= -2
+    if node.all():
+        np.maximum.at(t_node, -2 - owner, times)
+    elif node.any():
+        np.maximum.at(t_node, -2 - owner[node], times[node])
 
 
 @dataclass(frozen=True)
