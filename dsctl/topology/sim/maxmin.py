@@ -97,8 +97,17 @@ def _route_index(local_routes: np.ndarray, rows: np.ndarray, num_r: int) -> tupl
     return ptr, out
 
 
+#: up to this many CSR rows are gathered by slicing (a round fills one link or two: a few slices cost less than
+#: the eight array calls of the vectorised gather)
+SLICED_ROWS = 8
+
+
 def _gather(ptr: np.ndarray, values: np.ndarray, keys: np.ndarray) -> np.ndarray:
     """Concatenation of the CSR rows ``keys``."""
+    if len(keys) <= SLICED_ROWS:
+        bounds = [(int(ptr[k]), int(ptr[k + 1])) for k in keys.tolist()]
+        return (values[bounds[0][0]:bounds[0][1]] if len(bounds) == 1
+                else np.concatenate([values[a:b] for a, b in bounds] or [values[:0]]))
     count = ptr[keys + 1] - ptr[keys]
     offset = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
     return values[np.repeat(ptr[keys], count) + offset]
@@ -161,8 +170,9 @@ def max_min(flow_routes: np.ndarray, members: np.ndarray, capacity: np.ndarray, 
     active_entries = float(route_count.sum())
 
     def link_weight(route_delta: np.ndarray) -> np.ndarray:
-        out = route_delta[:num_links].copy()
+        out = route_delta[:num_links]
         if num_b:
+            out = out.copy()
             out += np.bincount(bundle_link_local, weights=bundle_frac * route_delta[num_links:][b_rows],
                                minlength=num_links)
         return out
@@ -177,18 +187,20 @@ def max_min(flow_routes: np.ndarray, members: np.ndarray, capacity: np.ndarray, 
     level = 0.0
     rounds = 0
     tiny = 1e-12 * max(float(members.max(initial=0.0)), 1.0)
+    full_at = FULL_TOLERANCE * capacity_local
     while active_entries > 0:
         rounds += 1
         used = link_w > tiny
         if not used.any():
             break
         share = residual[used] / link_w[used]
-        step = max(float(share.min()), 0.0)
+        low = float(share.min())
+        step = max(low, 0.0)
         level += step
-        residual -= step * np.where(used, link_w, 0.0)
-        full = np.flatnonzero(used & (residual <= FULL_TOLERANCE * capacity_local))
+        np.subtract(residual, step * link_w, out=residual, where=used)  # as residual - step * 0 elsewhere
+        full = np.flatnonzero(used & (residual <= full_at))
         if not len(full):  # rounding left no link exactly full: take the tightest
-            full = np.flatnonzero(used)[share <= share.min() * (1 + 1e-9)]
+            full = np.flatnonzero(used)[share <= low * (1 + 1e-9)]
         full_routes = full
         if num_b:
             full_routes = np.r_[full, num_links + np.unique(_gather(link_bundle_ptr, link_bundles, full))]
