@@ -9,7 +9,13 @@ tests/unit/test_topology_sim_compiled.py holds them to the reference on random E
 Why compiled: a 16,384-GPU ECMP plane has 4.2M flows, 16.8M route entries and ~5,300 distinct bottleneck levels
 (one round each). numpy pays ~20 calls a round and touches every route entry through index arrays; the kernel
 does one pass over the L links a round and visits each route entry a fixed number of times in all (counting,
-indexing, freezing): O(rounds x L + entries). Rates differ from the reference only by the order of additions.
+indexing, freezing): O(rounds x L + entries), over the links still carrying flows only. Rates differ from the
+reference only by the order of additions. The flow-long buffers (~200 MB a plane) are reused plane after plane
+(``Scratch``): fresh pages cost the kernel more CPU time than the kernels spend on them.
+
+Compiled code cache: numba keeps it beside this module (``__pycache__``), or, where that folder is not writable,
+in the user's cache folder (``$XDG_CACHE_HOME/numba`` or ``~/.cache/numba``); compiling costs 3-18 s once per
+install, CPU and source. No folder in /tmp: cached machine code is loaded and run, and dsctl runs as root.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ import numpy as np
 
 from dsctl.topology.sim.maxmin import FULL_TOLERANCE, Solution
 
-#: flows from which a plane is worth the kernels' load (~0.3 s: numba's import and its cached machine code)
+#: flows from which a plane is worth the kernels' load (~0.5 s: numba's import and its cached machine code)
 MIN_FLOWS = 1 << 18
 
 
@@ -283,7 +289,7 @@ def _hop(cell: np.ndarray, moving: np.ndarray, num: int, draw: np.ndarray, cnt: 
 def _kernels() -> dict[str, Callable[..., Any]]:
     import numba  # the optional extra, loaded on first use
 
-    # cache=True keeps the machine code beside this module (or in the user's cache folder when that is read-only)
+    # cache=True: machine code beside this module, or in the user's cache folder when that is read-only (above)
     return {f.__name__: numba.njit(cache=True, nogil=True)(f) for f in (_links, _fill, _ecmp_start, _moving, _hop)}
 
 
