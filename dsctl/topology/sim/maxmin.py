@@ -79,7 +79,9 @@ def _route_index(local_routes: np.ndarray, rows: np.ndarray, num_r: int) -> tupl
     counts = [np.bincount(column(c) + 1, minlength=num_r + 1)[1:] for c in range(local_routes.shape[1])]
     ptr = np.r_[0, np.cumsum(np.sum(counts, axis=0))] if counts else np.zeros(num_r + 1, dtype=np.int64)
     out = np.empty(int(ptr[-1]), dtype=flows.dtype)
-    free = ptr[:-1].copy()  # next free slot of each route
+    # slots in int32 where they fit: flow-long int64 temporaries are each mapped fresh (and faulted in) by malloc
+    slot = np.int32 if len(out) < 1 << 31 else np.int64
+    free = ptr[:-1].astype(slot)  # next free slot of each route
     for c, count in enumerate(counts):
         col, vals = column(c), flows  # gathered again: one column alive at a time
         if not (col >= 0).all():
@@ -93,9 +95,9 @@ def _route_index(local_routes: np.ndarray, rows: np.ndarray, num_r: int) -> tupl
             key = col[order]
         del col
         # the j-th entry of route r in this column goes to free[r] + j
-        pos = (free - (np.cumsum(count) - count))[key]
+        pos = (free - (np.cumsum(count) - count).astype(slot))[key]
         del key
-        pos += np.arange(len(pos))
+        pos += np.arange(len(pos), dtype=slot)
         out[pos] = vals[order]
         del pos, order
         free += count

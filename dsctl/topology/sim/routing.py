@@ -160,6 +160,7 @@ def _walk(hops: NextHops, graph: SimGraph, start: np.ndarray, target: np.ndarray
     out = np.full((len(start), steps), -1, dtype=np.int32)
     div = np.ones(len(start), dtype=np.int64) if routing != "ecmp" else np.ones(0, dtype=np.int64)
     moving: np.ndarray | slice = slice(None)
+    draws = np.empty(len(start) if routing == "ecmp" else 0)  # one buffer for every hop's draws
     for h in range(steps):
         here = dist[cell] > 0
         if not here.all():
@@ -169,7 +170,7 @@ def _walk(hops: NextHops, graph: SimGraph, start: np.ndarray, target: np.ndarray
             break
         k = cnt[cell]
         if routing == "ecmp":
-            draw = rng.random(len(cell))
+            draw = rng.random(out=draws[:len(cell)])  # the same numbers as rng.random(len(cell))
             draw *= k
             pick = draw.astype(small)
             del draw
@@ -257,7 +258,9 @@ def route_flows(graph: SimGraph, hops: NextHops, dead: np.ndarray, src_ep: np.nd
         raise InputError(f"{len(src_ep):,} flows are too many to route at once")
     if compiled.chosen(routing, len(src_ep)):
         return _compiled_ecmp(graph, hops, dead, np.asarray(src_ep), np.asarray(dst_ep), seed, scratch)
-    src_ep, dst_ep = np.asarray(src_ep, dtype=np.int64), np.asarray(dst_ep, dtype=np.int64)
+    # endpoint ids index tables only: int32 ids (the all-to-all builders') stay int32, no flow-long int64 copies
+    src_ep, dst_ep = (a if a.dtype.kind == "i" else a.astype(np.int64) for a in (np.asarray(src_ep),
+                                                                                  np.asarray(dst_ep)))
     num_f = len(src_ep)
     num_t = hops.dist.shape[1]
     small = np.int32 if hops.dist.size < 1 << 31 and graph.num_links < 1 << 31 else np.int64
