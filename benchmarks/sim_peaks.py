@@ -15,10 +15,10 @@ huge-page advice for numpy's arrays: THP compaction on fault cost 1-2 s of syste
 Issue 32, ECMP all-to-all at 16,384 GPUs on the shared 2-core machine (CPU seconds of one run vary by 1.5x with
 the neighbours' load): main before issue 32 28.6-37.3 s / 630-638 MB. First pass: numba (dsctl[fast]) 5.9-10.7 s,
 median 7.6 s (6 of 10 runs under 8 s), 514 MB. Second pass (buffers reused plane after plane, no huge pages,
-fewer flow-long copies; load average 3.6-6.1): numba 5.2-7.5 s, median 5.9 s, 18 of 18 runs under 8 s, 509 MB
+fewer flow-long copies; load average 1.9-6.1): numba 5.0-7.5 s, median 5.6 s, 23 of 23 runs under 8 s, 509 MB
 (per run: numba's import and cached code 0.5 s; per plane: routing 0.14 s, max-min 0.37-0.45 s); numpy
-(--numpy) 26.0-27.8 s / 553 MB against main's 30.7-31.5 s / 555 MB side by side. The other three cases: adaptive
-1.3-1.6 s / 387 MB, ep-dispatch 1.3-1.6 s / 508 MB, ep-combine 1.3-1.5 s / 508 MB.
+(--numpy) 23.2-26.1 s / 504 MB against main's 32.7 s / 555 MB side by side (two pairs). The other three cases:
+adaptive 1.0-1.6 s / 387 MB, ep-dispatch 1.1-1.6 s / 508 MB, ep-combine 1.1-1.5 s / 508 MB.
 """
 
 from __future__ import annotations
