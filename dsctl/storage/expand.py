@@ -238,12 +238,8 @@ def expand(texts: dict[str, str | None], source: str, add_nodes: int, target_byt
                          "(6 digits in a target id)", field="add_nodes")
     check_size(n, max(arr.size for arr in old.nodes))
     prefix = target_prefix(min(int(arr.min()) for arr in old.tids))
-    share = np.zeros((v_new, v_new), dtype=np.int64)
-    for arr in old.nodes:
-        for p in range(k):
-            for q in range(k):
-                if p != q:
-                    np.add.at(share, (arr[:, p], arr[:, q]), 1)
+    pairs = [arr[:, p] * v_new + arr[:, q] for arr in old.nodes for p in range(k) for q in range(k) if p != q]
+    share = np.bincount(np.concatenate(pairs), minlength=v_new * v_new).reshape(v_new, v_new)
     new_nodes = list(range(v, v_new))
     # per disk: members' goal counts (even share, remainder on old nodes)
     goals, quotas, old_r = [], [], 0

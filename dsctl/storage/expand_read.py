@@ -222,7 +222,8 @@ def read_sound(texts: dict[str, str | None]) -> TableArrays | None:
     if np.any(np.diff(np.sort(cids)) == 0) or np.any(np.diff(tid_sorted) == 0):
         return None
     # create-target: each target of the chains once, with its chain; it encodes the node and disk it names
-    order = np.argsort(creates[:, 2], kind="stable")
+    # the files dsctl writes list targets in the chains' order: then the chains' sort fits them too
+    order = by_target if np.array_equal(creates[:, 2], flat) else np.argsort(creates[:, 2], kind="stable")
     if len(creates) != flat.size or not np.array_equal(creates[order, 2], tid_sorted):
         return None
     if not np.array_equal(creates[order, 3], np.repeat(cids, k)[by_target]):
@@ -252,7 +253,7 @@ def read_sound(texts: dict[str, str | None]) -> TableArrays | None:
     for kind in (True, False):
         mine = kinds == kind
         tids, rnodes, lines = removes[mine, 1], removes[mine, 0], line[mine]
-        pick = np.argsort(tids, kind="stable")
+        pick = by_target if np.array_equal(tids, flat) else np.argsort(tids, kind="stable")
         if len(tids) != flat.size or not np.array_equal(tids[pick], tid_sorted):
             return None
         if not np.array_equal(rnodes[pick], node_sorted):
