@@ -31,6 +31,9 @@ SHAPES: dict[str, tuple[int, int, int, int, int | None]] = {
     "40->44 x4 k4": (40, 4, 4, 4, None),
     "120->121 x16 k3 r30": (120, 1, 16, 3, 30),
     "30->45 x16 k5": (30, 15, 16, 5, None),
+    "20->40 x16 k3": (20, 20, 16, 3, None),  # these three spend most steps after the untouched chains ran out
+    "60->100 x16 k4": (60, 40, 16, 4, None),
+    "40->70 x8 k3 r12": (40, 30, 8, 3, 12),
 }
 
 
