@@ -64,6 +64,14 @@ def _runs(raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _values(raw: np.ndarray, starts: np.ndarray, length: np.ndarray) -> np.ndarray:
+    if not len(starts):
+        return np.zeros(0, dtype=np.int64)
+    shortest, longest = int(length.min()), int(length.max())
+    if shortest == longest:  # one length (a column of ids usually is): no masks
+        total = np.zeros(len(starts), dtype=np.int64)
+        for j in range(longest):
+            total = total * 10 + raw[starts + j]
+        return total - 48 * ((10**longest - 1) // 9)
     values = np.zeros(len(starts), dtype=np.int64)
     for size in np.unique(length).tolist():  # runs of one length together: no masks inside
         runs = np.flatnonzero(length == size)
@@ -134,7 +142,7 @@ def _laid_out(text: str, pieces: tuple[str, ...]) -> np.ndarray | None:
         expected = (np.arange(repeats)[:, None] * size + place[None, :]).ravel()
         if not np.array_equal(starts - (np.cumsum(length) - length), expected):
             return None
-        values.append(_values(raw, starts, length).reshape(repeats, width))
+        values.append(np.stack([_values(raw, starts[j::width], length[j::width]) for j in range(width)], axis=1))
     return np.concatenate(values)
 
 
