@@ -25,10 +25,10 @@ offline first.
 
 Cost (issue 32): the files are read whole (``expand_read``); each new node's replacement scores are kept whole
 (``expand_replace``: one argmin over the disk's ``b*k`` slots per replacement, the remaining ``O(steps * b*k)``
-term, ~1 ns a slot, plus O(r) Python per replacement); the polish judges its draws in batches
-(``expand_polish``); the steps and new targets are numbered with arrays and the grown table is rendered from them
-(``expand_files``). ``report(done, total)`` counts the replacements and new chains. The choices are issue 14's,
-byte for byte.
+term, ~1 ns a slot, plus O(r) Python per replacement); the polish judges its draws in batches and
+re-judges after a swap only the draws it touched (``expand_polish``); the steps and new targets are numbered
+with arrays and the grown table and runbook are written from them by numpy (``expand_files``, ``rows_text``).
+``report(done, total)`` counts the replacements and new chains. The choices are issue 14's, byte for byte.
 """
 
 from __future__ import annotations

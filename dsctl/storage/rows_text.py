@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-_ROWS_PER_BLOCK = 65_536  # lines laid out at a time: the grid stays a few MB
+_BLOCK_BYTES = 4 * 1024**2  # the byte grid laid out at a time (a block of whole lines)
 
 
 def rows_text(values: np.ndarray, pieces: tuple[str, ...]) -> str:
@@ -25,8 +25,8 @@ def rows_text(values: np.ndarray, pieces: tuple[str, ...]) -> str:
         return "".join(pieces[0] + "".join(str(v) + p for v, p in zip(row, pieces[1:], strict=True))
                        for row in values.tolist())
     digits = [len(str(int(values[:, j].max()))) for j in range(width)]
-    return "".join(_block(values[start:start + _ROWS_PER_BLOCK], pieces, digits)
-                   for start in range(0, rows, _ROWS_PER_BLOCK))
+    per_block = max(1, _BLOCK_BYTES // (sum(len(p) for p in pieces) + sum(digits)))
+    return "".join(_block(values[start:start + per_block], pieces, digits) for start in range(0, rows, per_block))
 
 
 # the three ASCII digits of 0..999 (zero-padded) and a NUL, as one uint32 each: one 1-d take per three digits

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dsctl.storage import rows_text as rows_text_module
 from dsctl.storage.rows_text import rows_text
 
 
@@ -28,6 +30,7 @@ def test_rows_text_is_an_f_string_per_line(case: tuple[list[list[int]], list[str
     assert rows_text(array, tuple(pieces)) == _joined(values, tuple(pieces))
 
 
-def test_rows_text_crosses_its_block_size() -> None:
-    values = np.arange(200_000, dtype=np.int64).reshape(100_000, 2) * 7
+def test_rows_text_crosses_its_block_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(rows_text_module, "_BLOCK_BYTES", 1_000)  # ~60 lines a block
+    values = np.arange(20_000, dtype=np.int64).reshape(10_000, 2) * 7
     assert rows_text(values, ("n ", ",", "\n")) == _joined(values.tolist(), ("n ", ",", "\n"))
