@@ -183,6 +183,9 @@ def _new_chains(need: np.ndarray, share: np.ndarray, k: int, count: int) -> tupl
     blocked = np.where(need > 0, 0.0, np.inf)  # inf where no need is left
     mates = np.zeros(len(need), dtype=np.int64)  # chains shared with the members so far (share is symmetric)
     score = np.empty(len(need), dtype=np.float64)
+    need_of = need.tolist()  # scalar reads and writes: a list (numpy's cost 3x)
+    v = len(need)
+    share_flat = share.reshape(v * v)  # a view
     for _ in range(count):
         chain: list[int] = []
         mates[:] = 0
@@ -192,21 +195,22 @@ def _new_chains(need: np.ndarray, share: np.ndarray, k: int, count: int) -> tupl
             if chain:
                 score[chain] = np.inf
             pick = int(score.argmin())
-            if not np.isfinite(score[pick]):
+            if score[pick] == np.inf:
                 break
             chain.append(pick)
             mates += share[pick]
         if len(chain) < k:
             break
         for i, a in enumerate(chain):
-            need[a] -= 1
-            weighted[a] = weight * need[a]
-            if need[a] <= 0:
+            need_of[a] -= 1
+            weighted[a] = weight * need_of[a]
+            if need_of[a] <= 0:
                 blocked[a] = np.inf
             for z in chain[i + 1:]:
-                share[a, z] += 1
-                share[z, a] += 1
+                share_flat[a * v + z] += 1
+                share_flat[z * v + a] += 1
         out.append(chain)
+    need[:] = need_of
     arr = np.array(out, dtype=np.int64).reshape(len(out), k)
     return arr, int(need.sum())
 
