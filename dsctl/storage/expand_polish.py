@@ -61,24 +61,25 @@ class _Batch:
         self.cooling = np.arange(start, stop) % COOLING_STEPS == COOLING_STEPS - 1
         self.before = np.zeros(n, dtype=np.int64)
         self.levels = [temperature]
+        self.level_of = np.asarray(self.levels)
         self.maybe = np.zeros(n, dtype=bool)
+        self.ai, self.cj = self.a * walk.k + self.i, self.c * walk.k + self.j  # x's and y's places in ``members``
         self.judge(slice(None))
 
     def judge(self, at: slice | np.ndarray) -> None:
-        """Judge the draws ``at`` against the table as it is now."""
+        """Judge the draws ``at`` against the table as it is now (overflow in exp ignored by the caller)."""
         walk, k, v = self.walk, self.walk.k, self.walk.v
-        aa, cc = self.a[at], self.c[at]
-        ra, rc = walk.rows[aa], walk.rows[cc]
-        span = np.arange(len(aa))
-        x, y = ra[span, self.i[at]], rc[span, self.j[at]]
+        ra, rc = walk.rows[self.a[at]], walk.rows[self.c[at]]
+        x, y = walk.members[self.ai[at]], walk.members[self.cj[at]]
         self.x[at], self.y[at] = x, y
-        valid = (aa != cc) & (x != y) & ~(rc == x[:, None]).any(axis=1) & ~(ra == y[:, None]).any(axis=1)
+        # x is in a and y in c: x not in c and y not in a also rules out a == c and x == y
+        valid = (rc != x[:, None]).all(axis=1) & (ra != y[:, None]).all(axis=1)
         self.valid[at] = valid
         # delta = sum over a's other members m of 2 (share[y, m] - share[x, m]) + 2, and the same for c with x
         # and y exchanged; over whole rows (share[x, x] = 0, x in a, y in c, for a valid draw) that is:
         xs, ys = x[:, None] * v, y[:, None] * v
         picked = walk.flat_share[np.concatenate((ys + ra, xs + ra, xs + rc, ys + rc), axis=1)]
-        delta = 2 * (picked @ walk.signs) - 4 * walk.flat_share[x * v + y] + 4 * (k - 1)
+        delta = 2 * (picked @ walk.signs) - 4 * walk.flat_share[xs[:, 0] + y] + 4 * (k - 1)
         self.delta[at] = delta
         if isinstance(at, slice) or self.cooling[at].any():  # the cooling count moved: judge every draw's line
             cools = self.valid & self.cooling
@@ -86,9 +87,9 @@ class _Batch:
             self.levels = [self.temperature]
             for _ in range(int(cools.sum())):
                 self.levels.append(self.levels[-1] * COOLING)
+            self.level_of = np.asarray(self.levels)
             at, valid, delta = slice(None), self.valid, self.delta
-        with np.errstate(over="ignore"):
-            line = np.exp(-delta / np.asarray(self.levels)[self.before[at]]) * 0.01
+        line = np.exp(-delta / self.level_of[self.before[at]]) * 0.01
         self.maybe[at] = valid & ((delta <= 0) | (self.u[at] < line * (1 + 1e-9)))
 
     def walk_through(self) -> None:
@@ -124,6 +125,7 @@ class _Walk:
 
     def __init__(self, rows: np.ndarray, share: np.ndarray, sizes: np.ndarray, steps: int, seed: int) -> None:
         self.rows, self.k, self.v = rows, rows.shape[1], len(share)
+        self.members = rows.reshape(-1)  # a view: chain after chain
         self.flat_share = share.reshape(self.v * self.v)
         offsets = np.r_[0, np.cumsum(sizes)[:-1]]
         draws = np.random.default_rng(seed).random((steps, 6))  # disk, chain a, chain c, slot i, slot j, accept
@@ -149,10 +151,11 @@ def polish(chains: list[np.ndarray], share: np.ndarray, rng: random.Random) -> N
     steps = min(POLISH_MAX_STEPS, POLISH_STEPS_PER_CHAIN * len(rows))
     walk = _Walk(rows, share, sizes, steps, rng.randrange(2**32))
     temperature = 1.0
-    for start in range(0, steps, _BATCH):
-        batch = _Batch(walk, start, min(steps, start + _BATCH), temperature)
-        batch.walk_through()
-        temperature = batch.levels[-1]
+    with np.errstate(over="ignore"):  # exp(-delta / T) of a steep downhill draw is inf: it is taken anyway
+        for start in range(0, steps, _BATCH):
+            batch = _Batch(walk, start, min(steps, start + _BATCH), temperature)
+            batch.walk_through()
+            temperature = batch.levels[-1]
     at = 0
     for arr in pools:
         arr[:] = rows[at:at + len(arr)]
