@@ -61,7 +61,7 @@ from dsctl.storage.expand_replace import check_size, replace
 from dsctl.storage.layout import rotate_chains
 
 #: the chain-table files expand reads (each; ``--max-input-bytes`` raises it further): 600 nodes x 16 SSDs at 99
-#: targets per SSD write a 110 MB create_target_cmd.txt; 500 -> 550 nodes plans in ~30 CPU-s and ~1 GB (issue 32)
+#: targets per SSD write a 110 MB create_target_cmd.txt; 500 -> 550 nodes plans in ~6 CPU-s and ~0.5 GB (issue 32)
 MAX_TABLE_FILE_BYTES = 128 * 1024**2
 MAX_ADDED_NODES = 2_000
 MAX_NODES_AFTER = 4_000  # the plan keeps a node x node pair-share matrix
