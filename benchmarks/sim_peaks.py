@@ -9,12 +9,16 @@ max-min) by its process CPU time and reports ``ru_maxrss``. Targets: all-to-all 
 installed; its import and cached-code load are inside the timed CPU), ``numpy`` otherwise; ``--numpy`` hides
 numba from the children to time the reference.
 
-Issue 32, ECMP all-to-all at 16,384 GPUs on the shared 2-core machine (load average 3-7; CPU seconds of one run
-vary by 1.5x with the neighbours' load): main before this change 28.6-37.3 s / 630-638 MB; now with numba
-(dsctl[fast]) 5.9-10.7 s, median 7.6 s (6 of 10 runs under 8 s), 514 MB, on the final code (per plane: routing
-0.1-0.2 s, max-min 0.35-0.6 s; numba's import and cached-code load 0.65 s once); numpy (--numpy) 28-33 s /
-558-598 MB against main's 35.6-37.3 s run side by side. The other three cases: adaptive 1.2-2.3 s / 388 MB,
-ep-dispatch 1.4-3.2 s / 510 MB, ep-combine 1.1-2.2 s / 507 MB.
+The child runs ``run`` inside ``dsctl.runners.pages.small_pages()``, as ``dsctl topology simulate`` does (no
+huge-page advice for numpy's arrays: THP compaction on fault cost 1-2 s of system time).
+
+Issue 32, ECMP all-to-all at 16,384 GPUs on the shared 2-core machine (CPU seconds of one run vary by 1.5x with
+the neighbours' load): main before issue 32 28.6-37.3 s / 630-638 MB. First pass: numba (dsctl[fast]) 5.9-10.7 s,
+median 7.6 s (6 of 10 runs under 8 s), 514 MB. Second pass (buffers reused plane after plane, no huge pages,
+fewer flow-long copies; load average 1.9-6.1): numba 5.0-7.5 s, median 5.6 s, 23 of 23 runs under 8 s, 509 MB
+(per run: numba's import and cached code 0.5 s; per plane: routing 0.14 s, max-min 0.37-0.45 s); numpy
+(--numpy) 23.2-26.1 s / 504 MB against main's 32.7 s / 555 MB side by side (two pairs). The other three cases:
+adaptive 1.0-1.6 s / 387 MB, ep-dispatch 1.1-1.6 s / 508 MB, ep-combine 1.1-1.5 s / 508 MB.
 """
 
 from __future__ import annotations
@@ -39,10 +43,12 @@ from dsctl.topology.sim import compiled
 from benchmarks.bench_topology_simulate import _plan_json
 from dsctl.topology.sim import SimRequest, Workload, run
 from dsctl.topology.sim.api import EpModel
+from dsctl.runners.pages import small_pages
 text = _plan_json({nodes})
 start = time.process_time()
-result = run(text, "plan.json", 200e9, SimRequest(Workload("w", "{workload}"), "{routing}", 0,
-                                                  model=EpModel(7168, 8, 4)))
+with small_pages():  # as dsctl topology simulate runs it
+    result = run(text, "plan.json", 200e9, SimRequest(Workload("w", "{workload}"), "{routing}", 0,
+                                                      model=EpModel(7168, 8, 4)))
 cpu = time.process_time() - start
 print(json.dumps({{"cpu_s": cpu, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                   "mirrored": len(result.mirrored_planes),

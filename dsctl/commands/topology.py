@@ -273,8 +273,10 @@ def simulate(
     request = sim.SimRequest(work, routing, seed, tuple(fail or ()), fail_random, jobs_doc, f"--jobs-file {jobs}",
                              ep_model, svg_plane if svg is not None else None, reflow, node.nic_efficiency)
     from dsctl.output.progress import progress
+    from dsctl.runners.pages import small_pages
 
-    with progress(f"simulating {workload} ({routing} routing), network planes", fmt, total=1) as report:
+    with progress(f"simulating {workload} ({routing} routing), network planes", fmt, total=1) as report, \
+            small_pages():  # GBs of flow-long arrays: huge pages cost more in compaction than they save
         result = sim.run(plan_text, str(plan_file), node.nvlink_achievable_bytes_per_s, request, bisection, report)
     if svg is not None and result.svg is not None:
         atomic_write(svg, result.svg, "--svg")

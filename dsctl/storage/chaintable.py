@@ -26,6 +26,7 @@ import numpy as np
 
 from dsctl.errors import InputError
 from dsctl.storage.layout import ChainLayout
+from dsctl.storage.rows_text import rows_text
 
 UINT32_MAX = 4_294_967_295
 MAX_NODE_ID = 999_999
@@ -189,26 +190,25 @@ class ChainTableFiles(Mapping[str, str]):
             yield render(slice(start, start + CHAINS_PER_PIECE))
 
     def _chains(self, rows: slice) -> str:
-        return "".join(f"{cid},{','.join(map(str, row))}\n"
-                       for cid, row in zip(self.chain_ids[rows].tolist(), self.targets[rows].tolist(), strict=True))
+        k = self.targets.shape[1]
+        return rows_text(np.concatenate([self.chain_ids[rows, None], self.targets[rows]], axis=1),
+                         ("",) + (",",) * k + ("\n",))
 
     def _table(self, rows: slice) -> str:
-        return "".join(f"{c}\n" for c in self.chain_ids[rows].tolist())
+        return rows_text(self.chain_ids[rows, None], ("", "\n"))
 
     def _creates(self, rows: slice) -> str:
         k = self.targets.shape[1]
-        chunk = self.chunk
-        return "".join(f"create-target --node-id {n} --disk-index {d} --target-id {t} --chain-id {c} {chunk} "
-                       "--use-new-chunk-engine\n"
-                       for n, d, t, c in zip(self.nodes[rows].ravel().tolist(),
-                                             np.repeat(self.disks[rows], k).tolist(),
-                                             self.targets[rows].ravel().tolist(),
-                                             np.repeat(self.chain_ids[rows], k).tolist(), strict=True))
+        values = np.stack([self.nodes[rows].ravel(), np.repeat(self.disks[rows], k), self.targets[rows].ravel(),
+                           np.repeat(self.chain_ids[rows], k)], axis=1)
+        return rows_text(values, ("create-target --node-id ", " --disk-index ", " --target-id ", " --chain-id ",
+                                  f" {self.chunk} --use-new-chunk-engine\n"))
 
     def _removes(self, rows: slice) -> str:
-        return "".join(f"offline-target --node-id {n} --target-id {t}\nremove-target --node-id {n} --target-id {t}\n"
-                       for n, t in zip(self.nodes[rows].ravel().tolist(), self.targets[rows].ravel().tolist(),
-                                       strict=True))
+        nodes, targets = self.nodes[rows].ravel(), self.targets[rows].ravel()
+        return rows_text(np.stack([nodes, targets, nodes, targets], axis=1),
+                         ("offline-target --node-id ", " --target-id ", "\nremove-target --node-id ", " --target-id ",
+                          "\n"))
 
 
 def render_files(layout: ChainLayout, scheme: IdScheme, chunk_sizes: tuple[str, ...] = ()) -> ChainTableFiles:

@@ -25,10 +25,10 @@ offline first.
 
 Cost (issue 32): the files are read whole (``expand_read``); each new node's replacement scores are kept whole
 (``expand_replace``: one argmin over the disk's ``b*k`` slots per replacement, the remaining ``O(steps * b*k)``
-term, ~1 ns a slot, plus O(r) Python per replacement); the polish judges its draws in batches
-(``expand_polish``); the steps and new targets are numbered with arrays and the grown table is rendered from them
-(``expand_files``). ``report(done, total)`` counts the replacements and new chains. The choices are issue 14's,
-byte for byte.
+term, ~1 ns a slot, plus O(r) Python per replacement); the polish judges its draws in batches and
+re-judges after a swap only the draws it touched (``expand_polish``); the steps and new targets are numbered
+with arrays and the grown table and runbook are written from them by numpy (``expand_files``, ``rows_text``).
+``report(done, total)`` counts the replacements and new chains. The choices are issue 14's, byte for byte.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ from dsctl.storage.expand_replace import check_size, replace
 from dsctl.storage.layout import rotate_chains
 
 #: the chain-table files expand reads (each; ``--max-input-bytes`` raises it further): 600 nodes x 16 SSDs at 99
-#: targets per SSD write a 110 MB create_target_cmd.txt; 500 -> 550 nodes plans in ~30 CPU-s and ~1 GB (issue 32)
+#: targets per SSD write a 110 MB create_target_cmd.txt; 500 -> 550 nodes plans in ~6 CPU-s and ~0.5 GB (issue 32)
 MAX_TABLE_FILE_BYTES = 128 * 1024**2
 MAX_ADDED_NODES = 2_000
 MAX_NODES_AFTER = 4_000  # the plan keeps a node x node pair-share matrix
@@ -183,6 +183,9 @@ def _new_chains(need: np.ndarray, share: np.ndarray, k: int, count: int) -> tupl
     blocked = np.where(need > 0, 0.0, np.inf)  # inf where no need is left
     mates = np.zeros(len(need), dtype=np.int64)  # chains shared with the members so far (share is symmetric)
     score = np.empty(len(need), dtype=np.float64)
+    need_of = need.tolist()  # scalar reads and writes: a list (numpy's cost 3x)
+    v = len(need)
+    share_flat = share.reshape(v * v)  # a view
     for _ in range(count):
         chain: list[int] = []
         mates[:] = 0
@@ -192,21 +195,22 @@ def _new_chains(need: np.ndarray, share: np.ndarray, k: int, count: int) -> tupl
             if chain:
                 score[chain] = np.inf
             pick = int(score.argmin())
-            if not np.isfinite(score[pick]):
+            if score[pick] == np.inf:
                 break
             chain.append(pick)
             mates += share[pick]
         if len(chain) < k:
             break
         for i, a in enumerate(chain):
-            need[a] -= 1
-            weighted[a] = weight * need[a]
-            if need[a] <= 0:
+            need_of[a] -= 1
+            weighted[a] = weight * need_of[a]
+            if need_of[a] <= 0:
                 blocked[a] = np.inf
             for z in chain[i + 1:]:
-                share[a, z] += 1
-                share[z, a] += 1
+                share_flat[a * v + z] += 1
+                share_flat[z * v + a] += 1
         out.append(chain)
+    need[:] = need_of
     arr = np.array(out, dtype=np.int64).reshape(len(out), k)
     return arr, int(need.sum())
 
@@ -238,12 +242,8 @@ def expand(texts: dict[str, str | None], source: str, add_nodes: int, target_byt
                          "(6 digits in a target id)", field="add_nodes")
     check_size(n, max(arr.size for arr in old.nodes))
     prefix = target_prefix(min(int(arr.min()) for arr in old.tids))
-    share = np.zeros((v_new, v_new), dtype=np.int64)
-    for arr in old.nodes:
-        for p in range(k):
-            for q in range(k):
-                if p != q:
-                    np.add.at(share, (arr[:, p], arr[:, q]), 1)
+    pairs = [arr[:, p] * v_new + arr[:, q] for arr in old.nodes for p in range(k) for q in range(k) if p != q]
+    share = np.bincount(np.concatenate(pairs), minlength=v_new * v_new).reshape(v_new, v_new)
     new_nodes = list(range(v, v_new))
     # per disk: members' goal counts (even share, remainder on old nodes)
     goals, quotas, old_r = [], [], 0

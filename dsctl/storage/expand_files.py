@@ -13,6 +13,7 @@ import numpy as np
 
 from dsctl.storage.chaintable import CHAINS, CREATE, ChainTableFiles
 from dsctl.storage.expand_check import grown_table_problems
+from dsctl.storage.rows_text import rows_text
 
 
 @dataclass(frozen=True)
@@ -60,26 +61,40 @@ def table_problems(table: GrownTable) -> list[str]:
     return grown_table_problems(rows)
 
 
+_HEADER = ("# dsctl storage expand: replacements inside existing chains, in order. Run the steps of one wave\n"
+           "# in any order or in parallel (a wave never holds two steps of one chain); wait for each new target\n"
+           "# to be SERVING-UPTODATE (`list-targets -c CHAIN`) before taking the old one offline.\n")
+#: a step's seven runbook lines, as pieces around its numbers (``_STEP_FIELDS`` picks them); {copies} the size
+_STEP_PIECES = ("# step ", " wave ", ": chain ", " disk ", ": ", " on ", " -> ", " on ",
+                ", copies {copies} bytes\ncreate-target --node-id ", " --disk-index ", " --target-id ", " --chain-id ",
+                "  --use-new-chunk-engine\nupdate-chain --mode add ", " ", "\n# wait: list-targets -c ", " shows ",
+                " SERVING UPTODATE\noffline-target --node-id ", " --target-id ", "\nupdate-chain --mode remove ", " ",
+                "\nremove-target --node-id ", " --target-id ", "\n")
+# step 0, wave 1, chain_id 2, disk_index 3, old_target 4, old_node 5, new_target 6, new_node 7
+_STEP_FIELDS = [0, 1, 2, 3, 4, 5, 6, 7, 7, 3, 6, 2, 2, 6, 2, 6, 5, 4, 2, 4, 5, 4]
+
+
+def _runbook(steps: list[ReplacementStep]) -> str:
+    """The migration runbook: the header, then each step's seven lines (one block of numbers per size copied)."""
+    parts, at = [_HEADER], 0
+    while at < len(steps):  # steps of one size together (expand gives every step the same size)
+        size = steps[at].bytes
+        end = next((i for i in range(at, len(steps)) if steps[i].bytes != size), len(steps))
+        values = np.array([(s.step, s.wave, s.chain_id, s.disk_index, s.old_target, s.old_node, s.new_target,
+                            s.new_node) for s in steps[at:end]], dtype=np.int64)[:, _STEP_FIELDS]
+        pieces = (*_STEP_PIECES[:8], _STEP_PIECES[8].replace("{copies}", f"{size:.0f}"), *_STEP_PIECES[9:])
+        parts.append(rows_text(values, pieces))
+        at = end
+    return "".join(parts)
+
+
 def render(table: GrownTable, steps: list[ReplacementStep]) -> ChainTableFiles:
     """The four files of the grown table (rendered when used, streamed by ``--out-dir``), plus the new chains
     alone and the migration runbook."""
     files = ChainTableFiles(table.chain_ids, table.targets, table.nodes, table.disks)
     added = np.flatnonzero(table.added)
     new = ChainTableFiles(table.chain_ids[added], table.targets[added], table.nodes[added], table.disks[added])
-    runbook = ["# dsctl storage expand: replacements inside existing chains, in order. Run the steps of one wave",
-               "# in any order or in parallel (a wave never holds two steps of one chain); wait for each new target",
-               "# to be SERVING-UPTODATE (`list-targets -c CHAIN`) before taking the old one offline."]
-    for s in steps:
-        runbook += [f"# step {s.step} wave {s.wave}: chain {s.chain_id} disk {s.disk_index}: "
-                    f"{s.old_target} on {s.old_node} -> {s.new_target} on {s.new_node}, copies {s.bytes:.0f} bytes",
-                    f"create-target --node-id {s.new_node} --disk-index {s.disk_index} --target-id {s.new_target} "
-                    f"--chain-id {s.chain_id}  --use-new-chunk-engine",
-                    f"update-chain --mode add {s.chain_id} {s.new_target}",
-                    f"# wait: list-targets -c {s.chain_id} shows {s.new_target} SERVING UPTODATE",
-                    f"offline-target --node-id {s.old_node} --target-id {s.old_target}",
-                    f"update-chain --mode remove {s.chain_id} {s.old_target}",
-                    f"remove-target --node-id {s.old_node} --target-id {s.old_target}"]
     files["new_chains.csv"] = new[CHAINS]
     files["create_new_chain_targets_cmd.txt"] = new[CREATE]
-    files["migration_steps.txt"] = "\n".join(runbook) + "\n"
+    files["migration_steps.txt"] = _runbook(steps)
     return files

@@ -154,10 +154,11 @@ def replace(nodes: np.ndarray, share: np.ndarray, counts: np.ndarray, goal: np.n
     touched_slot = np.zeros(b * k, dtype=bool)
     base = np.zeros(b * k, dtype=dtype)  # the base of the round, as folded into ``scores``
 
-    def set_base(where: slice | int | np.ndarray, value: int) -> None:
-        """base[where] = value, in ``scores`` too."""
-        scores[:, where] += value - base[where]
-        base[where] = value
+    def close(where: slice | int | np.ndarray) -> None:
+        """Close slots for every new node (base ``never``). The scores are set, not moved: a closed slot is
+        either closed for good or in a stale chain, whose scores are recomputed before it opens again."""
+        scores[:, where] = never
+        base[where] = never
 
     while any(n > 0 for n in pending.values()):
         fresh_mode = fresh_count > 0
@@ -201,17 +202,16 @@ def replace(nodes: np.ndarray, share: np.ndarray, counts: np.ndarray, goal: np.n
             touched_of[c] += 1
             chain_slots = slice(c * k, c * k + k)
             if fresh_mode:
-                set_base(chain_slots, never)  # f with them
-            else:
-                scores[:, chain_slots] += UNTOUCHED_BONUS
+                close(chain_slots)  # f with them
+            else:  # chain c's scores are recomputed below
                 base[chain_slots] += UNTOUCHED_BONUS
-                set_base(f, never)
+                base[f] = never
             count_of[y] -= 1
             count_of[x] += 1
             if count_of[y] <= goal_of[y]:
                 gone = slots.of(y)
                 open_slot[gone] = False
-                set_base(gone, never)
+                close(gone)
                 gone_chains = gone // k
                 open_count[gone_chains] -= 1
                 open_total -= len(gone)

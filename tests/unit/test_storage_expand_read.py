@@ -3,6 +3,8 @@ line-by-line check reads; anything else goes the line-by-line way (issue 32 item
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -13,7 +15,7 @@ from dsctl.storage.api import generate_chains
 from dsctl.storage.chaintable import IdScheme
 from dsctl.storage.crosscheck import CHAINS, CREATE, FILE_NAMES, REMOVE, TABLE, read_checked
 from dsctl.storage.expand import expand
-from dsctl.storage.expand_read import TableArrays, read_sound
+from dsctl.storage.expand_read import _CREATE_PIECES, _REMOVE_PIECES, TableArrays, _laid_out, read_sound
 
 SMALL = generate_chains(7, 2, 3, 3, 1, IdScheme()).files_text
 FOUR = {name: SMALL[name] for name in FILE_NAMES}
@@ -112,3 +114,41 @@ def test_too_many_kept_scores_are_refused_before_the_work() -> None:
     check_size(10, MAX_SCORE_CELLS // 10)
     with pytest.raises(InputError, match=r"add at most 1,000 nodes at a time"):
         check_size(1_001, MAX_SCORE_CELLS // 1_000)
+
+
+_LAYOUTS = {CHAINS: (r"[0-9]{1,18}(?:,[0-9]{1,18}){3}\n", ("", ",", ",", ",", "\n")),
+            TABLE: (r"[0-9]{1,18}\n", ("", "\n")),
+            CREATE: (r"create-target --node-id [0-9]{1,18} --disk-index [0-9]{1,18} --target-id [0-9]{1,18} "
+                     r"--chain-id [0-9]{1,18}  --use-new-chunk-engine\n", _CREATE_PIECES),
+            REMOVE: (r"(?:offline-target --node-id [0-9]{1,18} --target-id [0-9]{1,18}\n"
+                     r"remove-target --node-id [0-9]{1,18} --target-id [0-9]{1,18}\n)", _REMOVE_PIECES)}
+
+
+def _body(name: str) -> str:
+    text = FOUR[name] or ""
+    return text.partition("\n")[2] if name in (CHAINS, TABLE) else text
+
+
+def test_the_array_reader_reads_what_dsctl_writes() -> None:
+    for name, (_, pieces) in _LAYOUTS.items():
+        got = _laid_out(_body(name), pieces)
+        assert got is not None, name
+        numbers = [int(n) for n in re.findall("[0-9]+", _body(name))]
+        assert got.ravel().tolist() == numbers, name
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(sorted(_LAYOUTS)), st.integers(0, 10**6), st.sampled_from(["0", "7", " ", "x", "\n", ",", "",
+                                                                                    "\u00e9", "1234567890" * 2]),
+       st.integers(0, 3))
+def test_the_array_reader_accepts_only_the_regex_language(name: str, at: int, insert: str, cut: int) -> None:
+    """Any edit: ``_laid_out`` reads the text only when the regex matches it whole, to the same numbers."""
+    body = _body(name)
+    at %= len(body)
+    text = body[:at] + insert + body[at + cut:]
+    pattern, pieces = _LAYOUTS[name]
+    got = _laid_out(text, pieces)
+    whole = re.fullmatch(f"(?:{pattern})+", text if text.endswith("\n") else text + "\n")
+    assert (got is not None) == (whole is not None)
+    if got is not None:
+        assert got.ravel().tolist() == [int(n) for n in re.findall("[0-9]+", text)]

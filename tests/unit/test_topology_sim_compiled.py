@@ -24,6 +24,8 @@ from dsctl.topology.summary import summarize
 # slow: the first test compiles the kernels (10-20 s on a loaded machine; later runs load them from the cache)
 kernels = pytest.mark.skipif(not compiled.available(), reason="numba (the dsctl[fast] extra) is not installed")
 RTOL = 1e-9
+#: buffers shared by the odd cases, as the simulator reuses them plane after plane (sizes differ case to case)
+SCRATCH = compiled.Scratch()
 
 
 @functools.cache
@@ -65,7 +67,8 @@ def test_the_kernels_match_the_numpy_reference_on_random_ecmp_cases(case: int) -
     hops = next_hops(graph, dead)
     seed = int(rng.integers(0, 1 << 30))
     reference = route_flows(graph, hops, dead, src, dst, "ecmp", seed)
-    fast = _compiled_ecmp(graph, hops, dead, src, dst, seed)
+    scratch = SCRATCH if case % 2 else None
+    fast = _compiled_ecmp(graph, hops, dead, src, dst, seed, scratch)
     assert np.array_equal(fast.flow_routes, reference.flow_routes)
     assert np.array_equal(fast.routable, reference.routable)
     nbytes = rng.uniform(1e3, 1e9, len(members)) if case % 3 else np.broadcast_to(3e6, members.shape)
@@ -76,7 +79,7 @@ def test_the_kernels_match_the_numpy_reference_on_random_ecmp_cases(case: int) -
                    reference.bundle_frac)
     want_carried = route_loads(reference.flow_routes, carried_weight, graph.num_links, reference.bundle_ptr,
                                reference.bundle_link, reference.bundle_frac)
-    got, got_carried = compiled.compiled_max_min(fast.flow_routes, members, graph.link_cap, nbytes)
+    got, got_carried = compiled.compiled_max_min(fast.flow_routes, members, graph.link_cap, nbytes, scratch)
     assert _close(got.rate, want.rate)
     assert _close(got.link_load, want.link_load)
     assert _close(got_carried, want_carried)
@@ -97,6 +100,24 @@ def test_the_kernel_solves_the_textbook_case_and_keeps_unrouted_flows_at_zero() 
     assert np.allclose(sol.link_load, [1.0, 2.0])
     assert np.allclose(carried, [3.0, 6.0])
     assert sol.rounds == 2
+
+
+def test_scratch_parts_are_aligned_side_by_side_and_a_short_buffer_grows() -> None:
+    """Parts of one buffer do not overlap, start on 64-byte boundaries, and share memory with the parts taken from
+    the same buffer before; a larger request replaces the buffer, a smaller one reuses it."""
+    scratch = compiled.Scratch()
+    a, b = scratch.take("work", [(3, np.int16), (5, np.float64)])
+    assert (a.dtype, len(a), b.dtype, len(b)) == (np.int16, 3, np.float64, 5)
+    assert b.ctypes.data - a.ctypes.data == 64 and b.ctypes.data % 64 == a.ctypes.data % 64
+    a[:] = 7
+    b[:] = 1.5
+    assert a.tolist() == [7, 7, 7] and b.tolist() == [1.5] * 5
+    (c,) = scratch.take("work", [(4, np.int32)])
+    assert c.ctypes.data == a.ctypes.data  # the same memory, reused
+    (d,) = scratch.take("work", [(1000, np.float64)])
+    assert len(d) == 1000 and d.base is not None and len(d.base) >= 8000
+    (e,) = scratch.take("routes", [(0, np.int32)])
+    assert len(e) == 0
 
 
 def test_a_changed_rate_fails_the_comparison() -> None:

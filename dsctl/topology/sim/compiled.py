@@ -9,7 +9,13 @@ tests/unit/test_topology_sim_compiled.py holds them to the reference on random E
 Why compiled: a 16,384-GPU ECMP plane has 4.2M flows, 16.8M route entries and ~5,300 distinct bottleneck levels
 (one round each). numpy pays ~20 calls a round and touches every route entry through index arrays; the kernel
 does one pass over the L links a round and visits each route entry a fixed number of times in all (counting,
-indexing, freezing): O(rounds x L + entries). Rates differ from the reference only by the order of additions.
+indexing, freezing): O(rounds x L + entries), over the links still carrying flows only. Rates differ from the
+reference only by the order of additions. The flow-long buffers (~200 MB a plane) are reused plane after plane
+(``Scratch``): fresh pages cost the kernel more CPU time than the kernels spend on them.
+
+Compiled code cache: numba keeps it beside this module (``__pycache__``), or, where that folder is not writable,
+in the user's cache folder (``$XDG_CACHE_HOME/numba`` or ``~/.cache/numba``); compiling costs 3-18 s once per
+install, CPU and source. No folder in /tmp: cached machine code is loaded and run, and dsctl runs as root.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ import numpy as np
 
 from dsctl.topology.sim.maxmin import FULL_TOLERANCE, Solution
 
-#: flows from which a plane is worth the kernels' load (~0.3 s: numba's import and its cached machine code)
+#: flows from which a plane is worth the kernels' load (~0.5 s: numba's import and its cached machine code)
 MIN_FLOWS = 1 << 18
 
 
@@ -40,6 +46,35 @@ def available() -> bool:
         return importlib.util.find_spec("numba") is not None
     except (ImportError, ValueError):  # ValueError: a module in sys.modules without a spec (None)
         return False
+
+
+class Scratch:
+    """Flow-long buffers kept from one plane to the next: a 16,384-GPU ECMP plane needs ~200 MB of them, and fresh
+    pages cost more CPU time (the kernel faults and zeroes them: ~1 s over 8 planes) than the kernels spend on them.
+    Arrays taken from one named buffer share its memory with those taken from it before (the routing walk's
+    temporaries and the filling's lists are never alive together); they are valid until its next use."""
+
+    def __init__(self) -> None:
+        self._buffers: dict[str, np.ndarray] = {}
+
+    def take(self, name: str, parts: list[tuple[int, Any]]) -> list[np.ndarray]:
+        """Uninitialised 1-D arrays of (length, dtype) ``parts``, side by side in the buffer ``name`` (grown when
+        short)."""
+        sizes = [-(-n * np.dtype(t).itemsize // 64) * 64 for n, t in parts]  # 64-byte aligned
+        buf = self._buffers.pop(name, None)
+        if buf is None or len(buf) < sum(sizes):
+            del buf  # the old buffer goes before the larger one comes
+            buf = np.empty(sum(sizes), dtype=np.uint8)
+        self._buffers[name] = buf
+        out, start = [], 0
+        for (n, t), size in zip(parts, sizes, strict=True):
+            out.append(buf[start:start + n * np.dtype(t).itemsize].view(t))
+            start += size
+        return out
+
+
+def _take(scratch: Scratch | None, name: str, parts: list[tuple[int, Any]]) -> list[np.ndarray]:
+    return [np.empty(n, dtype=t) for n, t in parts] if scratch is None else scratch.take(name, parts)
 
 
 def _links(routes: np.ndarray, members: np.ndarray, nbytes: np.ndarray, local: np.ndarray, carried: np.ndarray
@@ -65,13 +100,12 @@ def _links(routes: np.ndarray, members: np.ndarray, nbytes: np.ndarray, local: n
 
 
 def _fill(routes: np.ndarray, members: np.ndarray, uniform: float, capacity: np.ndarray, local: np.ndarray,
-          num_l: int, tol: float, lr: np.ndarray, other: np.ndarray, flows: np.ndarray, rate: np.ndarray,
-          load: np.ndarray) -> int:
+          num_l: int, tol: float, other: np.ndarray, flows: np.ndarray, rate: np.ndarray, load: np.ndarray) -> int:
     """Kernel: progressive filling of ``maxmin.max_min`` (same rounds, same arithmetic per link) over ``routes``
     int32 [F, H] (-1 padding) numbered by ``local``; ``capacity`` float64 [L]. Writes ``rate`` [F] and ``load``
     [L]; returns the rounds.
 
-    The routes in local ids go to ``lr`` [F, H]. Each link keeps the list of its route entries, and each entry
+    Each link keeps the list of its route entries, and each entry
     the flow's other links (``other`` [entries * (H - 1)], local ids): a link that fills freezes the entries whose
     other links filled no earlier (processing stamps), so no per-flow array is read at random. The rate of a flow
     is the level of its first full link, set at the end. ``members`` float64 [F] (or [1], one value for all) is
@@ -86,7 +120,7 @@ def _fill(routes: np.ndarray, members: np.ndarray, uniform: float, capacity: np.
     for i in range(num_l):
         cap[i] = capacity[links[i]]
     residual = cap.copy()
-    weight = np.zeros(num_l)
+    weight = np.zeros(num_l + 1)  # slot num_l: the padding of ``other`` points there (never read)
     count = np.zeros(num_l + 1, np.int64)
     num_active = 0
     top = 0.0
@@ -96,12 +130,9 @@ def _fill(routes: np.ndarray, members: np.ndarray, uniform: float, capacity: np.
             r = routes[f, c]
             if r >= 0:
                 i = local[r]
-                lr[f, c] = i
                 weight[i] += members[f if members.shape[0] > 1 else 0]
                 count[i + 1] += 1
                 routed = True
-            else:
-                lr[f, c] = -1
         if routed:
             num_active += 1
             top = max(top, members[f if members.shape[0] > 1 else 0])
@@ -110,9 +141,10 @@ def _fill(routes: np.ndarray, members: np.ndarray, uniform: float, capacity: np.
     free = ptr[:-1].copy()
     for c in range(num_h):  # column by column: the entries of one column fill few lists at a time
         for f in range(num_f):
-            i = lr[f, c]
-            if i < 0:
+            r = routes[f, c]
+            if r < 0:
                 continue
+            i = local[r]
             j = free[i]
             free[i] = j + 1
             if flows.shape[0]:
@@ -120,39 +152,46 @@ def _fill(routes: np.ndarray, members: np.ndarray, uniform: float, capacity: np.
             k = j * width
             for c2 in range(num_h):
                 if c2 != c:
-                    other[k] = lr[f, c2]
+                    r2 = routes[f, c2]
+                    other[k] = local[r2] if r2 >= 0 else num_l
                     k += 1
     tiny = 1e-12 * max(top, 1.0)
     share = np.empty(num_l)
     full = np.empty(num_l, np.int64)
     level_of = np.full(num_l, np.inf)  # the level at which each link filled
-    stamp = np.full(num_l, np.iinfo(np.int64).max)  # order in which full links froze their entries
+    stamp = np.full(num_l + 1, np.iinfo(np.int64).max)  # order in which full links froze their entries
     done = 0
     level = 0.0
     rounds = 0
+    act = np.arange(num_l)  # the links still carrying active flows (weight > tiny; weights only fall), ascending
+    num_act = num_l
     while entries > 0:
         rounds += 1
         low = np.inf
-        used = False
-        for i in range(num_l):
+        kept = 0
+        for n in range(num_act):
+            i = act[n]
             if weight[i] > tiny:
+                act[kept] = i
+                kept += 1
                 share[i] = residual[i] / weight[i]
                 low = min(low, share[i])
-                used = True
-        if not used:
+        num_act = kept
+        if not num_act:
             break
         step = max(low, 0.0)
         level += step
         num_full = 0
-        for i in range(num_l):
-            if weight[i] > tiny:
-                residual[i] -= step * weight[i]
-                if residual[i] <= tol * cap[i]:
-                    full[num_full] = i
-                    num_full += 1
+        for n in range(num_act):
+            i = act[n]
+            residual[i] -= step * weight[i]
+            if residual[i] <= tol * cap[i]:
+                full[num_full] = i
+                num_full += 1
         if num_full == 0:  # rounding left no link exactly full: take the tightest
-            for i in range(num_l):
-                if weight[i] > tiny and share[i] <= low * (1 + 1e-9):
+            for n in range(num_act):
+                i = act[n]
+                if share[i] <= low * (1 + 1e-9):
                     full[num_full] = i
                     num_full += 1
         for n in range(num_full):
@@ -160,25 +199,20 @@ def _fill(routes: np.ndarray, members: np.ndarray, uniform: float, capacity: np.
             stamp[i] = done
             done += 1
             level_of[i] = level
-            for j in range(ptr[i], ptr[i + 1]):
+            mine = stamp[i]
+            for j in range(ptr[i], ptr[i + 1]):  # branch-free: whether an entry is frozen is a coin toss
                 k = j * width
-                frozen = False
+                live = True
+                links_here = 1
                 for c in range(width):
                     o = other[k + c]
-                    if o >= 0 and stamp[o] < stamp[i]:
-                        frozen = True
-                        break
-                if frozen:
-                    continue
-                num_active -= 1
-                m = uniform if uniform > 0.0 else members[flows[j]]
-                weight[i] -= m
-                entries -= 1
+                    live &= stamp[o] >= mine
+                    links_here += o < num_l
+                m = (uniform if uniform > 0.0 else members[flows[j]]) * live  # x - 0.0 is x: frozen changes nothing
+                num_active -= live
+                entries -= links_here * live  # weight[i] is left as it is: it is set to 0 at the end of the round
                 for c in range(width):
-                    o = other[k + c]
-                    if o >= 0:
-                        weight[o] -= m
-                        entries -= 1
+                    weight[other[k + c]] -= m  # padding lands in the spare slot num_l
         if num_active == 0:
             break
         for n in range(num_full):
@@ -188,9 +222,9 @@ def _fill(routes: np.ndarray, members: np.ndarray, uniform: float, capacity: np.
     for f in range(num_f):
         low = np.inf
         for c in range(num_h):
-            i = lr[f, c]
-            if i >= 0:
-                low = min(low, level_of[i])
+            r = routes[f, c]
+            if r >= 0:
+                low = min(low, level_of[local[r]])
         rate[f] = low if low < np.inf else 0.0
     return rounds
 
@@ -255,37 +289,38 @@ def _hop(cell: np.ndarray, moving: np.ndarray, num: int, draw: np.ndarray, cnt: 
 def _kernels() -> dict[str, Callable[..., Any]]:
     import numba  # the optional extra, loaded on first use
 
-    # cache=True keeps the machine code beside this module (or in the user's cache folder when that is read-only)
+    # cache=True: machine code beside this module, or in the user's cache folder when that is read-only (above)
     return {f.__name__: numba.njit(cache=True, nogil=True)(f) for f in (_links, _fill, _ecmp_start, _moving, _hop)}
 
 
 def ecmp_routes(src: np.ndarray, dst: np.ndarray, ep_leaf: np.ndarray, ep_up: np.ndarray, ep_down: np.ndarray,
                 dead: np.ndarray, dev_switch: np.ndarray, leaf_col: np.ndarray, dist: np.ndarray, cnt: np.ndarray,
                 ptr: np.ndarray, link_table: np.ndarray, next_switch: np.ndarray, num_t: int, far: int,
-                rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+                rng: np.random.Generator, scratch: Scratch | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``routing.route_flows`` under ECMP: (routes int32 [F, 2 + most switch hops], ok bool [F]), the same links
     from the same draws: ``rng.random(walkers)`` hop by hop, walkers in flow order. ``dist``, ``cnt``, ``ptr``
-    are the next-hop tables flattened over (switch, leaf) cells; ``next_switch`` [L] the switch a link enters."""
+    are the next-hop tables flattened over (switch, leaf) cells; ``next_switch`` [L] the switch a link enters.
+    With ``scratch`` the routes are one of its buffers (valid until its next use)."""
     kernels = _kernels()
     num_f = len(src)
     ok = np.empty(num_f, dtype=np.bool_)
-    up = np.empty(num_f, dtype=np.int32)
-    down = np.empty(num_f, dtype=np.int32)
-    wide = num_f >= 1 << 31 or len(dist) >= 1 << 31
-    cell = np.empty(num_f, dtype=np.int64 if wide else np.int32)  # flow-long: int32 where the ids fit
-    moving = np.empty(num_f, dtype=np.int64 if wide else np.int32)
+    wide = np.int64 if num_f >= 1 << 31 or len(dist) >= 1 << 31 else np.int32  # flow-long: int32 where ids fit
+    up, down, cell, moving, draws = _take(scratch, "work", [(num_f, np.int32), (num_f, np.int32), (num_f, wide),
+                                                             (num_f, wide), (num_f, np.float64)])
     num, steps = kernels["_ecmp_start"](src, dst, ep_leaf, ep_up, ep_down, dead, dev_switch, leaf_col, dist, num_t,
                                         far, ok, up, down, cell, moving)
-    out = np.full((num_f, int(steps) + 2), -1, dtype=np.int32)
+    width = int(steps) + 2
+    out = _take(scratch, "routes", [(num_f * width, np.int32)])[0].reshape(num_f, width)
+    out.fill(-1)
     out[:, 0] = up
     out[:, -1] = down
-    del up, down
     num = int(num)
     for hop in range(int(steps)):
         num = int(kernels["_moving"](dist, cell, moving, num))
         if not num:
             break
-        kernels["_hop"](cell, moving, num, rng.random(num), cnt, ptr, link_table, next_switch, num_t, out, hop + 1)
+        kernels["_hop"](cell, moving, num, rng.random(num, out=draws[:num]), cnt, ptr, link_table, next_switch,
+                        num_t, out, hop + 1)
     return out, ok
 
 
@@ -295,13 +330,13 @@ def _values(a: np.ndarray) -> np.ndarray:
     return a[:1].copy() if a.ndim == 1 and len(a) > 1 and a.strides[0] == 0 else np.ascontiguousarray(a)
 
 
-def compiled_max_min(flow_routes: np.ndarray, members: np.ndarray, capacity: np.ndarray, nbytes: np.ndarray
-                     ) -> tuple[Solution, np.ndarray]:
+def compiled_max_min(flow_routes: np.ndarray, members: np.ndarray, capacity: np.ndarray, nbytes: np.ndarray,
+                     scratch: Scratch | None = None) -> tuple[Solution, np.ndarray]:
     """``maxmin.max_min`` without bundles, and ``maxmin.route_loads(flow_routes, members * nbytes, ...)``,
     compiled: (solution, carried bytes float64 [L]). ``flow_routes`` int [F, H] link ids, -1 padding; ``members``
     float64 [F] > 0; ``nbytes`` float64 [F] bytes per member; ``capacity`` float64 [L]. Besides the routes it holds
-    them again in local link ids and (H - 1) local link ids per route entry (int16 while a plane uses fewer than
-    32,768 links: 33 + 100 MB for a 16,384-GPU ECMP plane)."""
+    (H - 1) local link ids per route entry (int16 while a plane uses fewer than 32,768 links: 100 MB for a
+    16,384-GPU ECMP plane). With ``scratch`` the rates are one of its buffers (valid until its next use)."""
     kernels = _kernels()
     routes = np.ascontiguousarray(flow_routes, dtype=np.int32)
     members = _values(members)
@@ -310,12 +345,11 @@ def compiled_max_min(flow_routes: np.ndarray, members: np.ndarray, capacity: np.
     carried = np.zeros(len(capacity))
     num_l, entries = kernels["_links"](routes, members, _values(nbytes), local, carried)
     small = np.int16 if num_l < 1 << 15 else np.int32
-    lr = np.empty(routes.shape, dtype=small)
-    other = np.empty(int(entries) * max(routes.shape[1] - 1, 0), dtype=small)
     uniform = float(members[0]) if len(members) and (members == members[0]).all() else 0.0
-    flows = np.empty(0 if uniform > 0 else int(entries), dtype=np.int32)
-    rate = np.zeros(len(routes))
+    other, flows, rate = _take(scratch, "work", [(int(entries) * max(routes.shape[1] - 1, 0), small),
+                                                 (0 if uniform > 0 else int(entries), np.int32),
+                                                 (len(routes), np.float64)])
     load = np.zeros(len(capacity))
-    rounds = int(kernels["_fill"](routes, members, uniform, capacity, local, int(num_l), FULL_TOLERANCE, lr,
-                                  other, flows, rate, load))
+    rounds = int(kernels["_fill"](routes, members, uniform, capacity, local, int(num_l), FULL_TOLERANCE, other,
+                                  flows, rate, load))
     return Solution(rate, load, rounds), carried

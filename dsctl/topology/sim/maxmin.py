@@ -71,12 +71,19 @@ def _route_index(local_routes: np.ndarray, rows: np.ndarray, num_r: int) -> tupl
     flow order (a stable counting sort of the route entries, one column at a time: no array as long as every
     entry besides the result)."""
     flows = rows.astype(np.int32 if len(local_routes) < 1 << 31 else np.int64)
-    counts = [np.bincount(local_routes[rows, c] + 1, minlength=num_r + 1)[1:] for c in range(local_routes.shape[1])]
+    every = len(rows) == len(local_routes)  # rows are then 0..F-1: the columns are read as they are
+
+    def column(c: int) -> np.ndarray:
+        return local_routes[:, c] if every else local_routes[rows, c]
+
+    counts = [np.bincount(column(c) + 1, minlength=num_r + 1)[1:] for c in range(local_routes.shape[1])]
     ptr = np.r_[0, np.cumsum(np.sum(counts, axis=0))] if counts else np.zeros(num_r + 1, dtype=np.int64)
     out = np.empty(int(ptr[-1]), dtype=flows.dtype)
-    free = ptr[:-1].copy()  # next free slot of each route
+    # slots in int32 where they fit: flow-long int64 temporaries are each mapped fresh (and faulted in) by malloc
+    slot = np.int32 if len(out) < 1 << 31 else np.int64
+    free = ptr[:-1].astype(slot)  # next free slot of each route
     for c, count in enumerate(counts):
-        col, vals = local_routes[rows, c], flows  # gathered again: one column alive at a time
+        col, vals = column(c), flows  # gathered again: one column alive at a time
         if not (col >= 0).all():
             keep = col >= 0
             col, vals = col[keep], flows[keep]
@@ -88,17 +95,26 @@ def _route_index(local_routes: np.ndarray, rows: np.ndarray, num_r: int) -> tupl
             key = col[order]
         del col
         # the j-th entry of route r in this column goes to free[r] + j
-        pos = (free - (np.cumsum(count) - count))[key]
+        pos = (free - (np.cumsum(count) - count).astype(slot))[key]
         del key
-        pos += np.arange(len(pos))
+        pos += np.arange(len(pos), dtype=slot)
         out[pos] = vals[order]
         del pos, order
         free += count
     return ptr, out
 
 
+#: up to this many CSR rows are gathered by slicing (a round fills one link or two: a few slices cost less than
+#: the eight array calls of the vectorised gather)
+SLICED_ROWS = 8
+
+
 def _gather(ptr: np.ndarray, values: np.ndarray, keys: np.ndarray) -> np.ndarray:
     """Concatenation of the CSR rows ``keys``."""
+    if len(keys) <= SLICED_ROWS:
+        bounds = [(int(ptr[k]), int(ptr[k + 1])) for k in keys.tolist()]
+        return (values[bounds[0][0]:bounds[0][1]] if len(bounds) == 1
+                else np.concatenate([values[a:b] for a, b in bounds] or [values[:0]]))
     count = ptr[keys + 1] - ptr[keys]
     offset = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
     return values[np.repeat(ptr[keys], count) + offset]
@@ -107,9 +123,10 @@ def _gather(ptr: np.ndarray, values: np.ndarray, keys: np.ndarray) -> np.ndarray
 def _local_routes(flow_routes: np.ndarray, num_all: int, bundle_link: np.ndarray, num_b: int
                   ) -> tuple[np.ndarray, np.ndarray]:
     """(links the problem touches [n] ascending, routes in local ids int32 [F, H]: links 0..n-1, bundles n.., -1)."""
-    touched = np.zeros(num_all, dtype=bool)
+    seen = np.zeros(num_all + num_b + 1, dtype=bool)  # by id + 1: the padding -1 and the bundles land aside
     for col in flow_routes.T:
-        touched[col[(col >= 0) & (col < num_all)]] = True
+        seen[col + 1] = True
+    touched = seen[1:num_all + 1]
     touched[bundle_link] = True
     links = np.flatnonzero(touched)
     to_local = np.full(num_all + num_b + 1, -1, dtype=np.int32)  # the last entry answers the padding id -1
@@ -159,15 +176,24 @@ def max_min(flow_routes: np.ndarray, members: np.ndarray, capacity: np.ndarray, 
     link_bundle_ptr, link_bundles = _csr(bundle_link_local, b_rows, num_links)
     route_count = _per_route(local_routes, None, None, num_r)
     active_entries = float(route_count.sum())
+    # one whole-number member count for every flow (all-to-all planes): a sum of k of them is k times it, exactly
+    same = float(members[0]) if num_f and (members == members[0]).all() else 0.0
+    whole = same > 0 and same == round(same) and same * max(active_entries, 1.0) < 2.0 ** 53
+
+    def per_route_members(rows: np.ndarray | None, count: np.ndarray | None) -> np.ndarray:
+        if whole:
+            return (count if count is not None else _per_route(local_routes, rows, None, num_r)) * same
+        return _per_route(local_routes, rows, members, num_r)
 
     def link_weight(route_delta: np.ndarray) -> np.ndarray:
-        out = route_delta[:num_links].copy()
+        out = route_delta[:num_links]
         if num_b:
+            out = out.copy()
             out += np.bincount(bundle_link_local, weights=bundle_frac * route_delta[num_links:][b_rows],
                                minlength=num_links)
         return out
 
-    link_w = link_weight(_per_route(local_routes, None, members, num_r))
+    link_w = link_weight(per_route_members(None, route_count))
     active = np.zeros(num_f, dtype=bool)
     for c in range(local_routes.shape[1]):
         active |= local_routes[:, c] >= 0
@@ -177,18 +203,20 @@ def max_min(flow_routes: np.ndarray, members: np.ndarray, capacity: np.ndarray, 
     level = 0.0
     rounds = 0
     tiny = 1e-12 * max(float(members.max(initial=0.0)), 1.0)
+    full_at = FULL_TOLERANCE * capacity_local
     while active_entries > 0:
         rounds += 1
         used = link_w > tiny
         if not used.any():
             break
         share = residual[used] / link_w[used]
-        step = max(float(share.min()), 0.0)
+        low = float(share.min())
+        step = max(low, 0.0)
         level += step
-        residual -= step * np.where(used, link_w, 0.0)
-        full = np.flatnonzero(used & (residual <= FULL_TOLERANCE * capacity_local))
+        np.subtract(residual, step * link_w, out=residual, where=used)  # as residual - step * 0 elsewhere
+        full = np.flatnonzero(used & (residual <= full_at))
         if not len(full):  # rounding left no link exactly full: take the tightest
-            full = np.flatnonzero(used)[share <= share.min() * (1 + 1e-9)]
+            full = np.flatnonzero(used)[share <= low * (1 + 1e-9)]
         full_routes = full
         if num_b:
             full_routes = np.r_[full, num_links + np.unique(_gather(link_bundle_ptr, link_bundles, full))]
@@ -216,7 +244,7 @@ def max_min(flow_routes: np.ndarray, members: np.ndarray, capacity: np.ndarray, 
             gone = _per_route(local_routes, frozen, None, num_r)
             route_count -= gone
             active_entries -= float(gone.sum())
-            delta = _per_route(local_routes, frozen, members, num_r)
+            delta = per_route_members(frozen, gone)
         else:  # few flows: their route rows at once
             ids = local_routes[frozen].ravel() + 1
             delta = np.bincount(ids, weights=np.repeat(members[frozen], local_routes.shape[1]),

@@ -160,6 +160,7 @@ def _walk(hops: NextHops, graph: SimGraph, start: np.ndarray, target: np.ndarray
     out = np.full((len(start), steps), -1, dtype=np.int32)
     div = np.ones(len(start), dtype=np.int64) if routing != "ecmp" else np.ones(0, dtype=np.int64)
     moving: np.ndarray | slice = slice(None)
+    draws = np.empty(len(start) if routing == "ecmp" else 0)  # one buffer for every hop's draws
     for h in range(steps):
         here = dist[cell] > 0
         if not here.all():
@@ -169,7 +170,7 @@ def _walk(hops: NextHops, graph: SimGraph, start: np.ndarray, target: np.ndarray
             break
         k = cnt[cell]
         if routing == "ecmp":
-            draw = rng.random(len(cell))
+            draw = rng.random(out=draws[:len(cell)])  # the same numbers as rng.random(len(cell))
             draw *= k
             pick = draw.astype(small)
             del draw
@@ -238,25 +239,28 @@ def _pairs(start: np.ndarray, target: np.ndarray, num_t: int) -> tuple[np.ndarra
 
 
 def _compiled_ecmp(graph: SimGraph, hops: NextHops, dead: np.ndarray, src_ep: np.ndarray, dst_ep: np.ndarray,
-                   seed: int) -> Routes:
+                   seed: int, scratch: compiled.Scratch | None = None) -> Routes:
     """``route_flows`` under ECMP by the compiled kernels (the same routes from the same draws)."""
     out, ok = compiled.ecmp_routes(
         src_ep, dst_ep, graph.ep_leaf, graph.ep_up, graph.ep_down, np.ascontiguousarray(dead, dtype=np.bool_),
         hops.dev_switch, hops.leaf_col, hops.dist.ravel(), hops.cnt.ravel(), hops.ptr.ravel(), hops.link,
-        hops.dev_switch[graph.link_dst], hops.dist.shape[1], _FAR, np.random.default_rng(seed))
+        hops.dev_switch[graph.link_dst], hops.dist.shape[1], _FAR, np.random.default_rng(seed), scratch)
     return Routes(out, np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0), ok)
 
 
 def route_flows(graph: SimGraph, hops: NextHops, dead: np.ndarray, src_ep: np.ndarray, dst_ep: np.ndarray,
-                routing: str, seed: int) -> Routes:
-    """Route NIC-to-NIC flows: NIC up link, switch path, NIC down link. ``dead`` bool [L] failed links."""
+                routing: str, seed: int, scratch: compiled.Scratch | None = None) -> Routes:
+    """Route NIC-to-NIC flows: NIC up link, switch path, NIC down link. ``dead`` bool [L] failed links.
+    ``scratch``: buffers the compiled ECMP routes may reuse (the routes are then valid until its next use)."""
     if routing not in ROUTINGS:
         raise InputError(f"{routing!r} is not valid; use static, ecmp or adaptive", field="routing")
     if graph.num_links + len(src_ep) >= 1 << 31:
         raise InputError(f"{len(src_ep):,} flows are too many to route at once")
     if compiled.chosen(routing, len(src_ep)):
-        return _compiled_ecmp(graph, hops, dead, np.asarray(src_ep), np.asarray(dst_ep), seed)
-    src_ep, dst_ep = np.asarray(src_ep, dtype=np.int64), np.asarray(dst_ep, dtype=np.int64)
+        return _compiled_ecmp(graph, hops, dead, np.asarray(src_ep), np.asarray(dst_ep), seed, scratch)
+    # endpoint ids index tables only: int32 ids (the all-to-all builders') stay int32, no flow-long int64 copies
+    src_ep, dst_ep = (a if a.dtype.kind == "i" else a.astype(np.int64) for a in (np.asarray(src_ep),
+                                                                                  np.asarray(dst_ep)))
     num_f = len(src_ep)
     num_t = hops.dist.shape[1]
     small = np.int32 if hops.dist.size < 1 << 31 and graph.num_links < 1 << 31 else np.int64

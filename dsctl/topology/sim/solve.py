@@ -120,8 +120,12 @@ class SimResult:
 
 
 def _times(flows: Flows, rate: np.ndarray) -> np.ndarray:
+    """``bytes / rate`` per flow [F] (s), inf where the rate is 0; one flow-long array besides a mask."""
+    times = np.maximum(rate, 1e-300)
     with np.errstate(divide="ignore", over="ignore"):  # a rate near 0 is an infinite time, as rate == 0 is
-        return np.where(rate > 0, flows.bytes / np.maximum(rate, 1e-300), np.inf)
+        np.divide(flows.bytes, times, out=times)
+    times[rate <= 0] = np.inf
+    return times
 
 
 def _max_at(out: np.ndarray, index: np.ndarray, values: np.ndarray) -> None:
@@ -133,10 +137,20 @@ def _max_at(out: np.ndarray, index: np.ndarray, values: np.ndarray) -> None:
 
 
 def _owner_max(flows: Flows, times: np.ndarray, t_gpu: np.ndarray, t_node: np.ndarray) -> None:
-    gpu = flows.owner >= 0
-    np.maximum.at(t_gpu, flows.owner[gpu], times[gpu])
-    node = flows.owner <= -2
-    np.maximum.at(t_node, -2 - flows.owner[node], times[node])
+    """Largest flow time per owning GPU (owner >= 0) into ``t_gpu`` and per node-wide owner (owner <= -2, node
+    ``-2 - owner``) into ``t_node``; no flow-long copies where every flow has one kind of owner."""
+    owner = flows.owner
+    gpu = owner >= 0
+    if gpu.all():
+        np.maximum.at(t_gpu, owner, times)
+        return
+    if gpu.any():
+        np.maximum.at(t_gpu, owner[gpu], times[gpu])
+    node = owner <= -2
+    if node.all():
+        np.maximum.at(t_node, -2 - owner, times)
+    elif node.any():
+        np.maximum.at(t_node, -2 - owner[node], times[node])
 
 
 @dataclass(frozen=True)
@@ -190,10 +204,10 @@ def _plane_times(graph: SimGraph, num_jobs: int, net: Flows, times: np.ndarray, 
 
 
 def _solve_plane(graph: SimGraph, hops: NextHops, dead: np.ndarray, net: Flows, routing: str, seed: int,
-                 reflow: bool) -> _PlaneSolution:
-    routes = route_flows(graph, hops, dead, net.src, net.dst, routing, seed)
+                 reflow: bool, scratch: compiled.Scratch) -> _PlaneSolution:
+    routes = route_flows(graph, hops, dead, net.src, net.dst, routing, seed, scratch)
     if compiled.chosen(routing, len(net)):
-        sol, carried = compiled.compiled_max_min(routes.flow_routes, net.members, graph.link_cap, net.bytes)
+        sol, carried = compiled.compiled_max_min(routes.flow_routes, net.members, graph.link_cap, net.bytes, scratch)
     else:
         sol = max_min(routes.flow_routes, net.members, graph.link_cap, routes.bundle_ptr, routes.bundle_link,
                       routes.bundle_frac)
@@ -241,6 +255,7 @@ def simulate(graph: SimGraph, traffic: Traffic, routing: str, seed: int, dead: n
     unroutable = 0
     solved: dict[int, tuple[_PlaneTimes, np.ndarray, np.ndarray]] = {}
     mirrored: list[int] = []
+    scratch = compiled.Scratch()  # the compiled planes' flow-long buffers, reused plane after plane
     for plane in range(graph.num_planes):
         if report is not None:
             report(plane, graph.num_planes)
@@ -265,7 +280,7 @@ def simulate(graph: SimGraph, traffic: Traffic, routing: str, seed: int, dead: n
             move_link_values(ref[1], plane_map, link_load)
             move_link_values(ref[2], plane_map, link_bytes)
         else:
-            solved_plane = _solve_plane(graph, hops, dead, net, routing, seed + 7919 * plane, reflow)
+            solved_plane = _solve_plane(graph, hops, dead, net, routing, seed + 7919 * plane, reflow, scratch)
             here = _plane_times(graph, num_jobs, net, solved_plane.times, solved_plane.routable, solved_plane.rounds)
             if plane in compared:
                 here = replace(here, solution=solved_plane)
