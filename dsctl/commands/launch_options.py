@@ -57,7 +57,8 @@ SHARED: dict[str, tuple[Any, Any]] = {
                      DEFAULT_NODE_PROFILE),
     "pp": (Annotated[int | None, _opt("--pp", help="Pipeline ranks per pipeline \\[default: searched].")], None),
     "ep": (Annotated[int | None, _opt("--ep", help="Expert parallelism \\[default: searched].")], None),
-    "tp": (Annotated[int | None, _opt("--tp", help="Tensor parallelism \\[default: 1].")], None),
+    "tp": (Annotated[int | None, _opt("--tp", help="Tensor parallelism in a node, with sequence parallelism "
+                                                   "\\[default: searched].")], None),
     "dp": (Annotated[str, _opt("--dp", help="Data parallelism: 'auto' = GPUs / (pp x tp), or a number.")], "auto"),
     "schedule": (Annotated[Schedule, _opt("--schedule", case_sensitive=False, show_default=False,
                                           help="Pipeline schedule \\[default: searched].")], Schedule.dualpipe),

@@ -21,4 +21,5 @@ __all__ = [
     "search_explain",
     "stages",
     "sweep",
+    "tensor_parallel",
 ]

@@ -2,7 +2,8 @@
 
 For pipeline rank ``r`` (every dp/ep/tp rank of one pipeline rank holds the same amount)::
 
-    params(r)      = sum over the stages rank r holds of  dense_params + routed_expert_params / ep
+    params(r)      = sum over the stages rank r holds of  dense_params / tp (+ the replicated norms and router
+                     whole) + routed_expert_params / ep        (tensor parallelism: dsctl.launch.tensor_parallel)
                      (DualPipe: stages r and pp-1-r, i.e. 2 copies of the weights; DualPipeV: r and 2pp-1-r;
                      1F1B/ZB1P: stage r; an embedding copy is counted once if the rank holds both ends)
     shard(x B)     = dense x B / dp + routed x B / expert_dp  (one copy of every parameter spread over its
@@ -29,6 +30,9 @@ For pipeline rank ``r`` (every dp/ep/tp rank of one pipeline rank holds the same
                      never more than the micro-batches of a step
     backward temp  = tokens x one layer's plain-BF16 saved bytes (the layer being differentiated, recomputed or
                      dequantised, and its gradients; one layer at a time)
+    (tp > 1)       = activations, scales, log-sum-exp and backward temporaries over tp: sequence parallelism
+                     splits every saved tensor of a layer (Korthikanti et al. 2022, "Reducing Activation
+                     Recomputation in Large Transformer Models": s b h (34/t + 5 a s / (h t)) per layer)
     DeepEP buffers = 2e9 NVLink + 1e9 RDMA bytes when the model has experts and ep > 1 (the normal-mode buffer
                      DeepEP's own tests/test_internode.py allocates)
     CUDA + NCCL    = CUDA context and NCCL communicators: 1 GiB (an estimate; measure with nvidia-smi on idle ranks)
@@ -45,10 +49,12 @@ reduced layer (tests/unit/test_recipes_torch.py).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from dsctl.launch import rules
 from dsctl.launch.layout import ParallelLayout
 from dsctl.launch.stages import Stage
+from dsctl.launch.tensor_parallel import dense_per_tp_rank, replicated_params
 from dsctl.model.recipes import (
     DEEPSEEK,
     ActivationBytes,
@@ -160,9 +166,11 @@ def stage_activations(model: ModelProfile, stage: Stage, recipe: ActivationRecip
     return all_stage_activations(model, (stage,), recipe)[0]
 
 
+@lru_cache(maxsize=64)
 def all_stage_activations(model: ModelProfile, stages: tuple[Stage, ...],
-                          recipe: ActivationRecipe = DEEPSEEK) -> list[ActivationBytes]:
-    """:func:`stage_activations` of every stage (the layer figures computed once)."""
+                          recipe: ActivationRecipe = DEEPSEEK) -> tuple[ActivationBytes, ...]:
+    """:func:`stage_activations` of every stage (the layer figures computed once; cached: a layout search asks
+    again for every layout of a stage split)."""
     moe_layer = layer_activations(model, recipe, True)
     dense_layer = layer_activations(model, recipe, False)
     mtp = moe_layer + mtp_extra_activations(model)
@@ -171,7 +179,7 @@ def all_stage_activations(model: ModelProfile, stages: tuple[Stage, ...],
     for stage in stages:
         total = dense_layer * stage.num_dense_layers + moe_layer * stage.num_moe_layers + mtp * stage.num_mtp_modules
         out.append(total + head if stage.has_head else total)
-    return out
+    return tuple(out)
 
 
 def stage_activation_bytes_per_token(model: ModelProfile, stage: Stage, recipe: ActivationRecipe = DEEPSEEK) -> float:
@@ -195,26 +203,67 @@ def activation_chunks(layout: ParallelLayout, pp_rank: int, num_micro_batches: i
     return rules.activation_chunks(layout.schedule, layout.pp, pp_rank, num_micro_batches)
 
 
-def layer_unit_parameters(stages: tuple[Stage, ...], held: tuple[int, ...], ep: int) -> int:
+def layer_unit_parameters(stages: tuple[Stage, ...], held: tuple[int, ...], ep: int, tp: int = 1) -> int:
     """One layer's share of a pipeline rank's parameters per GPU: the largest held stage's parameters per GPU
     over its layers (MTP modules count as layers; embedding and head spread over them): what ZeRO-2
-    reduce-scatters, and ZeRO-3 gathers, at a time."""
+    reduce-scatters, and ZeRO-3 gathers, at a time (dense parameters over ``tp``: the replicated norms and
+    router are a rounding error here)."""
     def per_layer(s: Stage) -> float:
         layers = s.num_dense_layers + s.num_moe_layers + s.num_mtp_modules
-        return (s.dense_params + s.routed_expert_params / ep) / max(1, layers)
+        return (s.dense_params / tp + s.routed_expert_params / ep) / max(1, layers)
 
     return int(max(per_layer(stages[s]) for s in held))
 
 
-def rank_gemm_parameters(model: ModelProfile, stages: tuple[Stage, ...], held: tuple[int, ...], ep: int) -> int:
+def rank_gemm_parameters(model: ModelProfile, stages: tuple[Stage, ...], held: tuple[int, ...], ep: int,
+                         tp: int = 1) -> int:
     """Parameters of GEMM weights one GPU of a pipeline rank holds (FP8 copies): its parameters without the
-    embedding tables and the output head."""
+    embedding tables and the output head (dense GEMMs over ``tp``)."""
     dense, routed = rank_parameters(stages, held)
     embedding = max((stages[s].embedding_params for s in held), default=0) if len(held) == 2 and all(
         stages[s].embedding_params for s in held) else sum(stages[s].embedding_params for s in held)
     head = 0 if model.tie_word_embeddings else model.vocab_size * model.hidden_size
     heads = sum(1 for s in held if stages[s].has_head)
-    return max(0, dense - embedding - heads * head) + routed // ep
+    return max(0, dense - embedding - heads * head) // tp + routed // ep
+
+
+#: per-rank figures of a stage split that no batch, EP degree or ZeRO stage changes, keyed by object identity
+#: (hashing a stage tuple at every estimate of a layout search costs more than the figures); bounded
+_SPLITS: dict[tuple[int, int, str, int, int, int], tuple[object, ...]] = {}
+_SPLITS_LIMIT = 4096
+
+_RankSplit = tuple[tuple[int, ...], int, int, int, tuple[tuple[float, float], ...], ActivationBytes]
+
+
+def _rank_split(model: ModelProfile, stages: tuple[Stage, ...], schedule: str, pp: int, tp: int,
+                recipe: ActivationRecipe) -> tuple[_RankSplit, ...]:
+    """Per pipeline rank: (stages held, dense parameters per GPU (over ``tp`` but the replicated ones), all
+    routed parameters, dense GEMM parameters per GPU, per held stage (dense per GPU, routed) parameters per
+    layer, the largest held stage's activation bytes per token); cached, as a layout search asks for the same
+    split under many EP degrees, batches and ZeRO stages."""
+    key = (id(model), id(stages), schedule, pp, tp, id(recipe))
+    hit = _SPLITS.get(key)
+    if hit is not None and hit[0] is model and hit[1] is stages and hit[2] is recipe:
+        return hit[3]  # type: ignore[return-value]
+    per_stage = all_stage_activations(model, stages, recipe)
+    out = []
+    for r in range(pp):
+        held = rules.stages_of_rank(schedule, pp, r)
+        dense, routed_full = rank_parameters(stages, held)
+        if tp > 1:
+            dense = int(dense_per_tp_rank(dense, sum(replicated_params(model, stages[s]) for s in held), tp))
+        per_layer = tuple((stages[s].dense_params / tp / max(1, _layers(stages[s])),
+                           stages[s].routed_expert_params / max(1, _layers(stages[s]))) for s in held)
+        out.append((held, dense, routed_full, rank_gemm_parameters(model, stages, held, 1, tp) - routed_full,
+                    per_layer, max((per_stage[s] for s in held), key=lambda x: x.total)))
+    if len(_SPLITS) >= _SPLITS_LIMIT:
+        _SPLITS.clear()
+    _SPLITS[key] = (model, stages, recipe, tuple(out))
+    return tuple(out)
+
+
+def _layers(stage: Stage) -> int:
+    return stage.num_dense_layers + stage.num_moe_layers + stage.num_mtp_modules
 
 
 def estimate_memory(model: ModelProfile, layout: ParallelLayout, stages: tuple[Stage, ...], hbm_bytes: int,
@@ -224,39 +273,41 @@ def estimate_memory(model: ModelProfile, layout: ParallelLayout, stages: tuple[S
     """Memory of every pipeline rank of ``layout`` (``stages`` from :func:`~dsctl.launch.stages.split_stages`)
     under ``recipe`` against ``hbm_bytes`` of usable HBM per GPU (``nominal_hbm_bytes``: the data-sheet size)."""
     a = assumptions or MemoryAssumptions()
-    tokens = tokens_per_micro_batch
+    tp = layout.tp
+    tokens = tokens_per_micro_batch / tp  # sequence parallelism: each TP rank keeps 1/tp of every saved tensor
     temporaries = int(backward_working_bytes_per_token(model) * tokens)
     deepep = a.deepep_buffer_bytes if model.moe is not None and layout.ep > 1 else 0
-    per_stage = all_stage_activations(model, stages, recipe)
+    optimizer_bytes, weight_bytes, grad_bytes = a.optimizer_bytes, a.weight_bytes, a.grad_bytes
+    runtime = a.runtime_bytes
+    ep, dp, edp, zero, schedule, pp = (layout.ep, layout.dp, layout.expert_dp, layout.zero_stage, layout.schedule,
+                                       layout.pp)
+    fixed = temporaries + deepep + runtime
     rows = []
-    for r in range(layout.pp):
-        held = rules.stages_of_rank(layout.schedule, layout.pp, r)
-        dense, routed_full = rank_parameters(stages, held)
-        routed = routed_full // layout.ep
+    for r, (held, dense, routed_full, gemm_dense, per_layer, per_token) in enumerate(
+            _rank_split(model, stages, schedule, pp, tp, recipe)):
+        routed = routed_full // ep
         params = dense + routed
-
-        def shard(bytes_per_param: float, dense: int = dense, routed: int = routed) -> int:
-            return int(dense * bytes_per_param / layout.dp + routed * bytes_per_param / layout.expert_dp)
-
-        unit = layer_unit_parameters(stages, held, layout.ep)
-        zero = layout.zero_stage
-        weights = shard(a.weight_bytes) + int(2 * unit * a.weight_bytes) if zero >= 3 else int(params * a.weight_bytes)
-        grads = shard(a.grad_bytes) + int(2 * unit * a.grad_bytes) if zero >= 2 else int(params * a.grad_bytes)
-        optim = shard(a.optimizer_bytes)
+        # one layer's share (layer_unit_parameters): ZeRO-2/3 only; a shard is over the parameter's dp group
+        unit = int(max(d + x / ep for d, x in per_layer)) if zero >= 2 else 0
+        weights = (int(dense * weight_bytes / dp + routed * weight_bytes / edp) + int(2 * unit * weight_bytes)
+                   if zero >= 3 else int(params * weight_bytes))
+        grads = (int(dense * grad_bytes / dp + routed * grad_bytes / edp) + int(2 * unit * grad_bytes)
+                 if zero >= 2 else int(params * grad_bytes))
+        optim = int(dense * optimizer_bytes / dp + routed * optimizer_bytes / edp)
         fp8 = 0
         if recipe.fp8_weight_copies:
-            fp8 = int((2 * unit if zero >= 3 else rank_gemm_parameters(model, stages, held, layout.ep))
-                      * FP8_WEIGHT_BYTES)
-        per_token = max((per_stage[s] for s in held), key=lambda x: x.total)
-        chunks = activation_chunks(layout, r, num_micro_batches)
-        values, scales, lse = (int(chunks * tokens * x) for x in (per_token.values, per_token.scales, per_token.lse))
-        total = (weights + grads + optim + fp8 + values + scales + lse + temporaries + deepep + a.runtime_bytes)
+            fp8 = int((2 * unit if zero >= 3 else gemm_dense + routed) * FP8_WEIGHT_BYTES)  # rank_gemm_parameters
+        chunks = rules.activation_chunks(schedule, pp, r, num_micro_batches)
+        values = int(chunks * tokens * per_token.values)
+        scales = int(chunks * tokens * per_token.scales)
+        lse = int(chunks * tokens * per_token.lse)
+        total = weights + grads + optim + fp8 + values + scales + lse + fixed
         rows.append(RankMemory(
             pp_rank=r, stages=held, params=params, dense_params=dense, routed_params=routed,
             weights_bytes=weights, gradients_bytes=grads, optimizer_bytes=optim, fp8_weights_bytes=fp8,
             activation_chunks=chunks, activation_chunk_bytes=int(per_token.total * tokens), activations_bytes=values,
             activation_scales_bytes=scales, attention_lse_bytes=lse, backward_temporaries_bytes=temporaries,
-            deepep_buffers_bytes=deepep, runtime_bytes=a.runtime_bytes, total_bytes=total,
+            deepep_buffers_bytes=deepep, runtime_bytes=runtime, total_bytes=total,
             headroom_bytes=hbm_bytes - total,
         ))
     worst = max(rows, key=lambda row: row.total_bytes)
@@ -264,7 +315,7 @@ def estimate_memory(model: ModelProfile, layout: ParallelLayout, stages: tuple[S
     return MemoryEstimate(
         hbm_bytes=hbm_bytes,
         tokens_per_micro_batch=tokens_per_micro_batch,
-        activation_bytes_per_token_layer=int(layer_activations(model, recipe, moe).total),
+        activation_bytes_per_token_layer=int(layer_activations(model, recipe, moe).total / tp),
         fits=worst.total_bytes <= hbm_bytes,
         worst_pp_rank=worst.pp_rank,
         max_total_bytes=worst.total_bytes,

@@ -7,15 +7,18 @@ of every count in increasing order, exact by construction, made fast by a necess
 degree ``pp`` that costs no plan:
 
     for each pipeline rank r:   A_r + B_r / dp  <=  hbm
-    A_r = (weight + grad bytes) x (dense_r + routed_r / ep_max) + chunks_r x act_r x seq_len + CUDA/NCCL - slack
-    B_r = optimizer bytes x (dense_r + routed_r / tp)
+    A_r = (weight + grad bytes) x (dense_r / tp + routed_r / ep_max) + chunks_r x act_r x seq_len / tp
+          + CUDA/NCCL - slack
+    B_r = optimizer bytes x (dense_r + routed_r) / tp
 
 where ``dense_r`` / ``routed_r`` are the dense and all routed-expert parameters of the stages rank r holds,
 ``ep_max`` is the largest EP the plan could pick (``--ep``, else the largest divisor of the routed experts that
 is at most ``gpus_per_node x expert groups``), ``chunks_r`` the schedule's fewest activation chunks, a micro-batch
 at least one sequence, and ``slack`` 1 MiB for the plan's integer rounding. It is the memory model of
 ``dsctl.launch.memory`` with every quantity the node count could still change set to its most favourable value
-(ZeRO-1 optimizer state of the routed experts is ``routed_r / (tp x dp)`` for any ep). So each ``pp`` needs
+(ZeRO-1 optimizer state of the routed experts is ``routed_r / (tp x dp)`` for any ep; tensor parallelism
+splits at most the dense parameters and, with sequence parallelism, the activations by ``tp``:
+``dsctl.launch.tensor_parallel``). So each ``pp`` needs
 ``dp >= dp_min(pp)``: the scan starts at the smallest count any ``pp`` allows, and at each count plans only the
 degrees that pass.
 """
@@ -116,10 +119,10 @@ def _needs(model: ModelProfile, node: NodeProfile, request: LaunchRequest, count
             held = rules.stages_of_rank(schedule, pp, r)
             dense, routed = rank_parameters(stages, held)
             activations = (rules.activation_chunks(schedule, pp, r) * request.seq_len
-                           * max(stage_activation_bytes_per_token(model, stages[s], recipe) for s in held))
-            fixed = ((a.weight_bytes + a.grad_bytes) * (dense + routed / ep_max) + activations + a.runtime_bytes
-                     - _SLACK_BYTES)
-            sharded = a.optimizer_bytes * (dense + routed / tp)
+                           * max(stage_activation_bytes_per_token(model, stages[s], recipe) for s in held)) / tp
+            fixed = ((a.weight_bytes + a.grad_bytes) * (dense / tp + routed / ep_max) + activations
+                     + a.runtime_bytes - _SLACK_BYTES)
+            sharded = a.optimizer_bytes * (dense + routed) / tp
             room = node.usable_hbm_bytes - fixed
             if room < 0 or (room == 0 and sharded > 0):
                 break

@@ -45,6 +45,7 @@ from dsctl.launch.request import MAX_COUNT, MAX_NODES, LaunchRequest, check_node
 from dsctl.launch.search import SearchOptions, search_request
 from dsctl.launch.search_explain import SearchExplanation, choice_lines, explain_search
 from dsctl.launch.stages import Stage
+from dsctl.launch.tensor_parallel import dense_per_tp_rank, replicated_params
 from dsctl.model.params import count_parameters
 from dsctl.profiles.schema import ModelProfile, NodeProfile
 from dsctl.progress_count import Report, Stages
@@ -63,7 +64,8 @@ Progress = Report
 @dataclass(frozen=True)
 class StageRow:
     """One model stage of the plan: its layers (0-based, inclusive), the pipeline ranks holding it (two under
-    DualPipe: the rank and its mirror) and its parameters per GPU (dense + routed experts / ep)."""
+    DualPipe: the rank and its mirror) and its parameters per GPU (dense over tp but the norms and router, + routed
+    experts / ep); ``dense_params`` is the stage's, before tensor parallelism."""
 
     stage: int
     contents: str
@@ -207,7 +209,7 @@ def plan_launch(model: ModelProfile, node: NodeProfile, request: LaunchRequest,
         model=model.name, node_profile=node.name, num_nodes=request.num_nodes, gpus_per_node=node.num_gpus,
         world_size=layout.world_size, layout=layout, expert_dp=layout.expert_dp, zero_stage=layout.zero_stage,
         schedule=layout.schedule, num_stages=layout.num_stages, batch=batch,
-        stages=tuple(_stage_rows(layout, chosen.stages)), memory=memory, rank_map=rank_map.summary(),
+        stages=tuple(_stage_rows(model, layout, chosen.stages)), memory=memory, rank_map=rank_map.summary(),
         schedule_figures=figures, choices=tuple(choices),
         notes=tuple(notes), backend=request.backend, job_name=request.job_name,
         train_command=request.train_command, exit_code=0 if memory.fits else 1, ranks=rank_map,
@@ -215,7 +217,7 @@ def plan_launch(model: ModelProfile, node: NodeProfile, request: LaunchRequest,
     )
 
 
-def _stage_rows(layout: ParallelLayout, stages: tuple[Stage, ...]) -> list[StageRow]:
+def _stage_rows(model: ModelProfile, layout: ParallelLayout, stages: tuple[Stage, ...]) -> list[StageRow]:
     holders: dict[int, list[int]] = {s.index: [] for s in stages}
     for r in range(layout.pp):
         for s in stages_of_rank(layout, r):
@@ -223,6 +225,7 @@ def _stage_rows(layout: ParallelLayout, stages: tuple[Stage, ...]) -> list[Stage
     return [StageRow(
         stage=s.index, contents=s.describe(), first_layer=s.first_layer, last_layer=s.last_layer,
         num_layers=s.num_layers, num_mtp_modules=s.num_mtp_modules, pp_ranks=tuple(holders[s.index]),
-        params_per_gpu=s.dense_params + s.routed_expert_params // layout.ep,
+        params_per_gpu=int(dense_per_tp_rank(s.dense_params, replicated_params(model, s), layout.tp))
+        + s.routed_expert_params // layout.ep,
         dense_params=s.dense_params, routed_expert_params_per_gpu=s.routed_expert_params // layout.ep,
     ) for s in stages]

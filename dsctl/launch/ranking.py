@@ -56,7 +56,10 @@ def drop_dominated(trials: list[Trial], objective: str) -> tuple[list[Trial], li
         for other in twins[(lay.pp, lay.ep, lay.tp, lay.dp, lay.schedule, t.batch.micro_batches,
                             t.batch.micro_batch_size)]:
             zero = other.layout.zero_stage
-            no_group = lay.dp == 1 and lay.expert_dp == 1  # nothing to shard over: every ZeRO stage runs alike
+            # nothing to shard over: every ZeRO stage runs alike (expert-dp = tp x dp / ep counts only where
+            # there are experts)
+            no_experts = bool(t.stages) and not any(s.routed_expert_params for s in t.stages)
+            no_group = lay.dp == 1 and (lay.expert_dp == 1 or no_experts)
             if ((never_slower_zero(zero, lay.zero_stage) or (no_group and zero < lay.zero_stage))
                     and recomputes_at_least(t.recipe, other.recipe)
                     and (zero < lay.zero_stage or not recomputes_at_least(other.recipe, t.recipe))):
@@ -73,7 +76,7 @@ def drop_dominated(trials: list[Trial], objective: str) -> tuple[list[Trial], li
         dropped.append(Rejected("dominated", t.layout.schedule, t.layout.pp, t.layout.ep, t.batch.micro_batch_size,
                                 f"ZeRO-{t.layout.zero_stage} {t.recipe.name}: never faster than its twin with "
                                 f"ZeRO-{other.layout.zero_stage} {other.recipe.name}, which fits",
-                                t.predicted_memory_bytes(), t.recipe.name, t.layout.zero_stage))
+                                t.predicted_memory_bytes(), t.recipe.name, t.layout.zero_stage, t.layout.tp))
     return kept, dropped
 
 
@@ -106,16 +109,17 @@ def attach_step_time(inputs: PlanInputs, options: SearchOptions, trials: list[Tr
     rejected: list[Rejected] = []
     steps: list[float] = []
     below: InputError | None = None  # the first "below 1/ep" error, raised as it is when it rules out every layout
+    slack = HEADROOM_SLACK if options.objective == "headroom" else 0.0  # only headroom ranks past the fastest
     tick = each(report, len(trials))
     for done, (bound, trial) in enumerate(sorted(((_bound(inputs, options, t, ep_models.get(t.layout.ep)), t)
                                                   for t in trials), key=lambda bt: bt[0]), 1):
         tick(done)
         lay, batch = trial.layout, trial.batch
-        if len(steps) >= EXACT_TOP and bound > max(steps[EXACT_TOP - 1], steps[0] * (1.0 + HEADROOM_SLACK)):
+        if len(steps) >= EXACT_TOP and bound > max(steps[EXACT_TOP - 1], steps[0] * (1.0 + slack)):
             rejected.append(Rejected("outpaced", lay.schedule, lay.pp, lay.ep, batch.micro_batch_size,
                                      f"at least {bound:.2f} s (its work alone, no bubble) > the {EXACT_TOP}th best "
                                      f"{steps[EXACT_TOP - 1]:.2f} s", trial.predicted_memory_bytes(),
-                                     trial.recipe.name, lay.zero_stage))
+                                     trial.recipe.name, lay.zero_stage, lay.tp))
             continue
         try:
             step = _predict(inputs, trial, options.balancedness_at(lay.ep), ep_models.get(lay.ep))
@@ -131,7 +135,8 @@ def attach_step_time(inputs: PlanInputs, options: SearchOptions, trials: list[Tr
             if below is None and "below 1/ep" in exc.text:
                 below = exc
             rejected.append(Rejected("step-time model", lay.schedule, lay.pp, lay.ep, batch.micro_batch_size,
-                                     exc.message, recipe=trial.recipe.name, zero_stage=lay.zero_stage))
+                                     exc.message, recipe=trial.recipe.name, zero_stage=lay.zero_stage,
+                                     tp=lay.tp))
             continue
         kept.append(replace(trial, step=step))
         insort(steps, step.step_s)

@@ -13,8 +13,8 @@ One straight pipeline, each stage a function over frozen dataclasses, each rule 
 6. ``dsctl.launch.search_explain`` (the top few side by side, one line per rejected family).
 
 Scope: ZeRO-1, 2 and 3, every schedule of ``dsctl.launch.rules.SCHEDULES`` (interleaved 1F1B with 2 chunks per
-rank), tp = 1 unless given: ``dsctl.launch.search_explain.SCOPE`` says what the models assume, and the
-explanation prints it.
+rank), tp in 1/2/4/8 where it divides a node and the heads (``dsctl.launch.tensor_parallel``; ``--tp`` fixes it):
+``dsctl.launch.search_explain.SCOPE`` says what the models assume, and the explanation prints it.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from dsctl.launch.memory import MemoryEstimate, estimate_memory
 from dsctl.launch.request import LaunchRequest
 from dsctl.launch.rules import SCHEDULES, divisors, ep_node_aligned
 from dsctl.launch.stages import Stage, split_stages
+from dsctl.launch.tensor_parallel import searched_tps
 from dsctl.model.recipes import DEEPSEEK, ActivationRecipe, searchable_recipes
 from dsctl.steptime import PREDICTED_ZERO_STAGES, StepTime
 
@@ -76,23 +77,25 @@ class SearchOptions:
 
 @dataclass(frozen=True)
 class SearchSpace:
-    """Stage 1: the degrees tried for ``num_nodes`` nodes (tp fixed; dp follows from pp and tp)."""
+    """Stage 1: the degrees tried for ``num_nodes`` nodes (dp follows from pp and tp): ``pps`` and ``tps`` are
+    every value tried, ``pp_tps`` the (pp, tp) pairs whose product divides the world (or meets the given dp)."""
 
     num_nodes: int
     pps: tuple[int, ...]
     eps: tuple[int, ...]
-    tp: int
+    tps: tuple[int, ...]
     schedules: tuple[str, ...]
     micro_batch_sizes: tuple[int, ...]
     #: ZeRO stages tried (those the step-time model predicts: 1, 2 and 3)
     zero_stages: tuple[int, ...] = (1,)
     #: activation recipes tried (the request's, or every one the model can train with, its profile's first)
     recipes: tuple[ActivationRecipe, ...] = (DEEPSEEK,)
+    pp_tps: tuple[tuple[int, int], ...] = ()
 
     @property
     def size(self) -> int:
         """Combinations tried (each becomes a trial or a rejection)."""
-        return (len(self.pps) * len(self.eps) * len(self.schedules) * len(self.micro_batch_sizes)
+        return (len(self.pp_tps) * len(self.eps) * len(self.schedules) * len(self.micro_batch_sizes)
                 * len(self.zero_stages) * len(self.recipes))
 
 
@@ -141,6 +144,7 @@ class Rejected:
     memory_bytes: int | None = None
     recipe: str = DEEPSEEK.name
     zero_stage: int = 1
+    tp: int = 1
 
 
 @dataclass(frozen=True)
@@ -180,23 +184,36 @@ def search_request(request: LaunchRequest, options: SearchOptions) -> LaunchRequ
         if allowed else request
 
 
-def search_space(inputs: PlanInputs, options: SearchOptions) -> SearchSpace:
-    """The combinations to try; a value the request fixes is the only one tried for that degree."""
+def _pps(inputs: PlanInputs, tp: int) -> tuple[int, ...]:
+    """Pipeline degrees tried with tensor-parallel degree ``tp``."""
     request, model = inputs.request, inputs.model
-    tp = inputs.tp
     world = request.num_nodes * inputs.node.num_gpus
     if request.pp is not None:
-        pps: tuple[int, ...] = (request.pp,)
-    elif request.dp is not None:
-        pps = (max(1, world // (request.dp * tp)),)
-    else:
-        pps = tuple(p for p in divisors(world // tp) if p <= model.num_layers) if world % tp == 0 else (1,)
+        return (request.pp,)
+    if request.dp is not None:
+        return (max(1, world // (request.dp * tp)),)
+    return tuple(p for p in divisors(world // tp) if p <= model.num_layers) if world % tp == 0 else (1,)
+
+
+def search_space(inputs: PlanInputs, options: SearchOptions) -> SearchSpace:
+    """The combinations to try; a value the request fixes is the only one tried for that degree. Left to the
+    search, tp takes each of :data:`~dsctl.launch.tensor_parallel.TP_DEGREES` the node and the heads allow, with
+    the pipeline degrees that leave a whole dp (a fixed tp is tried with every pp, its rules rejecting the
+    others)."""
+    request, model = inputs.request, inputs.model
+    world = request.num_nodes * inputs.node.num_gpus
+    tps = (inputs.tp,) if request.tp is not None else searched_tps(model, inputs.node.num_gpus) or (1,)
+    pairs = tuple((pp, tp) for tp in tps for pp in _pps(inputs, tp)
+                  if len(tps) == 1 or (world % (pp * tp) == 0 and (request.dp is None or pp * tp * request.dp
+                                                                   == world)))
+    pps = tuple(sorted({pp for pp, _ in pairs}))
     experts = model.moe.num_routed_experts if model.moe is not None else 1
     eps = (request.ep,) if request.ep is not None else tuple(divisors(experts))
     sizes = (1,) if request.micro_batches is not None else MICRO_BATCH_SIZES
     recipes = ((inputs.recipe,) if request.recipe is not None else
                tuple(r for r in searchable_recipes(model) if r.name not in options.skip_recipes))
-    return SearchSpace(request.num_nodes, pps, eps, tp, options.schedules, sizes, PREDICTED_ZERO_STAGES, recipes)
+    return SearchSpace(request.num_nodes, pps, eps, tps, options.schedules, sizes, PREDICTED_ZERO_STAGES, recipes,
+                       pairs)
 
 
 # --------------------------------------------------------------------------------------------- 2. structure
@@ -221,26 +238,27 @@ def enumerate_trials(inputs: PlanInputs, space: SearchSpace) -> tuple[list[Trial
     rejected: list[Rejected] = []
     global_batch = request.global_batch
     for schedule in space.schedules:
-        for pp in space.pps:
+        for pp, tp in space.pp_tps:
             for ep in space.eps:
                 for size in space.micro_batch_sizes:
                     try:
                         if not ep_node_aligned(ep, gpn):
                             raise InputError(f"ep {ep} neither divides nor is a multiple of the {gpn} GPUs of a "
                                              "node")
-                        dp = request.dp if request.dp is not None else space.num_nodes * gpn // (pp * space.tp)
-                        layout = ParallelLayout(space.num_nodes, gpn, pp, ep, space.tp, dp, schedule)
+                        dp = request.dp if request.dp is not None else space.num_nodes * gpn // (pp * tp)
+                        layout = ParallelLayout(space.num_nodes, gpn, pp, ep, tp, dp, schedule)
                         validate_layout(layout, num_layers=model.num_layers, num_routed_experts=experts)
                         batch, notes = checked_batch(_sized(request, schedule, dp, size, global_batch), schedule,
                                                      pp, dp)
                     except InputError as exc:
                         reason = request.reason(exc)
-                        rejected.append(Rejected(_kind(reason), schedule, pp, ep, size, reason))
+                        rejected.append(Rejected(_kind(reason), schedule, pp, ep, size, reason, tp=tp))
                         continue
                     trials.append(Trial(layout, batch, tuple(notes)))
     # recipe by recipe (the profile's first), ZeRO stage by stage: later stages meet the layouts in one order
-    return ([replace(t, recipe=r, layout=replace(t.layout, zero_stage=z) if z != 1 else t.layout)
-             for r in space.recipes for z in space.zero_stages for t in trials],
+    staged = {z: [replace(t.layout, zero_stage=z) if z != 1 else t.layout for t in trials] for z in space.zero_stages}
+    return ([replace(t, recipe=r, layout=layout)
+             for r in space.recipes for z in space.zero_stages for t, layout in zip(trials, staged[z], strict=True)],
             [replace(x, recipe=r.name, zero_stage=z) for r in space.recipes for z in space.zero_stages
              for x in rejected])
 
@@ -282,6 +300,6 @@ def attach_memory(inputs: PlanInputs, trials: list[Trial],
                                  f"{need} > {hbm / 2**30:.1f} GiB HBM" if not memory.fits else
                                  f"{need}: {memory.headroom_bytes / 2**30:.1f} GiB left < the "
                                  f"{min_headroom_bytes / 2**30:.1f} GiB headroom kept", memory.max_total_bytes,
-                                 trial.recipe.name, lay.zero_stage))
+                                 trial.recipe.name, lay.zero_stage, lay.tp))
     return kept, rejected
 

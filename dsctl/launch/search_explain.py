@@ -16,8 +16,8 @@ TOP = 5
 SCOPE = ("ZeRO-2's and ZeRO-3's gradient reduce-scatter runs after every micro-batch (a pipeline accumulates "
          "gradients) and is counted exposed; ZeRO-3's per-layer parameter gathers share the NIC with the EP "
          "all-to-all (added to its seconds: an upper bound); interleaved 1F1B with 2 chunks per rank only; "
-         "not searched: tp > 1 (neither model splits a layer's GEMMs or adds TP's NVLink all-reduces, and the "
-         "memory model does not divide weights by tp)")
+         "tp > 1 is Megatron's with sequence parallelism inside a node, experts not tensor-parallel, its NVLink "
+         "all-gathers and reduce-scatters counted exposed")
 
 
 @dataclass(frozen=True)
@@ -129,7 +129,8 @@ def _families(rejected: tuple[Rejected, ...], with_recipe: bool) -> tuple[Family
         if not items:
             continue
         example = min(items, key=lambda r: r.memory_bytes or 0) if kind == "memory" else items[0]
-        where = f"PP{example.pp} EP{example.ep} {example.schedule} b{example.micro_batch_size}"
+        tp = f" TP{example.tp}" if example.tp > 1 else ""
+        where = f"PP{example.pp} EP{example.ep}{tp} {example.schedule} b{example.micro_batch_size}"
         where += f" {example.recipe}" if with_recipe and kind in ("memory", "step-time model") else ""
         where += f" ZeRO-{example.zero_stage}" if example.zero_stage != 1 and kind != "dominated" else ""
         reason = example.reason.split(" (")[0]
@@ -144,7 +145,8 @@ def explain_search(result: SearchResult, top: int = TOP) -> SearchExplanation:
     best = result.best
     with_recipe = len(result.space.recipes) > 1
     rows = tuple(_row(i, t, best, with_recipe) for i, t in enumerate(result.ranked[:top])) if best else ()
-    scope = SCOPE if result.space.tp == 1 else SCOPE.replace("tp 1 only", f"tp {result.space.tp} as given")
+    tps = result.space.tps
+    scope = SCOPE if len(tps) != 1 else SCOPE.replace("tp > 1 is", f"tp {tps[0]} as given; tp > 1 is")
     unsimulated = sum(r.kind in ("dominated", "outpaced") for r in result.rejected)
     return SearchExplanation(result.objective, result.num_evaluated, len(result.ranked) + unsimulated,
                              len(result.ranked), rows,
@@ -173,14 +175,43 @@ def choice_lines(result: SearchResult, explanation: SearchExplanation) -> list[s
     memory, step = best.predicted()
     space = result.space
     recipes = "/".join(r.name for r in space.recipes)
-    lines = [f"searched {result.num_evaluated:,} layouts (pp x ep x schedule x micro-batch size x ZeRO x recipe: "
-             f"{len(space.pps)} x {len(space.eps)} x {len(space.schedules)} x {len(space.micro_batch_sizes)} x "
-             f"{len(space.zero_stages)} x {len(space.recipes)}); {explanation.num_fitting} fit, "
+    lines = [f"searched {result.num_evaluated:,} layouts ((pp, tp) x ep x schedule x micro-batch size x ZeRO x "
+             f"recipe: {len(space.pp_tps)} x {len(space.eps)} x {len(space.schedules)} x "
+             f"{len(space.micro_batch_sizes)} x {len(space.zero_stages)} x {len(space.recipes)}; tp "
+             f"{'/'.join(str(t) for t in space.tps)}); {explanation.num_fitting} fit, "
              f"{explanation.num_predicted} simulated (the rest never faster or unable to reach the top five)",
              f"{best.label()}, recipe {best.recipe.name}: the {_objective_words(result.objective)}, predicted step "
              f"{step.step_s:.2f} s, worst GPU {memory.max_total_bytes / 2**30:.1f} GiB",
              f"recipe {'searched: ' + recipes if len(space.recipes) > 1 else best.recipe.name + ' as given'}",
-             explanation.scope]
+             *tp_lines(result), explanation.scope]
+    return lines
+
+
+def tp_lines(result: SearchResult) -> list[str]:
+    """One line per tensor-parallel degree the winner does not use: its best predicted layout and what it lost
+    by (the step, and its exposed NVLink collectives), else why none of its layouts was predicted."""
+    best = result.best
+    if best is None or len(result.space.tps) < 2:
+        return []
+    _, best_step = best.predicted()
+    lines = []
+    for tp in result.space.tps:
+        if tp == best.layout.tp:
+            continue
+        trial = next((t for t in result.ranked if t.layout.tp == tp), None)
+        if trial is not None:
+            step = trial.predicted()[1]
+            collectives = sum(x.tp_f_s + x.tp_b_s for x in step.layers[-1:])
+            lines.append(f"tp {tp}: best {trial.label()} {step.step_s:.2f} s ({step.step_s - best_step.step_s:+.2f} "
+                         "s)" + (f"; its NVLink all-gathers + reduce-scatters {collectives * 1e3:.1f} ms per layer "
+                                 "and micro-batch, exposed" if tp > 1 else ""))
+            continue
+        rejected = [r for r in result.rejected if r.tp == tp]
+        kinds = sorted({r.kind for r in rejected}, key=REJECTION_KINDS.index)
+        example = next((r for r in rejected if r.kind == "outpaced"), rejected[0] if rejected else None)
+        lines.append(f"tp {tp}: none predicted ({', '.join(kinds) or 'no layout'})"
+                     + (f"; e.g. PP{example.pp} EP{example.ep} TP{tp} {example.schedule}: {example.reason}"
+                        if example is not None else ""))
     return lines
 
 

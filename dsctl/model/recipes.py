@@ -284,6 +284,7 @@ def head_activations(model: ModelProfile) -> ActivationBytes:
     return ActivationBytes(values=2.0 * model.hidden_size)
 
 
+@lru_cache(maxsize=64)
 def backward_working_bytes_per_token(model: ModelProfile) -> float:
     """Transient bytes per token while one layer runs its backward, for every recipe: the layer's tensors in BF16
     (recomputed, dequantised or already kept) and the gradients produced from them, estimated as the layer's

@@ -152,11 +152,15 @@ def _layer_cost_table(step: StepTime) -> Table:
     """Where one layer's time goes, per layer kind, in ms (B = input + weight gradient; recompute = the part of
     B and a2a B that redoes forward work under the activation recipe)."""
     table = Table(title="Layer costs, ms per micro-batch", title_justify="left")
-    for col in ("layer", "attn F", "attn B", "FFN F", "FFN B", "a2a F", "a2a B", "recompute"):
+    tp = any(x.tp_f_s for x in step.layers)  # tensor parallelism's NVLink collectives, F + B, exposed
+    columns = ("layer", "attn F", "attn B", "FFN F", "FFN B", "a2a F", "a2a B", "recompute")
+    for col in columns + (("TP F+B",) if tp else ()):
         table.add_column(col, justify="left" if col == "layer" else "right")
     for x in step.layers:
-        values = (x.attention_f_s, x.attention_i_s + x.attention_w_s, x.ffn_f_s, x.ffn_i_s + x.ffn_w_s,
-                  x.dispatch_f_s + x.combine_f_s, x.dispatch_b_s + x.combine_b_s, x.recompute_s)
+        values: tuple[float, ...] = (x.attention_f_s, x.attention_i_s + x.attention_w_s, x.ffn_f_s,
+                                     x.ffn_i_s + x.ffn_w_s, x.dispatch_f_s + x.combine_f_s,
+                                     x.dispatch_b_s + x.combine_b_s, x.recompute_s)
+        values += (x.tp_f_s + x.tp_b_s,) if tp else ()
         table.add_row(x.kind, *(f"{v * 1e3:,.1f}" for v in values))
     return table
 

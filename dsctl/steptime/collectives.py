@@ -19,6 +19,13 @@
   backward, every micro-batch, on the NIC the EP all-to-all uses (``dsctl.steptime.zero3``: the gather's seconds
   join the all-to-all's in the same op); gradients are reduce-scattered per micro-batch as under ZeRO-2, and
   the tail keeps AdamW only (no end-of-step all-gather: the next step gathers layer by layer).
+- Tensor parallelism with sequence parallelism (Megatron-LM; Korthikanti et al. 2022, section 4.2.2): per layer
+  the attention block and the FFN block (dense FFN or shared experts) each all-gather their sequence-parallel input
+  and reduce-scatter their output, forward, and the same backward: one such collective moves the micro-batch's
+  ``T x h`` BF16 activation, ``(t-1)/t x T h 2 / nvlink`` seconds per GPU on a ring over NVLink at the node
+  profile's achievable bandwidth per direction (``nvlink.achievable_per_direction``: ~160 GB/s on H800, the
+  DeepSeek-V3 paper). Counted exposed: nothing overlaps them with compute (Megatron-LM's TP communication overlap
+  is an option this model does not assume).
 - Optimizer: AdamW over this GPU's ZeRO-1 shard from HBM traffic, 22 bytes per parameter (read FP32 master and
   gradient, BF16 moments; write master, moments and the BF16 weight: DeepSeek-V3 tech report 3.3 keeps master
   weights in FP32 and the AdamW moments in BF16).
@@ -66,6 +73,14 @@ class OptimizerSeconds:
 def p2p_seconds(tokens: float, hidden_size: int, bytes_per_s: float, latency_s: float) -> float:
     """One pipeline boundary's activation (or gradient) transfer of ``tokens`` tokens in BF16."""
     return latency_s + tokens * hidden_size * 2.0 / bytes_per_s
+
+
+def tp_collective_seconds(tokens: float, hidden_size: int, tp: int, nvlink_bytes_per_s: float) -> float:
+    """One sequence-parallel all-gather or reduce-scatter of ``tokens x hidden_size`` BF16 values over ``tp``
+    GPUs of a node (ring over NVLink: each GPU sends and receives ``(tp-1)/tp`` of the bytes)."""
+    if tp <= 1:
+        return 0.0
+    return (tp - 1) / tp * tokens * hidden_size * PARAMETER_BYTES / nvlink_bytes_per_s
 
 
 def ring_seconds(params: float, bytes_per_param: float, group: int, bytes_per_s: float, latency_s: float) -> float:

@@ -41,6 +41,9 @@ class GpuRates:
     #: HBM bandwidth of the GEMMs' memory phase (bytes/s); 0 = ``hbm_bytes_per_s``. The same profile figure:
     #: a field of its own so that calibration (``calibrate.py``) can tell GEMM kernels' time from elementwise
     gemm_hbm_bytes_per_s: float = 0.0
+    #: NVLink bytes/s per direction per GPU that collectives achieve (the profile's
+    #: ``nvlink.achievable_per_direction``): tensor parallelism's all-gathers and reduce-scatters run at it
+    nvlink_bytes_per_s: float = 0.0
 
     @property
     def gemm_hbm(self) -> float:
@@ -71,4 +74,5 @@ def gpu_rates(node: NodeProfile, precision: str = "fp8") -> GpuRates:
         bf16_gemm_flops=bf16_gemm, gemm_in_bytes=1.0 if low else 2.0,
         attention_forward_flops=bf16 * a.attention_forward, attention_backward_flops=bf16 * a.attention_backward,
         hbm_bytes_per_s=hbm * a.hbm, sms=sms, comm_sms=min(node.num_comm_sms, sms - 1),
+        nvlink_bytes_per_s=node.nvlink_achievable_bytes_per_s,
     )

@@ -18,6 +18,12 @@ Costs per block (docs/steptime.md has the formulas):
   (I); ``selective`` reruns the attention core forward, ``full-recompute`` the whole layer forward including its
   dispatch and combine all-to-alls. ``LayerSeconds.recompute_s`` is that extra backward time;
 - routed experts: grouped GEMMs with ``T k ep / E`` rows per expert, times ``imbalance`` (the busiest GPU).
+- tensor parallelism ``tp`` with sequence parallelism (Megatron-LM): each GPU runs the column-parallel linears
+  with ``N / tp`` outputs and the row-parallel ones with ``K / tp`` inputs over all ``T`` tokens (the shape-aware
+  GEMM time prices the smaller shapes), ``num_heads / tp`` attention heads, the norms, residuals and every
+  elementwise pass on ``1/tp`` of the values, and routed experts (expert-TP = 1) on its own ``T / tp`` tokens,
+  whose all-to-alls carry ``T / tp`` tokens; per layer 2 all-gathers + 2 reduce-scatters of ``T x h`` forward and
+  backward (:func:`dsctl.steptime.collectives.tp_collective_seconds`), exposed (``LayerSeconds.tp_f``/``tp_b``).
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from dataclasses import dataclass
 
 from dsctl.model.recipes import DEEPSEEK, ActivationRecipe
 from dsctl.profiles.schema import ModelProfile
+from dsctl.steptime.collectives import tp_collective_seconds
 from dsctl.steptime.ep import EpCostModel
 from dsctl.steptime.gemm import BF16_BYTES, FP8_BYTES, FP8_SCALED_BYTES, FP32_BYTES, linear_seconds
 from dsctl.steptime.hardware import GpuRates
@@ -79,6 +86,9 @@ class LayerSeconds:
     combine_b: float = 0.0
     #: seconds of forward work the backward redoes (already inside the I seconds and dispatch_b/combine_b)
     recompute_s: float = 0.0
+    #: tensor parallelism's NVLink all-gathers and reduce-scatters, forward and backward (exposed: not overlapped)
+    tp_f: float = 0.0
+    tp_b: float = 0.0
 
     @property
     def compute(self) -> BlockSeconds:
@@ -136,36 +146,39 @@ def norm_bytes(width: int) -> float:
 
 
 def attention_block(model: ModelProfile, tokens: float, seq_len: int, causal: bool, rates: GpuRates,
-                    recipe: ActivationRecipe = DEEPSEEK) -> BlockSeconds:
+                    recipe: ActivationRecipe = DEEPSEEK, tp: int = 1) -> BlockSeconds:
     """Attention block of one layer over ``tokens`` tokens of sequences of ``seq_len`` (per-part recompute as
-    ``recipe`` says; whole-layer recompute is added by :func:`layer_seconds`)."""
+    ``recipe`` says; whole-layer recompute is added by :func:`layer_seconds`), on one of ``tp`` tensor-parallel
+    GPUs (projections split column- then row-wise, ``num_heads / tp`` heads; MLA's down projections are counted
+    split too)."""
     up = recipe.recompute_mla_up_proj
     a, h = model.attention, model.hidden_size
     fp8, hbm = rates.fp8_gemm_flops, rates.hbm_bytes_per_s
     if a.is_mla:
         d_qk, d_v = a.qk_nope_head_dim + a.qk_rope_head_dim, a.v_head_dim
         down = (a.q_lora_rank if a.q_lora_rank else a.num_heads * d_qk) + a.kv_lora_rank + a.qk_rope_head_dim
-        block = _linear(tokens, down, h, fp8, rates)
+        block = _linear(tokens, down / tp, h, fp8, rates)
         if a.q_lora_rank:
-            block += _linear(tokens, a.num_heads * d_qk, a.q_lora_rank, fp8, rates, recompute=up)
-        block += _linear(tokens, a.num_heads * (a.qk_nope_head_dim + d_v), a.kv_lora_rank, fp8, rates,
+            block += _linear(tokens, a.num_heads * d_qk / tp, a.q_lora_rank, fp8, rates, recompute=up)
+        block += _linear(tokens, a.num_heads * (a.qk_nope_head_dim + d_v) / tp, a.kv_lora_rank, fp8, rates,
                          recompute=up)
         small_norms = norm_bytes(a.q_lora_rank) + norm_bytes(a.kv_lora_rank)
     else:
         d_qk = d_v = a.head_dim
         kv = a.num_kv_heads if a.kind == "gqa" else a.num_heads
-        block = _linear(tokens, (a.num_heads + 2 * kv) * a.head_dim, h, fp8, rates)
+        block = _linear(tokens, (a.num_heads + 2 * kv) * a.head_dim / tp, h, fp8, rates)
         small_norms = 0.0
-    block += _linear(tokens, h, a.num_heads * d_v, fp8, rates)
+    block += _linear(tokens, h, a.num_heads * d_v / tp, fp8, rates)
     attended = seq_len / 2 if causal else float(seq_len)
-    core = 2.0 * a.num_heads * (d_qk + d_v) * attended * tokens
+    core = 2.0 * a.num_heads / tp * (d_qk + d_v) * attended * tokens
     core_f = core / rates.attention_forward_flops
     block += BlockSeconds(core_f, ATTENTION_BACKWARD_WORK * core / rates.attention_backward_flops
                           + (core_f if recipe.recompute_attention_core else 0.0), 0.0)
     # norm before attention (recomputed), residual add (read 2, write 1, BF16), RoPE on q and k, output quantisation
     rope = 2.0 * 2.0 * 2.0 * (a.num_heads + 1) * (a.qk_rope_head_dim if a.is_mla else a.head_dim)
-    block += _elementwise(norm_bytes(h) + small_norms, tokens, hbm, recompute=recipe.recompute_norms)
-    block += _elementwise(6.0 * h + rope + (BF16_BYTES + FP8_SCALED_BYTES) * a.num_heads * d_v, tokens, hbm)
+    shard = tokens / tp  # sequence-parallel norms and residuals; the rest on num_heads / tp heads
+    block += _elementwise(norm_bytes(h) + small_norms, shard, hbm, recompute=recipe.recompute_norms)
+    block += _elementwise(6.0 * h + rope + (BF16_BYTES + FP8_SCALED_BYTES) * a.num_heads * d_v, shard, hbm)
     return block
 
 
@@ -176,25 +189,28 @@ def swiglu_bytes(width: int) -> float:
 
 
 def dense_ffn_block(model: ModelProfile, tokens: float, rates: GpuRates,
-                    recipe: ActivationRecipe = DEEPSEEK) -> BlockSeconds:
+                    recipe: ActivationRecipe = DEEPSEEK, tp: int = 1) -> BlockSeconds:
     h, i = model.hidden_size, model.dense_intermediate_size
     hbm = rates.hbm_bytes_per_s
-    block = swiglu_ffn_gemms(tokens, h, i, rates.fp8_gemm_flops, rates)
-    block += _elementwise(norm_bytes(h), tokens, hbm, recompute=recipe.recompute_norms)
-    return block + _elementwise(6.0 * h + swiglu_bytes(i), tokens, hbm)
+    block = swiglu_ffn_gemms(tokens, h, i / tp, rates.fp8_gemm_flops, rates)
+    block += _elementwise(norm_bytes(h), tokens / tp, hbm, recompute=recipe.recompute_norms)
+    return block + _elementwise(6.0 * h + swiglu_bytes(i), tokens / tp, hbm)
 
 
 def moe_ffn_block(model: ModelProfile, tokens: float, ep: int, rates: GpuRates, imbalance: float,
-                  recipe: ActivationRecipe = DEEPSEEK) -> BlockSeconds:
-    """Router, shared experts and this GPU's routed experts (grouped GEMMs) of one MoE layer."""
+                  recipe: ActivationRecipe = DEEPSEEK, tp: int = 1) -> BlockSeconds:
+    """Router, shared experts and this GPU's routed experts (grouped GEMMs) of one MoE layer; with ``tp`` the
+    shared experts are tensor-parallel over all ``tokens`` and the rest runs on this GPU's ``tokens / tp``."""
     moe = model.moe
     if moe is None:
-        return dense_ffn_block(model, tokens, rates, recipe)
+        return dense_ffn_block(model, tokens, rates, recipe, tp)
     h, i = model.hidden_size, moe.moe_intermediate_size
     hbm = rates.hbm_bytes_per_s
-    block = _linear(tokens, moe.num_routed_experts, h, rates.bf16_gemm_flops, rates, BF16_BYTES)
+    block = BlockSeconds()
     if moe.num_shared_experts:
-        block += swiglu_ffn_gemms(tokens, h, moe.num_shared_experts * i, rates.fp8_gemm_flops, rates)
+        block += swiglu_ffn_gemms(tokens, h, moe.num_shared_experts * i / tp, rates.fp8_gemm_flops, rates)
+    tokens = tokens / tp  # sequence-parallel: router, routed experts and elementwise on this GPU's tokens
+    block += _linear(tokens, moe.num_routed_experts, h, rates.bf16_gemm_flops, rates, BF16_BYTES)
     k = moe.num_experts_per_token
     local_experts = max(1, moe.num_routed_experts // max(ep, 1))
     rows = tokens * k * imbalance / local_experts  # rows per local expert on the busiest GPU
@@ -243,39 +259,61 @@ def moe_comm(model: ModelProfile, tokens: float, ep_cost: EpCostModel,
     return forward.dispatch_s, forward.combine_s, backward.dispatch_s, backward.combine_s
 
 
+def tp_collectives_per_pass(model: ModelProfile, moe_layer: bool) -> int:
+    """Sequence-parallel all-gathers + reduce-scatters one layer runs per forward (and again per backward): an
+    all-gather before and a reduce-scatter after the attention block, and the same around the dense FFN or the
+    shared experts (a MoE layer without shared experts dispatches its sequence-parallel tokens directly)."""
+    moe = model.moe
+    tp_ffn = not moe_layer or moe is None or moe.num_shared_experts > 0
+    return 4 if tp_ffn else 2
+
+
 def layer_seconds(model: ModelProfile, moe_layer: bool, tokens: float, seq_len: int, causal: bool, ep: int,
                   rates: GpuRates, ep_cost: EpCostModel | None, imbalance: float,
-                  recipe: ActivationRecipe = DEEPSEEK) -> LayerSeconds:
-    """One dense or MoE layer (``moe_layer``) over ``tokens`` tokens, recomputing what ``recipe`` says."""
-    attention = attention_block(model, tokens, seq_len, causal, rates, recipe)
+                  recipe: ActivationRecipe = DEEPSEEK, tp: int = 1) -> LayerSeconds:
+    """One dense or MoE layer (``moe_layer``) over ``tokens`` tokens (one micro-batch of a ``tp``-GPU tensor-
+    parallel group), recomputing what ``recipe`` says."""
+    attention = attention_block(model, tokens, seq_len, causal, rates, recipe, tp)
     comm = (0.0, 0.0, 0.0, 0.0)
     if not moe_layer or model.moe is None:
-        ffn = dense_ffn_block(model, tokens, rates, recipe)
+        ffn = dense_ffn_block(model, tokens, rates, recipe, tp)
     else:
-        ffn = moe_ffn_block(model, tokens, ep, rates, imbalance, recipe)
+        ffn = moe_ffn_block(model, tokens, ep, rates, imbalance, recipe, tp)
         if ep_cost is not None and ep > 1:
-            comm = moe_comm(model, tokens, ep_cost, rates.gemm_in_bytes == 1.0)
+            comm = moe_comm(model, tokens / tp, ep_cost, rates.gemm_in_bytes == 1.0)
     plain = NO_RECOMPUTE_BASE
-    base = LayerSeconds(attention_block(model, tokens, seq_len, causal, rates, plain),
-                        dense_ffn_block(model, tokens, rates, plain) if not moe_layer or model.moe is None
-                        else moe_ffn_block(model, tokens, ep, rates, imbalance, plain))
+    base = LayerSeconds(attention_block(model, tokens, seq_len, causal, rates, plain, tp),
+                        dense_ffn_block(model, tokens, rates, plain, tp) if not moe_layer or model.moe is None
+                        else moe_ffn_block(model, tokens, ep, rates, imbalance, plain, tp))
     recompute_s = (attention.i + ffn.i) - (base.attention.i + base.ffn.i)
-    if recipe.recompute_layer:  # the whole forward again, its all-to-alls included
+    tp_f = tp_collectives_per_pass(model, moe_layer) * tp_collective_seconds(tokens, model.hidden_size, tp,
+                                                                             rates.nvlink_bytes_per_s)
+    tp_b = tp_f
+    if recipe.recompute_layer:  # the whole forward again, its all-to-alls and TP collectives included
         attention += BlockSeconds(0.0, attention.f, 0.0)
         ffn += BlockSeconds(0.0, ffn.f, 0.0)
-        recompute_s += attention.f + ffn.f + comm[0] + comm[1]
+        recompute_s += attention.f + ffn.f + comm[0] + comm[1] + tp_f
         comm = (comm[0], comm[1], comm[2] + comm[0], comm[3] + comm[1])
-    return LayerSeconds(attention, ffn, *comm, recompute_s=recompute_s)
+        tp_b += tp_f
+    return LayerSeconds(attention, ffn, *comm, recompute_s=recompute_s, tp_f=tp_f, tp_b=tp_b)
 
 
-def head_block(model: ModelProfile, tokens: float, rates: GpuRates) -> BlockSeconds:
-    """Final norm, output head (BF16) and the cross-entropy over the vocabulary (fused: logits read once)."""
+def _tp_pair(model: ModelProfile, tokens: float, rates: GpuRates, tp: int) -> BlockSeconds:
+    """One sequence-parallel collective forward and its counterpart in the input gradient (a block outside the
+    layers entering or leaving the tensor-parallel region); nothing at ``tp`` 1."""
+    one = tp_collective_seconds(tokens, model.hidden_size, tp, rates.nvlink_bytes_per_s)
+    return BlockSeconds(one, one, 0.0)
+
+
+def head_block(model: ModelProfile, tokens: float, rates: GpuRates, tp: int = 1) -> BlockSeconds:
+    """Final norm, output head (BF16) and the cross-entropy over the vocabulary (fused: logits read once);
+    with ``tp`` the head is vocabulary-parallel (``V / tp`` outputs, its input all-gathered)."""
     h, v, hbm = model.hidden_size, model.vocab_size, rates.hbm_bytes_per_s
-    block = _linear(tokens, v, h, rates.bf16_gemm_flops, rates, BF16_BYTES)
-    return block + _elementwise(norm_bytes(h) + 2.0 * v, tokens, hbm)
+    block = _linear(tokens, v / tp, h, rates.bf16_gemm_flops, rates, BF16_BYTES) + _tp_pair(model, tokens, rates, tp)
+    return block + _elementwise(norm_bytes(h) / tp + 2.0 * v / tp, tokens, hbm)
 
 
-def embedding_block(model: ModelProfile, tokens: float, rates: GpuRates) -> BlockSeconds:
+def embedding_block(model: ModelProfile, tokens: float, rates: GpuRates, tp: int = 1) -> BlockSeconds:
     """Embedding lookup (a row read and written per token) and its weight gradient (W): the rows scattered into a
     dense gradient of the table's shape, then added into the FP32 main gradient (``EMBEDDING_GRAD_BYTES`` per
     table entry per micro-batch: V3's 129,280 x 7,168 table moves 11.1 GB, 4.1 ms on an H800).
@@ -283,16 +321,20 @@ def embedding_block(model: ModelProfile, tokens: float, rates: GpuRates) -> Bloc
     Dense, because PyTorch's ``nn.Embedding`` gives a dense gradient unless built with ``sparse=True`` (its
     default is False) and Megatron-LM's DDP adds each parameter's gradient into its FP32 ``main_grad`` buffer
     after every backward; gradients accumulate over micro-batches in FP32 (DeepSeek-V3 tech report 3.3), as the
-    wgrad GEMMs' ``GRAD_ACCUMULATE_BYTES`` charge for the other weights.
+    wgrad GEMMs' ``GRAD_ACCUMULATE_BYTES`` charge for the other weights. With ``tp`` the table is
+    vocabulary-parallel (``V / tp`` rows each) and its output reduce-scattered into the sequence-parallel region.
     """
     row = 2.0 * model.hidden_size
     f = 2.0 * row * tokens / rates.hbm_bytes_per_s
-    table = EMBEDDING_GRAD_BYTES * model.vocab_size * model.hidden_size / rates.hbm_bytes_per_s
-    return BlockSeconds(f, 0.0, 2.0 * f + table)
+    table = EMBEDDING_GRAD_BYTES * model.vocab_size / tp * model.hidden_size / rates.hbm_bytes_per_s
+    return BlockSeconds(f, 0.0, 2.0 * f + table) + _tp_pair(model, tokens, rates, tp)
 
 
-def mtp_projection_block(model: ModelProfile, tokens: float, rates: GpuRates) -> BlockSeconds:
-    """An MTP module's two norms and ``eh_proj`` (2h -> h, FP8) before its transformer layer."""
+def mtp_projection_block(model: ModelProfile, tokens: float, rates: GpuRates, tp: int = 1) -> BlockSeconds:
+    """An MTP module's two norms and ``eh_proj`` (2h -> h, FP8) before its transformer layer (column-parallel
+    over ``tp``: its input all-gathered, its output reduce-scattered)."""
     h, hbm = model.hidden_size, rates.hbm_bytes_per_s
-    return _linear(tokens, h, 2 * h, rates.fp8_gemm_flops, rates) + _elementwise(2 * norm_bytes(h), tokens, hbm)
+    pair = _tp_pair(model, tokens, rates, tp)
+    return (_linear(tokens, h / tp, 2 * h, rates.fp8_gemm_flops, rates) + pair + pair
+            + _elementwise(2 * norm_bytes(h), tokens / tp, hbm))
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
 
 from dsctl.errors import InputError
 from dsctl.launch.layout import ParallelLayout
@@ -18,6 +20,7 @@ from dsctl.launch.rules import DUAL_SCHEDULES, stages_of_rank
 from dsctl.launch.schedule import simulate_stage_costs
 from dsctl.launch.schedule.timed import TimedSchedule, prepared_schedule
 from dsctl.launch.stages import Stage, split_stages
+from dsctl.launch.tensor_parallel import dense_per_tp_rank, replicated_params
 from dsctl.model.flops import training_flops
 from dsctl.model.params import ParameterCounts, count_parameters
 from dsctl.model.recipes import DEEPSEEK, ActivationRecipe
@@ -45,24 +48,32 @@ from dsctl.steptime.layers import (
 )
 from dsctl.steptime.result import LayerCost, PhaseBreakdown, StageCost, StepTime
 from dsctl.steptime.stages import OpSecondsTable, StageSeconds, overlapped_seconds
-from dsctl.steptime.zero3 import outside_gather_block, zero3_layer_kinds
+from dsctl.steptime.zero3 import ShardGroups, outside_gather_block, zero3_layer_kinds
 
 
 def _stage_seconds(model: ModelProfile, stage: Stage, tokens: float, rates: GpuRates,
-                   kinds: dict[bool, LayerSeconds]) -> StageSeconds:
+                   kinds: dict[bool, LayerSeconds], tp: int = 1) -> StageSeconds:
     """Stage ``stage`` from the two layer kinds (``kinds[True]`` MoE, ``kinds[False]`` dense)."""
     layers = [kinds[model.moe is not None and index >= model.num_dense_layers]
               for index in range(stage.first_layer, stage.last_layer + 1)]
     outside = BlockSeconds()
     if stage.has_embedding:
-        outside += embedding_block(model, tokens, rates)
+        outside += embedding_block(model, tokens, rates, tp)
     for _ in range(stage.num_mtp_modules):  # its own lookup of the shared embedding, projection, layer, head
-        outside += embedding_block(model, tokens, rates) + mtp_projection_block(model, tokens, rates)
-        outside += head_block(model, tokens, rates)
+        outside += embedding_block(model, tokens, rates, tp) + mtp_projection_block(model, tokens, rates, tp)
+        outside += head_block(model, tokens, rates, tp)
         layers.append(kinds[model.moe is not None])
     if stage.has_head:
-        outside += head_block(model, tokens, rates)
+        outside += head_block(model, tokens, rates, tp)
     return StageSeconds(stage.index, tuple(layers), outside)
+
+
+def _tp_dense(model: ModelProfile, stage: Stage, tp: int) -> float:
+    """Dense parameters one GPU of ``stage`` holds under tensor parallelism ``tp`` (what its ZeRO collectives
+    and AdamW move)."""
+    if tp == 1:
+        return float(stage.dense_params)
+    return dense_per_tp_rank(stage.dense_params, replicated_params(model, stage), tp)
 
 
 def _link(node: NodeProfile) -> tuple[float, float]:
@@ -100,15 +111,16 @@ def _stage_times(timed: TimedSchedule | None, rank: int, pipeline_s: float) -> d
     return {s: (ends[b] if b >= 0 else 0.0, starts[f] if f >= 0 else pipeline_s) for s, (b, f) in indices.items()}
 
 
-def _rank_tail(layout: ParallelLayout, stages: tuple[Stage, ...], rank: int, link_rate: float, hbm: float,
-               latency: float, timed: TimedSchedule | None, pipeline_s: float) -> OptimizerSeconds:
+def _rank_tail(model: ModelProfile, layout: ParallelLayout, stages: tuple[Stage, ...], rank: int,
+               link_rate: float, hbm: float, latency: float, timed: TimedSchedule | None,
+               pipeline_s: float) -> OptimizerSeconds:
     """ZeRO-1 tail of pipeline rank ``rank`` (its stages' dense parameters and its share of their experts), with
     the overlap its op order allows (:func:`dsctl.steptime.collectives.exposed_tail`)."""
     shards, shard_params = [], 0.0
     times = _stage_times(timed, rank, pipeline_s)
     unknown = (pipeline_s, 0.0) if timed is None else (0.0, pipeline_s)  # no schedule: nothing overlaps
     for s in stages_of_rank(layout.schedule, layout.pp, rank):
-        dense, experts = stages[s].dense_params, stages[s].routed_expert_params / layout.ep
+        dense, experts = _tp_dense(model, stages[s], layout.tp), stages[s].routed_expert_params / layout.ep
         rs, ag = stage_collectives(dense, experts, layout.dp, layout.expert_dp, link_rate, latency)
         rs = 0.0 if layout.zero_stage >= 2 else rs  # ZeRO-2/3: reduce-scattered in the pipeline, per micro-batch
         ag = 0.0 if layout.zero_stage == 3 else ag  # ZeRO-3: gathered layer by layer inside the next step
@@ -118,17 +130,28 @@ def _rank_tail(layout: ParallelLayout, stages: tuple[Stage, ...], rank: int, lin
 
 
 def _zero_stage_costs(model: ModelProfile, counts: ParameterCounts, stages: tuple[Stage, ...], tokens: float,
-                      rates: GpuRates, kinds: dict[bool, LayerSeconds], layout: ParallelLayout, link_rate: float,
-                      latency: float) -> tuple[StageSeconds, ...]:
-    """Every stage's seconds from the two layer kinds; under ZeRO-3 with its parameter gathers
-    (``dsctl.steptime.zero3``: per layer on the all-to-all's NIC time, outside the layers exposed)."""
-    if layout.zero_stage != 3:
-        return tuple(_stage_seconds(model, s, tokens, rates, kinds) for s in stages)
-    gathered = zero3_layer_kinds(model, counts, kinds, layout, link_rate, latency,
-                                 layout.schedule in DUAL_SCHEDULES)
-    return tuple(replace(c, outside=c.outside + outside_gather_block(model, counts, s, layout, link_rate, latency))
-                 for c, s in zip((_stage_seconds(model, s, tokens, rates, gathered) for s in stages), stages,
+                      rates: GpuRates, kinds: dict[bool, LayerSeconds], zero_stage: int, groups: ShardGroups,
+                      dual: bool, link_rate: float, latency: float) -> tuple[StageSeconds, ...]:
+    """Every stage's seconds from the two layer kinds (under ``groups.tp``); under ZeRO-3 with its parameter
+    gathers (``dsctl.steptime.zero3``: per layer on the all-to-all's NIC time, outside the layers exposed; this TP
+    rank's share of the dense parameters)."""
+    tp = groups.tp
+    if zero_stage != 3:
+        return tuple(_stage_seconds(model, s, tokens, rates, kinds, tp) for s in stages)
+    gathered = zero3_layer_kinds(model, counts, kinds, groups, link_rate, latency, dual)
+    return tuple(replace(c, outside=c.outside + outside_gather_block(model, counts, s, groups, link_rate, latency))
+                 for c, s in zip((_stage_seconds(model, s, tokens, rates, gathered, tp) for s in stages), stages,
                                  strict=True))
+
+
+@dataclass(frozen=True)
+class _Groups:
+    """:class:`dsctl.steptime.zero3.ShardGroups` from plain degrees (the lower bound's cache key has no layout)."""
+
+    dp: int
+    expert_dp: int
+    ep: int
+    tp: int
 
 
 def overlapped_pair_seconds(model: ModelProfile, node: NodeProfile, ep: int, num_moe_layers: int = 4,
@@ -165,9 +188,6 @@ def predict_step(model: ModelProfile, node: NodeProfile, layout: ParallelLayout,
                          "token goes to one GPU's experts", field="balancedness")
     if num_micro_batches < 1 or micro_batch_size < 1 or seq_len < 1:
         raise InputError("micro-batches, micro-batch size and sequence length must be at least 1")
-    if layout.tp != 1:
-        raise InputError(f"tp {layout.tp}: the step-time model covers tp = 1 only (DeepSeek-V3 trains without "
-                         "tensor parallelism)")
     if layout.zero_stage not in PREDICTED_ZERO_STAGES:
         raise InputError(f"ZeRO-{layout.zero_stage}: the step-time model covers ZeRO-1, 2 and 3 only")
     imbalance = 1.0 / balancedness
@@ -178,15 +198,19 @@ def predict_step(model: ModelProfile, node: NodeProfile, layout: ParallelLayout,
     stages = split_stages(model, counts, layout.num_stages)
     if ep_cost is None and layout.ep > 1 and model.moe is not None:
         ep_cost = fabric_ep(model, node, layout.ep, imbalance, fabric_plan)
-    layer_kinds = {moe: layer_seconds(model, moe, tokens, seq_len, True, layout.ep, rates, ep_cost, imbalance, recipe)
-                   for moe in (False, True)}
+    tp = layout.tp
+    layer_kinds = {moe: layer_seconds(model, moe, tokens, seq_len, True, layout.ep, rates, ep_cost, imbalance, recipe,
+                                      tp) for moe in (False, True)}
     link_rate, latency = _link(node)
-    costs = _zero_stage_costs(model, counts, stages, tokens, rates, layer_kinds, layout, link_rate, latency)
+    costs = _zero_stage_costs(model, counts, stages, tokens, rates, layer_kinds, layout.zero_stage, layout,
+                              layout.schedule in DUAL_SCHEDULES, link_rate, latency)
     if layout.zero_stage >= 2:  # every micro-batch's backward reduce-scatters the stage's gradients
-        costs = tuple(replace(c, grad_sync=stage_collectives(s.dense_params, s.routed_expert_params / layout.ep,
+        costs = tuple(replace(c, grad_sync=stage_collectives(_tp_dense(model, s, tp),
+                                                             s.routed_expert_params / layout.ep,
                                                              layout.dp, layout.expert_dp, link_rate, latency)[0])
                       for c, s in zip(costs, stages, strict=True))
-    p2p = p2p_seconds(tokens, model.hidden_size, link_rate, latency) if layout.pp > 1 else 0.0
+    # sequence parallelism: each TP rank sends its 1/tp of the boundary activation over its own NIC
+    p2p = p2p_seconds(tokens / tp, model.hidden_size, link_rate, latency) if layout.pp > 1 else 0.0
     # the sender waits for its sends (stages.py): their bytes in the op, one latency on the dependency
     table = OpSecondsTable(costs, layout.schedule in DUAL_SCHEDULES, rates.comm_slowdown, layout.schedule,
                            p2p - latency if layout.pp > 1 else 0.0)
@@ -202,7 +226,7 @@ def predict_step(model: ModelProfile, node: NodeProfile, layout: ParallelLayout,
         kinds = {"F": num_micro_batches * one.f, "B": num_micro_batches * one.b, "I": 0.0, "W": 0.0, "FB": 0.0}
         counts_by_kind = {"F": num_micro_batches, "B": num_micro_batches, "I": 0, "W": 0, "FB": 0}
         idle = (0.0,)
-    tail = max((_rank_tail(layout, stages, r, link_rate, rates.hbm_bytes_per_s, latency, timed, pipeline)
+    tail = max((_rank_tail(model, layout, stages, r, link_rate, rates.hbm_bytes_per_s, latency, timed, pipeline)
                 for r in range(layout.pp)), key=lambda t: t.exposed_s)
     breakdown = PhaseBreakdown(
         rank=0, one_f_s=kinds["F"], one_b_s=kinds["B"] + kinds["I"], one_w_s=kinds["W"],
@@ -230,31 +254,68 @@ def step_lower_bound(model: ModelProfile, node: NodeProfile, layout: ParallelLay
                      micro_batch_size: int = 1, seq_len: int = 4096, balancedness: float = 1.0,
                      recipe: ActivationRecipe = DEEPSEEK, ep_cost: EpCostModel | None = None) -> float:
     """Seconds no schedule of ``layout`` can beat (:func:`predict_step` is never below it): every stage runs
-    every micro-batch's forward and backward once, on one of ``pp`` ranks, so the step is at least
-    ``M x sum over stages of w_s / pp``, where ``w_s`` is the stage's work per micro-batch: compute (recompute
-    included) + ZeRO-2/3's reduce-scatter + its all-to-alls (with ZeRO-3's gathers) under 1F1B/ZB1P/interleaved
-    (nothing overlaps there), and under DualPipe/DualPipeV the larger of compute + reduce-scatter and the
-    all-to-alls (an overlapped slot takes the longer of its two sides). No bubble and no optimizer tail: cheap
-    enough to skip the simulation of a layout that cannot win. ``ep_cost`` as :func:`predict_step` (None: no
-    all-to-all counted, still a bound)."""
+    every micro-batch's forward and backward once, on one of the ranks holding it (DualPipe: two, each taking
+    half of the micro-batches), so the step is at least the busiest rank's ``M x sum over its stages of
+    w_s / holders_s``, where ``w_s`` is the stage's work per micro-batch: compute (recompute
+    included, tensor parallelism's collectives) + ZeRO-2/3's reduce-scatter + its all-to-alls (with ZeRO-3's
+    gathers) under 1F1B/ZB1P/interleaved (nothing overlaps there), and under DualPipe/DualPipeV the larger of
+    compute + reduce-scatter and the all-to-alls (an overlapped slot takes the longer of its two sides). No
+    bubble and no optimizer tail: cheap enough to skip the simulation of a layout that cannot win. ``ep_cost``
+    as :func:`predict_step` (None: no all-to-all counted, still a bound)."""
+    sharded = layout.zero_stage >= 2  # only ZeRO-2/3's per-micro-batch collectives depend on dp
+    cost: Any = ep_cost
+    bound_work: Callable[..., tuple[float, ...]] = _bound_work
+    try:
+        hash(cost)
+    except TypeError:  # a caller's EP model that cannot be a cache key
+        bound_work = _bound_work.__wrapped__
+    work = bound_work(model, node, layout.num_stages, layout.schedule in DUAL_SCHEDULES, layout.zero_stage,
+                       layout.dp if sharded else 0, layout.expert_dp if sharded else 0, layout.ep, layout.tp,
+                       float(micro_batch_size * seq_len), seq_len, balancedness, recipe, cost)
+    return num_micro_batches * max(sum(work[s] / holders for s, holders in rank)
+                                   for rank in _rank_shares(layout.schedule, layout.pp))
+
+
+@functools.lru_cache(maxsize=128)
+def _split(model: ModelProfile, num_stages: int) -> tuple[Stage, ...]:
+    """``model``'s stage split into ``num_stages`` (cached for the bound: one split per stage count)."""
+    return split_stages(model, count_parameters(model), num_stages)
+
+
+@functools.lru_cache(maxsize=256)
+def _rank_shares(schedule: str, pp: int) -> tuple[tuple[tuple[int, int], ...], ...]:
+    """Per pipeline rank: (stage, number of ranks holding it) for each stage it holds; a stage's micro-batches
+    split evenly over its holders (DualPipe: two, one per direction)."""
+    held = [stages_of_rank(schedule, pp, r) for r in range(pp)]
+    holders: dict[int, int] = {}
+    for stages in held:
+        for s in stages:
+            holders[s] = holders.get(s, 0) + 1
+    return tuple(tuple((s, holders[s]) for s in stages) for stages in held)
+
+
+@functools.lru_cache(maxsize=4096)
+def _bound_work(model: ModelProfile, node: NodeProfile, num_stages: int, dual: bool, zero_stage: int, dp: int,
+                expert_dp: int, ep: int, tp: int, tokens: float, seq_len: int, balancedness: float,
+                recipe: ActivationRecipe, ep_cost: Any) -> tuple[float, ...]:
+    """Each stage's work for one micro-batch, as :func:`step_lower_bound` sums it per rank; cached (a layout
+    search asks for the same stage split, degrees and batch under many schedules and batch counts)."""
     rates = gpu_rates(node, model.training_precision)
-    tokens = float(micro_batch_size * seq_len)
-    counts = count_parameters(model)
-    stages = split_stages(model, counts, layout.num_stages)
-    kinds = {moe: layer_seconds(model, moe, tokens, seq_len, True, layout.ep, rates, ep_cost, 1.0 / balancedness,
-                                recipe) for moe in (False, True)}
+    stages = _split(model, num_stages)
+    kinds = {moe: layer_seconds(model, moe, tokens, seq_len, True, ep, rates, ep_cost, 1.0 / balancedness,
+                                recipe, tp) for moe in (False, True)}
     link_rate, latency = _link(node)
-    dual = layout.schedule in DUAL_SCHEDULES
-    work = 0.0
-    for stage, cost in zip(stages, _zero_stage_costs(model, counts, stages, tokens, rates, kinds, layout, link_rate,
-                                                     latency), strict=True):
-        sync = stage_collectives(stage.dense_params, stage.routed_expert_params / layout.ep, layout.dp,
-                                 layout.expert_dp, link_rate, latency)[0] if layout.zero_stage >= 2 else 0.0
-        busy, comm = cost.compute_f + cost.compute_b + sync, cost.comm_f + cost.comm_b
-        work += max(busy, comm) if dual else busy + comm
-    return num_micro_batches * work / layout.pp
+    costs = _zero_stage_costs(model, count_parameters(model), stages, tokens, rates, kinds, zero_stage,
+                              _Groups(dp, expert_dp, ep, tp), dual, link_rate, latency)
+    work = []
+    for stage, cost in zip(stages, costs, strict=True):
+        sync = stage_collectives(_tp_dense(model, stage, tp), stage.routed_expert_params / ep, dp, expert_dp,
+                                 link_rate, latency)[0] if zero_stage >= 2 else 0.0
+        busy, comm = cost.compute_f + cost.compute_b + cost.tp_comm + sync, cost.comm_f + cost.comm_b
+        work.append(max(busy, comm) if dual else busy + comm)
+    return tuple(work)
 
 
 def _layer_cost(kind: str, x: LayerSeconds) -> LayerCost:
     return LayerCost(kind, x.attention.f, x.attention.i, x.attention.w, x.ffn.f, x.ffn.i, x.ffn.w, x.dispatch_f,
-                     x.combine_f, x.dispatch_b, x.combine_b, x.recompute_s)
+                     x.combine_f, x.dispatch_b, x.combine_b, x.recompute_s, x.tp_f, x.tp_b)

@@ -62,6 +62,9 @@ class LayerCost:
     combine_b_s: float
     #: forward seconds the backward redoes under the activation recipe (inside the I and a2a B seconds)
     recompute_s: float = 0.0
+    #: tensor parallelism's NVLink all-gathers + reduce-scatters, forward and backward (exposed; 0 at tp 1)
+    tp_f_s: float = 0.0
+    tp_b_s: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ layers in order against backward layers in reverse), four slots each take the lo
     + max(attention_b x s, combine_f)
 
 where ``s = sms / (sms - comm_sms)`` slows compute while communication kernels hold SMs (only in slots with
-communication). Work outside layers (embedding, head, MTP projection) adds without overlap. 1F1B, ZB1P and
-interleaved 1F1B have no overlapped op: every all-to-all is exposed.
+communication). Work outside layers (embedding, head, MTP projection) and tensor parallelism's NVLink collectives
+add without overlap. 1F1B, ZB1P and interleaved 1F1B have no overlapped op: every all-to-all is exposed.
 
 Pipeline sends block the rank (:func:`sends_of`): DualPipe's reference code queues an op's sends and issues them
 with the next op's receives as one ``batch_isend_irecv`` whose requests it waits on before that op's compute
@@ -48,7 +48,7 @@ class StageSeconds:
     @cached_property
     def f(self) -> float:
         """Forward chunk alone: compute + every forward all-to-all."""
-        return self.outside.f + sum(x.attention.f + x.ffn.f + x.comm_f for x in self.layers)
+        return self.outside.f + sum(x.attention.f + x.ffn.f + x.comm_f + x.tp_f for x in self.layers)
 
     @cached_property
     def w(self) -> float:
@@ -58,7 +58,7 @@ class StageSeconds:
     @cached_property
     def i(self) -> float:
         """Input-gradient backward alone (weight gradients deferred): compute + backward all-to-alls."""
-        return self.outside.i + sum(x.attention.i + x.ffn.i + x.comm_b for x in self.layers)
+        return self.outside.i + sum(x.attention.i + x.ffn.i + x.comm_b + x.tp_b for x in self.layers)
 
     @property
     def b(self) -> float:
@@ -71,6 +71,11 @@ class StageSeconds:
     @cached_property
     def compute_b(self) -> float:
         return self.outside.b + sum(x.compute.b for x in self.layers)
+
+    @cached_property
+    def tp_comm(self) -> float:
+        """Tensor parallelism's NVLink collectives of the layers, forward + backward (exposed)."""
+        return sum(x.tp_f + x.tp_b for x in self.layers)
 
     @cached_property
     def comm_f(self) -> float:
@@ -96,6 +101,7 @@ def overlapped_seconds(forward: StageSeconds, backward: StageSeconds, slowdown: 
         total += _slot(lf.dispatch_f, lb.ffn.b, slowdown)
         total += _slot(lb.dispatch_b, lf.ffn.f, slowdown)
         total += _slot(lf.combine_f, lb.attention.b, slowdown)
+        total += lf.tp_f + lb.tp_b  # tensor parallelism's collectives: exposed, in neither chunk's shadow
     return total
 
 

@@ -21,31 +21,54 @@ backward's first all-to-all, the combine gradient):
 
 Parameters outside the layers (embedding, output head, final norm, MTP projections) are gathered exposed, before
 the stage's forward and its backward.
+
+Under tensor parallelism ``tp`` each GPU gathers its TP rank's share of the dense parameters over its ``dp``
+group (:func:`dsctl.launch.tensor_parallel.dense_per_tp_rank`: norms and router whole, the rest over ``tp``), as
+ZeRO-1's collectives move it; routed experts are not tensor-parallel.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Protocol
 
-from dsctl.launch.layout import ParallelLayout
 from dsctl.launch.stages import Stage
+from dsctl.launch.tensor_parallel import dense_per_tp_rank, layer_replicated_params, replicated_params
 from dsctl.model.params import ParameterCounts
 from dsctl.profiles.schema import ModelProfile
 from dsctl.steptime.collectives import PARAMETER_BYTES, ring_seconds
 from dsctl.steptime.layers import BlockSeconds, LayerSeconds
 
 
-def layer_parameters(model: ModelProfile, counts: ParameterCounts, moe: bool) -> tuple[float, float]:
+class ShardGroups(Protocol):
+    """The degrees the gathers depend on (a :class:`dsctl.launch.layout.ParallelLayout` has them)."""
+
+    @property
+    def dp(self) -> int: ...
+
+    @property
+    def expert_dp(self) -> int: ...
+
+    @property
+    def ep(self) -> int: ...
+
+    @property
+    def tp(self) -> int: ...
+
+
+def layer_parameters(model: ModelProfile, counts: ParameterCounts, moe: bool, tp: int = 1) -> tuple[float, float]:
     """``(dense, routed)`` parameters of one transformer layer: a MoE layer's (``moe``) or a dense one's;
-    ``routed`` counts every routed expert of the layer (before the EP split)."""
+    ``dense`` is one TP rank's share under tensor parallelism ``tp``; ``routed`` counts every routed expert of
+    the layer (before the EP split)."""
     if moe and model.moe is not None:
         index = model.num_dense_layers
         routed = float(model.moe.num_routed_experts * counts.routed_expert)
-        return float(counts.per_layer[index]) - routed, routed
-    return float(counts.per_layer[0]), 0.0
+        dense = float(counts.per_layer[index]) - routed
+        return dense_per_tp_rank(dense, layer_replicated_params(model, True), tp), routed
+    return dense_per_tp_rank(float(counts.per_layer[0]), layer_replicated_params(model, False), tp), 0.0
 
 
-def gather_seconds(dense: float, routed_per_gpu: float, layout: ParallelLayout, bytes_per_s: float,
+def gather_seconds(dense: float, routed_per_gpu: float, layout: ShardGroups, bytes_per_s: float,
                    latency_s: float) -> float:
     """All-gather (BF16) of ``dense`` parameters over ``dp`` and this GPU's ``routed_per_gpu`` expert parameters
     over ``expert_dp``, one after the other on the GPU's NIC (seconds)."""
@@ -62,12 +85,12 @@ def with_gathers(layer: LayerSeconds, gather_s: float, overlapped: bool) -> Laye
 
 
 def zero3_layer_kinds(model: ModelProfile, counts: ParameterCounts, kinds: dict[bool, LayerSeconds],
-                      layout: ParallelLayout, bytes_per_s: float, latency_s: float,
+                      layout: ShardGroups, bytes_per_s: float, latency_s: float,
                       overlapped: bool) -> dict[bool, LayerSeconds]:
     """Both layer kinds (``True`` MoE, ``False`` dense) with their ZeRO-3 gathers."""
     out = {}
     for moe, layer in kinds.items():
-        dense, routed = layer_parameters(model, counts, moe)
+        dense, routed = layer_parameters(model, counts, moe, layout.tp)
         out[moe] = with_gathers(layer, gather_seconds(dense, routed / layout.ep, layout, bytes_per_s, latency_s),
                                 overlapped)
     return out
@@ -84,9 +107,22 @@ def outside_parameters(model: ModelProfile, counts: ParameterCounts, stage: Stag
     return max(0.0, stage.dense_params - in_layers)
 
 
-def outside_gather_block(model: ModelProfile, counts: ParameterCounts, stage: Stage, layout: ParallelLayout,
+def outside_per_tp_rank(model: ModelProfile, counts: ParameterCounts, stage: Stage, tp: int) -> float:
+    """:func:`outside_parameters` one TP rank holds: the final norm and MTP norms whole, embedding, head and MTP
+    projections over ``tp``."""
+    outside = outside_parameters(model, counts, stage)
+    if tp == 1:
+        return outside
+    in_layers = (stage.num_dense_layers * layer_replicated_params(model, False)
+                 + (stage.num_moe_layers + stage.num_mtp_modules) * layer_replicated_params(model, True))
+    replicated = min(outside, max(0.0, float(replicated_params(model, stage) - in_layers)))
+    return dense_per_tp_rank(outside, replicated, tp)
+
+
+def outside_gather_block(model: ModelProfile, counts: ParameterCounts, stage: Stage, layout: ShardGroups,
                          bytes_per_s: float, latency_s: float) -> BlockSeconds:
-    """The exposed gathers of the stage's parameters outside its layers: once before its forward (F) and once
-    before its backward (I)."""
-    gather = gather_seconds(outside_parameters(model, counts, stage), 0.0, layout, bytes_per_s, latency_s)
+    """The exposed gathers of the stage's parameters outside its layers (this TP rank's share): once before its
+    forward (F) and once before its backward (I)."""
+    gather = gather_seconds(outside_per_tp_rank(model, counts, stage, layout.tp), 0.0, layout, bytes_per_s,
+                            latency_s)
     return BlockSeconds(gather, gather, 0.0)

@@ -19,8 +19,8 @@ def test_launch_default_searches_by_predicted_step(cli: Cli) -> None:
     data = cli("launch", "--nodes", "256", "-f", "json").json()
     search = data["search"]
     rows = search["candidates"]
-    # 6 pp x 9 ep x 5 schedules x 3 micro-batch sizes, x 4 recipes x ZeRO-1/2/3
-    assert search["num_evaluated"] == 810 * 4 * 3 and search["objective"] == "fastest"
+    # 3,240 (pp, tp) x ep x schedule x micro-batch size combinations x 4 recipes x ZeRO-1/2/3
+    assert search["num_evaluated"] == 3240 * 4 * 3 and search["objective"] == "fastest"
     assert [r["step_s"] for r in rows] == sorted(r["step_s"] for r in rows) and len(rows) == 5
     lay = data["layout"]
     assert rows[0]["label"].startswith(f"PP{lay['pp']} EP{lay['ep']} {data['schedule']} ")
@@ -31,7 +31,7 @@ def test_launch_default_searches_by_predicted_step(cli: Cli) -> None:
     assert deepseek and deepseek[0]["step_s"] == pytest.approx(17.31, abs=0.05)
     assert {f["kind"] for f in search["rejected"]} >= {"memory", "schedule rule", "divisibility", "EP span"}
     table = cli("launch", "--nodes", "256")
-    assert "Layouts by predicted step (9,720 evaluated" in table.stdout and "Rejected families" in table.stdout
+    assert "Layouts by predicted step (38,880 evaluated" in table.stdout and "Rejected families" in table.stdout
 
 
 def test_dry_run_writes_nothing_and_says_so(cli: Cli, tmp_path: Path) -> None:
@@ -111,8 +111,8 @@ def test_bad_inputs(cli: Cli) -> None:
 
 
 def test_does_not_fit_exits_1(cli: Cli) -> None:
-    args = ("launch", "--nodes", "256", "--pp", "8", "--schedule", "dualpipe", "-f", "json")
-    res = cli(*args, "--recipe", "none", "--", "t.py")  # no ZeRO stage rescues plain BF16 at PP8 (215 GiB)
+    args = ("launch", "--nodes", "256", "--pp", "8", "--schedule", "dualpipe", "--tp", "1", "-f", "json")
+    res = cli(*args, "--recipe", "none", "--", "t.py")  # no ZeRO stage rescues plain BF16 at PP8 TP1 (215 GiB)
     assert res.exit_code == 1
     data = res.json()
     assert data["memory"]["fits"] is False and data["dsctl"]["exit_code"] == 1
@@ -152,8 +152,8 @@ def test_layout_subcommand_explain(cli: Cli) -> None:
     groups = {g["kind"]: g for g in data["groups"]}
     assert groups["ep"]["ranks"][0] == list(range(64))
     assert groups["pp"]["ranks"][1] == list(range(1, 2048, 256))
-    table = cli("launch", "layout", "--nodes", "16", "--explain")
-    assert table.exit_code == 1  # 16 nodes cannot hold DeepSeek-V3: the layout is shown, the check fails
+    table = cli("launch", "layout", "--nodes", "16", "--tp", "1", "--explain")
+    assert table.exit_code == 1  # 16 nodes cannot hold DeepSeek-V3 at tp 1: the layout is shown, the check fails
     assert "ep groups" in table.stdout and "pp groups" in table.stdout
 
 
@@ -183,7 +183,8 @@ def test_ep_that_does_not_divide_the_experts_is_named_in_auto_mode(cli) -> None:
 
 def test_auto_pp_error_names_the_layout_dsctl_would_choose(cli: Cli) -> None:
     """3840 sequences fail on DP 128 (30 micro-batches < DualPipe's 2 x 16), not on dp 1024 (pp 2)."""
-    res = cli("launch", "--nodes", "256", "--global-batch", "3840", "--schedule", "dualpipe", "--", "t.py")
+    res = cli("launch", "--nodes", "256", "--global-batch", "3840", "--schedule", "dualpipe", "--tp", "1", "--",
+              "t.py")  # at tp 1 (the memory rule's); with tp searched, TP2 layouts split the batch
     assert res.exit_code == 2 and res.stdout == ""
     first = res.stderr.splitlines()[0]
     assert "PP16 EP64 TP1 DP128, the layout dsctl would choose" in first
@@ -194,11 +195,11 @@ def test_auto_pp_error_names_the_layout_dsctl_would_choose(cli: Cli) -> None:
 
 
 def test_auto_pp_error_for_indivisible_batch_and_too_few_micro_batches(cli: Cli) -> None:
-    res = cli("launch", "--nodes", "256", "--global-batch", "1000", "--", "t.py")
+    res = cli("launch", "--nodes", "256", "--global-batch", "1000", "--tp", "1", "--", "t.py")
     assert res.exit_code == 2
     first = res.stderr.splitlines()[0]
     assert "DP128" in first and "--global-batch 1000 % dp 128 = 104" in first and "dp 1024" not in first
-    res = cli("launch", "--nodes", "256", "--global-batch", "15360", "--micro-batches", "7", "--", "t.py")
+    res = cli("launch", "--nodes", "256", "--global-batch", "15360", "--micro-batches", "7", "--tp", "1", "--", "t.py")
     assert res.exit_code == 2
     first = res.stderr.splitlines()[0]
     assert "DP128" in first and "2 x pp = 32; got --micro-batches 7" in first and "dp 1024" not in first
@@ -208,10 +209,10 @@ def test_auto_pp_error_for_indivisible_batch_and_too_few_micro_batches(cli: Cli)
 def test_auto_pp_explains_every_rejected_candidate(cli: Cli) -> None:
     # DeepSeek's recipe fits only with ZeRO-3 here (PP16 needs 32 micro-batches, PP8 ZeRO-1/2 is over HBM)
     zero3 = cli("launch", "--nodes", "256", "--micro-batches", "30", "--schedule", "dualpipe", "--recipe", "deepseek",
-                "-f", "json", "--", "t.py")
+                "--tp", "1", "-f", "json", "--", "t.py")
     assert zero3.exit_code == 0 and zero3.json()["zero_stage"] == 3 and zero3.json()["layout"]["pp"] == 4
     res = cli("launch", "--nodes", "256", "--micro-batches", "30", "--schedule", "dualpipe", "--recipe", "none",
-              "-f", "json", "--", "t.py")
+              "--tp", "1", "-f", "json", "--", "t.py")
     assert res.exit_code == 1
     data = res.json()
     assert data["layout"]["pp"] == 4 and data["memory"]["fits"] is False
@@ -221,17 +222,18 @@ def test_auto_pp_explains_every_rejected_candidate(cli: Cli) -> None:
     assert pp16 and "2 x pp = 32; got --micro-batches 30" in pp16[0]
     assert any(c.startswith("pp 2 rejected: does not fit") for c in choices)
     table = cli("launch", "--nodes", "256", "--micro-batches", "30", "--schedule", "dualpipe", "--recipe", "none",
-                "--", "t.py")
+                "--tp", "1", "--", "t.py")
     assert table.exit_code == 1
     assert "pp 16 rejected" in table.stdout and "DOES NOT FIT" in table.stdout
 
 
 def test_layout_subcommand_exits_1_when_it_does_not_fit_like_launch(cli: Cli) -> None:
-    layout = cli("launch", "layout", "--nodes", "48", "--pp", "16", "--recipe", "deepseek")
-    plan = cli("launch", "--nodes", "48", "--pp", "16", "--recipe", "deepseek", "--", "t.py")
+    layout = cli("launch", "layout", "--nodes", "48", "--pp", "16", "--tp", "1", "--recipe", "deepseek")
+    plan = cli("launch", "--nodes", "48", "--pp", "16", "--tp", "1", "--recipe", "deepseek", "--", "t.py")
     assert layout.exit_code == plan.exit_code == 1
     assert "DOES NOT FIT" in layout.stdout
-    data = cli("launch", "layout", "--nodes", "48", "--pp", "16", "--recipe", "deepseek", "-f", "json").json()
+    data = cli("launch", "layout", "--nodes", "48", "--pp", "16", "--tp", "1", "--recipe", "deepseek", "-f",
+               "json").json()
     assert data["memory_fits"] is False and data["exit_code"] == 1 and data["dsctl"]["exit_code"] == 1
     assert cli("launch", "layout", "--nodes", "256").exit_code == 0
 
@@ -270,15 +272,18 @@ def test_memory_table_is_readable_at_80_columns(cli: Cli, monkeypatch: pytest.Mo
 def test_plain_bf16_recipe_does_not_fit_where_deepseeks_does(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 28: with --recipe none, PP16 EP64 on 256 H800 nodes needs ~187.5 GiB (DeepSeek's recipe: 73.5)."""
     monkeypatch.setenv("COLUMNS", "200")
-    res = cli("launch", "--nodes", "256", "--pp", "16", "--recipe", "none", "--", "t.py")
+    res = cli("launch", "--nodes", "256", "--pp", "16", "--tp", "1", "--recipe", "none", "--", "t.py")
     assert res.exit_code == 1, res.stderr
     assert "DOES NOT FIT: pipeline rank 1 needs 187.5 GiB > 79.6 GiB usable" in res.stdout
     assert "recipe none; usable HBM 79.6 of 80.0" in res.stdout
     # what would fit instead: the other recipes' fastest layouts at pp 16, with their predicted steps
     assert "recipe deepseek fits at PP16: 17.3" in res.stdout
     assert "recipe full-recompute fits at PP16: 2" in res.stdout
-    res = cli("launch", "--nodes", "256", "--pp", "16", "--", "t.py")
+    res = cli("launch", "--nodes", "256", "--pp", "16", "--tp", "1", "--", "t.py")
     assert res.exit_code == 0 and "fits: worst pipeline rank 1 uses 73.5 GiB of 79.6 GiB usable" in res.stdout
+    # tp left to the search: TP4 with sequence parallelism divides the activations by 4 and plain BF16 fits
+    res = cli("launch", "--nodes", "256", "--pp", "16", "--recipe", "none", "-f", "json", "--", "t.py")
+    assert res.exit_code == 0 and res.json()["layout"]["tp"] > 1
     res = cli("launch", "layout", "--nodes", "256", "--recipe", "full-recompute", "--format", "json")
     assert res.exit_code == 0 and '"memory_fits": true' in res.stdout
     res = cli("launch", "--nodes", "256", "--recipe", "fp4", "--", "t.py")

@@ -144,7 +144,8 @@ def test_min_nodes_is_exact_where_fit_is_not_monotone(cli: Cli) -> None:
     assert (res.json()["num_nodes"], res.json()["memory_fits"]) == (42, True)
     assert any("--min-nodes: 42 is the smallest node count that fits (every smaller count was checked)" in c
                for c in res.json()["choices"])
-    gap = cli("launch", "--nodes", "43", "--schedule", "1f1b", "--recipe", "deepseek", "-f", "json")
+    # --min-nodes keeps tp 1 unless given (the memory rule): at tp 1, 43 nodes do not fit (TP2 would)
+    gap = cli("launch", "--nodes", "43", "--schedule", "1f1b", "--tp", "1", "--recipe", "deepseek", "-f", "json")
     assert gap.exit_code == 1 and any("the smallest node count that fits is 42" in n for n in gap.json()["notes"])
     wrong = cli("launch", "layout", "--min-nodes", "--ep", "3")
     assert wrong.exit_code == 2 and "ep 3 does not divide the 256 routed experts" in wrong.stderr

@@ -123,8 +123,10 @@ def test_long_schedules_are_extrapolated_within_a_tenth_of_a_percent() -> None:
 def test_v3_on_256_h800_ranks_deepseeks_layout_and_says_why_another_is_faster() -> None:
     """Acceptance (issue 28): PP16 EP64 DualPipe is among the top five, its seconds behind the winner explained."""
     result = search_layouts(_inputs(V3, LaunchRequest(256)), SearchOptions())
-    # 6 pp x 9 ep x 5 schedules x 3 sizes, x every recipe V3 can train with (its FP8 one included) x ZeRO-1/2/3
-    assert result.num_evaluated == 810 * 4 * 3
+    # (pp, tp) pairs 24 (pp 1-32 dividing 2,048 / tp, tp 1/2/4/8) x ep 9 x 5 schedules x micro-batch size 3,
+    # under every recipe V3 can train with (its FP8 one included) and ZeRO-1/2/3
+    assert result.num_evaluated == 24 * 9 * 5 * 3 * 4 * 3 == 38_880
+    assert {t.layout.tp for t in result.ranked} > {1}  # tried, predicted, and slower (the winner keeps tp 1)
     rows = explain_search(result).rows
     labels = [r.label for r in rows]
     assert rows[0].label == "PP8 EP64 dualpipev 60x1 deepseek"
@@ -162,9 +164,12 @@ def test_the_recipe_is_searched_unless_fixed() -> None:
 
 @pytest.mark.slow
 def test_a_fixed_recipe_that_fits_nowhere_names_the_recipes_that_do() -> None:
-    """V3 on 256 x H800 with --recipe none: no layout fits; deepseek and full-recompute fit, each with its
-    fastest layout simulated in full, fastest first."""
-    result = search_layouts(_inputs(V3, LaunchRequest(256, recipe="none")), SearchOptions())
+    """V3 on 256 x H800 with --recipe none and --tp 1: no layout fits; deepseek and full-recompute fit, each with
+    its fastest layout simulated in full, fastest first. With tp left open, TP4 (activations over 4) fits."""
+    opened = search_layouts(_inputs(V3, LaunchRequest(256, recipe="none")), SearchOptions())
+    assert opened.best is not None and opened.best.layout.tp == 4
+    assert opened.best.predicted()[1].step_s == pytest.approx(21.01, abs=0.05)
+    result = search_layouts(_inputs(V3, LaunchRequest(256, recipe="none", tp=1)), SearchOptions())
     assert result.best is None
     assert [t.recipe.name for t in result.alternatives] == ["deepseek", "full-recompute"]
     deepseek, full = (t.predicted()[1].step_s for t in result.alternatives)

@@ -156,11 +156,6 @@ def test_a_custom_ep_cost_model_is_used() -> None:
     assert step.step_s > predict_step(V3, H800, LAYOUT, MICRO_BATCHES).step_s
 
 
-def test_tensor_parallel_layouts_are_refused() -> None:
-    with pytest.raises(InputError, match="tp"):
-        predict_step(V3, H800, ParallelLayout(num_nodes=256, gpus_per_node=8, pp=16, ep=64, tp=2, dp=64), 120)
-
-
 # --------------------------------------------------------------------------------------------- parts
 
 

@@ -19,7 +19,13 @@ from dsctl.model.params import count_parameters
 from dsctl.profiles.loader import ProfileStore
 from dsctl.steptime import predict_step
 from dsctl.steptime.layers import BlockSeconds, LayerSeconds
-from dsctl.steptime.zero3 import gather_seconds, layer_parameters, outside_parameters, with_gathers
+from dsctl.steptime.zero3 import (
+    gather_seconds,
+    layer_parameters,
+    outside_parameters,
+    outside_per_tp_rank,
+    with_gathers,
+)
 
 STORE = ProfileStore()
 V3 = STORE.model("deepseek-v3")
@@ -82,12 +88,36 @@ def test_zero3_stage_costs_add_each_layers_gathers() -> None:
     assert s3.ep_dispatch_s == s1.ep_dispatch_s  # the all-to-all alone, without the gather
 
 
+def test_zero3_gathers_one_tp_ranks_share_under_tp() -> None:
+    """PP16 EP64 TP2 DP64 (expert-DP 2): each GPU gathers its TP rank's half of a MoE layer's dense parameters,
+    the norms (2 x 7,168 + 1,536 + 512) and the router (256 x 7,169) whole: 1,851,648 + (232,996,864 - 1,851,648)
+    / 2 = 117,424,256 over dp 64, and its 4 experts (not tensor-parallel) over expert-DP 2, as at tp 1."""
+    counts = count_parameters(V3)
+    dense, routed = layer_parameters(V3, counts, True, 2)
+    assert dense == 1_851_648 + (232_996_864 - 1_851_648) / 2 == 117_424_256 and routed == 256 * 44_040_192
+    assert layer_parameters(V3, counts, False, 2)[0] == 16_384 + (583_483_392 - 16_384) / 2
+    stage15 = split_stages(V3, counts, 16)[15]  # head, final norm, MTP projection and its 3 norms
+    assert outside_per_tp_rank(V3, counts, stage15, 2) == 4 * 7168 + (outside_parameters(V3, counts, stage15)
+                                                                       - 4 * 7168) / 2
+    one = ParallelLayout(256, 8, 16, 64, 2, 64, "dualpipe")
+    three = replace(one, zero_stage=3)
+    s1, s3 = predict_step(V3, H800, one, 64), predict_step(V3, H800, three, 64)
+    gather = gather_seconds(dense, routed / 64, three, RATE, LATENCY)
+    dense_s = 63 / 64 * 117_424_256 * 2 / 44e9 + 63 * 3.7e-6
+    expert_s = 1 / 2 * 176_160_768 * 2 / 44e9 + 1 * 3.7e-6
+    assert gather == pytest.approx(dense_s + expert_s, rel=1e-12)
+    assert s3.stages[5].comm_f_s - s1.stages[5].comm_f_s == pytest.approx(4 * gather, rel=1e-9)
+    assert s3.stages[5].comm_b_s - s1.stages[5].comm_b_s == pytest.approx(4 * gather, rel=1e-9)
+
+
 def test_zero3_is_ranked_not_dominated() -> None:
     """ZeRO-3 is compared with nothing but ZeRO-3 twins (either it or ZeRO-1 may be faster), except without a
-    group to shard over (dp = expert-dp = 1): then every stage runs alike and the lighter ZeRO-1 wins."""
+    group to shard over (dp = expert-dp = 1): then every stage runs alike and the lighter ZeRO-1 wins. At tp 1
+    (with tp searched, PP8 TP2 DP1 ZeRO-1 DualPipeV wins: TP shards the weights instead)."""
     assert never_slower_zero(1, 2) and never_slower_zero(3, 3)
     assert not never_slower_zero(1, 3) and not never_slower_zero(2, 3) and not never_slower_zero(2, 1)
-    inputs = PlanInputs(QWEN, H800, LaunchRequest(2, global_batch=32), count_parameters(QWEN), MemoryAssumptions())
+    inputs = PlanInputs(QWEN, H800, LaunchRequest(2, tp=1, global_batch=32), count_parameters(QWEN),
+                        MemoryAssumptions())
     result = search_layouts(inputs, SearchOptions())
     zero3 = [t for t in result.ranked if t.layout.zero_stage == 3]
     assert result.best is not None and result.best.layout.zero_stage == 3  # 72B on 16 GPUs: sharding wins
@@ -98,14 +128,15 @@ def test_zero3_is_ranked_not_dominated() -> None:
 
 def test_interleaved_beats_1f1b_on_a_dense_model() -> None:
     """Qwen2.5-72B on 4 nodes, 64 sequences: PP16 DP2 gives 32 micro-batches per pipeline; 1F1B idles
-    (p-1)(F+B) per rank, interleaved (2 chunks per rank) half that, which pays for its doubled p2p sends."""
+    (p-1)(F+B) per rank, interleaved (2 chunks per rank) half that, which pays for its doubled p2p sends. With
+    tp searched the winner is interleaved too, at PP4 TP2 DP4 (16 micro-batches: a shorter pipeline)."""
     request = LaunchRequest(4, global_batch=64, recipe="full-recompute")
     inputs = PlanInputs(QWEN, H800, request, count_parameters(QWEN), MemoryAssumptions())
     result = search_layouts(inputs, SearchOptions(schedules=("1f1b", "interleaved")))
     assert result.best is not None and result.best.layout.schedule == "interleaved"
     best_1f1b = next(t for t in result.ranked if t.layout.schedule == "1f1b")
     assert result.best.predicted()[1].step_s < best_1f1b.predicted()[1].step_s
-    assert result.best.label() == "PP16 EP1 interleaved 32x1"
+    assert result.best.label() == "PP4 EP1 TP2 interleaved 16x1"
     same = ParallelLayout(4, 8, 16, 1, 1, 2, "1f1b")
     one_f_one_b = predict_step(QWEN, H800, same, 32, recipe=result.best.recipe)
     interleaved = predict_step(QWEN, H800, replace(same, schedule="interleaved"), 32, recipe=result.best.recipe)
