@@ -184,7 +184,8 @@ def test_zero2_shards_gradients_and_pays_a_reduce_scatter_per_micro_batch() -> N
     than ZeRO-1 and the twin is dropped as dominated where ZeRO-1 fits. ZeRO-3 shards weights too; its step
     (tests/unit/test_steptime_zero3.py) has no end-of-step all-gather left."""
     from dsctl.launch.layout import ParallelLayout
-    from dsctl.launch.memory import estimate_memory, layer_unit_parameters
+    from dsctl.launch.memory import estimate_memory
+    from dsctl.launch.rank_params import layer_unit_parameters
     from dsctl.launch.stages import split_stages
     from dsctl.steptime.collectives import GRADIENT_BYTES, ring_seconds
 
