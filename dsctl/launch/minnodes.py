@@ -44,9 +44,10 @@ from dsctl.launch.candidates import PlanInputs, first_fitting
 from dsctl.launch.memory import MemoryAssumptions, estimate_memory, stage_activation_bytes_per_token
 from dsctl.launch.rank_params import rank_parameters, stage_layers
 from dsctl.launch.request import LaunchRequest
-from dsctl.launch.search import SearchOptions, Trial, enumerate_trials, search_request, search_space
+from dsctl.launch.search import SearchOptions, enumerate_trials, search_request, search_space
 from dsctl.launch.stages import Stage, split_stages
 from dsctl.launch.tensor_parallel import searched_tps
+from dsctl.launch.trials import Trial
 from dsctl.model.params import count_parameters
 from dsctl.model.recipes import ActivationRecipe, backward_working_bytes_per_token, searchable_recipes
 from dsctl.profiles.schema import ModelProfile, NodeProfile

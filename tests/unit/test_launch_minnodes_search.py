@@ -13,7 +13,8 @@ from dsctl.launch.candidates import PlanInputs
 from dsctl.launch.memory import MemoryAssumptions
 from dsctl.launch.minnodes import dp_needs, min_nodes, smallest_fit
 from dsctl.launch.plan import LaunchRequest, plan_launch
-from dsctl.launch.search import SearchOptions, Trial, attach_memory, enumerate_trials, search_request, search_space
+from dsctl.launch.search import SearchOptions, attach_memory, enumerate_trials, search_request, search_space
+from dsctl.launch.trials import Trial
 from dsctl.model.params import count_parameters
 from dsctl.profiles.loader import ProfileStore
 from dsctl.profiles.schema import ModelProfile, NodeProfile
