@@ -25,6 +25,7 @@ from dsctl.launch.ranking import (
 )
 from dsctl.launch.request import LaunchRequest
 from dsctl.launch.search import SearchOptions, attach_memory, enumerate_trials, search_request, search_space
+from dsctl.launch.trials import REJECTION_KINDS
 from dsctl.launch.search_explain import choice_lines, explain_search
 from dsctl.launch.sweep import sweep_counts, sweep_nodes
 from dsctl.model.params import count_parameters
@@ -96,7 +97,7 @@ def test_rejections_name_their_family() -> None:
     kinds = {r.kind for r in result.rejected}
     assert {"schedule rule", "EP span"} <= kinds
     lines = explain_search(result).families
-    assert [f.kind for f in lines] == [k for k in search_module.REJECTION_KINDS if k in kinds]
+    assert [f.kind for f in lines] == [k for k in REJECTION_KINDS if k in kinds]
     assert sum(f.count for f in lines) == len(result.rejected)
 
 
