@@ -25,9 +25,9 @@ from dsctl.launch.ranking import (
 )
 from dsctl.launch.request import LaunchRequest
 from dsctl.launch.search import SearchOptions, attach_memory, enumerate_trials, search_request, search_space
-from dsctl.launch.trials import REJECTION_KINDS
 from dsctl.launch.search_explain import choice_lines, explain_search
 from dsctl.launch.sweep import sweep_counts, sweep_nodes
+from dsctl.launch.trials import REJECTION_KINDS
 from dsctl.model.params import count_parameters
 from dsctl.model.recipes import searchable_recipes
 from dsctl.profiles.loader import ProfileStore
