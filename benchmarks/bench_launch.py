@@ -36,7 +36,13 @@ def _plan_256(profiles: tuple[Any, Any]) -> int:
 
 
 def _min_nodes_v3(profiles: tuple[Any, Any]) -> int | None:
-    return min_nodes(*profiles, LaunchRequest(1))  # 128
+    return min_nodes(*profiles, LaunchRequest(1))  # 128 (the memory rule: ZeRO-1, tp 1)
+
+
+def _min_nodes_v3_searched(profiles: tuple[Any, Any]) -> int | None:
+    from dsctl.launch.search import SearchOptions
+
+    return min_nodes(*profiles, LaunchRequest(1), search=SearchOptions())  # 16 (tp, ZeRO-3, every recipe)
 
 
 def _min_nodes_every_count(profiles: tuple[Any, Any]) -> int | None:
@@ -64,5 +70,7 @@ CASES = [
     Case("launch: default layout choice + rank map, 2,048 nodes", _profiles, _plan_2048, target_s=1.0),
     Case("launch: full V3 plan incl. schedule sim, 256 nodes", _profiles, _plan_256, target_s=1.0),
     Case("launch: --min-nodes, V3 on h800-hgx (exact scan)", _profiles, _min_nodes_v3, target_s=0.5),
+    Case("launch: --min-nodes over the search's space, V3 on h800-hgx", _profiles, _min_nodes_v3_searched,
+         target_s=8.0),
     Case("launch: --min-nodes, no count fits, 16,384 scanned", _profiles, _min_nodes_every_count, target_s=2.0),
 ]

@@ -196,12 +196,17 @@ def search(inputs: PlanInputs) -> tuple[Choice | None, tuple[Candidate, ...]]:
     return max(usable, key=lambda choice: choice.memory.headroom_bytes), tuple(considered)
 
 
-def layout_fits(inputs: PlanInputs, worth_trying: Callable[[int], bool]) -> bool:
-    """Whether some pipeline degree of ``inputs.request`` builds a valid layout that fits in GPU memory;
-    ``worth_trying(pp)`` False skips a degree known not to fit. Cheaper than the plan: no rank map, notes or
-    schedule, no memory of rejected degrees."""
+def first_fitting(inputs: PlanInputs, worth_trying: Callable[[int], bool]) -> Candidate | None:
+    """The first pipeline degree of ``inputs.request`` that builds a valid layout fitting in GPU memory (None:
+    none); ``worth_trying(pp)`` False skips a degree known not to fit. Cheaper than the plan: no rank map, notes
+    or schedule, no memory of rejected degrees."""
     try:
         degrees = pp_candidates(inputs)
     except InputError:
-        return False
-    return any(worth_trying(pp) and evaluate(inputs, pp, explain_rejection=False).fits for pp in degrees)
+        return None
+    for pp in degrees:
+        if worth_trying(pp):
+            candidate = evaluate(inputs, pp, explain_rejection=False)
+            if candidate.fits and candidate.valid:
+                return candidate
+    return None

@@ -40,6 +40,8 @@ class LayoutReport:
     plan: LaunchPlan
     groups: tuple[GroupListing, ...] = ()
     min_nodes: int | None = None
+    #: the first layout ``--min-nodes`` found to fit at ``min_nodes`` (the plan shows the best one there)
+    min_nodes_layout: str = ""
 
     @property
     def choices(self) -> tuple[str, ...]:
@@ -47,8 +49,9 @@ class LayoutReport:
                 if self.plan.search is not None else "the memory rule (smallest pp that fits)")
         if self.min_nodes is None:
             return (*self.plan.choices, rule)
+        first = f"; {self.min_nodes_layout} fits there" if self.min_nodes_layout else ""
         return (*self.plan.choices, rule, f"--min-nodes: {self.min_nodes} is the smallest node count that fits "
-                                          "(every smaller count was checked)")
+                                          f"(every smaller count was checked{first})")
 
     @property
     def exit_code(self) -> int:
@@ -76,19 +79,20 @@ def plan_layout(model: ModelProfile, node: NodeProfile, request: LaunchRequest, 
     the memory rule's, and no schedule is simulated.
 
     ``find_min_nodes``: plan the smallest node count that fits instead of ``request.num_nodes``
-    (:func:`dsctl.launch.minnodes.min_nodes`, reporting to ``progress``); InputError if none up to its limit does.
+    (:func:`dsctl.launch.minnodes.smallest_fit` over the search's space, else the memory rule's; reporting to
+    ``progress``); InputError if none up to its limit does.
     """
     found = None
     if find_min_nodes:
-        found = minnodes.min_nodes(model, node, request, progress=progress)
+        found = minnodes.smallest_fit(model, node, request, progress=progress, search=search)
         if found is None:
             raise InputError(f"no node count up to {minnodes.SEARCH_LIMIT_NODES:,} fits {model.name} on {node.name} "
                              "with these options", hint="try --tp, --pp, or a smaller --global-batch / --micro-batches")
-        request = replace(request, num_nodes=found)
+        request = replace(request, num_nodes=found.num_nodes)
     plan = plan_launch(model, node, request, simulate_schedule=search is not None, search=search,
                        balancedness=balancedness, fabric_plan=fabric_plan)
     groups: tuple[GroupListing, ...] = ()
     if explain:
         groups = tuple(GroupListing(kind, GROUP_MEANING[kind], int(ranks.shape[0]), int(ranks.shape[1]), ranks)
                        for kind in GROUP_KINDS for ranks in (plan.ranks.groups(kind),))
-    return LayoutReport(plan, groups, found)
+    return LayoutReport(plan, groups, found.num_nodes if found else None, found.label if found else "")

@@ -53,6 +53,7 @@ from functools import lru_cache
 
 from dsctl.launch import rules
 from dsctl.launch.layout import ParallelLayout
+from dsctl.launch.rank_params import rank_gemm_parameters, rank_parameters, stage_layers
 from dsctl.launch.stages import Stage
 from dsctl.launch.tensor_parallel import dense_per_tp_rank, replicated_params
 from dsctl.model.recipes import (
@@ -187,44 +188,9 @@ def stage_activation_bytes_per_token(model: ModelProfile, stage: Stage, recipe: 
     return stage_activations(model, stage, recipe).total
 
 
-def rank_parameters(stages: tuple[Stage, ...], held: tuple[int, ...]) -> tuple[int, int]:
-    """``(dense, routed)`` parameters of the stages a pipeline rank holds (``routed``: all routed experts, before
-    the EP split). One rank holding both ends counts the MTP embedding copy once: it is the same tensor as the
-    stage-0 table."""
-    dense = sum(stages[s].dense_params for s in held)
-    routed = sum(stages[s].routed_expert_params for s in held)
-    if len(held) == 2 and stages[held[0]].embedding_params and stages[held[1]].embedding_params:
-        dense -= min(stages[held[0]].embedding_params, stages[held[1]].embedding_params)
-    return dense, routed
-
-
 def activation_chunks(layout: ParallelLayout, pp_rank: int, num_micro_batches: int) -> int:
     """Peak micro-batch stage-chunks in flight on ``pp_rank`` (README table; 1F1B: ``pp - r``)."""
     return rules.activation_chunks(layout.schedule, layout.pp, pp_rank, num_micro_batches)
-
-
-def layer_unit_parameters(stages: tuple[Stage, ...], held: tuple[int, ...], ep: int, tp: int = 1) -> int:
-    """One layer's share of a pipeline rank's parameters per GPU: the largest held stage's parameters per GPU
-    over its layers (MTP modules count as layers; embedding and head spread over them): what ZeRO-2
-    reduce-scatters, and ZeRO-3 gathers, at a time (dense parameters over ``tp``: the replicated norms and
-    router are a rounding error here)."""
-    def per_layer(s: Stage) -> float:
-        layers = s.num_dense_layers + s.num_moe_layers + s.num_mtp_modules
-        return (s.dense_params / tp + s.routed_expert_params / ep) / max(1, layers)
-
-    return int(max(per_layer(stages[s]) for s in held))
-
-
-def rank_gemm_parameters(model: ModelProfile, stages: tuple[Stage, ...], held: tuple[int, ...], ep: int,
-                         tp: int = 1) -> int:
-    """Parameters of GEMM weights one GPU of a pipeline rank holds (FP8 copies): its parameters without the
-    embedding tables and the output head (dense GEMMs over ``tp``)."""
-    dense, routed = rank_parameters(stages, held)
-    embedding = max((stages[s].embedding_params for s in held), default=0) if len(held) == 2 and all(
-        stages[s].embedding_params for s in held) else sum(stages[s].embedding_params for s in held)
-    head = 0 if model.tie_word_embeddings else model.vocab_size * model.hidden_size
-    heads = sum(1 for s in held if stages[s].has_head)
-    return max(0, dense - embedding - heads * head) // tp + routed // ep
 
 
 #: per-rank figures of a stage split that no batch, EP degree or ZeRO stage changes, keyed by object identity
@@ -252,18 +218,14 @@ def _rank_split(model: ModelProfile, stages: tuple[Stage, ...], schedule: str, p
         dense, routed_full = rank_parameters(stages, held)
         if tp > 1:
             dense = int(dense_per_tp_rank(dense, sum(replicated_params(model, stages[s]) for s in held), tp))
-        per_layer = tuple((stages[s].dense_params / tp / max(1, _layers(stages[s])),
-                           stages[s].routed_expert_params / max(1, _layers(stages[s]))) for s in held)
+        per_layer = tuple((stages[s].dense_params / tp / max(1, stage_layers(stages[s])),
+                           stages[s].routed_expert_params / max(1, stage_layers(stages[s]))) for s in held)
         out.append((held, dense, routed_full, rank_gemm_parameters(model, stages, held, 1, tp) - routed_full,
                     per_layer, max((per_stage[s] for s in held), key=lambda x: x.total)))
     if len(_SPLITS) >= _SPLITS_LIMIT:
         _SPLITS.clear()
     _SPLITS[key] = (model, stages, recipe, tuple(out))
     return tuple(out)
-
-
-def _layers(stage: Stage) -> int:
-    return stage.num_dense_layers + stage.num_moe_layers + stage.num_mtp_modules
 
 
 def estimate_memory(model: ModelProfile, layout: ParallelLayout, stages: tuple[Stage, ...], hbm_bytes: int,
@@ -287,7 +249,7 @@ def estimate_memory(model: ModelProfile, layout: ParallelLayout, stages: tuple[S
             _rank_split(model, stages, schedule, pp, tp, recipe)):
         routed = routed_full // ep
         params = dense + routed
-        # one layer's share (layer_unit_parameters): ZeRO-2/3 only; a shard is over the parameter's dp group
+        # one layer's share (rank_params.layer_unit_parameters): ZeRO-2/3 only; a shard is over the parameter's dp group
         unit = int(max(d + x / ep for d, x in per_layer)) if zero >= 2 else 0
         weights = (int(dense * weight_bytes / dp + routed * weight_bytes / edp) + int(2 * unit * weight_bytes)
                    if zero >= 3 else int(params * weight_bytes))

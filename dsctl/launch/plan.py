@@ -149,7 +149,8 @@ def plan_launch(model: ModelProfile, node: NodeProfile, request: LaunchRequest,
     fabric instead of the node profile's closed form.
 
     ``suggest_min_nodes``: a plan that does not fit gets a note naming the smallest node count that does
-    (:func:`dsctl.launch.minnodes.min_nodes`, which reports to ``progress``).
+    (:func:`dsctl.launch.minnodes.min_nodes` over ``search``'s space, else the memory rule's; it reports to
+    ``progress``).
     ``progress(done, total)`` counts the layouts predicted, then (if run) the node counts scanned; the total
     grows when the scan is needed.
 
@@ -197,7 +198,7 @@ def plan_launch(model: ModelProfile, node: NodeProfile, request: LaunchRequest,
     if not request.train_command:
         notes.append("no training command given (put it after '--'); the plan is still complete")
     if suggest_min_nodes and not memory.fits:
-        smallest = minnodes.min_nodes(model, node, request, progress=stages.part(stages.add(1.0)))
+        smallest = minnodes.min_nodes(model, node, request, progress=stages.part(stages.add(1.0)), search=search)
         notes.append(min_nodes_note(smallest, minnodes.SEARCH_LIMIT_NODES))
     explanation = explain_search(searched) if searched is not None else None
     choices = explain_choices(request, model, layout, memory, considered)

@@ -11,17 +11,8 @@ from dsctl.errors import InputError
 from dsctl.launch.candidates import PlanInputs
 from dsctl.launch.layout import ParallelLayout
 from dsctl.launch.rules import min_micro_batches
-from dsctl.launch.search import (
-    HEADROOM_SLACK,
-    OBJECTIVES,
-    Rejected,
-    SearchOptions,
-    SearchResult,
-    Trial,
-    attach_memory,
-    enumerate_trials,
-    search_space,
-)
+from dsctl.launch.search import HEADROOM_SLACK, OBJECTIVES, SearchOptions, attach_memory, enumerate_trials, search_space
+from dsctl.launch.trials import Rejected, SearchResult, Trial
 from dsctl.model.recipes import recomputes_at_least
 from dsctl.progress_count import Report, Stages, each
 from dsctl.steptime import EpCostModel, StepTime, fabric_ep, predict_step, step_lower_bound

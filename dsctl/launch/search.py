@@ -24,17 +24,18 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from dsctl.errors import InputError
-from dsctl.launch.batch import DEFAULT_GLOBAL_BATCH, BatchPlan, checked_batch
+from dsctl.launch.batch import DEFAULT_GLOBAL_BATCH, checked_batch
 from dsctl.launch.candidates import PlanInputs
 from dsctl.launch.imbalance import stats_balancedness
 from dsctl.launch.layout import ParallelLayout, validate_layout
-from dsctl.launch.memory import MemoryEstimate, estimate_memory
+from dsctl.launch.memory import estimate_memory
 from dsctl.launch.request import LaunchRequest
 from dsctl.launch.rules import SCHEDULES, divisors, ep_node_aligned
 from dsctl.launch.stages import Stage, split_stages
 from dsctl.launch.tensor_parallel import searched_tps
+from dsctl.launch.trials import Rejected, Trial
 from dsctl.model.recipes import DEEPSEEK, ActivationRecipe, searchable_recipes
-from dsctl.steptime import PREDICTED_ZERO_STAGES, StepTime
+from dsctl.steptime import PREDICTED_ZERO_STAGES
 
 #: what the ranking prefers: the shortest predicted step, the most memory headroom among layouts within
 #: :data:`HEADROOM_SLACK` of the fastest, or (over a node range) the fewest nodes
@@ -43,9 +44,6 @@ OBJECTIVES: tuple[str, ...] = ("fastest", "headroom", "fewest-nodes")
 MICRO_BATCH_SIZES: tuple[int, ...] = (1, 2, 4)
 #: "headroom" takes the most headroom among layouts at most this much slower than the fastest (10%)
 HEADROOM_SLACK = 0.10
-#: the kinds of rejection, in the order the explanation lists them
-REJECTION_KINDS: tuple[str, ...] = ("schedule rule", "divisibility", "EP span", "memory", "dominated",
-                                    "outpaced", "step-time model")
 #: free HBM a chosen layout must keep beyond the memory model's own terms and reserve: none by default, since the
 #: memory model names what issue 28 measured (backward temporaries, FP8 scales, the attention LSE, DeepEP/NCCL
 #: buffers) and budgets against usable HBM; a caller may ask for a margin (``SearchOptions.min_headroom_bytes``)
@@ -97,77 +95,6 @@ class SearchSpace:
         """Combinations tried (each becomes a trial or a rejection)."""
         return (len(self.pp_tps) * len(self.eps) * len(self.schedules) * len(self.micro_batch_sizes)
                 * len(self.zero_stages) * len(self.recipes))
-
-
-@dataclass(frozen=True)
-class Trial:
-    """One structurally valid layout with its batch, then (stages 3-4) its memory and predicted step."""
-
-    layout: ParallelLayout
-    batch: BatchPlan
-    notes: tuple[str, ...] = ()
-    recipe: ActivationRecipe = DEEPSEEK
-    stages: tuple[Stage, ...] = ()
-    memory: MemoryEstimate | None = None
-    step: StepTime | None = None
-
-    def predicted(self) -> tuple[MemoryEstimate, StepTime]:
-        """Memory and step of a trial that went through stages 3-4 (a missing one is a bug)."""
-        if self.memory is None or self.step is None:
-            raise RuntimeError(f"{self.label()} was ranked without its memory or step prediction")
-        return self.memory, self.step
-
-    def predicted_memory_bytes(self) -> int | None:
-        return self.memory.max_total_bytes if self.memory is not None else None
-
-    def label(self, with_recipe: bool = False) -> str:
-        """``PP16 EP64 dualpipe 120x1`` (micro-batches x sequences each; dp = world / (pp x tp)), then the recipe
-        with ``with_recipe``."""
-        lay = self.layout
-        tp = f" TP{lay.tp}" if lay.tp > 1 else ""
-        zero = f" ZeRO-{lay.zero_stage}" if lay.zero_stage != 1 else ""
-        text = (f"PP{lay.pp} EP{lay.ep}{tp}{zero} {lay.schedule} "
-                f"{self.batch.micro_batches}x{self.batch.micro_batch_size}")
-        return f"{text} {self.recipe.name}" if with_recipe else text
-
-
-@dataclass(frozen=True)
-class Rejected:
-    """A combination that failed: ``kind`` (one of :data:`REJECTION_KINDS`), the rule's message, what it was."""
-
-    kind: str
-    schedule: str
-    pp: int
-    ep: int
-    micro_batch_size: int
-    reason: str
-    memory_bytes: int | None = None
-    recipe: str = DEEPSEEK.name
-    zero_stage: int = 1
-    tp: int = 1
-
-
-@dataclass(frozen=True)
-class SearchResult:
-    """Stages 1-5: the space, the ranked trials (fitting and predicted, best first) and every rejection."""
-
-    space: SearchSpace
-    objective: str
-    ranked: tuple[Trial, ...]
-    rejected: tuple[Rejected, ...]
-    hbm_bytes: int
-    #: when the request fixes a recipe and no layout fits: the best fitting layout under each other recipe the
-    #: model can train with (what would fit instead), fastest first
-    alternatives: tuple[Trial, ...] = ()
-
-    @property
-    def num_evaluated(self) -> int:
-        """Layouts evaluated: every combination of the space (trials and rejections)."""
-        return len(self.ranked) + len(self.rejected)
-
-    @property
-    def best(self) -> Trial | None:
-        return self.ranked[0] if self.ranked else None
 
 
 # --------------------------------------------------------------------------------------------- 1. space

@@ -7,7 +7,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from dsctl.launch.search import REJECTION_KINDS, Rejected, SearchResult, Trial
+from dsctl.launch.trials import REJECTION_KINDS, Rejected, SearchResult, Trial
 from dsctl.steptime import StepTime
 
 #: layouts shown side by side

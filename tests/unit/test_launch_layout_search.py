@@ -27,6 +27,7 @@ from dsctl.launch.request import LaunchRequest
 from dsctl.launch.search import SearchOptions, attach_memory, enumerate_trials, search_request, search_space
 from dsctl.launch.search_explain import choice_lines, explain_search
 from dsctl.launch.sweep import sweep_counts, sweep_nodes
+from dsctl.launch.trials import REJECTION_KINDS
 from dsctl.model.params import count_parameters
 from dsctl.model.recipes import searchable_recipes
 from dsctl.profiles.loader import ProfileStore
@@ -96,7 +97,7 @@ def test_rejections_name_their_family() -> None:
     kinds = {r.kind for r in result.rejected}
     assert {"schedule rule", "EP span"} <= kinds
     lines = explain_search(result).families
-    assert [f.kind for f in lines] == [k for k in search_module.REJECTION_KINDS if k in kinds]
+    assert [f.kind for f in lines] == [k for k in REJECTION_KINDS if k in kinds]
     assert sum(f.count for f in lines) == len(result.rejected)
 
 
@@ -184,7 +185,8 @@ def test_zero2_shards_gradients_and_pays_a_reduce_scatter_per_micro_batch() -> N
     than ZeRO-1 and the twin is dropped as dominated where ZeRO-1 fits. ZeRO-3 shards weights too; its step
     (tests/unit/test_steptime_zero3.py) has no end-of-step all-gather left."""
     from dsctl.launch.layout import ParallelLayout
-    from dsctl.launch.memory import estimate_memory, layer_unit_parameters
+    from dsctl.launch.memory import estimate_memory
+    from dsctl.launch.rank_params import layer_unit_parameters
     from dsctl.launch.stages import split_stages
     from dsctl.steptime.collectives import GRADIENT_BYTES, ring_seconds
 

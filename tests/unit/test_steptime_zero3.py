@@ -149,7 +149,7 @@ def test_the_search_extrapolates_interleaved_by_its_period() -> None:
     pp micro-batches): equal to the full simulation."""
     from dsctl.launch.batch import BatchPlan
     from dsctl.launch.ranking import _predict, growth_unit, steady_micro_batches
-    from dsctl.launch.search import Trial
+    from dsctl.launch.trials import Trial
     from dsctl.model.recipes import resolve_recipe
 
     recipe = resolve_recipe(QWEN, "full-recompute")
