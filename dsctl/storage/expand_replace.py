@@ -133,18 +133,31 @@ def replace(nodes: np.ndarray, share: np.ndarray, counts: np.ndarray, goal: np.n
     flat_nodes = nodes.reshape(b * k)  # a view: writes go to ``nodes``
     scaled = nodes * num_nodes  # kept equal
 
-    def live_base() -> np.ndarray:
-        """Each round's base (issue 14's, recomputed whole for all chains at once): (k-1) - 2 * pair-shares with
-        the chain's other members + UNTOUCHED_BONUS * replacements made in the chain, ``never`` where closed."""
-        value = np.full((b, k), k - 1, dtype=np.int64)
-        value += UNTOUCHED_BONUS * touched[:, None]
+    def live_base(chains: np.ndarray | None = None) -> np.ndarray:
+        """Each round's base (issue 14's, for all chains at once or for ``chains``, flat in their order):
+        (k-1) - 2 * pair-shares with the chain's other members + UNTOUCHED_BONUS * replacements made in the
+        chain, ``never`` where closed."""
+        held, at = (nodes, scaled) if chains is None else (nodes[chains], scaled[chains])
+        value = np.full(held.shape, k - 1, dtype=np.int64)
+        value += UNTOUCHED_BONUS * (touched if chains is None else touched[chains])[:, None]
         for p in range(k):
             for q in range(p + 1, k):  # share is symmetric: each pair once
-                pair = share_flat.take(scaled[:, p] + nodes[:, q])
+                pair = share_flat.take(at[:, p] + held[:, q])
                 pair *= 2
                 value[:, p] -= pair
                 value[:, q] -= pair
-        return np.where(open_slot, value.ravel(), never).astype(dtype)
+        is_open = open_slot if chains is None else open_slot.reshape(b, k)[chains].ravel()
+        return np.where(is_open, value.ravel(), never).astype(dtype)
+
+    def holding(pair_y: list[int], pair_z: list[int]) -> np.ndarray:
+        """The chains of this disk index that hold both nodes of some pair ``(pair_y[i], pair_z[i])``
+        (distinct, ascending): O(pairs * r), not O(b)."""
+        ys = np.asarray(pair_y, dtype=np.int64)
+        width = slots.own.shape[1]
+        where = slots.own[ys] // k  # (P, width) the chains of each y (valid up to its count)
+        valid = np.arange(width) < np.asarray([slots.count[y] for y in pair_y], dtype=np.int64)[:, None]
+        hit = (nodes[where] == np.asarray(pair_z, dtype=np.int64)[:, None, None]).any(axis=2) & valid
+        return np.unique(where[hit])
 
     count_of, goal_of = counts.tolist(), goal.tolist()  # scalar reads and writes: lists (numpy's cost 3x)
     touched_of = [0] * b
@@ -160,18 +173,33 @@ def replace(nodes: np.ndarray, share: np.ndarray, counts: np.ndarray, goal: np.n
         scores[:, where] = never
         base[where] = never
 
+    whole = True  # the first round takes every slot's base, as does every round once no untouched chain is left
+    pair_y: list[int] = []  # the old-node pairs whose share fell in this round (fresh rounds)
+    pair_z: list[int] = []
     while any(n > 0 for n in pending.values()):
         fresh_mode = fresh_count > 0
         if not fresh_mode and stale:
             _refresh(scores, base, share, nodes, first, np.fromiter(stale, dtype=np.int64, count=len(stale)), never)
             stale.clear()
-        round_base = live_base()
+        if whole or not fresh_mode:
+            cols = np.arange(b * k)
+            round_base = live_base()
+        else:
+            # after a fresh round the base moved only in untouched chains holding an old pair whose share fell:
+            # every other change (a closed slot, a touched chain, a pair with a new node) was closed as it came
+            dirty = holding(pair_y, pair_z) if pair_y else np.zeros(0, dtype=np.int64)
+            cols = (dirty[:, None] * k + np.arange(k)).ravel()
+            round_base = live_base(dirty)
+        pair_y.clear()
+        pair_z.clear()
+        whole = False
         if fresh_mode:
-            round_base[touched_slot] = never
-        moved = np.flatnonzero(round_base != base)  # slots whose base changed since the last round
+            round_base[touched_slot[cols]] = never
+        changed = np.flatnonzero(round_base != base[cols])
+        moved = cols[changed]  # slots whose base changed since the last round
         if len(moved):
-            scores[:, moved] += round_base[moved] - base[moved]
-            base[moved] = round_base[moved]
+            scores[:, moved] += round_base[changed] - base[moved]
+            base[moved] = round_base[changed]
         for x in new:
             if pending[x] <= 0:
                 continue
@@ -185,6 +213,9 @@ def replace(nodes: np.ndarray, share: np.ndarray, counts: np.ndarray, goal: np.n
             y = row[p]
             others = row[:p] + row[p + 1:]
             for z in others:  # scalar updates through the flat view (a 2-d index costs 3x)
+                if fresh_mode and z < first:  # chains holding x or a new node are touched: closed already
+                    pair_y.append(y)
+                    pair_z.append(z)
                 share_flat[y * num_nodes + z] -= 1
                 share_flat[z * num_nodes + y] -= 1
                 share_flat[x * num_nodes + z] += 1
