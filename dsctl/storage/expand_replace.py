@@ -150,14 +150,16 @@ def replace(nodes: np.ndarray, share: np.ndarray, counts: np.ndarray, goal: np.n
         return np.where(is_open, value.ravel(), never).astype(dtype)
 
     def holding(pair_y: list[int], pair_z: list[int]) -> np.ndarray:
-        """The chains of this disk index that hold both nodes of some pair ``(pair_y[i], pair_z[i])``
-        (distinct, ascending): O(pairs * r), not O(b)."""
+        """The chains of this disk index that hold both nodes of some pair ``(pair_y[i], pair_z[i])``, and maybe
+        a few more (a row's places past its node's count are stale: harmless, their base is taken afresh too),
+        distinct: O(pairs * r), not O(b)."""
         ys = np.asarray(pair_y, dtype=np.int64)
-        width = slots.own.shape[1]
-        where = slots.own[ys] // k  # (P, width) the chains of each y (valid up to its count)
-        valid = np.arange(width) < np.asarray([slots.count[y] for y in pair_y], dtype=np.int64)[:, None]
-        hit = (nodes[where] == np.asarray(pair_z, dtype=np.int64)[:, None, None]).any(axis=2) & valid
-        return np.unique(where[hit])
+        zs = np.asarray(pair_z, dtype=np.int64)[:, None]
+        mates = flat_nodes.take(slots.mates_of[ys])  # (P, width, k - 1) the other members of each y's chains
+        hit = mates[:, :, 0] == zs
+        for q in range(1, k - 1):
+            hit |= mates[:, :, q] == zs
+        return np.unique(slots.own[ys][hit] // k)
 
     count_of, goal_of = counts.tolist(), goal.tolist()  # scalar reads and writes: lists (numpy's cost 3x)
     touched_of = [0] * b
