@@ -101,13 +101,14 @@ def _refresh(scores: np.ndarray, base: np.ndarray, share: np.ndarray, nodes: np.
 
 
 def replace(nodes: np.ndarray, share: np.ndarray, counts: np.ndarray, goal: np.ndarray, new: list[int],
-            report: Callable[[int], None] | None = None) -> list[tuple[int, int, int]]:
+            report: Callable[[int], None] | None = None, whole_base: bool = False) -> list[tuple[int, int, int]]:
     """Greedy replacements on one disk index (modifies ``nodes``, ``share``, ``counts``).
 
     ``nodes`` (b, k) node indexes, ``share`` (v', v') chains shared per node pair over all disks, ``counts``
     members per node on this disk, ``goal`` members each node should end with, ``new`` the new node indexes
-    (contiguous, ascending); ``report(made)`` after each round. Returns ``(chain, slot, old node)`` in the order
-    made.
+    (contiguous, ascending); ``report(made)`` after each round; ``whole_base`` takes every round's base for
+    all chains (the reference the kept base is tested against: the same choices). Returns ``(chain, slot, old
+    node)`` in the order made.
     """
     b, k = nodes.shape
     first = new[0]
@@ -183,7 +184,7 @@ def replace(nodes: np.ndarray, share: np.ndarray, counts: np.ndarray, goal: np.n
         if not fresh_mode and stale:
             _refresh(scores, base, share, nodes, first, np.fromiter(stale, dtype=np.int64, count=len(stale)), never)
             stale.clear()
-        if whole or not fresh_mode:
+        if whole or whole_base or not fresh_mode:
             cols = np.arange(b * k)
             round_base = live_base()
         else:
