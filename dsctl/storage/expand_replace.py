@@ -12,9 +12,13 @@ expansion). Here ``scores[j]`` (the whole score of new node ``j``, flat ``b * k`
 kept: a replacement changes the pair-shares of its chain's members only, so it adds to j's row at the mates of
 those members' slots (``_Slots.mates_of``) and refreshes the replaced chain for every new node; a change of
 ``base`` is added to the column of every new node. A step is then one argmin over one row (~1 ns a slot, the
-term that still grows as the square of the table) and O(r) index work in Python; ``base`` is recomputed whole
-at the start of each round with a few numpy gathers (issue 32: it was kept up to date pair by pair in Python,
-~40 us per replacement), and only the slots whose base moved are folded into the rows.
+term that still grows as the square of the table) and O(r) index work in Python. ``base`` is taken at the start
+of each round and only the slots whose base moved are folded into the rows: whole (a few numpy gathers over all
+chains) in the first round and once no untouched chain is left; in between (the usual case: every round at the
+default sizes) only for the untouched chains holding an old pair ``(y, z)`` whose share fell in the last round
+(``y`` replaced beside ``z``), found through the kept mates of each ``y`` in O(pairs * r), because every other
+change (a closed slot, a touched chain, a pair with a new node) was closed as it came. At 500 nodes that is
+~0.4 ms a round instead of ~1.4 ms (issue 32).
 """
 
 from __future__ import annotations
