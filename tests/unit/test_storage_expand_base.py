@@ -9,6 +9,7 @@ import functools
 import pytest
 
 from dsctl.storage import expand as grow
+from dsctl.storage import expand_replace
 from dsctl.storage.api import generate_chains
 from dsctl.storage.chaintable import IdScheme
 from dsctl.storage.crosscheck import FILE_NAMES
@@ -28,6 +29,7 @@ def _plan(v: int, n: int, disks: int, k: int, r: int | None) -> tuple[list[tuple
                                                          (40, 30, 4, 3, 12)])
 def test_kept_base_chooses_as_the_whole_recompute(monkeypatch: pytest.MonkeyPatch, v: int, n: int, disks: int,
                                                   k: int, r: int | None) -> None:
+    monkeypatch.setattr(expand_replace, "KEPT_BASE_MIN_SLOTS", 0)  # these small shapes would take it whole
     kept = _plan(v, n, disks, k, r)
     monkeypatch.setattr(grow, "replace", functools.partial(replace, whole_base=True))
     whole = _plan(v, n, disks, k, r)
