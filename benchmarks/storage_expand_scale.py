@@ -16,9 +16,9 @@ targets per SSD (27 at 50 nodes, 90 at 180, 99 from 300) the table grows faster 
 r below the grown table's choice makes the new chains, not the old, the work; ``--hold-r`` keeps the grown table
 at the same r, so the work grows as the nodes.
 
-Measured (issue 32, least of 3 interleaved with the code before the kept base, load 2-4): default r, 50 -> 500
-nodes 0.23 -> 4.89 CPU s (before 0.19 -> 5.20), nodes^1.32 (before 1.44; a second run 1.51 against 1.43), peak
-63 -> 489 MB; r held at 27: 0.18 -> 1.69 s, nodes^0.92-0.97; at 90: 0.52 -> 5.36 s, nodes^0.99.
+Measured (issue 32, least of 4 interleaved with the code before the kept base, load 1-4): default r, 50 -> 500
+nodes 0.17 -> 5.48 CPU s (before 0.16 -> 6.97), peak 63 -> 488 MB, nodes^1.49 (before 1.61; other runs 1.32-1.51
+against 1.37-1.44); r held at 27: 0.18 -> 1.69 s, nodes^0.92-0.97; at 90: 0.52 -> 5.36 s, nodes^0.99.
 """
 
 from __future__ import annotations
