@@ -52,9 +52,10 @@ def _expand(v: int, n: int) -> Case:
             raise RuntimeError(f"expand {v}->{v + n}: exit {result.exit_code}, {result.moved_over_bound:.3f}x bound")
         return result.balance.redirect.max_over_ideal
 
-    # issue 32: 180 -> 200 under 2 CPU-s (13.8 s at issue 32's start, 2.34 before its last round, 1.71-1.78 now on
-    # a shared 2-core machine); growth over 50..500 nodes in benchmarks/storage_expand_scale.py, the bytes kept
-    # by benchmarks/storage_expand_bytes.py
+    # issue 32: 180 -> 200 under 2 CPU-s (13.8 s at issue 32's start, 2.34 before the array reader, 1.65-1.88 now
+    # on a shared 2-core machine); growth over 50..500 nodes in benchmarks/storage_expand_scale.py (nodes^1.32-1.51
+    # at the default r, whose work grows as nodes^1.53-1.61; nodes^0.92-0.99 with r held), the bytes kept by
+    # benchmarks/storage_expand_bytes.py
     return Case(f"storage: expand {v} -> {v + n} nodes x 16 SSDs (plan, files, check)", setup, run,
                 target_s=2.0 if v >= 100 else 0.5, target_cpu=True)
 

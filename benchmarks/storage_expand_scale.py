@@ -3,6 +3,7 @@
     PYTHONPATH=. python -m benchmarks.storage_expand_scale                  # 50 -> 55 .. 500 -> 550 nodes, default r
     PYTHONPATH=. python -m benchmarks.storage_expand_scale --sizes 50,100,200 --targets-per-ssd 27
     PYTHONPATH=. python -m benchmarks.storage_expand_scale --repeat 3   # the least CPU of 3 children per size
+    PYTHONPATH=. python -m benchmarks.storage_expand_scale --targets-per-ssd 27 --hold-r   # old and grown r = 27
 
 Each size's four files (16 SSDs, k = 3) are generated in this process (untimed) and written to a scratch folder;
 a fresh child process reads them and plans the expansion (``--add-nodes`` 10 % of the nodes unless given). The
@@ -10,8 +11,14 @@ child reports the CPU seconds of ``expand`` and of rendering its seven files (us
 (reading the files included). On a shared machine ``--repeat`` runs each size in that many children and keeps
 the least CPU (and its peak).
 The exponent is the least-squares slope of log(CPU s) over log(nodes) and over log(targets) (the larger of the old
-and the grown table): with the default targets per SSD (27 at 50 nodes, 99 from 200) the table grows faster than
-the node count, and a fixed r below the grown table's choice makes the new chains, not the old, the work.
+and the grown table) and over log(targets placed) (replacements plus the new chains' members): with the default
+targets per SSD (27 at 50 nodes, 90 at 180, 99 from 300) the table grows faster than the node count, and a fixed
+r below the grown table's choice makes the new chains, not the old, the work; ``--hold-r`` keeps the grown table
+at the same r, so the work grows as the nodes.
+
+Measured (issue 32, least of 4 interleaved with the code before the kept base, load 1-4): default r, 50 -> 500
+nodes 0.17 -> 5.48 CPU s (before 0.16 -> 6.97), peak 63 -> 488 MB, nodes^1.49 (before 1.61; other runs 1.32-1.51
+against 1.37-1.44); r held at 27: 0.18 -> 1.69 s, nodes^0.92-0.97; at 90: 0.52 -> 5.36 s, nodes^0.99.
 """
 
 from __future__ import annotations
@@ -28,11 +35,13 @@ _CHILD = r"""
 import json, resource, sys, time
 from pathlib import Path
 from dsctl.storage.crosscheck import FILE_NAMES
-from dsctl.storage.expand import expand
-folder, add = Path(sys.argv[1]), int(sys.argv[2])
+import dsctl.storage.expand as grow
+folder, add, hold = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+if hold:  # the grown table keeps the old r: the work is then the old table's size, not the default sizing's
+    grow._pick_new_r = lambda v_new, k, num_disks, lo, hi: (max(lo, min(hold, hi)), None)
 texts = {name: (folder / name).read_text() for name in FILE_NAMES}
 before = time.process_time()
-result = expand(texts, str(folder), add, 1e12, 0.0, 0.0)
+result = grow.expand(texts, str(folder), add, 1e12, 0.0, 0.0)
 rendered = sum(len(piece) for name in result.files_text for piece in result.files_text.pieces(name))
 cpu = time.process_time() - before
 print(json.dumps({"cpu_s": cpu, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
@@ -52,6 +61,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default="50:5,100:10,180:20,300:30,500:50",
                         help="old:added node counts, comma separated (added defaults to 10%%)")
     parser.add_argument("--targets-per-ssd", type=int, default=None, help="fixed r (default: as chains picks)")
+    parser.add_argument("--hold-r", action="store_true",
+                        help="with --targets-per-ssd: the grown table keeps that r too (expand's own choice "
+                             "patched in the child), so the work grows as the nodes")
     parser.add_argument("--repeat", type=int, default=1, help="children per size; the least CPU is kept")
     args = parser.parse_args(argv)
     from dsctl.storage.api import generate_chains
@@ -69,16 +81,20 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory(prefix="dsctl-expand-scale-") as scratch:
             for name in FILE_NAMES:
                 (Path(scratch) / name).write_text(files[name])
-            runs = [subprocess.run([sys.executable, "-c", _CHILD, scratch, str(add)], check=True,
+            runs = [subprocess.run([sys.executable, "-c", _CHILD, scratch, str(add),
+                                    str(args.targets_per_ssd or 0 if args.hold_r else 0)], check=True,
                                    capture_output=True, text=True) for _ in range(max(1, args.repeat))]
         got = min((json.loads(done.stdout.strip().splitlines()[-1]) for done in runs), key=lambda r: r["cpu_s"])
         targets *= 3
-        rows.append((v, max(targets, got["grown"]), got["cpu_s"]))
+        placed = got["steps"] + max(0, got["grown"] - targets)  # replacements + new chains' members
+        rows.append((v, max(targets, got["grown"]), got["cpu_s"], placed))
         print(f"{v:>6} {add:>6} {targets:>9,} {got['grown']:>9,} {got['steps']:>7,} {got['cpu_s']:>8.2f} "
               f"{got['peak_mb']:>8.0f}  {got['exit']}", flush=True)
     if len(rows) >= 2:
         print(f"exponent: cpu ~ nodes^{_fit([r[0] for r in rows], [r[2] for r in rows]):.2f}, "
-              f"cpu ~ targets^{_fit([r[1] for r in rows], [r[2] for r in rows]):.2f} (old or grown table, the larger)")
+              f"cpu ~ targets^{_fit([r[1] for r in rows], [r[2] for r in rows]):.2f} (old or grown table, the larger), "
+              f"cpu ~ placed^{_fit([r[3] for r in rows], [r[2] for r in rows]):.2f} (replacements + new members), "
+              f"placed ~ nodes^{_fit([r[0] for r in rows], [r[3] for r in rows]):.2f}")
     return 0
 
 

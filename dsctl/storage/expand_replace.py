@@ -12,9 +12,13 @@ expansion). Here ``scores[j]`` (the whole score of new node ``j``, flat ``b * k`
 kept: a replacement changes the pair-shares of its chain's members only, so it adds to j's row at the mates of
 those members' slots (``_Slots.mates_of``) and refreshes the replaced chain for every new node; a change of
 ``base`` is added to the column of every new node. A step is then one argmin over one row (~1 ns a slot, the
-term that still grows as the square of the table) and O(r) index work in Python; ``base`` is recomputed whole
-at the start of each round with a few numpy gathers (issue 32: it was kept up to date pair by pair in Python,
-~40 us per replacement), and only the slots whose base moved are folded into the rows.
+term that still grows as the square of the table) and O(r) index work in Python. ``base`` is taken at the start
+of each round and only the slots whose base moved are folded into the rows: whole (a few numpy gathers over all
+chains) in the first round and once no untouched chain is left; in between (the usual case: every round at the
+default sizes) only for the untouched chains holding an old pair ``(y, z)`` whose share fell in the last round
+(``y`` replaced beside ``z``), found through the kept mates of each ``y`` in O(pairs * r), because every other
+change (a closed slot, a touched chain, a pair with a new node) was closed as it came. At 500 nodes that is
+~0.4 ms a round instead of ~1.4 ms (issue 32); below KEPT_BASE_MIN_SLOTS slots the whole recompute is cheaper.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ import numpy as np
 from dsctl.errors import InputError
 
 UNTOUCHED_BONUS = 1_000_000  # score penalty per replacement already made in a chain
+KEPT_BASE_MIN_SLOTS = 12_000  # slots on a disk index from which the base is kept between rounds (below it numpy's
+# per-call cost makes the whole recompute the cheaper: measured 50 -> 55 nodes 0.05 s whole, 0.08 s kept)
 MAX_SCORE_CELLS = 20_000_000  # new nodes x old members of one disk index: the kept scores (4 or 8 bytes each)
 
 
@@ -101,13 +107,14 @@ def _refresh(scores: np.ndarray, base: np.ndarray, share: np.ndarray, nodes: np.
 
 
 def replace(nodes: np.ndarray, share: np.ndarray, counts: np.ndarray, goal: np.ndarray, new: list[int],
-            report: Callable[[int], None] | None = None) -> list[tuple[int, int, int]]:
+            report: Callable[[int], None] | None = None, whole_base: bool = False) -> list[tuple[int, int, int]]:
     """Greedy replacements on one disk index (modifies ``nodes``, ``share``, ``counts``).
 
     ``nodes`` (b, k) node indexes, ``share`` (v', v') chains shared per node pair over all disks, ``counts``
     members per node on this disk, ``goal`` members each node should end with, ``new`` the new node indexes
-    (contiguous, ascending); ``report(made)`` after each round. Returns ``(chain, slot, old node)`` in the order
-    made.
+    (contiguous, ascending); ``report(made)`` after each round; ``whole_base`` takes every round's base for
+    all chains (the reference the kept base is tested against: the same choices). Returns ``(chain, slot, old
+    node)`` in the order made.
     """
     b, k = nodes.shape
     first = new[0]
@@ -133,18 +140,33 @@ def replace(nodes: np.ndarray, share: np.ndarray, counts: np.ndarray, goal: np.n
     flat_nodes = nodes.reshape(b * k)  # a view: writes go to ``nodes``
     scaled = nodes * num_nodes  # kept equal
 
-    def live_base() -> np.ndarray:
-        """Each round's base (issue 14's, recomputed whole for all chains at once): (k-1) - 2 * pair-shares with
-        the chain's other members + UNTOUCHED_BONUS * replacements made in the chain, ``never`` where closed."""
-        value = np.full((b, k), k - 1, dtype=np.int64)
-        value += UNTOUCHED_BONUS * touched[:, None]
+    def live_base(chains: np.ndarray | None = None) -> np.ndarray:
+        """Each round's base (issue 14's, for all chains at once or for ``chains``, flat in their order):
+        (k-1) - 2 * pair-shares with the chain's other members + UNTOUCHED_BONUS * replacements made in the
+        chain, ``never`` where closed."""
+        held, at = (nodes, scaled) if chains is None else (nodes[chains], scaled[chains])
+        value = np.full(held.shape, k - 1, dtype=np.int64)
+        value += UNTOUCHED_BONUS * (touched if chains is None else touched[chains])[:, None]
         for p in range(k):
             for q in range(p + 1, k):  # share is symmetric: each pair once
-                pair = share_flat.take(scaled[:, p] + nodes[:, q])
+                pair = share_flat.take(at[:, p] + held[:, q])
                 pair *= 2
                 value[:, p] -= pair
                 value[:, q] -= pair
-        return np.where(open_slot, value.ravel(), never).astype(dtype)
+        is_open = open_slot if chains is None else open_slot.reshape(b, k)[chains].ravel()
+        return np.where(is_open, value.ravel(), never).astype(dtype)
+
+    def holding(pair_y: list[int], pair_z: list[int]) -> np.ndarray:
+        """The chains of this disk index that hold both nodes of some pair ``(pair_y[i], pair_z[i])``, and maybe
+        a few more (a row's places past its node's count are stale: harmless, their base is taken afresh too),
+        distinct: O(pairs * r), not O(b)."""
+        ys = np.asarray(pair_y, dtype=np.int64)
+        zs = np.asarray(pair_z, dtype=np.int64)[:, None]
+        mates = flat_nodes.take(slots.mates_of[ys])  # (P, width, k - 1) the other members of each y's chains
+        hit = mates[:, :, 0] == zs
+        for q in range(1, k - 1):
+            hit |= mates[:, :, q] == zs
+        return np.unique(slots.own[ys][hit] // k)
 
     count_of, goal_of = counts.tolist(), goal.tolist()  # scalar reads and writes: lists (numpy's cost 3x)
     touched_of = [0] * b
@@ -160,18 +182,33 @@ def replace(nodes: np.ndarray, share: np.ndarray, counts: np.ndarray, goal: np.n
         scores[:, where] = never
         base[where] = never
 
+    whole = True  # the first round takes every slot's base, as does every round once no untouched chain is left
+    pair_y: list[int] = []  # the old-node pairs whose share fell in this round (fresh rounds)
+    pair_z: list[int] = []
     while any(n > 0 for n in pending.values()):
         fresh_mode = fresh_count > 0
         if not fresh_mode and stale:
             _refresh(scores, base, share, nodes, first, np.fromiter(stale, dtype=np.int64, count=len(stale)), never)
             stale.clear()
-        round_base = live_base()
+        if whole or whole_base or not fresh_mode or b * k < KEPT_BASE_MIN_SLOTS:
+            cols = np.arange(b * k)
+            round_base = live_base()
+        else:
+            # after a fresh round the base moved only in untouched chains holding an old pair whose share fell:
+            # every other change (a closed slot, a touched chain, a pair with a new node) was closed as it came
+            dirty = holding(pair_y, pair_z) if pair_y else np.zeros(0, dtype=np.int64)
+            cols = (dirty[:, None] * k + np.arange(k)).ravel()
+            round_base = live_base(dirty)
+        pair_y.clear()
+        pair_z.clear()
+        whole = False
         if fresh_mode:
-            round_base[touched_slot] = never
-        moved = np.flatnonzero(round_base != base)  # slots whose base changed since the last round
+            round_base[touched_slot[cols]] = never
+        changed = np.flatnonzero(round_base != base[cols])
+        moved = cols[changed]  # slots whose base changed since the last round
         if len(moved):
-            scores[:, moved] += round_base[moved] - base[moved]
-            base[moved] = round_base[moved]
+            scores[:, moved] += round_base[changed] - base[moved]
+            base[moved] = round_base[changed]
         for x in new:
             if pending[x] <= 0:
                 continue
@@ -185,6 +222,9 @@ def replace(nodes: np.ndarray, share: np.ndarray, counts: np.ndarray, goal: np.n
             y = row[p]
             others = row[:p] + row[p + 1:]
             for z in others:  # scalar updates through the flat view (a 2-d index costs 3x)
+                if fresh_mode and z < first:  # chains holding x or a new node are touched: closed already
+                    pair_y.append(y)
+                    pair_z.append(z)
                 share_flat[y * num_nodes + z] -= 1
                 share_flat[z * num_nodes + y] -= 1
                 share_flat[x * num_nodes + z] += 1
