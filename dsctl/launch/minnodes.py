@@ -41,10 +41,17 @@ from dataclasses import dataclass, replace
 from dsctl.launch import rules
 from dsctl.launch.batch import batch_rules_pass
 from dsctl.launch.candidates import PlanInputs, first_fitting
-from dsctl.launch.memory import MemoryAssumptions, estimate_memory, stage_activation_bytes_per_token
+from dsctl.launch.memory import MemoryAssumptions, stage_activation_bytes_per_token
 from dsctl.launch.rank_params import rank_parameters, stage_layers
 from dsctl.launch.request import LaunchRequest
-from dsctl.launch.search import SearchOptions, enumerate_trials, search_request, search_space
+from dsctl.launch.search import (
+    SearchOptions,
+    enumerate_trials,
+    fits_with_headroom,
+    search_request,
+    search_space,
+    with_memory,
+)
 from dsctl.launch.stages import Stage, split_stages
 from dsctl.launch.tensor_parallel import searched_tps
 from dsctl.launch.trials import Trial
@@ -154,23 +161,16 @@ def _first_fitting_trial(inputs: PlanInputs, search: SearchOptions, needs: dict[
     request = inputs.request
     world = request.num_nodes * inputs.node.num_gpus
     space = search_space(inputs, search)
-    hbm = inputs.node.usable_hbm_bytes
     for schedule in space.schedules:
         pairs = tuple((pp, tp) for pp, tp in space.pp_tps if (pp, tp) in passing and (
             request.dp if request.dp is not None else world // (pp * tp)) >= needs.get((schedule, pp, tp), _NEVER))
         if not pairs:
             continue
         trials, _ = enumerate_trials(inputs, replace(space, schedules=(schedule,), pp_tps=pairs))
-        for trial in trials:
-            lay = trial.layout
-            stages = splits.get(lay.num_stages)
-            if stages is None:
-                stages = splits[lay.num_stages] = split_stages(inputs.model, inputs.counts, lay.num_stages)
-            memory = estimate_memory(inputs.model, lay, stages, hbm, trial.batch.tokens_per_micro_batch,
-                                     trial.batch.micro_batches, inputs.assumptions, trial.recipe,
-                                     inputs.node.hbm_bytes)
-            if memory.fits and memory.headroom_bytes >= search.min_headroom_bytes:
-                return replace(trial, stages=stages, memory=memory)
+        for bare in trials:
+            trial, memory = with_memory(inputs, bare, splits)
+            if fits_with_headroom(memory, search.min_headroom_bytes):
+                return trial
     return None
 
 

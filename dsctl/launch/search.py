@@ -28,7 +28,7 @@ from dsctl.launch.batch import DEFAULT_GLOBAL_BATCH, checked_batch
 from dsctl.launch.candidates import PlanInputs
 from dsctl.launch.imbalance import stats_balancedness
 from dsctl.launch.layout import ParallelLayout, validate_layout
-from dsctl.launch.memory import estimate_memory
+from dsctl.launch.memory import MemoryEstimate, estimate_memory
 from dsctl.launch.request import LaunchRequest
 from dsctl.launch.rules import SCHEDULES, divisors, ep_node_aligned
 from dsctl.launch.stages import Stage, split_stages
@@ -204,6 +204,25 @@ def _sized(request: LaunchRequest, schedule: str, dp: int, size: int, global_bat
 # --------------------------------------------------------------------------------------------- 3. memory
 
 
+def with_memory(inputs: PlanInputs, trial: Trial,
+                splits: dict[int, tuple[Stage, ...]]) -> tuple[Trial, MemoryEstimate]:
+    """``trial`` with its stage split and memory estimate, and the estimate; ``splits`` caches the split per stage
+    count."""
+    lay = trial.layout
+    stages = splits.get(lay.num_stages)
+    if stages is None:
+        stages = splits[lay.num_stages] = split_stages(inputs.model, inputs.counts, lay.num_stages)
+    memory = estimate_memory(inputs.model, lay, stages, inputs.node.usable_hbm_bytes,
+                             trial.batch.tokens_per_micro_batch, trial.batch.micro_batches, inputs.assumptions,
+                             trial.recipe, inputs.node.hbm_bytes)
+    return replace(trial, stages=stages, memory=memory), memory
+
+
+def fits_with_headroom(memory: MemoryEstimate, min_headroom_bytes: int) -> bool:
+    """The search's memory rule: fits in usable HBM and leaves at least ``min_headroom_bytes``."""
+    return memory.fits and memory.headroom_bytes >= min_headroom_bytes
+
+
 def attach_memory(inputs: PlanInputs, trials: list[Trial],
                   min_headroom_bytes: int = 0) -> tuple[list[Trial], list[Rejected]]:
     """Each trial's memory (stage splits computed once per stage count); one over HBM less
@@ -212,15 +231,11 @@ def attach_memory(inputs: PlanInputs, trials: list[Trial],
     kept: list[Trial] = []
     rejected: list[Rejected] = []
     hbm = inputs.node.usable_hbm_bytes
-    for trial in trials:
+    for bare in trials:
+        trial, memory = with_memory(inputs, bare, splits)
         lay = trial.layout
-        stages = splits.get(lay.num_stages)
-        if stages is None:
-            stages = splits[lay.num_stages] = split_stages(inputs.model, inputs.counts, lay.num_stages)
-        memory = estimate_memory(inputs.model, lay, stages, hbm, trial.batch.tokens_per_micro_batch,
-                                 trial.batch.micro_batches, inputs.assumptions, trial.recipe, inputs.node.hbm_bytes)
-        if memory.fits and memory.headroom_bytes >= min_headroom_bytes:
-            kept.append(replace(trial, stages=stages, memory=memory))
+        if fits_with_headroom(memory, min_headroom_bytes):
+            kept.append(trial)
             continue
         need = f"needs {memory.max_total_bytes / 2**30:.1f} GiB"
         rejected.append(Rejected("memory", lay.schedule, lay.pp, lay.ep, trial.batch.micro_batch_size,
