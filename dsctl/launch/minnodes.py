@@ -208,7 +208,7 @@ def _inputs(model: ModelProfile, node: NodeProfile, request: LaunchRequest,
     request = replace(request, num_nodes=1)
     if search is not None:
         request = search_request(request, search)
-    return PlanInputs(model, node, request.checked(model), count_parameters(model), MemoryAssumptions())
+    return PlanInputs(model, node, request.checked(model, node.num_gpus), count_parameters(model), MemoryAssumptions())
 
 
 def _dp_needs(inputs: PlanInputs, space: _Space) -> dict[tuple[str, int, int], int]:

@@ -159,7 +159,7 @@ def plan_launch(model: ModelProfile, node: NodeProfile, request: LaunchRequest,
     falls back to the memory rule above and says so.
     """
     check_node_count(request.num_nodes)
-    request = (search_request(request, search) if search is not None else request).checked(model)
+    request = (search_request(request, search) if search is not None else request).checked(model, node.num_gpus)
     inputs = PlanInputs(model, node, request, count_parameters(model), assumptions or MemoryAssumptions())
     stages = Stages(progress, [])
     searched = None

@@ -13,6 +13,7 @@ from dsctl.errors import DsctlError, InputError
 from dsctl.launch.defaults import DEFAULT_SEQ_LEN
 from dsctl.launch.engines.backends import OPTION_BACKEND
 from dsctl.launch.rules import check_schedule_layout, check_schedule_name, divisors
+from dsctl.launch.tensor_parallel import check_tp
 from dsctl.model.recipes import recipe_named
 from dsctl.names import shown
 from dsctl.profiles.schema import ModelProfile
@@ -143,9 +144,10 @@ class LaunchRequest:
                              hint="use --out-dir DIR without --submit and run 'bash DIR/torchrun.sh RANK' on each "
                                   "host, or --backend slurm")
 
-    def checked(self, model: ModelProfile) -> LaunchRequest:
-        """The checks of this request against ``model`` that do not depend on its node count; returns it with the
-        schedule and recipe names normalised. Raises InputError naming the field."""
+    def checked(self, model: ModelProfile, gpus_per_node: int) -> LaunchRequest:
+        """The checks of this request against ``model`` on nodes of ``gpus_per_node`` GPUs that do not depend on
+        its node count; returns it with the schedule and recipe names normalised. Raises InputError naming the
+        field."""
         schedule = check_schedule_name(self.schedule)
         recipe = None if self.recipe is None else recipe_named(self.recipe).name  # None: the search chooses
         request = replace(self, schedule=schedule, recipe=recipe)
@@ -156,6 +158,8 @@ class LaunchRequest:
             if value is not None and value > MAX_COUNT:
                 raise InputError(f"{shown(str(value), 20)} is not valid: dsctl plans counts up to {MAX_COUNT:,}",
                                  field=name)
+        if request.tp is not None:  # the rules of the tps a search tries
+            check_tp(model, gpus_per_node, request.tp)
         if request.pp is not None:
             check_schedule_layout(schedule, request.pp, None)
         if request.ep is not None and model.moe is not None and model.moe.num_routed_experts % request.ep:

@@ -3,8 +3,11 @@ et al. 2022 derived independently here, the step's NVLink collectives by hand, a
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
+from dsctl.errors import InputError
 from dsctl.launch.candidates import PlanInputs
 from dsctl.launch.layout import ParallelLayout
 from dsctl.launch.memory import MemoryAssumptions, estimate_memory
@@ -18,6 +21,7 @@ from dsctl.launch.tensor_parallel import searched_tps, tp_allowed
 from dsctl.model.params import count_parameters
 from dsctl.model.recipes import RECIPES
 from dsctl.profiles.loader import ProfileStore
+from dsctl.profiles.schema import ModelProfile
 from dsctl.steptime import predict_step
 from dsctl.steptime.gemm import gemm_seconds
 from dsctl.steptime.hardware import gpu_rates
@@ -87,6 +91,21 @@ def test_tp_degrees_divide_the_node_and_the_heads() -> None:
     assert searched_tps(LLAMA, 4) == (1, 2, 4)
     assert searched_tps(LITE, 8) == (1, 2, 4, 8)  # 16 heads
     assert not tp_allowed(LLAMA, 8, 3) and not tp_allowed(LLAMA, 16, 16)  # 16 > the 8 KV heads
+
+
+@pytest.mark.parametrize(("model", "tp", "says"), [
+    (dataclasses.replace(LLAMA, attention=dataclasses.replace(LLAMA.attention, num_kv_heads=4)), 8,
+     "tp 8 does not divide the 4 KV heads"),
+    (LLAMA, 3, "tp 3 must divide the 8 GPUs of a node"),
+])
+def test_a_given_tp_breaking_a_rule_of_tp_allowed_is_refused_naming_it(model: ModelProfile, tp: int,
+                                                                        says: str) -> None:
+    """A given --tp is held to the rules the search's tps meet (Megatron-LM asserts the KV heads divide), with
+    the broken rule named, not a search that plans it anyway or fails on a pipeline degree."""
+    request = LaunchRequest(num_nodes=4, tp=tp)
+    with pytest.raises(InputError) as caught:
+        plan_launch(model, H800, request, search=SearchOptions())
+    assert says in caught.value.message
 
 
 def test_tp_collectives_by_hand() -> None:
