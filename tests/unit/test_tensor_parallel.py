@@ -18,6 +18,7 @@ from dsctl.launch.search import SearchOptions, search_space
 from dsctl.launch.search_explain import choice_lines, explain_search
 from dsctl.launch.stages import split_stages
 from dsctl.launch.tensor_parallel import searched_tps, tp_allowed
+from dsctl.launch.trials import SearchResult
 from dsctl.model.params import count_parameters
 from dsctl.model.recipes import RECIPES
 from dsctl.profiles.loader import ProfileStore
@@ -174,6 +175,17 @@ def test_fixed_tp_narrows_the_search() -> None:
     result = search_layouts(inputs, SearchOptions())
     assert result.space.tps == (2,) and {t.layout.tp for t in result.ranked} == {2}
     assert "tp 2 as given" in explain_search(result).scope
+
+
+def test_a_single_allowed_tp_is_not_said_to_be_given() -> None:
+    """One KV head (multi-query attention) leaves tp 1 the only degree the search may try: the scope line says
+    so, not that --tp gave it."""
+    mqa = dataclasses.replace(LLAMA, attention=dataclasses.replace(LLAMA.attention, num_kv_heads=1))
+    inputs = PlanInputs(mqa, H800, LaunchRequest(2), count_parameters(mqa), MemoryAssumptions())
+    space = search_space(inputs, SearchOptions(schedules=("1f1b",)))
+    assert space.tps == (1,)
+    scope = explain_search(SearchResult(space, "fastest", (), (), H800.usable_hbm_bytes)).scope
+    assert "as given" not in scope and "tp 1 only (the one the node and the heads allow)" in scope
 
 
 def test_tp2_plan_of_a_dense_model_predicts_its_step() -> None:
