@@ -137,7 +137,12 @@ class LaunchRequest:
             raise InputError(f"applies to {{backend}} slurm (torchrun runs in the foreground; kubernetes is "
                              f"applied only); drop it for {{backend}} {self.backend}", field="wait",
                              mentions=("backend",))
-        if self.backend == "torchrun" and (self.num_nodes != 1 or self.node_range or self.hosts):
+        if self.backend == "torchrun" and self.hosts and self.num_nodes == 1 and not self.node_range:
+            raise InputError("names the hosts of the job file; {submit} with {backend} torchrun runs one node on "
+                             "this host", field="hosts", mentions=("submit", "backend"),
+                             hint="drop --hosts to run here, or use --out-dir DIR without --submit and run "
+                                  "'bash DIR/torchrun.sh RANK' on each host")
+        if self.backend == "torchrun" and (self.num_nodes != 1 or self.node_range):
             nodes = self.num_nodes if self.max_nodes in (None, self.num_nodes) else f"{self.num_nodes}-{self.max_nodes}"
             raise InputError(f"with {{backend}} torchrun runs one node on this host; the plan has {{nodes}} {nodes}",
                              field="submit", mentions=("backend", "nodes"),
