@@ -105,6 +105,13 @@ def test_fixed_degrees_that_leave_only_pp_1_are_planned_by_the_search(fixed: dic
     assert too_big.exit_code == 1 and too_big.layout.pp == 1 and too_big.schedule != "dualpipe"
 
 
+def test_a_batch_dualpipe_cannot_run_is_planned_on_a_schedule_that_can() -> None:
+    """--pp 2 --micro-batches 3 without --schedule: DualPipe needs an even count >= 4, 1F1B and ZB1P run it; the
+    plan is the search's, not DualPipe's rule as an error (a --schedule given still is: tests/cli)."""
+    plan = plan_launch(LITE, H800, LaunchRequest(2, pp=2, micro_batches=3), search=SearchOptions())
+    assert plan.layout.pp == 2 and plan.batch.micro_batches == 3 and plan.schedule in ("1f1b", "zb1p")
+
+
 def test_rejections_name_their_family() -> None:
     result = search_layouts(_inputs(), SearchOptions())
     kinds = {r.kind for r in result.rejected}
