@@ -9,8 +9,9 @@ what each TP rank holds.
   and the output head. Replicated on every TP rank: RMSNorm weights (sequence parallelism splits their
   activations, not their weights) and the MoE router (:func:`replicated_params`).
 - Routed experts are not tensor-parallel (expert-TP = 1, DeepSeek-V3's; Megatron-LM needs
-  ``--expert-tensor-parallel-size 1``, its default being the dense ``tp``): the EP group is carved out of a stage's ``tp x dp`` ranks, each GPU
-  holds ``routed / ep`` expert parameters and runs its own ``1/tp`` of the sequence's tokens through them.
+  ``--expert-tensor-parallel-size 1``, its default being the dense ``tp``): the EP group is carved out of a
+  stage's ``tp x dp`` ranks, each GPU holds ``routed / ep`` expert parameters and runs its own ``1/tp`` of the
+  sequence's tokens through them.
 - Activations: with sequence parallelism every saved tensor of a layer is split over the ``tp`` ranks (norm and
   residual tensors along the sequence, GEMM inputs and outputs along the hidden dimension), so a layer's
   activation memory per GPU is its ``tp = 1`` figure over ``tp``: Korthikanti et al. 2022, "Reducing Activation
