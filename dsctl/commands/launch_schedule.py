@@ -17,7 +17,8 @@ def schedule(
         str, typer.Option("--schedule", "-s", help="dualpipe, dualpipev, 1f1b, zb1p or interleaved.")
     ] = "dualpipe",
     pp: Annotated[
-        int, typer.Option("--pp", help="Pipeline stages (DualPipe: ranks; DualPipeV: stages on PP/2 ranks).")
+        int, typer.Option("--pp", help="Pipeline stages (DualPipe: ranks; DualPipeV, interleaved: stages on PP/2 "
+                                       "ranks).")
     ] = 8,
     micro_batches: Annotated[
         int, typer.Option("--micro-batches", help="Micro-batches per step (DualPipe: both directions).")

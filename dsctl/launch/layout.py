@@ -55,11 +55,7 @@ class ParallelLayout:
             raise InputError(f"{self.num_nodes} is not valid: it must be a whole number >= 1", field="nodes")
         gpn, world = self.gpus_per_node, self.world_size
         resolve_dp(self.num_nodes, gpn, self.pp, self.tp, self.dp)
-        if self.tp > gpn or gpn % self.tp:
-            raise InputError(
-                f"tp {self.tp} must divide the {gpn} GPUs of a node (tensor parallelism stays on NVLink)",
-                hint=f"valid tp: {one_of([str(d) for d in divisors(gpn)])}",
-            )
+        check_tp_in_node(self.tp, gpn)
         stage_ranks = self.stage_ranks
         if stage_ranks % self.ep:
             raise InputError(
@@ -106,6 +102,15 @@ class ParallelLayout:
     def describe(self) -> str:
         """``PP16 EP64 TP1 DP128`` (the way DeepSeek writes it)."""
         return f"PP{self.pp} EP{self.ep} TP{self.tp} DP{self.dp}"
+
+
+def check_tp_in_node(tp: int, gpus_per_node: int) -> None:
+    """``tp`` divides the GPUs of a node (tensor parallelism stays on NVLink); raises InputError."""
+    if tp > gpus_per_node or gpus_per_node % tp:
+        raise InputError(
+            f"tp {tp} must divide the {gpus_per_node} GPUs of a node (tensor parallelism stays on NVLink)",
+            hint=f"valid tp: {one_of([str(d) for d in divisors(gpus_per_node)])}",
+        )
 
 
 def _positive(name: str, value: int | None) -> None:

@@ -5,7 +5,8 @@ For pipeline rank ``r`` (every dp/ep/tp rank of one pipeline rank holds the same
     params(r)      = sum over the stages rank r holds of  dense_params / tp (+ the replicated norms and router
                      whole) + routed_expert_params / ep        (tensor parallelism: dsctl.launch.tensor_parallel)
                      (DualPipe: stages r and pp-1-r, i.e. 2 copies of the weights; DualPipeV: r and 2pp-1-r;
-                     1F1B/ZB1P: stage r; an embedding copy is counted once if the rank holds both ends)
+                     interleaved 1F1B: r and pp+r; 1F1B/ZB1P: stage r; an embedding copy is counted once if the
+                     rank holds both ends)
     shard(x B)     = dense x B / dp + routed x B / expert_dp  (one copy of every parameter spread over its
                      data-parallel group: dense parameters over dp, this GPU's experts over expert_dp)
     unit           = the largest held stage's parameters per GPU / its layers (MTP modules count as layers):
@@ -27,7 +28,8 @@ For pipeline rank ``r`` (every dp/ep/tp rank of one pipeline rank holds the same
     activations    = chunks(r) x tokens x max over held stages of the stage's kept bytes per token, split into
                      values, FP8/E5M6 tile scales (4 B per 128 values) and the attention log-sum-exp (4 B per head);
                      chunks = pp_stages + 1 for DualPipe/DualPipeV (README table), pp - r for 1F1B/ZB1P,
-                     never more than the micro-batches of a step
+                     interleaved 1F1B its warm-up forwards + 1 (``rules.activation_chunks``; a chunk is one of
+                     the rank's two half-size stages), never more than the micro-batches of a step
     backward temp  = tokens x one layer's plain-BF16 saved bytes (the layer being differentiated, recomputed or
                      dequantised, and its gradients; one layer at a time)
     (tp > 1)       = activations, scales, log-sum-exp and backward temporaries over tp: sequence parallelism

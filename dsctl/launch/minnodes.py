@@ -14,17 +14,22 @@ schedule, pipeline degree ``pp`` and tensor-parallel degree ``tp`` that costs no
 
     for each pipeline rank r:   A_r + B_r / dp  <=  hbm
     A_r = unsharded bytes x (dense_r / tp + routed_r / ep_max) + chunks_r x act_r x seq_len / tp
-          + CUDA/NCCL - slack
+          + 2 x bucket bytes x (unit_dense_r / tp + unit_routed_r / ep_max)
+          + temporaries x seq_len / tp + CUDA/NCCL - slack
     B_r = sharded bytes x (dense_r + routed_r) / tp
 
 where ``dense_r`` / ``routed_r`` are the dense and all routed-expert parameters of the stages rank r holds,
 ``ep_max`` the largest EP a layout could have (``--ep``; else the memory rule's largest divisor of the routed
 experts at most ``gpus_per_node x expert groups``, the search's all routed experts), ``chunks_r`` the schedule's
 fewest activation chunks, ``act_r`` the lightest recipe's bytes per token of the heaviest stage rank r holds, a
-micro-batch at least one sequence, and ``slack`` 1 MiB for integer rounding. ZeRO-1 shards the optimizer state
-(unsharded: weights + gradients), ZeRO-2 also the gradients, ZeRO-3 also the weights (its gathered layers, FP8
-copies, DeepEP buffers and backward temporaries are left out: more favourable still); the bound of a ``(schedule,
-pp, tp)`` is the smallest over the ZeRO stages tried. It is the memory model of ``dsctl.launch.memory`` with every
+micro-batch at least one sequence, ``temporaries`` the backward's working bytes per token
+(``backward_working_bytes_per_token``), ``unit_dense_r`` / ``unit_routed_r`` the smallest per-layer dense and
+routed parameters of the stages rank r holds (MTP modules count as layers), and ``slack`` 1 MiB for integer
+rounding. ZeRO-1 shards the optimizer state (unsharded: weights + gradients; no buckets), ZeRO-2 also the gradients
+(bucket bytes: a gradient's, for the layer being reduce-scattered and the one filling), ZeRO-3 also the weights
+(bucket bytes: a gradient's and a weight's, the gathered layer and the one prefetched; FP8 copies and DeepEP
+buffers are left out: more favourable still); the bound of a ``(schedule, pp, tp)`` is the smallest over the ZeRO
+stages tried. It is the memory model of ``dsctl.launch.memory`` with every
 quantity the node count could still change set to its most favourable value (a shard over expert-dp ``tp x dp /
 ep`` is at least one over ``tp x dp``; tensor parallelism splits at most the dense parameters and, with sequence
 parallelism, the activations: ``dsctl.launch.tensor_parallel``). So each ``(schedule, pp, tp)`` needs
@@ -208,7 +213,7 @@ def _inputs(model: ModelProfile, node: NodeProfile, request: LaunchRequest,
     request = replace(request, num_nodes=1)
     if search is not None:
         request = search_request(request, search)
-    return PlanInputs(model, node, request.checked(model), count_parameters(model), MemoryAssumptions())
+    return PlanInputs(model, node, request.checked(model, node.num_gpus), count_parameters(model), MemoryAssumptions())
 
 
 def _dp_needs(inputs: PlanInputs, space: _Space) -> dict[tuple[str, int, int], int]:

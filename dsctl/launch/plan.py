@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from dsctl.errors import InputError
 from dsctl.launch import minnodes
 from dsctl.launch.batch import DEFAULT_GLOBAL_BATCH, BatchPlan
-from dsctl.launch.candidates import Choice, PlanInputs
+from dsctl.launch.candidates import Candidate, Choice, PlanInputs
 from dsctl.launch.candidates import search as search_by_memory
 from dsctl.launch.explanation import (
     does_not_fit_note,
@@ -159,14 +159,15 @@ def plan_launch(model: ModelProfile, node: NodeProfile, request: LaunchRequest,
     falls back to the memory rule above and says so.
     """
     check_node_count(request.num_nodes)
-    request = (search_request(request, search) if search is not None else request).checked(model)
+    request = (search_request(request, search) if search is not None else request).checked(model, node.num_gpus)
     inputs = PlanInputs(model, node, request, count_parameters(model), assumptions or MemoryAssumptions())
     stages = Stages(progress, [])
     searched = None
     if search is not None and simulate_schedule:
         searched = search_layouts(inputs, replace(search, balancedness=balancedness, fabric_plan=fabric_plan),
                                   stages.part(stages.add(1.0)))
-    chosen, considered = search_by_memory(inputs)
+    inputs, (chosen, considered) = _memory_rule(inputs, search.schedules if search is not None else ())
+    request = inputs.request
     if searched is not None and searched.best is not None:
         best = searched.best
         chosen = Choice(best.layout, best.batch, best.stages, best.predicted()[0], best.notes)
@@ -216,6 +217,24 @@ def plan_launch(model: ModelProfile, node: NodeProfile, request: LaunchRequest,
         train_command=request.train_command, exit_code=0 if memory.fits else 1, ranks=rank_map,
         step_time=step, token_budget=budget, search=explanation,
     )
+
+
+def _memory_rule(inputs: PlanInputs, schedules: tuple[str, ...]) -> tuple[PlanInputs, tuple[Choice | None,
+                                                                                       tuple[Candidate, ...]]]:
+    """The memory rule's choice under the request's schedule, else (its pipeline degrees all break that schedule's
+    rules: ``--tp 8`` or ``--dp 8`` on one node leaves pp 1, which DualPipe cannot run) under the first of
+    ``schedules`` (those a search may choose) that can run them; with the inputs it was made under."""
+    try:
+        return inputs, search_by_memory(inputs)
+    except InputError:
+        for schedule in schedules:
+            if schedule != inputs.request.schedule:
+                other = replace(inputs, request=replace(inputs.request, schedule=schedule))
+                try:
+                    return other, search_by_memory(other)
+                except InputError:
+                    continue
+        raise
 
 
 def _stage_rows(model: ModelProfile, layout: ParallelLayout, stages: tuple[Stage, ...]) -> list[StageRow]:

@@ -13,6 +13,7 @@ from dsctl.errors import DsctlError, InputError
 from dsctl.launch.defaults import DEFAULT_SEQ_LEN
 from dsctl.launch.engines.backends import OPTION_BACKEND
 from dsctl.launch.rules import check_schedule_layout, check_schedule_name, divisors
+from dsctl.launch.tensor_parallel import check_tp
 from dsctl.model.recipes import recipe_named
 from dsctl.names import shown
 from dsctl.profiles.schema import ModelProfile
@@ -136,16 +137,22 @@ class LaunchRequest:
             raise InputError(f"applies to {{backend}} slurm (torchrun runs in the foreground; kubernetes is "
                              f"applied only); drop it for {{backend}} {self.backend}", field="wait",
                              mentions=("backend",))
-        if self.backend == "torchrun" and (self.num_nodes != 1 or self.node_range or self.hosts):
+        if self.backend == "torchrun" and self.hosts and self.num_nodes == 1 and not self.node_range:
+            raise InputError("names the hosts of the job file; {submit} with {backend} torchrun runs one node on "
+                             "this host", field="hosts", mentions=("submit", "backend"),
+                             hint="drop --hosts to run here, or use --out-dir DIR without --submit and run "
+                                  "'bash DIR/torchrun.sh RANK' on each host")
+        if self.backend == "torchrun" and (self.num_nodes != 1 or self.node_range):
             nodes = self.num_nodes if self.max_nodes in (None, self.num_nodes) else f"{self.num_nodes}-{self.max_nodes}"
             raise InputError(f"with {{backend}} torchrun runs one node on this host; the plan has {{nodes}} {nodes}",
                              field="submit", mentions=("backend", "nodes"),
                              hint="use --out-dir DIR without --submit and run 'bash DIR/torchrun.sh RANK' on each "
                                   "host, or --backend slurm")
 
-    def checked(self, model: ModelProfile) -> LaunchRequest:
-        """The checks of this request against ``model`` that do not depend on its node count; returns it with the
-        schedule and recipe names normalised. Raises InputError naming the field."""
+    def checked(self, model: ModelProfile, gpus_per_node: int) -> LaunchRequest:
+        """The checks of this request against ``model`` on nodes of ``gpus_per_node`` GPUs that do not depend on
+        its node count; returns it with the schedule and recipe names normalised. Raises InputError naming the
+        field."""
         schedule = check_schedule_name(self.schedule)
         recipe = None if self.recipe is None else recipe_named(self.recipe).name  # None: the search chooses
         request = replace(self, schedule=schedule, recipe=recipe)
@@ -156,6 +163,8 @@ class LaunchRequest:
             if value is not None and value > MAX_COUNT:
                 raise InputError(f"{shown(str(value), 20)} is not valid: dsctl plans counts up to {MAX_COUNT:,}",
                                  field=name)
+        if request.tp is not None:  # the rules of the tps a search tries
+            check_tp(model, gpus_per_node, request.tp)
         if request.pp is not None:
             check_schedule_layout(schedule, request.pp, None)
         if request.ep is not None and model.moe is not None and model.moe.num_routed_experts % request.ep:

@@ -89,6 +89,8 @@ class SearchSpace:
     #: activation recipes tried (the request's, or every one the model can train with, its profile's first)
     recipes: tuple[ActivationRecipe, ...] = (DEEPSEEK,)
     pp_tps: tuple[tuple[int, int], ...] = ()
+    #: ``tps`` is the one the request fixes (else every one the node and the heads allow)
+    tp_given: bool = False
 
     @property
     def size(self) -> int:
@@ -140,7 +142,7 @@ def search_space(inputs: PlanInputs, options: SearchOptions) -> SearchSpace:
     recipes = ((inputs.recipe,) if request.recipe is not None else
                tuple(r for r in searchable_recipes(model) if r.name not in options.skip_recipes))
     return SearchSpace(request.num_nodes, pps, eps, tps, options.schedules, sizes, PREDICTED_ZERO_STAGES, recipes,
-                       pairs)
+                       pairs, request.tp is not None)
 
 
 # --------------------------------------------------------------------------------------------- 2. structure

@@ -146,7 +146,8 @@ def explain_search(result: SearchResult, top: int = TOP) -> SearchExplanation:
     with_recipe = len(result.space.recipes) > 1
     rows = tuple(_row(i, t, best, with_recipe) for i, t in enumerate(result.ranked[:top])) if best else ()
     tps = result.space.tps
-    scope = SCOPE if len(tps) != 1 else SCOPE.replace("tp > 1 is", f"tp {tps[0]} as given; tp > 1 is")
+    why = "as given" if result.space.tp_given else "only (the one the node and the heads allow)"
+    scope = SCOPE if len(tps) != 1 else SCOPE.replace("tp > 1 is", f"tp {tps[0]} {why}; tp > 1 is")
     unsimulated = sum(r.kind in ("dominated", "outpaced") for r in result.rejected)
     return SearchExplanation(result.objective, result.num_evaluated, len(result.ranked) + unsimulated,
                              len(result.ranked), rows,

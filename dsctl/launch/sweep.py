@@ -132,7 +132,7 @@ def sweep_nodes(model: ModelProfile, node: NodeProfile, request: LaunchRequest, 
     if within_days is not None and not tokens:
         raise InputError("needs {tokens}: the deadline is for training that many tokens", field="within_days",
                          mentions=("tokens",))
-    request = search_request(request, options).checked(model)
+    request = search_request(request, options).checked(model, node.num_gpus)
     stages = Stages(report, [1.0] * len(counts))
     rows = tuple(_row(model, node, request, options, c, tokens, within_days, gpu_hour_usd, stages.part(i))
                  for i, c in enumerate(counts))

@@ -8,9 +8,10 @@ what each TP rank holds.
   every dense GEMM weight (attention projections, dense FFN, shared experts, MTP projection), the embedding table
   and the output head. Replicated on every TP rank: RMSNorm weights (sequence parallelism splits their
   activations, not their weights) and the MoE router (:func:`replicated_params`).
-- Routed experts are not tensor-parallel (expert-TP = 1, Megatron-LM's default ``--expert-tensor-parallel-size``
-  1 when EP is used, and DeepSeek-V3's): the EP group is carved out of a stage's ``tp x dp`` ranks, each GPU
-  holds ``routed / ep`` expert parameters and runs its own ``1/tp`` of the sequence's tokens through them.
+- Routed experts are not tensor-parallel (expert-TP = 1, DeepSeek-V3's; Megatron-LM needs
+  ``--expert-tensor-parallel-size 1``, its default being the dense ``tp``): the EP group is carved out of a
+  stage's ``tp x dp`` ranks, each GPU holds ``routed / ep`` expert parameters and runs its own ``1/tp`` of the
+  sequence's tokens through them.
 - Activations: with sequence parallelism every saved tensor of a layer is split over the ``tp`` ranks (norm and
   residual tensors along the sequence, GEMM inputs and outputs along the hidden dimension), so a layer's
   activation memory per GPU is its ``tp = 1`` figure over ``tp``: Korthikanti et al. 2022, "Reducing Activation
@@ -20,6 +21,9 @@ what each TP rank holds.
 
 from __future__ import annotations
 
+from dsctl.errors import InputError, one_of
+from dsctl.launch.layout import check_tp_in_node
+from dsctl.launch.rules import divisors
 from dsctl.launch.stages import Stage
 from dsctl.profiles.schema import ModelProfile
 
@@ -27,11 +31,26 @@ from dsctl.profiles.schema import ModelProfile
 TP_DEGREES: tuple[int, ...] = (1, 2, 4, 8)
 
 
+def _kv_heads(model: ModelProfile) -> int:
+    a = model.attention
+    return a.num_kv_heads if a.kind == "gqa" and a.num_kv_heads else a.num_heads
+
+
 def tp_allowed(model: ModelProfile, gpus_per_node: int, tp: int) -> bool:
     """Whether ``tp`` divides the node's GPUs, the attention heads and (GQA) the KV heads."""
-    a = model.attention
-    kv = a.num_kv_heads if a.kind == "gqa" and a.num_kv_heads else a.num_heads
-    return tp >= 1 and gpus_per_node % tp == 0 and a.num_heads % tp == 0 and kv % tp == 0
+    return (tp >= 1 and gpus_per_node % tp == 0 and model.attention.num_heads % tp == 0
+            and _kv_heads(model) % tp == 0)
+
+
+def check_tp(model: ModelProfile, gpus_per_node: int, tp: int) -> None:
+    """A given ``tp`` (>= 1) held to :func:`tp_allowed`'s rules; InputError naming the rule it breaks."""
+    check_tp_in_node(tp, gpus_per_node)
+    for heads, what in ((model.attention.num_heads, "attention heads"), (_kv_heads(model), "KV heads")):
+        if heads % tp:
+            valid = [str(t) for t in divisors(gpus_per_node) if tp_allowed(model, gpus_per_node, t)]
+            raise InputError(f"{tp} does not divide the {heads} {what} of {model.name} (each tensor-parallel "
+                             "rank computes whole heads)", field="tp",
+                             hint=f"valid tp for {model.name} on {gpus_per_node}-GPU nodes: {one_of(valid)}")
 
 
 def searched_tps(model: ModelProfile, gpus_per_node: int) -> tuple[int, ...]:

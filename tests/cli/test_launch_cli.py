@@ -98,7 +98,8 @@ def test_bad_inputs(cli: Cli) -> None:
         (("--nodes", "256", "--ep", "80", "--pp", "16"), "ep 80"),
         (("--nodes", "256", "--pp", "7", "--schedule", "dualpipe"), "dualpipe needs an even pp"),
         (("--nodes", "256", "--pp", "7"), "pp 7 x tp 1 = 7 does not divide world size 2048"),
-        (("--nodes", "256", "--micro-batches", "30", "--pp", "16"), "micro-batches >= 2 x pp = 32"),
+        (("--nodes", "256", "--micro-batches", "30", "--pp", "16", "--schedule", "dualpipe"),
+         "micro-batches >= 2 x pp = 32"),
         (("--nodes", "256", "--model", "nope"), "nope"),
         (("--nodes", "256", "--dp", "lots"), "--dp 'lots'"),
         (("--pp", "16",), "--nodes is required"),
@@ -291,11 +292,12 @@ def test_plain_bf16_recipe_does_not_fit_where_deepseeks_does(cli: Cli, monkeypat
 
 
 def test_explicit_pp_batch_errors_carry_a_fix(cli: Cli) -> None:
-    res = cli("launch", "--nodes", "256", "--pp", "16", "--global-batch", "3840", "--", "t.py")
+    dualpipe = ("--schedule", "dualpipe")  # searched, the schedule would be one that runs 30 micro-batches on pp 16
+    res = cli("launch", "--nodes", "256", "--pp", "16", "--global-batch", "3840", *dualpipe, "--", "t.py")
     assert res.exit_code == 2
     assert "got 30 micro-batches (--global-batch 3840 / dp 128)" in res.stderr
     assert "hint: use --global-batch 4096" in res.stderr
-    res = cli("launch", "--nodes", "256", "--pp", "16", "--micro-batches", "30", "--", "t.py")
+    res = cli("launch", "--nodes", "256", "--pp", "16", "--micro-batches", "30", *dualpipe, "--", "t.py")
     assert res.exit_code == 2 and "hint: use --micro-batches 32" in res.stderr
     res = cli("launch", "--nodes", "256", "--micro-batches", "0", "--", "t.py")
     assert res.exit_code == 2 and "--micro-batches 0 is not valid" in res.stderr

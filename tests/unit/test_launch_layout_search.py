@@ -92,6 +92,26 @@ def test_an_odd_fixed_pp_starts_from_a_schedule_it_allows() -> None:
     assert plan.layout.pp == 3 and plan.schedule != "dualpipe"
 
 
+@pytest.mark.parametrize("fixed", [{"tp": 8}, {"dp": 8}])
+def test_fixed_degrees_that_leave_only_pp_1_are_planned_by_the_search(fixed: dict[str, int]) -> None:
+    """On one 8-GPU node --tp 8 (or --dp 8) leaves pp 1, which DualPipe (the memory rule's schedule when none is
+    given) cannot run: the search's other schedules can, and the plan is the search's winner, not the memory
+    rule's 'no pipeline degree works ... schedule dualpipe' error."""
+    plan = plan_launch(LITE, H800, LaunchRequest(1, **fixed), search=SearchOptions())
+    assert plan.layout.pp == 1 and plan.schedule != "dualpipe" and plan.memory.fits
+    assert all(plan.layout.degrees()[name] == value for name, value in fixed.items())
+    # nothing fits (Qwen2.5-72B on 8 GPUs): the memory rule's closest layout on a schedule pp 1 allows, exit 1
+    too_big = plan_launch(STORE.model("qwen2.5-72b"), H800, LaunchRequest(1, **fixed), search=SearchOptions())
+    assert too_big.exit_code == 1 and too_big.layout.pp == 1 and too_big.schedule != "dualpipe"
+
+
+def test_a_batch_dualpipe_cannot_run_is_planned_on_a_schedule_that_can() -> None:
+    """--pp 2 --micro-batches 3 without --schedule: DualPipe needs an even count >= 4, 1F1B and ZB1P run it; the
+    plan is the search's, not DualPipe's rule as an error (a --schedule given still is: tests/cli)."""
+    plan = plan_launch(LITE, H800, LaunchRequest(2, pp=2, micro_batches=3), search=SearchOptions())
+    assert plan.layout.pp == 2 and plan.batch.micro_batches == 3 and plan.schedule in ("1f1b", "zb1p")
+
+
 def test_rejections_name_their_family() -> None:
     result = search_layouts(_inputs(), SearchOptions())
     kinds = {r.kind for r in result.rejected}

@@ -25,7 +25,7 @@ STORE = ProfileStore()
 def _fitting(model: ModelProfile, node: NodeProfile, request: LaunchRequest, options: SearchOptions,
              num_nodes: int) -> list[Trial]:
     """Every layout of the search's space at ``num_nodes`` that fits: the search's own stages 1-3, in full."""
-    req = search_request(replace(request, num_nodes=num_nodes), options).checked(model)
+    req = search_request(replace(request, num_nodes=num_nodes), options).checked(model, node.num_gpus)
     inputs = PlanInputs(model, node, req, count_parameters(model), MemoryAssumptions())
     trials, _ = enumerate_trials(inputs, search_space(inputs, options))
     return attach_memory(inputs, trials, options.min_headroom_bytes)[0]

@@ -34,6 +34,8 @@ from dsctl.launch.request import LaunchRequest, parse_dp, parse_hosts, parse_nod
      "--backend kubernetes"),
     ({"submit": True, "backend": "torchrun", "max_nodes": 4}, "submit", ("backend", "nodes"),
      "--submit with --backend torchrun runs one node on this host; the plan has --nodes 1-4"),
+    ({"submit": True, "backend": "torchrun", "hosts": ("a",)}, "hosts", ("submit", "backend"),
+     "--hosts names the hosts of the job file; --submit with --backend torchrun runs one node on this host"),
 ])
 def test_each_option_rule_names_its_fields(fields: dict[str, Any], field: str, mentions: tuple[str, ...],
                                            spelled: str) -> None:

@@ -3,8 +3,11 @@ et al. 2022 derived independently here, the step's NVLink collectives by hand, a
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
+from dsctl.errors import InputError
 from dsctl.launch.candidates import PlanInputs
 from dsctl.launch.layout import ParallelLayout
 from dsctl.launch.memory import MemoryAssumptions, estimate_memory
@@ -15,9 +18,11 @@ from dsctl.launch.search import SearchOptions, search_space
 from dsctl.launch.search_explain import choice_lines, explain_search
 from dsctl.launch.stages import split_stages
 from dsctl.launch.tensor_parallel import searched_tps, tp_allowed
+from dsctl.launch.trials import SearchResult
 from dsctl.model.params import count_parameters
 from dsctl.model.recipes import RECIPES
 from dsctl.profiles.loader import ProfileStore
+from dsctl.profiles.schema import ModelProfile
 from dsctl.steptime import predict_step
 from dsctl.steptime.gemm import gemm_seconds
 from dsctl.steptime.hardware import gpu_rates
@@ -89,6 +94,21 @@ def test_tp_degrees_divide_the_node_and_the_heads() -> None:
     assert not tp_allowed(LLAMA, 8, 3) and not tp_allowed(LLAMA, 16, 16)  # 16 > the 8 KV heads
 
 
+@pytest.mark.parametrize(("model", "tp", "says"), [
+    (dataclasses.replace(LLAMA, attention=dataclasses.replace(LLAMA.attention, num_kv_heads=4)), 8,
+     "tp 8 does not divide the 4 KV heads"),
+    (LLAMA, 3, "tp 3 must divide the 8 GPUs of a node"),
+])
+def test_a_given_tp_breaking_a_rule_of_tp_allowed_is_refused_naming_it(model: ModelProfile, tp: int,
+                                                                        says: str) -> None:
+    """A given --tp is held to the rules the search's tps meet (Megatron-LM asserts the KV heads divide), with
+    the broken rule named, not a search that plans it anyway or fails on a pipeline degree."""
+    request = LaunchRequest(num_nodes=4, tp=tp)
+    with pytest.raises(InputError) as caught:
+        plan_launch(model, H800, request, search=SearchOptions())
+    assert says in caught.value.message
+
+
 def test_tp_collectives_by_hand() -> None:
     """Per layer and micro-batch: 2 all-gathers + 2 reduce-scatters forward and the same backward, each moving
     (t-1)/t of the micro-batch's T x h BF16 activation per GPU over NVLink at the profile's achievable rate."""
@@ -155,6 +175,17 @@ def test_fixed_tp_narrows_the_search() -> None:
     result = search_layouts(inputs, SearchOptions())
     assert result.space.tps == (2,) and {t.layout.tp for t in result.ranked} == {2}
     assert "tp 2 as given" in explain_search(result).scope
+
+
+def test_a_single_allowed_tp_is_not_said_to_be_given() -> None:
+    """One KV head (multi-query attention) leaves tp 1 the only degree the search may try: the scope line says
+    so, not that --tp gave it."""
+    mqa = dataclasses.replace(LLAMA, attention=dataclasses.replace(LLAMA.attention, num_kv_heads=1))
+    inputs = PlanInputs(mqa, H800, LaunchRequest(2), count_parameters(mqa), MemoryAssumptions())
+    space = search_space(inputs, SearchOptions(schedules=("1f1b",)))
+    assert space.tps == (1,)
+    scope = explain_search(SearchResult(space, "fastest", (), (), H800.usable_hbm_bytes)).scope
+    assert "as given" not in scope and "tp 1 only (the one the node and the heads allow)" in scope
 
 
 def test_tp2_plan_of_a_dense_model_predicts_its_step() -> None:

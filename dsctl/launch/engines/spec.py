@@ -15,8 +15,8 @@ variable               meaning
 ``DSCTL_NUM_NODES``    nodes in the job
 ``DSCTL_GPUS_PER_NODE``  workers per node (torchrun ``--nproc-per-node``)
 ``DSCTL_SCHEDULE``     pipeline schedule (dualpipe, dualpipev, 1f1b, zb1p, interleaved)
-``DSCTL_NUM_STAGES``   model stages (2 x pp under DualPipeV)
-``DSCTL_ZERO_STAGE``   ZeRO stage (1 or 2)
+``DSCTL_NUM_STAGES``   model stages (2 x pp under DualPipeV and interleaved)
+``DSCTL_ZERO_STAGE``   ZeRO stage (1, 2 or 3)
 ``DSCTL_RECIPE``       activation recipe the plan assumes (``deepseek``)
 ``DSCTL_GLOBAL_BATCH`` sequences per step
 ``DSCTL_MICRO_BATCHES``  micro-batches per pipeline per step
