@@ -41,7 +41,7 @@ _SLOT = 100  # 2 digits of t + 1
 _CHAIN_INDEX = 100_000  # 5 digits of chain index
 #: the smallest chain id of the upstream scheme (chain prefix 1, disk 0, index 0)
 MIN_UPSTREAM_CHAIN_ID = _DISK * _CHAIN_INDEX
-_SIZE = re.compile(r"\d{1,15}(B|KB|MB|GB|TB|K|M|G|T)?")
+_SIZE = re.compile(r"[0-9]{1,15}(B|KB|MB|GB|TB|K|M|G|T)?")  # ASCII digits: admin_cli reads these
 
 
 @dataclass(frozen=True)
