@@ -235,6 +235,9 @@ def expand(texts: dict[str, str | None], source: str, add_nodes: int, target_byt
                          f"{MAX_NODES_AFTER:,}, the most dsctl plans for", field="source", mentions=("add_nodes",))
     v_new = v + n
     k = int(old.nodes[0].shape[1])
+    if k < 2:  # no pairs to balance: check-chains passes such a table
+        raise InputError(f"{source}: chains of {k} target; expand plans for chains of 2 or more (replicas on "
+                         "distinct nodes)", field="source")
     num_disks = len(old.disks)
     first_new = old.node_ids[-1] + 1
     if first_new + n - 1 > MAX_NODE_ID:
