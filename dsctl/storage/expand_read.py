@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dsctl.storage.chaintable import MIN_UPSTREAM_CHAIN_ID, UINT32_MAX
+from dsctl.storage.chaintable import CREATE_PIECES, MIN_UPSTREAM_CHAIN_ID, REMOVE_PIECES, UINT32_MAX
 from dsctl.storage.crosscheck import CHAINS, CREATE, REMOVE, TABLE
 
 _ID = "[0-9]{1,18}"  # 18 digits always fit int64; longer ids go the line-by-line way
@@ -28,9 +28,8 @@ _REMOVE = re.compile(rf"(?:offline|remove)-target --node-id {_ID} --target-id {_
 _TABLE = re.compile(r"[0-9]{1,10}\n")
 _CHUNK_CHARS = 4 * 1024**2  # characters turned into numbers at a time
 # the lines as dsctl and upstream write them (no chunk sizes): read by ``_laid_out``, the regexes' fast case
-_CREATE_PIECES = ("create-target --node-id ", " --disk-index ", " --target-id ", " --chain-id ",
-                  "  --use-new-chunk-engine\n")
-_REMOVE_PIECES = ("offline-target --node-id ", " --target-id ", "\nremove-target --node-id ", " --target-id ", "\n")
+_CREATE_PIECES = CREATE_PIECES
+_REMOVE_PIECES = REMOVE_PIECES
 
 
 @dataclass(frozen=True)
