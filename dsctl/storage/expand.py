@@ -170,6 +170,30 @@ def _pick_new_r(v_new: int, k: int, num_disks: int, lo: int, hi: int) -> tuple[i
     return pick, note
 
 
+#: pair entries counted by one bincount in ``pair_shares`` (64 MB of int64): a table of long chains has
+#: targets x (k - 1) of them (1.2M targets of k = 1,000 chains fit the input limit: 1.2G entries, 10 GB at once)
+PAIRS_PER_COUNT = 1 << 23
+
+
+def pair_shares(nodes: list[np.ndarray], v: int) -> np.ndarray:
+    """(v, v) int64: chains shared by each ordered pair of distinct nodes, over the (b, k) node-index arrays
+    ``nodes`` (one per disk index); the pairs are counted ``PAIRS_PER_COUNT`` at a time."""
+    share = np.zeros(v * v, dtype=np.int64)
+    block: list[np.ndarray] = []
+    held = 0
+    for arr in nodes:
+        k = arr.shape[1]
+        for p in range(k):
+            block.append((arr[:, p, None] * v + np.delete(arr, p, axis=1)).ravel())
+            held += len(block[-1])
+            if held >= PAIRS_PER_COUNT:
+                share += np.bincount(np.concatenate(block), minlength=v * v)
+                block, held = [], 0
+    if block:
+        share += np.bincount(np.concatenate(block), minlength=v * v)
+    return share.reshape(v, v)
+
+
 def _new_chains(need: np.ndarray, share: np.ndarray, k: int, count: int) -> tuple[np.ndarray, int]:
     """``count`` chains of ``k`` distinct nodes using each node ``need[node]`` times (modifies both arrays).
 
@@ -245,8 +269,7 @@ def expand(texts: dict[str, str | None], source: str, add_nodes: int, target_byt
                          "(6 digits in a target id)", field="add_nodes")
     check_size(n, max(arr.size for arr in old.nodes))
     prefix = target_prefix(min(int(arr.min()) for arr in old.tids))
-    pairs = [arr[:, p] * v_new + arr[:, q] for arr in old.nodes for p in range(k) for q in range(k) if p != q]
-    share = np.bincount(np.concatenate(pairs), minlength=v_new * v_new).reshape(v_new, v_new)
+    share = pair_shares(old.nodes, v_new)
     new_nodes = list(range(v, v_new))
     # per disk: members' goal counts (even share, remainder on old nodes)
     goals, quotas, old_r = [], [], 0
