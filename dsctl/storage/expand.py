@@ -176,8 +176,9 @@ PAIRS_PER_COUNT = 1 << 23
 
 
 def pair_shares(nodes: list[np.ndarray], v: int) -> np.ndarray:
-    """(v, v) int64: chains shared by each ordered pair of distinct nodes, over the (b, k) node-index arrays
-    ``nodes`` (one per disk index); the pairs are counted ``PAIRS_PER_COUNT`` at a time."""
+    """``design.pair_share_matrix`` of the (b, k) node-index arrays ``nodes`` (one per disk index) stacked: (v, v)
+    int64 chains shared per node pair, by bincount ``PAIRS_PER_COUNT`` pair entries at a time (np.add.at over a
+    whole table costs seconds; storage chains' design search calls that one on small tables)."""
     share = np.zeros(v * v, dtype=np.int64)
     block: list[np.ndarray] = []
     held = 0

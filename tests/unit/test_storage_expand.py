@@ -152,16 +152,12 @@ def test_pair_shares_count_every_ordered_pair_in_bounded_blocks(monkeypatch: pyt
     import numpy as np
 
     from dsctl.storage import expand as expand_module
+    from dsctl.storage.design import pair_share_matrix
 
     rng = np.random.default_rng(5)
     v, k = 300, 40
     nodes = [np.stack([rng.permutation(v)[:k] for _ in range(500)]) for _ in range(2)]  # 40,000 targets
-    want = np.zeros((v, v), dtype=np.int64)
-    for arr in nodes:
-        for row in arr.tolist():
-            for a in row:
-                for z in row:
-                    want[a, z] += a != z
+    want = pair_share_matrix(np.concatenate(nodes), v)  # storage chains' matrix, by np.add.at
     monkeypatch.setattr(expand_module, "PAIRS_PER_COUNT", 20_000)
     tracemalloc.start()
     try:
