@@ -54,6 +54,7 @@ from dsctl.storage.chaintable import (
 )
 from dsctl.storage.choice import CHOICE_MARGIN, REDIRECT_LIMIT, bound_ratio, choose_targets_per_ssd, pair_share_ideal
 from dsctl.storage.crosscheck import CREATE, ChainRow, read_checked
+from dsctl.storage.design import pair_share_matrix
 from dsctl.storage.expand_files import GrownTable, ReplacementStep, render, table_problems
 from dsctl.storage.expand_polish import polish
 from dsctl.storage.expand_read import read_sound
@@ -170,31 +171,6 @@ def _pick_new_r(v_new: int, k: int, num_disks: int, lo: int, hi: int) -> tuple[i
     return pick, note
 
 
-#: pair entries counted by one bincount in ``pair_shares`` (64 MB of int64): a table of long chains has
-#: targets x (k - 1) of them (1.2M targets of k = 1,000 chains fit the input limit: 1.2G entries, 10 GB at once)
-PAIRS_PER_COUNT = 1 << 23
-
-
-def pair_shares(nodes: list[np.ndarray], v: int) -> np.ndarray:
-    """``design.pair_share_matrix`` of the (b, k) node-index arrays ``nodes`` (one per disk index) stacked: (v, v)
-    int64 chains shared per node pair, by bincount ``PAIRS_PER_COUNT`` pair entries at a time (np.add.at over a
-    whole table costs seconds; storage chains' design search calls that one on small tables)."""
-    share = np.zeros(v * v, dtype=np.int64)
-    block: list[np.ndarray] = []
-    held = 0
-    for arr in nodes:
-        k = arr.shape[1]
-        for p in range(k):
-            block.append((arr[:, p, None] * v + np.delete(arr, p, axis=1)).ravel())
-            held += len(block[-1])
-            if held >= PAIRS_PER_COUNT:
-                share += np.bincount(np.concatenate(block), minlength=v * v)
-                block, held = [], 0
-    if block:
-        share += np.bincount(np.concatenate(block), minlength=v * v)
-    return share.reshape(v, v)
-
-
 def _new_chains(need: np.ndarray, share: np.ndarray, k: int, count: int) -> tuple[np.ndarray, int]:
     """``count`` chains of ``k`` distinct nodes using each node ``need[node]`` times (modifies both arrays).
 
@@ -270,7 +246,7 @@ def expand(texts: dict[str, str | None], source: str, add_nodes: int, target_byt
                          "(6 digits in a target id)", field="add_nodes")
     check_size(n, max(arr.size for arr in old.nodes))
     prefix = target_prefix(min(int(arr.min()) for arr in old.tids))
-    share = pair_shares(old.nodes, v_new)
+    share = pair_share_matrix(np.concatenate(old.nodes), v_new)  # no pair-long temporaries
     new_nodes = list(range(v, v_new))
     # per disk: members' goal counts (even share, remainder on old nodes)
     goals, quotas, old_r = [], [], 0

@@ -144,27 +144,30 @@ def test_a_table_of_one_target_chains_is_refused() -> None:
         expand(texts, "t", 1, 1e12, 0.0, 0.0)
 
 
-def test_pair_shares_count_every_ordered_pair_in_bounded_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The pair-share matrix of long chains, counted in blocks: the same counts as one pass, and the work arrays
-    stay within a block (all targets x (k - 1) pair entries at once: 10 GB for 1.2M targets of k = 1,000)."""
+def test_the_pair_share_matrix_holds_no_pair_long_arrays() -> None:
+    """expand counts its pair-shares with design.pair_share_matrix: its work arrays stay chain-long. Issue 32's
+    single bincount held every targets x (k - 1) pair entry at once, twice (~19 GB for a k = 1,000 table that
+    passes the input limits); it fails this bound."""
     import tracemalloc
 
     import numpy as np
 
-    from dsctl.storage import expand as expand_module
     from dsctl.storage.design import pair_share_matrix
 
     rng = np.random.default_rng(5)
-    v, k = 300, 40
-    nodes = [np.stack([rng.permutation(v)[:k] for _ in range(500)]) for _ in range(2)]  # 40,000 targets
-    want = pair_share_matrix(np.concatenate(nodes), v)  # storage chains' matrix, by np.add.at
-    monkeypatch.setattr(expand_module, "PAIRS_PER_COUNT", 20_000)
+    v, k, b = 300, 40, 1_000
+    blocks = np.stack([rng.permutation(v)[:k] for _ in range(b)])  # 40,000 targets, 1.56M pair entries
+    want = np.zeros((v, v), dtype=np.int64)
+    for row in blocks[:50].tolist():
+        for a in row:
+            for z in row:
+                want[a, z] += a != z
+    assert np.array_equal(pair_share_matrix(blocks[:50], v), want)
     tracemalloc.start()
     try:
-        got = expand_module.pair_shares(nodes, v)
+        pair_share_matrix(blocks, v)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert np.array_equal(got, want)
-    all_pairs_bytes = 2 * 500 * k * (k - 1) * 8  # 12.5 MB
-    assert peak < v * v * 8 * 2 + 3 * (20_000 + 500 * k) * 8 < all_pairs_bytes
+    all_pairs_bytes = b * k * (k - 1) * 8  # 12.5 MB
+    assert peak < 3 * v * v * 8 + 8 * b * 8 < all_pairs_bytes
