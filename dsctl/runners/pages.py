@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import ctypes.util
 import sys
 from collections.abc import Callable, Iterator
 
@@ -34,9 +33,8 @@ def _prctl() -> Callable[[int, int, int], int] | None:
     """libc's ``prctl(option, arg2, arg3, 0, 0)`` (-1 on error), None off Linux or without a C library."""
     if not sys.platform.startswith("linux"):
         return None
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
-        call = libc.prctl
+    try:  # the symbols already loaded (libc's among them): no ctypes.util.find_library, which runs ldconfig or cc
+        call = ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):
         return None
     call.restype = ctypes.c_int
