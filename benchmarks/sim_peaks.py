@@ -10,7 +10,8 @@ installed; its import and cached-code load are inside the timed CPU), ``numpy`` 
 numba from the children to time the reference.
 
 The child runs ``run`` inside ``dsctl.runners.pages.small_pages()``, as ``dsctl topology simulate`` does (no
-huge-page advice for numpy's arrays: THP compaction on fault cost 1-2 s of system time).
+transparent huge pages for the process, prctl(PR_SET_THP_DISABLE): THP compaction on fault cost 1-2 s of system
+time).
 
 Issue 32, ECMP all-to-all at 16,384 GPUs on the shared 2-core machine (CPU seconds of one run vary by 1.5x with
 the neighbours' load): main before issue 32 28.6-37.3 s / 630-638 MB. First pass: numba (dsctl[fast]) 5.9-10.7 s,

@@ -41,7 +41,7 @@ _SLOT = 100  # 2 digits of t + 1
 _CHAIN_INDEX = 100_000  # 5 digits of chain index
 #: the smallest chain id of the upstream scheme (chain prefix 1, disk 0, index 0)
 MIN_UPSTREAM_CHAIN_ID = _DISK * _CHAIN_INDEX
-_SIZE = re.compile(r"\d{1,15}(B|KB|MB|GB|TB|K|M|G|T)?")
+_SIZE = re.compile(r"[0-9]{1,15}(B|KB|MB|GB|TB|K|M|G|T)?")  # ASCII digits: admin_cli reads these
 
 
 @dataclass(frozen=True)
@@ -145,6 +145,12 @@ CHAINS = "generated_chains.csv"
 TABLE = "generated_chain_table.csv"
 CREATE = "create_target_cmd.txt"
 REMOVE = "remove_target_cmd.txt"
+#: the lines of create_target_cmd.txt around each target's node id, disk index, target id and chain id (no chunk
+#: sizes: they stand between the two spaces of the last piece) and the two lines of remove_target_cmd.txt around
+#: its node and target id, twice; ``storage expand``'s array reader reads this layout (expand_read)
+CREATE_PIECES = ("create-target --node-id ", " --disk-index ", " --target-id ", " --chain-id ",
+                 "  --use-new-chunk-engine\n")
+REMOVE_PIECES = ("offline-target --node-id ", " --target-id ", "\nremove-target --node-id ", " --target-id ", "\n")
 FILE_NAMES = (CHAINS, TABLE, CREATE, REMOVE)
 
 
@@ -201,14 +207,11 @@ class ChainTableFiles(Mapping[str, str]):
         k = self.targets.shape[1]
         values = np.stack([self.nodes[rows].ravel(), np.repeat(self.disks[rows], k), self.targets[rows].ravel(),
                            np.repeat(self.chain_ids[rows], k)], axis=1)
-        return rows_text(values, ("create-target --node-id ", " --disk-index ", " --target-id ", " --chain-id ",
-                                  f" {self.chunk} --use-new-chunk-engine\n"))
+        return rows_text(values, (*CREATE_PIECES[:-1], CREATE_PIECES[-1].replace("  ", f" {self.chunk} ", 1)))
 
     def _removes(self, rows: slice) -> str:
         nodes, targets = self.nodes[rows].ravel(), self.targets[rows].ravel()
-        return rows_text(np.stack([nodes, targets, nodes, targets], axis=1),
-                         ("offline-target --node-id ", " --target-id ", "\nremove-target --node-id ", " --target-id ",
-                          "\n"))
+        return rows_text(np.stack([nodes, targets, nodes, targets], axis=1), REMOVE_PIECES)
 
 
 def render_files(layout: ChainLayout, scheme: IdScheme, chunk_sizes: tuple[str, ...] = ()) -> ChainTableFiles:

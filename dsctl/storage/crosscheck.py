@@ -32,10 +32,10 @@ UINT64_MAX = 2**64 - 1
 MAX_PROBLEMS = 1_000  # problems kept (the count of the rest is reported)
 MAX_BALANCE_NODES = 10_000  # the balance figures need a node x node matrix (800 MB at this size)
 
-_CREATE_LINE = re.compile(r"create-target --node-id (\d{1,20}) --disk-index (\d{1,20}) --target-id (\d{1,20}) "
-                          r"--chain-id (\d{1,20})"
-                          r"(?: +--chunk-size(?: +\d+(?:B|KB|MB|GB|TB|K|M|G|T)?)+)? *(?: --use-new-chunk-engine)?")
-_REMOVE_LINE = re.compile(r"(offline-target|remove-target) --node-id (\d{1,20}) --target-id (\d{1,20})")
+_CREATE_LINE = re.compile(r"create-target --node-id ([0-9]{1,20}) --disk-index ([0-9]{1,20}) "
+                          r"--target-id ([0-9]{1,20}) --chain-id ([0-9]{1,20})"
+                          r"(?: +--chunk-size(?: +[0-9]+(?:B|KB|MB|GB|TB|K|M|G|T)?)+)? *(?: --use-new-chunk-engine)?")
+_REMOVE_LINE = re.compile(r"(offline-target|remove-target) --node-id ([0-9]{1,20}) --target-id ([0-9]{1,20})")
 
 
 @dataclass(frozen=True)
@@ -104,14 +104,12 @@ def _read_chains(text: str, name: str, out: _Problems) -> list[ChainRow]:
     rows: list[ChainRow] = []
     for number, line in lines[1:]:
         where = f"{name} line {number}"
-        cells = line.split(",")
-        try:
-            if any(len(c.strip()) > 20 for c in cells):  # longer than any uint64 (and int() refuses 4,300 digits)
-                raise ValueError
-            values = [int(c) for c in cells]
-        except ValueError:
+        cells = [c.strip() for c in line.split(",")]
+        # ASCII digits only (int() also takes other scripts' digits, '+5' and '1_0'); over 20: above any uint64
+        if any(len(c) > 20 or not ascii_digits(c) for c in cells):
             out.add(0, f"not a row of integer ids: {line[:80]!r}", where)
             continue
+        values = [int(c) for c in cells]
         if not 1 <= values[0] <= UINT32_MAX:
             out.add(0, f"chain id {values[0]} outside 1..{UINT32_MAX}", where)
             continue

@@ -54,6 +54,7 @@ from dsctl.storage.chaintable import (
 )
 from dsctl.storage.choice import CHOICE_MARGIN, REDIRECT_LIMIT, bound_ratio, choose_targets_per_ssd, pair_share_ideal
 from dsctl.storage.crosscheck import CREATE, ChainRow, read_checked
+from dsctl.storage.design import pair_share_matrix
 from dsctl.storage.expand_files import GrownTable, ReplacementStep, render, table_problems
 from dsctl.storage.expand_polish import polish
 from dsctl.storage.expand_read import read_sound
@@ -235,6 +236,9 @@ def expand(texts: dict[str, str | None], source: str, add_nodes: int, target_byt
                          f"{MAX_NODES_AFTER:,}, the most dsctl plans for", field="source", mentions=("add_nodes",))
     v_new = v + n
     k = int(old.nodes[0].shape[1])
+    if k < 2:  # no pairs to balance: check-chains passes such a table
+        raise InputError(f"{source}: chains of {k} target; expand plans for chains of 2 or more (replicas on "
+                         "distinct nodes)", field="source")
     num_disks = len(old.disks)
     first_new = old.node_ids[-1] + 1
     if first_new + n - 1 > MAX_NODE_ID:
@@ -242,8 +246,7 @@ def expand(texts: dict[str, str | None], source: str, add_nodes: int, target_byt
                          "(6 digits in a target id)", field="add_nodes")
     check_size(n, max(arr.size for arr in old.nodes))
     prefix = target_prefix(min(int(arr.min()) for arr in old.tids))
-    pairs = [arr[:, p] * v_new + arr[:, q] for arr in old.nodes for p in range(k) for q in range(k) if p != q]
-    share = np.bincount(np.concatenate(pairs), minlength=v_new * v_new).reshape(v_new, v_new)
+    share = pair_share_matrix(np.concatenate(old.nodes), v_new)  # no pair-long temporaries
     new_nodes = list(range(v, v_new))
     # per disk: members' goal counts (even share, remainder on old nodes)
     goals, quotas, old_r = [], [], 0

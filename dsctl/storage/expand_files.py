@@ -79,7 +79,7 @@ def _runbook(steps: list[ReplacementStep]) -> str:
     parts, at = [_HEADER], 0
     while at < len(steps):  # steps of one size together (expand gives every step the same size)
         size = steps[at].bytes
-        end = next((i for i in range(at, len(steps)) if steps[i].bytes != size), len(steps))
+        end = next((i for i in range(at + 1, len(steps)) if steps[i].bytes != size), len(steps))  # NaN: one step
         values = np.array([(s.step, s.wave, s.chain_id, s.disk_index, s.old_target, s.old_node, s.new_target,
                             s.new_node) for s in steps[at:end]], dtype=np.int64)[:, _STEP_FIELDS]
         pieces = (*_STEP_PIECES[:8], _STEP_PIECES[8].replace("{copies}", f"{size:.0f}"), *_STEP_PIECES[9:])

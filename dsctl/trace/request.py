@@ -6,9 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dsctl.errors import InputError
-
-#: how ``trace stragglers`` aligns the ranks' clocks: on the ends of synchronising collectives, or not at all
-ALIGNS = ("ends", "none")
+from dsctl.trace.skew import ALIGN_MODES  # how the ranks' clocks are aligned: its home, where they are aligned
 
 
 @dataclass(frozen=True)
@@ -36,8 +34,9 @@ class OverlapRequest:
 
 
 def check_stragglers(align: str, plan_given: bool, ranks_given: bool) -> None:
-    """``trace stragglers``: ``align`` one of :data:`ALIGNS`; a fabric ``plan`` needs the rank map (``ranks``)."""
-    if align not in ALIGNS:
+    """``trace stragglers``: ``align`` one of :data:`dsctl.trace.skew.ALIGN_MODES`; a fabric ``plan`` needs the
+    rank map (``ranks``)."""
+    if align not in ALIGN_MODES:
         raise InputError(f"{align!r}: expected ends or none", field="align")
     if plan_given and not ranks_given:
         raise InputError("needs {ranks} (the rank map says which node and GPU each rank ran on)", field="plan",

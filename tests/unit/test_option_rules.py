@@ -33,6 +33,9 @@ CASES: list[tuple[str, Callable[[], object], str]] = [
      "--model llama has no MoE layers; ep-dispatch/ep-combine need one"),
     ("topology simulate", lambda: check_options("all-reduce", "m", True, 0, None, False, False),
      "--nodes must be at least 1, got 0"),
+    # checked before the command lists that many node ids (99,999,999,999 was a MemoryError, exit 4)
+    ("topology simulate", lambda: check_options("all-reduce", "m", True, 99_999_999_999, None, False, False),
+     "--nodes must be at most 4,194,304 (a plan's largest), got 99999999999"),
     ("topology simulate", lambda: check_options("all-reduce", "m", True, None, 0, False, False),
      "--ep must be at least 1 GPU, got 0"),
     ("health fleet", lambda: check_fleet_options(120.0, 0.0, None, False),

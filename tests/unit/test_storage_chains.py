@@ -131,6 +131,17 @@ def test_chunk_sizes_go_into_create_target() -> None:
                                     "--chain-id 900100001 --chunk-size 1MB 4MB --use-new-chunk-engine")
 
 
+@pytest.mark.parametrize("size", ["\u0661MB", "1\uff10MB", "\u00b9MB", "1 MB", "-1MB", "1mb"])
+def test_a_chunk_size_admin_cli_cannot_read_is_refused(size: str) -> None:
+    """'\u0661MB' (an Arabic-Indic 1) and '1\uff10MB' (a fullwidth 0) matched \\d and were written into
+    create_target_cmd.txt as they came."""
+    from dsctl.storage.chaintable import check_chunk_sizes
+
+    with pytest.raises(InputError, match="is not an admin_cli size"):
+        check_chunk_sizes(["1MB", size])
+    assert check_chunk_sizes(["1MB", "512K", "64"]) == ("1MB", "512K", "64")
+
+
 @settings(max_examples=25)
 @given(v=st.integers(2, 24), k=st.integers(2, 4), r=st.integers(1, 12), disks=st.integers(1, 4))
 def test_generated_tables_keep_the_invariants(v: int, k: int, r: int, disks: int) -> None:

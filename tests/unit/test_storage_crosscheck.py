@@ -99,3 +99,23 @@ def test_balance_is_skipped_above_the_node_limit(files: dict[str, str], monkeypa
     monkeypatch.setattr(crosscheck, "MAX_BALANCE_NODES", 5)
     result = check_files(dict(files), "dir")
     assert result.exit_code == 0 and result.balance is None and "balance not measured" in result.notes[0]
+
+
+@pytest.mark.parametrize(("name", "old", "new"), [
+    (CHAINS, "900100001,", "90010000\u0661,"),  # an Arabic-Indic one: int() reads it as 1
+    (CHAINS, "900100001,", "900_100_001,"),  # int() skips the underscores
+    (CHAINS, "900100001,", "+900100001,"),
+    (CREATE, "--node-id 10001 ", "--node-id 1000\u0661 "),  # \d matched any script's digits
+    (REMOVE, "--node-id 10001 ", "--node-id 1000\u0661 "),
+])
+def test_ids_are_ascii_digits_only(files: dict[str, str], name: str, old: str, new: str) -> None:
+    """Each of these was read as the id it spells (exit 0, and storage expand planned from it) before the check
+    took ASCII digits only, as the other files' ids and the array reader do."""
+    texts: dict[str, str | None] = dict(files)
+    assert old in files[name]
+    texts[name] = files[name].replace(old, new, 1)
+    result = check_files(texts, "dir")
+    assert result.exit_code == 1
+    assert result.problems[0].where == f"{name} line {2 if name == CHAINS else 1}"
+    assert result.problems[0].problem.startswith(("not a row of integer ids", "not a create-target command",
+                                                  "not an offline-target/remove-target command"))

@@ -126,3 +126,48 @@ def test_progress_counts_every_replacement_and_new_chain() -> None:
     done = [d for d, _ in seen]
     assert done[0] == 0 and done[-1] == result.replacements + result.chains_added
     assert done == sorted(done) and len(set(done)) > 4 + 2  # rounds of every disk index, not only the end
+
+
+def test_a_table_of_one_target_chains_is_refused() -> None:
+    """check-chains passes chains of one target; expand crashed on them (ValueError from an empty list of pairs,
+    exit 4; before issue 32 the plan never ended)."""
+    ids = [(900100000 + c, 101000000000 + c * 100_000 + 101) for c in range(1, 5)]  # node 10000 + c, disk 0
+    texts: dict[str, str | None] = {
+        CHAINS: "ChainId,TargetId\n" + "".join(f"{c},{t}\n" for c, t in ids),
+        TABLE: "ChainId\n" + "".join(f"{c}\n" for c, _ in ids),
+        CREATE: "".join(f"create-target --node-id {10000 + i} --disk-index 0 --target-id {t} --chain-id {c}  "
+                        "--use-new-chunk-engine\n" for i, (c, t) in enumerate(ids, 1)),
+        REMOVE: "".join(f"offline-target --node-id {10000 + i} --target-id {t}\n"
+                        f"remove-target --node-id {10000 + i} --target-id {t}\n" for i, (_, t) in enumerate(ids, 1))}
+    assert check_files(texts, "t").problems == []
+    with pytest.raises(InputError, match=r"^source t: chains of 1 target; expand plans for chains of 2 or more"):
+        expand(texts, "t", 1, 1e12, 0.0, 0.0)
+
+
+def test_the_pair_share_matrix_holds_no_pair_long_arrays() -> None:
+    """expand counts its pair-shares with design.pair_share_matrix: its work arrays stay chain-long. Issue 32's
+    single bincount held every targets x (k - 1) pair entry at once, twice (~19 GB for a k = 1,000 table that
+    passes the input limits); it fails this bound."""
+    import tracemalloc
+
+    import numpy as np
+
+    from dsctl.storage.design import pair_share_matrix
+
+    rng = np.random.default_rng(5)
+    v, k, b = 300, 40, 1_000
+    blocks = np.stack([rng.permutation(v)[:k] for _ in range(b)])  # 40,000 targets, 1.56M pair entries
+    want = np.zeros((v, v), dtype=np.int64)
+    for row in blocks[:50].tolist():
+        for a in row:
+            for z in row:
+                want[a, z] += a != z
+    assert np.array_equal(pair_share_matrix(blocks[:50], v), want)
+    tracemalloc.start()
+    try:
+        pair_share_matrix(blocks, v)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    all_pairs_bytes = b * k * (k - 1) * 8  # 12.5 MB
+    assert peak < 3 * v * v * 8 + 8 * b * 8 < all_pairs_bytes

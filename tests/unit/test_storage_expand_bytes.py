@@ -136,3 +136,17 @@ def test_expand_output_is_byte_identical_to_before(shape: tuple[int, int, int, i
 @pytest.mark.parametrize("shape", sorted(SLOW_EXPECTED))
 def test_expand_output_is_byte_identical_on_more_shapes(shape: tuple[int, int, int, int]) -> None:
     assert _hashes(shape) == SLOW_EXPECTED[shape]
+
+
+def test_the_runbook_ends_whatever_the_step_sizes() -> None:
+    """Steps of differing sizes, and a NaN size (never equal to itself): the runbook's grouping by size made an
+    empty group of a step that differs from its own size (IndexError, exit 4, from expand(target_bytes=nan))."""
+    import math
+
+    from dsctl.storage.expand_files import ReplacementStep, _runbook
+
+    steps = [ReplacementStep(n, 0, 900100001, 0, 101000100101, 10001, 101000900101, 10009, size)
+             for n, size in enumerate([2e9, 2e9, math.nan, 3e9], 1)]
+    text = _runbook(steps)
+    assert [line.rsplit(", copies ", 1)[1] for line in text.splitlines() if line.startswith("# step ")] == [
+        "2000000000 bytes", "2000000000 bytes", "nan bytes", "3000000000 bytes"]

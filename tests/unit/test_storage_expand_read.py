@@ -152,3 +152,18 @@ def test_the_array_reader_accepts_only_the_regex_language(name: str, at: int, in
     assert (got is not None) == (whole is not None)
     if got is not None:
         assert got.ravel().tolist() == [int(n) for n in re.findall("[0-9]+", text)]
+
+
+def test_a_wide_header_compiles_no_regex_of_its_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A chains file whose header names 10^6 TargetId columns: the fast reader compiled a regex of 10^6 groups
+    (minutes of CPU, 1.3 GB, for a 9 MB file) before the line-by-line check refused it. The array reader reads
+    that regex's language, so no regex is compiled."""
+    import dsctl.storage.expand_read as expand_read
+
+    def no_compile(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a regex was compiled")
+    monkeypatch.setattr(expand_read.re, "compile", no_compile)
+    body = _body(CHAINS)
+    assert expand_read._chains("ChainId" + ",TargetId" * 1_000_000 + "\n" + body) is None
+    assert expand_read._chains("ChainId,TargetId,TargetId,TargetId\n" + body) is not None
+    assert expand_read._table("ChainId\n1\n22\n") is not None and expand_read._table("ChainId\n1\n\n") is None

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from dsctl.cluster.plan_file import MAX_ENDPOINTS
 from dsctl.errors import InputError, one_of
 from dsctl.topology.sim.ep import DIRECTIONS, ep_traffic
 from dsctl.topology.sim.graph import SimGraph, build_graph, failed_links
@@ -64,7 +65,7 @@ def check_options(workload: str, model_name: str, has_moe: bool, nodes: int | No
                   eplb_plan_given: bool, stats_given: bool) -> None:
     """The option rules of ``topology simulate``, naming fields: a placement (``eplb_plan``) and its routing
     ``stats`` come together; an ``ep-*`` workload needs a MoE ``model``; ``nodes`` and ``ep`` (GPUs per EP
-    group) at least 1."""
+    group) at least 1, ``nodes`` at most a plan's largest node count."""
     if eplb_plan_given != stats_given:
         raise InputError("and {stats} go together (a placement and the statistics it was made from)",
                          field="eplb_plan", mentions=("stats",))
@@ -72,6 +73,8 @@ def check_options(workload: str, model_name: str, has_moe: bool, nodes: int | No
         raise InputError(f"{model_name} has no MoE layers; ep-dispatch/ep-combine need one", field="model")
     if nodes is not None and nodes < 1:
         raise InputError(f"must be at least 1, got {nodes}", field="nodes")
+    if nodes is not None and nodes > MAX_ENDPOINTS:  # checked before the command lists the node ids
+        raise InputError(f"must be at most {MAX_ENDPOINTS:,} (a plan's largest), got {nodes}", field="nodes")
     if ep_gpus is not None and ep_gpus < 1:
         raise InputError(f"must be at least 1 GPU, got {ep_gpus}", field="ep")
 
