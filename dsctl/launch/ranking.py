@@ -11,7 +11,15 @@ from dsctl.errors import InputError
 from dsctl.launch.candidates import PlanInputs
 from dsctl.launch.layout import ParallelLayout
 from dsctl.launch.rules import min_micro_batches
-from dsctl.launch.search import HEADROOM_SLACK, OBJECTIVES, SearchOptions, attach_memory, enumerate_trials, search_space
+from dsctl.launch.search import (
+    HEADROOM_SLACK,
+    OBJECTIVES,
+    SearchOptions,
+    attach_memory,
+    enumerate_trials,
+    search_space,
+    with_rows,
+)
 from dsctl.launch.trials import Rejected, SearchResult, Trial
 from dsctl.model.recipes import recomputes_at_least
 from dsctl.progress_count import Report, Stages, each
@@ -233,12 +241,14 @@ def search_layouts(inputs: PlanInputs, options: SearchOptions, report: Report | 
     ``MEMORY_WEIGHT``/``EXACT_WEIGHT``)."""
     space = search_space(inputs, options)
     trials, rejected = enumerate_trials(inputs, space)
-    fitting, over = attach_memory(inputs, trials, options.min_headroom_bytes)
+    # the per-rank memory rows only for the layouts predicted (those the plan and its explanation can show)
+    fitting, over = attach_memory(inputs, trials, options.min_headroom_bytes, rows=False)
     undominated, dominated = drop_dominated(fitting, options.objective)
     stages = Stages(report, [MEMORY_WEIGHT * len(trials), len(undominated),
                              EXACT_WEIGHT * min(EXACT_TOP, len(undominated))])
     stages.part(0)(1, 1)
     predicted, failed = attach_step_time(inputs, options, undominated, stages.part(1))
+    predicted = [with_rows(inputs, t) for t in predicted]
     ranked = rank(predicted, options.objective)
     tick = each(stages.part(2), min(EXACT_TOP, len(ranked)))
     exact = []
