@@ -96,7 +96,12 @@ def prepared_schedule(schedule: str, num_stages: int, num_micro_batches: int) ->
     return programs, parts, op_dependencies(programs)
 
 
-@lru_cache(maxsize=32)
+#: schedule shapes timed before: the second timing of a shape records its op order (the plan costs about two
+#: timings, and a search times most shapes many times, some once); bounded
+_TIMED_ONCE: set[tuple[str, int, int]] = set()
+
+
+@lru_cache(maxsize=64)  # more than prepared_schedule's 32: a search's 33rd shape must not evict the first
 def _ideal_plan(schedule: str, num_stages: int, num_micro_batches: int) -> IdealPlan | None:
     """:func:`dsctl.launch.schedule.simulator.plan_ideal` of the shape (one per shape, like its programs)."""
     programs, _, deps = prepared_schedule(schedule, num_stages, num_micro_batches)
@@ -120,7 +125,11 @@ def simulate_stage_costs(schedule: str, num_stages: int, num_micro_batches: int,
             raise InputError(f"op {key[0]} of stages {key[1]}/{key[2]}: duration {value} s must be finite and >= 0")
         cache[key] = value
     seconds = [[cache[key] for key in row] for row in parts]
-    plan = _ideal_plan(schedule, num_stages, num_micro_batches)
+    shape = (schedule, num_stages, num_micro_batches)
+    plan = _ideal_plan(*shape) if shape in _TIMED_ONCE else None  # a shape timed once may be timed only once
+    if len(_TIMED_ONCE) >= 4096:
+        _TIMED_ONCE.clear()
+    _TIMED_ONCE.add(shape)
     timing = (simulate_planned(plan, seconds, transfer_s) if plan is not None else
               simulate_ideal_timed(programs, seconds, transfer_s, deps))
     makespan = max((ends[-1] for ends in timing.ends if ends), default=0.0)
