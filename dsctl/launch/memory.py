@@ -238,14 +238,17 @@ _STATIC: dict[tuple[object, ...], tuple[object, ...]] = {}
 
 _RankStatic = tuple[tuple[int, ...], int, int, int, int, int, int, int, int, ActivationBytes]
 _RankSum = tuple[int, float, float, float]
+_Static = tuple[tuple[_RankStatic, ...], tuple[_RankSum, ...], tuple[float, int, float]]
 
 
 def _rank_static(model: ModelProfile, layout: ParallelLayout, stages: tuple[Stage, ...], a: MemoryAssumptions,
-                 recipe: ActivationRecipe) -> tuple[tuple[_RankStatic, ...], tuple[_RankSum, ...]]:
+                 recipe: ActivationRecipe) -> _Static:
     """Per pipeline rank: (stages held, params, dense, routed, weights, gradients, optimizer and FP8 weight bytes,
     their sum, the largest held stage's activation bytes per token): the terms of :func:`estimate_memory` that
-    no batch changes, and per rank (that sum, activation values, scales and log-sum-exp bytes per token) for
-    :func:`max_total_bytes`; cached (a layout search asks for them under every micro-batch size)."""
+    no batch changes; per rank (that sum, activation values, scales and log-sum-exp bytes per token) for
+    :func:`_worst_rank`; and the model's (backward temporaries per token, the estimate's activation bytes per
+    token and layer, recompute FLOPs per token and layer). Cached: a layout search asks for them under every
+    micro-batch size."""
     ep, dp, edp, zero, schedule, pp, tp = (layout.ep, layout.dp, layout.expert_dp, layout.zero_stage,
                                            layout.schedule, layout.pp, layout.tp)
     key = (id(model), id(stages), schedule, pp, tp, id(recipe), ep, dp, edp, zero, id(a))
@@ -272,7 +275,10 @@ def _rank_static(model: ModelProfile, layout: ParallelLayout, stages: tuple[Stag
                     per_token))
     if len(_STATIC) >= _SPLITS_LIMIT:
         _STATIC.clear()
-    rows = tuple(out), tuple((row[8], row[9].values, row[9].scales, row[9].lse) for row in out)
+    moe = model.moe is not None
+    rows = (tuple(out), tuple((row[8], row[9].values, row[9].scales, row[9].lse) for row in out),
+            (backward_working_bytes_per_token(model), int(layer_activations(model, recipe, moe).total / tp),
+             recompute_flops_per_token(model, recipe, moe)))
     _STATIC[key] = (model, stages, recipe, a, rows)
     return rows
 
@@ -283,24 +289,23 @@ def _chunks(schedule: str, pp: int, num_micro_batches: int) -> tuple[int, ...]:
     return tuple(rules.activation_chunks(schedule, pp, r, num_micro_batches) for r in range(pp))
 
 
-def _fixed_bytes(model: ModelProfile, layout: ParallelLayout, tokens: float, a: MemoryAssumptions) -> tuple[int, int]:
+def _fixed_bytes(model: ModelProfile, layout: ParallelLayout, tokens: float, a: MemoryAssumptions,
+                 backward_bytes_per_token: float) -> tuple[int, int]:
     """(backward temporaries, their sum with the DeepEP buffers and the runtime): the terms every rank holds."""
-    temporaries = int(backward_working_bytes_per_token(model) * tokens)
+    temporaries = int(backward_bytes_per_token * tokens)
     deepep = a.deepep_buffer_bytes if model.moe is not None and layout.ep > 1 else 0
     return temporaries, temporaries + deepep + a.runtime_bytes
 
 
-def _worst_rank(model: ModelProfile, layout: ParallelLayout, stages: tuple[Stage, ...], tokens: float,
-                num_micro_batches: int, a: MemoryAssumptions, recipe: ActivationRecipe) -> tuple[int, int]:
+def _worst_rank(static: _Static, layout: ParallelLayout, tokens: float, num_micro_batches: int,
+                fixed: int) -> tuple[int, int]:
     """(the pipeline rank with the largest total, the first of equals; that total): :func:`estimate_memory`'s
-    integer terms without building its rows. ``tokens`` per TP rank."""
-    fixed = _fixed_bytes(model, layout, tokens, a)[1]
+    integer terms without building its rows. ``tokens`` per TP rank; ``fixed`` the terms every rank holds."""
     worst, worst_rank = 0, -1
-    for r, ((static, values, scales, lse), chunks) in enumerate(zip(
-            _rank_static(model, layout, stages, a, recipe)[1], _chunks(layout.schedule, layout.pp,
-                                                                        num_micro_batches), strict=True)):
+    for r, ((held_bytes, values, scales, lse), chunks) in enumerate(zip(
+            static[1], _chunks(layout.schedule, layout.pp, num_micro_batches), strict=True)):
         held = chunks * tokens  # chunks * tokens * x as estimate_memory evaluates it, left to right
-        total = static + int(held * values) + int(held * scales) + int(held * lse)
+        total = held_bytes + int(held * values) + int(held * scales) + int(held * lse)
         if worst_rank < 0 or total > worst:
             worst, worst_rank = total, r
     return worst_rank, worst + fixed  # the fixed terms are every rank's: the largest sum is the largest total
@@ -315,23 +320,22 @@ def estimate_memory(model: ModelProfile, layout: ParallelLayout, stages: tuple[S
     ``rows`` False leaves ``per_rank`` empty (every other field the same): the verdict of a layout search's
     many layouts, most of which nobody reads the rows of."""
     a = assumptions or _DEFAULT_ASSUMPTIONS
-    tp = layout.tp
-    tokens = tokens_per_micro_batch / tp  # sequence parallelism: each TP rank keeps 1/tp of every saved tensor
+    tokens = tokens_per_micro_batch / layout.tp  # sequence parallelism: each TP rank keeps 1/tp of every saved tensor
+    static = _rank_static(model, layout, stages, a, recipe)
+    temporaries, fixed = _fixed_bytes(model, layout, tokens, a, static[2][0])
     if not rows:
-        worst_rank, worst_total = _worst_rank(model, layout, stages, tokens, num_micro_batches, a, recipe)
-        return _estimate(model, recipe, tp, hbm_bytes, tokens_per_micro_batch, worst_rank, worst_total, (),
+        worst_rank, worst_total = _worst_rank(static, layout, tokens, num_micro_batches, fixed)
+        return _estimate(static, recipe, hbm_bytes, tokens_per_micro_batch, worst_rank, worst_total, (),
                          nominal_hbm_bytes)
-    temporaries, fixed = _fixed_bytes(model, layout, tokens, a)
     deepep = a.deepep_buffer_bytes if model.moe is not None and layout.ep > 1 else 0
     runtime = a.runtime_bytes
     out = []
-    for r, ((held, params, dense, routed, weights, grads, optim, fp8, static, per_token), chunks) in enumerate(
-            zip(_rank_static(model, layout, stages, a, recipe)[0], _chunks(layout.schedule, layout.pp,
-                                                                          num_micro_batches), strict=True)):
+    for r, ((held, params, dense, routed, weights, grads, optim, fp8, held_bytes, per_token), chunks) in enumerate(
+            zip(static[0], _chunks(layout.schedule, layout.pp, num_micro_batches), strict=True)):
         values = int(chunks * tokens * per_token.values)
         scales = int(chunks * tokens * per_token.scales)
         lse = int(chunks * tokens * per_token.lse)
-        total = static + values + scales + lse + fixed
+        total = held_bytes + values + scales + lse + fixed
         out.append(RankMemory(
             pp_rank=r, stages=held, params=params, dense_params=dense, routed_params=routed,
             weights_bytes=weights, gradients_bytes=grads, optimizer_bytes=optim, fp8_weights_bytes=fp8,
@@ -341,19 +345,19 @@ def estimate_memory(model: ModelProfile, layout: ParallelLayout, stages: tuple[S
             headroom_bytes=hbm_bytes - total,
         ))
     worst = max(out, key=lambda row: row.total_bytes)
-    return _estimate(model, recipe, tp, hbm_bytes, tokens_per_micro_batch, worst.pp_rank, worst.total_bytes,
+    return _estimate(static, recipe, hbm_bytes, tokens_per_micro_batch, worst.pp_rank, worst.total_bytes,
                      tuple(out), nominal_hbm_bytes)
 
 
-def _estimate(model: ModelProfile, recipe: ActivationRecipe, tp: int, hbm_bytes: int, tokens_per_micro_batch: int,
+def _estimate(static: _Static, recipe: ActivationRecipe, hbm_bytes: int, tokens_per_micro_batch: int,
               worst_rank: int, worst_total: int, per_rank: tuple[RankMemory, ...],
               nominal_hbm_bytes: int) -> MemoryEstimate:
     """The estimate of :func:`estimate_memory` from its worst rank and rows."""
-    moe = model.moe is not None
+    _, activation_bytes, recompute_flops = static[2]
     return MemoryEstimate(
         hbm_bytes=hbm_bytes,
         tokens_per_micro_batch=tokens_per_micro_batch,
-        activation_bytes_per_token_layer=int(layer_activations(model, recipe, moe).total / tp),
+        activation_bytes_per_token_layer=activation_bytes,
         fits=worst_total <= hbm_bytes,
         worst_pp_rank=worst_rank,
         max_total_bytes=worst_total,
@@ -361,5 +365,5 @@ def _estimate(model: ModelProfile, recipe: ActivationRecipe, tp: int, hbm_bytes:
         per_rank=per_rank,
         recipe=recipe.name,
         nominal_hbm_bytes=nominal_hbm_bytes or hbm_bytes,
-        recompute_flops_per_token_layer=recompute_flops_per_token(model, recipe, moe),
+        recompute_flops_per_token_layer=recompute_flops,
     )
