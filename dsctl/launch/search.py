@@ -222,7 +222,8 @@ def with_memory(inputs: PlanInputs, trial: Trial, splits: dict[int, tuple[Stage,
     memory = estimate_memory(inputs.model, lay, stages, inputs.node.usable_hbm_bytes,
                              trial.batch.tokens_per_micro_batch, trial.batch.micro_batches, inputs.assumptions,
                              trial.recipe, inputs.node.hbm_bytes, rows)
-    return replace(trial, stages=stages, memory=memory), memory
+    # built directly rather than by dataclasses.replace (the same fields; a search makes tens of thousands)
+    return Trial(trial.layout, trial.batch, trial.notes, trial.recipe, stages, memory, trial.step), memory
 
 
 def with_rows(inputs: PlanInputs, trial: Trial) -> Trial:
