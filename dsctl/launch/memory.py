@@ -233,8 +233,10 @@ def _rank_split(model: ModelProfile, stages: tuple[Stage, ...], schedule: str, p
 
 
 #: per-rank terms of a layout that no batch changes (parameters, weights, gradients, optimizer, FP8 copies),
-#: keyed like ``_SPLITS`` (identity of model, stages, recipe and assumptions checked on a hit); bounded
+#: keyed like ``_SPLITS`` (identity of model, stages, recipe and assumptions checked on a hit); bounded, and small:
+#: a search meets a layout's micro-batch sizes one after another
 _STATIC: dict[tuple[object, ...], tuple[object, ...]] = {}
+_STATIC_LIMIT = 512
 
 _RankStatic = tuple[tuple[int, ...], int, int, int, int, int, int, int, int, ActivationBytes]
 _RankSum = tuple[int, float, float, float]
@@ -273,7 +275,7 @@ def _rank_static(model: ModelProfile, layout: ParallelLayout, stages: tuple[Stag
             fp8 = int((2 * unit if zero >= 3 else gemm_dense + routed) * FP8_WEIGHT_BYTES)  # rank_gemm_parameters
         out.append((held, params, dense, routed, weights, grads, optim, fp8, weights + grads + optim + fp8,
                     per_token))
-    if len(_STATIC) >= _SPLITS_LIMIT:
+    if len(_STATIC) >= _STATIC_LIMIT:
         _STATIC.clear()
     moe = model.moe is not None
     rows = (tuple(out), tuple((row[8], row[9].values, row[9].scales, row[9].lse) for row in out),
