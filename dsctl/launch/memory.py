@@ -97,6 +97,9 @@ class MemoryAssumptions:
         return self.master_bytes + self.moment_bytes
 
 
+_DEFAULT_ASSUMPTIONS = MemoryAssumptions()
+
+
 @dataclass(frozen=True)
 class RankMemory:
     """Memory of one pipeline rank's GPUs, in bytes (parameters in counts); each ``*_bytes`` is one term."""
@@ -145,6 +148,7 @@ class MemoryEstimate:
     smallest ``hbm_bytes - total_bytes`` over ranks (negative = short by that much), on ``worst_pp_rank``.
     ``nominal_hbm_bytes`` is the data-sheet size; ``recipe`` the activation recipe's name and
     ``recompute_flops_per_token_layer`` the forward FLOPs one MoE (else dense) layer redoes per token.
+    ``per_rank`` is empty in an estimate made without its rows (:func:`estimate_memory`'s ``rows``).
     """
 
     hbm_bytes: int
@@ -230,25 +234,35 @@ def _rank_split(model: ModelProfile, stages: tuple[Stage, ...], schedule: str, p
     return tuple(out)
 
 
-def estimate_memory(model: ModelProfile, layout: ParallelLayout, stages: tuple[Stage, ...], hbm_bytes: int,
-                    tokens_per_micro_batch: int, num_micro_batches: int,
-                    assumptions: MemoryAssumptions | None = None, recipe: ActivationRecipe = DEEPSEEK,
-                    nominal_hbm_bytes: int = 0) -> MemoryEstimate:
-    """Memory of every pipeline rank of ``layout`` (``stages`` from :func:`~dsctl.launch.stages.split_stages`)
-    under ``recipe`` against ``hbm_bytes`` of usable HBM per GPU (``nominal_hbm_bytes``: the data-sheet size)."""
-    a = assumptions or MemoryAssumptions()
-    tp = layout.tp
-    tokens = tokens_per_micro_batch / tp  # sequence parallelism: each TP rank keeps 1/tp of every saved tensor
-    temporaries = int(backward_working_bytes_per_token(model) * tokens)
-    deepep = a.deepep_buffer_bytes if model.moe is not None and layout.ep > 1 else 0
+#: per-rank terms of a layout that no batch changes (parameters, weights, gradients, optimizer, FP8 copies),
+#: keyed like ``_SPLITS`` (identity of model, stages, recipe and assumptions checked on a hit); bounded, and small:
+#: a search meets a layout's micro-batch sizes one after another
+_STATIC: dict[tuple[object, ...], tuple[object, ...]] = {}
+_STATIC_LIMIT = 512
+
+_RankStatic = tuple[tuple[int, ...], int, int, int, int, int, int, int, int, ActivationBytes]
+_RankSum = tuple[int, float, float, float]
+_Static = tuple[tuple[_RankStatic, ...], tuple[_RankSum, ...], tuple[float, int, float]]
+
+
+def _rank_static(model: ModelProfile, layout: ParallelLayout, stages: tuple[Stage, ...], a: MemoryAssumptions,
+                 recipe: ActivationRecipe) -> _Static:
+    """Per pipeline rank: (stages held, params, dense, routed, weights, gradients, optimizer and FP8 weight bytes,
+    their sum, the largest held stage's activation bytes per token): the terms of :func:`estimate_memory` that
+    no batch changes; per rank (that sum, activation values, scales and log-sum-exp bytes per token) for
+    :func:`_worst_rank`; and the model's (backward temporaries per token, the estimate's activation bytes per
+    token and layer, recompute FLOPs per token and layer). Cached: a layout search asks for them under every
+    micro-batch size."""
+    ep, dp, edp, zero, schedule, pp, tp = (layout.ep, layout.dp, layout.expert_dp, layout.zero_stage,
+                                           layout.schedule, layout.pp, layout.tp)
+    key = (id(model), id(stages), schedule, pp, tp, id(recipe), ep, dp, edp, zero, id(a))
+    hit = _STATIC.get(key)
+    if hit is not None and hit[0] is model and hit[1] is stages and hit[2] is recipe and hit[3] is a:
+        return hit[4]  # type: ignore[return-value]
     optimizer_bytes, weight_bytes, grad_bytes = a.optimizer_bytes, a.weight_bytes, a.grad_bytes
-    runtime = a.runtime_bytes
-    ep, dp, edp, zero, schedule, pp = (layout.ep, layout.dp, layout.expert_dp, layout.zero_stage, layout.schedule,
-                                       layout.pp)
-    fixed = temporaries + deepep + runtime
-    rows = []
-    for r, (held, dense, routed_full, gemm_dense, per_layer, per_token) in enumerate(
-            _rank_split(model, stages, schedule, pp, tp, recipe)):
+    out = []
+    for held, dense, routed_full, gemm_dense, per_layer, per_token in _rank_split(model, stages, schedule, pp, tp,
+                                                                                   recipe):
         routed = routed_full // ep
         params = dense + routed
         # one layer's share (rank_params.layer_unit_parameters): ZeRO-2/3 only; a shard is over the parameter's dp group
@@ -261,12 +275,72 @@ def estimate_memory(model: ModelProfile, layout: ParallelLayout, stages: tuple[S
         fp8 = 0
         if recipe.fp8_weight_copies:
             fp8 = int((2 * unit if zero >= 3 else gemm_dense + routed) * FP8_WEIGHT_BYTES)  # rank_gemm_parameters
-        chunks = rules.activation_chunks(schedule, pp, r, num_micro_batches)
+        out.append((held, params, dense, routed, weights, grads, optim, fp8, weights + grads + optim + fp8,
+                    per_token))
+    if len(_STATIC) >= _STATIC_LIMIT:
+        _STATIC.clear()
+    moe = model.moe is not None
+    rows = (tuple(out), tuple((row[8], row[9].values, row[9].scales, row[9].lse) for row in out),
+            (backward_working_bytes_per_token(model), int(layer_activations(model, recipe, moe).total / tp),
+             recompute_flops_per_token(model, recipe, moe)))
+    _STATIC[key] = (model, stages, recipe, a, rows)
+    return rows
+
+
+@lru_cache(maxsize=4096)
+def _chunks(schedule: str, pp: int, num_micro_batches: int) -> tuple[int, ...]:
+    """:func:`activation_chunks` of every pipeline rank."""
+    return tuple(rules.activation_chunks(schedule, pp, r, num_micro_batches) for r in range(pp))
+
+
+def _fixed_bytes(model: ModelProfile, layout: ParallelLayout, tokens: float, a: MemoryAssumptions,
+                 backward_bytes_per_token: float) -> tuple[int, int]:
+    """(backward temporaries, their sum with the DeepEP buffers and the runtime): the terms every rank holds."""
+    temporaries = int(backward_bytes_per_token * tokens)
+    deepep = a.deepep_buffer_bytes if model.moe is not None and layout.ep > 1 else 0
+    return temporaries, temporaries + deepep + a.runtime_bytes
+
+
+def _worst_rank(static: _Static, layout: ParallelLayout, tokens: float, num_micro_batches: int,
+                fixed: int) -> tuple[int, int]:
+    """(the pipeline rank with the largest total, the first of equals; that total): :func:`estimate_memory`'s
+    integer terms without building its rows. ``tokens`` per TP rank; ``fixed`` the terms every rank holds."""
+    worst, worst_rank = 0, -1
+    for r, ((held_bytes, values, scales, lse), chunks) in enumerate(zip(
+            static[1], _chunks(layout.schedule, layout.pp, num_micro_batches), strict=True)):
+        held = chunks * tokens  # chunks * tokens * x as estimate_memory evaluates it, left to right
+        total = held_bytes + int(held * values) + int(held * scales) + int(held * lse)
+        if worst_rank < 0 or total > worst:
+            worst, worst_rank = total, r
+    return worst_rank, worst + fixed  # the fixed terms are every rank's: the largest sum is the largest total
+
+
+def estimate_memory(model: ModelProfile, layout: ParallelLayout, stages: tuple[Stage, ...], hbm_bytes: int,
+                    tokens_per_micro_batch: int, num_micro_batches: int,
+                    assumptions: MemoryAssumptions | None = None, recipe: ActivationRecipe = DEEPSEEK,
+                    nominal_hbm_bytes: int = 0, rows: bool = True) -> MemoryEstimate:
+    """Memory of every pipeline rank of ``layout`` (``stages`` from :func:`~dsctl.launch.stages.split_stages`)
+    under ``recipe`` against ``hbm_bytes`` of usable HBM per GPU (``nominal_hbm_bytes``: the data-sheet size).
+    ``rows`` False leaves ``per_rank`` empty (every other field the same): the verdict of a layout search's
+    many layouts, most of which nobody reads the rows of."""
+    a = assumptions or _DEFAULT_ASSUMPTIONS
+    tokens = tokens_per_micro_batch / layout.tp  # sequence parallelism: each TP rank keeps 1/tp of every saved tensor
+    static = _rank_static(model, layout, stages, a, recipe)
+    temporaries, fixed = _fixed_bytes(model, layout, tokens, a, static[2][0])
+    if not rows:
+        worst_rank, worst_total = _worst_rank(static, layout, tokens, num_micro_batches, fixed)
+        return _estimate(static, recipe, hbm_bytes, tokens_per_micro_batch, worst_rank, worst_total, (),
+                         nominal_hbm_bytes)
+    deepep = a.deepep_buffer_bytes if model.moe is not None and layout.ep > 1 else 0
+    runtime = a.runtime_bytes
+    out = []
+    for r, ((held, params, dense, routed, weights, grads, optim, fp8, held_bytes, per_token), chunks) in enumerate(
+            zip(static[0], _chunks(layout.schedule, layout.pp, num_micro_batches), strict=True)):
         values = int(chunks * tokens * per_token.values)
         scales = int(chunks * tokens * per_token.scales)
         lse = int(chunks * tokens * per_token.lse)
-        total = weights + grads + optim + fp8 + values + scales + lse + fixed
-        rows.append(RankMemory(
+        total = held_bytes + values + scales + lse + fixed
+        out.append(RankMemory(
             pp_rank=r, stages=held, params=params, dense_params=dense, routed_params=routed,
             weights_bytes=weights, gradients_bytes=grads, optimizer_bytes=optim, fp8_weights_bytes=fp8,
             activation_chunks=chunks, activation_chunk_bytes=int(per_token.total * tokens), activations_bytes=values,
@@ -274,18 +348,26 @@ def estimate_memory(model: ModelProfile, layout: ParallelLayout, stages: tuple[S
             deepep_buffers_bytes=deepep, runtime_bytes=runtime, total_bytes=total,
             headroom_bytes=hbm_bytes - total,
         ))
-    worst = max(rows, key=lambda row: row.total_bytes)
-    moe = model.moe is not None
+    worst = max(out, key=lambda row: row.total_bytes)
+    return _estimate(static, recipe, hbm_bytes, tokens_per_micro_batch, worst.pp_rank, worst.total_bytes,
+                     tuple(out), nominal_hbm_bytes)
+
+
+def _estimate(static: _Static, recipe: ActivationRecipe, hbm_bytes: int, tokens_per_micro_batch: int,
+              worst_rank: int, worst_total: int, per_rank: tuple[RankMemory, ...],
+              nominal_hbm_bytes: int) -> MemoryEstimate:
+    """The estimate of :func:`estimate_memory` from its worst rank and rows."""
+    _, activation_bytes, recompute_flops = static[2]
     return MemoryEstimate(
         hbm_bytes=hbm_bytes,
         tokens_per_micro_batch=tokens_per_micro_batch,
-        activation_bytes_per_token_layer=int(layer_activations(model, recipe, moe).total / tp),
-        fits=worst.total_bytes <= hbm_bytes,
-        worst_pp_rank=worst.pp_rank,
-        max_total_bytes=worst.total_bytes,
-        headroom_bytes=hbm_bytes - worst.total_bytes,
-        per_rank=tuple(rows),
+        activation_bytes_per_token_layer=activation_bytes,
+        fits=worst_total <= hbm_bytes,
+        worst_pp_rank=worst_rank,
+        max_total_bytes=worst_total,
+        headroom_bytes=hbm_bytes - worst_total,
+        per_rank=per_rank,
         recipe=recipe.name,
         nominal_hbm_bytes=nominal_hbm_bytes or hbm_bytes,
-        recompute_flops_per_token_layer=recompute_flops_per_token(model, recipe, moe),
+        recompute_flops_per_token_layer=recompute_flops,
     )

@@ -52,10 +52,9 @@ from dsctl.launch.request import LaunchRequest
 from dsctl.launch.search import (
     SearchOptions,
     enumerate_trials,
-    fits_with_headroom,
+    screened_memory,
     search_request,
     search_space,
-    with_memory,
 )
 from dsctl.launch.stages import Stage, split_stages
 from dsctl.launch.tensor_parallel import searched_tps
@@ -173,8 +172,8 @@ def _first_fitting_trial(inputs: PlanInputs, search: SearchOptions, needs: dict[
             continue
         trials, _ = enumerate_trials(inputs, replace(space, schedules=(schedule,), pp_tps=pairs))
         for bare in trials:
-            trial, memory = with_memory(inputs, bare, splits)
-            if fits_with_headroom(memory, search.min_headroom_bytes):
+            trial, _ = screened_memory(inputs, bare, splits, search.min_headroom_bytes)
+            if trial is not None:
                 return trial
     return None
 

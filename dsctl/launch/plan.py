@@ -53,6 +53,7 @@ from dsctl.steptime import DEFAULT_GPU_HOUR_USD, StepTime, TokenBudget, predict_
 
 if TYPE_CHECKING:
     from dsctl.launch.sweep import NodeSweep
+    from dsctl.launch.trials import SearchResult
 
 __all__ = ["DEFAULT_GLOBAL_BATCH", "MAX_COUNT", "MAX_NODES", "BatchPlan", "LaunchPlan", "LaunchRequest",
            "ScheduleFigures", "StageRow", "plan_launch"]
@@ -139,7 +140,8 @@ def plan_launch(model: ModelProfile, node: NodeProfile, request: LaunchRequest,
                 assumptions: MemoryAssumptions | None = None, simulate_schedule: bool = True,
                 suggest_min_nodes: bool = False, progress: Progress | None = None, tokens: float | None = None,
                 gpu_hour_usd: float = DEFAULT_GPU_HOUR_USD, balancedness: float = 1.0,
-                fabric_plan: str | None = None, search: SearchOptions | None = None) -> LaunchPlan:
+                fabric_plan: str | None = None, search: SearchOptions | None = None,
+                presearched: tuple[PlanInputs, SearchOptions, SearchResult] | None = None) -> LaunchPlan:
     """Choose (or check) the layout for ``request`` and build the full plan; raises InputError on bad input.
 
     With ``simulate_schedule`` the plan also predicts the step in seconds (:func:`dsctl.steptime.predict_step`);
@@ -156,7 +158,8 @@ def plan_launch(model: ModelProfile, node: NodeProfile, request: LaunchRequest,
 
     ``search`` (with ``simulate_schedule``): choose among every valid layout by predicted step
     (:func:`dsctl.launch.search.search_layouts`, its options' objective and schedules); when none fits, the plan
-    falls back to the memory rule above and says so.
+    falls back to the memory rule above and says so. ``presearched``: a search already run (inputs, options,
+    result), used instead of searching again when its inputs and options are this plan's.
     """
     check_node_count(request.num_nodes)
     request = (search_request(request, search) if search is not None else request).checked(model, node.num_gpus)
@@ -164,8 +167,13 @@ def plan_launch(model: ModelProfile, node: NodeProfile, request: LaunchRequest,
     stages = Stages(progress, [])
     searched = None
     if search is not None and simulate_schedule:
-        searched = search_layouts(inputs, replace(search, balancedness=balancedness, fabric_plan=fabric_plan),
-                                  stages.part(stages.add(1.0)))
+        options = replace(search, balancedness=balancedness, fabric_plan=fabric_plan)
+        report = stages.part(stages.add(1.0))
+        if presearched is not None and presearched[0] == inputs and presearched[1] == options:
+            searched = presearched[2]
+            report(1, 1)
+        else:
+            searched = search_layouts(inputs, options, report)
     inputs, (chosen, considered) = _memory_rule(inputs, search.schedules if search is not None else ())
     request = inputs.request
     if searched is not None and searched.best is not None:

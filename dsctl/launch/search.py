@@ -186,10 +186,11 @@ def enumerate_trials(inputs: PlanInputs, space: SearchSpace) -> tuple[list[Trial
                     trials.append(Trial(layout, batch, tuple(notes)))
     # recipe by recipe (the profile's first), ZeRO stage by stage: later stages meet the layouts in one order
     staged = {z: [replace(t.layout, zero_stage=z) if z != 1 else t.layout for t in trials] for z in space.zero_stages}
-    return ([replace(t, recipe=r, layout=layout)
+    # built directly rather than by dataclasses.replace (the same fields; a search makes tens of thousands)
+    return ([Trial(layout, t.batch, t.notes, r)
              for r in space.recipes for z in space.zero_stages for t, layout in zip(trials, staged[z], strict=True)],
-            [replace(x, recipe=r.name, zero_stage=z) for r in space.recipes for z in space.zero_stages
-             for x in rejected])
+            [Rejected(x.kind, x.schedule, x.pp, x.ep, x.micro_batch_size, x.reason, x.memory_bytes, r.name, z, x.tp)
+             for r in space.recipes for z in space.zero_stages for x in rejected])
 
 
 def _sized(request: LaunchRequest, schedule: str, dp: int, size: int, global_batch: int | None) -> LaunchRequest:
@@ -206,44 +207,72 @@ def _sized(request: LaunchRequest, schedule: str, dp: int, size: int, global_bat
 # --------------------------------------------------------------------------------------------- 3. memory
 
 
-def with_memory(inputs: PlanInputs, trial: Trial,
-                splits: dict[int, tuple[Stage, ...]]) -> tuple[Trial, MemoryEstimate]:
-    """``trial`` with its stage split and memory estimate, and the estimate; ``splits`` caches the split per stage
-    count."""
-    lay = trial.layout
-    stages = splits.get(lay.num_stages)
+def _split_of(inputs: PlanInputs, num_stages: int, splits: dict[int, tuple[Stage, ...]]) -> tuple[Stage, ...]:
+    """The stage split into ``num_stages``, cached in ``splits``."""
+    stages = splits.get(num_stages)
     if stages is None:
-        stages = splits[lay.num_stages] = split_stages(inputs.model, inputs.counts, lay.num_stages)
+        stages = splits[num_stages] = split_stages(inputs.model, inputs.counts, num_stages)
+    return stages
+
+
+def with_memory(inputs: PlanInputs, trial: Trial, splits: dict[int, tuple[Stage, ...]],
+                rows: bool = True) -> tuple[Trial, MemoryEstimate]:
+    """``trial`` with its stage split and memory estimate, and the estimate; ``splits`` caches the split per stage
+    count; ``rows`` False: the estimate without its per-rank rows (``estimate_memory``'s ``rows``)."""
+    lay = trial.layout
+    stages = _split_of(inputs, lay.num_stages, splits)
     memory = estimate_memory(inputs.model, lay, stages, inputs.node.usable_hbm_bytes,
                              trial.batch.tokens_per_micro_batch, trial.batch.micro_batches, inputs.assumptions,
-                             trial.recipe, inputs.node.hbm_bytes)
-    return replace(trial, stages=stages, memory=memory), memory
+                             trial.recipe, inputs.node.hbm_bytes, rows)
+    # built directly rather than by dataclasses.replace (the same fields; a search makes tens of thousands)
+    return Trial(trial.layout, trial.batch, trial.notes, trial.recipe, stages, memory, trial.step), memory
 
 
-def fits_with_headroom(memory: MemoryEstimate, min_headroom_bytes: int) -> bool:
-    """The search's memory rule: fits in usable HBM and leaves at least ``min_headroom_bytes``."""
-    return memory.fits and memory.headroom_bytes >= min_headroom_bytes
+def with_rows(inputs: PlanInputs, trial: Trial) -> Trial:
+    """``trial`` (through :func:`attach_memory` with ``rows`` False) with its full memory estimate."""
+    if trial.memory is not None and trial.memory.per_rank:
+        return trial
+    return with_memory(inputs, trial, {len(trial.stages): trial.stages} if trial.stages else {})[0]
 
 
-def attach_memory(inputs: PlanInputs, trials: list[Trial],
-                  min_headroom_bytes: int = 0) -> tuple[list[Trial], list[Rejected]]:
+def screened_memory(inputs: PlanInputs, trial: Trial, splits: dict[int, tuple[Stage, ...]],
+                    min_headroom_bytes: int, rows: bool = True) -> tuple[Trial | None, int]:
+    """(``trial`` as :func:`with_memory` gives it, or None when it breaks the memory rule of
+    :func:`fits_with_headroom`; its largest rank total in bytes). The rule is asked of the estimate without its
+    rows (the same integer terms, ``estimate_memory``'s ``rows``), which are built only for a layout that fits
+    and only with ``rows``: most layouts of a search do not fit, and few that do are ever shown."""
+    summary, memory = with_memory(inputs, trial, splits, rows=False)
+    total = memory.max_total_bytes
+    if not fits_with_headroom(total, inputs.node.usable_hbm_bytes, min_headroom_bytes):
+        return None, total
+    return (with_memory(inputs, trial, splits)[0] if rows else summary), total
+
+
+def fits_with_headroom(total_bytes: int, hbm_bytes: int, min_headroom_bytes: int) -> bool:
+    """The search's memory rule: the largest rank total fits in usable HBM and leaves at least
+    ``min_headroom_bytes``."""
+    return total_bytes <= hbm_bytes and hbm_bytes - total_bytes >= min_headroom_bytes
+
+
+def attach_memory(inputs: PlanInputs, trials: list[Trial], min_headroom_bytes: int = 0,
+                  rows: bool = True) -> tuple[list[Trial], list[Rejected]]:
     """Each trial's memory (stage splits computed once per stage count); one over HBM less
-    ``min_headroom_bytes`` is rejected."""
+    ``min_headroom_bytes`` is rejected. ``rows`` False: the kept trials' estimates without their per-rank rows
+    (:func:`with_rows` adds them)."""
     splits: dict[int, tuple[Stage, ...]] = {}
     kept: list[Trial] = []
     rejected: list[Rejected] = []
     hbm = inputs.node.usable_hbm_bytes
     for bare in trials:
-        trial, memory = with_memory(inputs, bare, splits)
-        lay = trial.layout
-        if fits_with_headroom(memory, min_headroom_bytes):
+        trial, total = screened_memory(inputs, bare, splits, min_headroom_bytes, rows)
+        if trial is not None:
             kept.append(trial)
             continue
-        need = f"needs {memory.max_total_bytes / 2**30:.1f} GiB"
-        rejected.append(Rejected("memory", lay.schedule, lay.pp, lay.ep, trial.batch.micro_batch_size,
-                                 f"{need} > {hbm / 2**30:.1f} GiB HBM" if not memory.fits else
-                                 f"{need}: {memory.headroom_bytes / 2**30:.1f} GiB left < the "
-                                 f"{min_headroom_bytes / 2**30:.1f} GiB headroom kept", memory.max_total_bytes,
-                                 trial.recipe.name, lay.zero_stage, lay.tp))
+        lay = bare.layout
+        need = f"needs {total / 2**30:.1f} GiB"
+        rejected.append(Rejected("memory", lay.schedule, lay.pp, lay.ep, bare.batch.micro_batch_size,
+                                 f"{need} > {hbm / 2**30:.1f} GiB HBM" if total > hbm else
+                                 f"{need}: {(hbm - total) / 2**30:.1f} GiB left < the "
+                                 f"{min_headroom_bytes / 2**30:.1f} GiB headroom kept", total,
+                                 bare.recipe.name, lay.zero_stage, lay.tp))
     return kept, rejected
-

@@ -19,9 +19,13 @@ from dsctl.launch.memory import MemoryAssumptions
 from dsctl.launch.ranking import search_layouts
 from dsctl.launch.request import LaunchRequest, check_node_count
 from dsctl.launch.search import SearchOptions, search_request
+from dsctl.launch.trials import SearchResult
 from dsctl.model.params import count_parameters
 from dsctl.profiles.schema import ModelProfile, NodeProfile
 from dsctl.progress_count import Report, Stages
+
+#: a search with the inputs and options it ran on (what ``plan_launch``'s ``presearched`` takes)
+Searched = tuple[PlanInputs, SearchOptions, SearchResult]
 
 if TYPE_CHECKING:
     from dsctl.launch.plan import LaunchPlan
@@ -89,11 +93,14 @@ class NodeSweep:
 
 def _row(model: ModelProfile, node: NodeProfile, request: LaunchRequest, options: SearchOptions, count: int,
          tokens: float | None, within_days: float | None, gpu_hour_usd: float, report: Report | None = None
-         ) -> SweepRow:
+         ) -> tuple[SweepRow, Searched]:
+    """The count's row, and its search with what it was run on."""
     inputs = PlanInputs(model, node, replace(request, num_nodes=count), count_parameters(model), MemoryAssumptions())
-    best = search_layouts(inputs, options, report).best
+    result = search_layouts(inputs, options, report)
+    searched = (inputs, options, result)
+    best = result.best
     if best is None:
-        return SweepRow(count, "", None, None, None, None, None, False if within_days is not None else None)
+        return SweepRow(count, "", None, None, None, None, None, False if within_days is not None else None), searched
     step = best.predicted()[1]
     days = hours = cost = None
     if tokens:
@@ -101,7 +108,7 @@ def _row(model: ModelProfile, node: NodeProfile, request: LaunchRequest, options
         hours = step.gpu_hours(tokens)
         cost = hours * gpu_hour_usd
     meets = None if within_days is None or days is None else days <= within_days
-    return SweepRow(count, best.label(), step.step_s, step.tokens_per_day, days, hours, cost, meets)
+    return SweepRow(count, best.label(), step.step_s, step.tokens_per_day, days, hours, cost, meets), searched
 
 
 def plan_node_range(model: ModelProfile, node: NodeProfile, request: LaunchRequest, options: SearchOptions,
@@ -116,26 +123,34 @@ def plan_node_range(model: ModelProfile, node: NodeProfile, request: LaunchReque
                     fabric_plan=plan_options.get("fabric_plan", options.fabric_plan))
     counts = sweep_counts(low, high)
     stages = Stages(progress, [len(counts), 1])
-    sweep = sweep_nodes(model, node, request, swept, counts, tokens, within_days, gpu_hour_usd, stages.part(0))
+    searches: dict[int, Searched] = {}
+    sweep = sweep_nodes(model, node, request, swept, counts, tokens, within_days, gpu_hour_usd, stages.part(0),
+                        searches)
     chosen = replace(request, num_nodes=sweep.chosen_nodes or high)
+    # the chosen count's search is the sweep's (plan_launch runs it again only if its inputs differ)
     plan = plan_launch(model, node, chosen, tokens=tokens, gpu_hour_usd=gpu_hour_usd, search=options,
-                       progress=stages.part(1), **plan_options)
+                       progress=stages.part(1), presearched=searches.get(chosen.num_nodes), **plan_options)
     stages.finish()
     return replace(plan, sweep=sweep)
 
 
 def sweep_nodes(model: ModelProfile, node: NodeProfile, request: LaunchRequest, options: SearchOptions,
                 counts: tuple[int, ...], tokens: float | None = None, within_days: float | None = None,
-                gpu_hour_usd: float = 2.0, report: Report | None = None) -> NodeSweep:
+                gpu_hour_usd: float = 2.0, report: Report | None = None,
+                searches: dict[int, Searched] | None = None) -> NodeSweep:
     """Search every count of ``counts`` (``request.num_nodes`` is ignored) and choose one (module docstring).
-    ``report(done, len(counts))`` counts the node counts searched, each counted within (its layouts predicted)."""
+    ``report(done, len(counts))`` counts the node counts searched, each counted within (its layouts predicted);
+    ``searches`` receives each count's search with its inputs and options."""
     if within_days is not None and not tokens:
         raise InputError("needs {tokens}: the deadline is for training that many tokens", field="within_days",
                          mentions=("tokens",))
     request = search_request(request, options).checked(model, node.num_gpus)
     stages = Stages(report, [1.0] * len(counts))
-    rows = tuple(_row(model, node, request, options, c, tokens, within_days, gpu_hour_usd, stages.part(i))
-                 for i, c in enumerate(counts))
+    rows_searched = [_row(model, node, request, options, c, tokens, within_days, gpu_hour_usd, stages.part(i))
+                     for i, c in enumerate(counts)]
+    rows = tuple(row for row, _ in rows_searched)
+    if searches is not None:
+        searches.update((row.num_nodes, searched) for row, searched in rows_searched)
     stages.finish()
     usable = [r for r in rows if r.step_s is not None and r.meets_deadline is not False]
     if not usable:

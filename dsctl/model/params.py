@@ -29,6 +29,7 @@ Every count is a number of parameters (weights), not bytes; multiply by the byte
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from dsctl.errors import InputError
 from dsctl.profiles.schema import AttentionSpec, ModelProfile
@@ -125,6 +126,7 @@ def _layer_shapes(model: ModelProfile) -> tuple[int, int, int, int, int]:
     return dense, moe_total, moe_active, attn, expert
 
 
+@lru_cache(maxsize=64)  # frozen in, frozen out: the layout search and the step model ask for it per layout
 def count_parameters(model: ModelProfile) -> ParameterCounts:
     """Count the parameters of ``model`` (see the module docstring for what each part holds)."""
     h = model.hidden_size

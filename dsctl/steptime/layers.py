@@ -29,6 +29,7 @@ Costs per block (docs/steptime.md has the formulas):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property, lru_cache
 
 from dsctl.model.recipes import DEEPSEEK, ActivationRecipe
 from dsctl.profiles.schema import ModelProfile
@@ -101,6 +102,37 @@ class LayerSeconds:
     @property
     def comm_b(self) -> float:
         return self.dispatch_b + self.combine_b
+
+    # per-layer terms of a stage's sums (dsctl.steptime.stages.StageSeconds), each the same float expression the
+    # sums used inline; cached, as a stage repeats one object per layer kind (cached_property writes the
+    # instance's __dict__, which a frozen dataclass allows)
+
+    @cached_property
+    def forward_s(self) -> float:
+        """Forward alone: compute + all-to-alls + TP collectives."""
+        return self.attention.f + self.ffn.f + self.comm_f + self.tp_f
+
+    @cached_property
+    def input_grad_s(self) -> float:
+        """Input-gradient backward alone: compute + backward all-to-alls + TP collectives."""
+        return self.attention.i + self.ffn.i + self.comm_b + self.tp_b
+
+    @cached_property
+    def weight_grad_s(self) -> float:
+        return self.attention.w + self.ffn.w
+
+    @cached_property
+    def compute_f(self) -> float:
+        return self.attention.f + self.ffn.f
+
+    @cached_property
+    def compute_b(self) -> float:
+        """``compute.b`` (I + W of the summed blocks)."""
+        return (self.attention.i + self.ffn.i) + (self.attention.w + self.ffn.w)
+
+    @cached_property
+    def tp_s(self) -> float:
+        return self.tp_f + self.tp_b
 
 
 def fp8_backward_casts(tokens: float, n_out: float, k_in: float, hbm: float) -> BlockSeconds:
@@ -305,6 +337,7 @@ def _tp_pair(model: ModelProfile, tokens: float, rates: GpuRates, tp: int) -> Bl
     return BlockSeconds(one, one, 0.0)
 
 
+@lru_cache(maxsize=1024)  # a layout search asks per stage
 def head_block(model: ModelProfile, tokens: float, rates: GpuRates, tp: int = 1) -> BlockSeconds:
     """Final norm, output head (BF16) and the cross-entropy over the vocabulary (fused: logits read once);
     with ``tp`` the head is vocabulary-parallel (``V / tp`` outputs, its input all-gathered)."""
@@ -313,6 +346,7 @@ def head_block(model: ModelProfile, tokens: float, rates: GpuRates, tp: int = 1)
     return block + _elementwise(norm_bytes(h) / tp + 2.0 * v / tp, tokens, hbm)
 
 
+@lru_cache(maxsize=1024)  # a layout search asks per stage
 def embedding_block(model: ModelProfile, tokens: float, rates: GpuRates, tp: int = 1) -> BlockSeconds:
     """Embedding lookup (a row read and written per token) and its weight gradient (W): the rows scattered into a
     dense gradient of the table's shape, then added into the FP32 main gradient (``EMBEDDING_GRAD_BYTES`` per
@@ -330,6 +364,7 @@ def embedding_block(model: ModelProfile, tokens: float, rates: GpuRates, tp: int
     return BlockSeconds(f, 0.0, 2.0 * f + table) + _tp_pair(model, tokens, rates, tp)
 
 
+@lru_cache(maxsize=1024)  # a layout search asks per stage
 def mtp_projection_block(model: ModelProfile, tokens: float, rates: GpuRates, tp: int = 1) -> BlockSeconds:
     """An MTP module's two norms and ``eh_proj`` (2h -> h, FP8) before its transformer layer (column-parallel
     over ``tp``: its input all-gathered, its output reduce-scattered)."""

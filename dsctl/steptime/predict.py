@@ -268,7 +268,7 @@ def step_lower_bound(model: ModelProfile, node: NodeProfile, layout: ParallelLay
     try:
         hash(cost)
     except TypeError:  # a caller's EP model that cannot be a cache key
-        bound_work = _bound_work.__wrapped__
+        bound_work = _stage_work
     work = bound_work(model, node, layout.num_stages, layout.schedule in DUAL_SCHEDULES, layout.zero_stage,
                        layout.dp if sharded else 0, layout.expert_dp if sharded else 0, layout.ep, layout.tp,
                        float(micro_batch_size * seq_len), seq_len, balancedness, recipe, cost)
@@ -299,14 +299,25 @@ def _bound_work(model: ModelProfile, node: NodeProfile, num_stages: int, dual: b
                 expert_dp: int, ep: int, tp: int, tokens: float, seq_len: int, balancedness: float,
                 recipe: ActivationRecipe, ep_cost: Any) -> tuple[float, ...]:
     """Each stage's work for one micro-batch, as :func:`step_lower_bound` sums it per rank; cached (a layout
-    search asks for the same stage split, degrees and batch under many schedules and batch counts)."""
-    rates = gpu_rates(node, model.training_precision)
-    stages = _split(model, num_stages)
-    kinds = {moe: layer_seconds(model, moe, tokens, seq_len, True, ep, rates, ep_cost, 1.0 / balancedness,
-                                recipe, tp) for moe in (False, True)}
+    search asks for the same stage split, degrees and batch under many schedules and batch counts), and so are
+    the stage and layer seconds under it."""
+    return _stage_work(model, node, num_stages, dual, zero_stage, dp, expert_dp, ep, tp, tokens, seq_len,
+                       balancedness, recipe, ep_cost, cached=True)
+
+
+def _stage_work(model: ModelProfile, node: NodeProfile, num_stages: int, dual: bool, zero_stage: int, dp: int,
+                expert_dp: int, ep: int, tp: int, tokens: float, seq_len: int, balancedness: float,
+                recipe: ActivationRecipe, ep_cost: Any, cached: bool = False) -> tuple[float, ...]:
+    """:func:`_bound_work` itself; ``cached`` shares the stage seconds through :func:`_bound_costs` (not for an
+    ``ep_cost`` that cannot be a cache key)."""
     link_rate, latency = _link(node)
-    costs = _zero_stage_costs(model, count_parameters(model), stages, tokens, rates, kinds, zero_stage,
-                              _Groups(dp, expert_dp, ep, tp), dual, link_rate, latency)
+    stages = _split(model, num_stages)
+    # only ZeRO-3's stage seconds depend on the dp groups and the overlap (its gathers): ZeRO-1 and 2 share theirs
+    zero3 = zero_stage == 3
+    costs = (_bound_costs if cached else _stage_costs)(
+        model, node, num_stages, dual if zero3 else False, 3 if zero3 else 1, dp if zero3 else 0,
+        expert_dp if zero3 else 0, ep, tp, tokens, seq_len, balancedness, recipe, ep_cost,
+        _bound_kinds if cached else _layer_kinds)
     work = []
     for stage, cost in zip(stages, costs, strict=True):
         sync = stage_collectives(_tp_dense(model, stage, tp), stage.routed_expert_params / ep, dp, expert_dp,
@@ -314,6 +325,34 @@ def _bound_work(model: ModelProfile, node: NodeProfile, num_stages: int, dual: b
         busy, comm = cost.compute_f + cost.compute_b + cost.tp_comm + sync, cost.comm_f + cost.comm_b
         work.append(max(busy, comm) if dual else busy + comm)
     return tuple(work)
+
+
+def _stage_costs(model: ModelProfile, node: NodeProfile, num_stages: int, dual: bool, zero_stage: int, dp: int,
+                 expert_dp: int, ep: int, tp: int, tokens: float, seq_len: int, balancedness: float,
+                 recipe: ActivationRecipe, ep_cost: Any,
+                 kinds_of: Callable[..., tuple[LayerSeconds, LayerSeconds]]) -> tuple[StageSeconds, ...]:
+    """Every stage's seconds for the bound (:func:`_zero_stage_costs`, ZeRO-2 as ZeRO-1: its reduce-scatter is
+    added by :func:`_stage_work`), the layer seconds from ``kinds_of`` (:func:`_layer_kinds`)."""
+    rates = gpu_rates(node, model.training_precision)
+    kinds = kinds_of(model, node, ep, tokens, seq_len, balancedness, recipe, tp, ep_cost)
+    link_rate, latency = _link(node)
+    return _zero_stage_costs(model, count_parameters(model), _split(model, num_stages), tokens, rates,
+                             {False: kinds[0], True: kinds[1]}, zero_stage, _Groups(dp, expert_dp, ep, tp), dual,
+                             link_rate, latency)
+
+
+def _layer_kinds(model: ModelProfile, node: NodeProfile, ep: int, tokens: float, seq_len: int, balancedness: float,
+                 recipe: ActivationRecipe, tp: int, ep_cost: Any) -> tuple[LayerSeconds, LayerSeconds]:
+    """The dense and the MoE layer's seconds of the bound."""
+    rates = gpu_rates(node, model.training_precision)
+    return (layer_seconds(model, False, tokens, seq_len, True, ep, rates, ep_cost, 1.0 / balancedness, recipe, tp),
+            layer_seconds(model, True, tokens, seq_len, True, ep, rates, ep_cost, 1.0 / balancedness, recipe, tp))
+
+
+#: :func:`_stage_costs` and :func:`_layer_kinds` cached (a search's ZeRO-1/2 layouts, and its ZeRO stages and
+#: stage counts, share them)
+_bound_costs = functools.lru_cache(maxsize=1024)(_stage_costs)
+_bound_kinds = functools.lru_cache(maxsize=512)(_layer_kinds)
 
 
 def _layer_cost(kind: str, x: LayerSeconds) -> LayerCost:

@@ -48,17 +48,17 @@ class StageSeconds:
     @cached_property
     def f(self) -> float:
         """Forward chunk alone: compute + every forward all-to-all."""
-        return self.outside.f + sum(x.attention.f + x.ffn.f + x.comm_f + x.tp_f for x in self.layers)
+        return self.outside.f + sum(x.forward_s for x in self.layers)
 
     @cached_property
     def w(self) -> float:
         """Weight-gradient work alone (no communication but ZeRO-2's gradient reduce-scatter)."""
-        return self.outside.w + sum(x.attention.w + x.ffn.w for x in self.layers) + self.grad_sync
+        return self.outside.w + sum(x.weight_grad_s for x in self.layers) + self.grad_sync
 
     @cached_property
     def i(self) -> float:
         """Input-gradient backward alone (weight gradients deferred): compute + backward all-to-alls."""
-        return self.outside.i + sum(x.attention.i + x.ffn.i + x.comm_b + x.tp_b for x in self.layers)
+        return self.outside.i + sum(x.input_grad_s for x in self.layers)
 
     @property
     def b(self) -> float:
@@ -66,16 +66,16 @@ class StageSeconds:
 
     @cached_property
     def compute_f(self) -> float:
-        return self.outside.f + sum(x.compute.f for x in self.layers)
+        return self.outside.f + sum(x.compute_f for x in self.layers)
 
     @cached_property
     def compute_b(self) -> float:
-        return self.outside.b + sum(x.compute.b for x in self.layers)
+        return self.outside.b + sum(x.compute_b for x in self.layers)
 
     @cached_property
     def tp_comm(self) -> float:
         """Tensor parallelism's NVLink collectives of the layers, forward + backward (exposed)."""
-        return sum(x.tp_f + x.tp_b for x in self.layers)
+        return sum(x.tp_s for x in self.layers)
 
     @cached_property
     def comm_f(self) -> float:

@@ -30,6 +30,7 @@ ZeRO-1's collectives move it; routed experts are not tensor-parallel.
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import lru_cache
 from typing import Protocol
 
 from dsctl.launch.stages import Stage
@@ -107,6 +108,7 @@ def outside_parameters(model: ModelProfile, counts: ParameterCounts, stage: Stag
     return max(0.0, stage.dense_params - in_layers)
 
 
+@lru_cache(maxsize=1024)  # a layout search asks per stage and layout
 def outside_per_tp_rank(model: ModelProfile, counts: ParameterCounts, stage: Stage, tp: int) -> float:
     """:func:`outside_parameters` one TP rank holds: the final norm and MTP norms whole, embedding, head and MTP
     projections over ``tp``."""

@@ -146,6 +146,75 @@ def simulate_ideal_timed(programs: list[RankProgram], op_seconds: list[list[floa
     return Timing(starts, ends)
 
 
+@dataclass(frozen=True)
+class IdealPlan:
+    """The ideal model's work for one schedule shape, whatever the op durations: every op in an order that runs
+    each after the ops it needs (``order``: rank, index in its program, the data items it needs with whether
+    another rank made them, the items it makes), so a timing is one pass without parking ranks."""
+
+    num_keys: int
+    ops_per_rank: tuple[int, ...]
+    order: tuple[tuple[int, int, tuple[tuple[int, bool], ...], tuple[int, ...]], ...]
+
+
+def plan_ideal(programs: list[RankProgram],
+               deps: list[list[tuple[list[int], list[int]]]] | None = None) -> IdealPlan | None:
+    """:class:`IdealPlan` of ``programs`` (:func:`simulate_ideal_timed`'s walk, recorded); None when a data item
+    has two makers (its reader's time would depend on the walk; never in the generated schedules)."""
+    geometry = programs[0].geometry
+    if deps is None:
+        deps = op_dependencies(programs)
+    maker = [-1] * geometry.num_keys
+    position = [0] * len(programs)
+    waiting: dict[int, list[int]] = {}
+    ready = list(range(len(programs)))
+    walk: list[tuple[int, int]] = []
+    while ready:
+        r = ready.pop()
+        rank_deps = deps[r]
+        while position[r] < len(rank_deps):
+            i = position[r]
+            needs, makes = rank_deps[i]
+            missing = next((key for key in needs if maker[key] < 0), None)
+            if missing is not None:
+                waiting.setdefault(missing, []).append(r)
+                break
+            walk.append((r, i))
+            position[r] = i + 1
+            for key in makes:
+                if maker[key] >= 0:
+                    return None
+                maker[key] = r
+                ready.extend(waiting.pop(key, ()))
+    if any(position[r] < len(p.ops) for r, p in enumerate(programs)):
+        raise _deadlock("ideal", programs, position)
+    return IdealPlan(geometry.num_keys, tuple(len(p.ops) for p in programs),
+                     tuple((r, i, tuple((key, maker[key] != r) for key in deps[r][i][0]), tuple(deps[r][i][1]))
+                           for r, i in walk))
+
+
+def simulate_planned(plan: IdealPlan, op_seconds: list[list[float]], transfer: float = 0.0) -> Timing:
+    """:func:`simulate_ideal_timed` over a :class:`IdealPlan` (the same start and end of every op: each is the
+    largest of its rank's clock and its inputs' ends, plus ``transfer`` for one made on another rank)."""
+    done = [0.0] * plan.num_keys
+    starts = [[0.0] * n for n in plan.ops_per_rank]
+    ends = [[0.0] * n for n in plan.ops_per_rank]
+    clock = [0.0] * len(plan.ops_per_rank)
+    for r, i, needs, makes in plan.order:
+        start = clock[r]
+        for key, crossed in needs:
+            t = done[key] + transfer if crossed else done[key]
+            if t > start:  # max(start, t), which keeps start on a tie
+                start = t
+        end = start + op_seconds[r][i]
+        starts[r][i] = start
+        ends[r][i] = end
+        clock[r] = end
+        for key in makes:
+            done[key] = end
+    return Timing(starts, ends)
+
+
 def simulate_commit(programs: list[RankProgram], costs: OpCosts) -> Timing:
     """Batched-p2p model of the reference code (needs programs with instructions)."""
     geometry = programs[0].geometry

@@ -1,0 +1,125 @@
+"""The layout search's shortcuts give the answers of the long way (issue: launch search speed): the memory rule
+asked of an estimate without its per-rank rows, the lower bound's shared stage seconds, and the ideal schedule
+timing over a recorded op order."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+
+import pytest
+
+from dsctl.launch.candidates import PlanInputs
+from dsctl.launch.layout import ParallelLayout
+from dsctl.launch.memory import MemoryAssumptions, estimate_memory
+from dsctl.launch.request import LaunchRequest
+from dsctl.launch.schedule.api import rank_programs
+from dsctl.launch.schedule.simulator import plan_ideal, simulate_ideal_timed, simulate_planned
+from dsctl.launch.search import SearchOptions, attach_memory, enumerate_trials, search_space, with_rows
+from dsctl.launch.stages import split_stages
+from dsctl.model.params import count_parameters
+from dsctl.model.recipes import DEEPSEEK, searchable_recipes
+from dsctl.profiles.loader import ProfileStore
+from dsctl.profiles.schema import ModelProfile
+from dsctl.steptime import predict as predict_module
+from dsctl.steptime import step_lower_bound
+from dsctl.steptime.collectives import stage_collectives
+from dsctl.steptime.hardware import gpu_rates
+from dsctl.steptime.layers import layer_seconds
+
+STORE = ProfileStore()
+H800 = STORE.node("h800-hgx")
+
+
+def _trials(model: str, nodes: int) -> tuple[PlanInputs, list]:  # type: ignore[type-arg]
+    m = STORE.model(model)
+    inputs = PlanInputs(m, H800, LaunchRequest(nodes, global_batch=256).checked(m), count_parameters(m),
+                        MemoryAssumptions())
+    return inputs, enumerate_trials(inputs, search_space(inputs, SearchOptions()))[0]
+
+
+@pytest.mark.parametrize(("model", "nodes"), [("deepseek-v2-lite", 2), ("qwen2.5-72b", 2), ("deepseek-v2", 8)])
+def test_the_memory_rule_without_rows_keeps_and_rejects_what_the_full_estimate_does(model: str, nodes: int) -> None:
+    inputs, trials = _trials(model, nodes)
+    kept, rejected = attach_memory(inputs, trials)
+    lean_kept, lean_rejected = attach_memory(inputs, trials, rows=False)
+    assert kept and rejected == lean_rejected  # the same reasons, totals and order
+    assert [with_rows(inputs, t) for t in lean_kept] == kept
+    assert all(not t.memory.per_rank for t in lean_kept)  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("model", ["deepseek-v2-lite", "llama3.1-405b"])
+def test_an_estimate_without_rows_has_every_other_field_of_the_full_one(model: str) -> None:
+    """Every schedule, ZeRO stage, tp and recipe on a few layouts and batches; the worst rank is the first of
+    equals (DualPipe's mirrored ranks tie)."""
+    m = STORE.model(model)
+    counts = count_parameters(m)
+    seen_ties = 0
+    for schedule, pp in (("dualpipe", 4), ("dualpipev", 2), ("1f1b", 4), ("zb1p", 2), ("interleaved", 2)):
+        num_stages = pp * (2 if schedule in ("dualpipe", "dualpipev", "interleaved") else 1)
+        stages = split_stages(m, counts, num_stages)
+        for zero in (1, 2, 3):
+            for tp in (1, 2):
+                for recipe in searchable_recipes(m):
+                    layout = ParallelLayout(4, 8, pp, 1, tp, 32 // (pp * tp), schedule, zero)
+                    for tokens, micro_batches in ((4096, 2 * pp), (8192, 64)):
+                        full = estimate_memory(m, layout, stages, H800.usable_hbm_bytes, tokens, micro_batches,
+                                               None, recipe, H800.hbm_bytes)
+                        lean = estimate_memory(m, layout, stages, H800.usable_hbm_bytes, tokens, micro_batches,
+                                               None, recipe, H800.hbm_bytes, rows=False)
+                        assert lean == replace(full, per_rank=())
+                        totals = [r.total_bytes for r in full.per_rank]
+                        seen_ties += totals.count(max(totals)) > 1
+    assert seen_ties  # the first-of-equals rule was exercised
+
+
+def _bound_afresh(model: ModelProfile, layout: ParallelLayout, micro_batches: int) -> float:
+    """``step_lower_bound`` (4,096 tokens per micro-batch, balanced, the DeepSeek recipe, no all-to-all model)
+    computed from the layout's own groups with nothing shared."""
+    rates = gpu_rates(H800, model.training_precision)
+    stages = split_stages(model, count_parameters(model), layout.num_stages)
+    kinds = {moe: layer_seconds(model, moe, 4096.0, 4096, True, layout.ep, rates, None, 1.0, DEEPSEEK, layout.tp)
+             for moe in (False, True)}
+    link_rate, latency = predict_module._link(H800)
+    dual = layout.schedule in ("dualpipe", "dualpipev")
+    costs = predict_module._zero_stage_costs(model, count_parameters(model), stages, 4096.0, rates, kinds,
+                                             layout.zero_stage, layout, dual, link_rate, latency)
+    work = []
+    for stage, cost in zip(stages, costs, strict=True):
+        sync = stage_collectives(predict_module._tp_dense(model, stage, layout.tp),
+                                 stage.routed_expert_params / layout.ep, layout.dp, layout.expert_dp, link_rate,
+                                 latency)[0] if layout.zero_stage >= 2 else 0.0
+        busy, comm = cost.compute_f + cost.compute_b + cost.tp_comm + sync, cost.comm_f + cost.comm_b
+        work.append(max(busy, comm) if dual else busy + comm)
+    return micro_batches * max(sum(work[s] / holders for s, holders in rank)
+                               for rank in predict_module._rank_shares(layout.schedule, layout.pp))
+
+
+def test_the_lower_bound_shares_stage_seconds_only_where_they_are_the_same() -> None:
+    """The cached bound (stage seconds shared by ZeRO-1 and 2, and by every dp under them) against the bound
+    from each layout's own groups, across ZeRO stages, dp, tp, schedules and EP degrees, in an order that
+    meets each shared entry from both sides."""
+    m = STORE.model("deepseek-v2-lite")
+    for schedule, pp in (("dualpipe", 2), ("1f1b", 2), ("interleaved", 2), ("zb1p", 4)):
+        for zero in (3, 1, 2, 3):
+            for nodes, ep, tp in ((2, 8, 1), (4, 8, 1), (4, 16, 1), (8, 1, 1), (4, 8, 2)):
+                if (nodes * 8 // pp) % ep:
+                    continue
+                layout = ParallelLayout(nodes, 8, pp, ep, tp, nodes * 8 // (pp * tp), schedule, zero)
+                cached = step_lower_bound(m, H800, layout, 4 * pp)
+                assert cached == _bound_afresh(m, layout, 4 * pp), (schedule, zero, nodes, ep, tp)
+
+
+@pytest.mark.parametrize(("schedule", "num_stages", "micro_batches"), [
+    ("dualpipe", 4, 10), ("dualpipev", 8, 12), ("1f1b", 4, 7), ("zb1p", 3, 6), ("interleaved", 4, 4),
+    ("interleaved", 6, 9),
+])
+def test_the_recorded_order_times_every_op_as_the_event_walk(schedule: str, num_stages: int,
+                                                             micro_batches: int) -> None:
+    programs = rank_programs(schedule, num_stages, micro_batches)
+    plan = plan_ideal(programs)
+    assert plan is not None
+    rng = random.Random(7)
+    for transfer in (0.0, 0.37):
+        seconds = [[rng.choice((0.0, rng.uniform(0.1, 3.0))) for _ in p.ops] for p in programs]
+        assert simulate_planned(plan, seconds, transfer) == simulate_ideal_timed(programs, seconds, transfer)
