@@ -33,7 +33,7 @@ H800 = STORE.node("h800-hgx")
 
 def _trials(model: str, nodes: int) -> tuple[PlanInputs, list]:  # type: ignore[type-arg]
     m = STORE.model(model)
-    inputs = PlanInputs(m, H800, LaunchRequest(nodes, global_batch=256).checked(m), count_parameters(m),
+    inputs = PlanInputs(m, H800, LaunchRequest(nodes, global_batch=256).checked(m, H800.num_gpus), count_parameters(m),
                         MemoryAssumptions())
     return inputs, enumerate_trials(inputs, search_space(inputs, SearchOptions()))[0]
 
