@@ -25,9 +25,11 @@ def schedule(
     ] = 20,
     f: Annotated[float, typer.Option("--f-cost", help="Forward cost of one chunk (any time unit).")] = 1.0,
     b: Annotated[float, typer.Option("--b-cost", help="Full backward cost (input + weight gradient).")] = 2.0,
-    w: Annotated[float, typer.Option("--w-cost", help="Weight-gradient part of the backward (I = B - W).")] = 1.0,
+    w: Annotated[float | None, typer.Option("--w-cost", help="Weight-gradient part of the backward (I = B - W; "
+                                                 "dualpipe, dualpipev, zb1p); default 1.")] = None,
     fb: Annotated[
-        float | None, typer.Option("--fb-cost", help="Overlapped forward+backward cost; default F+B.")
+        float | None, typer.Option("--fb-cost", help="Overlapped forward+backward cost (dualpipe, dualpipev); "
+                                                   "default F+B.")
     ] = None,
     comm_model: Annotated[
         str, typer.Option("--comm-model", help="ideal (README figures) or batched (the DualPipe code's "
@@ -39,9 +41,12 @@ def schedule(
 ) -> None:
     """Per-rank op order, timeline, bubble against the README formula, and peak activations of a schedule."""
     from dsctl.launch.schedule import OpCosts, check_svg_size, min_ops, simulate, timeline_svg
+    from dsctl.launch.schedule.costs import check_costs_apply
     from dsctl.output.emit import stderr_console
     from dsctl.output.files import atomic_write
 
+    costs = OpCosts(f=f, b=b, w=1.0 if w is None else w, fb=fb)
+    check_costs_apply(schedule_name, costs, w_given=w is not None)
     if svg is not None and svg.is_dir():
         raise InputError(f"--svg {svg} is a folder; give a file name such as {svg / 'timeline.svg'}")
     if svg is not None:
@@ -49,7 +54,7 @@ def schedule(
 
         check_target(svg, "--svg")
         check_svg_size(min_ops(pp, micro_batches), exact=False)  # before a long simulation
-    result = simulate(schedule_name, pp, micro_batches, OpCosts(f=f, b=b, w=w, fb=fb), comm_model)
+    result = simulate(schedule_name, pp, micro_batches, costs, comm_model)
     if svg is not None:
         atomic_write(svg, timeline_svg(result), option="--svg")
         stderr_console().print(f"wrote {svg}")

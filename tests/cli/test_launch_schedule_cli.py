@@ -82,6 +82,10 @@ def test_svg_file(cli, tmp_path: Path) -> None:
         (["--w-cost", "3"], "--w-cost 3.0 > --b-cost 2.0"),
         (["--schedule", "1f1b", "--comm-model", "batched"], "dualpipe and dualpipev only"),
         (["--comm-model", "nccl"], "--comm-model 'nccl'"),
+        (["--schedule", "1f1b", "--fb-cost", "2.5"], "--fb-cost 2.5: 1f1b never overlaps"),
+        (["--schedule", "interleaved", "--fb-cost", "2.5"], "applies to dualpipe and dualpipev only"),
+        (["--schedule", "1f1b", "--w-cost", "0.5"], "--w-cost 0.5: 1f1b runs every backward whole"),
+        (["--schedule", "interleaved", "--w-cost", "1"], "applies to dualpipe, dualpipev, zb1p"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(cli, args: list[str], needle: str) -> None:

@@ -62,3 +62,22 @@ class OpCosts:
                              mentions=("b_cost",))
         if self.fb is not None and self.fb <= 0:
             raise InputError(f"{self.fb}: an overlapped forward+backward must take > 0", field="fb_cost")
+
+
+#: schedules with overlapped forward+backward ops (FB) and with weight-gradient ops (W) of their own
+FB_SCHEDULES = ("dualpipe", "dualpipev")
+W_SCHEDULES = ("dualpipe", "dualpipev", "zb1p")
+
+
+def check_costs_apply(schedule: str, costs: OpCosts, w_given: bool) -> None:
+    """Raise ``InputError`` when a cost was given that ``schedule`` never uses: ``fb`` outside DualPipe(V),
+    whose FB ops are the only overlapped ones, or an explicit ``w`` (``w_given``) where every backward runs
+    whole (1F1B, interleaved 1F1B), so the answer would silently not depend on it."""
+    if costs.fb is not None and schedule not in FB_SCHEDULES:
+        raise InputError(f"{costs.fb:g}: {schedule} never overlaps a forward with a backward; the overlapped cost "
+                         f"applies to {' and '.join(FB_SCHEDULES)} only", field="fb_cost",
+                         hint="leave it out, or choose --schedule dualpipe or dualpipev")
+    if w_given and schedule not in W_SCHEDULES:
+        raise InputError(f"{costs.w:g}: {schedule} runs every backward whole (B), never the weight-gradient part "
+                         f"alone; it applies to {', '.join(W_SCHEDULES)}", field="w_cost",
+                         hint="leave it out, or choose --schedule zb1p, dualpipe or dualpipev")
