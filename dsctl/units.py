@@ -20,6 +20,9 @@ GIB = 1024**3
 TIB = 1024**4
 PIB = 1024**5
 
+#: seconds in a day: the longest wait dsctl accepts for a job, a fleet command or a burn-in, and tokens per day
+DAY_S = 86_400.0
+
 _BYTE_UNITS: dict[str, float] = {
     "B": 1,
     "KB": KB, "MB": MB, "GB": GB, "TB": TB, "PB": 1000**5,

@@ -23,6 +23,7 @@ from dsctl.commands.launch_schedule import register_schedule
 from dsctl.errors import InputError, one_of
 from dsctl.launch.defaults import DEFAULT_JOB_NAME, DEFAULT_PORT
 from dsctl.output.formats import OutputFormat
+from dsctl.units import DAY_S
 
 #: request field -> the option that sets it (dsctl.launch and dsctl.steptime errors name fields; see
 #: dsctl.commands._common.option_for)
@@ -190,7 +191,7 @@ def launch(
     wait: Annotated[bool, typer.Option("--wait", rich_help_panel=SLURM_PANEL,
                                        help="Slurm: wait for the job's end and report its state.")] = False,
     wait_timeout: Annotated[float, typer.Option("--wait-timeout-s", min=1, rich_help_panel=SLURM_PANEL,
-                                                help="Seconds --wait waits at most.")] = 86_400.0,
+                                                help="Seconds --wait waits at most.")] = DAY_S,
     test_only: Annotated[bool, typer.Option(
         "--test-only", rich_help_panel=SLURM_PANEL,
         help="Slurm: ask sbatch --test-only whether the job would be accepted; queue nothing.")] = False,

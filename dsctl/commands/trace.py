@@ -13,6 +13,7 @@ from dsctl.commands._common import FormatOpt, show
 from dsctl.errors import InputError
 from dsctl.output.formats import OutputFormat
 from dsctl.output.progress import progress
+from dsctl.units import DAY_S
 
 if TYPE_CHECKING:
     from dsctl.cluster import Places
@@ -167,7 +168,7 @@ def overlap_cmd(
     nodes: Annotated[str | None, typer.Option("--nodelist", "-w",
                                               help="--slurm: Slurm hostlist, e.g. node[001-256].")] = None,
     dsctl_path: Annotated[str, typer.Option("--dsctl", help="--slurm: dsctl as the nodes run it.")] = "dsctl",
-    node_timeout: Annotated[float, typer.Option("--node-timeout-s", min=1, max=86400,
+    node_timeout: Annotated[float, typer.Option("--node-timeout-s", min=1, max=DAY_S,
                                                 help="--slurm: seconds each node may take.")] = 600.0,
     partition: Annotated[str | None, typer.Option("--partition", help="--slurm: Slurm partition.")] = None,
     fmt: FormatOpt = OutputFormat.table,

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from dsctl.errors import InputError
 from dsctl.health.drain import MAX_REASON_CHARS, REASON_PREFIX, drain_argv, one_line, reason  # noqa: F401  (re-exported)
+from dsctl.units import DAY_S
 
 if TYPE_CHECKING:
     from dsctl.health.api import HealthReport
@@ -103,7 +104,7 @@ class FleetReport:
 #: HealthCheckProgram is killed after 60 s; the counter interval must leave room for start-up and scontrol
 MAX_SLURM_INTERVAL_S = 30.0
 #: longest per-node timeout a fleet run accepts (seconds): a day
-MAX_FLEET_TIMEOUT_S = 86_400.0
+MAX_FLEET_TIMEOUT_S = DAY_S
 
 
 def slurm_check_interval(interval_s: float | None) -> float:

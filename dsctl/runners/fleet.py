@@ -37,9 +37,6 @@ from dsctl.names import ascii_digits
 from dsctl.output.emit import JSON_INDENT_ENV
 from dsctl.output.temporaries import scratch_file
 from dsctl.runners.process import require, started, stop_group
-
-# Slurm's view of nodes (hostlists, sinfo states, drain) lives in dsctl.runners.slurm_nodes; its names stay
-# importable from here ("X as X": re-exported)
 from dsctl.runners.slurm_nodes import (
     MAX_ARG_CHARS,
     SRUN_HINT,
@@ -57,6 +54,10 @@ from dsctl.runners.slurm_nodes import expand_hostlist as expand_hostlist
 from dsctl.runners.slurm_nodes import node_drain_state as node_drain_state
 from dsctl.runners.slurm_nodes import parse_sinfo_states as parse_sinfo_states
 from dsctl.runners.slurm_nodes import valid_node_name as valid_node_name
+
+# Slurm's view of nodes (hostlists, sinfo states, drain) lives in dsctl.runners.slurm_nodes; its names stay
+# importable from here ("X as X": re-exported)
+from dsctl.units import DAY_S
 
 #: bytes of stdout kept per node; a node printing more is unreachable ("output over ... bytes")
 MAX_OUTPUT_BYTES = 16 * 1024 * 1024
@@ -316,8 +317,8 @@ def run_on_nodes(nodes: Sequence[str], command: Sequence[str], *, timeout_s: flo
     """
     if not command:
         raise InputError("no command to run on the nodes")
-    if not 0 < timeout_s <= 86400 or not 0 < launch_timeout_s <= 86400:
-        raise InputError("timeouts must be in (0, 86400] seconds")
+    if not 0 < timeout_s <= DAY_S or not 0 < launch_timeout_s <= DAY_S:
+        raise InputError(f"timeouts must be in (0, {DAY_S:.0f}] seconds")
     if stdin_text is not None and len(stdin_text) > MAX_STDIN_CHARS:
         raise InputError(f"the nodes' input is {len(stdin_text):,} characters; at most {MAX_STDIN_CHARS:,}")
     nodes = unique_names(nodes)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-SECONDS_PER_DAY = 86_400.0
+from dsctl.units import DAY_S
 
 
 @dataclass(frozen=True)
@@ -110,7 +110,7 @@ class StepTime:
 
     @property
     def tokens_per_day(self) -> float:
-        return self.tokens_per_s * SECONDS_PER_DAY
+        return self.tokens_per_s * DAY_S
 
     @property
     def tflops_noncausal(self) -> float:

@@ -8,11 +8,12 @@ from dataclasses import dataclass
 
 from dsctl.errors import InputError
 from dsctl.thresholds import MAD_K, SLOW_FRACTION
+from dsctl.units import DAY_S
 
 #: the probe's wires: gloo (CPU, TCP) or nccl (GPUs)
 TRANSPORTS = ("gloo", "nccl")
 MAX_REPEATS = 100
-MAX_TIMEOUT_S = 86_400.0
+MAX_TIMEOUT_S = DAY_S
 
 
 @dataclass(frozen=True)
