@@ -19,7 +19,7 @@ FIELD_OPTIONS: dict[str, str] = {
         "nodes", "ssds_per_node", "replication", "chain_table_id", "targets_per_ssd", "target_id_prefix",
         "chain_id_prefix", "first_node_id", "chunk_size", "clients", "fill", "efficiency", "checkpoint",
         "checkpoint_model", "checkpoint_time_s", "read", "write", "recovery_rate", "read_per_client", "dataset",
-        "add_nodes", "used")},
+        "add_nodes", "used", "target_bytes")},
     "expand source": "--from",  # dsctl.storage.expand's chain-table folder
     "out": "--out-dir",
 }

@@ -33,6 +33,7 @@ with arrays and the grown table and runbook are written from them by numpy (``ex
 
 from __future__ import annotations
 
+import math
 import random
 from collections import defaultdict
 from collections.abc import Callable, Mapping
@@ -229,6 +230,8 @@ def expand(texts: dict[str, str | None], source: str, add_nodes: int, target_byt
         raise InputError(f"{add_nodes} must be 1..{MAX_ADDED_NODES}", field="add_nodes")
     if not 0 <= used <= 1:
         raise InputError(f"{used} must be in [0, 1] (fraction of each old SSD holding data)", field="used")
+    if target_bytes is not None and not (math.isfinite(target_bytes) and target_bytes >= 0):
+        raise InputError(f"{target_bytes} must be a finite size of at least 0 bytes", field="target_bytes")
     old = _load(texts, source)
     v, n = len(old.node_ids), add_nodes
     if v + n > MAX_NODES_AFTER:

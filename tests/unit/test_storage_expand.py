@@ -95,6 +95,14 @@ def test_broken_source_is_refused_naming_the_problem() -> None:
     assert caught.value.field == "add_nodes"
 
 
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -1.0])
+def test_a_target_size_that_is_no_size_is_refused_naming_it(bad: float) -> None:
+    old = generate_chains(9, 2, 3, None, 1, IdScheme()).files_text
+    with pytest.raises(InputError, match=r"must be a finite size of at least 0 bytes") as caught:
+        expand({name: old[name] for name in FOUR}, "old", 2, bad, 1e12, 0.5)
+    assert caught.value.field == "target_bytes"
+
+
 @pytest.mark.slow
 def test_expand_180_to_200_nodes() -> None:
     """The published 180-node cluster (16 SSDs) grown by 20 nodes."""
