@@ -205,14 +205,16 @@ _SPLITS: dict[tuple[int, int, str, int, int, int], tuple[object, ...]] = {}
 _SPLITS_LIMIT = 4096
 
 _RankSplit = tuple[tuple[int, ...], int, int, int, tuple[tuple[float, float], ...], ActivationBytes]
+_ModelTerms = tuple[float, int, float]
 
 
 def _rank_split(model: ModelProfile, stages: tuple[Stage, ...], schedule: str, pp: int, tp: int,
-                recipe: ActivationRecipe) -> tuple[_RankSplit, ...]:
+                recipe: ActivationRecipe) -> tuple[tuple[_RankSplit, ...], _ModelTerms]:
     """Per pipeline rank: (stages held, dense parameters per GPU (over ``tp`` but the replicated ones), all
     routed parameters, dense GEMM parameters per GPU, per held stage (dense per GPU, routed) parameters per
-    layer, the largest held stage's activation bytes per token); cached, as a layout search asks for the same
-    split under many EP degrees, batches and ZeRO stages."""
+    layer, the largest held stage's activation bytes per token); and the model's terms of :func:`_rank_static`
+    (they depend on the model, recipe and ``tp`` only). Cached, as a layout search asks for the same split
+    under many EP degrees, batches and ZeRO stages."""
     key = (id(model), id(stages), schedule, pp, tp, id(recipe))
     hit = _SPLITS.get(key)
     if hit is not None and hit[0] is model and hit[1] is stages and hit[2] is recipe:
@@ -228,10 +230,13 @@ def _rank_split(model: ModelProfile, stages: tuple[Stage, ...], schedule: str, p
                            stages[s].routed_expert_params / max(1, stage_layers(stages[s]))) for s in held)
         out.append((held, dense, routed_full, rank_gemm_parameters(model, stages, held, 1, tp) - routed_full,
                     per_layer, max((per_stage[s] for s in held), key=lambda x: x.total)))
+    moe = model.moe is not None
+    terms = (backward_working_bytes_per_token(model), int(layer_activations(model, recipe, moe).total / tp),
+             recompute_flops_per_token(model, recipe, moe))
     if len(_SPLITS) >= _SPLITS_LIMIT:
         _SPLITS.clear()
-    _SPLITS[key] = (model, stages, recipe, tuple(out))
-    return tuple(out)
+    _SPLITS[key] = (model, stages, recipe, (tuple(out), terms))
+    return tuple(out), terms
 
 
 #: per-rank terms of a layout that no batch changes (parameters, weights, gradients, optimizer, FP8 copies),
@@ -261,28 +266,28 @@ def _rank_static(model: ModelProfile, layout: ParallelLayout, stages: tuple[Stag
         return hit[4]  # type: ignore[return-value]
     optimizer_bytes, weight_bytes, grad_bytes = a.optimizer_bytes, a.weight_bytes, a.grad_bytes
     out = []
-    for held, dense, routed_full, gemm_dense, per_layer, per_token in _rank_split(model, stages, schedule, pp, tp,
-                                                                                   recipe):
+    sums = []
+    split, terms = _rank_split(model, stages, schedule, pp, tp, recipe)
+    fp8_copies = recipe.fp8_weight_copies
+    for held, dense, routed_full, gemm_dense, per_layer, per_token in split:
         routed = routed_full // ep
         params = dense + routed
         # one layer's share (rank_params.layer_unit_parameters): ZeRO-2/3 only; a shard is over the parameter's dp group
-        unit = int(max(d + x / ep for d, x in per_layer)) if zero >= 2 else 0
+        unit = int(max([d + x / ep for d, x in per_layer])) if zero >= 2 else 0
         weights = (int(dense * weight_bytes / dp + routed * weight_bytes / edp) + int(2 * unit * weight_bytes)
                    if zero >= 3 else int(params * weight_bytes))
         grads = (int(dense * grad_bytes / dp + routed * grad_bytes / edp) + int(2 * unit * grad_bytes)
                  if zero >= 2 else int(params * grad_bytes))
         optim = int(dense * optimizer_bytes / dp + routed * optimizer_bytes / edp)
         fp8 = 0
-        if recipe.fp8_weight_copies:
+        if fp8_copies:
             fp8 = int((2 * unit if zero >= 3 else gemm_dense + routed) * FP8_WEIGHT_BYTES)  # rank_gemm_parameters
-        out.append((held, params, dense, routed, weights, grads, optim, fp8, weights + grads + optim + fp8,
-                    per_token))
+        held_bytes = weights + grads + optim + fp8
+        out.append((held, params, dense, routed, weights, grads, optim, fp8, held_bytes, per_token))
+        sums.append((held_bytes, per_token.values, per_token.scales, per_token.lse))
     if len(_STATIC) >= _STATIC_LIMIT:
         _STATIC.clear()
-    moe = model.moe is not None
-    rows = (tuple(out), tuple((row[8], row[9].values, row[9].scales, row[9].lse) for row in out),
-            (backward_working_bytes_per_token(model), int(layer_activations(model, recipe, moe).total / tp),
-             recompute_flops_per_token(model, recipe, moe)))
+    rows = (tuple(out), tuple(sums), terms)
     _STATIC[key] = (model, stages, recipe, a, rows)
     return rows
 
