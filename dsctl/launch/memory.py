@@ -52,6 +52,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import pairwise
 
 from dsctl.launch import rules
 from dsctl.launch.layout import ParallelLayout
@@ -247,7 +248,7 @@ _STATIC_LIMIT = 512
 
 _RankStatic = tuple[tuple[int, ...], int, int, int, int, int, int, int, int, ActivationBytes]
 _RankSum = tuple[int, float, float, float]
-_Static = tuple[tuple[_RankStatic, ...], tuple[_RankSum, ...], tuple[float, int, float]]
+_Static = tuple[tuple[_RankStatic, ...], tuple[_RankSum, ...], tuple[float, int, float], tuple[int, ...]]
 
 
 def _rank_static(model: ModelProfile, layout: ParallelLayout, stages: tuple[Stage, ...], a: MemoryAssumptions,
@@ -287,7 +288,7 @@ def _rank_static(model: ModelProfile, layout: ParallelLayout, stages: tuple[Stag
         sums.append((held_bytes, per_token.values, per_token.scales, per_token.lse))
     if len(_STATIC) >= _STATIC_LIMIT:
         _STATIC.clear()
-    rows = (tuple(out), tuple(sums), terms)
+    rows = (tuple(out), tuple(sums), terms, _undominated(sums))
     _STATIC[key] = (model, stages, recipe, a, rows)
     return rows
 
@@ -296,6 +297,38 @@ def _rank_static(model: ModelProfile, layout: ParallelLayout, stages: tuple[Stag
 def _chunks(schedule: str, pp: int, num_micro_batches: int) -> tuple[int, ...]:
     """:func:`activation_chunks` of every pipeline rank."""
     return tuple(rules.activation_chunks(schedule, pp, r, num_micro_batches) for r in range(pp))
+
+
+@lru_cache(maxsize=4096)
+def _chunks_fall(schedule: str, pp: int, num_micro_batches: int) -> bool:
+    """Whether :func:`_chunks` never grows from a rank to the next and is never negative (what
+    :func:`_undominated` needs)."""
+    chunks = _chunks(schedule, pp, num_micro_batches)
+    return chunks[-1] >= 0 and all(a >= b for a, b in pairwise(chunks))
+
+
+def _undominated(sums: list[_RankSum]) -> tuple[int, ...]:
+    """The pipeline ranks of ``sums`` (per rank: held bytes, activation values, scales and log-sum-exp bytes per
+    token) that no earlier rank dominates (every figure at least as large), or every rank when a figure is
+    negative or NaN. With chunks that never grow from a rank to the next (:func:`_chunks_fall`) and tokens >= 0, a
+    dominated rank's total is at most its earlier dominator's, so :func:`_worst_rank`, which keeps the first of
+    equals, never picks it: its answer over these ranks is its answer over all."""
+    if not all(x >= 0 for row in sums for x in row):  # NaN too
+        return tuple(range(len(sums)))
+    kept: list[int] = []
+    seen: set[_RankSum] = set()
+    for r, row in enumerate(sums):
+        if row in seen:
+            continue
+        seen.add(row)
+        held_bytes, values, scales, lse = row
+        for k in kept:
+            other = sums[k]
+            if other[0] >= held_bytes and other[1] >= values and other[2] >= scales and other[3] >= lse:
+                break
+        else:
+            kept.append(r)
+    return tuple(kept)
 
 
 def _fixed_bytes(model: ModelProfile, layout: ParallelLayout, tokens: float, a: MemoryAssumptions,
@@ -311,9 +344,13 @@ def _worst_rank(static: _Static, layout: ParallelLayout, tokens: float, num_micr
     """(the pipeline rank with the largest total, the first of equals; that total): :func:`estimate_memory`'s
     integer terms without building its rows. ``tokens`` per TP rank; ``fixed`` the terms every rank holds."""
     worst, worst_rank = 0, -1
-    for r, ((held_bytes, values, scales, lse), chunks) in enumerate(zip(
-            static[1], _chunks(layout.schedule, layout.pp, num_micro_batches), strict=True)):
-        held = chunks * tokens  # chunks * tokens * x as estimate_memory evaluates it, left to right
+    schedule, pp = layout.schedule, layout.pp
+    chunks_of = _chunks(schedule, pp, num_micro_batches)
+    sums = static[1]
+    ranks = static[3] if tokens >= 0 and _chunks_fall(schedule, pp, num_micro_batches) else range(len(sums))
+    for r in ranks:
+        held_bytes, values, scales, lse = sums[r]
+        held = chunks_of[r] * tokens  # chunks * tokens * x as estimate_memory evaluates it, left to right
         total = held_bytes + int(held * values) + int(held * scales) + int(held * lse)
         if worst_rank < 0 or total > worst:
             worst, worst_rank = total, r
