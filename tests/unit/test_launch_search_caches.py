@@ -9,6 +9,7 @@ from dataclasses import replace
 
 import pytest
 
+from dsctl.launch import memory as memory_module
 from dsctl.launch.candidates import PlanInputs
 from dsctl.launch.layout import ParallelLayout
 from dsctl.launch.memory import MemoryAssumptions, estimate_memory
@@ -71,6 +72,74 @@ def test_an_estimate_without_rows_has_every_other_field_of_the_full_one(model: s
                         totals = [r.total_bytes for r in full.per_rank]
                         seen_ties += totals.count(max(totals)) > 1
     assert seen_ties  # the first-of-equals rule was exercised
+
+
+@pytest.mark.parametrize("model", ["deepseek-v3", "qwen2.5-72b"])
+def test_the_worst_rank_sought_among_undominated_ranks_is_the_worst_of_all(model: str) -> None:
+    """Deep pipelines (where most ranks are dominated by an earlier one), micro-batches below, at and above pp
+    (chunks capped or not): the estimate without rows names the full estimate's worst rank and total."""
+    m = STORE.model(model)
+    counts = count_parameters(m)
+    pruned = 0
+    for schedule, pp in (("dualpipe", 8), ("dualpipev", 8), ("1f1b", 16), ("zb1p", 8), ("interleaved", 8)):
+        dual = schedule in ("dualpipe", "dualpipev", "interleaved")
+        stages = split_stages(m, counts, pp * (2 if dual else 1))
+        for zero in (1, 3):
+            for recipe in searchable_recipes(m)[:2]:
+                layout = ParallelLayout(16, 8, pp, 8, 1, 128 // pp, schedule, zero)
+                for tokens, micro_batches in ((4096, pp // 2), (4096, pp), (16384, 4 * pp)):
+                    full = estimate_memory(m, layout, stages, H800.usable_hbm_bytes, tokens, micro_batches,
+                                           None, recipe, H800.hbm_bytes)
+                    lean = estimate_memory(m, layout, stages, H800.usable_hbm_bytes, tokens, micro_batches,
+                                           None, recipe, H800.hbm_bytes, rows=False)
+                    assert (lean.worst_pp_rank, lean.max_total_bytes) == (full.worst_pp_rank, full.max_total_bytes)
+                    assert lean == replace(full, per_rank=())
+                    static = memory_module._rank_static(m, layout, stages, MemoryAssumptions(), recipe)
+                    pruned += len(static[3]) < pp
+    assert pruned  # the shortcut was taken
+
+
+def _worst_of(rows: list[tuple[int, float, float, float]], chunks: list[int], tokens: float,
+              ranks: list[int] | tuple[int, ...]) -> tuple[int, int]:
+    """The first rank of ``ranks`` with the largest total (the loop of ``memory._worst_rank``)."""
+    worst, worst_rank = 0, -1
+    for r in ranks:
+        held_bytes, values, scales, lse = rows[r]
+        held = chunks[r] * tokens
+        total = held_bytes + int(held * values) + int(held * scales) + int(held * lse)
+        if worst_rank < 0 or total > worst:
+            worst, worst_rank = total, r
+    return worst_rank, worst
+
+
+def test_undominated_ranks_keep_the_first_largest_total_under_falling_chunks() -> None:
+    """Random rows with many ties and dominated ranks, random chunks that never grow: the answer over the kept
+    ranks is the answer over all; a negative figure keeps every rank."""
+    rng = random.Random(7)
+    dropped = 0
+    for _ in range(3000):
+        pp = rng.randint(1, 12)
+        rows = [(rng.choice((0, 5, 10, 10)) * 1000, rng.choice((0.0, 1.5, 3.0)), rng.choice((0.0, 0.25)),
+                 rng.choice((0.0, 2.0))) for _ in range(pp)]
+        chunks = sorted((rng.randint(1, 6) for _ in range(pp)), reverse=True)
+        kept = memory_module._undominated(rows)
+        assert list(kept) == sorted(kept) and (not rows or kept[0] == 0)
+        dropped += len(kept) < pp
+        for tokens in (0.0, 1.0, 1000.0, 4096.0 / 3):
+            assert _worst_of(rows, chunks, tokens, kept) == _worst_of(rows, chunks, tokens, range(pp))
+    assert dropped
+    assert memory_module._undominated([(10, 1.0, 0.0, 0.0), (5, -1.0, 0.0, 0.0)]) == (0, 1)
+    assert memory_module._undominated([(10, 1.0, 0.0, 0.0), (10, 1.0, 0.0, 0.0), (11, 0.5, 0.0, 0.0)]) == (0, 2)
+
+
+def test_chunks_that_grow_from_a_rank_to_the_next_take_every_rank() -> None:
+    assert memory_module._chunks_fall("1f1b", 8, 64) and memory_module._chunks_fall("1f1b", 8, 3)
+    assert all(memory_module._chunks_fall(s, 8, m) for s in ("dualpipe", "dualpipev", "zb1p", "interleaved")
+               for m in (8, 16, 64))
+    # why the rule needs falling chunks: a later rank with more chunks outweighs its dominator
+    rows = [(10, 1.0, 0.0, 0.0), (10, 1.0, 0.0, 0.0)]
+    assert _worst_of(rows, [1, 2], 100.0, memory_module._undominated(rows)) != _worst_of(rows, [1, 2], 100.0,
+                                                                                         range(2))
 
 
 def _bound_afresh(model: ModelProfile, layout: ParallelLayout, micro_batches: int) -> float:
