@@ -142,6 +142,19 @@ def test_chunks_that_grow_from_a_rank_to_the_next_take_every_rank() -> None:
                                                                                          range(2))
 
 
+def test_an_estimate_with_chunks_that_grow_takes_every_rank(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Were a schedule to give a later rank more chunks, its mirrored (dominated) ranks must still be weighed."""
+    m = STORE.model("deepseek-v2-lite")
+    stages = split_stages(m, count_parameters(m), 16)
+    layout = ParallelLayout(16, 8, 8, 8, 1, 16, "dualpipe", 1)
+    monkeypatch.setattr(memory_module, "_chunks", lambda schedule, pp, micro_batches: tuple(range(1, pp + 1)))
+    monkeypatch.setattr(memory_module, "_chunks_fall", memory_module._chunks_fall.__wrapped__)
+    full = estimate_memory(m, layout, stages, H800.usable_hbm_bytes, 4096, 64, None, DEEPSEEK, H800.hbm_bytes)
+    lean = estimate_memory(m, layout, stages, H800.usable_hbm_bytes, 4096, 64, None, DEEPSEEK, H800.hbm_bytes,
+                           rows=False)
+    assert full.worst_pp_rank == 7 and lean == replace(full, per_rank=())
+
+
 def _bound_afresh(model: ModelProfile, layout: ParallelLayout, micro_batches: int) -> float:
     """``step_lower_bound`` (4,096 tokens per micro-batch, balanced, the DeepSeek recipe, no all-to-all model)
     computed from the layout's own groups with nothing shared."""
