@@ -210,12 +210,13 @@ _ModelTerms = tuple[float, int, float]
 
 
 def _rank_split(model: ModelProfile, stages: tuple[Stage, ...], schedule: str, pp: int, tp: int,
-                recipe: ActivationRecipe) -> tuple[tuple[_RankSplit, ...], _ModelTerms]:
+                recipe: ActivationRecipe) -> tuple[tuple[_RankSplit, ...], _ModelTerms, tuple[int, ...]]:
     """Per pipeline rank: (stages held, dense parameters per GPU (over ``tp`` but the replicated ones), all
     routed parameters, dense GEMM parameters per GPU, per held stage (dense per GPU, routed) parameters per
-    layer, the largest held stage's activation bytes per token); and the model's terms of :func:`_rank_static`
-    (they depend on the model, recipe and ``tp`` only). Cached, as a layout search asks for the same split
-    under many EP degrees, batches and ZeRO stages."""
+    layer, the largest held stage's activation bytes per token); the model's terms of :func:`_rank_static`
+    (they depend on the model, recipe and ``tp`` only); and per rank the first rank with the same figures (all
+    but the stages held; DualPipe's mirrored ranks, stages of equal layers), whose terms are its terms. Cached,
+    as a layout search asks for the same split under many EP degrees, batches and ZeRO stages."""
     key = (id(model), id(stages), schedule, pp, tp, id(recipe))
     hit = _SPLITS.get(key)
     if hit is not None and hit[0] is model and hit[1] is stages and hit[2] is recipe:
@@ -234,10 +235,12 @@ def _rank_split(model: ModelProfile, stages: tuple[Stage, ...], schedule: str, p
     moe = model.moe is not None
     terms = (backward_working_bytes_per_token(model), int(layer_activations(model, recipe, moe).total / tp),
              recompute_flops_per_token(model, recipe, moe))
+    first: dict[tuple[object, ...], int] = {}
+    twins = tuple(first.setdefault(row[1:], r) for r, row in enumerate(out))
     if len(_SPLITS) >= _SPLITS_LIMIT:
         _SPLITS.clear()
-    _SPLITS[key] = (model, stages, recipe, (tuple(out), terms))
-    return tuple(out), terms
+    _SPLITS[key] = (model, stages, recipe, (tuple(out), terms, twins))
+    return tuple(out), terms, twins
 
 
 #: per-rank terms of a layout that no batch changes (parameters, weights, gradients, optimizer, FP8 copies),
@@ -266,11 +269,16 @@ def _rank_static(model: ModelProfile, layout: ParallelLayout, stages: tuple[Stag
     if hit is not None and hit[0] is model and hit[1] is stages and hit[2] is recipe and hit[3] is a:
         return hit[4]  # type: ignore[return-value]
     optimizer_bytes, weight_bytes, grad_bytes = a.optimizer_bytes, a.weight_bytes, a.grad_bytes
-    out = []
-    sums = []
-    split, terms = _rank_split(model, stages, schedule, pp, tp, recipe)
+    out: list[_RankStatic] = []
+    sums: list[_RankSum] = []
+    split, terms, twins = _rank_split(model, stages, schedule, pp, tp, recipe)
     fp8_copies = recipe.fp8_weight_copies
-    for held, dense, routed_full, gemm_dense, per_layer, per_token in split:
+    for r, (held, dense, routed_full, gemm_dense, per_layer, per_token) in enumerate(split):
+        twin = twins[r]
+        if twin != r:  # the same figures as an earlier rank: the same terms
+            out.append((held, *out[twin][1:]))
+            sums.append(sums[twin])
+            continue
         routed = routed_full // ep
         params = dense + routed
         # one layer's share (rank_params.layer_unit_parameters): ZeRO-2/3 only; a shard is over the parameter's dp group
@@ -313,15 +321,15 @@ def _undominated(sums: list[_RankSum]) -> tuple[int, ...]:
     negative or NaN. With chunks that never grow from a rank to the next (:func:`_chunks_fall`) and tokens >= 0, a
     dominated rank's total is at most its earlier dominator's, so :func:`_worst_rank`, which keeps the first of
     equals, never picks it: its answer over these ranks is its answer over all."""
-    if not all(x >= 0 for row in sums for x in row):  # NaN too
-        return tuple(range(len(sums)))
     kept: list[int] = []
     seen: set[_RankSum] = set()
     for r, row in enumerate(sums):
+        held_bytes, values, scales, lse = row
+        if not (held_bytes >= 0 and values >= 0 and scales >= 0 and lse >= 0):  # NaN too
+            return tuple(range(len(sums)))
         if row in seen:
             continue
         seen.add(row)
-        held_bytes, values, scales, lse = row
         for k in kept:
             other = sums[k]
             if other[0] >= held_bytes and other[1] >= values and other[2] >= scales and other[3] >= lse:

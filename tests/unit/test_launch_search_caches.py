@@ -99,6 +99,50 @@ def test_the_worst_rank_sought_among_undominated_ranks_is_the_worst_of_all(model
     assert pruned  # the shortcut was taken
 
 
+def _without_twins(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every rank's terms computed afresh (no rank borrows an earlier rank's), caches emptied."""
+    split = memory_module._rank_split
+
+    def every_rank_its_own(*args: object) -> tuple[object, ...]:
+        rows, terms, _ = split(*args)  # type: ignore[arg-type]
+        return rows, terms, tuple(range(len(rows)))
+
+    memory_module._STATIC.clear()
+    monkeypatch.setattr(memory_module, "_rank_split", every_rank_its_own)
+
+
+@pytest.mark.parametrize("model", ["deepseek-v3", "deepseek-v2-lite", "llama3.1-405b"])
+def test_ranks_with_the_same_figures_share_terms_only_where_they_are_the_same(model: str) -> None:
+    """Every schedule, ZeRO stage, tp and recipe on deep pipelines: the full estimate is the one whose every
+    rank's terms are computed afresh."""
+    m = STORE.model(model)
+    counts = count_parameters(m)
+    cases = []
+    for schedule, pp in (("dualpipe", 8), ("dualpipev", 4), ("1f1b", 16), ("zb1p", 8), ("interleaved", 4)):
+        stages = split_stages(m, counts, pp * (2 if schedule in ("dualpipe", "dualpipev", "interleaved") else 1))
+        for zero in (1, 2, 3):
+            for tp in (1, 2):
+                for recipe in searchable_recipes(m):
+                    layout = ParallelLayout(16, 8, pp, 8, tp, 128 // (pp * tp), schedule, zero)
+                    cases.append((layout, stages, recipe))
+    memory_module._STATIC.clear()
+    memory_module._SPLITS.clear()
+    twinned = 0
+    estimates = []
+    for layout, stages, recipe in cases:
+        estimates.append(estimate_memory(m, layout, stages, H800.usable_hbm_bytes, 4096, 64, None, recipe,
+                                         H800.hbm_bytes))
+        twins = memory_module._rank_split(m, stages, layout.schedule, layout.pp, layout.tp, recipe)[2]
+        twinned += twins != tuple(range(layout.pp))
+    with pytest.MonkeyPatch.context() as patch:
+        _without_twins(patch)
+        afresh = [estimate_memory(m, layout, stages, H800.usable_hbm_bytes, 4096, 64, None, recipe, H800.hbm_bytes)
+                  for layout, stages, recipe in cases]
+    memory_module._STATIC.clear()
+    assert estimates == afresh
+    assert twinned  # the shortcut was taken
+
+
 def _worst_of(rows: list[tuple[int, float, float, float]], chunks: list[int], tokens: float,
               ranks: list[int] | tuple[int, ...]) -> tuple[int, int]:
     """The first rank of ``ranks`` with the largest total (the loop of ``memory._worst_rank``)."""
