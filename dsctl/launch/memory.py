@@ -235,12 +235,18 @@ def _rank_split(model: ModelProfile, stages: tuple[Stage, ...], schedule: str, p
     moe = model.moe is not None
     terms = (backward_working_bytes_per_token(model), int(layer_activations(model, recipe, moe).total / tp),
              recompute_flops_per_token(model, recipe, moe))
-    first: dict[tuple[object, ...], int] = {}
-    twins = tuple(first.setdefault(row[1:], r) for r, row in enumerate(out))
+    twins = _twins(out)
     if len(_SPLITS) >= _SPLITS_LIMIT:
         _SPLITS.clear()
     _SPLITS[key] = (model, stages, recipe, (tuple(out), terms, twins))
     return tuple(out), terms, twins
+
+
+def _twins(rows: list[_RankSplit]) -> tuple[int, ...]:
+    """Per rank of ``rows`` (:func:`_rank_split`'s), the first rank with the same figures: all but the stages
+    held, every input of :func:`_rank_static`'s terms."""
+    first: dict[tuple[object, ...], int] = {}
+    return tuple(first.setdefault(row[1:], r) for r, row in enumerate(rows))
 
 
 #: per-rank terms of a layout that no batch changes (parameters, weights, gradients, optimizer, FP8 copies),

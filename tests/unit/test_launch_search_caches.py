@@ -143,6 +143,32 @@ def test_ranks_with_the_same_figures_share_terms_only_where_they_are_the_same(mo
     assert twinned  # the shortcut was taken
 
 
+def test_ranks_share_terms_only_when_every_figure_is_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Made-up ranks that differ from rank 0 in one figure each (dense, routed, GEMM, per-layer shares, activation
+    bytes): only the exact copies borrow rank 0's terms, and the terms are those computed afresh."""
+    m = STORE.model("deepseek-v2-lite")
+    act = memory_module.all_stage_activations(m, split_stages(m, count_parameters(m), 2), DEEPSEEK)
+    dense, routed, gemm, per_layer = 1_000_000, 6_400_000, 900_000, ((1000.0, 8000.0),)
+    rows = [((0,), dense, routed, gemm, per_layer, act[0]), ((1,), dense, routed, gemm, per_layer, act[0]),
+            ((2,), dense + 64, routed, gemm, per_layer, act[0]), ((3,), dense, routed + 64, gemm, per_layer, act[0]),
+            ((4,), dense, routed, gemm + 64, per_layer, act[0]),
+            ((5,), dense, routed, gemm, ((1000.0, 8064.0),), act[0]), ((6,), dense, routed, gemm, per_layer, act[1]),
+            ((7,), dense, routed, gemm, per_layer, act[0])]
+    twins = memory_module._twins(rows)  # type: ignore[arg-type]
+    assert twins == (0, 0, 2, 3, 4, 5, 6, 0)
+    stages = split_stages(m, count_parameters(m), 8)
+    layout = ParallelLayout(8, 8, 8, 8, 1, 8, "1f1b", 2)  # ZeRO-2: each figure changes a term
+    terms = memory_module._rank_split(m, stages, "1f1b", 8, 1, DEEPSEEK)[1]
+    for shared in (twins, tuple(range(8))):
+        memory_module._STATIC.clear()
+        monkeypatch.setattr(memory_module, "_rank_split", lambda *args, s=shared: (tuple(rows), terms, s))
+        static = memory_module._rank_static(m, layout, stages, MemoryAssumptions(), DEEPSEEK)
+        if shared == twins:
+            borrowed = static
+    memory_module._STATIC.clear()
+    assert borrowed[:2] == static[:2] and len({row[1:] for row in static[0]}) == 6
+
+
 def _worst_of(rows: list[tuple[int, float, float, float]], chunks: list[int], tokens: float,
               ranks: list[int] | tuple[int, ...]) -> tuple[int, int]:
     """The first rank of ``ranks`` with the largest total (the loop of ``memory._worst_rank``)."""
