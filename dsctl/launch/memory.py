@@ -52,6 +52,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import pairwise
 
 from dsctl.launch import rules
 from dsctl.launch.layout import ParallelLayout
@@ -205,14 +206,17 @@ _SPLITS: dict[tuple[int, int, str, int, int, int], tuple[object, ...]] = {}
 _SPLITS_LIMIT = 4096
 
 _RankSplit = tuple[tuple[int, ...], int, int, int, tuple[tuple[float, float], ...], ActivationBytes]
+_ModelTerms = tuple[float, int, float]
 
 
 def _rank_split(model: ModelProfile, stages: tuple[Stage, ...], schedule: str, pp: int, tp: int,
-                recipe: ActivationRecipe) -> tuple[_RankSplit, ...]:
+                recipe: ActivationRecipe) -> tuple[tuple[_RankSplit, ...], _ModelTerms, tuple[int, ...]]:
     """Per pipeline rank: (stages held, dense parameters per GPU (over ``tp`` but the replicated ones), all
     routed parameters, dense GEMM parameters per GPU, per held stage (dense per GPU, routed) parameters per
-    layer, the largest held stage's activation bytes per token); cached, as a layout search asks for the same
-    split under many EP degrees, batches and ZeRO stages."""
+    layer, the largest held stage's activation bytes per token); the model's terms of :func:`_rank_static`
+    (they depend on the model, recipe and ``tp`` only); and per rank the first rank with the same figures (all
+    but the stages held; DualPipe's mirrored ranks, stages of equal layers), whose terms are its terms. Cached,
+    as a layout search asks for the same split under many EP degrees, batches and ZeRO stages."""
     key = (id(model), id(stages), schedule, pp, tp, id(recipe))
     hit = _SPLITS.get(key)
     if hit is not None and hit[0] is model and hit[1] is stages and hit[2] is recipe:
@@ -228,10 +232,21 @@ def _rank_split(model: ModelProfile, stages: tuple[Stage, ...], schedule: str, p
                            stages[s].routed_expert_params / max(1, stage_layers(stages[s]))) for s in held)
         out.append((held, dense, routed_full, rank_gemm_parameters(model, stages, held, 1, tp) - routed_full,
                     per_layer, max((per_stage[s] for s in held), key=lambda x: x.total)))
+    moe = model.moe is not None
+    terms = (backward_working_bytes_per_token(model), int(layer_activations(model, recipe, moe).total / tp),
+             recompute_flops_per_token(model, recipe, moe))
+    twins = _twins(out)
     if len(_SPLITS) >= _SPLITS_LIMIT:
         _SPLITS.clear()
-    _SPLITS[key] = (model, stages, recipe, tuple(out))
-    return tuple(out)
+    _SPLITS[key] = (model, stages, recipe, (tuple(out), terms, twins))
+    return tuple(out), terms, twins
+
+
+def _twins(rows: list[_RankSplit]) -> tuple[int, ...]:
+    """Per rank of ``rows`` (:func:`_rank_split`'s), the first rank with the same figures: all but the stages
+    held, every input of :func:`_rank_static`'s terms."""
+    first: dict[tuple[object, ...], int] = {}
+    return tuple(first.setdefault(row[1:], r) for r, row in enumerate(rows))
 
 
 #: per-rank terms of a layout that no batch changes (parameters, weights, gradients, optimizer, FP8 copies),
@@ -242,7 +257,7 @@ _STATIC_LIMIT = 512
 
 _RankStatic = tuple[tuple[int, ...], int, int, int, int, int, int, int, int, ActivationBytes]
 _RankSum = tuple[int, float, float, float]
-_Static = tuple[tuple[_RankStatic, ...], tuple[_RankSum, ...], tuple[float, int, float]]
+_Static = tuple[tuple[_RankStatic, ...], tuple[_RankSum, ...], tuple[float, int, float], tuple[int, ...]]
 
 
 def _rank_static(model: ModelProfile, layout: ParallelLayout, stages: tuple[Stage, ...], a: MemoryAssumptions,
@@ -260,29 +275,34 @@ def _rank_static(model: ModelProfile, layout: ParallelLayout, stages: tuple[Stag
     if hit is not None and hit[0] is model and hit[1] is stages and hit[2] is recipe and hit[3] is a:
         return hit[4]  # type: ignore[return-value]
     optimizer_bytes, weight_bytes, grad_bytes = a.optimizer_bytes, a.weight_bytes, a.grad_bytes
-    out = []
-    for held, dense, routed_full, gemm_dense, per_layer, per_token in _rank_split(model, stages, schedule, pp, tp,
-                                                                                   recipe):
+    out: list[_RankStatic] = []
+    sums: list[_RankSum] = []
+    split, terms, twins = _rank_split(model, stages, schedule, pp, tp, recipe)
+    fp8_copies = recipe.fp8_weight_copies
+    for r, (held, dense, routed_full, gemm_dense, per_layer, per_token) in enumerate(split):
+        twin = twins[r]
+        if twin != r:  # the same figures as an earlier rank: the same terms
+            out.append((held, *out[twin][1:]))
+            sums.append(sums[twin])
+            continue
         routed = routed_full // ep
         params = dense + routed
         # one layer's share (rank_params.layer_unit_parameters): ZeRO-2/3 only; a shard is over the parameter's dp group
-        unit = int(max(d + x / ep for d, x in per_layer)) if zero >= 2 else 0
+        unit = int(max([d + x / ep for d, x in per_layer])) if zero >= 2 else 0
         weights = (int(dense * weight_bytes / dp + routed * weight_bytes / edp) + int(2 * unit * weight_bytes)
                    if zero >= 3 else int(params * weight_bytes))
         grads = (int(dense * grad_bytes / dp + routed * grad_bytes / edp) + int(2 * unit * grad_bytes)
                  if zero >= 2 else int(params * grad_bytes))
         optim = int(dense * optimizer_bytes / dp + routed * optimizer_bytes / edp)
         fp8 = 0
-        if recipe.fp8_weight_copies:
+        if fp8_copies:
             fp8 = int((2 * unit if zero >= 3 else gemm_dense + routed) * FP8_WEIGHT_BYTES)  # rank_gemm_parameters
-        out.append((held, params, dense, routed, weights, grads, optim, fp8, weights + grads + optim + fp8,
-                    per_token))
+        held_bytes = weights + grads + optim + fp8
+        out.append((held, params, dense, routed, weights, grads, optim, fp8, held_bytes, per_token))
+        sums.append((held_bytes, per_token.values, per_token.scales, per_token.lse))
     if len(_STATIC) >= _STATIC_LIMIT:
         _STATIC.clear()
-    moe = model.moe is not None
-    rows = (tuple(out), tuple((row[8], row[9].values, row[9].scales, row[9].lse) for row in out),
-            (backward_working_bytes_per_token(model), int(layer_activations(model, recipe, moe).total / tp),
-             recompute_flops_per_token(model, recipe, moe)))
+    rows = (tuple(out), tuple(sums), terms, _undominated(sums))
     _STATIC[key] = (model, stages, recipe, a, rows)
     return rows
 
@@ -291,6 +311,38 @@ def _rank_static(model: ModelProfile, layout: ParallelLayout, stages: tuple[Stag
 def _chunks(schedule: str, pp: int, num_micro_batches: int) -> tuple[int, ...]:
     """:func:`activation_chunks` of every pipeline rank."""
     return tuple(rules.activation_chunks(schedule, pp, r, num_micro_batches) for r in range(pp))
+
+
+@lru_cache(maxsize=4096)
+def _chunks_fall(schedule: str, pp: int, num_micro_batches: int) -> bool:
+    """Whether :func:`_chunks` never grows from a rank to the next and is never negative (what
+    :func:`_undominated` needs)."""
+    chunks = _chunks(schedule, pp, num_micro_batches)
+    return chunks[-1] >= 0 and all(a >= b for a, b in pairwise(chunks))
+
+
+def _undominated(sums: list[_RankSum]) -> tuple[int, ...]:
+    """The pipeline ranks of ``sums`` (per rank: held bytes, activation values, scales and log-sum-exp bytes per
+    token) that no earlier rank dominates (every figure at least as large), or every rank when a figure is
+    negative or NaN. With chunks that never grow from a rank to the next (:func:`_chunks_fall`) and tokens >= 0, a
+    dominated rank's total is at most its earlier dominator's, so :func:`_worst_rank`, which keeps the first of
+    equals, never picks it: its answer over these ranks is its answer over all."""
+    kept: list[int] = []
+    seen: set[_RankSum] = set()
+    for r, row in enumerate(sums):
+        held_bytes, values, scales, lse = row
+        if not (held_bytes >= 0 and values >= 0 and scales >= 0 and lse >= 0):  # NaN too
+            return tuple(range(len(sums)))
+        if row in seen:
+            continue
+        seen.add(row)
+        for k in kept:
+            other = sums[k]
+            if other[0] >= held_bytes and other[1] >= values and other[2] >= scales and other[3] >= lse:
+                break
+        else:
+            kept.append(r)
+    return tuple(kept)
 
 
 def _fixed_bytes(model: ModelProfile, layout: ParallelLayout, tokens: float, a: MemoryAssumptions,
@@ -306,9 +358,13 @@ def _worst_rank(static: _Static, layout: ParallelLayout, tokens: float, num_micr
     """(the pipeline rank with the largest total, the first of equals; that total): :func:`estimate_memory`'s
     integer terms without building its rows. ``tokens`` per TP rank; ``fixed`` the terms every rank holds."""
     worst, worst_rank = 0, -1
-    for r, ((held_bytes, values, scales, lse), chunks) in enumerate(zip(
-            static[1], _chunks(layout.schedule, layout.pp, num_micro_batches), strict=True)):
-        held = chunks * tokens  # chunks * tokens * x as estimate_memory evaluates it, left to right
+    schedule, pp = layout.schedule, layout.pp
+    chunks_of = _chunks(schedule, pp, num_micro_batches)
+    sums = static[1]
+    ranks = static[3] if tokens >= 0 and _chunks_fall(schedule, pp, num_micro_batches) else range(len(sums))
+    for r in ranks:
+        held_bytes, values, scales, lse = sums[r]
+        held = chunks_of[r] * tokens  # chunks * tokens * x as estimate_memory evaluates it, left to right
         total = held_bytes + int(held * values) + int(held * scales) + int(held * lse)
         if worst_rank < 0 or total > worst:
             worst, worst_rank = total, r

@@ -46,7 +46,7 @@ from dataclasses import dataclass, replace
 from dsctl.launch import rules
 from dsctl.launch.batch import batch_rules_pass
 from dsctl.launch.candidates import PlanInputs, first_fitting
-from dsctl.launch.memory import MemoryAssumptions, stage_activation_bytes_per_token
+from dsctl.launch.memory import MemoryAssumptions, all_stage_activations
 from dsctl.launch.rank_params import rank_parameters, stage_layers
 from dsctl.launch.request import LaunchRequest
 from dsctl.launch.search import (
@@ -222,17 +222,20 @@ def _dp_needs(inputs: PlanInputs, space: _Space) -> dict[tuple[str, int, int], i
     pps = [request.pp] if request.pp is not None else range(1, model.num_layers + 1)
     hbm = inputs.node.usable_hbm_bytes
     temporaries = backward_working_bytes_per_token(model) * request.seq_len  # one sequence, at tp 1
-    splits: dict[int, tuple[Stage, ...]] = {}
+    splits: dict[int, tuple[tuple[Stage, ...], list[tuple[float, ...]]]] = {}  # per stage count, with its bytes
     out: dict[tuple[str, int, int], int] = {}
     for schedule in space.schedules:
         for pp in pps:
             if not rules.pipeline_degree_allowed(schedule, pp, model.num_layers):
                 continue
             n = rules.num_stages(schedule, pp)
-            stages = splits.get(n)
-            if stages is None:
-                stages = splits[n] = split_stages(model, inputs.counts, n)
-            ranks = [_rank_figures(model, request, stages, space, schedule, pp, r) for r in range(pp)]
+            split = splits.get(n)
+            if split is None:
+                stages = split_stages(model, inputs.counts, n)
+                split = splits[n] = (stages, [tuple(x.total for x in all_stage_activations(model, stages, recipe))
+                                              for recipe in space.recipes])
+            stages, stage_bytes = split
+            ranks = [_rank_figures(request, stages, stage_bytes, schedule, pp, r) for r in range(pp)]
             for tp in space.tps:
                 need = min(_min_dp(ranks, a, tp, z, space.ep_max, hbm - temporaries / tp)
                            for z in space.zero_stages)
@@ -241,15 +244,15 @@ def _dp_needs(inputs: PlanInputs, space: _Space) -> dict[tuple[str, int, int], i
     return out
 
 
-def _rank_figures(model: ModelProfile, request: LaunchRequest, stages: tuple[Stage, ...], space: _Space,
+def _rank_figures(request: LaunchRequest, stages: tuple[Stage, ...], stage_bytes: list[tuple[float, ...]],
                   schedule: str, pp: int, r: int) -> tuple[int, int, float, float, float]:
     """``(dense, routed, activation bytes at tp 1, one layer's dense, routed parameters)`` of pipeline rank
     ``r``: its parameters, its fewest activation chunks of one sequence under the lightest recipe, and the
-    smallest per-layer share of its stages (a lower bound of the layer ZeRO-2/3 reduce-scatter and gather)."""
+    smallest per-layer share of its stages (a lower bound of the layer ZeRO-2/3 reduce-scatter and gather).
+    ``stage_bytes``: per recipe of the bound's space, every stage's activation bytes per token."""
     held = rules.stages_of_rank(schedule, pp, r)
     dense, routed = rank_parameters(stages, held)
-    per_token = min(max(stage_activation_bytes_per_token(model, stages[s], recipe) for s in held)
-                    for recipe in space.recipes)
+    per_token = min(max(totals[s] for s in held) for totals in stage_bytes)
     layers = [stages[s] for s in held]
     unit_dense = min(s.dense_params / max(1, stage_layers(s)) for s in layers)
     unit_routed = min(s.routed_expert_params / max(1, stage_layers(s)) for s in layers)

@@ -215,15 +215,19 @@ def _split_of(inputs: PlanInputs, num_stages: int, splits: dict[int, tuple[Stage
     return stages
 
 
+def _estimate(inputs: PlanInputs, trial: Trial, stages: tuple[Stage, ...], rows: bool) -> MemoryEstimate:
+    """The memory estimate of ``trial`` on ``stages`` (``rows``: ``estimate_memory``'s)."""
+    return estimate_memory(inputs.model, trial.layout, stages, inputs.node.usable_hbm_bytes,
+                           trial.batch.tokens_per_micro_batch, trial.batch.micro_batches, inputs.assumptions,
+                           trial.recipe, inputs.node.hbm_bytes, rows)
+
+
 def with_memory(inputs: PlanInputs, trial: Trial, splits: dict[int, tuple[Stage, ...]],
                 rows: bool = True) -> tuple[Trial, MemoryEstimate]:
     """``trial`` with its stage split and memory estimate, and the estimate; ``splits`` caches the split per stage
     count; ``rows`` False: the estimate without its per-rank rows (``estimate_memory``'s ``rows``)."""
-    lay = trial.layout
-    stages = _split_of(inputs, lay.num_stages, splits)
-    memory = estimate_memory(inputs.model, lay, stages, inputs.node.usable_hbm_bytes,
-                             trial.batch.tokens_per_micro_batch, trial.batch.micro_batches, inputs.assumptions,
-                             trial.recipe, inputs.node.hbm_bytes, rows)
+    stages = _split_of(inputs, trial.layout.num_stages, splits)
+    memory = _estimate(inputs, trial, stages, rows)
     # built directly rather than by dataclasses.replace (the same fields; a search makes tens of thousands)
     return Trial(trial.layout, trial.batch, trial.notes, trial.recipe, stages, memory, trial.step), memory
 
@@ -241,11 +245,14 @@ def screened_memory(inputs: PlanInputs, trial: Trial, splits: dict[int, tuple[St
     :func:`fits_with_headroom`; its largest rank total in bytes). The rule is asked of the estimate without its
     rows (the same integer terms, ``estimate_memory``'s ``rows``), which are built only for a layout that fits
     and only with ``rows``: most layouts of a search do not fit, and few that do are ever shown."""
-    summary, memory = with_memory(inputs, trial, splits, rows=False)
+    stages = _split_of(inputs, trial.layout.num_stages, splits)
+    memory = _estimate(inputs, trial, stages, rows=False)
     total = memory.max_total_bytes
     if not fits_with_headroom(total, inputs.node.usable_hbm_bytes, min_headroom_bytes):
-        return None, total
-    return (with_memory(inputs, trial, splits)[0] if rows else summary), total
+        return None, total  # no trial built: most layouts of a search end here
+    if rows:
+        return with_memory(inputs, trial, splits)[0], total
+    return Trial(trial.layout, trial.batch, trial.notes, trial.recipe, stages, memory, trial.step), total
 
 
 def fits_with_headroom(total_bytes: int, hbm_bytes: int, min_headroom_bytes: int) -> bool:
