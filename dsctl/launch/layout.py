@@ -104,9 +104,14 @@ class ParallelLayout:
         return f"PP{self.pp} EP{self.ep} TP{self.tp} DP{self.dp}"
 
 
+def tp_in_node(tp: int, gpus_per_node: int) -> bool:
+    """Whether ``tp`` (>= 1) divides the GPUs of a node (tensor parallelism stays on NVLink)."""
+    return 1 <= tp <= gpus_per_node and gpus_per_node % tp == 0
+
+
 def check_tp_in_node(tp: int, gpus_per_node: int) -> None:
-    """``tp`` divides the GPUs of a node (tensor parallelism stays on NVLink); raises InputError."""
-    if tp > gpus_per_node or gpus_per_node % tp:
+    """:func:`tp_in_node`, raising InputError."""
+    if not tp_in_node(tp, gpus_per_node):
         raise InputError(
             f"tp {tp} must divide the {gpus_per_node} GPUs of a node (tensor parallelism stays on NVLink)",
             hint=f"valid tp: {one_of([str(d) for d in divisors(gpus_per_node)])}",

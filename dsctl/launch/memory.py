@@ -200,10 +200,36 @@ def activation_chunks(layout: ParallelLayout, pp_rank: int, num_micro_batches: i
     return rules.activation_chunks(layout.schedule, layout.pp, pp_rank, num_micro_batches)
 
 
-#: per-rank figures of a stage split that no batch, EP degree or ZeRO stage changes, keyed by object identity
-#: (hashing a stage tuple at every estimate of a layout search costs more than the figures); bounded
-_SPLITS: dict[tuple[int, int, str, int, int, int], tuple[object, ...]] = {}
-_SPLITS_LIMIT = 4096
+def _identity_key(objects: tuple[object, ...], values: tuple[object, ...]) -> tuple[object, ...]:
+    return tuple(map(id, objects)) + values
+
+
+class _IdentityCache:
+    """A bounded cache keyed by plain values and the identity of objects (hashing a model or a stage tuple at
+    every estimate of a layout search costs more than the figures): a hit needs the very objects it was stored
+    with, so an id reused after one was freed never answers; full, it starts again empty."""
+
+    def __init__(self, limit: int) -> None:
+        self._entries: dict[tuple[object, ...], tuple[tuple[object, ...], object]] = {}
+        self._limit = limit
+
+    def get(self, objects: tuple[object, ...], values: tuple[object, ...]) -> object | None:
+        hit = self._entries.get(_identity_key(objects, values))
+        if hit is None or any(a is not b for a, b in zip(hit[0], objects, strict=True)):
+            return None
+        return hit[1]
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+    def put(self, objects: tuple[object, ...], values: tuple[object, ...], result: object) -> None:
+        if len(self._entries) >= self._limit:
+            self.clear()
+        self._entries[_identity_key(objects, values)] = (objects, result)
+
+
+#: per-rank figures of a stage split that no batch, EP degree or ZeRO stage changes
+_SPLITS = _IdentityCache(4096)
 
 _RankSplit = tuple[tuple[int, ...], int, int, int, tuple[tuple[float, float], ...], ActivationBytes]
 _ModelTerms = tuple[float, int, float]
@@ -217,10 +243,9 @@ def _rank_split(model: ModelProfile, stages: tuple[Stage, ...], schedule: str, p
     (they depend on the model, recipe and ``tp`` only); and per rank the first rank with the same figures (all
     but the stages held; DualPipe's mirrored ranks, stages of equal layers), whose terms are its terms. Cached,
     as a layout search asks for the same split under many EP degrees, batches and ZeRO stages."""
-    key = (id(model), id(stages), schedule, pp, tp, id(recipe))
-    hit = _SPLITS.get(key)
-    if hit is not None and hit[0] is model and hit[1] is stages and hit[2] is recipe:
-        return hit[3]  # type: ignore[return-value]
+    hit = _SPLITS.get((model, stages, recipe), (schedule, pp, tp))
+    if hit is not None:
+        return hit  # type: ignore[return-value]
     per_stage = all_stage_activations(model, stages, recipe)
     out = []
     for r in range(pp):
@@ -236,9 +261,7 @@ def _rank_split(model: ModelProfile, stages: tuple[Stage, ...], schedule: str, p
     terms = (backward_working_bytes_per_token(model), int(layer_activations(model, recipe, moe).total / tp),
              recompute_flops_per_token(model, recipe, moe))
     twins = _twins(out)
-    if len(_SPLITS) >= _SPLITS_LIMIT:
-        _SPLITS.clear()
-    _SPLITS[key] = (model, stages, recipe, (tuple(out), terms, twins))
+    _SPLITS.put((model, stages, recipe), (schedule, pp, tp), (tuple(out), terms, twins))
     return tuple(out), terms, twins
 
 
@@ -249,11 +272,9 @@ def _twins(rows: list[_RankSplit]) -> tuple[int, ...]:
     return tuple(first.setdefault(row[1:], r) for r, row in enumerate(rows))
 
 
-#: per-rank terms of a layout that no batch changes (parameters, weights, gradients, optimizer, FP8 copies),
-#: keyed like ``_SPLITS`` (identity of model, stages, recipe and assumptions checked on a hit); bounded, and small:
-#: a search meets a layout's micro-batch sizes one after another
-_STATIC: dict[tuple[object, ...], tuple[object, ...]] = {}
-_STATIC_LIMIT = 512
+#: per-rank terms of a layout that no batch changes (parameters, weights, gradients, optimizer, FP8 copies);
+#: small: a search meets a layout's micro-batch sizes one after another
+_STATIC = _IdentityCache(512)
 
 _RankStatic = tuple[tuple[int, ...], int, int, int, int, int, int, int, int, ActivationBytes]
 _RankSum = tuple[int, float, float, float]
@@ -270,10 +291,10 @@ def _rank_static(model: ModelProfile, layout: ParallelLayout, stages: tuple[Stag
     micro-batch size."""
     ep, dp, edp, zero, schedule, pp, tp = (layout.ep, layout.dp, layout.expert_dp, layout.zero_stage,
                                            layout.schedule, layout.pp, layout.tp)
-    key = (id(model), id(stages), schedule, pp, tp, id(recipe), ep, dp, edp, zero, id(a))
-    hit = _STATIC.get(key)
-    if hit is not None and hit[0] is model and hit[1] is stages and hit[2] is recipe and hit[3] is a:
-        return hit[4]  # type: ignore[return-value]
+    objects, values = (model, stages, recipe, a), (schedule, pp, tp, ep, dp, edp, zero)
+    hit = _STATIC.get(objects, values)
+    if hit is not None:
+        return hit  # type: ignore[return-value]
     optimizer_bytes, weight_bytes, grad_bytes = a.optimizer_bytes, a.weight_bytes, a.grad_bytes
     out: list[_RankStatic] = []
     sums: list[_RankSum] = []
@@ -300,10 +321,8 @@ def _rank_static(model: ModelProfile, layout: ParallelLayout, stages: tuple[Stag
         held_bytes = weights + grads + optim + fp8
         out.append((held, params, dense, routed, weights, grads, optim, fp8, held_bytes, per_token))
         sums.append((held_bytes, per_token.values, per_token.scales, per_token.lse))
-    if len(_STATIC) >= _STATIC_LIMIT:
-        _STATIC.clear()
     rows = (tuple(out), tuple(sums), terms, _undominated(sums))
-    _STATIC[key] = (model, stages, recipe, a, rows)
+    _STATIC.put(objects, values, rows)
     return rows
 
 
@@ -346,11 +365,11 @@ def _undominated(sums: list[_RankSum]) -> tuple[int, ...]:
 
 
 def _fixed_bytes(model: ModelProfile, layout: ParallelLayout, tokens: float, a: MemoryAssumptions,
-                 backward_bytes_per_token: float) -> tuple[int, int]:
-    """(backward temporaries, their sum with the DeepEP buffers and the runtime): the terms every rank holds."""
+                 backward_bytes_per_token: float) -> tuple[int, int, int]:
+    """(backward temporaries, DeepEP buffers, their sum with the runtime): the terms every rank holds."""
     temporaries = int(backward_bytes_per_token * tokens)
     deepep = a.deepep_buffer_bytes if model.moe is not None and layout.ep > 1 else 0
-    return temporaries, temporaries + deepep + a.runtime_bytes
+    return temporaries, deepep, temporaries + deepep + a.runtime_bytes
 
 
 def _worst_rank(static: _Static, layout: ParallelLayout, tokens: float, num_micro_batches: int,
@@ -382,12 +401,11 @@ def estimate_memory(model: ModelProfile, layout: ParallelLayout, stages: tuple[S
     a = assumptions or _DEFAULT_ASSUMPTIONS
     tokens = tokens_per_micro_batch / layout.tp  # sequence parallelism: each TP rank keeps 1/tp of every saved tensor
     static = _rank_static(model, layout, stages, a, recipe)
-    temporaries, fixed = _fixed_bytes(model, layout, tokens, a, static[2][0])
+    temporaries, deepep, fixed = _fixed_bytes(model, layout, tokens, a, static[2][0])
     if not rows:
         worst_rank, worst_total = _worst_rank(static, layout, tokens, num_micro_batches, fixed)
         return _estimate(static, recipe, hbm_bytes, tokens_per_micro_batch, worst_rank, worst_total, (),
                          nominal_hbm_bytes)
-    deepep = a.deepep_buffer_bytes if model.moe is not None and layout.ep > 1 else 0
     runtime = a.runtime_bytes
     out = []
     for r, ((held, params, dense, routed, weights, grads, optim, fp8, held_bytes, per_token), chunks) in enumerate(

@@ -228,8 +228,13 @@ def with_memory(inputs: PlanInputs, trial: Trial, splits: dict[int, tuple[Stage,
     count; ``rows`` False: the estimate without its per-rank rows (``estimate_memory``'s ``rows``)."""
     stages = _split_of(inputs, trial.layout.num_stages, splits)
     memory = _estimate(inputs, trial, stages, rows)
-    # built directly rather than by dataclasses.replace (the same fields; a search makes tens of thousands)
-    return Trial(trial.layout, trial.batch, trial.notes, trial.recipe, stages, memory, trial.step), memory
+    return _placed(trial, stages, memory), memory
+
+
+def _placed(trial: Trial, stages: tuple[Stage, ...], memory: MemoryEstimate) -> Trial:
+    """``trial`` with its stage split and memory estimate, built directly rather than by dataclasses.replace (the
+    same fields; a search makes tens of thousands)."""
+    return Trial(trial.layout, trial.batch, trial.notes, trial.recipe, stages, memory, trial.step)
 
 
 def with_rows(inputs: PlanInputs, trial: Trial) -> Trial:
@@ -252,7 +257,7 @@ def screened_memory(inputs: PlanInputs, trial: Trial, splits: dict[int, tuple[St
         return None, total  # no trial built: most layouts of a search end here
     if rows:
         return with_memory(inputs, trial, splits)[0], total
-    return Trial(trial.layout, trial.batch, trial.notes, trial.recipe, stages, memory, trial.step), total
+    return _placed(trial, stages, memory), total
 
 
 def fits_with_headroom(total_bytes: int, hbm_bytes: int, min_headroom_bytes: int) -> bool:

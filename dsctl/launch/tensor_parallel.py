@@ -22,7 +22,7 @@ what each TP rank holds.
 from __future__ import annotations
 
 from dsctl.errors import InputError, one_of
-from dsctl.launch.layout import check_tp_in_node
+from dsctl.launch.layout import check_tp_in_node, tp_in_node
 from dsctl.launch.rules import divisors
 from dsctl.launch.stages import Stage
 from dsctl.profiles.schema import ModelProfile
@@ -38,8 +38,7 @@ def _kv_heads(model: ModelProfile) -> int:
 
 def tp_allowed(model: ModelProfile, gpus_per_node: int, tp: int) -> bool:
     """Whether ``tp`` divides the node's GPUs, the attention heads and (GQA) the KV heads."""
-    return (tp >= 1 and gpus_per_node % tp == 0 and model.attention.num_heads % tp == 0
-            and _kv_heads(model) % tp == 0)
+    return tp_in_node(tp, gpus_per_node) and model.attention.num_heads % tp == 0 and _kv_heads(model) % tp == 0
 
 
 def check_tp(model: ModelProfile, gpus_per_node: int, tp: int) -> None:

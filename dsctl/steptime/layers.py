@@ -91,7 +91,7 @@ class LayerSeconds:
     tp_f: float = 0.0
     tp_b: float = 0.0
 
-    @property
+    @cached_property
     def compute(self) -> BlockSeconds:
         return self.attention + self.ffn
 
@@ -120,15 +120,6 @@ class LayerSeconds:
     @cached_property
     def weight_grad_s(self) -> float:
         return self.attention.w + self.ffn.w
-
-    @cached_property
-    def compute_f(self) -> float:
-        return self.attention.f + self.ffn.f
-
-    @cached_property
-    def compute_b(self) -> float:
-        """``compute.b`` (I + W of the summed blocks)."""
-        return (self.attention.i + self.ffn.i) + (self.attention.w + self.ffn.w)
 
     @cached_property
     def tp_s(self) -> float:

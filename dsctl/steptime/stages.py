@@ -66,11 +66,11 @@ class StageSeconds:
 
     @cached_property
     def compute_f(self) -> float:
-        return self.outside.f + sum(x.compute_f for x in self.layers)
+        return self.outside.f + sum(x.compute.f for x in self.layers)
 
     @cached_property
     def compute_b(self) -> float:
-        return self.outside.b + sum(x.compute_b for x in self.layers)
+        return self.outside.b + sum(x.compute.b for x in self.layers)
 
     @cached_property
     def tp_comm(self) -> float:

@@ -27,8 +27,6 @@ _CREATE = re.compile(rf"create-target --node-id {_ID} --disk-index {_ID} --targe
 _REMOVE = re.compile(rf"(?:offline|remove)-target --node-id {_ID} --target-id {_ID}\n")
 _CHUNK_CHARS = 4 * 1024**2  # characters turned into numbers at a time
 # the lines as dsctl and upstream write them (no chunk sizes): read by ``_laid_out``, the regexes' fast case
-_CREATE_PIECES = CREATE_PIECES
-_REMOVE_PIECES = REMOVE_PIECES
 
 
 @dataclass(frozen=True)
@@ -168,7 +166,7 @@ def _table(text: str) -> np.ndarray | None:
 
 def _creates(text: str) -> np.ndarray | None:
     """node, disk, target and chain id of every create-target line."""
-    fast = _laid_out(text, _CREATE_PIECES)
+    fast = _laid_out(text, CREATE_PIECES)
     if fast is not None:
         return fast
     found = _lines(_CREATE, text)
@@ -180,7 +178,7 @@ def _creates(text: str) -> np.ndarray | None:
 
 def _removes(text: str) -> tuple[np.ndarray, np.ndarray] | None:
     """node and target id of every offline-/remove-target line, and True where it is offline-target."""
-    fast = _laid_out(text, _REMOVE_PIECES)
+    fast = _laid_out(text, REMOVE_PIECES)
     if fast is not None:
         kinds = np.zeros(2 * len(fast), dtype=bool)
         kinds[::2] = True

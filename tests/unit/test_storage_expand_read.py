@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 
 from dsctl.errors import InputError
 from dsctl.storage.api import generate_chains
-from dsctl.storage.chaintable import IdScheme
+from dsctl.storage.chaintable import CREATE_PIECES, REMOVE_PIECES, IdScheme
 from dsctl.storage.crosscheck import CHAINS, CREATE, FILE_NAMES, REMOVE, TABLE, read_checked
 from dsctl.storage.expand import expand
-from dsctl.storage.expand_read import _CREATE_PIECES, _REMOVE_PIECES, TableArrays, _laid_out, read_sound
+from dsctl.storage.expand_read import TableArrays, _laid_out, read_sound
 
 SMALL = generate_chains(7, 2, 3, 3, 1, IdScheme()).files_text
 FOUR = {name: SMALL[name] for name in FILE_NAMES}
@@ -119,9 +119,9 @@ def test_too_many_kept_scores_are_refused_before_the_work() -> None:
 _LAYOUTS = {CHAINS: (r"[0-9]{1,18}(?:,[0-9]{1,18}){3}\n", ("", ",", ",", ",", "\n")),
             TABLE: (r"[0-9]{1,18}\n", ("", "\n")),
             CREATE: (r"create-target --node-id [0-9]{1,18} --disk-index [0-9]{1,18} --target-id [0-9]{1,18} "
-                     r"--chain-id [0-9]{1,18}  --use-new-chunk-engine\n", _CREATE_PIECES),
+                     r"--chain-id [0-9]{1,18}  --use-new-chunk-engine\n", CREATE_PIECES),
             REMOVE: (r"(?:offline-target --node-id [0-9]{1,18} --target-id [0-9]{1,18}\n"
-                     r"remove-target --node-id [0-9]{1,18} --target-id [0-9]{1,18}\n)", _REMOVE_PIECES)}
+                     r"remove-target --node-id [0-9]{1,18} --target-id [0-9]{1,18}\n)", REMOVE_PIECES)}
 
 
 def _body(name: str) -> str:
